@@ -1,0 +1,244 @@
+"""The internal grammar form: an EBNF tree over Unicode text, shared by every front end.
+
+``dotjson.schema`` (JSON Schema), ``dotjson.grammar`` (Lark text, via Lark's own loader) and
+``dotjson.regex`` (regular expressions) all produce a :class:`Grammar` made of these nodes; the
+automaton (``dotjson.automaton``) consumes it, and ``dotjson.grammar.to_lark`` renders it as Lark
+text on demand. Nothing here parses text.
+
+Nodes are immutable and hashable, so equal sub-grammars can be shared and memoized.
+
+=============  ==============================================================================
+node           language
+=============  ==============================================================================
+``Lit(s)``     the literal text ``s`` (encoded as UTF-8 by the automaton); ``Lit("")`` is ε
+``Chars(r)``   one Unicode scalar value in the union of inclusive code-point ranges ``r``
+               (sorted, non-overlapping, non-adjacent; surrogates D800-DFFF never included);
+               ``Chars(())`` is the empty language
+``Seq(xs)``    concatenation; ``Seq(())`` is ε
+``Alt(xs)``    union; ``Alt(())`` is the empty language ∅
+``Repeat``     ``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded). Large bounds
+               are fine: the automaton runs them with counters, never copies.
+``Ref(name)``  the rule ``name`` of the grammar; rules may be recursive (not left-recursive)
+``And(xs)``    intersection; every item must be regular (contain no ``Ref``)
+``Diff(a, b)`` ``L(a) minus L(b)``; both regular
+=============  ==============================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+MAX_CODEPOINT = 0x10FFFF
+SURROGATES = (0xD800, 0xDFFF)
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chars:
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt:
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    item: "Node"
+    min: int
+    max: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    left: "Node"
+    right: "Node"
+
+
+Node = Union[Lit, Chars, Seq, Alt, Repeat, Ref, And, Diff]
+
+EPS = Seq(())
+EMPTY = Alt(())
+
+
+@dataclass
+class Grammar:
+    """A set of named rules and a start rule.
+
+    Parameters
+    ----------
+    rules : dict of str to Node
+        Rule bodies by name. Names are Lark rule names (lower-case, ``[a-z_][a-z0-9_]*``).
+    start : str
+        Name of the start rule.
+    """
+
+    rules: dict[str, Node] = field(default_factory=dict)
+    start: str = "start"
+
+    def __post_init__(self) -> None:
+        if self.start not in self.rules and self.rules:
+            raise KeyError(f"start rule {self.start!r} is not defined")
+
+
+# ----------------------------------------------------------------------------- constructors
+# Smart constructors: flatten, drop neutral elements, keep ∅ absorbing. Front ends should use
+# these rather than the classes so that trivial structure never reaches the automaton.
+
+
+def lit(text: str) -> Node:
+    return Lit(text) if text else EPS
+
+
+def seq(*items: Node) -> Node:
+    out: list[Node] = []
+    for it in items:
+        if it == EMPTY or it == Chars(()):
+            return EMPTY
+        if isinstance(it, Seq):
+            out.extend(it.items)
+        elif it == EPS or it == Lit(""):
+            continue
+        else:
+            out.append(it)
+    if not out:
+        return EPS
+    if len(out) == 1:
+        return out[0]
+    return Seq(tuple(out))
+
+
+def alt(*items: Node) -> Node:
+    out: list[Node] = []
+    seen: set[Node] = set()
+    for it in items:
+        parts = it.items if isinstance(it, Alt) else (it,)
+        for p in parts:
+            if p == Chars(()):
+                continue
+            if p not in seen:
+                seen.add(p)
+                out.append(p)
+    if not out:
+        return EMPTY
+    if len(out) == 1:
+        return out[0]
+    return Alt(tuple(out))
+
+
+def repeat(item: Node, lo: int = 0, hi: int | None = None) -> Node:
+    if lo < 0 or (hi is not None and hi < lo):
+        return EMPTY
+    if hi == 0:
+        return EPS
+    if item == EPS:
+        return EPS
+    if item == EMPTY or item == Chars(()):
+        return EPS if lo == 0 else EMPTY
+    if lo == 1 and hi == 1:
+        return item
+    return Repeat(item, lo, hi)
+
+
+def opt(item: Node) -> Node:
+    return repeat(item, 0, 1)
+
+
+def chars(*ranges: tuple[int, int]) -> Chars:
+    """Normalize code-point ranges: sort, merge, and cut out the surrogate block."""
+    rs = sorted((lo, hi) for lo, hi in ranges if lo <= hi)
+    merged: list[list[int]] = []
+    for lo, hi in rs:
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    out: list[tuple[int, int]] = []
+    s_lo, s_hi = SURROGATES
+    for lo, hi in merged:
+        lo, hi = max(lo, 0), min(hi, MAX_CODEPOINT)
+        if hi < s_lo or lo > s_hi:
+            out.append((lo, hi))
+        else:
+            if lo < s_lo:
+                out.append((lo, s_lo - 1))
+            if hi > s_hi:
+                out.append((s_hi + 1, hi))
+    return Chars(tuple(r for r in out if r[0] <= r[1]))
+
+
+def chars_complement(c: Chars) -> Chars:
+    """All scalar values not in ``c``."""
+    out = []
+    prev = 0
+    for lo, hi in c.ranges:
+        if lo > prev:
+            out.append((prev, lo - 1))
+        prev = hi + 1
+    if prev <= MAX_CODEPOINT:
+        out.append((prev, MAX_CODEPOINT))
+    return chars(*out)
+
+
+def chars_union(*cs: Chars) -> Chars:
+    return chars(*(r for c in cs for r in c.ranges))
+
+
+def chars_intersect(a: Chars, b: Chars) -> Chars:
+    return chars_complement(chars_union(chars_complement(a), chars_complement(b)))
+
+
+ANY_CHAR = chars((0, MAX_CODEPOINT))
+
+
+# ----------------------------------------------------------------------------- queries
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, (Seq, Alt, And)):
+        return node.items
+    if isinstance(node, Repeat):
+        return (node.item,)
+    if isinstance(node, Diff):
+        return (node.left, node.right)
+    return ()
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of the tree, pre-order (shared sub-trees are visited each time)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))
+
+
+def refs(node: Node) -> set[str]:
+    """Names of the rules a node references directly."""
+    return {n.name for n in walk(node) if isinstance(n, Ref)}
+
+
+def is_regular(node: Node) -> bool:
+    """True when the node references no rule (so it may appear under And/Diff)."""
+    return not any(isinstance(n, Ref) for n in walk(node))

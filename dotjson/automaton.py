@@ -1,0 +1,812 @@
+"""A lazily expanded byte automaton for a grammar in the IR (:mod:`dotjson.ir`).
+
+States are *byte-level regular terms* with rule references, interned by structure (hash-consing),
+and transitions are their Brzozowski derivatives, computed only when decoding first needs them.
+
+Why derivatives:
+
+- Exact by construction: the derivative of a term by a byte denotes exactly the suffixes that
+  complete the text so far, so the mask ``{t : derivative(state, t) ≠ ∅}`` forbids nothing valid
+  and allows nothing invalid.
+- Lazy by construction: a state exists only once a derivative produced it; counted repetition
+  ``R{m,M}`` derives to ``R' R{m-1,M-1}``, so a bound of 100000 costs nothing until the output
+  reaches it, and never more than the output actually uses.
+- Recursion (``$ref`` cycles) is a rule reference ``REF r`` expanded one level per derivative;
+  the pending continuations (``"]"``, ``"}"`` …) pile up in the term, which is the stack.
+- Intersection and difference (``pattern`` ∩ length, object keys other than the declared ones)
+  derive component-wise; their (rare) emptiness is checked by a bounded search.
+
+Every state handed out is *live*: a term that cannot reach acceptance is the dead state, never a
+state. For terms without ``AND``/``DIFF`` a syntactically non-empty term is non-empty because
+unproductive rules are removed at compile time; terms with them are checked explicitly.
+
+The transition table ``trans`` (``int32[n_states, 256]``; ``-1`` not yet computed, ``-2`` dead) is
+what the Numba kernels read; they return to Python when they meet a row that is not filled yet.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+import numpy as np
+
+from . import ir
+from .errors import GrammarError, LimitExceededError
+
+# Term kinds.
+K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
+
+UNKNOWN = -1
+DEAD = -2
+INF = -1  # "no upper bound" in a REP term
+
+_ALL_BYTES = (1 << 256) - 1
+
+
+# --------------------------------------------------------------------------------------- UTF-8
+
+
+def _utf8_encode(cp: int) -> bytes:
+    return chr(cp).encode("utf-8", "surrogatepass")
+
+
+def utf8_sequences(lo: int, hi: int) -> list[list[tuple[int, int]]]:
+    """Split the code-point range ``[lo, hi]`` into sequences of byte ranges.
+
+    Each returned sequence ``[(l1, h1), (l2, h2), ...]`` matches exactly the UTF-8 encodings of a
+    sub-range; together they cover ``[lo, hi]`` (the technique of regex engines' UTF-8 compilers).
+    """
+    out: list[list[tuple[int, int]]] = []
+    stack = [(lo, hi)]
+    while stack:
+        lo, hi = stack.pop()
+        if lo > hi:
+            continue
+        split = False
+        for boundary in (0x7F, 0x7FF, 0xFFFF):
+            if lo <= boundary < hi:
+                stack.append((boundary + 1, hi))
+                stack.append((lo, boundary))
+                split = True
+                break
+        if split:
+            continue
+        if hi <= 0x7F:
+            out.append([(lo, hi)])
+            continue
+        n = len(_utf8_encode(lo))
+        for i in range(1, n):
+            m = (1 << (6 * i)) - 1
+            if (lo & ~m) != (hi & ~m):
+                if (lo & m) != 0:
+                    stack.append(((lo | m) + 1, hi))
+                    stack.append((lo, lo | m))
+                    split = True
+                    break
+                if (hi & m) != m:
+                    stack.append((hi & ~m, hi))
+                    stack.append((lo, (hi & ~m) - 1))
+                    split = True
+                    break
+        if split:
+            continue
+        a, b = _utf8_encode(lo), _utf8_encode(hi)
+        out.append(list(zip(a, b)))
+    out.sort()
+    return out
+
+
+def _range_mask(lo: int, hi: int) -> int:
+    return ((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1)
+
+
+# ----------------------------------------------------------------------------------- automaton
+
+
+class Automaton:
+    """Byte automaton of an IR grammar, expanded on demand.
+
+    Parameters
+    ----------
+    grammar : dotjson.ir.Grammar
+        The grammar; its start rule's language is the set of accepted documents.
+    max_states : int
+        Budget on the number of interned states; past it, :class:`LimitExceededError`.
+    fuel : int
+        Budget on the derivative steps of one emptiness search (``AND``/``DIFF`` terms).
+    """
+
+    def __init__(self, grammar: ir.Grammar, *, max_states: int = 1_000_000, fuel: int = 200_000):
+        self.grammar = grammar
+        self.max_states = max_states
+        self.fuel = fuel
+        self.lock = threading.RLock()
+        # term store
+        self._nodes: list[tuple] = []
+        self._ids: dict[tuple, int] = {}
+        self._nullable: list[bool] = []
+        self._hasbool: list[bool] = []
+        self._hasrep: list[bool] = []
+        self._deriv: dict[int, int] = {}
+        self._firsts: dict[int, frozenset] = {}
+        self._empty: dict[int, bool] = {}
+        self._clamp: dict[int, int] = {}
+        self._chars_cache: dict[ir.Chars, int] = {}
+        self.EMPTY = self._mk((K_EMPTY,), False)
+        self.EPS = self._mk((K_EPS,), True)
+        # rules
+        self._rule_index: dict[str, int] = {}
+        self._rule_body: list[int] = []
+        self._rule_nullable: list[bool] = []
+        self._compile_rules()
+        # states
+        self._state_of: dict[int, int] = {}
+        self._term_of: list[int] = []
+        cap = 64
+        self.trans = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+        self.accepting = np.zeros(cap, dtype=np.bool_)
+        self.plain_inv = np.full(cap, -1, dtype=np.int8)
+        self.row_ready = np.zeros(cap, dtype=np.bool_)
+        self.start_term = self.ref_term(grammar.start)
+        if self.is_empty(self.start_term):
+            raise GrammarError("the grammar's language is empty: no document can satisfy it")
+        self.start = self.state(self.start_term)
+
+    # ------------------------------------------------------------------ term construction
+
+    def _mk(self, key: tuple, nullable: bool, hasbool: bool = False, hasrep: bool = False) -> int:
+        tid = self._ids.get(key)
+        if tid is None:
+            tid = len(self._nodes)
+            self._nodes.append(key)
+            self._ids[key] = tid
+            self._nullable.append(nullable)
+            self._hasbool.append(hasbool)
+            self._hasrep.append(hasrep)
+        return tid
+
+    def bytes_(self, mask: int) -> int:
+        if mask == 0:
+            return self.EMPTY
+        return self._mk((K_BYTES, mask), False)
+
+    def seq(self, a: int, b: int) -> int:
+        if a == self.EMPTY or b == self.EMPTY:
+            return self.EMPTY
+        if a == self.EPS:
+            return b
+        if b == self.EPS:
+            return a
+        na = self._nodes[a]
+        if na[0] == K_SEQ:  # keep sequences right-nested: SEQ(SEQ(x, y), b) = SEQ(x, SEQ(y, b))
+            return self.seq(na[1], self.seq(na[2], b))
+        return self._mk(
+            (K_SEQ, a, b),
+            self._nullable[a] and self._nullable[b],
+            self._hasbool[a] or self._hasbool[b],
+            self._hasrep[a] or self._hasrep[b],
+        )
+
+    def seq_list(self, items: list[int]) -> int:
+        out = self.EPS
+        for t in reversed(items):
+            out = self.seq(t, out)
+        return out
+
+    def alt(self, items) -> int:
+        flat: set[int] = set()
+        for t in items:
+            if t == self.EMPTY:
+                continue
+            n = self._nodes[t]
+            if n[0] == K_ALT:
+                flat.update(n[1])
+            else:
+                flat.add(t)
+        if not flat:
+            return self.EMPTY
+        if len(flat) == 1:
+            return next(iter(flat))
+        # Merge single-byte alternatives into one byte set.
+        byte_terms = [t for t in flat if self._nodes[t][0] == K_BYTES]
+        if len(byte_terms) > 1:
+            m = 0
+            for t in byte_terms:
+                m |= self._nodes[t][1]
+                flat.discard(t)
+            flat.add(self.bytes_(m))
+            if len(flat) == 1:
+                return next(iter(flat))
+        key = tuple(sorted(flat))
+        return self._mk(
+            (K_ALT, key),
+            any(self._nullable[t] for t in key),
+            any(self._hasbool[t] for t in key),
+            any(self._hasrep[t] for t in key),
+        )
+
+    def rep(self, item: int, lo: int, hi: int) -> int:
+        """``item{lo,hi}``; ``hi == INF`` for no upper bound."""
+        if hi != INF and hi < lo:
+            return self.EMPTY
+        if item == self.EMPTY:
+            return self.EPS if lo == 0 else self.EMPTY
+        if item == self.EPS or hi == 0:
+            return self.EPS
+        if self._nullable[item]:
+            lo = 0
+        if lo == 1 and hi == 1:
+            return item
+        return self._mk(
+            (K_REP, item, lo, hi), lo == 0 or self._nullable[item], self._hasbool[item], True
+        )
+
+    def and_(self, items) -> int:
+        flat: set[int] = set()
+        for t in items:
+            if t == self.EMPTY:
+                return self.EMPTY
+            n = self._nodes[t]
+            if n[0] == K_AND:
+                flat.update(n[1])
+            else:
+                flat.add(t)
+        if len(flat) == 1:
+            return next(iter(flat))
+        if self.EPS in flat:
+            return self.EPS if all(self._nullable[t] for t in flat) else self.EMPTY
+        key = tuple(sorted(flat))
+        return self._mk((K_AND, key), all(self._nullable[t] for t in key), True, False)
+
+    def diff(self, a: int, b: int) -> int:
+        if a == self.EMPTY:
+            return self.EMPTY
+        if b == self.EMPTY:
+            return a
+        if a == b:
+            return self.EMPTY
+        if b == self.EPS:
+            if not self._nullable[a]:
+                return a
+        return self._mk((K_DIFF, a, b), self._nullable[a] and not self._nullable[b], True, False)
+
+    def ref_term(self, name: str) -> int:
+        idx = self._rule_index.get(name)
+        if idx is None:
+            raise GrammarError(f"undefined rule {name!r}")
+        if name not in self._productive:
+            return self.EMPTY
+        return self._mk((K_REF, idx), self._rule_nullable[idx], False, False)
+
+    # ------------------------------------------------------------------ IR → terms
+
+    def _compile_rules(self) -> None:
+        rules = self.grammar.rules
+        names = list(rules)
+        for i, n in enumerate(names):
+            self._rule_index[n] = i
+        for n in names:
+            for r in ir.refs(rules[n]):
+                if r not in rules:
+                    raise GrammarError(f"rule {n!r} references undefined rule {r!r}")
+        # Productivity and nullability, by fixpoint over the IR.
+        nullable: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for n in names:
+                if n not in nullable and _ir_nullable(rules[n], nullable):
+                    nullable.add(n)
+                    changed = True
+        banned: set[str] = set()
+        productive = _productive_rules(rules, banned)
+        self._check_left_recursion(rules, nullable)
+        self._rule_nullable = [n in nullable for n in names]
+        # IR-level productivity over-approximates And/Diff; rules whose compiled body is empty
+        # after an exact check are dropped and the rest recompiled, until nothing changes.
+        while True:
+            self._rule_body = [self.EMPTY] * len(names)
+            self._productive = productive
+            for i, n in enumerate(names):
+                if n in productive:
+                    self._rule_body[i] = self.compile_node(rules[n])
+            empty = {
+                n
+                for i, n in enumerate(names)
+                if n in productive
+                and self._hasbool[self._rule_body[i]]
+                and self.is_empty(self._rule_body[i])
+            }
+            if not empty:
+                break
+            banned |= empty
+            productive = _productive_rules(rules, banned)
+            self._empty.clear()
+
+    def _check_left_recursion(self, rules, nullable: set[str]) -> None:
+        left: dict[str, set[str]] = {n: set() for n in rules}
+        for n, body in rules.items():
+            _left_refs(body, nullable, left[n])
+        # Cycle detection in the left-call graph.
+        color: dict[str, int] = {}
+        for root in rules:
+            if root in color:
+                continue
+            stack = [(root, iter(sorted(left[root])))]
+            color[root] = 1
+            while stack:
+                node, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    color[node] = 2
+                    stack.pop()
+                    continue
+                c = color.get(nxt, 0)
+                if c == 1:
+                    cycle = [s for s, _ in stack] + [nxt]
+                    cycle = cycle[cycle.index(nxt) :]
+                    raise GrammarError(
+                        "left-recursive rules (a rule reaches itself without consuming input): "
+                        + " -> ".join(cycle)
+                    )
+                if c == 0:
+                    color[nxt] = 1
+                    stack.append((nxt, iter(sorted(left[nxt]))))
+
+    def compile_node(self, node: ir.Node) -> int:
+        if isinstance(node, ir.Lit):
+            return self.seq_list([self.bytes_(1 << b) for b in node.text.encode("utf-8")])
+        if isinstance(node, ir.Chars):
+            return self.chars_term(node)
+        if isinstance(node, ir.Seq):
+            return self.seq_list([self.compile_node(x) for x in node.items])
+        if isinstance(node, ir.Alt):
+            return self.alt([self.compile_node(x) for x in node.items])
+        if isinstance(node, ir.Repeat):
+            hi = INF if node.max is None else node.max
+            return self.rep(self.compile_node(node.item), node.min, hi)
+        if isinstance(node, ir.Ref):
+            if node.name not in self._productive:
+                return self.EMPTY
+            return self.ref_term(node.name)
+        if isinstance(node, ir.And):
+            if not all(ir.is_regular(x) for x in node.items):
+                raise GrammarError("And() operands must be regular (no rule references)")
+            return self.and_([self.compile_node(x) for x in node.items])
+        if isinstance(node, ir.Diff):
+            if not (ir.is_regular(node.left) and ir.is_regular(node.right)):
+                raise GrammarError("Diff() operands must be regular (no rule references)")
+            return self.diff(self.compile_node(node.left), self.compile_node(node.right))
+        raise GrammarError(f"unknown grammar node {node!r}")
+
+    def chars_term(self, c: ir.Chars) -> int:
+        t = self._chars_cache.get(c)
+        if t is not None:
+            return t
+        alts = []
+        for lo, hi in c.ranges:
+            for sq in utf8_sequences(lo, hi):
+                alts.append(self.seq_list([self.bytes_(_range_mask(a, b)) for a, b in sq]))
+        t = self.alt(alts)
+        self._chars_cache[c] = t
+        return t
+
+    # ------------------------------------------------------------------ derivatives
+
+    def nullable(self, t: int) -> bool:
+        return self._nullable[t]
+
+    def deriv(self, t: int, byte: int) -> int:
+        key = t * 256 + byte
+        r = self._deriv.get(key)
+        if r is not None:
+            return r
+        n = self._nodes[t]
+        k = n[0]
+        if k == K_BYTES:
+            r = self.EPS if (n[1] >> byte) & 1 else self.EMPTY
+        elif k == K_SEQ:
+            a, b = n[1], n[2]
+            r = self.seq(self.deriv(a, byte), b)
+            if self._nullable[a]:
+                r = self.alt((r, self.deriv(b, byte)))
+        elif k == K_ALT:
+            r = self.alt([self.deriv(x, byte) for x in n[1]])
+        elif k == K_REP:
+            item, lo, hi = n[1], n[2], n[3]
+            d = self.deriv(item, byte)
+            if d == self.EMPTY:
+                r = self.EMPTY
+            else:
+                r = self.seq(d, self.rep(item, max(lo - 1, 0), INF if hi == INF else hi - 1))
+        elif k == K_REF:
+            r = self.deriv(self._rule_body[n[1]], byte)
+        elif k == K_AND:
+            r = self.and_([self.deriv(x, byte) for x in n[1]])
+        elif k == K_DIFF:
+            r = self.diff(self.deriv(n[1], byte), self.deriv(n[2], byte))
+        else:  # EMPTY, EPS
+            r = self.EMPTY
+        self._deriv[key] = r
+        return r
+
+    def firsts(self, t: int) -> frozenset:
+        """Byte masks whose refinement partitions the bytes into derivative classes of ``t``."""
+        r = self._firsts.get(t)
+        if r is not None:
+            return r
+        n = self._nodes[t]
+        k = n[0]
+        if k == K_BYTES:
+            r = frozenset((n[1],))
+        elif k == K_SEQ:
+            r = self.firsts(n[1])
+            if self._nullable[n[1]]:
+                r = r | self.firsts(n[2])
+        elif k in (K_ALT, K_AND):
+            acc: set = set()
+            for x in n[1]:
+                acc |= self.firsts(x)
+            r = frozenset(acc)
+        elif k == K_REP:
+            r = self.firsts(n[1])
+        elif k == K_REF:
+            r = self.firsts(self._rule_body[n[1]])
+        elif k == K_DIFF:
+            r = self.firsts(n[1]) | self.firsts(n[2])
+        else:
+            r = frozenset()
+        self._firsts[t] = r
+        return r
+
+    def byte_classes(self, t: int) -> list[int]:
+        """Partition of the bytes that can be consumed by ``t`` (masks; the rest lead to ∅)."""
+        cells = [_ALL_BYTES]
+        for m in self.firsts(t):
+            nxt = []
+            for c in cells:
+                x, y = c & m, c & ~m
+                if x:
+                    nxt.append(x)
+                if y:
+                    nxt.append(y)
+            cells = nxt
+        union = 0
+        for m in self.firsts(t):
+            union |= m
+        return [c for c in cells if c & union]
+
+    # ------------------------------------------------------------------ emptiness
+
+    def is_empty(self, t: int) -> bool:
+        """True when ``t`` denotes ∅ (exact; a bounded search for AND/DIFF terms)."""
+        if t == self.EMPTY:
+            return True
+        if not self._hasbool[t]:
+            return False
+        r = self._empty.get(t)
+        if r is not None:
+            return r
+        n = self._nodes[t]
+        k = n[0]
+        if k == K_SEQ:
+            r = self.is_empty(n[1]) or self.is_empty(n[2])
+        elif k == K_ALT:
+            r = all(self.is_empty(x) for x in n[1])
+        elif k == K_REP:
+            r = n[2] > 0 and self.is_empty(n[1])
+        elif k == K_DIFF and not self._hasbool[n[1]] and not self._hasbool[n[2]] and self._infinite(
+            n[1]
+        ) and not self._infinite(n[2]):
+            r = False  # an infinite language minus a finite one is never empty
+        else:
+            r = not self._search_nonempty(t)
+        self._empty[t] = r
+        return r
+
+    def _infinite(self, t: int) -> bool:
+        """For AND/DIFF-free terms: does the language contain infinitely many strings?"""
+        n = self._nodes[t]
+        k = n[0]
+        if k == K_REP:
+            return n[3] == INF or self._infinite(n[1])
+        if k == K_SEQ:
+            return self._infinite(n[1]) or self._infinite(n[2])
+        if k == K_ALT:
+            return any(self._infinite(x) for x in n[1])
+        if k == K_REF:
+            return True  # conservative only in the direction we use it (left operand)
+        return False
+
+    def _search_nonempty(self, t: int) -> bool:
+        seen = {t}
+        queue = deque([t])
+        steps = 0
+        while queue:
+            u = queue.popleft()
+            if self._nullable[u]:
+                return True
+            for cls in self.byte_classes(u):
+                steps += 1
+                if steps > self.fuel:
+                    raise LimitExceededError(
+                        f"emptiness search exceeded its fuel ({self.fuel} derivative steps); "
+                        "raise `fuel` or simplify the pattern/length combination"
+                    )
+                v = self.deriv(u, (cls & -cls).bit_length() - 1)
+                if v == self.EMPTY or v in seen:
+                    continue
+                # Sub-terms already known empty prune the search.
+                if self._hasbool[v] and self._empty.get(v) is True:
+                    continue
+                seen.add(v)
+                queue.append(v)
+        return False
+
+    # ------------------------------------------------------------------ clamping (mask keys)
+
+    def clamp(self, t: int, limit: int) -> int:
+        """A term with the same one-token behaviour as ``t`` for tokens of at most ``limit - 1``
+        bytes: counters far from their bounds are replaced by unbounded ones, so the states of a
+        long counted repetition share one memoized mask (and one self-looping walk).
+        AND/DIFF sub-terms are left exact (their emptiness depends on the exact counts)."""
+        if not self._hasrep[t]:
+            return t
+        key = t * 4096 + limit
+        r = self._clamp.get(key)
+        if r is not None:
+            return r
+        n = self._nodes[t]
+        k = n[0]
+        if k == K_SEQ:
+            r = self.seq(self.clamp(n[1], limit), self.clamp(n[2], limit))
+        elif k == K_ALT:
+            r = self.alt([self.clamp(x, limit) for x in n[1]])
+        elif k == K_REP:
+            item, lo, hi = n[1], n[2], n[3]
+            if not self._hasbool[item]:
+                item = self.clamp(item, limit)
+                lo = min(lo, limit)
+                if hi != INF and hi > limit:
+                    hi = INF
+            r = self.rep(item, lo, hi)
+        else:
+            r = t
+        self._clamp[key] = r
+        return r
+
+    # ------------------------------------------------------------------ states
+
+    def state(self, t: int) -> int:
+        """The state id of live term ``t`` (interned)."""
+        s = self._state_of.get(t)
+        if s is not None:
+            return s
+        with self.lock:
+            s = self._state_of.get(t)
+            if s is not None:
+                return s
+            s = len(self._term_of)
+            if s >= self.max_states:
+                raise LimitExceededError(
+                    f"the automaton reached its budget of {self.max_states} states "
+                    "(Index option max_states)"
+                )
+            if s >= self.trans.shape[0]:
+                self._grow(2 * self.trans.shape[0])
+            self._term_of.append(t)
+            self.accepting[s] = self._nullable[t]
+            self._state_of[t] = s
+            return s
+
+    def _grow(self, cap: int) -> None:
+        old = self.trans.shape[0]
+        trans = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+        trans[:old] = self.trans
+        acc = np.zeros(cap, dtype=np.bool_)
+        acc[:old] = self.accepting
+        inv = np.full(cap, -1, dtype=np.int8)
+        inv[:old] = self.plain_inv
+        ready = np.zeros(cap, dtype=np.bool_)
+        ready[:old] = self.row_ready
+        # Publish whole arrays: a kernel running on the old ones keeps valid memory and merely
+        # asks again for rows it does not see.
+        self.trans, self.accepting, self.plain_inv, self.row_ready = trans, acc, inv, ready
+
+    @property
+    def n_states(self) -> int:
+        return len(self._term_of)
+
+    def term_of(self, s: int) -> int:
+        return self._term_of[s]
+
+    def fill_row(self, s: int) -> None:
+        """Compute every byte transition of state ``s``."""
+        if self.row_ready[s]:
+            return
+        with self.lock:
+            if self.row_ready[s]:
+                return
+            t = self._term_of[s]
+            row = np.full(256, DEAD, dtype=np.int32)
+            for cls in self.byte_classes(t):
+                b0 = (cls & -cls).bit_length() - 1
+                u = self.deriv(t, b0)
+                if u == self.EMPTY or (self._hasbool[u] and self.is_empty(u)):
+                    continue
+                row[_mask_to_bytes(cls)] = self.state(u)
+            self.trans[s] = row
+            self.row_ready[s] = True
+
+    def step(self, s: int, byte: int) -> int:
+        """Successor of state ``s`` on ``byte``, or ``DEAD``."""
+        r = int(self.trans[s, byte])
+        if r == UNKNOWN:
+            self.fill_row(s)
+            r = int(self.trans[s, byte])
+        return r
+
+    def walk_bytes(self, s: int, data: bytes) -> int:
+        for b in data:
+            s = self.step(s, b)
+            if s < 0:
+                return DEAD
+        return s
+
+    def matches(self, data: bytes) -> bool:
+        """True when ``data`` is a complete document of the grammar."""
+        s = self.walk_bytes(self.start, data)
+        return s >= 0 and bool(self.accepting[s])
+
+    def is_prefix(self, data: bytes) -> bool:
+        """True when ``data`` can still be completed into a document."""
+        return self.walk_bytes(self.start, data) >= 0
+
+    def compute_plain_inv(self, s: int, plain_seqs: list[list[tuple[int, int]]]) -> bool:
+        """Is state ``s`` unchanged by every plain JSON string character?
+
+        ``plain_seqs`` are the UTF-8 byte-range sequences of the plain characters. When true, every
+        token made only of plain characters is allowed from ``s`` and leads back to ``s``.
+        """
+        v = self.plain_inv[s]
+        if v >= 0:
+            return bool(v)
+        ok = True
+        for sq in plain_seqs:
+            frontier = {s}
+            for lo, hi in sq:
+                nxt = set()
+                for u in frontier:
+                    self.fill_row(u)
+                    row = self.trans[u, lo : hi + 1]
+                    nxt.update(int(x) for x in np.unique(row))
+                frontier = nxt
+                if any(u < 0 for u in frontier):
+                    ok = False
+                    break
+            if not ok or frontier != {s}:
+                ok = False
+                break
+        self.plain_inv[s] = 1 if ok else 0
+        return ok
+
+    def describe(self, s: int, limit: int = 400) -> str:
+        """A readable rendering of state ``s``'s term (for debugging)."""
+        return self._show(self._term_of[s], limit)
+
+    def _show(self, t: int, limit: int) -> str:
+        n = self._nodes[t]
+        k = n[0]
+        if k == K_EMPTY:
+            out = "∅"
+        elif k == K_EPS:
+            out = "ε"
+        elif k == K_BYTES:
+            bs = [b for b in range(256) if (n[1] >> b) & 1]
+            out = repr(bytes(bs[:1])) if len(bs) == 1 else f"[{len(bs)} bytes]"
+        elif k == K_SEQ:
+            out = self._show(n[1], limit) + " " + self._show(n[2], limit)
+        elif k == K_ALT:
+            out = "(" + " | ".join(self._show(x, limit) for x in n[1]) + ")"
+        elif k == K_REP:
+            out = f"({self._show(n[1], limit)}){{{n[2]},{'' if n[3] == INF else n[3]}}}"
+        elif k == K_REF:
+            out = list(self._rule_index)[n[1]]
+        elif k == K_AND:
+            out = "(" + " & ".join(self._show(x, limit) for x in n[1]) + ")"
+        else:
+            out = f"({self._show(n[1], limit)} - {self._show(n[2], limit)})"
+        return out if len(out) <= limit else out[:limit] + "…"
+
+
+# ------------------------------------------------------------------------------ helpers
+
+_MASK_BYTES: dict[int, np.ndarray] = {}
+
+
+def _mask_to_bytes(mask: int) -> np.ndarray:
+    r = _MASK_BYTES.get(mask)
+    if r is None:
+        r = np.asarray([b for b in range(256) if (mask >> b) & 1], dtype=np.intp)
+        if len(_MASK_BYTES) < 65536:
+            _MASK_BYTES[mask] = r
+    return r
+
+
+def _ir_nullable(node: ir.Node, nullable_rules: set[str]) -> bool:
+    if isinstance(node, ir.Lit):
+        return node.text == ""
+    if isinstance(node, ir.Chars):
+        return False
+    if isinstance(node, ir.Seq):
+        return all(_ir_nullable(x, nullable_rules) for x in node.items)
+    if isinstance(node, ir.Alt):
+        return any(_ir_nullable(x, nullable_rules) for x in node.items)
+    if isinstance(node, ir.Repeat):
+        return node.min == 0 or _ir_nullable(node.item, nullable_rules)
+    if isinstance(node, ir.Ref):
+        return node.name in nullable_rules
+    if isinstance(node, ir.And):
+        return all(_ir_nullable(x, nullable_rules) for x in node.items)
+    if isinstance(node, ir.Diff):
+        return _ir_nullable(node.left, nullable_rules) and not _ir_nullable(
+            node.right, nullable_rules
+        )
+    return False
+
+
+def _productive_rules(rules: dict, banned: set[str]) -> set[str]:
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for n, body in rules.items():
+            if n not in productive and n not in banned and _ir_productive(body, productive):
+                productive.add(n)
+                changed = True
+    return productive
+
+
+def _ir_productive(node: ir.Node, productive: set[str]) -> bool:
+    # An over-approximation for And/Diff (their emptiness is checked exactly on terms).
+    if isinstance(node, ir.Lit):
+        return True
+    if isinstance(node, ir.Chars):
+        return bool(node.ranges)
+    if isinstance(node, ir.Seq):
+        return all(_ir_productive(x, productive) for x in node.items)
+    if isinstance(node, ir.Alt):
+        return any(_ir_productive(x, productive) for x in node.items)
+    if isinstance(node, ir.Repeat):
+        return node.min == 0 or _ir_productive(node.item, productive)
+    if isinstance(node, ir.Ref):
+        return node.name in productive
+    if isinstance(node, ir.And):
+        return all(_ir_productive(x, productive) for x in node.items)
+    if isinstance(node, ir.Diff):
+        return _ir_productive(node.left, productive)
+    return False
+
+
+def _left_refs(node: ir.Node, nullable: set[str], out: set[str]) -> bool:
+    """Collect refs reachable before any byte is consumed; return whether ``node`` is nullable."""
+    if isinstance(node, ir.Ref):
+        out.add(node.name)
+        return node.name in nullable
+    if isinstance(node, ir.Seq):
+        for x in node.items:
+            if not _left_refs(x, nullable, out):
+                return False
+        return True
+    if isinstance(node, ir.Alt):
+        r = False
+        for x in node.items:
+            r = _left_refs(x, nullable, out) or r
+        return r
+    if isinstance(node, ir.Repeat):
+        r = _left_refs(node.item, nullable, out)
+        return r or node.min == 0
+    if isinstance(node, (ir.And, ir.Diff)):
+        return _ir_nullable(node, nullable)
+    return _ir_nullable(node, nullable)

@@ -1,0 +1,406 @@
+"""The Index: a grammar's lazily expanded automaton bound to one vocabulary, with memoized masks.
+
+An :class:`Index` is immutable from the caller's point of view and shared by any number of
+:class:`~dotjson.guide.Guide` cursors, in any number of threads. Building one translates the
+schema and compiles the grammar's rules into terms; no work is proportional to the vocabulary or
+to numeric bounds. A state's allowed-token bitset is computed the first time decoding reaches it
+(a Numba trie walk) and memoized; so is every token transition.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import numpy as np
+
+from . import ir
+from ._kernels import walk as _walk
+from .automaton import DEAD, Automaton, utf8_sequences
+from .errors import DotjsonError, LimitExceededError, SchemaError
+
+#: State of a row after EOS was sampled.
+FINISHED = -3
+
+_PLAIN_RANGES = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF)]
+_PLAIN_SEQS = [sq for lo, hi in _PLAIN_RANGES for sq in utf8_sequences(lo, hi)]
+
+
+class Index:
+    """A compiled grammar for one vocabulary.
+
+    Parameters
+    ----------
+    schema : str, dict or bool
+        A JSON Schema, as JSON text or as a parsed value.
+    vocabulary : dotjson.Vocabulary
+        The tokenizer's vocabulary.
+    disallow_whitespace : bool, default False
+        True: compact JSON, no whitespace between tokens. False: a bounded amount of whitespace
+        between syntax tokens (see ``docs/grammar.md``).
+    close_objects : bool, default False
+        Objects whose schema says nothing about ``additionalProperties`` accept no extra
+        properties (the specification allows them; this is the tighter choice of some engines).
+    lenient : bool, default False
+        Downgrade unsupported keywords whose neglect still yields well-formed JSON to warnings.
+    max_states : int, default 1_000_000
+        Most automaton states the index may hold; past it, :class:`LimitExceededError`.
+    max_cache_bytes : int, default 1 GiB
+        Most memory for memoized masks. When full, the memo is emptied and refilled on demand.
+    fuel : int, default 200_000
+        Derivative steps allowed to one emptiness search (patterns intersected with lengths).
+
+    Examples
+    --------
+    >>> index = Index('{"type": "integer"}', vocabulary)          # doctest: +SKIP
+    >>> print(index.grammar)                                       # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        schema: Any,
+        vocabulary,
+        disallow_whitespace: bool = False,
+        *,
+        close_objects: bool = False,
+        lenient: bool = False,
+        max_states: int = 1_000_000,
+        max_cache_bytes: int = 1 << 30,
+        fuel: int = 200_000,
+    ):
+        from .schema import schema_to_grammar
+
+        if isinstance(schema, (bytes, bytearray)):
+            schema = schema.decode("utf-8")
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except json.JSONDecodeError as e:
+                raise SchemaError(f"schema is not valid JSON: {e}", pointer="") from None
+        grammar = schema_to_grammar(
+            schema,
+            disallow_whitespace=disallow_whitespace,
+            close_objects=close_objects,
+            lenient=lenient,
+        )
+        self._options = {
+            "source": "schema",
+            "disallow_whitespace": bool(disallow_whitespace),
+            "close_objects": bool(close_objects),
+            "lenient": bool(lenient),
+        }
+        self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def from_grammar(
+        cls,
+        grammar: ir.Grammar,
+        vocabulary,
+        *,
+        max_states: int = 1_000_000,
+        max_cache_bytes: int = 1 << 30,
+        fuel: int = 200_000,
+    ) -> "Index":
+        """An index for a grammar already in the internal form (:mod:`dotjson.ir`)."""
+        self = cls.__new__(cls)
+        self._options = {"source": "grammar"}
+        self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+        return self
+
+    @classmethod
+    def from_lark(cls, grammar: str, vocabulary, **options) -> "Index":
+        """An index for a Lark grammar (its ``start`` rule), read by Lark's own loader.
+
+        Parameters
+        ----------
+        grammar : str
+            Lark grammar text.
+        vocabulary : dotjson.Vocabulary
+        **options
+            ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+        """
+        from .grammar import load_lark
+
+        self = cls.from_grammar(load_lark(grammar), vocabulary, **options)
+        self._options = {"source": "lark"}
+        return self
+
+    @classmethod
+    def from_regex(cls, pattern: str, vocabulary, **options) -> "Index":
+        """An index whose documents are the full matches of a regular expression.
+
+        Parameters
+        ----------
+        pattern : str
+            A regular expression (ECMA-262 / Python common syntax); the whole output must match.
+        vocabulary : dotjson.Vocabulary
+        **options
+            ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+        """
+        from .regex import regex_to_grammar
+
+        self = cls.from_grammar(regex_to_grammar(pattern), vocabulary, **options)
+        self._options = {"source": "regex"}
+        return self
+
+    def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None):
+        self._ir = grammar
+        self._vocab = vocabulary
+        self._tries = vocabulary.tries
+        self._n_words = self._tries.n_words
+        self._limit = self._tries.max_len + 1
+        self._eos = np.asarray(sorted(set(int(t) for t in vocabulary.eos_token_ids)), dtype=np.int64)
+        self._eos_set = frozenset(int(t) for t in self._eos)
+        self._max_cache_bytes = int(max_cache_bytes)
+        self._auto = automaton if automaton is not None else Automaton(
+            grammar, max_states=max_states, fuel=fuel
+        )
+        self._lock = self._auto.lock
+        self._masks = np.zeros((16, self._n_words), dtype=np.uint32)
+        self._n_masks = 0
+        self._mask_of_key: dict[int, int] = {}
+        self._next: dict[int, int] = {}
+        self._grammar_text: str | None = None
+        self._local = threading.local()
+
+    # ------------------------------------------------------------------ public properties
+
+    @property
+    def grammar(self) -> str:
+        """The grammar this index enforces, as Lark text (rendered on first access)."""
+        if self._grammar_text is None:
+            from .grammar import to_lark
+
+            self._grammar_text = to_lark(self._ir)
+        return self._grammar_text
+
+    @property
+    def ir(self) -> ir.Grammar:
+        """The grammar in the internal form."""
+        return self._ir
+
+    @property
+    def vocabulary(self):
+        """The vocabulary the index was built for."""
+        return self._vocab
+
+    @property
+    def n_states(self) -> int:
+        """Automaton states expanded so far (grows as decoding explores)."""
+        return self._auto.n_states
+
+    @property
+    def n_masks(self) -> int:
+        """Distinct masks memoized so far."""
+        return self._n_masks
+
+    @property
+    def initial_state(self) -> int:
+        """The start state id."""
+        return self._auto.start
+
+    def is_accepting(self, state: int) -> bool:
+        """True when the text that led to ``state`` is a complete document (EOS allowed)."""
+        return state >= 0 and bool(self._auto.accepting[state])
+
+    def accepts(self, text: str | bytes) -> bool:
+        """True when ``text`` is a complete valid document for this index."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return self._auto.matches(data)
+
+    def is_prefix(self, text: str | bytes) -> bool:
+        """True when ``text`` can still be completed into a valid document."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return self._auto.is_prefix(data)
+
+    # ------------------------------------------------------------------ transitions
+
+    def next_state(self, state: int, token_id: int) -> int:
+        """The state after ``token_id``; :data:`FINISHED` for an allowed EOS; ``-2`` if forbidden."""
+        if state == FINISHED:
+            return FINISHED if token_id in self._eos_set else DEAD
+        if state < 0:
+            return DEAD
+        if token_id in self._eos_set:
+            return FINISHED if self._auto.accepting[state] else DEAD
+        key = state * 4_294_967_296 + token_id
+        r = self._next.get(key)
+        if r is not None:
+            return r
+        if not (0 <= token_id < self._vocab.max_token_id()):
+            return DEAD
+        data = self._vocab.token_bytes(token_id)
+        if not data:
+            r = DEAD  # special/control tokens are never text
+        else:
+            r = self._auto.walk_bytes(state, data)
+        self._next[key] = r
+        return r
+
+    # ------------------------------------------------------------------ masks
+
+    def mask(self, state: int) -> np.ndarray:
+        """The allowed-token bitset of ``state`` (``uint32[n_words]``, read-only view).
+
+        Computed on first request and memoized; states whose counters are far from their bounds
+        share one mask.
+        """
+        row = self._mask_row(state)
+        with self._lock:
+            view = self._masks[row]
+        view = view.view()
+        view.flags.writeable = False
+        return view
+
+    def fill_mask(self, state: int, out: np.ndarray) -> None:
+        """Write the allowed-token bitset of ``state`` into ``out`` (``uint32[n_words]``)."""
+        if state == FINISHED:
+            out[:] = 0
+            self._set_eos(out)
+            return
+        row = self._mask_row(state)
+        with self._lock:
+            out[:] = self._masks[row]
+
+    def _set_eos(self, out: np.ndarray) -> None:
+        for t in self._eos:
+            if t < out.shape[0] * 32:
+                out[t >> 5] |= np.uint32(1 << (int(t) & 31))
+
+    def _has_mask(self, state: int) -> bool:
+        a = self._auto
+        return a.clamp(a.term_of(state), self._limit) in self._mask_of_key
+
+    def _mask_row(self, state: int) -> int:
+        a = self._auto
+        key_term = a.clamp(a.term_of(state), self._limit)
+        r = self._mask_of_key.get(key_term)
+        if r is not None:
+            return r
+        bits = self._compute_mask(a.state(key_term))
+        with self._lock:
+            r = self._mask_of_key.get(key_term)
+            if r is not None:
+                return r
+            if (self._n_masks + 1) * self._n_words * 4 > self._max_cache_bytes:
+                if self._n_words * 4 > self._max_cache_bytes:
+                    raise LimitExceededError(
+                        f"max_cache_bytes={self._max_cache_bytes} cannot hold a single mask "
+                        f"({self._n_words * 4} bytes)"
+                    )
+                self._mask_of_key.clear()  # documented eviction: refill on demand
+                self._n_masks = 0
+            if self._n_masks >= self._masks.shape[0]:
+                cap = max(16, self._masks.shape[0] * 2)
+                cap = min(cap, max(1, self._max_cache_bytes // (self._n_words * 4)))
+                grown = np.zeros((cap, self._n_words), dtype=np.uint32)
+                grown[: self._n_masks] = self._masks[: self._n_masks]
+                self._masks = grown
+            r = self._n_masks
+            self._masks[r] = bits
+            self._n_masks += 1
+            self._mask_of_key[key_term] = r
+        return r
+
+    def _scratch(self):
+        loc = self._local
+        if getattr(loc, "st_node", None) is None:
+            depth = self._limit + 2
+            loc.st_node = np.zeros(depth, dtype=np.int32)
+            loc.st_state = np.zeros(depth, dtype=np.int32)
+            loc.st_edge = np.zeros(depth, dtype=np.int32)
+            loc.ret = np.zeros(2, dtype=np.int64)
+        return loc
+
+    def _compute_mask(self, state: int) -> np.ndarray:
+        a = self._auto
+        tries = self._tries
+        out = np.zeros(self._n_words, dtype=np.uint32)
+        if a.accepting[state]:
+            self._set_eos(out)
+        self._walk(tries.special, state, False, out)
+        if a.compute_plain_inv(state, _PLAIN_SEQS):
+            _walk.or_words(out, tries.plain_bits)
+        else:
+            self._walk(tries.plain, state, True, out)
+        return out
+
+    def _walk(self, trie, state: int, shortcut: bool, out: np.ndarray) -> None:
+        if trie.n_nodes <= 1:
+            return
+        a = self._auto
+        sc = self._scratch()
+        sc.st_node[0] = 0
+        sc.st_state[0] = state
+        sc.st_edge[0] = trie.child_ptr[0]
+        sp = 1
+        while True:
+            status = _walk.walk_trie(
+                a.trans,
+                a.plain_inv,
+                trie.child_ptr,
+                trie.child_byte,
+                trie.child_node,
+                trie.tok_ptr,
+                trie.tok_ids,
+                trie.subtree_end,
+                shortcut,
+                out,
+                sc.st_node,
+                sc.st_state,
+                sc.st_edge,
+                sp,
+                sc.ret,
+            )
+            if status == _walk.DONE:
+                return
+            sp = int(sc.ret[0])
+            s = int(sc.ret[1])
+            if status == _walk.NEED_ROW:
+                a.fill_row(s)
+            else:
+                a.compute_plain_inv(s, _PLAIN_SEQS)
+
+    # ------------------------------------------------------------------ serialization
+
+    def serialize_to_disk(self, path) -> None:
+        """Save the grammar, the expanded automaton and the memoized masks to directory ``path``.
+
+        The format is versioned, records the vocabulary's fingerprint, and holds no pickle.
+        """
+        from .serialization import save_index
+
+        save_index(self, path)
+
+    @classmethod
+    def deserialize_from_disk(cls, path, vocabulary=None) -> "Index":
+        """Load an index saved by :meth:`serialize_to_disk`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory written by :meth:`serialize_to_disk`.
+        vocabulary : dotjson.Vocabulary, optional
+            The vocabulary to bind; by default the one saved alongside. Its fingerprint must match.
+
+        Raises
+        ------
+        IndexFormatError
+            The directory is missing, truncated, corrupt, of another format version, or was built
+            for another vocabulary.
+        """
+        from .serialization import load_index
+
+        return load_index(cls, path, vocabulary)
+
+    def __repr__(self) -> str:
+        return (
+            f"Index(source={self._options.get('source')}, states={self.n_states}, "
+            f"masks={self.n_masks}, vocab={self._vocab.max_token_id()})"
+        )
+
+
+__all__ = ["Index", "FINISHED", "DotjsonError"]

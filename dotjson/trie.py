@@ -14,13 +14,21 @@ Layout of one :class:`TokenTrie` (nodes numbered in pre-order, root 0, children 
   (several ids may share the same bytes).
 - ``subtree_end[n]``: the subtree of ``n`` is the node range ``[n, subtree_end[n])``, so its token
   ids are ``tok_ids[tok_ptr[n] : tok_ptr[subtree_end[n]]]``.
+
+Building is vectorised: the keys are packed into one byte buffer, sorted and turned into the
+arrays above by Numba kernels (a merge sort over byte ranges, one pass that creates the nodes in
+pre-order from consecutive longest common prefixes, counting passes for the CSR pointers), about
+0.1 s for a 151k vocabulary. ``tests/test_trie.py`` checks them against a pure-Python reference.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
+
+from ._config import NJIT_OPTS
 
 _NON_PLAIN_ASCII = frozenset(range(0x20)) | {0x22, 0x5C}
 
@@ -84,59 +92,245 @@ def is_plain(b: bytes) -> bool:
     return True
 
 
+# ---------------------------------------------------------------------------------------------
+# Kernels (plain arrays in, arrays out; never raise)
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(**NJIT_OPTS)
+def _key_less(blob, starts, lens, ids, a, b):
+    """(bytes, id) order of items ``a`` and ``b``."""
+    sa = starts[a]
+    sb = starts[b]
+    la = lens[a]
+    lb = lens[b]
+    m = la if la < lb else lb
+    for k in range(m):
+        x = blob[sa + k]
+        y = blob[sb + k]
+        if x != y:
+            return x < y
+    if la != lb:
+        return la < lb
+    return ids[a] < ids[b]
+
+
+@numba.njit(**NJIT_OPTS)
+def _sort_keys(blob, starts, lens, ids):
+    """Bottom-up merge sort of item indices by (bytes, id); returns int64 order."""
+    n = starts.shape[0]
+    src = np.arange(n).astype(np.int64)
+    dst = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if _key_less(blob, starts, lens, ids, src[j], src[i]):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+            lo = hi
+        src, dst = dst, src
+        width *= 2
+    return src
+
+
+@numba.njit(**NJIT_OPTS)
+def _build_trie_kernel(blob, starts, lens, ids, order, max_len):
+    """The trie arrays of the items in ``order`` (sorted by bytes, then id; every len >= 1)."""
+    m = order.shape[0]
+    total = 0
+    for k in range(m):
+        total += lens[order[k]]
+    cap = total + 1
+    parent = np.empty(cap, dtype=np.int32)
+    edge_byte = np.empty(cap, dtype=np.uint8)
+    node_of = np.empty(m, dtype=np.int32)
+    path = np.zeros(max_len + 1, dtype=np.int32)
+    parent[0] = -1
+    edge_byte[0] = 0
+    n = 1
+    prev_s = 0
+    prev_l = 0
+    for k in range(m):
+        it = order[k]
+        s = starts[it]
+        ln = lens[it]
+        lcp = 0
+        mm = ln if ln < prev_l else prev_l
+        while lcp < mm and blob[s + lcp] == blob[prev_s + lcp]:
+            lcp += 1
+        # Sorted keys create nodes depth-first with children in byte order: pre-order ids.
+        for d in range(lcp, ln):
+            parent[n] = path[d]
+            edge_byte[n] = blob[s + d]
+            path[d + 1] = n
+            n += 1
+        node_of[k] = path[ln]
+        prev_s = s
+        prev_l = ln
+
+    child_ptr = np.zeros(n + 1, dtype=np.int32)
+    for v in range(1, n):
+        child_ptr[parent[v] + 1] += 1
+    for v in range(n):
+        child_ptr[v + 1] += child_ptr[v]
+    fill = child_ptr[:n].copy()
+    child_byte = np.empty(max(n - 1, 0), dtype=np.uint8)
+    child_node = np.empty(max(n - 1, 0), dtype=np.int32)
+    for v in range(1, n):
+        p = parent[v]
+        pos = fill[p]
+        fill[p] += 1
+        child_byte[pos] = edge_byte[v]
+        child_node[pos] = v
+
+    tok_ptr = np.zeros(n + 1, dtype=np.int32)
+    for k in range(m):
+        tok_ptr[node_of[k] + 1] += 1
+    for v in range(n):
+        tok_ptr[v + 1] += tok_ptr[v]
+    tfill = tok_ptr[:n].copy()
+    tok_ids = np.empty(m, dtype=np.int32)
+    for k in range(m):
+        v = node_of[k]
+        tok_ids[tfill[v]] = ids[order[k]]
+        tfill[v] += 1
+
+    size = np.ones(n, dtype=np.int32)
+    for v in range(n - 1, 0, -1):
+        size[parent[v]] += size[v]
+    subtree_end = np.empty(n, dtype=np.int32)
+    for v in range(n):
+        subtree_end[v] = v + size[v]
+    return child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end
+
+
+@numba.njit(**NJIT_OPTS)
+def _plain_mask(blob, starts, lens):
+    """``is_plain`` for every item: no control byte, ``"`` or ``\\``; strict UTF-8."""
+    n = starts.shape[0]
+    out = np.zeros(n, dtype=np.bool_)
+    for k in range(n):
+        s = starts[k]
+        e = s + lens[k]
+        if e == s:
+            continue
+        ok = True
+        i = s
+        while i < e:
+            c = blob[i]
+            if c < 0x80:
+                if c < 0x20 or c == 0x22 or c == 0x5C:
+                    ok = False
+                    break
+                i += 1
+                continue
+            lo = 0x80
+            hi = 0xBF
+            if 0xC2 <= c <= 0xDF:
+                need = 1
+            elif c == 0xE0:
+                need = 2
+                lo = 0xA0
+            elif c == 0xED:
+                need = 2
+                hi = 0x9F
+            elif 0xE1 <= c <= 0xEF:
+                need = 2
+            elif c == 0xF0:
+                need = 3
+                lo = 0x90
+            elif 0xF1 <= c <= 0xF3:
+                need = 3
+            elif c == 0xF4:
+                need = 3
+                hi = 0x8F
+            else:
+                ok = False
+                break
+            if i + need >= e:
+                ok = False
+                break
+            b1 = blob[i + 1]
+            if b1 < lo or b1 > hi:
+                ok = False
+                break
+            for j in range(2, need + 1):
+                bj = blob[i + j]
+                if bj < 0x80 or bj > 0xBF:
+                    ok = False
+                    break
+            if not ok:
+                break
+            i += need + 1
+        out[k] = ok
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Python wrappers
+# ---------------------------------------------------------------------------------------------
+
+
+def _pack(keys: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Concatenate ``keys`` into one uint8 buffer; return (blob, starts, lens) with int64 offsets."""
+    lens = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    starts = np.zeros(len(keys), dtype=np.int64)
+    if len(keys) > 1:
+        np.cumsum(lens[:-1], out=starts[1:])
+    blob = np.frombuffer(b"".join(keys), dtype=np.uint8)
+    if blob.shape[0] == 0:
+        blob = np.zeros(1, dtype=np.uint8)
+    return blob, starts, lens
+
+
+def _trie_from_packed(blob, starts, lens, ids) -> TokenTrie:
+    keep = lens > 0
+    if not keep.all():
+        starts, lens, ids = starts[keep], lens[keep], ids[keep]
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    lens = np.ascontiguousarray(lens, dtype=np.int64)
+    ids = np.ascontiguousarray(ids, dtype=np.int32)
+    if starts.shape[0] == 0:
+        z = np.zeros(1, dtype=np.int32)
+        return TokenTrie(
+            child_ptr=np.zeros(2, dtype=np.int32),
+            child_byte=np.zeros(0, dtype=np.uint8),
+            child_node=np.zeros(0, dtype=np.int32),
+            tok_ptr=np.zeros(2, dtype=np.int32),
+            tok_ids=np.zeros(0, dtype=np.int32),
+            subtree_end=z + 1,
+        )
+    order = _sort_keys(blob, starts, lens, ids)
+    max_len = int(lens.max())
+    cp, cb, cn, tp, ti, se = _build_trie_kernel(blob, starts, lens, ids, order, max_len)
+    return TokenTrie(child_ptr=cp, child_byte=cb, child_node=cn, tok_ptr=tp, tok_ids=ti, subtree_end=se)
+
+
 def build_trie(items: list[tuple[bytes, int]]) -> TokenTrie:
     """Build one trie from ``(token_bytes, token_id)`` pairs (empty byte strings are skipped)."""
-    items = sorted((b, i) for b, i in items if b)
-    child_ptr: list[int] = []
-    tok_ptr: list[int] = []
-    tok_ids: list[int] = []
-    subtree_end: list[int] = []
-    # Pre-order construction from sorted keys: a stack of (node, depth) on the current path.
-    node_edges: list[list[tuple[int, int]]] = [[]]
-    node_toks: list[list[int]] = [[]]
-    path = [0]  # node ids along the current key
-    prev = b""
-    for key, tid in items:
-        lcp = 0
-        m = min(len(prev), len(key))
-        while lcp < m and prev[lcp] == key[lcp]:
-            lcp += 1
-        del path[lcp + 1 :]
-        for d in range(lcp, len(key)):
-            nid = len(node_edges)
-            node_edges.append([])
-            node_toks.append([])
-            node_edges[path[-1]].append((key[d], nid))
-            path.append(nid)
-        node_toks[path[len(key)]].append(tid)
-        prev = key
-    n = len(node_edges)
-    # Nodes were created in pre-order already (sorted keys, depth-first creation).
-    end = list(range(1, n + 1))
-    for nid in range(n - 1, -1, -1):
-        for _, c in node_edges[nid]:
-            if end[c] > end[nid]:
-                end[nid] = end[c]
-    cb: list[int] = []
-    cn: list[int] = []
-    for nid in range(n):
-        child_ptr.append(len(cb))
-        for byte, c in node_edges[nid]:
-            cb.append(byte)
-            cn.append(c)
-        tok_ptr.append(len(tok_ids))
-        tok_ids.extend(node_toks[nid])
-    child_ptr.append(len(cb))
-    tok_ptr.append(len(tok_ids))
-    subtree_end = end
-    return TokenTrie(
-        child_ptr=np.asarray(child_ptr, dtype=np.int32),
-        child_byte=np.asarray(cb, dtype=np.uint8),
-        child_node=np.asarray(cn, dtype=np.int32),
-        tok_ptr=np.asarray(tok_ptr, dtype=np.int32),
-        tok_ids=np.asarray(tok_ids, dtype=np.int32),
-        subtree_end=np.asarray(subtree_end, dtype=np.int32),
-    )
+    keys = [b for b, _ in items]
+    ids = np.fromiter((i for _, i in items), dtype=np.int64, count=len(items))
+    blob, starts, lens = _pack(keys)
+    return _trie_from_packed(blob, starts, lens, ids)
 
 
 def build_vocab_tries(token_bytes: list[tuple[bytes, int]], max_token_id: int) -> VocabTries:
@@ -148,24 +342,35 @@ def build_vocab_tries(token_bytes: list[tuple[bytes, int]], max_token_id: int) -
         Every emittable (non-special, non-EOS) token's exact output bytes and its id.
     max_token_id : int
         One past the largest id (the logits width).
+
+    Returns
+    -------
+    VocabTries
     """
-    plain_items = []
-    special_items = []
-    max_len = 0
-    for b, i in token_bytes:
-        if not b:
-            continue
-        max_len = max(max_len, len(b))
-        (plain_items if is_plain(b) else special_items).append((b, i))
+    keys = [b for b, _ in token_bytes]
+    ids = np.fromiter((i for _, i in token_bytes), dtype=np.int64, count=len(token_bytes))
+    if ids.size and (ids.min() < 0 or ids.max() >= max_token_id):
+        raise ValueError(f"Invalid token id: expected 0 <= id < {max_token_id}, got "
+                         f"{int(ids.min()) if ids.min() < 0 else int(ids.max())}")
+    blob, starts, lens = _pack(keys)
+    return _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id)
+
+
+def _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id: int) -> VocabTries:
+    keep = lens > 0
+    if not keep.all():
+        starts, lens, ids = starts[keep], lens[keep], ids[keep]
+    plain = _plain_mask(blob, starts, lens) if starts.shape[0] else np.zeros(0, dtype=np.bool_)
     n_words = (max_token_id + 31) // 32
     plain_bits = np.zeros(n_words, dtype=np.uint32)
-    if plain_items:
-        ids = np.asarray([i for _, i in plain_items], dtype=np.int64)
-        np.bitwise_or.at(plain_bits, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+    pids = ids[plain].astype(np.int64)
+    if pids.size:
+        np.bitwise_or.at(plain_bits, pids >> 5, (np.uint32(1) << (pids & 31).astype(np.uint32)))
+    sp = ~plain
     return VocabTries(
-        plain=build_trie(plain_items),
-        special=build_trie(special_items),
+        plain=_trie_from_packed(blob, starts[plain], lens[plain], ids[plain]),
+        special=_trie_from_packed(blob, starts[sp], lens[sp], ids[sp]),
         plain_bits=plain_bits,
         n_words=n_words,
-        max_len=max_len,
+        max_len=int(lens.max()) if lens.size else 0,
     )

@@ -1,0 +1,224 @@
+"""Languages over decoded strings → languages over their JSON string spellings.
+
+A JSON string's content (the text between the quotes) may spell each character in several
+ways: the character itself (unless it is ``"``, ``\\`` or a control character U+0000–U+001F),
+a short escape (``\\" \\\\ \\/ \\b \\f \\n \\r \\t``), ``\\uXXXX`` with hex digits of either case for
+every BMP character, and a UTF-16 surrogate pair ``\\uD8xx\\uDCxx`` for astral characters.
+Lone surrogates are never produced.
+
+:func:`encode_string_language` maps a language over decoded strings to the language of all
+spellings of its strings. Because decoding is a function, the mapping is a homomorphism that
+also commutes with intersection and difference, so it is applied to the leaves
+(:class:`~dotjson.ir.Lit`, :class:`~dotjson.ir.Chars`) and the tree is rebuilt.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from dotjson import ir
+from dotjson.errors import GrammarError
+
+__all__ = ["encode_string_language", "encode_chars", "json_string_content", "string_of_length", "JSON_STRING_CHAR"]
+
+_SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x2F: "\\/", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+# characters that may appear unescaped in a JSON string
+_PLAIN = ir.chars_complement(ir.chars((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
+
+
+def _digit_chars(digits: tuple[int, ...]) -> ir.Chars:
+    rs = []
+    for d in digits:
+        if d < 10:
+            rs.append((0x30 + d, 0x30 + d))
+        else:
+            rs.append((0x61 + d - 10, 0x61 + d - 10))
+            rs.append((0x41 + d - 10, 0x41 + d - 10))
+    return ir.chars(*rs)
+
+
+_HEX = _digit_chars(tuple(range(16)))
+
+
+def _clip(ranges: tuple[tuple[int, int], ...], lo: int, hi: int) -> tuple[tuple[int, int], ...]:
+    out = []
+    for a, b in ranges:
+        a, b = max(a, lo), min(b, hi)
+        if a <= b:
+            out.append((a - lo, b - lo))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=65536)
+def _hex_lang(ranges: tuple[tuple[int, int], ...], width: int) -> ir.Node:
+    """Spellings, as ``width`` hex digits (either case), of the numbers in ``ranges``.
+
+    A digit trie with shared sub-tries: digits whose remaining sets are equal share one
+    branch, and a full block is ``Repeat(hex digit, w, w)``, so a large range costs
+    O(width × 16) nodes, not one alternative per number.
+    """
+    if not ranges:
+        return ir.EMPTY
+    if width == 0:
+        return ir.EPS
+    full = 16**width - 1
+    if ranges == ((0, full),):
+        return ir.repeat(_HEX, width, width)
+    block = 16 ** (width - 1)
+    groups: dict[tuple, list[int]] = {}
+    for d in range(16):
+        sub = _clip(ranges, d * block, (d + 1) * block - 1)
+        if sub:
+            groups.setdefault(sub, []).append(d)
+    return ir.alt(*(ir.seq(_digit_chars(tuple(ds)), _hex_lang(sub, width - 1)) for sub, ds in groups.items()))
+
+
+@functools.lru_cache(maxsize=65536)
+def encode_chars(c: ir.Chars) -> ir.Node:
+    """Every JSON spelling of one character of ``c`` (as string content).
+
+    Parameters
+    ----------
+    c : ir.Chars
+        A set of Unicode scalar values.
+
+    Returns
+    -------
+    ir.Node
+        A ref-free node: plain characters, short escapes, ``\\uXXXX`` and surrogate pairs.
+    """
+    parts: list[ir.Node] = []
+    plain = ir.chars_intersect(c, _PLAIN)
+    if plain.ranges:
+        parts.append(plain)
+    for cp, esc in _SHORT.items():
+        if _has(c, cp):
+            parts.append(ir.Lit(esc))
+    bmp = _clip(c.ranges, 0, 0xFFFF)
+    if bmp:
+        parts.append(ir.seq(ir.Lit("\\u"), _hex_lang(bmp, 4)))
+    astral = _clip(c.ranges, 0x10000, 0x10FFFF)
+    if astral:
+        # group by high surrogate: pieces sharing a low-surrogate set share one branch
+        groups: dict[tuple, list[tuple[int, int]]] = {}
+        for lo, hi in astral:
+            hlo, hhi = lo >> 10, hi >> 10
+            llo, lhi = lo & 0x3FF, hi & 0x3FF
+            if hlo == hhi:
+                groups.setdefault(((llo, lhi),), []).append((hlo, hlo))
+            else:
+                groups.setdefault(((llo, 0x3FF),), []).append((hlo, hlo))
+                if hhi - hlo > 1:
+                    groups.setdefault(((0, 0x3FF),), []).append((hlo + 1, hhi - 1))
+                groups.setdefault(((0, lhi),), []).append((hhi, hhi))
+        # merge, per high value, the low sets (a high value can appear in several groups)
+        per_high: dict[int, list[tuple[int, int]]] = {}
+        full_highs: list[tuple[int, int]] = []
+        for lows, highs in groups.items():
+            for a, b in highs:
+                if lows == ((0, 0x3FF),):
+                    full_highs.append((a, b))
+                else:
+                    for h in range(a, b + 1):
+                        per_high.setdefault(h, []).extend(lows)
+        by_lows: dict[tuple, list[tuple[int, int]]] = {}
+        if full_highs:
+            by_lows[((0, 0x3FF),)] = list(full_highs)
+        for h, lows in per_high.items():
+            merged = ir.chars(*lows).ranges  # offsets (< 0x400): a plain sort and merge
+            by_lows.setdefault(merged, []).append((h, h))
+        for lows, highs in by_lows.items():
+            # ir.chars only sorts and merges here: these are offsets (< 0x400), not code points
+            hi_ranges = tuple((a + 0xD800, b + 0xD800) for a, b in ir.chars(*highs).ranges)
+            lo_ranges = tuple((a + 0xDC00, b + 0xDC00) for a, b in lows)
+            parts.append(
+                ir.seq(ir.Lit("\\u"), _hex_lang(hi_ranges, 4), ir.Lit("\\u"), _hex_lang(lo_ranges, 4))
+            )
+    return ir.alt(*parts)
+
+
+def _has(c: ir.Chars, cp: int) -> bool:
+    return any(lo <= cp <= hi for lo, hi in c.ranges)
+
+
+def _encode_lit(text: str) -> ir.Node:
+    return ir.seq(*(encode_chars(ir.Chars(((ord(ch), ord(ch)),))) for ch in text))
+
+
+def encode_string_language(node: ir.Node) -> ir.Node:
+    """The JSON string contents that spell exactly the decoded strings of ``node``.
+
+    Parameters
+    ----------
+    node : ir.Node
+        A ref-free language over decoded strings (Unicode scalar values).
+
+    Returns
+    -------
+    ir.Node
+        The language of their spellings between the quotes (no quotes included).
+
+    Raises
+    ------
+    GrammarError
+        If ``node`` references a rule (string languages must be regular).
+    """
+    memo: dict[int, ir.Node] = {}
+
+    def go(n: ir.Node) -> ir.Node:
+        key = id(n)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        if isinstance(n, ir.Lit):
+            out = _encode_lit(n.text)
+        elif isinstance(n, ir.Chars):
+            out = encode_chars(n) if n.ranges else ir.EMPTY
+        elif isinstance(n, ir.Seq):
+            out = ir.seq(*(go(x) for x in n.items))
+        elif isinstance(n, ir.Alt):
+            out = ir.alt(*(go(x) for x in n.items))
+        elif isinstance(n, ir.Repeat):
+            out = ir.repeat(go(n.item), n.min, n.max)
+        elif isinstance(n, ir.And):
+            out = ir.And(tuple(go(x) for x in n.items))
+        elif isinstance(n, ir.Diff):
+            out = ir.Diff(go(n.left), go(n.right))
+        elif isinstance(n, ir.Ref):
+            raise GrammarError(f"a string language cannot reference rule {n.name!r}")
+        else:  # pragma: no cover
+            raise TypeError(f"not an IR node: {n!r}")
+        memo[key] = out
+        memo[-key - 1] = n  # keep n alive so its id is not reused during this call
+        return out
+
+    return go(node)
+
+
+JSON_STRING_CHAR = encode_chars(ir.ANY_CHAR)
+
+
+def json_string_content() -> ir.Node:
+    """Any JSON string content (the text between the quotes).
+
+    Returns
+    -------
+    ir.Node
+        ``json_string_char*``.
+    """
+    return ir.repeat(JSON_STRING_CHAR, 0, None)
+
+
+def string_of_length(min_len: int = 0, max_len: int | None = None) -> ir.Node:
+    """JSON string content of ``min_len`` to ``max_len`` characters (escapes count as one).
+
+    Parameters
+    ----------
+    min_len : int
+        Fewest characters.
+    max_len : int or None
+        Most characters; ``None`` for no limit. Large bounds stay a counted ``Repeat``.
+    """
+    if min_len < 0 or (max_len is not None and max_len < min_len):
+        return ir.EMPTY
+    return ir.repeat(JSON_STRING_CHAR, min_len, max_len)

@@ -1,0 +1,678 @@
+"""Regular expressions → the grammar IR, through Python's own regex parser.
+
+Two dialects enter here:
+
+* ECMA-262 patterns as JSON Schema's ``pattern`` and ``patternProperties`` use them
+  (:func:`regex_to_ir`). The few places where ECMA syntax reads differently from Python's are
+  rewritten token by token before parsing (``.``, ``\\d \\w \\s`` and their negations, ``$``,
+  ``[^]``, ``\\u{...}``, surrogate-pair escapes, ``\\cX``, annex-B identity escapes, ``(?<name>``,
+  ``\\p{...}``); the pattern is then parsed by ``re._parser`` and its tree converted.
+* Python patterns, as Lark terminals (``/.../flags``) and :func:`regex_to_grammar` use them
+  (:func:`python_regex_to_ir`).
+
+The language is always over Unicode scalar values (decoded characters). Constructs that are
+not regular, or whose meaning depends on context we do not track (backreferences,
+lookarounds, word boundaries, anchors away from the pattern's edges, possessive quantifiers and
+atomic groups) raise :class:`~dotjson.errors.UnsupportedSchemaError` (ECMA) or
+:class:`~dotjson.errors.GrammarError` (Python); a malformed pattern raises
+:class:`~dotjson.errors.SchemaError` (ECMA) or :class:`~dotjson.errors.GrammarError` (Python).
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+import unicodedata
+import warnings
+
+from dotjson import ir
+from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError
+
+try:  # Python >= 3.11
+    from re import _constants as _C
+    from re import _parser as _sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _C  # type: ignore[no-redef]
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+__all__ = ["regex_to_ir", "python_regex_to_ir", "regex_to_grammar", "ECMA_SPACE", "ECMA_LINE_TERMINATORS"]
+
+# More alternatives than this from distributing anchors over groups is refused.
+_MAX_ANCHOR_ALTERNATIVES = 256
+
+ECMA_LINE_TERMINATORS = ir.chars((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+# ECMA-262 WhiteSpace ∪ LineTerminator (what \s matches).
+ECMA_SPACE = ir.chars(
+    (0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+    (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF),
+)
+_ASCII_DIGIT = ir.chars((0x30, 0x39))
+_ASCII_WORD = ir.chars((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
+_ANY = ir.ANY_CHAR
+_ANY_STAR = ir.repeat(_ANY, 0, None)
+
+
+# ============================================================================ char-set helpers
+
+
+def _class_body(c: ir.Chars) -> str:
+    """The inside of a Python character class matching exactly ``c`` (escaped for re)."""
+    out = []
+    for lo, hi in c.ranges:
+        out.append(_esc_class_char(lo) if lo == hi else f"{_esc_class_char(lo)}-{_esc_class_char(hi)}")
+    return "".join(out)
+
+
+def _esc_class_char(cp: int) -> str:
+    if cp < 0x100:
+        return f"\\x{cp:02x}"
+    if cp < 0x10000:
+        return f"\\u{cp:04x}"
+    return f"\\U{cp:08x}"
+
+
+@functools.lru_cache(maxsize=None)
+def _python_category(name: str) -> ir.Chars:
+    """Code points Python's Unicode ``\\d``/``\\s``/``\\w`` match, found by ``re`` itself."""
+    pattern = {"digit": r"\d+", "space": r"\s+", "word": r"\w+"}[name]
+    text = "".join(map(chr, range(0, 0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    ranges = []
+    for m in re.finditer(pattern, text):
+        lo, hi = ord(text[m.start()]), ord(text[m.end() - 1])
+        if lo <= 0xD7FF < hi:  # runs never cross the removed surrogate block by construction
+            ranges += [(lo, 0xD7FF), (0xE000, hi)]
+        else:
+            ranges.append((lo, hi))
+    return ir.chars(*ranges)
+
+
+@functools.lru_cache(maxsize=None)
+def _case_groups(ascii_only: bool) -> tuple[tuple[int, ...], ...]:
+    """Sets of code points that Python's IGNORECASE matching treats as equal."""
+    if ascii_only:
+        return tuple((c, c + 32) for c in range(0x41, 0x5B))
+    import _sre
+
+    try:
+        from re._casefix import _EXTRA_CASES as extra
+    except ImportError:  # pragma: no cover
+        extra = {}
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    tolower = _sre.unicode_tolower
+    for c in range(0x110000):
+        lo = tolower(c)
+        if lo != c:
+            union(c, lo)
+    for lo, others in extra.items():
+        for o in others:
+            union(lo, o)
+    groups: dict[int, list[int]] = {}
+    for c in list(parent):
+        groups.setdefault(find(c), []).append(c)
+    for root, members in groups.items():
+        if root not in members:
+            members.append(root)
+    return tuple(tuple(sorted(g)) for g in groups.values())
+
+
+def _contains(c: ir.Chars, cp: int) -> bool:
+    i = bisect.bisect_right(c.ranges, (cp, 0x110000)) - 1
+    return i >= 0 and c.ranges[i][0] <= cp <= c.ranges[i][1]
+
+
+def _case_close(c: ir.Chars, ascii_only: bool) -> ir.Chars:
+    extra = []
+    for g in _case_groups(ascii_only):
+        if any(_contains(c, m) for m in g):
+            extra.extend((m, m) for m in g)
+    return ir.chars(*c.ranges, *extra) if extra else c
+
+
+@functools.lru_cache(maxsize=None)
+def _general_category(prefix: str) -> ir.Chars:
+    ranges = []
+    start = None
+    for cp in range(0x110000 + 1):
+        ok = cp <= 0x10FFFF and unicodedata.category(chr(cp)).startswith(prefix)
+        if ok and start is None:
+            start = cp
+        elif not ok and start is not None:
+            ranges.append((start, cp - 1))
+            start = None
+    return ir.chars(*ranges)
+
+
+_GC_LONG = {
+    "letter": "L", "cased_letter": "LC", "uppercase_letter": "Lu", "lowercase_letter": "Ll",
+    "titlecase_letter": "Lt", "modifier_letter": "Lm", "other_letter": "Lo", "mark": "M",
+    "nonspacing_mark": "Mn", "spacing_mark": "Mc", "enclosing_mark": "Me", "number": "N",
+    "decimal_number": "Nd", "digit": "Nd", "letter_number": "Nl", "other_number": "No",
+    "punctuation": "P", "punct": "P", "connector_punctuation": "Pc", "dash_punctuation": "Pd",
+    "open_punctuation": "Ps", "close_punctuation": "Pe", "initial_punctuation": "Pi",
+    "final_punctuation": "Pf", "other_punctuation": "Po", "symbol": "S", "math_symbol": "Sm",
+    "currency_symbol": "Sc", "modifier_symbol": "Sk", "other_symbol": "So", "separator": "Z",
+    "space_separator": "Zs", "line_separator": "Zl", "paragraph_separator": "Zp", "other": "C",
+    "control": "Cc", "cntrl": "Cc", "format": "Cf", "surrogate": "Cs", "private_use": "Co",
+    "unassigned": "Cn",
+}
+
+
+def _unicode_property(name: str, pattern: str) -> ir.Chars:
+    key = name.split("=", 1)[1] if "=" in name else name
+    if "=" in name and name.split("=", 1)[0] not in ("General_Category", "gc"):
+        raise UnsupportedSchemaError(f"pattern {pattern!r}: Unicode property \\p{{{name}}} is not supported", keyword="pattern")
+    cat = _GC_LONG.get(key.lower(), key)
+    if cat == "LC":
+        return ir.chars_union(_general_category("Lu"), _general_category("Ll"), _general_category("Lt"))
+    if cat in ("Any",):
+        return _ANY
+    if cat == "ASCII":
+        return ir.chars((0, 0x7F))
+    valid = {"L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No", "P",
+             "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm", "Sc", "Sk", "So", "Z", "Zs", "Zl",
+             "Zp", "C", "Cc", "Cf", "Cs", "Co", "Cn"}
+    if cat not in valid:
+        raise UnsupportedSchemaError(f"pattern {pattern!r}: Unicode property \\p{{{name}}} is not supported", keyword="pattern")
+    return _general_category(cat)
+
+
+# ============================================================================ ECMA → Python
+
+
+_HEX = "0123456789abcdefABCDEF"
+_ECMA_ESCAPE_LETTERS = set("dDwWsSbBfnrtvcxuk0123456789pP")
+
+
+def _ecma_to_python(pattern: str) -> str:
+    """Rewrite the ECMA-262 spellings that Python's parser reads differently.
+
+    This is a lexical pass (escape and class state only); the structure is left to
+    ``re._parser``.
+    """
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    in_class = False
+    class_start = False
+
+    def code_escape(cp: int) -> str:
+        return _esc_class_char(cp)
+
+    def read_u(j: int) -> tuple[int, int] | None:
+        """Parse a \\u escape starting at pattern[j] == 'u'; return (code point, next index)."""
+        if j + 1 < n and pattern[j + 1] == "{":
+            k = pattern.find("}", j + 2)
+            body = pattern[j + 2 : k] if k > 0 else ""
+            if k > 0 and body and all(ch in _HEX for ch in body) and int(body, 16) <= 0x10FFFF:
+                return int(body, 16), k + 1
+            return None
+        body = pattern[j + 1 : j + 5]
+        if len(body) == 4 and all(ch in _HEX for ch in body):
+            cp = int(body, 16)
+            nxt = j + 5
+            # a UTF-16 surrogate pair spelled as two escapes is one astral character
+            if 0xD800 <= cp <= 0xDBFF and pattern[nxt : nxt + 2] == "\\u":
+                low = pattern[nxt + 2 : nxt + 6]
+                if len(low) == 4 and all(ch in _HEX for ch in low) and 0xDC00 <= int(low, 16) <= 0xDFFF:
+                    return 0x10000 + ((cp - 0xD800) << 10) + (int(low, 16) - 0xDC00), nxt + 6
+            return cp, nxt
+        return None
+
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 >= n:
+                raise SchemaError(f"invalid regular expression {pattern!r}: trailing backslash", keyword="pattern")
+            e = pattern[i + 1]
+            if e in "dDwWsS":
+                cls = {"d": _ASCII_DIGIT, "w": _ASCII_WORD, "s": ECMA_SPACE}[e.lower()]
+                if e.isupper():
+                    cls = ir.chars_complement(cls)
+                body = _class_body(cls)
+                out.append(body if in_class else f"[{body}]")
+                i += 2
+            elif e in "pP":
+                m = re.match(r"\{([A-Za-z_=]+)\}", pattern[i + 2 :])
+                if not m:
+                    raise SchemaError(f"invalid regular expression {pattern!r}: bad \\{e} escape", keyword="pattern")
+                cls = _unicode_property(m.group(1), pattern)
+                if e == "P":
+                    cls = ir.chars_complement(cls)
+                body = _class_body(cls) if cls.ranges else ""
+                if in_class:
+                    out.append(body)
+                else:
+                    out.append(f"[{body}]" if body else "[^\\x00-\\U0010ffff]")
+                i += 2 + m.end()
+            elif e == "u":
+                r = read_u(i + 1)
+                if r is None:
+                    out.append("u")
+                    i += 2
+                else:
+                    out.append(code_escape(r[0]))
+                    i = r[1]
+            elif e == "x":
+                body = pattern[i + 2 : i + 4]
+                if len(body) == 2 and all(ch in _HEX for ch in body):
+                    out.append("\\x" + body)
+                    i += 4
+                else:
+                    out.append("x")
+                    i += 2
+            elif e == "c":
+                if i + 2 < n and pattern[i + 2].isascii() and pattern[i + 2].isalpha():
+                    out.append(code_escape(ord(pattern[i + 2]) % 32))
+                    i += 3
+                else:
+                    out.append("\\\\c")
+                    i += 2
+            elif e == "k":
+                raise UnsupportedSchemaError(
+                    f"pattern {pattern!r}: backreference \\k is not supported (not a regular language)",
+                    keyword="pattern",
+                )
+            elif e == "b" and in_class:
+                out.append("\\x08")
+                i += 2
+            elif e == "0" and not (i + 2 < n and pattern[i + 2].isdigit()):
+                out.append("\\x00")
+                i += 2
+            elif e.isascii() and e.isalpha() and e not in _ECMA_ESCAPE_LETTERS:
+                out.append(e)  # annex B identity escape: \a is 'a', \Z is 'Z'
+                i += 2
+            elif e == "-" or e == "/":
+                out.append("\\" + e)
+                i += 2
+            else:
+                out.append(pattern[i : i + 2])
+                i += 2
+            class_start = False
+            continue
+        if in_class:
+            if ch == "]" and not class_start:
+                in_class = False
+                out.append("]")
+            elif ch == "[":
+                out.append("\\[")
+            elif ch in "&~|" and i + 1 < n and pattern[i + 1] == ch:
+                out.append("\\" + ch)  # Python warns about possible set operations
+            else:
+                out.append(ch)
+            class_start = False
+            i += 1
+            continue
+        if ch == "[":
+            if pattern.startswith("[^]", i):
+                out.append("[\\x00-\\U0010ffff]")
+                i += 3
+            elif pattern.startswith("[]", i):
+                out.append("[^\\x00-\\U0010ffff]")
+                i += 2
+            else:
+                in_class = True
+                if pattern.startswith("[^", i):
+                    out.append("[^")
+                    i += 2
+                else:
+                    out.append("[")
+                    i += 1
+                # ']' right after '[' closes an empty class in ECMA, but is literal in Python
+                class_start = False
+                if i < n and pattern[i] == "]":
+                    # ECMA: "[^]..." / "[]..." were handled above; nothing else can start with ']'
+                    pass
+            continue
+        if ch == ".":
+            out.append("[^\\n\\r\\u2028\\u2029]")
+        elif ch == "$":
+            out.append("\\Z")
+        elif ch == "(" and pattern.startswith("(?<", i) and not pattern.startswith(("(?<=", "(?<!"), i):
+            out.append("(?P<")
+            i += 3
+            continue
+        elif ch == "{" and pattern.startswith("{,", i):
+            out.append("\\{")
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+# ============================================================================ sre tree → IR
+
+
+class _Converter:
+    """Converts a ``re._parser`` tree into IR nodes."""
+
+    def __init__(self, pattern: str, ecma: bool, error: type[Exception]):
+        self.pattern = pattern
+        self.ecma = ecma
+        self.error = error
+
+    def unsupported(self, what: str) -> Exception:
+        kind = UnsupportedSchemaError if self.error is SchemaError else GrammarError
+        if kind is UnsupportedSchemaError:
+            return UnsupportedSchemaError(f"pattern {self.pattern!r}: {what} is not supported", keyword="pattern")
+        return GrammarError(f"regular expression {self.pattern!r}: {what} is not supported")
+
+    # --- character sets
+    def category(self, cat, flags: int) -> ir.Chars:
+        ascii_only = bool(flags & re.ASCII)
+        name = {
+            _C.CATEGORY_DIGIT: ("digit", False), _C.CATEGORY_NOT_DIGIT: ("digit", True),
+            _C.CATEGORY_SPACE: ("space", False), _C.CATEGORY_NOT_SPACE: ("space", True),
+            _C.CATEGORY_WORD: ("word", False), _C.CATEGORY_NOT_WORD: ("word", True),
+        }.get(cat)
+        if name is None:
+            raise self.unsupported(f"category {cat}")
+        base, neg = name
+        if ascii_only:
+            cls = {"digit": _ASCII_DIGIT, "word": _ASCII_WORD, "space": ir.chars((9, 13), (32, 32))}[base]
+        else:
+            cls = _python_category(base)
+        return ir.chars_complement(cls) if neg else cls
+
+    def char_set(self, op, av, flags: int) -> ir.Chars:
+        ic = bool(flags & re.IGNORECASE)
+        ascii_only = bool(flags & re.ASCII)
+        if op is _C.LITERAL:
+            c = ir.chars((av, av))
+            return _case_close(c, ascii_only) if ic else c
+        if op is _C.NOT_LITERAL:
+            c = ir.chars((av, av))
+            return ir.chars_complement(_case_close(c, ascii_only) if ic else c)
+        if op is _C.ANY:
+            return _ANY if flags & re.DOTALL else ir.chars_complement(ir.chars((10, 10)))
+        if op is _C.IN:
+            negate = False
+            parts: list[ir.Chars] = []
+            for iop, iav in av:
+                if iop is _C.NEGATE:
+                    negate = True
+                elif iop is _C.LITERAL:
+                    parts.append(ir.chars((iav, iav)))
+                elif iop is _C.RANGE:
+                    parts.append(ir.chars((iav[0], iav[1])))
+                elif iop is _C.CATEGORY:
+                    parts.append(self.category(iav, flags))
+                else:
+                    raise self.unsupported(f"class item {iop}")
+            c = ir.chars_union(*parts) if parts else ir.Chars(())
+            if ic:
+                c = _case_close(c, ascii_only)
+            return ir.chars_complement(c) if negate else c
+        raise AssertionError(op)
+
+    # --- structure
+    def seq(self, items, flags: int) -> ir.Node:
+        return _seq_lits([self.item(op, av, flags) for op, av in items])
+
+    def item(self, op, av, flags: int) -> ir.Node:
+        if op in (_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN):
+            return self.char_set(op, av, flags)
+        if op is _C.BRANCH:
+            return ir.alt(*(self.seq(b, flags) for b in av[1]))
+        if op is _C.SUBPATTERN:
+            _group, add, delete, p = av
+            return self.seq(p, (flags | add) & ~delete)
+        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT):
+            lo, hi, p = av
+            return ir.repeat(self.seq(p, flags), lo, None if hi == _C.MAXREPEAT else hi)
+        if op is _C.AT:
+            raise self.unsupported(f"anchor {_anchor_name(av)} away from the pattern's start or end")
+        if op in (_C.GROUPREF, getattr(_C, "GROUPREF_EXISTS", None)):
+            raise self.unsupported("backreference")
+        if op in (_C.ASSERT, _C.ASSERT_NOT):
+            raise self.unsupported("lookaround assertion")
+        if op is getattr(_C, "POSSESSIVE_REPEAT", None):
+            raise self.unsupported("possessive quantifier")
+        if op is getattr(_C, "ATOMIC_GROUP", None):
+            raise self.unsupported("atomic group")
+        raise self.unsupported(f"construct {op}")
+
+
+def _seq_lits(nodes: list[ir.Node]) -> ir.Node:
+    """Concatenate, joining runs of single characters into one literal."""
+    out: list[ir.Node] = []
+    run: list[str] = []
+    for n in nodes:
+        if isinstance(n, ir.Chars) and len(n.ranges) == 1 and n.ranges[0][0] == n.ranges[0][1]:
+            run.append(chr(n.ranges[0][0]))
+        elif isinstance(n, ir.Lit):
+            run.append(n.text)
+        else:
+            if run:
+                out.append(ir.lit("".join(run)))
+                run = []
+            out.append(n)
+    if run:
+        out.append(ir.lit("".join(run)))
+    return ir.seq(*out)
+
+
+def _anchor_name(av) -> str:
+    return {
+        _C.AT_BEGINNING: "^", _C.AT_BEGINNING_STRING: "\\A", _C.AT_END: "$", _C.AT_END_STRING: "$",
+        _C.AT_BOUNDARY: "\\b", _C.AT_NON_BOUNDARY: "\\B",
+    }.get(av, str(av))
+
+
+def _is_start(op, av, flags: int) -> bool:
+    return op is _C.AT and (av is _C.AT_BEGINNING_STRING or (av is _C.AT_BEGINNING and not flags & re.MULTILINE))
+
+
+def _is_end(op, av, flags: int, ecma: bool) -> bool:
+    if op is not _C.AT:
+        return False
+    if av is _C.AT_END_STRING:
+        return True
+    # Python's '$' also matches before a final newline; only the full-match dialect can ignore that
+    return av is _C.AT_END and not ecma and not flags & re.MULTILINE
+
+
+def _has_anchor(items) -> bool:
+    for op, av in items:
+        if op is _C.AT:
+            return True
+        if op is _C.BRANCH and any(_has_anchor(b) for b in av[1]):
+            return True
+        if op is _C.SUBPATTERN and _has_anchor(av[3]):
+            return True
+        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and _has_anchor(av[2]):
+            return True
+    return False
+
+
+def _expand_edges(items: list, flags_list: list, conv: _Converter, depth: int = 0) -> list[tuple[list, list]]:
+    """Distribute groups holding anchors at the sequence's first or last position.
+
+    Returns alternatives, each a flat list of (op, av) with a parallel list of flags, where
+    anchors only remain as leading or trailing runs.
+    """
+    if depth > 32:
+        raise conv.unsupported("deeply nested anchors")
+    # find first / last non-anchor positions
+    k = 0
+    while k < len(items) and items[k][0] is _C.AT:
+        k += 1
+    j = len(items) - 1
+    while j >= k and items[j][0] is _C.AT:
+        j -= 1
+    if k > j:
+        return [(items, flags_list)]
+    for pos in (k, j):
+        op, av = items[pos]
+        if op is _C.BRANCH and _has_anchor([items[pos]]):
+            out = []
+            for b in av[1]:
+                new = items[:pos] + list(b) + items[pos + 1 :]
+                nfl = flags_list[:pos] + [flags_list[pos]] * len(b) + flags_list[pos + 1 :]
+                out.extend(_expand_edges(new, nfl, conv, depth + 1))
+                if len(out) > _MAX_ANCHOR_ALTERNATIVES:
+                    raise conv.unsupported("too many anchored alternatives")
+            return out
+        if op is _C.SUBPATTERN and _has_anchor([items[pos]]):
+            _g, add, delete, p = av
+            f = (flags_list[pos] | add) & ~delete
+            new = items[:pos] + list(p) + items[pos + 1 :]
+            nfl = flags_list[:pos] + [f] * len(p) + flags_list[pos + 1 :]
+            return _expand_edges(new, nfl, conv, depth + 1)
+    return [(items, flags_list)]
+
+
+def _convert(parsed, pattern: str, *, ecma: bool, search: bool, error: type[Exception]) -> ir.Node:
+    conv = _Converter(pattern, ecma, error)
+    flags0 = parsed.state.flags
+    items = list(parsed)
+    alts = _expand_edges(items, [flags0] * len(items), conv)
+    out = []
+    for its, fls in alts:
+        sa = ea = False
+        k = 0
+        while k < len(its) and its[k][0] is _C.AT:
+            op, av = its[k]
+            if _is_start(op, av, fls[k]):
+                sa = True
+            elif _is_end(op, av, fls[k], ecma):
+                break
+            else:
+                raise conv.unsupported(f"anchor {_anchor_name(av)}")
+            k += 1
+        j = len(its)
+        while j > k and its[j - 1][0] is _C.AT:
+            op, av = its[j - 1]
+            if _is_end(op, av, fls[j - 1], ecma):
+                ea = True
+            elif _is_start(op, av, fls[j - 1]) and j - 1 == 0:
+                sa = True
+            else:
+                raise conv.unsupported(f"anchor {_anchor_name(av)} at the end")
+            j -= 1
+        # leading run may contain a '$' (e.g. "^$"): then everything after it must be anchors
+        body_items = list(zip(its[k:j], fls[k:j]))
+        for (op, av), f in body_items:
+            if op is _C.AT:
+                raise conv.unsupported(f"anchor {_anchor_name(av)} in the middle of the pattern")
+        if any(_has_anchor([it]) for it, _ in body_items):
+            raise conv.unsupported("anchor inside a repeated or nested group away from the pattern's edges")
+        body = _seq_lits([conv.item(op, av, f) for (op, av), f in body_items])
+        if search:
+            body = ir.seq(ir.EPS if sa else _ANY_STAR, body, ir.EPS if ea else _ANY_STAR)
+        out.append(body)
+    return ir.alt(*out)
+
+
+def _parse(translated: str, pattern: str, error: type[Exception], flags: int = 0):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _sre_parse.parse(translated, flags)
+    except re.error as e:
+        if error is SchemaError:
+            raise SchemaError(f"invalid regular expression {pattern!r}: {e}", keyword="pattern") from None
+        raise GrammarError(f"invalid regular expression {pattern!r}: {e}") from None
+    except (OverflowError, RecursionError) as e:
+        raise error(f"regular expression {pattern!r} is too large: {e}") from None
+
+
+# ============================================================================ public API
+
+
+@functools.lru_cache(maxsize=4096)
+def regex_to_ir(pattern: str, *, search: bool = True) -> ir.Node:
+    """The set of strings an ECMA-262 pattern accepts, as an IR node over decoded characters.
+
+    Parameters
+    ----------
+    pattern : str
+        An ECMA-262 regular expression, as JSON Schema's ``pattern`` holds it.
+    search : bool, default True
+        JSON Schema semantics: the pattern may match anywhere in the string (an implicit
+        ``.*`` on each side unless ``^``/``$`` anchor that side, per alternative). ``False``:
+        the whole string must match.
+
+    Returns
+    -------
+    ir.Node
+        A ref-free node.
+
+    Raises
+    ------
+    UnsupportedSchemaError
+        For backreferences, lookarounds, ``\\b``/``\\B``, anchors away from the edges, and
+        unsupported ``\\p{...}`` properties.
+    SchemaError
+        For a malformed pattern.
+    """
+    if not isinstance(pattern, str):
+        raise SchemaError(f"pattern must be a string, got {type(pattern).__name__}", keyword="pattern")
+    translated = _ecma_to_python(pattern)
+    parsed = _parse(translated, pattern, SchemaError)
+    return _convert(parsed, pattern, ecma=True, search=search, error=SchemaError)
+
+
+@functools.lru_cache(maxsize=4096)
+def python_regex_to_ir(pattern: str, flags: str = "", *, search: bool = False) -> ir.Node:
+    """The language of a Python regular expression (as Lark terminals write them).
+
+    Parameters
+    ----------
+    pattern : str
+        A Python ``re`` pattern.
+    flags : str
+        Lark's flag letters: any of ``imsux`` (``l`` is refused: locale-dependent).
+    search : bool, default False
+        Full-match semantics by default (a terminal matches exactly its text).
+
+    Raises
+    ------
+    GrammarError
+        For malformed patterns and non-regular or context-dependent constructs.
+    """
+    f = 0
+    for ch in flags:
+        if ch == "i":
+            f |= re.IGNORECASE
+        elif ch == "m":
+            f |= re.MULTILINE
+        elif ch == "s":
+            f |= re.DOTALL
+        elif ch == "x":
+            f |= re.VERBOSE
+        elif ch == "u":
+            pass
+        else:
+            raise GrammarError(f"regular expression {pattern!r}: flag {ch!r} is not supported")
+    parsed = _parse(pattern, pattern, GrammarError, f)
+    return _convert(parsed, pattern, ecma=False, search=search, error=GrammarError)
+
+
+def regex_to_grammar(pattern: str) -> ir.Grammar:
+    """A grammar whose language is the texts a Python-syntax regex fully matches.
+
+    This is what ``Index.from_regex`` compiles (like outlines-core's index from a regex): the
+    output text, as a whole, must match ``pattern``.
+
+    Parameters
+    ----------
+    pattern : str
+        A Python ``re`` pattern (inline flags such as ``(?i)`` allowed).
+
+    Returns
+    -------
+    ir.Grammar
+        One rule, ``start``.
+    """
+    return ir.Grammar({"start": python_regex_to_ir(pattern)}, "start")

@@ -315,8 +315,10 @@ class Automaton:
                 n
                 for i, n in enumerate(names)
                 if n in productive
-                and self._hasbool[self._rule_body[i]]
-                and self.is_empty(self._rule_body[i])
+                and (
+                    self._rule_body[i] == self.EMPTY
+                    or (self._hasbool[self._rule_body[i]] and self.is_empty(self._rule_body[i]))
+                )
             }
             if not empty:
                 break
@@ -673,6 +675,11 @@ class Automaton:
         if v >= 0:
             return bool(v)
         ok = True
+        # Cheap necessary condition first: a plain-invariant state loops on 'a'.
+        self.fill_row(s)
+        if self.trans[s, 0x61] != s:
+            self.plain_inv[s] = 0
+            return False
         for sq in plain_seqs:
             frontier = {s}
             for lo, hi in sq:
@@ -810,3 +817,149 @@ def _left_refs(node: ir.Node, nullable: set[str], out: set[str]) -> bool:
     if isinstance(node, (ir.And, ir.Diff)):
         return _ir_nullable(node, nullable)
     return _ir_nullable(node, nullable)
+
+
+# ------------------------------------------------------------------------------ persistence
+
+
+def export_state(a: Automaton) -> dict:
+    """The automaton's term store and tables, as plain JSON-able values and arrays."""
+    with a.lock:
+        n = a.n_states
+        nodes = []
+        for node in a._nodes:
+            k = node[0]
+            if k == K_BYTES:
+                nodes.append([k, format(node[1], "x")])
+            elif k in (K_ALT, K_AND):
+                nodes.append([k, list(node[1])])
+            else:
+                nodes.append(list(node))
+        return {
+            "meta": {
+                "rules": list(a._rule_index),
+                "rule_body": a._rule_body,
+                "rule_nullable": a._rule_nullable,
+                "productive": sorted(a._productive),
+                "nodes": nodes,
+                "state_terms": a._term_of[:n],
+                "start_term": a.start_term,
+                "max_states": a.max_states,
+                "fuel": a.fuel,
+            },
+            "arrays": {
+                "trans": a.trans[:n].copy(),
+                "accepting": a.accepting[:n].copy(),
+                "plain_inv": a.plain_inv[:n].copy(),
+                "row_ready": a.row_ready[:n].copy(),
+            },
+        }
+
+
+def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
+    """Rebuild an automaton saved by :func:`export_state`; validates everything it reads."""
+    a = Automaton.__new__(Automaton)
+    a.grammar = grammar
+    a.max_states = int(meta["max_states"])
+    a.fuel = int(meta["fuel"])
+    a.lock = threading.RLock()
+    a._nodes, a._ids = [], {}
+    a._nullable, a._hasbool, a._hasrep = [], [], []
+    a._deriv, a._firsts, a._empty, a._clamp, a._chars_cache = {}, {}, {}, {}, {}
+    names = [str(x) for x in meta["rules"]]
+    if names != list(grammar.rules):
+        raise ValueError("rule names do not match the saved grammar")
+    a._rule_index = {n: i for i, n in enumerate(names)}
+    a._rule_nullable = [bool(x) for x in meta["rule_nullable"]]
+    a._productive = set(str(x) for x in meta["productive"])
+    n_rules = len(names)
+    if len(a._rule_nullable) != n_rules:
+        raise ValueError("rule table sizes differ")
+    for i, raw in enumerate(meta["nodes"]):
+        k = int(raw[0])
+        def child(x):
+            x = int(x)
+            if not 0 <= x < i:
+                raise ValueError(f"node {i} refers to node {x}")
+            return x
+        if k == K_EMPTY or k == K_EPS:
+            key = (k,)
+            nul, hb, hr = k == K_EPS, False, False
+        elif k == K_BYTES:
+            m = int(raw[1], 16)
+            if not 0 < m < (1 << 256):
+                raise ValueError("byte mask out of range")
+            key, nul, hb, hr = (k, m), False, False, False
+        elif k == K_SEQ:
+            x, y = child(raw[1]), child(raw[2])
+            key = (k, x, y)
+            nul = a._nullable[x] and a._nullable[y]
+            hb, hr = a._hasbool[x] or a._hasbool[y], a._hasrep[x] or a._hasrep[y]
+        elif k in (K_ALT, K_AND):
+            xs = tuple(child(x) for x in raw[1])
+            key = (k, xs)
+            f = any if k == K_ALT else all
+            nul = f(a._nullable[x] for x in xs)
+            hb = k == K_AND or any(a._hasbool[x] for x in xs)
+            hr = k == K_ALT and any(a._hasrep[x] for x in xs)
+        elif k == K_REP:
+            x, lo, hi = child(raw[1]), int(raw[2]), int(raw[3])
+            if lo < 0 or hi < INF:
+                raise ValueError("repeat bounds out of range")
+            key, nul, hb, hr = (k, x, lo, hi), lo == 0 or a._nullable[x], a._hasbool[x], True
+        elif k == K_REF:
+            r = int(raw[1])
+            if not 0 <= r < n_rules:
+                raise ValueError("rule index out of range")
+            key, nul, hb, hr = (k, r), a._rule_nullable[r], False, False
+        elif k == K_DIFF:
+            x, y = child(raw[1]), child(raw[2])
+            key, nul, hb, hr = (k, x, y), a._nullable[x] and not a._nullable[y], True, False
+        else:
+            raise ValueError(f"unknown node kind {k}")
+        a._nodes.append(key)
+        a._ids[key] = i
+        a._nullable.append(nul)
+        a._hasbool.append(hb)
+        a._hasrep.append(hr)
+    n_nodes = len(a._nodes)
+    if n_nodes < 2 or a._nodes[0] != (K_EMPTY,) or a._nodes[1] != (K_EPS,):
+        raise ValueError("term store does not start with ∅ and ε")
+    a.EMPTY, a.EPS = 0, 1
+    a._rule_body = [int(x) for x in meta["rule_body"]]
+    if len(a._rule_body) != n_rules or not all(0 <= x < n_nodes for x in a._rule_body):
+        raise ValueError("rule bodies out of range")
+    terms = [int(x) for x in meta["state_terms"]]
+    if not all(0 <= t < n_nodes for t in terms) or len(set(terms)) != len(terms):
+        raise ValueError("state terms out of range")
+    n = len(terms)
+    trans = np.asarray(arrays["trans"])
+    if trans.dtype != np.int32 or trans.shape != (n, 256):
+        raise ValueError("transition table has the wrong shape")
+    if n and (trans.min() < DEAD or trans.max() >= n):
+        raise ValueError("transition table refers to unknown states")
+    cap = max(64, n)
+    a.trans = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+    a.trans[:n] = trans
+    a.accepting = np.zeros(cap, dtype=np.bool_)
+    a.plain_inv = np.full(cap, -1, dtype=np.int8)
+    a.row_ready = np.zeros(cap, dtype=np.bool_)
+    for name, dst, dt in (
+        ("accepting", a.accepting, np.bool_),
+        ("plain_inv", a.plain_inv, np.int8),
+        ("row_ready", a.row_ready, np.bool_),
+    ):
+        src = np.asarray(arrays[name])
+        if src.dtype != dt or src.shape != (n,):
+            raise ValueError(f"{name} has the wrong shape")
+        dst[:n] = src
+    a._term_of = terms
+    a._state_of = {t: s for s, t in enumerate(terms)}
+    a.start_term = int(meta["start_term"])
+    if a.start_term not in a._state_of:
+        raise ValueError("start state missing")
+    a.start = a._state_of[a.start_term]
+    for s, t in enumerate(terms):
+        if bool(a.accepting[s]) != a._nullable[t]:
+            raise ValueError("accepting flags disagree with the terms")
+    return a

@@ -1,0 +1,210 @@
+"""Saving and loading indexes: versioned, fingerprinted, and free of pickle.
+
+An index directory holds
+
+- ``index.json``: format name and version, the vocabulary's fingerprint, the options, the grammar
+  in the internal form, the automaton's term store and state list, the memoized transitions and
+  the mask keys, and the SHA-256 of ``arrays.npz``;
+- ``arrays.npz``: the transition table, per-state flags and the memoized masks, read with
+  ``allow_pickle=False``;
+- ``vocabulary.bin``: the vocabulary (its own versioned format), so a directory loads alone.
+
+Loading validates every id and shape it reads, so a truncated, corrupt or foreign directory
+raises :class:`~dotjson.errors.IndexFormatError`; nothing in it can run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import ir
+from .automaton import export_state, import_state
+from .errors import DotjsonError, IndexFormatError
+
+FORMAT = "dotjson-index"
+VERSION = 1
+
+
+# ------------------------------------------------------------------------------ IR as JSON
+
+
+def ir_to_json(node: ir.Node):
+    if isinstance(node, ir.Lit):
+        return ["lit", node.text]
+    if isinstance(node, ir.Chars):
+        return ["chars", [list(r) for r in node.ranges]]
+    if isinstance(node, ir.Seq):
+        return ["seq", [ir_to_json(x) for x in node.items]]
+    if isinstance(node, ir.Alt):
+        return ["alt", [ir_to_json(x) for x in node.items]]
+    if isinstance(node, ir.Repeat):
+        return ["rep", ir_to_json(node.item), node.min, node.max]
+    if isinstance(node, ir.Ref):
+        return ["ref", node.name]
+    if isinstance(node, ir.And):
+        return ["and", [ir_to_json(x) for x in node.items]]
+    if isinstance(node, ir.Diff):
+        return ["diff", ir_to_json(node.left), ir_to_json(node.right)]
+    raise TypeError(f"not a grammar node: {node!r}")
+
+
+def ir_from_json(x) -> ir.Node:
+    tag = x[0]
+    if tag == "lit":
+        if not isinstance(x[1], str):
+            raise ValueError("literal is not text")
+        return ir.Lit(x[1])
+    if tag == "chars":
+        rs = tuple((int(lo), int(hi)) for lo, hi in x[1])
+        if any(not 0 <= lo <= hi <= ir.MAX_CODEPOINT for lo, hi in rs):
+            raise ValueError("character range out of range")
+        return ir.Chars(rs)
+    if tag == "seq":
+        return ir.Seq(tuple(ir_from_json(y) for y in x[1]))
+    if tag == "alt":
+        return ir.Alt(tuple(ir_from_json(y) for y in x[1]))
+    if tag == "rep":
+        lo, hi = int(x[2]), (None if x[3] is None else int(x[3]))
+        if lo < 0 or (hi is not None and hi < lo):
+            raise ValueError("repeat bounds out of range")
+        return ir.Repeat(ir_from_json(x[1]), lo, hi)
+    if tag == "ref":
+        return ir.Ref(str(x[1]))
+    if tag == "and":
+        return ir.And(tuple(ir_from_json(y) for y in x[1]))
+    if tag == "diff":
+        return ir.Diff(ir_from_json(x[1]), ir_from_json(x[2]))
+    raise ValueError(f"unknown grammar node tag {tag!r}")
+
+
+def grammar_to_json(g: ir.Grammar) -> dict:
+    return {"start": g.start, "rules": [[n, ir_to_json(b)] for n, b in g.rules.items()]}
+
+
+def grammar_from_json(d: dict) -> ir.Grammar:
+    return ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]))
+
+
+# ------------------------------------------------------------------------------ index files
+
+
+def save_index(index, path) -> None:
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    with index._lock:
+        st = export_state(index._auto)
+        n_masks = index._n_masks
+        masks = index._masks[:n_masks].copy()
+        mask_keys = [[int(k), int(v)] for k, v in index._mask_of_key.items()]
+        nxt = [[int(k), int(v)] for k, v in index._next.items()]
+    arrays = dict(st["arrays"])
+    arrays["masks"] = masks
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    blob = buf.getvalue()
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "vocab_fingerprint": index._vocab.fingerprint,
+        "n_words": index._n_words,
+        "limit": index._limit,
+        "max_cache_bytes": index._max_cache_bytes,
+        "options": index._options,
+        "grammar": grammar_to_json(index._ir),
+        "automaton": st["meta"],
+        "mask_keys": mask_keys,
+        "next": nxt,
+        "arrays_sha256": hashlib.sha256(blob).hexdigest(),
+    }
+    _atomic_write(path / "arrays.npz", blob)
+    _atomic_write(path / "index.json", json.dumps(meta, separators=(",", ":")).encode("utf-8"))
+    index._vocab.serialize_to_disk(path / "vocabulary.bin")
+
+
+def _atomic_write(dst: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=dst.name + ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, dst)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_index(cls, path, vocabulary=None):
+    path = Path(path)
+    where = f"index directory {str(path)!r}"
+    if not path.is_dir():
+        raise IndexFormatError(f"{where} does not exist or is not a directory")
+    try:
+        raw = (path / "index.json").read_bytes()
+        blob = (path / "arrays.npz").read_bytes()
+    except OSError as e:
+        raise IndexFormatError(f"{where} is incomplete: {e}") from None
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IndexFormatError(f"{where}: index.json is corrupt ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise IndexFormatError(f"{where} is not a dotjson index (format {meta.get('format') if isinstance(meta, dict) else None!r})")
+    if meta.get("version") != VERSION:
+        raise IndexFormatError(
+            f"{where} has format version {meta.get('version')!r}; this dotjson reads version {VERSION}"
+        )
+    if hashlib.sha256(blob).hexdigest() != meta.get("arrays_sha256"):
+        raise IndexFormatError(f"{where}: arrays.npz is truncated or corrupt (checksum mismatch)")
+    if vocabulary is None:
+        from .vocabulary import Vocabulary
+
+        try:
+            vocabulary = Vocabulary.deserialize_from_disk(path / "vocabulary.bin")
+        except DotjsonError as e:
+            raise IndexFormatError(f"{where}: {e}") from None
+    if vocabulary.fingerprint != meta.get("vocab_fingerprint"):
+        raise IndexFormatError(
+            f"{where} was built for another vocabulary (fingerprint "
+            f"{str(meta.get('vocab_fingerprint'))[:12]}…, given {vocabulary.fingerprint[:12]}…)"
+        )
+    try:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        grammar = grammar_from_json(meta["grammar"])
+        auto = import_state(grammar, meta["automaton"], arrays)
+        self = cls.__new__(cls)
+        self._options = dict(meta["options"])
+        self._setup(
+            grammar, vocabulary, auto.max_states, int(meta["max_cache_bytes"]), auto.fuel, automaton=auto
+        )
+        if self._n_words != int(meta["n_words"]) or self._limit != int(meta["limit"]):
+            raise ValueError("vocabulary geometry differs")
+        masks = arrays["masks"]
+        if masks.dtype != np.uint32 or masks.ndim != 2 or masks.shape[1] != self._n_words:
+            raise ValueError("mask table has the wrong shape")
+        n_masks = masks.shape[0]
+        self._masks = np.zeros((max(16, n_masks), self._n_words), dtype=np.uint32)
+        self._masks[:n_masks] = masks
+        self._n_masks = n_masks
+        n_nodes = len(auto._nodes)
+        n_states = auto.n_states
+        for k, v in meta["mask_keys"]:
+            k, v = int(k), int(v)
+            if not (0 <= k < n_nodes and 0 <= v < n_masks):
+                raise ValueError("mask key out of range")
+            self._mask_of_key[k] = v
+        for k, v in meta["next"]:
+            k, v = int(k), int(v)
+            if not (-2 <= v < n_states):
+                raise ValueError("transition memo out of range")
+            self._next[k] = v
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError, OSError) as e:
+        raise IndexFormatError(f"{where} is corrupt: {e}") from None
+    return self

@@ -1,0 +1,849 @@
+"""The vocabulary: the exact bytes every token id adds to the output, the EOS ids, the byte tries.
+
+A :class:`Vocabulary` is built once per tokenizer and shared by every :class:`~dotjson.Index`.
+The bytes of a token are what the tokenizer's own decoder produces for that token in the middle
+of a text. They are derived from the tokenizer's ``decoder`` configuration (``tokenizer.json``),
+step by step, never guessed from token spellings:
+
+- ``ByteLevel`` (GPT-2, Llama 3, Qwen, SmolLM2): each character of the token maps back to one
+  byte through GPT-2's ``bytes_to_unicode`` table; a token with a character outside that table
+  decodes to its UTF-8 text, as the Rust decoder does.
+- ``Metaspace`` and ``Replace("▁", " ")`` (SentencePiece: Llama 2, Mistral, Gemma): ``▁`` becomes a
+  space. The decoders that drop the first token's leading space (``Strip`` after ``Fuse``,
+  ``Metaspace``'s prepend scheme) act on the start of the whole text only, not on a token in
+  context, so they do not change a token's bytes.
+- ``ByteFallback``: a token spelled ``<0xNN>`` is the single byte ``0xNN``.
+- Added tokens go through the same decoder (the Rust library does the same). Special (control)
+  tokens -- BOS, EOS, chat markers, the model's ``unk`` token -- are never emitted as text: they get
+  no bytes and stay out of the tries.
+
+See ``docs/vocabulary.md`` for the details per tokenizer family.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import struct
+import zlib
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import IndexFormatError, VocabularyError
+from .trie import TokenTrie, VocabTries, _vocab_tries_from_packed
+
+__all__ = ["Vocabulary", "bytes_to_unicode"]
+
+# Token kinds, one per id.
+_TEXT = 0  # emits its bytes
+_SPECIAL = 1  # control token: never emitted as text
+_ABSENT = 2  # no token has this id
+
+#: Files any of which makes a directory a tokenizer directory.
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "vocab.json",
+    "vocab.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
+
+#: Spellings of end-of-sequence tokens, used only when a bare ``tokenizers.Tokenizer`` carries
+#: no EOS metadata.
+_KNOWN_EOS = (
+    "<|endoftext|>",
+    "</s>",
+    "<|end_of_text|>",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<eos>",
+    "<|end|>",
+    "<end_of_turn>",
+)
+
+_BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>\Z")
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's map from each byte to the printable character byte-level BPE vocabularies use."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+_B2U = bytes_to_unicode()
+#: str.translate tables: byte-level character → the latin-1 character of its byte, and a table
+#: that deletes every byte-level character (what survives is outside the map).
+_BL_TO_LATIN1 = {ord(c): b for b, c in _B2U.items()}
+_BL_DELETE = {ord(c): None for c in _B2U.values()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoder configuration → per-token steps
+# ---------------------------------------------------------------------------------------------
+
+
+def _decoder_steps(decoder_cfg: dict | None, pre_tokenizer_cfg: dict | None) -> list[tuple]:
+    """Flatten a ``tokenizer.json`` decoder into the per-token steps that matter in context."""
+    if decoder_cfg is None:
+        # No decoder: the Rust library would join tokens with spaces. Byte-level and metaspace
+        # vocabularies that merely omit the decoder are recognised by their pre-tokenizer.
+        kinds = _config_types(pre_tokenizer_cfg)
+        if "ByteLevel" in kinds:
+            return [("bytelevel",)]
+        for node in _config_nodes(pre_tokenizer_cfg):
+            if node.get("type") == "Metaspace":
+                return [("replace", node.get("replacement", "\u2581"), " ")]
+        raise VocabularyError(
+            "Unsupported tokenizer: it has no decoder and no ByteLevel or Metaspace pre-tokenizer, "
+            "so the bytes of its tokens are undefined"
+        )
+    steps: list[tuple] = []
+    fused = False
+    for node in _config_nodes(decoder_cfg):
+        kind = node.get("type")
+        if kind == "ByteLevel":
+            steps.append(("bytelevel",))
+        elif kind == "Metaspace":
+            # Drops the replacement character only in the first token of a text.
+            steps.append(("replace", node.get("replacement", "\u2581"), " "))
+        elif kind == "Replace":
+            pattern = node.get("pattern", {})
+            if "String" in pattern:
+                steps.append(("replace", pattern["String"], node.get("content", "")))
+            elif "Regex" in pattern:
+                steps.append(("regex", re.compile(pattern["Regex"]), node.get("content", "")))
+            else:
+                raise VocabularyError(f"Unsupported Replace decoder pattern {pattern!r}")
+        elif kind == "ByteFallback":
+            steps.append(("bytefallback",))
+        elif kind == "Fuse":
+            fused = True  # later steps see the whole text as one token
+        elif kind == "Strip":
+            if not fused:
+                steps.append(("strip", node.get("content", " "), int(node.get("start", 0)),
+                              int(node.get("stop", 0))))
+            # After Fuse, Strip trims the start/end of the whole text: no effect in context.
+        else:
+            raise VocabularyError(
+                f"Unsupported tokenizer decoder {kind!r}: dotjson derives token bytes from "
+                "ByteLevel, Metaspace, Replace, ByteFallback, Fuse and Strip decoders"
+            )
+    return steps
+
+
+def _config_nodes(cfg: dict | None) -> list[dict]:
+    if not cfg:
+        return []
+    kind = cfg.get("type")
+    if kind == "Sequence":
+        out = []
+        for sub in cfg.get("decoders") or cfg.get("pretokenizers") or []:
+            out.extend(_config_nodes(sub))
+        return out
+    return [cfg]
+
+
+def _config_types(cfg: dict | None) -> set[str]:
+    return {n.get("type") for n in _config_nodes(cfg)}
+
+
+def _apply_steps(token: str, steps: list[tuple]) -> bytes:
+    """The bytes ``token`` contributes in the middle of a text, following the decoder steps."""
+    x: str | bytes = token
+    for step in steps:
+        if isinstance(x, bytes):
+            break  # a byte-fallback byte is final: later string steps do not touch it
+        op = step[0]
+        if op == "bytelevel":
+            if x.translate(_BL_DELETE):
+                x = x.encode("utf-8")  # a character outside the byte map: the Rust decoder's fallback
+            else:
+                x = x.translate(_BL_TO_LATIN1).encode("latin-1")
+        elif op == "replace":
+            x = x.replace(step[1], step[2])
+        elif op == "regex":
+            x = step[1].sub(step[2], x)
+        elif op == "bytefallback":
+            m = _BYTE_FALLBACK.match(x) if len(x) == 6 else None
+            if m is not None:
+                x = bytes((int(m.group(1), 16),))
+        elif op == "strip":
+            content, start, stop = step[1], step[2], step[3]
+            i = 0
+            while i < start and i < len(x) and x[i] == content:
+                i += 1
+            j = len(x)
+            k = 0
+            while k < stop and j > i and x[j - 1] == content:
+                j -= 1
+                k += 1
+            x = x[i:j]
+    return x if isinstance(x, bytes) else x.encode("utf-8")
+
+
+def _bytelevel_only(steps: list[tuple]) -> bool:
+    return len(steps) == 1 and steps[0][0] == "bytelevel"
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizer plumbing
+# ---------------------------------------------------------------------------------------------
+
+
+def _backend_of(tok):
+    """The ``tokenizers.Tokenizer`` behind a transformers tokenizer (converting a slow one)."""
+    from tokenizers import Tokenizer
+
+    if isinstance(tok, Tokenizer):
+        return tok
+    backend = getattr(tok, "backend_tokenizer", None)
+    if isinstance(backend, Tokenizer):
+        return backend
+    backend = getattr(tok, "_tokenizer", None)
+    if isinstance(backend, Tokenizer):
+        return backend
+    try:
+        from transformers.convert_slow_tokenizer import convert_slow_tokenizer
+
+        return convert_slow_tokenizer(tok)
+    except Exception as exc:  # noqa: BLE001 -- any failure means we cannot read the tokenizer
+        raise VocabularyError(
+            f"Unsupported tokenizer {type(tok).__name__}: expected a tokenizers.Tokenizer or a "
+            f"transformers tokenizer with a fast backend (conversion failed: {exc})"
+        ) from exc
+
+
+def _state_json(obj) -> dict | None:
+    if obj is None:
+        return None
+    return json.loads(obj.__getstate__())
+
+
+def _read_generation_eos(path: Path | None) -> list[int]:
+    if path is None or not path.is_file():
+        return []
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise VocabularyError(f"Unreadable generation config {path}: {exc}") from exc
+    eos = cfg.get("eos_token_id")
+    if eos is None:
+        return []
+    if isinstance(eos, int):
+        return [eos]
+    if isinstance(eos, list) and all(isinstance(e, int) for e in eos):
+        return list(eos)
+    raise VocabularyError(f"Invalid eos_token_id in {path}: expected an int or a list of ints, got {eos!r}")
+
+
+def _normalize_eos(eos, n: int, where: str) -> tuple[int, ...]:
+    if eos is None:
+        return ()
+    if isinstance(eos, (int, np.integer)):
+        eos = [eos]
+    out = []
+    for e in eos:
+        if isinstance(e, bool) or not isinstance(e, (int, np.integer)):
+            raise VocabularyError(f"Invalid EOS token id {e!r} ({where}): expected an int")
+        e = int(e)
+        if not 0 <= e < n:
+            raise VocabularyError(f"Invalid EOS token id {e} ({where}): expected 0 <= id < {n}")
+        if e not in out:
+            out.append(e)
+    return tuple(out)
+
+
+def _looks_like_path(s: str) -> bool:
+    if s.startswith(("/", "./", "../", "~", "\\")) or s.count("/") > 1:
+        return True
+    return os.sep != "/" and os.sep in s or bool(re.match(r"^[A-Za-z]:[\\/]", s))
+
+
+# ---------------------------------------------------------------------------------------------
+# The Vocabulary
+# ---------------------------------------------------------------------------------------------
+
+
+class Vocabulary:
+    """The exact output bytes of every token id of a tokenizer, its EOS ids and its byte tries.
+
+    Build one with :meth:`from_pretrained`, :meth:`from_tokenizer` or :meth:`from_tuples`, or
+    reload a prepared one with :meth:`deserialize_from_disk`. A vocabulary is immutable.
+
+    Examples
+    --------
+    >>> vocab = Vocabulary.from_tuples([b"a", b"b", b""], [0, 1, 2], eos_token_ids=[2])
+    >>> vocab.token_bytes(1), vocab.max_token_id(), vocab.eos_token_ids
+    (b'b', 3, (2,))
+    """
+
+    __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_n_tokens")
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
+                 eos_token_ids: tuple[int, ...], tries: VocabTries | None = None,
+                 token_list: list[bytes] | None = None):
+        # Internal: use the from_* constructors.
+        self._blob = blob
+        self._offsets = offsets
+        self._kinds = kinds
+        self._eos = tuple(int(e) for e in eos_token_ids)
+        self._tries = tries
+        self._fingerprint: str | None = None
+        self._list = token_list
+        self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
+
+    # -- constructors ------------------------------------------------------------------------
+
+    @classmethod
+    def from_pretrained(cls, model_id_or_local_dir, auth_token: str | None = None,
+                        revision: str | None = None, *, eos_token_ids=None,
+                        **tokenizer_kwargs) -> "Vocabulary":
+        """Load the tokenizer of a Hugging Face model (hub id, HF cache or local directory).
+
+        Parameters
+        ----------
+        model_id_or_local_dir : str or os.PathLike
+            A hub model id (``"org/name"``; the HF cache and ``HF_HUB_OFFLINE=1`` work as in
+            transformers), a local model/tokenizer directory, or a ``tokenizer.json`` file.
+        auth_token : str, optional
+            Hugging Face token for gated or private repositories.
+        revision : str, optional
+            Branch, tag or commit of the hub repository.
+        eos_token_ids : int or sequence of int, optional
+            Override the EOS ids. By default they are the ``eos_token_id`` of the model's
+            ``generation_config.json`` (an int or a list: Llama 3 instruct lists three) followed
+            by the tokenizer's own EOS token.
+        **tokenizer_kwargs
+            Passed to ``transformers.AutoTokenizer.from_pretrained`` (e.g. ``gguf_file=``).
+
+        Returns
+        -------
+        Vocabulary
+
+        Raises
+        ------
+        VocabularyError
+            The directory, file or model does not exist, holds no tokenizer, or the tokenizer's
+            decoder is not one whose token bytes are defined.
+        """
+        src = os.fspath(model_id_or_local_dir)
+        path = Path(src).expanduser()
+        gen_path: Path | None = None
+        if path.is_file():
+            if path.suffix == ".gguf":
+                tokenizer_kwargs.setdefault("gguf_file", path.name)
+                path = path.parent
+            elif path.suffix == ".json":
+                from tokenizers import Tokenizer
+
+                try:
+                    tok = Tokenizer.from_file(str(path))
+                except Exception as exc:  # noqa: BLE001
+                    raise VocabularyError(f"Cannot load tokenizer file {path}: {exc}") from exc
+                gen_eos = _read_generation_eos(path.parent / "generation_config.json")
+                return cls._from_tokenizer(tok, eos_token_ids, gen_eos, where=str(path))
+            else:
+                raise VocabularyError(f"Cannot load a tokenizer from {path}: expected a directory, "
+                                      "a tokenizer.json or a .gguf file")
+        if path.is_dir():
+            gguf = tokenizer_kwargs.get("gguf_file")
+            if gguf is not None:
+                if not (path / gguf).is_file():
+                    raise VocabularyError(f"GGUF file {gguf!r} not found in {path}")
+            elif not any((path / f).is_file() for f in _TOKENIZER_FILES):
+                raise VocabularyError(
+                    f"No tokenizer file in {path}: expected one of {', '.join(_TOKENIZER_FILES)}"
+                )
+            gen_path = path / "generation_config.json"
+            load_from = str(path)
+        elif _looks_like_path(src):
+            raise VocabularyError(f"Model directory not found: {src}")
+        else:
+            load_from = src
+        try:
+            from transformers import AutoTokenizer
+
+            kwargs = dict(tokenizer_kwargs)
+            if auth_token is not None:
+                kwargs["token"] = auth_token
+            if revision is not None:
+                kwargs["revision"] = revision
+            tok = AutoTokenizer.from_pretrained(load_from, **kwargs)
+        except VocabularyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- OSError, ValueError, hub errors...
+            raise VocabularyError(f"Cannot load a tokenizer for {src!r}: {type(exc).__name__}: {exc}") from exc
+        if gen_path is None:
+            gen_path = _hub_file(src, "generation_config.json", revision, auth_token)
+        gen_eos = _read_generation_eos(gen_path)
+        return cls._from_tokenizer(tok, eos_token_ids, gen_eos, where=src)
+
+    @classmethod
+    def from_tokenizer(cls, tok, eos_token_ids=None) -> "Vocabulary":
+        """Build the vocabulary of a transformers tokenizer (fast or slow) or a ``tokenizers.Tokenizer``.
+
+        Parameters
+        ----------
+        tok : transformers.PreTrainedTokenizerBase or tokenizers.Tokenizer
+        eos_token_ids : int or sequence of int, optional
+            Override the EOS ids (default: the tokenizer's EOS token; for a bare
+            ``tokenizers.Tokenizer``, its special token spelled like an EOS, e.g. ``</s>``).
+
+        Returns
+        -------
+        Vocabulary
+
+        Raises
+        ------
+        VocabularyError
+            Unsupported decoder, no EOS token found, or an EOS id out of range.
+        """
+        return cls._from_tokenizer(tok, eos_token_ids, [], where=type(tok).__name__)
+
+    @classmethod
+    def _from_tokenizer(cls, tok, eos_override, gen_eos: list[int], where: str) -> "Vocabulary":
+        backend = _backend_of(tok)
+        steps = _decoder_steps(_state_json(backend.decoder), _state_json(backend.pre_tokenizer))
+
+        added = dict(backend.get_added_tokens_decoder())
+        tf_added = getattr(tok, "added_tokens_decoder", None)
+        special_ids = {i for i, a in added.items() if a.special}
+        if isinstance(tf_added, dict):
+            special_ids.update(i for i, a in tf_added.items() if getattr(a, "special", False))
+        for i in getattr(tok, "all_special_ids", None) or ():
+            special_ids.add(int(i))
+        unk = getattr(backend.model, "unk_token", None)
+        if unk:
+            unk_id = backend.token_to_id(unk)
+            if unk_id is not None:
+                special_ids.add(unk_id)
+
+        n = max(backend.get_vocab_size(with_added_tokens=True), max(added, default=-1) + 1,
+                max(special_ids, default=-1) + 1)
+        if backend.id_to_token(n) is not None:  # ids with holes: take the true maximum
+            n = max(backend.get_vocab(with_added_tokens=True).values()) + 1
+        strings = [backend.id_to_token(i) for i in range(n)]
+
+        kinds = np.zeros(n, dtype=np.uint8)
+        token_list: list[bytes] = [b""] * n
+        fast_bl = _bytelevel_only(steps)
+        for i, s in enumerate(strings):
+            if s is None:
+                kinds[i] = _ABSENT
+            elif i in special_ids:
+                kinds[i] = _SPECIAL
+            elif fast_bl and not s.translate(_BL_DELETE):
+                token_list[i] = s.translate(_BL_TO_LATIN1).encode("latin-1")
+            else:
+                token_list[i] = _apply_steps(s, steps)
+
+        if eos_override is not None:
+            eos = _normalize_eos(eos_override, n, "eos_token_ids")
+            if not eos:
+                raise VocabularyError("eos_token_ids is empty: at least one EOS id is needed")
+        else:
+            found = list(gen_eos)
+            tok_eos = getattr(tok, "eos_token_id", None)
+            if isinstance(tok_eos, (int, np.integer)):
+                found.append(int(tok_eos))
+            if not found:
+                for name in _KNOWN_EOS:
+                    i = backend.token_to_id(name)
+                    if i is not None and i in special_ids:
+                        found.append(i)
+                        break
+            if not found:
+                raise VocabularyError(
+                    f"No EOS token found for {where}: pass eos_token_ids= explicitly"
+                )
+            eos = _normalize_eos(found, n, f"EOS of {where}")
+        return cls._from_list(token_list, kinds, eos)
+
+    @classmethod
+    def from_tuples(cls, tokens: Sequence[bytes | str], token_ids: Sequence[int], eos_token_ids,
+                    *, special_token_ids: Iterable[int] = ()) -> "Vocabulary":
+        """Build a vocabulary from raw token bytes, for custom tokenizers.
+
+        Parameters
+        ----------
+        tokens : sequence of bytes or str
+            The exact output of each token (``str`` is encoded as UTF-8). An empty token is
+            never emitted.
+        token_ids : sequence of int
+            The id of each token (unique, non-negative). Ids not listed are absent: never allowed.
+        eos_token_ids : int or sequence of int
+            The end-of-sequence id(s). They are allowed only where the document is complete and
+            never as text.
+        special_token_ids : iterable of int, optional
+            Control tokens: never emitted as text (their bytes are dropped).
+
+        Returns
+        -------
+        Vocabulary
+
+        Raises
+        ------
+        VocabularyError
+            Mismatched lengths, duplicate or negative ids, a token that is neither bytes nor
+            str, or an EOS id out of range.
+        """
+        if len(tokens) != len(token_ids):
+            raise VocabularyError(
+                f"Invalid from_tuples input: {len(tokens)} tokens but {len(token_ids)} token ids"
+            )
+        ids = [int(i) for i in token_ids]
+        if ids and min(ids) < 0:
+            raise VocabularyError(f"Invalid token id {min(ids)}: ids must be non-negative")
+        n = max(ids, default=-1) + 1
+        eos_n = n
+        eos_list = [eos_token_ids] if isinstance(eos_token_ids, (int, np.integer)) else list(eos_token_ids)
+        for e in eos_list:  # an EOS id may lie past the listed tokens
+            if isinstance(e, (int, np.integer)) and not isinstance(e, bool) and int(e) >= eos_n:
+                eos_n = int(e) + 1
+        n = eos_n
+        kinds = np.full(n, _ABSENT, dtype=np.uint8)
+        token_list: list[bytes] = [b""] * n
+        for t, i in zip(tokens, ids):
+            if kinds[i] != _ABSENT:
+                raise VocabularyError(f"Invalid from_tuples input: duplicate token id {i}")
+            if isinstance(t, str):
+                t = t.encode("utf-8")
+            elif isinstance(t, (bytes, bytearray, memoryview)):
+                t = bytes(t)
+            else:
+                raise VocabularyError(f"Invalid token for id {i}: expected bytes or str, got {type(t).__name__}")
+            kinds[i] = _TEXT
+            token_list[i] = t
+        for i in special_token_ids:
+            i = int(i)
+            if not 0 <= i < n:
+                raise VocabularyError(f"Invalid special token id {i}: expected 0 <= id < {n}")
+            kinds[i] = _SPECIAL
+            token_list[i] = b""
+        eos = _normalize_eos(eos_token_ids, n, "eos_token_ids")
+        if not eos:
+            raise VocabularyError("eos_token_ids is empty: at least one EOS id is needed")
+        for e in eos:
+            if kinds[e] == _ABSENT:
+                kinds[e] = _SPECIAL
+        return cls._from_list(token_list, kinds, eos)
+
+    @classmethod
+    def _from_list(cls, token_list: list[bytes], kinds: np.ndarray, eos: tuple[int, ...]) -> "Vocabulary":
+        n = len(token_list)
+        lens = np.fromiter(map(len, token_list), dtype=np.int64, count=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        blob = np.frombuffer(b"".join(token_list), dtype=np.uint8).copy()
+        return cls(blob, offsets, kinds, eos, token_list=token_list)
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The exact bytes ``token_id`` adds to the output (``b""`` for special and absent ids).
+
+        Raises
+        ------
+        VocabularyError
+            ``token_id`` outside ``[0, max_token_id())``.
+        """
+        lst = self._list
+        if lst is None:
+            lst = self._token_list()
+        if isinstance(token_id, (bool, np.bool_)) or not 0 <= token_id < len(lst):
+            raise VocabularyError(f"Invalid token id {token_id!r}: expected 0 <= id < {len(lst)}")
+        return lst[token_id]
+
+    def _token_list(self) -> list[bytes]:
+        if self._list is None:
+            data = self._blob.tobytes()
+            o = self._offsets.tolist()
+            self._list = [data[o[i] : o[i + 1]] for i in range(len(o) - 1)]
+        return self._list
+
+    def max_token_id(self) -> int:
+        """One past the largest token id: the logits width to allocate."""
+        return int(self._kinds.shape[0])
+
+    def __len__(self) -> int:
+        """Number of token ids that exist (text and special tokens; holes excluded)."""
+        return self._n_tokens
+
+    @property
+    def eos_token_ids(self) -> tuple[int, ...]:
+        """The end-of-sequence token id(s), most preferred first."""
+        return self._eos
+
+    @property
+    def special_token_ids(self) -> tuple[int, ...]:
+        """Control tokens: ids that exist but are never emitted as text (EOS among them)."""
+        return tuple(int(i) for i in np.flatnonzero(self._kinds == _SPECIAL))
+
+    def is_special(self, token_id: int) -> bool:
+        """True for a control token (never emitted as text)."""
+        return bool(self._kinds[token_id] == _SPECIAL)
+
+    def emittable_token_ids(self) -> np.ndarray:
+        """Ids of the tokens the tries hold: text tokens with non-empty bytes, EOS excluded."""
+        lens = np.diff(self._offsets)
+        ok = (self._kinds == _TEXT) & (lens > 0)
+        if self._eos:
+            ok[np.asarray(self._eos, dtype=np.int64)] = False
+        return np.flatnonzero(ok)
+
+    @property
+    def fingerprint(self) -> str:
+        """Hex SHA-256 over the ids, their bytes and the EOS ids (stable across processes)."""
+        if self._fingerprint is None:
+            h = hashlib.sha256(b"dotjson.vocabulary/1\0")
+            h.update(struct.pack("<qq", self.max_token_id(), len(self._eos)))
+            h.update(np.asarray(self._eos, dtype="<i8").tobytes())
+            h.update(np.ascontiguousarray(self._offsets, dtype="<i8").tobytes())
+            h.update(self._blob.tobytes())
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    @property
+    def tries(self) -> VocabTries:
+        """The plain/special byte tries of the emittable tokens, built on first access.
+
+        Equal to ``build_vocab_tries([(token_bytes(i), i) for i in emittable_token_ids()],
+        max_token_id())``.
+        """
+        if self._tries is None:
+            ids = self.emittable_token_ids()
+            starts = self._offsets[ids]
+            lens = self._offsets[ids + 1] - starts
+            blob = self._blob if self._blob.shape[0] else np.zeros(1, dtype=np.uint8)
+            self._tries = _vocab_tries_from_packed(blob, starts, lens, ids.astype(np.int64),
+                                                   self.max_token_id())
+        return self._tries
+
+    def __repr__(self) -> str:
+        return (f"Vocabulary({len(self)} tokens, max_token_id={self.max_token_id()}, "
+                f"eos_token_ids={self._eos}, fingerprint={self.fingerprint[:12]})")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Vocabulary) and self.fingerprint == other.fingerprint
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    # -- serialization -----------------------------------------------------------------------
+
+    def serialize_to_disk(self, path) -> None:
+        """Save the vocabulary and its tries to one file (versioned, no pickle).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (replaced atomically).
+        """
+        tries = self.tries
+        arrays: list[tuple[str, np.ndarray]] = [
+            ("blob", self._blob),
+            ("offsets", self._offsets),
+            ("kinds", self._kinds),
+            ("plain_bits", tries.plain_bits),
+        ]
+        for name, trie in (("plain", tries.plain), ("special", tries.special)):
+            arrays.extend((f"{name}.{k}", v) for k, v in trie.arrays().items())
+        _write_container(Path(path), {
+            "max_token_id": self.max_token_id(),
+            "eos_token_ids": list(self._eos),
+            "fingerprint": self.fingerprint,
+            "n_words": tries.n_words,
+            "max_len": tries.max_len,
+        }, arrays)
+
+    @classmethod
+    def deserialize_from_disk(cls, path) -> "Vocabulary":
+        """Load a vocabulary saved by :meth:`serialize_to_disk`, tries included.
+
+        Raises
+        ------
+        IndexFormatError
+            The file is truncated, corrupt, of another version, or not a vocabulary file.
+        FileNotFoundError
+            ``path`` does not exist.
+        """
+        path = Path(path)
+        meta, arrs = _read_container(path)
+        try:
+            n = int(meta["max_token_id"])
+            eos = tuple(int(e) for e in meta["eos_token_ids"])
+            n_words = int(meta["n_words"])
+            max_len = int(meta["max_len"])
+            want_fp = str(meta["fingerprint"])
+            blob, offsets, kinds = arrs["blob"], arrs["offsets"], arrs["kinds"]
+            tries = VocabTries(
+                plain=TokenTrie(**{k: arrs[f"plain.{k}"] for k in _TRIE_FIELDS}),
+                special=TokenTrie(**{k: arrs[f"special.{k}"] for k in _TRIE_FIELDS}),
+                plain_bits=arrs["plain_bits"],
+                n_words=n_words,
+                max_len=max_len,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(f"Corrupt vocabulary file {path}: missing or invalid field ({exc})") from exc
+        _validate(path, n, eos, blob, offsets, kinds, tries)
+        vocab = cls(blob, offsets, kinds, eos, tries=tries)
+        if vocab.fingerprint != want_fp:
+            raise IndexFormatError(f"Corrupt vocabulary file {path}: fingerprint mismatch")
+        return vocab
+
+
+_TRIE_FIELDS = ("child_ptr", "child_byte", "child_node", "tok_ptr", "tok_ids", "subtree_end")
+
+
+def _hub_file(repo_id: str, filename: str, revision, token) -> Path | None:
+    """A file of a hub repository from the HF cache (or the hub unless offline); None if absent."""
+    try:
+        import huggingface_hub as hh
+
+        cached = hh.try_to_load_from_cache(repo_id, filename, revision=revision)
+        if isinstance(cached, str):
+            return Path(cached)
+        if cached is not None:  # known to be absent
+            return None
+        if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
+            return None
+        return Path(hh.hf_hub_download(repo_id, filename, revision=revision, token=token))
+    except Exception:  # noqa: BLE001 -- no generation config is a normal case
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# File container: magic, version, JSON header, 64-byte aligned raw arrays, CRC32 of the payload
+# ---------------------------------------------------------------------------------------------
+
+_MAGIC = b"DOTJSON-VOCAB\x00\r\n"
+_VERSION = 1
+_PREFIX = struct.Struct("<16sIIQ")  # magic, version, header length, payload length
+_ALIGN = 64
+_DTYPES = {"uint8", "int32", "int64", "uint32"}
+
+
+def _write_container(path: Path, meta: dict, arrays: list[tuple[str, np.ndarray]]) -> None:
+    table = {}
+    chunks = []
+    off = 0
+    for name, a in arrays:
+        a = np.ascontiguousarray(a)
+        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
+        pad = (-off) % _ALIGN
+        if pad:
+            chunks.append(b"\0" * pad)
+            off += pad
+        table[name] = [a.dtype.name, list(a.shape), off, a.nbytes]
+        chunks.append(a.tobytes())
+        off += a.nbytes
+    payload_len = off
+    crc = 0
+    for c in chunks:
+        crc = zlib.crc32(c, crc)
+    header = dict(meta, arrays=table, payload_crc32=crc)
+    hbytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hbytes += b" " * ((-(_PREFIX.size + len(hbytes))) % _ALIGN)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_PREFIX.pack(_MAGIC, _VERSION, len(hbytes), payload_len))
+            f.write(hbytes)
+            for c in chunks:
+                f.write(c)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _read_container(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    if not path.is_file():
+        raise FileNotFoundError(f"No vocabulary file at {path}")
+    buf = np.fromfile(path, dtype=np.uint8)
+    if buf.shape[0] < _PREFIX.size:
+        raise IndexFormatError(f"Not a dotjson vocabulary file: {path} is truncated ({buf.shape[0]} bytes)")
+    magic, version, hlen, plen = _PREFIX.unpack(buf[: _PREFIX.size].tobytes())
+    if magic != _MAGIC:
+        raise IndexFormatError(f"Not a dotjson vocabulary file: {path} (bad magic)")
+    if version != _VERSION:
+        raise IndexFormatError(f"Unsupported vocabulary file version {version} in {path}: expected {_VERSION}")
+    start = _PREFIX.size + hlen
+    if buf.shape[0] != start + plen:
+        raise IndexFormatError(
+            f"Truncated or corrupt vocabulary file {path}: expected {start + plen} bytes, found {buf.shape[0]}"
+        )
+    try:
+        meta = json.loads(buf[_PREFIX.size : start].tobytes().decode("utf-8"))
+        table = meta["arrays"]
+        crc = int(meta["payload_crc32"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IndexFormatError(f"Corrupt vocabulary file {path}: unreadable header ({exc})") from exc
+    payload = buf[start:]
+    if zlib.crc32(payload) != crc:
+        raise IndexFormatError(f"Corrupt vocabulary file {path}: checksum mismatch")
+    arrs = {}
+    try:
+        for name, (dtype, shape, off, nbytes) in table.items():
+            if dtype not in _DTYPES:
+                raise ValueError(f"dtype {dtype!r} of {name}")
+            dt = np.dtype(dtype).newbyteorder("<")
+            count = int(np.prod(shape, dtype=np.int64))
+            if len(shape) != 1 or count * dt.itemsize != nbytes or off < 0 or off + nbytes > plen or off % dt.itemsize:
+                raise ValueError(f"extent of {name}")
+            arrs[name] = payload[off : off + nbytes].view(dt).astype(np.dtype(dtype), copy=False)
+    except (ValueError, TypeError) as exc:
+        raise IndexFormatError(f"Corrupt vocabulary file {path}: bad array table ({exc})") from exc
+    return meta, arrs
+
+
+def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
+    """Bounds checks so that kernels never index out of range on a hostile file."""
+
+    def bad(what):
+        raise IndexFormatError(f"Corrupt vocabulary file {path}: {what}")
+
+    if n < 0 or kinds.shape[0] != n or offsets.shape[0] != n + 1:
+        bad("token table sizes disagree")
+    if n and (offsets[0] != 0 or offsets[-1] != blob.shape[0] or np.any(np.diff(offsets) < 0)):
+        bad("token offsets")
+    if kinds.size and kinds.max() > _ABSENT:
+        bad("token kinds")
+    if not eos or any(not 0 <= e < n for e in eos):
+        bad("EOS ids")
+    if tries.n_words != (n + 31) // 32 or tries.plain_bits.shape[0] != tries.n_words:
+        bad("plain bitset size")
+    for name, t in (("plain", tries.plain), ("special", tries.special)):
+        nn = t.subtree_end.shape[0]
+        if nn < 1 or t.child_ptr.shape[0] != nn + 1 or t.tok_ptr.shape[0] != nn + 1:
+            bad(f"{name} trie sizes")
+        if t.child_ptr[0] != 0 or t.child_ptr[-1] != t.child_byte.shape[0] or np.any(np.diff(t.child_ptr) < 0):
+            bad(f"{name} trie child pointers")
+        if t.child_node.shape[0] != t.child_byte.shape[0]:
+            bad(f"{name} trie edges")
+        if t.child_node.size and (t.child_node.min() < 1 or t.child_node.max() >= nn):
+            bad(f"{name} trie child nodes")
+        if t.tok_ptr[0] != 0 or t.tok_ptr[-1] != t.tok_ids.shape[0] or np.any(np.diff(t.tok_ptr) < 0):
+            bad(f"{name} trie token pointers")
+        if t.tok_ids.size and (t.tok_ids.min() < 0 or t.tok_ids.max() >= n):
+            bad(f"{name} trie token ids")
+        idx = np.arange(nn, dtype=np.int64)
+        if np.any(t.subtree_end <= idx) or np.any(t.subtree_end > nn):
+            bad(f"{name} trie subtree ends")
+        if t.child_node.size and np.any(t.child_node <= np.repeat(idx, np.diff(t.child_ptr))):
+            bad(f"{name} trie order")
+    if tries.max_len < 0:
+        bad("max_len")

@@ -88,6 +88,20 @@ def _mask_pattern(value, dtype: np.dtype, dtype_name: str):
     return np.array([v], dtype=dtype).view(_UINT_OF_SIZE[dtype.itemsize])[0]
 
 
+def _bf16_pattern(value, dtype_name: str):
+    """The bfloat16 bit pattern of ``value`` (round to nearest even), as ``uint16``."""
+    import torch
+
+    stored = torch.tensor([float(value)], dtype=torch.float32).to(torch.bfloat16)
+    if math.isfinite(float(value)) and not bool(torch.isfinite(stored)):
+        raise ValueError(
+            f"Invalid mask_value: {value!r} does not fit {dtype_name} logits "
+            f"(it would become {float(stored)}); use -inf or a value within "
+            f"±{torch.finfo(torch.bfloat16).max}"
+        )
+    return np.uint16(int(stored.view(torch.int16).item()) & 0xFFFF)
+
+
 def _check_numpy_dtype(dtype: np.dtype, dtype_name: str) -> None:
     if dtype.itemsize not in _NUMPY_KINDS.get(dtype.kind, ()):
         raise TypeError(
@@ -201,7 +215,11 @@ class LogitsProcessor:
         key = (dtype.str, name)
         pat = self._patterns.get(key)
         if pat is None:
-            pat = self._patterns[key] = _mask_pattern(self._mask_value, dtype, name)
+            if name == "torch.bfloat16":  # stored as an int16 view of the tensor
+                pat = _bf16_pattern(self._mask_value, name)
+            else:
+                pat = _mask_pattern(self._mask_value, dtype, name)
+            self._patterns[key] = pat
         return pat
 
     def _check_2d(self, shape, batch: int, what: str = "logits") -> tuple[int, int]:
@@ -413,18 +431,11 @@ class LogitsProcessor:
         import torch
 
         if torch_dtype == torch.bfloat16:
-            if not self._bf16_fits():
-                raise ValueError(
-                    f"Invalid mask_value: {self._mask_value!r} does not fit {name} logits"
-                )
+            self._pattern(np.dtype(np.int16), name)
             return float(self._mask_value)
         np_dtype = np.dtype(str(torch_dtype).replace("torch.", ""))
         self._pattern(np_dtype, name)
         return float(self._mask_value) if np_dtype.kind == "f" else int(self._mask_value)
-
-    def _bf16_fits(self) -> bool:
-        v = float(self._mask_value)
-        return not math.isfinite(v) or abs(v) <= 3.3895313892515355e38
 
 
 def warmup_kernels(dtypes=("float32", "float16", "bfloat16")) -> None:

@@ -34,7 +34,8 @@ def _popcount32(x):
     x = x - ((x >> np.uint32(1)) & np.uint32(0x55555555))
     x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
     x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
-    return np.int64((x * np.uint32(0x01010101)) >> np.uint32(24))
+    # Numba widens uint32 products to 64 bits: keep only the byte that holds the count.
+    return np.int64(((x * np.uint32(0x01010101)) >> np.uint32(24)) & np.uint32(0xFF))
 
 
 @numba.njit(**NJIT_OPTS)

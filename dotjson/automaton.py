@@ -1,7 +1,8 @@
 """A lazily expanded byte automaton for a grammar in the IR (:mod:`dotjson.ir`).
 
 States are *byte-level regular terms* with rule references, interned by structure (hash-consing),
-and transitions are their Brzozowski derivatives, computed only when decoding first needs them.
+and transitions are their Brzozowski derivatives (all bytes of a state in one pass, as
+derivative classes), computed only when decoding first needs them.
 
 Why derivatives:
 
@@ -128,8 +129,7 @@ class Automaton:
         self._nullable: list[bool] = []
         self._hasbool: list[bool] = []
         self._hasrep: list[bool] = []
-        self._deriv: dict[int, int] = {}
-        self._firsts: dict[int, frozenset] = {}
+        self._rows: dict[int, tuple] = {}
         self._empty: dict[int, bool] = {}
         self._clamp: dict[int, int] = {}
         self._chars_cache: dict[ir.Chars, int] = {}
@@ -400,84 +400,104 @@ class Automaton:
         return self._nullable[t]
 
     def deriv(self, t: int, byte: int) -> int:
-        key = t * 256 + byte
-        r = self._deriv.get(key)
+        """The derivative of ``t`` by one byte (∅ when ``t`` cannot consume it)."""
+        for m, d in self.row_derivs(t):
+            if (m >> byte) & 1:
+                return d
+        return self.EMPTY
+
+    def row_derivs(self, t: int) -> tuple:
+        """All derivatives of ``t`` at once: ``((mask, term), ...)`` with disjoint byte masks and
+        distinct non-empty terms; bytes in no mask lead to ∅.
+
+        One recursive pass per term (memoized), instead of one pass per byte class: the
+        derivative classes of a sequence are the product of its parts' classes.
+        """
+        r = self._rows.get(t)
         if r is not None:
             return r
         n = self._nodes[t]
         k = n[0]
         if k == K_BYTES:
-            r = self.EPS if (n[1] >> byte) & 1 else self.EMPTY
+            r = ((n[1], self.EPS),)
         elif k == K_SEQ:
             a, b = n[1], n[2]
-            r = self.seq(self.deriv(a, byte), b)
+            r = tuple((m, self.seq(d, b)) for m, d in self.row_derivs(a))
             if self._nullable[a]:
-                r = self.alt((r, self.deriv(b, byte)))
+                r = self._merge(r, self.row_derivs(b))
         elif k == K_ALT:
-            r = self.alt([self.deriv(x, byte) for x in n[1]])
+            items = n[1]
+            r = self.row_derivs(items[0])
+            for x in items[1:]:
+                r = self._merge(r, self.row_derivs(x))
         elif k == K_REP:
             item, lo, hi = n[1], n[2], n[3]
-            d = self.deriv(item, byte)
-            if d == self.EMPTY:
-                r = self.EMPTY
-            else:
-                r = self.seq(d, self.rep(item, max(lo - 1, 0), INF if hi == INF else hi - 1))
+            rest = self.rep(item, max(lo - 1, 0), INF if hi == INF else hi - 1)
+            r = tuple((m, self.seq(d, rest)) for m, d in self.row_derivs(item))
         elif k == K_REF:
-            r = self.deriv(self._rule_body[n[1]], byte)
+            r = self.row_derivs(self._rule_body[n[1]])
         elif k == K_AND:
-            r = self.and_([self.deriv(x, byte) for x in n[1]])
+            items = n[1]
+            r = self.row_derivs(items[0])
+            for x in items[1:]:
+                q = self.row_derivs(x)
+                out: dict[int, int] = {}
+                for m1, d1 in r:
+                    for m2, d2 in q:
+                        m = m1 & m2
+                        if m:
+                            d = self.and_((d1, d2))
+                            if d != self.EMPTY:
+                                out[d] = out.get(d, 0) | m
+                r = tuple((m, d) for d, m in out.items())
         elif k == K_DIFF:
-            r = self.diff(self.deriv(n[1], byte), self.deriv(n[2], byte))
-        else:  # EMPTY, EPS
-            r = self.EMPTY
-        self._deriv[key] = r
-        return r
-
-    def firsts(self, t: int) -> frozenset:
-        """Byte masks whose refinement partitions the bytes into derivative classes of ``t``."""
-        r = self._firsts.get(t)
-        if r is not None:
-            return r
-        n = self._nodes[t]
-        k = n[0]
-        if k == K_BYTES:
-            r = frozenset((n[1],))
-        elif k == K_SEQ:
-            r = self.firsts(n[1])
-            if self._nullable[n[1]]:
-                r = r | self.firsts(n[2])
-        elif k in (K_ALT, K_AND):
-            acc: set = set()
-            for x in n[1]:
-                acc |= self.firsts(x)
-            r = frozenset(acc)
-        elif k == K_REP:
-            r = self.firsts(n[1])
-        elif k == K_REF:
-            r = self.firsts(self._rule_body[n[1]])
-        elif k == K_DIFF:
-            r = self.firsts(n[1]) | self.firsts(n[2])
+            q = self.row_derivs(n[2])
+            uq = 0
+            for m2, _ in q:
+                uq |= m2
+            out = {}
+            for m1, d1 in self.row_derivs(n[1]):
+                for m2, d2 in q:
+                    m = m1 & m2
+                    if m:
+                        d = self.diff(d1, d2)
+                        if d != self.EMPTY:
+                            out[d] = out.get(d, 0) | m
+                m = m1 & ~uq
+                if m:
+                    out[d1] = out.get(d1, 0) | m
+            r = tuple((m, d) for d, m in out.items())
         else:
-            r = frozenset()
-        self._firsts[t] = r
+            r = ()
+        self._rows[t] = r
         return r
 
-    def byte_classes(self, t: int) -> list[int]:
-        """Partition of the bytes that can be consumed by ``t`` (masks; the rest lead to ∅)."""
-        cells = [_ALL_BYTES]
-        for m in self.firsts(t):
-            nxt = []
-            for c in cells:
-                x, y = c & m, c & ~m
-                if x:
-                    nxt.append(x)
-                if y:
-                    nxt.append(y)
-            cells = nxt
-        union = 0
-        for m in self.firsts(t):
-            union |= m
-        return [c for c in cells if c & union]
+    def _merge(self, p: tuple, q: tuple) -> tuple:
+        """Union of two derivative-class lists."""
+        if not p:
+            return q
+        if not q:
+            return p
+        out: dict[int, int] = {}
+        up = uq = 0
+        for m, _ in p:
+            up |= m
+        for m, _ in q:
+            uq |= m
+        for m1, d1 in p:
+            for m2, d2 in q:
+                m = m1 & m2
+                if m:
+                    d = self.alt((d1, d2))
+                    out[d] = out.get(d, 0) | m
+            m = m1 & ~uq
+            if m:
+                out[d1] = out.get(d1, 0) | m
+        for m2, d2 in q:
+            m = m2 & ~up
+            if m:
+                out[d2] = out.get(d2, 0) | m
+        return tuple((m, d) for d, m in out.items())
 
     # ------------------------------------------------------------------ emptiness
 
@@ -529,15 +549,14 @@ class Automaton:
             u = queue.popleft()
             if self._nullable[u]:
                 return True
-            for cls in self.byte_classes(u):
+            for _, v in self.row_derivs(u):
                 steps += 1
                 if steps > self.fuel:
                     raise LimitExceededError(
                         f"emptiness search exceeded its fuel ({self.fuel} derivative steps); "
                         "raise `fuel` or simplify the pattern/length combination"
                     )
-                v = self.deriv(u, (cls & -cls).bit_length() - 1)
-                if v == self.EMPTY or v in seen:
+                if v in seen:
                     continue
                 # Sub-terms already known empty prune the search.
                 if self._hasbool[v] and self._empty.get(v) is True:
@@ -632,10 +651,8 @@ class Automaton:
                 return
             t = self._term_of[s]
             row = np.full(256, DEAD, dtype=np.int32)
-            for cls in self.byte_classes(t):
-                b0 = (cls & -cls).bit_length() - 1
-                u = self.deriv(t, b0)
-                if u == self.EMPTY or (self._hasbool[u] and self.is_empty(u)):
+            for cls, u in self.row_derivs(t):
+                if self._hasbool[u] and self.is_empty(u):
                     continue
                 row[_mask_to_bytes(cls)] = self.state(u)
             self.trans[s] = row
@@ -865,7 +882,7 @@ def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
     a.lock = threading.RLock()
     a._nodes, a._ids = [], {}
     a._nullable, a._hasbool, a._hasrep = [], [], []
-    a._deriv, a._firsts, a._empty, a._clamp, a._chars_cache = {}, {}, {}, {}, {}
+    a._rows, a._empty, a._clamp, a._chars_cache = {}, {}, {}, {}
     names = [str(x) for x in meta["rules"]]
     if names != list(grammar.rules):
         raise ValueError("rule names do not match the saved grammar")

@@ -1,0 +1,288 @@
+"""Index: exact masks (against a slow reference), teacher forcing with real tokenizers,
+serialization, bounded resources, sharing across threads."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from dotjson import Guide, Index, ir
+from dotjson.errors import IndexFormatError, LimitExceededError, SchemaError
+
+SCHEMAS = {
+    "person": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 8},
+            "age": {"type": "integer", "minimum": 0, "maximum": 130},
+            "tags": {"type": "array", "items": {"enum": ["a", "bc"]}, "maxItems": 3},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    },
+    "tree": {
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                "required": ["v"],
+                "additionalProperties": False,
+            }
+        },
+        "$ref": "#/$defs/node",
+    },
+    "any": {},
+    "pattern": {"type": "string", "pattern": "^[a-c]+x$", "minLength": 2, "maxLength": 5},
+    "open": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+}
+
+
+def _bits(mask: np.ndarray, n: int) -> set[int]:
+    return {t for t in range(n) if (int(mask[t >> 5]) >> (t & 31)) & 1}
+
+
+def _reference(index: Index, vocab, prefix: bytes) -> set[int]:
+    """Slow reference: try every token's bytes on the automaton from scratch."""
+    out = set()
+    for t in range(vocab.max_token_id()):
+        if t in vocab.eos_token_ids:
+            if index.accepts(prefix):
+                out.add(t)
+            continue
+        b = vocab.token_bytes(t)
+        if b and index.is_prefix(prefix + b):
+            out.add(t)
+    return out
+
+
+def _prefixes(doc: str) -> list[bytes]:
+    data = doc.encode()
+    cuts = sorted({0, len(data)} | {i for i in range(len(data) + 1) if i % 3 == 0})
+    out = []
+    for c in cuts:
+        try:
+            data[:c].decode()
+        except UnicodeDecodeError:
+            pass
+        out.append(data[:c])
+    return out
+
+
+DOCS = {
+    "person": ['{"name": "ab\\u0063", "age": 30, "tags": ["a", "bc"]}', '{"name":"","age":0}'],
+    "tree": ['{"v": 1, "kids": [{"v": 2, "kids": [{"v": 3}]}, {"v": -4}]}'],
+    "any": ['{"x": [1, 2.5, "é", {"y": null}], "z": true}'],
+    "pattern": ['"abx"', '"cx"'],
+    "open": ['{"id": 7, "extra": {"k": [1]}, "more": "s"}'],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_masks_equal_slow_reference(name, tiny_bpe_vocab):
+    vocab = tiny_bpe_vocab
+    index = Index(SCHEMAS[name], vocab)
+    for doc in DOCS[name]:
+        assert index.accepts(doc)
+        for prefix in _prefixes(doc):
+            state = index._auto.walk_bytes(index.initial_state, prefix)
+            assert state >= 0, prefix
+            got = _bits(index.mask(state), vocab.max_token_id())
+            assert got == _reference(index, vocab, prefix), (name, prefix)
+
+
+def _teacher_force(index: Index, vocab, tokenizer, doc: str) -> int:
+    ids = tokenizer.encode(doc, add_special_tokens=False)
+    assert b"".join(vocab.token_bytes(t) for t in ids) == doc.encode()
+    guide = Guide(index, batch_size=1)
+    ts = guide.get_start_tokensets()
+    for t in ids:
+        assert ts.contains(t)[0], (doc, t, vocab.token_bytes(t))
+        ts = guide.get_next_tokensets([t])
+    eos = vocab.eos_token_ids[0]
+    assert ts.contains(eos)[0], doc
+    ts = guide.get_next_tokensets([eos])
+    assert guide.is_finished()[0]
+    assert ts.num_allowed()[0] == len(set(vocab.eos_token_ids))
+    return len(ids)
+
+
+@pytest.mark.parametrize("vocab_name", ["smollm2", "llama3", "qwen"])
+def test_teacher_forcing_real_tokenizers(vocab_name, request):
+    vocab = request.getfixturevalue(f"{vocab_name}_vocab")
+    tok = request.getfixturevalue(f"{vocab_name}_tokenizer")
+    for name, docs in DOCS.items():
+        index = Index(SCHEMAS[name], vocab)
+        for doc in docs:
+            _teacher_force(index, vocab, tok, doc)
+            _teacher_force(index, vocab, tok, json.dumps(json.loads(doc), indent=2))
+
+
+def test_mask_bits_agree_with_reference_on_sampled_states_real_vocab(llama3_vocab, llama3_tokenizer):
+    vocab = llama3_vocab
+    index = Index(SCHEMAS["person"], vocab)
+    rng = random.Random(0)
+    doc = DOCS["person"][0]
+    ids = llama3_tokenizer.encode(doc, add_special_tokens=False)
+    prefix = b""
+    state = index.initial_state
+    sampled = rng.sample(range(vocab.max_token_id()), 3000)
+    for t in ids:
+        mask = index.mask(state)
+        for tok in sampled:
+            b = vocab.token_bytes(tok)
+            expect = bool(b) and index.is_prefix(prefix + b) if tok not in vocab.eos_token_ids else index.accepts(prefix)
+            assert bool((int(mask[tok >> 5]) >> (tok & 31)) & 1) == expect, (prefix, b)
+        prefix += vocab.token_bytes(t)
+        state = index.next_state(state, t)
+
+
+def test_guide_rejects_forbidden_token_and_stays_usable(tiny_bpe_vocab):
+    vocab = tiny_bpe_vocab
+    index = Index({"type": "boolean"}, vocab)
+    guide = Guide(index, batch_size=2)
+    ts = guide.get_start_tokensets()
+    allowed = [t for t in range(vocab.max_token_id()) if ts.contains(t)[0]]
+    forbidden = next(t for t in range(vocab.max_token_id()) if not ts.contains(t)[0] and t not in vocab.eos_token_ids)
+    before = guide.states
+    from dotjson.errors import TokenNotAllowedError
+
+    with pytest.raises(TokenNotAllowedError, match=r"token \d+ .* not allowed in row 1"):
+        guide.get_next_tokensets([allowed[0], forbidden])
+    assert (guide.states == before).all()
+    guide.get_next_tokensets([allowed[0], allowed[0]])
+
+
+def test_from_lark_and_from_regex(tiny_bpe_vocab):
+    vocab = tiny_bpe_vocab
+    index = Index.from_lark('start: "[" item ("," item)* "]"\nitem: /[0-9]+/ | start', vocab)
+    assert index.accepts("[1,[2,3],45]")
+    assert not index.accepts("[1,]")
+    rx = Index.from_regex(r"(ab|c)+\d{2}", vocab)
+    assert rx.accepts("abcab12")
+    assert not rx.accepts("abc1")
+    assert "start" in index.grammar
+
+
+def test_serialization_round_trip_is_warm(tmp_path, tiny_bpe_vocab, tiny_bpe_tokenizer):
+    vocab = tiny_bpe_vocab
+    index = Index(SCHEMAS["tree"], vocab)
+    doc = DOCS["tree"][0]
+    _teacher_force(index, vocab, tiny_bpe_tokenizer, doc)
+    n_states, n_masks = index.n_states, index.n_masks
+    index.serialize_to_disk(tmp_path / "idx")
+    loaded = Index.deserialize_from_disk(tmp_path / "idx")
+    assert loaded.n_states == n_states and loaded.n_masks == n_masks
+    assert loaded.grammar == index.grammar
+    _teacher_force(loaded, loaded.vocabulary, tiny_bpe_tokenizer, doc)
+    assert loaded.n_states == n_states  # warm: nothing new to expand
+    # and it keeps expanding lazily past what was saved
+    _teacher_force(loaded, loaded.vocabulary, tiny_bpe_tokenizer, '{"v": 9, "kids": [{"v": 1, "kids": []}]}')
+
+
+def test_corrupt_truncated_foreign_index_files(tmp_path, tiny_bpe_vocab, tiny_sp_vocab):
+    index = Index({"type": "integer"}, tiny_bpe_vocab)
+    index.mask(index.initial_state)
+    d = tmp_path / "idx"
+    index.serialize_to_disk(d)
+    with pytest.raises(IndexFormatError, match="another vocabulary"):
+        Index.deserialize_from_disk(d, vocabulary=tiny_sp_vocab)
+    arr = (d / "arrays.npz").read_bytes()
+    (d / "arrays.npz").write_bytes(arr[: len(arr) // 2])
+    with pytest.raises(IndexFormatError, match="truncated or corrupt"):
+        Index.deserialize_from_disk(d)
+    (d / "arrays.npz").write_bytes(arr)
+    meta = json.loads((d / "index.json").read_text())
+    meta["version"] = 999
+    (d / "index.json").write_text(json.dumps(meta))
+    with pytest.raises(IndexFormatError, match="version 999"):
+        Index.deserialize_from_disk(d)
+    meta["version"] = 1
+    meta["automaton"]["state_terms"][0] = 10**9
+    (d / "index.json").write_text(json.dumps(meta))
+    with pytest.raises(IndexFormatError, match="corrupt"):
+        Index.deserialize_from_disk(d)
+    (d / "index.json").write_text("{not json")
+    with pytest.raises(IndexFormatError, match="index.json is corrupt"):
+        Index.deserialize_from_disk(d)
+    with pytest.raises(IndexFormatError, match="does not exist"):
+        Index.deserialize_from_disk(tmp_path / "nope")
+
+
+def test_large_bounds_compile_small(tiny_bpe_vocab):
+    for schema in (
+        {"type": "string", "maxLength": 100000},
+        {"type": "array", "items": {"type": "integer"}, "minItems": 5000},
+        {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(1000)}},
+    ):
+        tracemalloc.start()
+        index = Index(schema, tiny_bpe_vocab)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < 20_000_000, (schema.get("type"), peak)
+        assert index.n_states <= 2
+
+
+def test_long_counted_string_shares_masks(tiny_bpe_vocab, tiny_bpe_tokenizer):
+    index = Index({"type": "string", "maxLength": 100000}, tiny_bpe_vocab)
+    doc = json.dumps("abc def " * 200)
+    _teacher_force(index, tiny_bpe_vocab, tiny_bpe_tokenizer, doc)
+    assert index.n_masks < 40
+
+
+def test_state_budget_is_a_clear_error(tiny_bpe_vocab):
+    index = Index(SCHEMAS["tree"], tiny_bpe_vocab, max_states=30)
+    with pytest.raises(LimitExceededError, match="max_states"):
+        for depth in range(1, 40):
+            index.is_prefix('{"v":1,"kids":[' * depth)
+
+
+def test_cache_budget_evicts_and_stays_correct(tiny_bpe_vocab, tiny_bpe_tokenizer):
+    n_words = (tiny_bpe_vocab.max_token_id() + 31) // 32
+    index = Index(SCHEMAS["person"], tiny_bpe_vocab, max_cache_bytes=3 * n_words * 4)
+    reference = Index(SCHEMAS["person"], tiny_bpe_vocab)
+    _teacher_force(index, tiny_bpe_vocab, tiny_bpe_tokenizer, DOCS["person"][0])
+    assert index.n_masks <= 3
+    for prefix in _prefixes(DOCS["person"][0]):
+        s1 = index._auto.walk_bytes(index.initial_state, prefix)
+        s2 = reference._auto.walk_bytes(reference.initial_state, prefix)
+        assert (index.mask(s1) == reference.mask(s2)).all()
+
+
+def test_bad_schema_text_is_schema_error(tiny_bpe_vocab):
+    with pytest.raises(SchemaError, match="not valid JSON"):
+        Index("{nope", tiny_bpe_vocab)
+
+
+def test_shared_index_across_threads(tiny_bpe_vocab, tiny_bpe_tokenizer):
+    index = Index(SCHEMAS["tree"], tiny_bpe_vocab)
+    docs = [
+        '{"v": 1, "kids": [{"v": 2}]}',
+        '{"v": 3, "kids": [{"v": 4, "kids": [{"v": 5}]}]}',
+        '{"v": -1}',
+        '{"v": 10, "kids": []}',
+    ] * 3
+    errors = []
+
+    def work(doc):
+        try:
+            _teacher_force(index, tiny_bpe_vocab, tiny_bpe_tokenizer, doc)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(d,)) for d in docs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    fresh = Index(SCHEMAS["tree"], tiny_bpe_vocab)
+    for prefix in _prefixes(docs[1]):
+        s1 = index._auto.walk_bytes(index.initial_state, prefix)
+        s2 = fresh._auto.walk_bytes(fresh.initial_state, prefix)
+        assert (index.mask(s1) == fresh.mask(s2)).all()

@@ -691,6 +691,10 @@ class Automaton:
         v = self.plain_inv[s]
         if v >= 0:
             return bool(v)
+        with self.lock:
+            return self._compute_plain_inv(s, plain_seqs)
+
+    def _compute_plain_inv(self, s: int, plain_seqs) -> bool:
         ok = True
         # Cheap necessary condition first: a plain-invariant state loops on 'a'.
         self.fill_row(s)

@@ -272,15 +272,18 @@ class Index:
 
     def _has_mask(self, state: int) -> bool:
         a = self._auto
-        return a.clamp(a.term_of(state), self._limit) in self._mask_of_key
+        with self._lock:
+            return a.clamp(a.term_of(state), self._limit) in self._mask_of_key
 
     def _mask_row(self, state: int) -> int:
         a = self._auto
-        key_term = a.clamp(a.term_of(state), self._limit)
-        r = self._mask_of_key.get(key_term)
-        if r is not None:
-            return r
-        bits = self._compute_mask(a.state(key_term))
+        with self._lock:  # term construction is not thread-safe; the walk below runs unlocked
+            key_term = a.clamp(a.term_of(state), self._limit)
+            r = self._mask_of_key.get(key_term)
+            if r is not None:
+                return r
+            key_state = a.state(key_term)
+        bits = self._compute_mask(key_state)
         with self._lock:
             r = self._mask_of_key.get(key_term)
             if r is not None:

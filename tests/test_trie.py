@@ -1,0 +1,228 @@
+"""Token tries: the Numba builder against a slow pure-Python reference, and its invariants."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from dotjson.trie import TokenTrie, _pack, _plain_mask, build_trie, build_vocab_tries, is_plain
+
+# --------------------------------------------------------------------------------------------
+# Pure-Python reference
+# --------------------------------------------------------------------------------------------
+
+
+def naive_is_plain(b: bytes) -> bool:
+    if not b or any(x < 0x20 or x in (0x22, 0x5C) for x in b):
+        return False
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def naive_trie(items) -> dict[str, list[int]]:
+    """Nested dicts, numbered in pre-order with children by byte; ids ascending per node."""
+    root: dict = {"c": {}, "ids": []}
+    for b, i in items:
+        if not b:
+            continue
+        node = root
+        for x in b:
+            node = node["c"].setdefault(x, {"c": {}, "ids": []})
+        node["ids"].append(i)
+    out = {k: [] for k in ("child_ptr", "child_byte", "child_node", "tok_ptr", "tok_ids", "subtree_end")}
+    order = []
+
+    def number(node):
+        node["n"] = len(order)
+        order.append(node)
+        for x in sorted(node["c"]):
+            number(node["c"][x])
+        node["end"] = len(order)
+
+    number(root)
+    for node in order:
+        out["child_ptr"].append(len(out["child_byte"]))
+        for x in sorted(node["c"]):
+            out["child_byte"].append(x)
+            out["child_node"].append(node["c"][x]["n"])
+        out["tok_ptr"].append(len(out["tok_ids"]))
+        out["tok_ids"].extend(sorted(node["ids"]))
+        out["subtree_end"].append(node["end"])
+    out["child_ptr"].append(len(out["child_byte"]))
+    out["tok_ptr"].append(len(out["tok_ids"]))
+    return out
+
+
+def assert_trie_equals_reference(trie: TokenTrie, items) -> None:
+    ref = naive_trie(items)
+    dtypes = {"child_byte": np.uint8}
+    for k, v in trie.arrays().items():
+        assert v.dtype == dtypes.get(k, np.int32), k
+        np.testing.assert_array_equal(v, np.asarray(ref[k], dtype=v.dtype), err_msg=k)
+
+
+def assert_invariants(trie: TokenTrie, items) -> None:
+    """Every token reachable by its bytes; each subtree's ids are exactly the prefix's tokens."""
+    cp, cb, cn = trie.child_ptr, trie.child_byte, trie.child_node
+    tp, ti, se = trie.tok_ptr, trie.tok_ids, trie.subtree_end
+    n = trie.n_nodes
+    prefix = {0: b""}
+    for v in range(n):
+        kids = cb[cp[v] : cp[v + 1]]
+        assert np.all(np.diff(kids.astype(int)) > 0), "children sorted by byte"
+        for x, c in zip(kids, cn[cp[v] : cp[v + 1]]):
+            assert c > v
+            prefix[int(c)] = prefix[v] + bytes([int(x)])
+    assert len(prefix) == n
+    by_prefix: dict[bytes, set[int]] = {}
+    for b, i in items:
+        if b:
+            by_prefix.setdefault(b, set()).add(i)
+    for v in range(n):
+        assert v < se[v] <= n
+        sub = set(ti[tp[v] : tp[se[v]]].tolist())
+        want = {i for b, i in items if b and b.startswith(prefix[v])}
+        assert sub == want, prefix[v]
+        assert set(ti[tp[v] : tp[v + 1]].tolist()) == by_prefix.get(prefix[v], set())
+    for b, i in items:
+        if not b:
+            continue
+        node = 0
+        for x in b:
+            kids = cb[cp[node] : cp[node + 1]]
+            j = int(np.searchsorted(kids, x))
+            assert j < kids.shape[0] and kids[j] == x, b
+            node = int(cn[cp[node] + j])
+        assert i in ti[tp[node] : tp[node + 1]]
+
+
+def random_items(rng: random.Random, n: int, id_space: int = 100) -> list[tuple[bytes, int]]:
+    alphabet = [0, 1, 0x0A, 0x20, 0x22, 0x5C, 0x41, 0x42, 0x61, 0x7F, 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xED,
+                0xA0, 0xF0, 0x9F, 0xF4, 0x90, 0xFF, 0x80, 0xE0, 0xC0, 0xC1, 0xF5]
+    return [(bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 6))), rng.randrange(id_space))
+            for _ in range(n)]
+
+
+# --------------------------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------------------------
+
+
+def test_small_hand_made():
+    items = [(b"ab", 5), (b"a", 2), (b"b", 1), (b"ab", 3), (b"", 9), (b"abc", 0)]
+    t = build_trie(items)
+    # root, a, ab, abc, b
+    assert t.child_ptr.tolist() == [0, 2, 3, 4, 4, 4]
+    assert t.child_byte.tolist() == [ord("a"), ord("b"), ord("b"), ord("c")]
+    assert t.child_node.tolist() == [1, 4, 2, 3]
+    assert t.tok_ptr.tolist() == [0, 0, 1, 3, 4, 5]
+    assert t.tok_ids.tolist() == [2, 3, 5, 0, 1]
+    assert t.subtree_end.tolist() == [5, 4, 4, 4, 5]
+    assert_trie_equals_reference(t, items)
+
+
+def test_empty():
+    for items in ([], [(b"", 3)]):
+        t = build_trie(items)
+        assert t.n_nodes == 1 and t.child_ptr.tolist() == [0, 0] and t.tok_ptr.tolist() == [0, 0]
+        v = build_vocab_tries(items, 10)
+        assert v.plain.n_nodes == v.special.n_nodes == 1 and v.max_len == 0 and not v.plain_bits.any()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_against_reference(seed):
+    rng = random.Random(seed)
+    items = random_items(rng, rng.randint(0, 80))
+    t = build_trie(items)
+    assert_trie_equals_reference(t, items)
+    assert_invariants(t, items)
+    v = build_vocab_tries(items, 100)
+    plain = [(b, i) for b, i in items if naive_is_plain(b)]
+    special = [(b, i) for b, i in items if b and not naive_is_plain(b)]
+    assert_trie_equals_reference(v.plain, plain)
+    assert_trie_equals_reference(v.special, special)
+    bits = np.zeros(4, dtype=np.uint32)
+    for _, i in plain:
+        bits[i >> 5] |= np.uint32(1 << (i & 31))
+    np.testing.assert_array_equal(v.plain_bits, bits)
+    assert v.n_words == 4
+    assert v.max_len == max((len(b) for b, _ in items), default=0)
+
+
+def test_plain_kernel_matches_is_plain():
+    rng = random.Random(7)
+    cases = [b"a", b"\x7f", b"\x1f", b'"', b"\\", "é".encode(), "日".encode(), "\U0001f680".encode(),
+             b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xed\xa0\x80", b"\xed\x9f\xbf",
+             b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xf5\x80\x80\x80", b"\xc3",
+             b"\xe2\x82", b"\xf0\x9f\x9a", b"\x80", b"a\xc3", b"\xc3\xa9\xc3", b"", b"\xef\xbf\xbf"]
+    cases += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 5))) for _ in range(3000)]
+    cases += [bytes(rng.choice([0x80, 0x9F, 0xA0, 0xBF, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0x41])
+                    for _ in range(rng.randint(1, 5))) for _ in range(3000)]
+    blob, starts, lens = _pack(cases)
+    got = _plain_mask(blob, starts, lens)
+    for b, g in zip(cases, got):
+        assert bool(g) == naive_is_plain(b) == is_plain(b), b
+
+
+def test_out_of_range_id_rejected():
+    with pytest.raises(ValueError, match="Invalid token id"):
+        build_vocab_tries([(b"a", 10)], 10)
+
+
+def _vocab_items(vocab):
+    return [(vocab.token_bytes(int(i)), int(i)) for i in vocab.emittable_token_ids()]
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bpe_vocab", "tiny_sp_vocab"])
+def test_tiny_vocab_tries(fixture, request):
+    vocab = request.getfixturevalue(fixture)
+    items = _vocab_items(vocab)
+    tries = vocab.tries
+    plain = [(b, i) for b, i in items if naive_is_plain(b)]
+    special = [(b, i) for b, i in items if not naive_is_plain(b)]
+    assert_trie_equals_reference(tries.plain, plain)
+    assert_trie_equals_reference(tries.special, special)
+    assert_invariants(tries.plain, plain)
+    assert_invariants(tries.special, special)
+    assert set(vocab.eos_token_ids).isdisjoint(tries.plain.tok_ids.tolist() + tries.special.tok_ids.tolist())
+
+
+def test_real_vocab_tries_against_reference(smollm2_vocab):
+    items = _vocab_items(smollm2_vocab)
+    tries = smollm2_vocab.tries
+    plain = [(b, i) for b, i in items if naive_is_plain(b)]
+    special = [(b, i) for b, i in items if not naive_is_plain(b)]
+    assert len(plain) + len(special) == len(items) == 49_152 - 17
+    assert_trie_equals_reference(tries.plain, plain)
+    assert_trie_equals_reference(tries.special, special)
+    ids = np.asarray([i for _, i in plain])
+    bits = np.unpackbits(tries.plain_bits.view(np.uint8), bitorder="little")
+    assert set(np.flatnonzero(bits).tolist()) == set(ids.tolist())
+
+
+@pytest.mark.slow
+def test_qwen_tries_against_reference(qwen_vocab):
+    items = _vocab_items(qwen_vocab)
+    tries = qwen_vocab.tries
+    assert_trie_equals_reference(tries.plain, [(b, i) for b, i in items if naive_is_plain(b)])
+    assert_trie_equals_reference(tries.special, [(b, i) for b, i in items if not naive_is_plain(b)])
+
+
+def test_build_time_qwen(qwen_vocab):
+    """Preparing the tries of the 151k Qwen vocabulary takes well under a second."""
+    items = _vocab_items(qwen_vocab)
+    build_vocab_tries(items[:100], qwen_vocab.max_token_id())  # compile / load the kernels
+    best = min(_timed(lambda: build_vocab_tries(items, qwen_vocab.max_token_id())) for _ in range(3))
+    assert best < 1.0, f"build_vocab_tries took {best:.3f} s for {len(items)} tokens"
+
+
+def _timed(f) -> float:
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t

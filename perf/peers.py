@@ -1,0 +1,534 @@
+"""One interface over dotjson and its peers, for the benchmarks in ``perf/``.
+
+Every engine is driven on the SAME Hugging Face tokenizer object (the Llama 3 128k vocabulary by
+default) through the same small surface:
+
+>>> engine = make_engine("llguidance", hf_tokenizer)     # prepares the engine's vocabulary
+>>> compiled = engine.compile(schema)                     # raises CompileFailed on failure
+>>> m = compiled.matcher()                                # a cursor at the start state
+>>> m.first_mask()                                        # fills the start mask
+>>> m.allows(tok); m.advance(tok); m.mask()               # one decoding step
+>>> m.eos_allowed(), m.is_accepting()
+
+``matcher()`` hands out a cursor at the start state. Cursors are used one at a time, so an
+engine may recycle one (``reset``) rather than build a new one; that is how each engine's own
+"warm" state (lexer caches, memoized masks) survives between passes over the same compiled
+schema.
+
+Engines and the modes they run in (each engine's defaults, except where said):
+
+``dotjson``
+    ``Index(schema, vocabulary)``: bounded free whitespace between JSON tokens, extra object
+    properties allowed where the schema does not close the object (the JSON Schema rule).
+    Driven through the index's low-level path, ``Index.next_state`` + ``Index.fill_mask`` into
+    a bitmask: the same work as the peers' adapters (consume a token, fill a bitmask).
+``dotjson-guide``
+    The same index through the public API: ``Guide.get_next_tokensets([tok])`` advances and
+    computes the next token set in one call, so its ``mask()`` costs nothing. The benchmarks
+    time ``advance + mask`` together for every engine, which makes the two comparable.
+``llguidance``
+    ``LLMatcher.grammar_from_json_schema(schema)`` with default options: flexible (unbounded)
+    whitespace ``[\\x20\\x0A\\x0D\\x09]+``, JSON Schema semantics for extra properties. Masks are
+    written into an ``int32`` bitmask with ``llguidance.numpy.fill_next_token_bitmask``.
+``xgrammar``
+    ``GrammarCompiler(info, max_threads=1, cache_enabled=False)`` (so compile time is measured,
+    not a cache hit) and ``compile_json_schema(schema, any_whitespace=True, strict_mode=False)``:
+    default (unbounded) whitespace; ``strict_mode=False`` makes it follow the JSON Schema rule
+    for extra properties like the others (MaskBench's "compliant" XGrammar). ``xgrammar-strict``
+    is the library default ``strict_mode=True`` (no properties beyond those declared).
+``outlines``
+    ``outlines_core.Index(build_regex_from_schema(schema), Vocabulary(...))``: default whitespace
+    pattern ``[ ]?`` (one optional space). Its index is built EAGERLY over the whole vocabulary,
+    which is why the benchmarks give every engine a per-schema time budget in a worker process.
+
+All four accept the compact serialization ``json.dumps(x, separators=(",", ":"),
+ensure_ascii=False)`` of a valid instance, which is what the benchmarks teacher-force.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+#: Engines :func:`make_engine` knows, in the order the benchmarks print them.
+ENGINES = ("dotjson", "llguidance", "xgrammar", "outlines")
+#: Extra engine configurations that can be asked for by name.
+EXTRA_ENGINES = ("dotjson-guide", "xgrammar-strict")
+
+#: The environment every benchmark sets before importing an engine: one CPU thread each.
+SINGLE_THREAD_ENV = {
+    "RAYON_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "NUMBA_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def set_single_thread_env() -> None:
+    """Pin every engine's thread pools to one thread (call before importing any engine)."""
+    for k, v in SINGLE_THREAD_ENV.items():
+        os.environ[k] = v
+
+
+class CompileFailed(Exception):
+    """An engine refused or failed to compile a schema (coverage, not a benchmark error)."""
+
+
+# --------------------------------------------------------------------------------------------
+# tokenizer
+# --------------------------------------------------------------------------------------------
+
+
+def tokenizer_dir(name: str = "llama3") -> str:
+    """A local directory holding a Hugging Face tokenizer.
+
+    Parameters
+    ----------
+    name : str
+        ``"llama3"`` for the shared Llama 3 128k vocabulary
+        (``dotjson.testing.llama3_tokenizer_dir()``), or a path to a tokenizer directory.
+    """
+    if name == "llama3":
+        from dotjson.testing import llama3_tokenizer_dir
+
+        return str(llama3_tokenizer_dir())
+    if os.path.isdir(name):
+        return name
+    raise FileNotFoundError(f"tokenizer {name!r}: expected 'llama3' or a directory")
+
+
+def load_tokenizer(name: str = "llama3"):
+    """The Hugging Face tokenizer (transformers ``AutoTokenizer``) every engine shares."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tokenizer_dir(name))
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    # GPT-2's reversible byte <-> printable character map used by byte-level BPE vocabularies.
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+    bs += list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, (chr(c) for c in cs)))
+
+
+def token_bytes_table(hf_tokenizer) -> tuple[dict[int, bytes], set[int]]:
+    """The bytes each non-special token adds to the output, and the special token ids.
+
+    Only byte-level BPE vocabularies (Llama 3, Qwen, SmolLM2) are supported; a token string
+    holding a character outside the byte-level alphabet raises ``ValueError``.
+    """
+    dec = {c: b for b, c in _bytes_to_unicode().items()}
+    special = set(getattr(hf_tokenizer, "all_special_ids", []))
+    added = getattr(hf_tokenizer, "added_tokens_decoder", {}) or {}
+    for tid, at in added.items():
+        if getattr(at, "special", False):
+            special.add(int(tid))
+    out: dict[int, bytes] = {}
+    for tok, tid in hf_tokenizer.get_vocab().items():
+        if tid in special:
+            continue
+        if tid in added:  # a non-special added token is stored as its plain text
+            out[tid] = tok.encode("utf-8")
+            continue
+        try:
+            out[tid] = bytes(dec[c] for c in tok)
+        except KeyError as e:
+            raise ValueError(f"token {tid} ({tok!r}) is not a byte-level BPE token") from e
+    return out, special
+
+
+def vocab_width(hf_tokenizer) -> int:
+    """One past the largest token id (the width of the logits and of every bitmask)."""
+    return max(hf_tokenizer.get_vocab().values()) + 1
+
+
+def _bit(mask: np.ndarray, tok: int) -> bool:
+    return bool((int(mask[tok >> 5]) >> (tok & 31)) & 1)
+
+
+# --------------------------------------------------------------------------------------------
+# the adapter interface
+# --------------------------------------------------------------------------------------------
+
+
+class Matcher:
+    """A cursor over one compiled schema. Subclasses fill :attr:`bits` (packed int32, LSB first)."""
+
+    def first_mask(self) -> None:
+        """Compute the token mask of the start state."""
+        raise NotImplementedError
+
+    def mask(self) -> None:
+        """Compute the token mask of the current state."""
+        raise NotImplementedError
+
+    def advance(self, token_id: int) -> bool:
+        """Consume ``token_id``; False if the engine refuses it."""
+        raise NotImplementedError
+
+    def allows(self, token_id: int) -> bool:
+        """Whether the last computed mask allows ``token_id``."""
+        return _bit(self.bits, token_id)
+
+    def eos_allowed(self) -> bool:
+        """Whether the last computed mask allows (one of) the EOS token(s)."""
+        return any(self.allows(e) for e in self.eos_ids)
+
+    def is_accepting(self) -> bool:
+        """Whether the text consumed so far is a complete document."""
+        raise NotImplementedError
+
+
+class Compiled:
+    """What ``Engine.compile`` returns: a factory of :class:`Matcher` cursors."""
+
+    def matcher(self) -> Matcher:
+        raise NotImplementedError
+
+
+@dataclass
+class Engine:
+    """An engine bound to one tokenizer: ``compile(schema) -> Compiled``."""
+
+    name: str
+    compile: Callable[[Any], Compiled]
+    #: seconds spent preparing the engine's vocabulary (not part of any compile time)
+    vocab_prep_s: float
+    #: a short description of the mode it runs in
+    mode: str
+    version: str
+
+
+def _schema_text(schema) -> str:
+    return schema if isinstance(schema, str) else json.dumps(schema)
+
+
+# --------------------------------------------------------------------------------------------
+# llguidance
+# --------------------------------------------------------------------------------------------
+
+
+def _llguidance(hf_tokenizer, eos_ids) -> Engine:
+    import time
+
+    import llguidance
+    import llguidance.hf
+    import llguidance.numpy as llnp
+
+    t0 = time.perf_counter()
+    lltok = llguidance.hf.from_tokenizer(hf_tokenizer, n_vocab=vocab_width(hf_tokenizer),
+                                         eos_token=eos_ids[0])
+    prep = time.perf_counter() - t0
+    width = vocab_width(hf_tokenizer)
+
+    class M(Matcher):
+        def __init__(self, m):
+            self.m = m
+            self.buf = llnp.allocate_token_bitmask(1, width)
+            self.bits = self.buf[0]
+            self.eos_ids = eos_ids
+
+        def first_mask(self):
+            self.mask()
+
+        def mask(self):
+            llnp.fill_next_token_bitmask(self.m, self.buf, 0)
+
+        def advance(self, tok):
+            return self.m.consume_token(tok) and not self.m.is_error()
+
+        def is_accepting(self):
+            return self.m.is_accepting()
+
+    class C(Compiled):
+        def __init__(self, m):
+            self.cursor = M(m)
+            self.fresh = True
+
+        def matcher(self):
+            # one LLMatcher per compiled schema, reset between passes: it keeps its lazily
+            # built lexer states, which is llguidance's own notion of "warm"
+            if not self.fresh:
+                self.cursor.m.reset()
+            self.fresh = False
+            return self.cursor
+
+    def compile(schema):
+        try:
+            grm = llguidance.LLMatcher.grammar_from_json_schema(_schema_text(schema))
+            m = llguidance.LLMatcher(lltok, grm, log_level=0)
+        except Exception as e:  # noqa: BLE001 - every failure is a coverage miss
+            raise CompileFailed(f"{type(e).__name__}: {e}") from e
+        if m.is_error():
+            raise CompileFailed(m.get_error())
+        return C(m)
+
+    return Engine("llguidance", compile, prep,
+                  "default options: flexible whitespace [\\x20\\x0A\\x0D\\x09]+, "
+                  "extra properties per JSON Schema", llguidance.get_version()
+                  if hasattr(llguidance, "get_version") else "?")
+
+
+# --------------------------------------------------------------------------------------------
+# XGrammar
+# --------------------------------------------------------------------------------------------
+
+
+def _xgrammar(hf_tokenizer, eos_ids, strict: bool) -> Engine:
+    import time
+    from importlib.metadata import version
+
+    import xgrammar as xgr
+
+    width = vocab_width(hf_tokenizer)
+    t0 = time.perf_counter()
+    info = xgr.TokenizerInfo.from_huggingface(hf_tokenizer, vocab_size=width,
+                                              stop_token_ids=list(eos_ids))
+    compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+    prep = time.perf_counter() - t0
+
+    class M(Matcher):
+        def __init__(self, m):
+            self.m = m
+            self.buf = np.zeros((1, (width + 31) // 32), dtype=np.int32)
+            self.bits = self.buf[0]
+            self.eos_ids = eos_ids
+
+        def first_mask(self):
+            self.mask()
+
+        def mask(self):
+            self.m.fill_next_token_bitmask(self.buf, 0)
+
+        def advance(self, tok):
+            return self.m.accept_token(tok)
+
+        def is_accepting(self):
+            return self.m.is_completed() if hasattr(self.m, "is_completed") else False
+
+    class C(Compiled):
+        def __init__(self, cg):
+            self.cg = cg
+            self.cursor = None
+
+        def matcher(self):
+            if self.cursor is None:
+                self.cursor = M(xgr.GrammarMatcher(self.cg))
+            else:
+                self.cursor.m.reset()
+            return self.cursor
+
+    def compile(schema):
+        try:
+            cg = compiler.compile_json_schema(_schema_text(schema), any_whitespace=True,
+                                              strict_mode=strict)
+        except Exception as e:  # noqa: BLE001
+            raise CompileFailed(f"{type(e).__name__}: {e}") from e
+        return C(cg)
+
+    mode = ("any_whitespace=True (unbounded), strict_mode=" + str(strict)
+            + (" (library default: no undeclared properties)" if strict
+               else " (extra properties per JSON Schema)"))
+    return Engine("xgrammar-strict" if strict else "xgrammar", compile, prep, mode,
+                  version("xgrammar"))
+
+
+# --------------------------------------------------------------------------------------------
+# outlines-core
+# --------------------------------------------------------------------------------------------
+
+
+def _outlines(hf_tokenizer, eos_ids) -> Engine:
+    import time
+    from importlib.metadata import version
+
+    import outlines_core as oc
+
+    width = vocab_width(hf_tokenizer)
+    t0 = time.perf_counter()
+    table, _special = token_bytes_table(hf_tokenizer)
+    by_bytes: dict[bytes, list[int]] = {}
+    for tid, b in table.items():
+        if tid not in eos_ids:
+            by_bytes.setdefault(b, []).append(tid)
+    vocab = oc.Vocabulary(int(eos_ids[0]), by_bytes)
+    prep = time.perf_counter() - t0
+
+    class M(Matcher):
+        def __init__(self, g):
+            self.g = g
+            self.buf = np.zeros((width + 31) // 32, dtype=np.int32)
+            self.bits = self.buf
+            self.eos_ids = (int(eos_ids[0]),)
+
+        def first_mask(self):
+            self.mask()
+
+        def mask(self):
+            self.g.write_mask_into(self.buf.ctypes.data, self.buf.size, 4)
+
+        def advance(self, tok):
+            try:
+                self.g.advance(tok, return_tokens=False)
+            except Exception:  # noqa: BLE001 - a refused token
+                return False
+            return True
+
+        def is_accepting(self):
+            return self.g.is_finished()
+
+    class C(Compiled):
+        def __init__(self, index):
+            self.index = index
+            self.cursor = None
+
+        def matcher(self):
+            if self.cursor is None:
+                self.cursor = M(oc.Guide(self.index))
+            else:
+                self.cursor.g.reset()
+            return self.cursor
+
+    def compile(schema):
+        try:
+            regex = oc.json_schema.build_regex_from_schema(_schema_text(schema))
+            index = oc.Index(regex, vocab)
+        except Exception as e:  # noqa: BLE001
+            raise CompileFailed(f"{type(e).__name__}: {e}") from e
+        return C(index)
+
+    return Engine("outlines", compile, prep,
+                  "build_regex_from_schema default whitespace [ ]? (one optional space); "
+                  "eager index over the whole vocabulary", version("outlines_core"))
+
+
+# --------------------------------------------------------------------------------------------
+# dotjson
+# --------------------------------------------------------------------------------------------
+
+
+def _dotjson(hf_tokenizer, eos_ids, api: str) -> Engine:
+    import time
+
+    import dotjson
+    from dotjson import Guide, Index, Vocabulary
+    from dotjson.errors import TokenNotAllowedError
+
+    t0 = time.perf_counter()
+    vocab = Vocabulary.from_tokenizer(hf_tokenizer)
+    prep = time.perf_counter() - t0
+    eos = tuple(int(e) for e in vocab.eos_token_ids)
+    n_words = (int(vocab.max_token_id()) + 31) // 32
+
+    class Low(Matcher):
+        """The low-level path: ``Index.next_state`` + ``Index.fill_mask`` into a bitmask,
+        the same work the peers' adapters do (consume a token, fill a bitmask)."""
+
+        def __init__(self, index):
+            self.index = index
+            self.state = index.initial_state
+            self.buf = np.zeros(n_words, dtype=np.uint32)
+            self.bits = self.buf.view(np.int32)
+            self.eos_ids = eos
+
+        def first_mask(self):
+            self.index.fill_mask(self.state, self.buf)
+
+        def mask(self):
+            self.index.fill_mask(self.state, self.buf)
+
+        def advance(self, tok):
+            ns = self.index.next_state(self.state, tok)
+            if ns == -2:  # dead: the token is not allowed
+                return False
+            self.state = ns
+            return True
+
+        def is_accepting(self):
+            return self.index.is_accepting(self.state)
+
+    class G(Matcher):
+        """The public path: ``Guide.get_next_tokensets([tok])`` (advance and next token set)."""
+
+        def __init__(self, index):
+            self.guide = Guide(index, batch_size=1)
+            self.ts = None
+            self.eos_ids = eos
+
+        def first_mask(self):
+            self.ts = self.guide.get_start_tokensets()
+
+        def mask(self):
+            pass  # get_next_tokensets computed the next set inside advance()
+
+        def advance(self, tok):
+            try:
+                self.ts = self.guide.get_next_tokensets([tok])
+            except TokenNotAllowedError:
+                return False
+            return True
+
+        def allows(self, tok):
+            return bool(self.ts.contains(tok)[0])
+
+        def is_accepting(self):
+            return self.eos_allowed()
+
+    cursor = Low if api == "low" else G
+
+    class C(Compiled):
+        def __init__(self, index):
+            self.index = index
+
+        def matcher(self):
+            return cursor(self.index)
+
+    def compile(schema):
+        try:
+            index = Index(schema, vocab)
+        except dotjson.errors.DotjsonError as e:
+            raise CompileFailed(f"{type(e).__name__}: {e}") from e
+        return C(index)
+
+    how = ("Index.next_state + Index.fill_mask (low-level path)" if api == "low"
+           else "Guide.get_next_tokensets (public API)")
+    return Engine("dotjson" if api == "low" else "dotjson-guide", compile, prep,
+                  "Index(schema, vocabulary) defaults: bounded whitespace, extra properties "
+                  f"per JSON Schema; timed through {how}", dotjson.__version__)
+
+
+def make_engine(name: str, hf_tokenizer) -> Engine:
+    """Prepare engine ``name`` (one of :data:`ENGINES` or :data:`EXTRA_ENGINES`) on a tokenizer."""
+    eos = hf_tokenizer.eos_token_id
+    eos_ids = tuple(eos) if isinstance(eos, (list, tuple)) else (int(eos),)
+    if name == "llguidance":
+        return _llguidance(hf_tokenizer, eos_ids)
+    if name == "xgrammar":
+        return _xgrammar(hf_tokenizer, eos_ids, strict=False)
+    if name == "xgrammar-strict":
+        return _xgrammar(hf_tokenizer, eos_ids, strict=True)
+    if name == "outlines":
+        return _outlines(hf_tokenizer, eos_ids)
+    if name == "dotjson":
+        return _dotjson(hf_tokenizer, eos_ids, "low")
+    if name == "dotjson-guide":
+        return _dotjson(hf_tokenizer, eos_ids, "guide")
+    raise ValueError(f"Invalid engine: expected one of {ENGINES + EXTRA_ENGINES}, got {name!r}")
+
+
+def compact(instance) -> str:
+    """The text every engine is teacher-forced on: compact JSON, keys in the instance's order."""
+    return json.dumps(instance, separators=(",", ":"), ensure_ascii=False)

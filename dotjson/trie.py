@@ -98,14 +98,23 @@ def is_plain(b: bytes) -> bool:
 
 
 @numba.njit(**NJIT_OPTS)
-def _key_less(blob, starts, lens, ids, a, b):
-    """(bytes, id) order of items ``a`` and ``b``."""
+def _key_less(blob, starts, lens, ids, pref, a, b):
+    """(bytes, id) order of items ``a`` and ``b``.
+
+    ``pref`` holds each key's first 8 bytes, zero-padded, big-endian: unequal prefixes order the
+    keys as the bytes do (a zero pad only ties with a real zero byte), so most comparisons are
+    one integer compare.
+    """
+    pa = pref[a]
+    pb = pref[b]
+    if pa != pb:
+        return pa < pb
     sa = starts[a]
     sb = starts[b]
     la = lens[a]
     lb = lens[b]
     m = la if la < lb else lb
-    for k in range(m):
+    for k in range(8 if m > 8 else m, m):
         x = blob[sa + k]
         y = blob[sb + k]
         if x != y:
@@ -116,40 +125,77 @@ def _key_less(blob, starts, lens, ids, a, b):
 
 
 @numba.njit(**NJIT_OPTS)
-def _sort_keys(blob, starts, lens, ids):
-    """Bottom-up merge sort of item indices by (bytes, id); returns int64 order."""
+def _prefixes(blob, starts, lens):
     n = starts.shape[0]
-    src = np.arange(n).astype(np.int64)
-    dst = np.empty(n, dtype=np.int64)
+    pref = np.zeros(n, dtype=np.uint64)
+    for i in range(n):
+        s = starts[i]
+        ln = lens[i]
+        v = np.uint64(0)
+        for k in range(8):
+            v = v << np.uint64(8)
+            if k < ln:
+                v = v | np.uint64(blob[s + k])
+        pref[i] = v
+    return pref
+
+
+@numba.njit(**NJIT_OPTS)
+def _merge_sort_run(blob, starts, lens, ids, pref, src, dst, lo0, hi0):
+    """Sort ``src[lo0:hi0]`` in place by (bytes, id), bottom-up merges through ``dst``."""
+    n = hi0 - lo0
     width = 1
+    a = src
+    b = dst
     while width < n:
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
+        lo = lo0
+        while lo < hi0:
+            mid = min(lo + width, hi0)
+            hi = min(lo + 2 * width, hi0)
             i = lo
             j = mid
             k = lo
             while i < mid and j < hi:
-                if _key_less(blob, starts, lens, ids, src[j], src[i]):
-                    dst[k] = src[j]
+                if _key_less(blob, starts, lens, ids, pref, a[j], a[i]):
+                    b[k] = a[j]
                     j += 1
                 else:
-                    dst[k] = src[i]
+                    b[k] = a[i]
                     i += 1
                 k += 1
             while i < mid:
-                dst[k] = src[i]
+                b[k] = a[i]
                 i += 1
                 k += 1
             while j < hi:
-                dst[k] = src[j]
+                b[k] = a[j]
                 j += 1
                 k += 1
             lo = hi
-        src, dst = dst, src
+        a, b = b, a
         width *= 2
-    return src
+    if a is not src:
+        for k in range(lo0, hi0):
+            src[k] = a[k]
+
+
+@numba.njit(**NJIT_OPTS)
+def _sort_keys(blob, starts, lens, ids):
+    """Item indices sorted by (bytes, id): a sort on the 8-byte prefixes, then each run of
+    equal prefixes sorted by the full comparison. Returns int64 order."""
+    n = starts.shape[0]
+    pref = _prefixes(blob, starts, lens)
+    order = np.argsort(pref, kind="mergesort").astype(np.int64)
+    tmp = np.empty(n, dtype=np.int64)
+    lo = 0
+    while lo < n:
+        hi = lo + 1
+        while hi < n and pref[order[hi]] == pref[order[lo]]:
+            hi += 1
+        if hi - lo > 1:
+            _merge_sort_run(blob, starts, lens, ids, pref, order, tmp, lo, hi)
+        lo = hi
+    return order
 
 
 @numba.njit(**NJIT_OPTS)

@@ -22,6 +22,7 @@ See ``docs/vocabulary.md`` for the details per tokenizer family.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
@@ -88,6 +89,8 @@ _B2U = bytes_to_unicode()
 #: that deletes every byte-level character (what survives is outside the map).
 _BL_TO_LATIN1 = {ord(c): b for b, c in _B2U.items()}
 _BL_DELETE = {ord(c): None for c in _B2U.values()}
+#: The same map as a charmap codec table: encodes a whole vocabulary in one C call.
+_BL_ENCODING_MAP = codecs.charmap_build("".join(_B2U[b] for b in range(256)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,7 +198,8 @@ def _apply_steps(token: str, steps: list[tuple]) -> bytes:
 
 
 def _bytelevel_only(steps: list[tuple]) -> bool:
-    return len(steps) == 1 and steps[0][0] == "bytelevel"
+    # After a ByteLevel step a token is bytes, which later steps leave alone.
+    return bool(steps) and steps[0][0] == "bytelevel"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -438,17 +442,27 @@ class Vocabulary:
         strings = [backend.id_to_token(i) for i in range(n)]
 
         kinds = np.zeros(n, dtype=np.uint8)
-        token_list: list[bytes] = [b""] * n
-        fast_bl = _bytelevel_only(steps)
-        for i, s in enumerate(strings):
-            if s is None:
-                kinds[i] = _ABSENT
-            elif i in special_ids:
-                kinds[i] = _SPECIAL
-            elif fast_bl and not s.translate(_BL_DELETE):
-                token_list[i] = s.translate(_BL_TO_LATIN1).encode("latin-1")
-            else:
-                token_list[i] = _apply_steps(s, steps)
+        for i in [i for i, s in enumerate(strings) if s is None]:
+            kinds[i] = _ABSENT
+            strings[i] = ""
+        for i in special_ids:
+            kinds[i] = _SPECIAL
+            strings[i] = ""
+        blob = None
+        if _bytelevel_only(steps):
+            # One C pass over all tokens: each byte-level character is one byte. A character
+            # outside the map (rare: some added tokens) sends us to the per-token path.
+            try:
+                blob = codecs.charmap_encode("".join(strings), "strict", _BL_ENCODING_MAP)[0]
+            except UnicodeEncodeError:
+                blob = None
+        if blob is not None:
+            lens = np.fromiter(map(len, strings), dtype=np.int64, count=n)
+            token_list = None
+        else:
+            token_list = [_apply_steps(s, steps) if s else b"" for s in strings]
+            lens = np.fromiter(map(len, token_list), dtype=np.int64, count=n)
+            blob = b"".join(token_list)
 
         if eos_override is not None:
             eos = _normalize_eos(eos_override, n, "eos_token_ids")
@@ -470,7 +484,7 @@ class Vocabulary:
                     f"No EOS token found for {where}: pass eos_token_ids= explicitly"
                 )
             eos = _normalize_eos(found, n, f"EOS of {where}")
-        return cls._from_list(token_list, kinds, eos)
+        return cls._from_packed(blob, lens, kinds, eos, token_list)
 
     @classmethod
     def from_tuples(cls, tokens: Sequence[bytes | str], token_ids: Sequence[int], eos_token_ids,
@@ -543,12 +557,16 @@ class Vocabulary:
 
     @classmethod
     def _from_list(cls, token_list: list[bytes], kinds: np.ndarray, eos: tuple[int, ...]) -> "Vocabulary":
-        n = len(token_list)
-        lens = np.fromiter(map(len, token_list), dtype=np.int64, count=n)
-        offsets = np.zeros(n + 1, dtype=np.int64)
+        lens = np.fromiter(map(len, token_list), dtype=np.int64, count=len(token_list))
+        return cls._from_packed(b"".join(token_list), lens, kinds, eos, token_list)
+
+    @classmethod
+    def _from_packed(cls, blob: bytes, lens: np.ndarray, kinds: np.ndarray, eos: tuple[int, ...],
+                     token_list: list[bytes] | None) -> "Vocabulary":
+        offsets = np.zeros(lens.shape[0] + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
-        blob = np.frombuffer(b"".join(token_list), dtype=np.uint8).copy()
-        return cls(blob, offsets, kinds, eos, token_list=token_list)
+        arr = np.frombuffer(blob, dtype=np.uint8).copy()
+        return cls(arr, offsets, kinds, eos, token_list=token_list)
 
     # -- queries -----------------------------------------------------------------------------
 

@@ -292,10 +292,10 @@ class LogitsProcessor:
 
     def _run(self, flat, starts, width, bits, mval) -> None:
         batch = starts.shape[0]
-        if flat.itemsize * width * batch < PARALLEL_MIN_BYTES:
+        threads = numba.get_num_threads()
+        if threads == 1 or flat.itemsize * width * batch < PARALLEL_MIN_BYTES:
             _k.mask_serial(flat, starts, width, bits, self._vocab_size, mval)
             return
-        threads = numba.get_num_threads()
         width_words = (width + 31) // 32
         n_chunks = max(1, min(-(-4 * threads // batch), width_words // MIN_CHUNK_WORDS))
         chunk_words = -(-width_words // n_chunks)

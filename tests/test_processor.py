@@ -415,3 +415,54 @@ def test_processor_properties_and_warmup():
     assert proc.guide is guide and proc.mask_value == -5 and proc.vocab_size == 64
     warmup_kernels(("float32", "bfloat16", "int8", "float64"))
     assert P.PARALLEL_MIN_BYTES > 0
+
+
+# --------------------------------------------------------------------------- the seed's program flow
+
+
+FLOW_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}, "tag": {"enum": ["red", "green", "blue"]}},
+    "required": ["ok", "tag"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+@pytest.mark.parametrize("buffer", ["array", "views"])
+def test_seed_program_flow_uint16_mask_zero(tiny_bpe_vocab, batch, buffer):
+    """Vocabulary -> Index -> Guide and LogitsProcessor -> start/next token sets, masking, sampling."""
+    import json
+
+    import jsonschema
+
+    from dotjson import Guide, Index
+
+    vocabulary = tiny_bpe_vocab
+    index = Index(FLOW_SCHEMA, vocabulary)
+    guide = Guide(index, batch_size=batch)
+    processor = LogitsProcessor(guide, 0)
+    rng = np.random.default_rng(batch + len(buffer))
+    eos = set(vocabulary.eos_token_ids)
+    docs = [b""] * batch
+    token_set = guide.get_start_tokensets()
+    for step in range(400):
+        # Random positive logits: after masking, the nonzero ones are exactly the allowed tokens,
+        # and argmax samples uniformly among them.
+        logits = rng.integers(1, 65_535, size=(batch, vocabulary.max_token_id()), dtype=np.uint16)
+        target = logits if buffer == "array" else [logits[r] for r in range(batch)]
+        if step % 2:
+            processor(target, token_set)
+        else:
+            processor.update_logits(target, token_set)
+        np.testing.assert_array_equal(logits != 0, token_set.to_bool_mask())
+        sampled = logits.argmax(axis=1)
+        for r, t in enumerate(sampled.tolist()):
+            if t not in eos:
+                docs[r] += vocabulary.token_bytes(t)
+        token_set = guide.get_next_tokensets(sampled)
+        if guide.is_finished().all():
+            break
+    assert guide.is_finished().all(), docs
+    for doc in docs:
+        jsonschema.validate(json.loads(doc), FLOW_SCHEMA)

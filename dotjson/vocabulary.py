@@ -377,6 +377,14 @@ class Vocabulary:
             raise VocabularyError(f"Model directory not found: {src}")
         else:
             load_from = src
+        if not tokenizer_kwargs:
+            # Fast path: tokenizer.json read by the Rust library directly (transformers' own
+            # loading costs seconds for a 150k vocabulary); same vocabulary, see _JsonTokenizer.
+            fast = _json_tokenizer(path if path.is_dir() else None, src, revision, auth_token)
+            if fast is not None:
+                if gen_path is None:
+                    gen_path = _hub_file(src, "generation_config.json", revision, auth_token)
+                return cls._from_tokenizer(fast, eos_token_ids, _read_generation_eos(gen_path), where=src)
         try:
             from transformers import AutoTokenizer
 
@@ -740,6 +748,70 @@ def _hub_file(repo_id: str, filename: str, revision, token) -> Path | None:
             return None
         return Path(hh.hf_hub_download(repo_id, filename, revision=revision, token=token))
     except Exception:  # noqa: BLE001 -- no generation config is a normal case
+        return None
+
+
+_SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+
+
+def _token_content(t) -> str | None:
+    if isinstance(t, str):
+        return t
+    if isinstance(t, dict) and isinstance(t.get("content"), str):
+        return t["content"]
+    return None
+
+
+class _JsonTokenizer:
+    """A ``tokenizer.json`` plus its ``tokenizer_config.json``, read without transformers.
+
+    Exposes what :meth:`Vocabulary._from_tokenizer` reads from a transformers tokenizer: the Rust
+    backend, ``eos_token_id`` and ``all_special_ids`` (the named special tokens, the additional
+    ones and the ``added_tokens_decoder`` entries marked special).
+    """
+
+    def __init__(self, backend, config: dict):
+        self.backend_tokenizer = backend
+        names = [_token_content(config.get(k)) for k in _SPECIAL_KEYS]
+        extra = config.get("additional_special_tokens") or config.get("extra_special_tokens") or []
+        if isinstance(extra, dict):
+            extra = list(extra.values())
+        names += [_token_content(t) for t in extra]
+        ids = set()
+        for name in names:
+            if name is None:
+                continue
+            i = backend.token_to_id(name)
+            if i is None:  # transformers would add it as a new token: let transformers do it
+                raise LookupError(name)
+            ids.add(i)
+        for k, v in (config.get("added_tokens_decoder") or {}).items():
+            if isinstance(v, dict) and v.get("special"):
+                ids.add(int(k))
+        self.all_special_ids = sorted(ids)
+        eos = _token_content(config.get("eos_token"))
+        self.eos_token_id = backend.token_to_id(eos) if eos is not None else None
+
+
+def _json_tokenizer(local_dir: Path | None, repo_id: str, revision, token) -> _JsonTokenizer | None:
+    """The fast-path tokenizer of a local directory or hub repo, or None to use transformers."""
+    try:
+        from tokenizers import Tokenizer
+
+        if local_dir is not None:
+            tj, tc = local_dir / "tokenizer.json", local_dir / "tokenizer_config.json"
+            if not tj.is_file():
+                return None
+        else:
+            tj = _hub_file(repo_id, "tokenizer.json", revision, token)
+            if tj is None:
+                return None
+            tc = _hub_file(repo_id, "tokenizer_config.json", revision, token)
+        config = json.loads(tc.read_text(encoding="utf-8")) if tc is not None and tc.is_file() else {}
+        if not isinstance(config, dict) or config.get("auto_map"):
+            return None  # custom tokenizer code: leave it to transformers
+        return _JsonTokenizer(Tokenizer.from_file(str(tj)), config)
+    except Exception:  # noqa: BLE001 -- anything unusual: transformers decides
         return None
 
 

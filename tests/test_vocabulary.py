@@ -120,6 +120,10 @@ def test_real_tokenizer_bytes_every_id(name, request):
     assert max(tok.get_vocab().values()) < vocab.max_token_id()
     assert len(vocab) == want["n"]
     assert vocab.eos_token_ids == want["eos"]
+    # from_pretrained reads tokenizer.json directly; transformers' tokenizer gives the same vocabulary.
+    via_transformers = Vocabulary.from_tokenizer(tok, eos_token_ids=want["eos"])
+    assert via_transformers.fingerprint == vocab.fingerprint
+    assert via_transformers.special_token_ids == vocab.special_token_ids
     check_bytelevel_exact(vocab, tok)
     assert check_decode_in_context(vocab, tok) == want["n"]
     check_encode_concat(vocab, tok)

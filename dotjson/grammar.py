@@ -36,7 +36,7 @@ from typing import Callable
 from dotjson import ir
 from dotjson.errors import GrammarError
 
-__all__ = ["load_lark", "json_base", "json_base_grammar", "to_lark", "lark_parses", "lark_name"]
+__all__ = ["load_lark", "json_base", "json_base_grammar", "to_lark", "to_python_regex", "lark_parses", "lark_name"]
 
 
 # ============================================================================ Lark → IR
@@ -364,9 +364,15 @@ def _lark_string(text: str) -> str:
 
 
 class _Renderer:
-    def __init__(self, names: dict[str, str]):
+    def __init__(self, names: dict[str, str], end: str = '"'):
         self.names = names
+        self.used = set(names.values())
+        self.aux: dict[int, str] = {}
+        self.aux_lines: list[tuple[str, str | None]] = []
+        self._counter = 0
+        self.end = end  # regex text of what directly follows an And/Diff
         self._fixed: dict[int, int | None] = {}
+        self._qmemo: dict[int, frozenset] = {}
         self._keep: list = []
 
     # --- analysis
@@ -399,6 +405,47 @@ class _Renderer:
         self._fixed[k] = out
         return out
 
+    # --- quote safety: strings that, read as JSON string content, never end inside an escape
+    # and never contain an unescaped quote. Then x followed by '"' matches at one length only.
+    def quote_safe(self, n: ir.Node) -> bool:
+        return all(f[0] == _N for f in self._qfuns(n))
+
+    def _qfuns(self, n: ir.Node) -> frozenset:
+        k = id(n)
+        hit = self._qmemo.get(k)
+        if hit is not None:
+            return hit
+        self._keep.append(n)
+        if isinstance(n, ir.Lit):
+            f = _ID
+            for ch in n.text:
+                f = _compose(f, _char_fun(ord(ch)))
+            out = frozenset((f,))
+        elif isinstance(n, ir.Chars):
+            out = frozenset(_chars_funs(n))
+        elif isinstance(n, ir.Seq):
+            out = frozenset((_ID,))
+            for x in n.items:
+                fx = self._qfuns(x)
+                out = frozenset(_compose(a, b) for a in out for b in fx)
+        elif isinstance(n, ir.Alt):
+            out = frozenset().union(*(self._qfuns(x) for x in n.items)) if n.items else frozenset()
+        elif isinstance(n, ir.Repeat):
+            out = _repeat_funs(self._qfuns(n.item), n.min, n.max)
+        elif isinstance(n, ir.And):
+            sets = [self._qfuns(x) for x in n.items]
+            out = frozenset.intersection(*sets) if sets else frozenset()
+        elif isinstance(n, ir.Diff):
+            out = self._qfuns(n.left)
+            if not self.quote_safe(n.right):
+                out = frozenset({(_D, _D)})  # poison: the lookahead would be inexact
+        else:
+            out = frozenset({(_D, _D)})
+        if isinstance(n, ir.And) and not all(self.quote_safe(x) for x in n.items):
+            out = frozenset({(_D, _D)})
+        self._qmemo[k] = out
+        return out
+
     # --- regex rendering (ref-free nodes)
     def rx(self, n: ir.Node, at_quote: bool = False) -> str:
         if isinstance(n, ir.Lit):
@@ -420,12 +467,12 @@ class _Renderer:
         if isinstance(n, ir.And):
             if not at_quote:
                 raise GrammarError("an intersection (And) must be directly followed by a closing quote to render as Lark")
-            heads = "".join(f'(?=(?:{self.rx(x, True)})")' for x in n.items[1:])
+            heads = "".join(f"(?=(?:{self.rx(x, True)}){self.end})" for x in n.items[1:])
             return heads + "(?:" + self.rx(n.items[0], True) + ")"
         if isinstance(n, ir.Diff):
             if not at_quote:
                 raise GrammarError("a difference (Diff) must be directly followed by a closing quote to render as Lark")
-            return f'(?!(?:{self.rx(n.right, True)})")(?:{self.rx(n.left, True)})'
+            return f"(?!(?:{self.rx(n.right, True)}){self.end})(?:{self.rx(n.left, True)})"
         if isinstance(n, ir.Ref):
             raise GrammarError(f"rule reference {n.name!r} inside a regular sub-tree")
         raise TypeError(n)
@@ -447,74 +494,191 @@ class _Renderer:
         return f"[{body}]"
 
     # --- rule expressions
-    def expr(self, n: ir.Node) -> tuple[str, int]:
-        """Render ``n`` as a Lark expression; returns (text, precedence 0=alt 1=seq 2=atom)."""
-        if isinstance(n, ir.Lit):
-            if not n.text:
-                return "", 1
-            return _lark_string(n.text), 2
-        if isinstance(n, ir.Ref):
-            return self.names[n.name], 2
-        if isinstance(n, (ir.Chars,)) or (self.fixed_len(n) or 0) > 0:
-            return "/" + self.rx(n) + "/", 2
-        if isinstance(n, ir.Alt):
-            if not n.items:
-                return "/[^\\x00-\\U0010ffff]/", 2
+    # Lark distributes every inline alternative, ``?``, ``*`` and ``~ n..m`` of a sequence over
+    # the rule's expansions (``a: (b|c) d? (e|f)`` becomes 8 expansions), so a sequence only
+    # holds atoms that do not multiply; anything else is hoisted into a helper rule, one per
+    # shared IR node.
+    def body(self, n: ir.Node) -> str:
+        """A rule's right-hand side."""
+        if isinstance(n, ir.Alt) and n.items:
             parts = [x for x in n.items if not _is_eps(x)]
-            body = " | ".join(self.expr(x)[0] for x in parts)
+            text = " | ".join(self.branch(x) or '""' for x in parts)
             if len(parts) < len(n.items):
-                return f"({body})?", 2
-            return body, 0
+                text = f"{text} | " if text else ""
+            return text
+        return self.branch(n)
+
+    def branch(self, n: ir.Node) -> str:
+        """One alternative: atoms separated by spaces (or one repetition)."""
         if isinstance(n, ir.Seq):
             return self.seq(n.items)
+        if not isinstance(n, (ir.Lit, ir.Ref)) and not _has_setop(n) and (self.fixed_len(n) or 0) > 0:
+            return "/" + self.rx(n) + "/"
         if isinstance(n, ir.Repeat):
-            inner, prec = self.expr(n.item)
+            if isinstance(n.item, ir.Alt) and n.item.items and not any(_is_eps(x) for x in n.item.items):
+                inner = "(" + self.body(n.item) + ")"  # multiplies this rule only
+            else:
+                inner = self.atom(n.item)
             if not inner:
-                return "", 1
-            atom = inner if prec == 2 else f"({inner})"
+                return ""
+            if not _SIMPLE_ATOM.fullmatch(inner) and not (inner.startswith("(") and inner.endswith(")")):
+                inner = f"({inner})"
             lo, hi = n.min, n.max
             if (lo, hi) == (0, None):
-                return atom + "*", 2
+                return inner + "*"
             if (lo, hi) == (1, None):
-                return atom + "+", 2
+                return inner + "+"
             if (lo, hi) == (0, 1):
-                return atom + "?", 2
+                return inner + "?"
             if hi is None:
-                return f"({atom} ~ {lo}) {atom}*", 1
+                return f"({inner} ~ {lo}) {inner}*"
             if lo == hi:
-                return f"{atom} ~ {lo}", 1
-            return f"{atom} ~ {lo}..{hi}", 1
+                return f"{inner} ~ {lo}"
+            return f"{inner} ~ {lo}..{hi}"
+        return self.atom(n)
+
+    def atom(self, n: ir.Node) -> str:
+        """Text that adds no expansions to the enclosing rule ("" for ε)."""
+        if isinstance(n, ir.Lit):
+            return _lark_string(n.text) if n.text else ""
+        if isinstance(n, ir.Ref):
+            return self.names[n.name]
+        if _is_eps(n):
+            return ""
+        if isinstance(n, ir.Chars) or (not _has_setop(n) and (self.fixed_len(n) or 0) > 0):
+            return "/" + self.rx(n) + "/"
+        if isinstance(n, (ir.Alt)) and not n.items:
+            return "/[^\\x00-\\U0010ffff]/"
+        if isinstance(n, ir.Seq):
+            return self.seq(n.items)
+        if isinstance(n, ir.Repeat) and (n.min, n.max) == (1, None):
+            inner = self.atom(n.item)
+            return inner + "+" if inner and _SIMPLE_ATOM.fullmatch(inner) else self.hoist(n)
         if isinstance(n, (ir.And, ir.Diff)):
             raise GrammarError(
                 f"{type(n).__name__} must be directly followed by a closing-quote literal to render as Lark"
             )
-        raise TypeError(n)
+        return self.hoist(n)
 
-    def seq(self, items: tuple[ir.Node, ...]) -> tuple[str, int]:
-        out: list[tuple[str, int]] = []
+    def hoist(self, n: ir.Node) -> str:
+        k = id(n)
+        name = self.aux.get(k)
+        if name is None:
+            name = self.fresh()
+            self.aux[k] = name
+            self._keep.append(n)
+            self.aux_lines.append((name, None))
+            idx = len(self.aux_lines) - 1
+            self.aux_lines[idx] = (name, self.body(n))
+        return name
+
+    def fresh(self) -> str:
+        while True:
+            self._counter += 1
+            name = f"_r{self._counter}"
+            if name not in self.used:
+                return name
+
+    def seq(self, items: tuple[ir.Node, ...]) -> str:
+        out: list[str] = []
         i = 0
         while i < len(items):
             x = items[i]
-            if _has_setop(x):
-                nxt = items[i + 1] if i + 1 < len(items) else None
-                if not (isinstance(nxt, ir.Lit) and nxt.text.startswith('"')):
-                    raise GrammarError(
-                        "an intersection or difference must be directly followed by the closing quote"
-                    )
-                out.append(("/" + self.rx(x, True) + '\\"/', 2))
+            nxt = items[i + 1] if i + 1 < len(items) else None
+            closes = isinstance(nxt, ir.Lit) and nxt.text.startswith('"')
+            if closes and not isinstance(x, ir.Lit) and ir.is_regular(x) and self.quote_safe(x):
+                # x" as one terminal: it can only end at the first unescaped quote (unique length)
+                head = ""
+                if out and out[-1] == '"\\""':
+                    out.pop()
+                    head = '\\"'
+                out.append("/" + head + self.rx(x, True) + '\\"/')
                 if len(nxt.text) > 1:
-                    out.append((_lark_string(nxt.text[1:]), 2))
+                    out.append(_lark_string(nxt.text[1:]))
                 i += 2
                 continue
-            s, prec = self.expr(x)
+            if _has_setop(x):
+                raise GrammarError(
+                    "an intersection or difference must be directly followed by the closing quote of a "
+                    "JSON string, and its operands must be JSON string contents"
+                )
+            if not isinstance(x, ir.Ref) and not _has_setop(x) and self.fixed_len(x) is not None:
+                # a run of fixed-length items is one terminal (still a single match length)
+                j = i
+                while j < len(items) and not isinstance(items[j], ir.Ref) and self.fixed_len(items[j]) is not None:
+                    nj = items[j + 1] if j + 1 < len(items) else None
+                    if j > i and isinstance(nj, ir.Lit) and nj.text.startswith('"') and self.quote_safe(items[j]):
+                        break
+                    j += 1
+                run = [y for y in items[i:j] if not _is_eps(y)]
+                if len(run) > 1:
+                    if all(isinstance(y, ir.Lit) for y in run):
+                        out.append(_lark_string("".join(y.text for y in run)))
+                    else:
+                        out.append("/" + "".join(self.rx(y) for y in run) + "/")
+                    i = j
+                    continue
+            s = self.atom(x)
             if s:
-                out.append((s, prec))
+                out.append(s)
             i += 1
-        if not out:
-            return "", 1
-        if len(out) == 1:
-            return out[0]
-        return " ".join(s if p >= 1 else f"({s})" for s, p in out), 1
+        return " ".join(out)
+
+
+_SIMPLE_ATOM = re.compile(r'[A-Za-z_][A-Za-z_0-9]*|"(?:[^"\\]|\\.)*"|/(?:[^/\\]|\\.)*/')
+
+
+# escape-state functions: state N (normal) or A (after a backslash), D = an unescaped quote seen
+_N, _A, _D = 0, 1, 2
+_ID = (_N, _A)
+
+
+def _char_fun(cp: int) -> tuple[int, int]:
+    if cp == 0x5C:
+        return (_A, _N)
+    if cp == 0x22:
+        return (_D, _N)
+    return (_N, _N)
+
+
+def _chars_funs(c: ir.Chars) -> set:
+    out = set()
+    for lo, hi in c.ranges:
+        if lo <= 0x22 <= hi:
+            out.add(_char_fun(0x22))
+        if lo <= 0x5C <= hi:
+            out.add(_char_fun(0x5C))
+        if hi - lo + 1 > (lo <= 0x22 <= hi) + (lo <= 0x5C <= hi):
+            out.add((_N, _N))
+    return out
+
+
+def _compose(f: tuple[int, int], g: tuple[int, int]) -> tuple[int, int]:
+    return tuple(_D if s == _D else g[s] for s in f)  # type: ignore[return-value]
+
+
+def _repeat_funs(s: frozenset, lo: int, hi: int | None) -> frozenset:
+    """Functions of strings made of ``lo..hi`` strings whose functions are in ``s``."""
+    powers: list[frozenset] = [frozenset((_ID,))]
+    seen = {powers[0]: 0}
+    limit = hi if hi is not None else None
+    while True:
+        k = len(powers)
+        if limit is not None and k > limit:
+            break
+        nxt = frozenset(_compose(a, b) for a in powers[-1] for b in s)
+        if nxt in seen:  # the sequence of power sets is periodic from here on
+            start = seen[nxt]
+            cycle = powers[start:]
+            out: set = set()
+            top = hi if hi is not None else lo + len(powers) + len(cycle)
+            for j in range(lo, min(top, lo + len(powers) + len(cycle)) + 1):
+                idx = j if j < len(powers) else start + (j - start) % len(cycle)
+                out |= powers[idx]
+            return frozenset(out)
+        seen[nxt] = k
+        powers.append(nxt)
+    return frozenset().union(*powers[lo : hi + 1]) if hi is not None else frozenset()
 
 
 def _is_eps(n: ir.Node) -> bool:
@@ -580,9 +744,26 @@ def to_lark(g: ir.Grammar) -> str:
             raise GrammarError("internal: rule name 'start' collides")  # pragma: no cover
         lines.append(f"start: {names[g.start]}")
     for name, body in g.rules.items():
-        text, _ = r.expr(body)
-        lines.append(f"{names[name]}: {text}".rstrip())
+        lines.append(f"{names[name]}: {r.body(body)}".rstrip())
+    if r.aux_lines:
+        lines.append("")
+        lines.append("// helper rules (sub-expressions, one per shared node)")
+        lines.extend(f"{n}: {b}".rstrip() for n, b in r.aux_lines)
     return "\n".join(lines) + "\n"
+
+
+def to_python_regex(node: ir.Node) -> str:
+    """A Python regex whose *full-match* language is the language of a ref-free node.
+
+    ``And``/``Diff`` become lookaheads anchored at ``\\Z``, so they may only end the node
+    (as in JSON-string languages). Meant for tests and debugging: ``re.fullmatch(rx, s)``.
+
+    Raises
+    ------
+    GrammarError
+        If the node references a rule, or has an ``And``/``Diff`` that does not end it.
+    """
+    return _Renderer({}, end="\\Z").rx(node, True)
 
 
 # ============================================================================ the oracle

@@ -1,0 +1,313 @@
+"""JSON Schema ``format`` values as languages over decoded strings.
+
+Each supported format is written from its RFC's ABNF as an IR node (small pieces go through
+:func:`dotjson.regex.regex_to_ir` with full-match semantics). The JSON-Schema-Test-Suite's
+``optional/format`` files are the acceptance test (``tests/test_formats.py``).
+
+Exact where a regular language can be:
+
+* ``date``/``date-time``: real month lengths and Gregorian leap years (Feb 29 only in years
+  divisible by 4 and not by 100, or by 400); ``time``/``date-time``: a leap second ``:60`` only
+  at 23:59 UTC, i.e. at the local time that the offset maps to 23:59 UTC (an ``And`` of an
+  hour and a minute constraint, at the end of the string);
+* ``hostname``: RFC 1123 labels of at most 63 characters, at most 253 characters in all.
+
+Deliberately narrower than the RFCs (valid strings rejected, never the reverse):
+
+* ``hostname`` (and e-mail domains): labels with ``--`` in positions 3–4, which includes every
+  A-label (``xn--...``), are rejected, because Punycode validity is not a regular language.
+* ``email``: no ``General-address-literal`` (only IPv4 and ``IPv6:`` literals).
+
+Also supported: ``iri``, ``iri-reference`` (RFC 3987), ``json-pointer`` (RFC 6901) and
+``relative-json-pointer``. Not supported (:func:`format_to_ir` returns ``None``):
+``idn-hostname``, ``idn-email``, ``uri-template``, ``regex`` and unknown formats.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from dotjson import ir
+from dotjson.regex import regex_to_ir
+
+__all__ = ["format_to_ir", "SUPPORTED_FORMATS"]
+
+
+def _r(pattern: str) -> ir.Node:
+    return regex_to_ir(pattern, search=False)
+
+
+_DIGIT = ir.chars((0x30, 0x39))
+_HEXDIG = ir.chars((0x30, 0x39), (0x41, 0x46), (0x61, 0x66))
+
+
+# ----------------------------------------------------------------------------- dates and times
+
+
+def _two(n: int) -> str:
+    return f"{n:02d}"
+
+
+@functools.lru_cache(maxsize=None)
+def _full_date() -> ir.Node:
+    year = ir.repeat(_DIGIT, 4, 4)
+    d28 = _r("(0[1-9]|1[0-9]|2[0-8])")
+    d30 = _r("(0[1-9]|[12][0-9]|30)")
+    d31 = _r("(0[1-9]|[12][0-9]|3[01])")
+    m31 = _r("(01|03|05|07|08|10|12)")
+    m30 = _r("(04|06|09|11)")
+    # years divisible by 4 and not by 100, or divisible by 400
+    mult4_nonzero = _r("([02468][48]|[2468]0|[13579][26])")
+    mult4 = _r("([02468][048]|[13579][26])")
+    leap = ir.alt(ir.seq(_DIGIT, _DIGIT, mult4_nonzero), ir.seq(mult4, ir.lit("00")))
+    return ir.alt(
+        ir.seq(year, ir.lit("-"), m31, ir.lit("-"), d31),
+        ir.seq(year, ir.lit("-"), m30, ir.lit("-"), d30),
+        ir.seq(year, ir.lit("-02-"), d28),
+        ir.seq(leap, ir.lit("-02-29")),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _full_time() -> ir.Node:
+    hour = _r("([01][0-9]|2[0-3])")
+    minute = _r("[0-5][0-9]")
+    frac = ir.opt(ir.seq(ir.lit("."), ir.repeat(_DIGIT, 1, None)))
+    num_offset = ir.seq(ir.chars((0x2B, 0x2B), (0x2D, 0x2D)), hour, ir.lit(":"), minute)
+    offset = ir.alt(ir.chars((0x5A, 0x5A), (0x7A, 0x7A)), num_offset)
+    normal = ir.seq(hour, ir.lit(":"), minute, ir.lit(":"), minute, frac, offset)
+    # A leap second is 23:59:60 UTC, written at the local time UTC + offset. Listing the
+    # 2,881 (local time, offset) pairs would be large; instead each sign is the intersection
+    # of an hour constraint (24 branches) and a minute constraint (60 branches).
+    z = ir.chars((0x5A, 0x5A), (0x7A, 0x7A))
+    sec60 = ir.lit(":60")
+
+    def pairs(sign: str, hour_map, minute_map, minutes) -> ir.Node:
+        by_hour = ir.alt(*(
+            ir.seq(ir.lit(_two(hour_map(h)) + ":"), minute, sec60, frac, ir.lit(f"{sign}{_two(h)}:"), minute)
+            for h in range(24)
+        ))
+        by_minute = ir.alt(*(
+            ir.seq(hour, ir.lit(":" + _two(minute_map(m))), sec60, frac, ir.lit(sign), hour, ir.lit(":" + _two(m)))
+            for m in minutes
+        ))
+        return ir.And((by_hour, by_minute))
+
+    leap = ir.alt(
+        ir.seq(ir.lit("23:59:60"), frac, z),
+        # +HH:MM with MM >= 1: local time HH:(MM-1)
+        pairs("+", lambda h: h, lambda m: m - 1, range(1, 60)),
+        # +HH:00: local time (HH-1):59
+        ir.alt(*(ir.seq(ir.lit(f"{_two((h - 1) % 24)}:59:60"), frac, ir.lit(f"+{_two(h)}:00")) for h in range(24))),
+        # -HH:MM: local time (23-HH):(59-MM)
+        pairs("-", lambda h: 23 - h, lambda m: 59 - m, range(60)),
+    )
+    return ir.alt(normal, leap)
+
+
+# ----------------------------------------------------------------------------- duration
+
+
+@functools.lru_cache(maxsize=None)
+def _duration() -> ir.Node:
+    n = ir.repeat(_DIGIT, 1, None)
+
+    def u(c: str) -> ir.Node:
+        return ir.seq(n, ir.lit(c))
+
+    second = u("S")
+    minute = ir.seq(u("M"), ir.opt(second))
+    hour = ir.seq(u("H"), ir.opt(minute))
+    time = ir.seq(ir.lit("T"), ir.alt(hour, minute, second))
+    day = u("D")
+    week = u("W")
+    month = ir.seq(u("M"), ir.opt(day))
+    year = ir.seq(u("Y"), ir.opt(month))
+    date = ir.seq(ir.alt(day, month, year), ir.opt(time))
+    return ir.seq(ir.lit("P"), ir.alt(date, time, week))
+
+
+# ----------------------------------------------------------------------------- internet
+
+
+_DEC_OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+
+
+@functools.lru_cache(maxsize=None)
+def _ipv4() -> ir.Node:
+    return _r(f"{_DEC_OCTET}(\\.{_DEC_OCTET}){{3}}")
+
+
+@functools.lru_cache(maxsize=None)
+def _ipv6() -> ir.Node:
+    h16 = ir.repeat(_HEXDIG, 1, 4)
+    c = ir.lit(":")
+    h16c = ir.seq(h16, c)
+    ls32 = ir.alt(ir.seq(h16, c, h16), _ipv4())
+    dc = ir.lit("::")
+
+    def before(k: int) -> ir.Node:
+        # [ *k( h16 ":" ) h16 ]
+        if k < 0:
+            return ir.EPS
+        return ir.opt(ir.seq(ir.repeat(h16c, 0, k), h16))
+
+    return ir.alt(
+        ir.seq(ir.repeat(h16c, 6, 6), ls32),
+        ir.seq(dc, ir.repeat(h16c, 5, 5), ls32),
+        ir.seq(before(0), dc, ir.repeat(h16c, 4, 4), ls32),
+        ir.seq(before(1), dc, ir.repeat(h16c, 3, 3), ls32),
+        ir.seq(before(2), dc, ir.repeat(h16c, 2, 2), ls32),
+        ir.seq(before(3), dc, h16c, ls32),
+        ir.seq(before(4), dc, ls32),
+        ir.seq(before(5), dc, h16),
+        ir.seq(before(6), dc),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _hostname() -> ir.Node:
+    ld = ir.chars((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A))
+    ldh = ir.chars_union(ld, ir.chars((0x2D, 0x2D)))
+    # labels of 1..63 characters, letters/digits at both ends, no "--" in positions 3-4
+    label = ir.alt(
+        ld,
+        ir.seq(ld, ld),
+        ir.seq(ld, ldh, ld),
+        ir.seq(ld, ldh, ldh, ld),
+        ir.seq(ld, ldh, ir.alt(ir.seq(ld, ldh), ir.seq(ir.lit("-"), ld)), ir.repeat(ldh, 0, 58), ld),
+    )
+    structure = ir.seq(label, ir.repeat(ir.seq(ir.lit("."), label), 0, None))
+    return ir.And((structure, ir.repeat(ir.ANY_CHAR, 1, 253)))
+
+
+@functools.lru_cache(maxsize=None)
+def _email() -> ir.Node:
+    atext = _r("[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~]")
+    atom = ir.repeat(atext, 1, None)
+    dot_string = ir.seq(atom, ir.repeat(ir.seq(ir.lit("."), atom), 0, None))
+    qtext = ir.chars((32, 33), (35, 91), (93, 126))
+    qpair = ir.seq(ir.lit("\\"), ir.chars((32, 126)))
+    quoted = ir.seq(ir.lit('"'), ir.repeat(ir.alt(qtext, qpair), 0, None), ir.lit('"'))
+    local = ir.alt(dot_string, quoted)
+    literal = ir.seq(ir.lit("["), ir.alt(_ipv4(), ir.seq(ir.lit("IPv6:"), _ipv6())), ir.lit("]"))
+    return ir.seq(local, ir.lit("@"), ir.alt(literal, _hostname()))
+
+
+@functools.lru_cache(maxsize=None)
+def _uuid() -> ir.Node:
+    h = _HEXDIG
+    return ir.seq(
+        ir.repeat(h, 8, 8), ir.lit("-"), ir.repeat(h, 4, 4), ir.lit("-"), ir.repeat(h, 4, 4), ir.lit("-"),
+        ir.repeat(h, 4, 4), ir.lit("-"), ir.repeat(h, 12, 12),
+    )
+
+
+# ----------------------------------------------------------------------------- URIs and IRIs
+
+_UCSCHAR = ir.chars(
+    (0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF), (0x10000, 0x1FFFD), (0x20000, 0x2FFFD),
+    (0x30000, 0x3FFFD), (0x40000, 0x4FFFD), (0x50000, 0x5FFFD), (0x60000, 0x6FFFD), (0x70000, 0x7FFFD),
+    (0x80000, 0x8FFFD), (0x90000, 0x9FFFD), (0xA0000, 0xAFFFD), (0xB0000, 0xBFFFD), (0xC0000, 0xCFFFD),
+    (0xD0000, 0xDFFFD), (0xE1000, 0xEFFFD),
+)
+_IPRIVATE = ir.chars((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+
+
+@functools.lru_cache(maxsize=None)
+def _uri_parts(iri: bool) -> dict[str, ir.Node]:
+    """RFC 3986 (``iri=False``) or RFC 3987 (``iri=True``) productions."""
+    unreserved = _r("[A-Za-z0-9\\-._~]")
+    if iri:
+        unreserved = ir.chars_union(unreserved, _UCSCHAR)
+    sub_delims = _r("[!$&'()*+,;=]")
+    pct = ir.seq(ir.lit("%"), _HEXDIG, _HEXDIG)
+    ch = ir.alt(ir.chars_union(unreserved, sub_delims), pct)  # unreserved / pct / sub-delims
+    colon_at = ir.chars((0x3A, 0x3A), (0x40, 0x40))
+    pchar = ir.alt(ir.chars_union(unreserved, sub_delims, colon_at), pct)
+    scheme = _r("[A-Za-z][A-Za-z0-9+\\-.]*")
+    userinfo = ir.repeat(ir.alt(ch, ir.lit(":")), 0, None)
+    ipvfuture = ir.seq(
+        ir.chars((0x56, 0x56), (0x76, 0x76)), ir.repeat(_HEXDIG, 1, None), ir.lit("."),
+        ir.repeat(ir.alt(ir.chars_union(_r("[A-Za-z0-9\\-._~]"), sub_delims, ir.chars((0x3A, 0x3A)))), 1, None),
+    )
+    ip_literal = ir.seq(ir.lit("["), ir.alt(_ipv6(), ipvfuture), ir.lit("]"))
+    reg_name = ir.repeat(ch, 0, None)  # includes IPv4address
+    host = ir.alt(ip_literal, reg_name)
+    port = ir.repeat(_DIGIT, 0, None)
+    authority = ir.seq(ir.opt(ir.seq(userinfo, ir.lit("@"))), host, ir.opt(ir.seq(ir.lit(":"), port)))
+    segment = ir.repeat(pchar, 0, None)
+    segment_nz = ir.repeat(pchar, 1, None)
+    segment_nz_nc = ir.repeat(ir.alt(ir.chars_union(unreserved, sub_delims, ir.chars((0x40, 0x40))), pct), 1, None)
+    slash_segs = ir.repeat(ir.seq(ir.lit("/"), segment), 0, None)
+    path_abempty = slash_segs
+    path_absolute = ir.seq(ir.lit("/"), ir.opt(ir.seq(segment_nz, slash_segs)))
+    path_noscheme = ir.seq(segment_nz_nc, slash_segs)
+    path_rootless = ir.seq(segment_nz, slash_segs)
+    qchars = ir.chars_union(unreserved, sub_delims, colon_at, ir.chars((0x2F, 0x2F), (0x3F, 0x3F)))
+    query = ir.repeat(ir.alt(ir.chars_union(qchars, _IPRIVATE) if iri else qchars, pct), 0, None)
+    fragment = ir.repeat(ir.alt(qchars, pct), 0, None)
+    tail = ir.seq(ir.opt(ir.seq(ir.lit("?"), query)), ir.opt(ir.seq(ir.lit("#"), fragment)))
+    hier = ir.alt(ir.seq(ir.lit("//"), authority, path_abempty), path_absolute, path_rootless, ir.EPS)
+    uri = ir.seq(scheme, ir.lit(":"), hier, tail)
+    rel_part = ir.alt(ir.seq(ir.lit("//"), authority, path_abempty), path_absolute, path_noscheme, ir.EPS)
+    relative = ir.seq(rel_part, tail)
+    return {"uri": uri, "reference": ir.alt(uri, relative)}
+
+
+# ----------------------------------------------------------------------------- JSON pointers
+
+
+@functools.lru_cache(maxsize=None)
+def _json_pointer() -> ir.Node:
+    unescaped = ir.chars_complement(ir.chars((0x2F, 0x2F), (0x7E, 0x7E)))
+    token = ir.repeat(ir.alt(unescaped, ir.lit("~0"), ir.lit("~1")), 0, None)
+    return ir.repeat(ir.seq(ir.lit("/"), token), 0, None)
+
+
+@functools.lru_cache(maxsize=None)
+def _relative_json_pointer() -> ir.Node:
+    nonneg = _r("(0|[1-9][0-9]*)")
+    return ir.seq(nonneg, ir.alt(ir.lit("#"), _json_pointer()))
+
+
+# ----------------------------------------------------------------------------- registry
+
+_BUILDERS = {
+    "date": _full_date,
+    "time": _full_time,
+    "date-time": lambda: ir.seq(_full_date(), ir.chars((0x54, 0x54), (0x74, 0x74)), _full_time()),
+    "duration": _duration,
+    "email": _email,
+    "hostname": _hostname,
+    "ipv4": _ipv4,
+    "ipv6": _ipv6,
+    "uuid": _uuid,
+    "uri": lambda: _uri_parts(False)["uri"],
+    "uri-reference": lambda: _uri_parts(False)["reference"],
+    "iri": lambda: _uri_parts(True)["uri"],
+    "iri-reference": lambda: _uri_parts(True)["reference"],
+    "json-pointer": _json_pointer,
+    "relative-json-pointer": _relative_json_pointer,
+}
+
+SUPPORTED_FORMATS = frozenset(_BUILDERS)
+
+
+@functools.lru_cache(maxsize=None)
+def format_to_ir(name: str) -> ir.Node | None:
+    """The set of decoded strings a JSON Schema ``format`` accepts.
+
+    Parameters
+    ----------
+    name : str
+        The ``format`` value.
+
+    Returns
+    -------
+    ir.Node or None
+        A ref-free node over decoded strings (full match), or ``None`` when the format is not
+        supported (the caller decides whether that is an error or an ignored annotation).
+    """
+    build = _BUILDERS.get(name)
+    return build() if build is not None else None

@@ -1,0 +1,184 @@
+"""Masking throughput: dotjson's LogitsProcessor against a memory copy, llguidance and XGrammar.
+
+For each batch size x allowed-fraction, on the same float32 buffer of ``batch x vocab`` logits
+and the same packed bitsets, times (median of repeats, after warm-up calls):
+
+- ``memcpy``: ``np.copyto`` of a buffer of the same size (the bandwidth yardstick),
+- ``dotjson`` on a NumPy array and on a CPU torch tensor,
+- ``llguidance.numpy.apply_token_bitmask_inplace`` and ``llguidance.torch.apply_token_bitmask_inplace``,
+- ``xgrammar.apply_token_bitmask_inplace`` (CPU torch tensors),
+
+and prints a table with the ratios ours / memcpy and peer / ours (how many times faster we are).
+Peers that are not installed, or fail, are reported as ``n/a``.
+
+Run: ``python3 perf/bench_mask.py`` (about a minute; ``--quick`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from dotjson.processor import LogitsProcessor  # noqa: E402
+from dotjson.tokenset import BatchedTokenSet  # noqa: E402
+
+
+class _Vocab:
+    def __init__(self, n):
+        self.n = n
+
+    def max_token_id(self):
+        return self.n
+
+
+class _Guide:
+    def __init__(self, n, batch):
+        self.vocabulary = _Vocab(n)
+        self.batch_size = batch
+
+
+def make_bits(rng, batch, vocab, frac):
+    """Packed bitsets with each token allowed independently with probability ``frac``.
+
+    Independent bits are the hard case for a masking kernel (every 32-token word is mixed, so
+    no word can be skipped or filled whole); real grammar masks come in long runs and are easier.
+    """
+    allowed = rng.random((batch, vocab)) < frac
+    padded = np.zeros((batch, (vocab + 31) // 32 * 32), dtype=bool)
+    padded[:, :vocab] = allowed
+    bits = np.packbits(padded, axis=1, bitorder="little").view("<u4").astype(np.uint32)
+    return bits, allowed.mean()
+
+
+def timeit(fn, repeats, min_time, warmup=3, stats=None):
+    for _ in range(warmup):
+        fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < repeats or (time.perf_counter() - start < min_time and len(times) < 10 * repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= 3 and time.perf_counter() - start > 20 * min_time:
+            break  # a very slow peer: three samples are enough
+    if stats is not None:
+        stats["min"] = min(times)
+    return statistics.median(times)
+
+
+def peers(torch):
+    """name -> factory(logits_np, logits_t, bits_np) -> zero-argument callable, or an error string."""
+    out = {}
+    try:
+        import llguidance.numpy as lln
+
+        out["llguidance.numpy"] = lambda a, t, b: (
+            lambda m=b.view(np.int32): lln.apply_token_bitmask_inplace(a, m)
+        )
+    except Exception as e:  # noqa: BLE001 - a missing peer is reported, not fatal
+        out["llguidance.numpy"] = f"n/a ({type(e).__name__})"
+    if torch is not None:
+        try:
+            import llguidance.torch as llt
+
+            out["llguidance.torch"] = lambda a, t, b: (
+                lambda m=torch.from_numpy(b.view(np.int32)): llt.apply_token_bitmask_inplace(t, m)
+            )
+        except Exception as e:  # noqa: BLE001
+            out["llguidance.torch"] = f"n/a ({type(e).__name__})"
+        try:
+            import xgrammar
+
+            out["xgrammar"] = lambda a, t, b: (
+                lambda m=torch.from_numpy(b.view(np.int32)): xgrammar.apply_token_bitmask_inplace(t, m)
+            )
+        except Exception as e:  # noqa: BLE001
+            out["xgrammar"] = f"n/a ({type(e).__name__})"
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vocab", type=int, default=128_256)
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--fracs", type=float, nargs="+", default=[0.01, 0.5, 0.99])
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--min-time", type=float, default=0.2, help="seconds per measurement, at least")
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--threads", type=int, default=0, help="Numba and torch threads (default: all cores)")
+    ap.add_argument("--quick", action="store_true", help="batch 1 and 8, one fraction, few repeats")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.batches, args.fracs, args.repeats, args.min_time = [1, 8], [0.5], 5, 0.02
+
+    import numba
+
+    threads = args.threads or numba.config.NUMBA_NUM_THREADS
+    numba.set_num_threads(threads)
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:
+        torch = None
+
+    peer_fns = {} if args.no_peers else peers(torch)
+    print(
+        f"# mask {args.vocab}-token float32 logits in place; median of >= {args.repeats} runs; "
+        f"numba threads={numba.get_num_threads()}, torch threads="
+        f"{torch.get_num_threads() if torch is not None else 'n/a'}, cpus={os.cpu_count()}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    cols = ["batch", "allowed", "memcpy us", "ours np us (min)", "ours/memcpy", "ours torch us"]
+    cols += [f"{name} us (x ours)" for name in peer_fns]
+    print(" | ".join(cols))
+    print(" | ".join("---" for _ in cols))
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for batch in args.batches:
+        proc = LogitsProcessor(_Guide(args.vocab, batch))
+        for frac in args.fracs:
+            bits, actual = make_bits(rng, batch, args.vocab, frac)
+            ts = BatchedTokenSet(bits, args.vocab)
+            src = rng.standard_normal((batch, args.vocab)).astype(np.float32)
+            dst = np.empty_like(src)
+            logits = src.copy()
+            t_copy = timeit(lambda: np.copyto(dst, src), args.repeats, args.min_time)
+            st = {}
+            t_ours = timeit(lambda: proc(logits, ts), args.repeats, args.min_time, stats=st)
+            if batch == 32:
+                worst = max(worst, t_ours / t_copy)
+            row = [
+                str(batch), f"{actual:.1%}", f"{t_copy * 1e6:.0f}",
+                f"{t_ours * 1e6:.0f} ({st['min'] * 1e6:.0f})", f"{t_ours / t_copy:.2f}",
+            ]
+            if torch is not None:
+                lt = torch.from_numpy(src.copy())
+                row.append(f"{timeit(lambda: proc(lt, ts), args.repeats, args.min_time) * 1e6:.0f}")
+            else:
+                row.append("n/a")
+            for name, factory in peer_fns.items():
+                if isinstance(factory, str):
+                    row.append(factory)
+                    continue
+                a = src.copy()
+                t = torch.from_numpy(src.copy()) if torch is not None else None
+                try:
+                    t_peer = timeit(factory(a, t, bits), max(3, args.repeats // 5), args.min_time)
+                    row.append(f"{t_peer * 1e6:.0f} ({t_peer / t_ours:.1f}x)")
+                except Exception as e:  # noqa: BLE001 - report and go on
+                    row.append(f"n/a ({type(e).__name__}: {str(e)[:40]})")
+            print(" | ".join(row), flush=True)
+    if worst:
+        print(f"# worst ours/memcpy at batch 32: {worst:.2f} (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()

@@ -98,6 +98,7 @@ def test_masks_equal_slow_reference(name, tiny_bpe_vocab):
 
 def _teacher_force(index: Index, vocab, tokenizer, doc: str) -> int:
     ids = tokenizer.encode(doc, add_special_tokens=False)
+    ids = list(getattr(ids, "ids", ids))  # tokenizers.Tokenizer returns an Encoding
     assert b"".join(vocab.token_bytes(t) for t in ids) == doc.encode()
     guide = Guide(index, batch_size=1)
     ts = guide.get_start_tokensets()

@@ -29,10 +29,12 @@ from dotjson.tokenset import BatchedTokenSet
 
 __all__ = ["LogitsProcessor", "warmup_kernels"]
 
-#: Buffers smaller than this are masked on the calling thread: below it, waking the thread pool
-#: costs more than it saves (measured on 2 cores: 1 x 128k float32, 512 KiB, is 5 us parallel vs
-#: 7 us serial; 1 x 32k float32 is faster serial).
-PARALLEL_MIN_BYTES = 1 << 18
+#: Buffers smaller than this are masked on the calling thread. Measured on 2 idle cores
+#: (float32, 50% allowed): 1 x 128k (512 KiB) takes 5 us parallel vs 7 us serial, 1 x 256k
+#: (1 MiB) 8 vs 13 us, 4 MiB 26 vs 45 us. A parallel region must wake every worker, and on an
+#: oversubscribed host (torch's own thread team busy, other processes) a woken worker can wait
+#: milliseconds for a core, so below 1 MiB the microseconds saved are not worth that risk.
+PARALLEL_MIN_BYTES = 1 << 20
 #: A row is split into chunks of at least this many 32-token words, so a batch of one row still
 #: spreads over every thread while each task stays long enough to amortize its scheduling.
 MIN_CHUNK_WORDS = 512

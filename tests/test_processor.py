@@ -100,9 +100,10 @@ def test_numpy_every_dtype(dtype, batch, extra):
 
 @pytest.mark.parametrize("batch", [1, 4, 8])
 @pytest.mark.parametrize("frac", [0.0, 0.01, 0.5, 0.99, 1.0])
-@pytest.mark.parametrize("vocab,width", [(128_256, 128_256), (70_001, 70_100)])
+@pytest.mark.parametrize("vocab,width", [(128_256, 128_256), (70_001, 70_100), (300_007, 300_100)])
 def test_numpy_large_buffers_use_every_kernel_path(batch, frac, vocab, width):
-    # Large enough for the parallel kernel (chunks of a row at batch 1), odd widths for tails.
+    # Serial and parallel drivers (300k float32 is past PARALLEL_MIN_BYTES even at batch 1, so
+    # one row is split into chunks), odd widths for partial last words.
     rng = np.random.default_rng(batch * 131 + int(frac * 100) + vocab)
     allowed, ts = make_set(rng, batch, vocab, frac)
     logits = rng.standard_normal((batch, width)).astype(np.float32)
@@ -159,6 +160,24 @@ def test_numpy_strided_layouts(layout):
     np.testing.assert_array_equal(base[~probe], before[~probe])
 
 
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("chunk_words", [1, 2, 7])
+def test_parallel_driver_with_tiny_chunks(monkeypatch, batch, chunk_words):
+    # Force the parallel driver on small buffers with chunks of a few words: every chunk
+    # boundary, the partial last word and the columns past the vocabulary meet in one buffer.
+    monkeypatch.setattr(P, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(P, "MIN_CHUNK_WORDS", chunk_words)
+    rng = np.random.default_rng(batch * 10 + chunk_words)
+    for vocab, width in [(1, 1), (31, 40), (100, 100), (333, 401)]:
+        allowed, ts = make_set(rng, batch, vocab)
+        for dtype in ("float32", "float16", "int8", "float64"):
+            logits = random_logits(rng, (batch, width), dtype)
+            mask_value = -100 if dtype == "int8" else -np.inf
+            expected = reference(logits, allowed, mask_value)
+            LogitsProcessor(FakeGuide(vocab, batch), mask_value)(logits, ts)
+            assert_same(logits, expected)
+
+
 def test_large_parallel_strided_buffer():
     # The parallel kernel with a row stride larger than the width (a column slice).
     rng = np.random.default_rng(8)
@@ -213,7 +232,7 @@ def test_list_of_rows(kind):
 
 def test_list_of_large_rows_uses_parallel_kernel():
     rng = np.random.default_rng(9)
-    vocab, batch = 128_256, 2
+    vocab, batch = 300_000, 2
     allowed, ts = make_set(rng, batch, vocab, 0.5)
     rows = [rng.standard_normal(vocab).astype(np.float32) for _ in range(batch)]
     expected = [reference(r.copy()[None, :], allowed[i : i + 1], -np.inf)[0] for i, r in enumerate(rows)]

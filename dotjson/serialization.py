@@ -3,7 +3,7 @@
 An index directory holds
 
 - ``index.json``: format name and version, the vocabulary's fingerprint, the options, the grammar
-  in the internal form, the automaton's term store and state list, the memoized transitions and
+  in the internal form and as the Lark text users read, the automaton's term store and state list, the memoized transitions and
   the mask keys, and the SHA-256 of ``arrays.npz``;
 - ``arrays.npz``: the transition table, per-state flags and the memoized masks, read with
   ``allow_pickle=False``;
@@ -118,6 +118,7 @@ def save_index(index, path) -> None:
         "max_cache_bytes": index._max_cache_bytes,
         "options": index._options,
         "grammar": grammar_to_json(index._ir),
+        "grammar_text": index.grammar,
         "automaton": st["meta"],
         "mask_keys": mask_keys,
         "next": nxt,
@@ -184,6 +185,10 @@ def load_index(cls, path, vocabulary=None):
         self._setup(
             grammar, vocabulary, auto.max_states, int(meta["max_cache_bytes"]), auto.fuel, automaton=auto
         )
+        text = meta.get("grammar_text")
+        if not isinstance(text, str):
+            raise ValueError("grammar text missing")
+        self._grammar_text = text
         if self._n_words != int(meta["n_words"]) or self._limit != int(meta["limit"]):
             raise ValueError("vocabulary geometry differs")
         masks = arrays["masks"]

@@ -130,6 +130,8 @@ def _cached_dir(name: str, build) -> Path:
     try:
         build(tmp)
         (tmp / ".dotjson-build").write_text(str(_BUILD_VERSION))
+        if stamp.is_file() and stamp.read_text().strip() == str(_BUILD_VERSION):
+            return target  # another process installed the same build meanwhile
         if target.exists():
             # Stale build: move it aside first so the rename below is atomic.
             old = Path(tempfile.mkdtemp(prefix=f".{name}-old-", dir=target.parent))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+import time
 
 import numba
 import numpy as np
@@ -35,6 +36,10 @@ __all__ = ["LogitsProcessor", "warmup_kernels"]
 #: oversubscribed host (torch's own thread team busy, other processes) a woken worker can wait
 #: milliseconds for a core, so below 1 MiB the microseconds saved are not worth that risk.
 PARALLEL_MIN_BYTES = 1 << 20
+#: ``"auto"``: for buffers of at least ``PARALLEL_MIN_BYTES``, time both drivers as they run and
+#: use the faster (re-checking the other now and then, less often each time it loses);
+#: ``"always"`` / ``"never"``: always the parallel / the serial driver for those buffers.
+PARALLEL = "auto"
 #: A row is split into chunks of at least this many 32-token words, so a batch of one row still
 #: spreads over every thread while each task stays long enough to amortize its scheduling.
 MIN_CHUNK_WORDS = 512
@@ -42,6 +47,47 @@ MIN_CHUNK_WORDS = 512
 _UINT_OF_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 _NUMPY_KINDS = {"f": (2, 4, 8), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8)}
 _BUFFER_KINDS = "a 2-D NumPy array, a list of 1-D arrays (one per row) or a torch tensor"
+
+
+class _DriverChooser:
+    """Picks the serial or the parallel driver from their measured cost (ns per byte, smoothed).
+
+    One per process: whether threads pay depends on how busy the machine's cores are, which no
+    static threshold knows. The losing driver is re-tried every ``interval`` calls; each retry
+    it loses doubles the interval (up to 1024), so a busy host pays for a slow parallel call
+    rarely, and an idle one keeps its threads.
+    """
+
+    def __init__(self):
+        self.cost = [None, None]  # serial, parallel
+        self.calls = 0
+        self.interval = 16
+
+    def pick(self) -> int:
+        serial, parallel = self.cost
+        if serial is None:
+            return 0
+        if parallel is None:
+            return 1
+        best = 0 if serial <= parallel else 1
+        self.calls += 1
+        if self.calls >= self.interval:
+            self.calls = 0
+            return 1 - best
+        return best
+
+    def record(self, mode: int, ns: int, nbytes: int) -> None:
+        c = ns / max(nbytes, 1)
+        old, other = self.cost[mode], self.cost[1 - mode]
+        if old is not None and other is not None and old > other:
+            # A re-try of the losing driver: its old cost is stale, take the fresh one.
+            self.interval = min(self.interval * 2, 1024) if c > other else 16
+            self.cost[mode] = c
+        else:
+            self.cost[mode] = c if old is None else 0.75 * old + 0.25 * c
+
+
+_CHOOSER = _DriverChooser()
 
 
 def _invalid(what: str, expected: str, got) -> str:
@@ -295,13 +341,20 @@ class LogitsProcessor:
     def _run(self, flat, starts, width, bits, mval) -> None:
         batch = starts.shape[0]
         threads = numba.get_num_threads()
-        if threads == 1 or flat.itemsize * width * batch < PARALLEL_MIN_BYTES:
+        nbytes = flat.itemsize * width * batch
+        if threads == 1 or nbytes < PARALLEL_MIN_BYTES or PARALLEL == "never":
             _k.mask_serial(flat, starts, width, bits, self._vocab_size, mval)
             return
-        width_words = (width + 31) // 32
-        n_chunks = max(1, min(-(-4 * threads // batch), width_words // MIN_CHUNK_WORDS))
-        chunk_words = -(-width_words // n_chunks)
-        _k.mask_parallel(flat, starts, width, bits, self._vocab_size, mval, n_chunks, chunk_words)
+        mode = 1 if PARALLEL == "always" else _CHOOSER.pick()
+        t0 = time.perf_counter_ns()
+        if mode == 0:
+            _k.mask_serial(flat, starts, width, bits, self._vocab_size, mval)
+        else:
+            width_words = (width + 31) // 32
+            n_chunks = max(1, min(-(-4 * threads // batch), width_words // MIN_CHUNK_WORDS))
+            chunk_words = -(-width_words // n_chunks)
+            _k.mask_parallel(flat, starts, width, bits, self._vocab_size, mval, n_chunks, chunk_words)
+        _CHOOSER.record(mode, time.perf_counter_ns() - t0, nbytes)
 
     def _mask_row(self, row: np.ndarray, bits_row: np.ndarray, mval, udt) -> None:
         """One 1-D row; ``bits_row`` is that row's bitset as a (1, n_words) array."""

@@ -178,6 +178,15 @@ def main(argv=None):
             print(" | ".join(row), flush=True)
     if worst:
         print(f"# worst ours/memcpy at batch 32: {worst:.2f} (target <= 1.5)")
+    import dotjson.processor as P
+
+    serial, parallel = P._CHOOSER.cost
+    if serial is not None and parallel is not None:
+        print(
+            f"# driver for buffers >= {P.PARALLEL_MIN_BYTES >> 10} KiB (PARALLEL={P.PARALLEL!r}): measured "
+            f"serial {serial * 1e3:.1f} ps/byte, parallel {parallel * 1e3:.1f} ps/byte -> "
+            f"{'parallel' if parallel < serial else 'serial'}"
+        )
 
 
 if __name__ == "__main__":

@@ -101,7 +101,9 @@ def test_numpy_every_dtype(dtype, batch, extra):
 @pytest.mark.parametrize("batch", [1, 4, 8])
 @pytest.mark.parametrize("frac", [0.0, 0.01, 0.5, 0.99, 1.0])
 @pytest.mark.parametrize("vocab,width", [(128_256, 128_256), (70_001, 70_100), (300_007, 300_100)])
-def test_numpy_large_buffers_use_every_kernel_path(batch, frac, vocab, width):
+@pytest.mark.parametrize("driver", ["always", "never"])
+def test_numpy_large_buffers_use_every_kernel_path(monkeypatch, batch, frac, vocab, width, driver):
+    monkeypatch.setattr(P, "PARALLEL", driver)
     # Serial and parallel drivers (300k float32 is past PARALLEL_MIN_BYTES even at batch 1, so
     # one row is split into chunks), odd widths for partial last words.
     rng = np.random.default_rng(batch * 131 + int(frac * 100) + vocab)
@@ -166,6 +168,7 @@ def test_parallel_driver_with_tiny_chunks(monkeypatch, batch, chunk_words):
     # Force the parallel driver on small buffers with chunks of a few words: every chunk
     # boundary, the partial last word and the columns past the vocabulary meet in one buffer.
     monkeypatch.setattr(P, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(P, "PARALLEL", "always")
     monkeypatch.setattr(P, "MIN_CHUNK_WORDS", chunk_words)
     rng = np.random.default_rng(batch * 10 + chunk_words)
     for vocab, width in [(1, 1), (31, 40), (100, 100), (333, 401)]:
@@ -426,6 +429,25 @@ def test_mask_value_errors():
     assert (logits == 5).all()
     LogitsProcessor(guide, -3.0)(logits, ts)
     assert set(np.unique(logits)) <= {5, -3}
+
+
+def test_driver_chooser_prefers_the_faster_and_backs_off():
+    c = P._DriverChooser()
+    assert c.pick() == 0
+    c.record(0, 1000, 1000)  # serial: 1 ns/byte
+    assert c.pick() == 1
+    c.record(1, 50_000, 1000)  # parallel: 50 ns/byte (a busy host)
+    picks = [c.pick() for _ in range(15)]
+    assert picks == [0] * 15
+    assert c.pick() == 1  # the 16th call re-tries the loser
+    c.record(1, 50_000, 1000)  # it loses again: the next retry is twice as far
+    assert c.interval == 32
+    assert [c.pick() for _ in range(31)] == [0] * 31 and c.pick() == 1
+    c.record(1, 100, 1000)  # now parallel wins (an idle host): it is used, the interval resets
+    assert c.interval == 16
+    assert c.pick() == 1
+    c.record(1, 100_000, 1000)  # the host got busy: parallel's smoothed cost passes serial's
+    assert c.pick() == 0
 
 
 def test_processor_properties_and_warmup():

@@ -1,0 +1,209 @@
+"""MaskBench coverage of dotjson.schema: translation share, valid accepted, invalid rejected.
+
+Per category (a ``*.jsonl`` file of ``/work/shared/data/maskbench`` or ``--data DIR``): the share
+of schemas that translate (every failure must be a named ``UnsupportedSchemaError`` /
+``SchemaError``; anything else is counted as a *crash* and listed), and over the translated ones
+the valid instances accepted and the invalid instances rejected by Lark's Earley parser on the
+rendered grammar (compact JSON). Lark is slow on big grammars: each schema gets a time budget
+(``--budget`` seconds) and the instances it could not check are reported as *unchecked*.
+``jsonschema`` (Draft 2020-12 or the schema's own dialect, with format checking) is the second
+opinion: instances whose label it contradicts are counted apart (*label?*) and left out.
+
+Usage::
+
+    python3 perf/maskbench_report.py                       # every category
+    python3 perf/maskbench_report.py --category Handwritten --budget 2
+    python3 perf/maskbench_report.py --no-lark             # translation share only (fast)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+import traceback
+import warnings
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from dotjson.errors import SchemaError, UnsupportedSchemaError  # noqa: E402
+from dotjson.schema import schema_to_grammar  # noqa: E402
+
+DEFAULT_DATA = Path("/work/shared/data/maskbench")
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def _jsonschema_says(schema, data):
+    try:
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        v = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        return v.is_valid(data)
+    except Exception:
+        return None
+
+
+def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: bool = False) -> dict:
+    """Outcome of one MaskBench row: status and per-instance results."""
+    from dotjson.grammar import lark_parses, to_lark
+
+    out = {"id": row["id"], "status": None, "valid_ok": 0, "valid_bad": 0, "invalid_ok": 0, "invalid_bad": 0,
+           "unchecked": 0, "label_disputed": 0, "bad": [], "ms": 0.0}
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = schema_to_grammar(row["schema"], close_objects=close_objects)
+        out["status"] = "ok"
+    except UnsupportedSchemaError as e:
+        out["status"] = "unsupported"
+        out["error"] = f"{e.keyword}: {e}"
+        return out
+    except SchemaError as e:
+        out["status"] = "schema_error"
+        out["error"] = str(e)
+        return out
+    except Exception as e:  # a crash: must never happen
+        out["status"] = "crash"
+        out["error"] = "".join(traceback.format_exception_only(type(e), e)).strip()
+        return out
+    finally:
+        out["ms"] = (time.perf_counter() - t0) * 1000
+    tests = row.get("tests") or []
+    if not lark or not tests:
+        out["unchecked"] = len(tests) if lark else 0
+        return out
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, budget)
+    done = 0
+    try:
+        text = to_lark(g)
+        for t in tests:
+            js = _jsonschema_says(row["schema"], t["data"])
+            if js is not None and js != t["valid"]:
+                out["label_disputed"] += 1
+                done += 1
+                continue
+            doc = json.dumps(t["data"], separators=(",", ":"), ensure_ascii=False)
+            got = lark_parses(text, doc)
+            if t["valid"]:
+                out["valid_ok" if got else "valid_bad"] += 1
+            else:
+                out["invalid_ok" if not got else "invalid_bad"] += 1
+            if got != t["valid"]:
+                out["bad"].append((t["valid"], doc[:200]))
+            done += 1
+    except _Timeout:
+        pass
+    except RecursionError:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    out["unchecked"] = len(tests) - done
+    return out
+
+
+def run_category(path: Path, *, lark: bool, budget: float, limit: int | None = None, verbose: bool = False,
+                 close_objects: bool = False) -> dict:
+    c = Counter()
+    crashes = []
+    errors = Counter()
+    ms = []
+    with open(path) as f:
+        for i, line in enumerate(f):
+            if limit is not None and i >= limit:
+                break
+            row = json.loads(line)
+            r = check_schema_row(row, lark=lark, budget=budget, close_objects=close_objects)
+            c["schemas"] += 1
+            c[r["status"]] += 1
+            ms.append(r["ms"])
+            for k in ("valid_ok", "valid_bad", "invalid_ok", "invalid_bad", "unchecked", "label_disputed"):
+                c[k] += r[k]
+            if r["status"] == "crash":
+                crashes.append((r["id"], r["error"]))
+            elif r["status"] in ("unsupported", "schema_error"):
+                errors[r["error"].split(":")[0] if r["status"] == "unsupported" else "SchemaError"] += 1
+            if verbose and r["bad"]:
+                for valid, doc in r["bad"]:
+                    print(f"  {r['id']}: {'valid' if valid else 'INVALID'} instance "
+                          f"{'rejected' if valid else 'ACCEPTED'}: {doc}")
+            if verbose and r["status"] == "crash":
+                print(f"  CRASH {r['id']}: {r['error']}")
+    ms.sort()
+    c["p50_ms"] = ms[len(ms) // 2] if ms else 0
+    c["max_ms"] = ms[-1] if ms else 0
+    return {"counts": dict(c), "crashes": crashes, "unsupported_by_keyword": dict(errors.most_common())}
+
+
+def _pct(a, b):
+    return f"{100 * a / b:5.1f}%" if b else "    -"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--category", action="append", help="only these categories (file stems)")
+    ap.add_argument("--budget", type=float, default=3.0, help="seconds of Lark checking per schema")
+    ap.add_argument("--limit", type=int, help="first N schemas per category")
+    ap.add_argument("--no-lark", action="store_true", help="translation only")
+    ap.add_argument("--close-objects", action="store_true")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    files = sorted(args.data.glob("*.jsonl"))
+    if args.category:
+        files = [f for f in files if f.stem in args.category]
+    results = {}
+    tot = Counter()
+    hdr = (f"{'category':16s} {'schemas':>7s} {'transl.':>7s} {'unsup':>5s} {'err':>4s} {'crash':>5s} "
+           f"{'valid acc.':>14s} {'invalid rej.':>14s} {'unchk':>6s} {'label?':>6s} {'p50ms':>6s} {'maxms':>7s}")
+    print(hdr)
+    for f in files:
+        r = run_category(f, lark=not args.no_lark, budget=args.budget, limit=args.limit, verbose=args.verbose,
+                         close_objects=args.close_objects)
+        results[f.stem] = r
+        c = Counter(r["counts"])
+        for k, v in c.items():
+            if not k.endswith("_ms"):
+                tot[k] += v
+        nv = c["valid_ok"] + c["valid_bad"]
+        ni = c["invalid_ok"] + c["invalid_bad"]
+        print(f"{f.stem:16s} {c['schemas']:7d} {_pct(c['ok'], c['schemas']):>7s} {c['unsupported']:5d} "
+              f"{c['schema_error']:4d} {c['crash']:5d} {c['valid_ok']:6d}/{nv:<6d}{_pct(c['valid_ok'], nv):>2s} "
+              f"{c['invalid_ok']:6d}/{ni:<6d}{_pct(c['invalid_ok'], ni):>2s} {c['unchecked']:6d} "
+              f"{c['label_disputed']:6d} {c['p50_ms']:6.1f} {c['max_ms']:7.1f}")
+        for cid, err in r["crashes"]:
+            print(f"   CRASH {cid}: {err}")
+    nv = tot["valid_ok"] + tot["valid_bad"]
+    ni = tot["invalid_ok"] + tot["invalid_bad"]
+    print(f"{'TOTAL':16s} {tot['schemas']:7d} {_pct(tot['ok'], tot['schemas']):>7s} {tot['unsupported']:5d} "
+          f"{tot['schema_error']:4d} {tot['crash']:5d} {tot['valid_ok']:6d}/{nv:<6d}{_pct(tot['valid_ok'], nv):>2s} "
+          f"{tot['invalid_ok']:6d}/{ni:<6d}{_pct(tot['invalid_ok'], ni):>2s} {tot['unchecked']:6d} "
+          f"{tot['label_disputed']:6d}")
+    kw = Counter()
+    for r in results.values():
+        kw.update(r["unsupported_by_keyword"])
+    print("unsupported, by keyword:", ", ".join(f"{k} {v}" for k, v in kw.most_common(15)))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

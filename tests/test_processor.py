@@ -181,6 +181,38 @@ def test_parallel_driver_with_tiny_chunks(monkeypatch, batch, chunk_words):
             assert_same(logits, expected)
 
 
+def test_byte_swapped_and_record_field_buffers():
+    rng = np.random.default_rng(14)
+    vocab, batch = 500, 2
+    allowed, ts = make_set(rng, batch, vocab)
+    # Big-endian float32: the mask value's bytes are written in the buffer's byte order.
+    logits = rng.standard_normal((batch, vocab + 3)).astype(">f4")
+    expected = reference(logits, allowed, -np.inf)
+    LogitsProcessor(FakeGuide(vocab, batch))(logits, ts)
+    np.testing.assert_array_equal(logits, expected)
+    assert np.isneginf(logits[~np.pad(allowed, ((0, 0), (0, 3)))]).all()
+    # A field of a packed record array: a row stride (5 bytes) that is no multiple of 4.
+    rec = np.zeros((batch, vocab), dtype=[("f", "<f4"), ("g", "u1")])
+    rec["f"] = rng.standard_normal((batch, vocab))
+    rec["g"] = 7
+    field = rec["f"]
+    expected = reference(field.copy(), allowed, -np.inf)
+    LogitsProcessor(FakeGuide(vocab, batch))(field, ts)
+    np.testing.assert_array_equal(rec["f"], expected)
+    assert (rec["g"] == 7).all()
+
+
+def test_read_only_bitsets_work():
+    rng = np.random.default_rng(15)
+    allowed, ts = make_set(rng, 2, 300)
+    frozen = BatchedTokenSet(ts.bits, 300)  # ts.bits is a read-only view
+    logits = rng.standard_normal((2, 300)).astype(np.float32)
+    expected = reference(logits, allowed, -np.inf)
+    LogitsProcessor(FakeGuide(300, 2))(logits, frozen)
+    assert_same(logits, expected)
+    np.testing.assert_array_equal(frozen.num_allowed(), allowed.sum(axis=1))
+
+
 def test_large_parallel_strided_buffer():
     # The parallel kernel with a row stride larger than the width (a column slice).
     rng = np.random.default_rng(8)

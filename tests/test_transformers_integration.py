@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import jsonschema
-import numpy as np
 import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, LogitsProcessorList

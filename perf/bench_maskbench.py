@@ -78,15 +78,21 @@ def _force(compiled, ids, first=None):
         times = [first_us]
     for k, tok in enumerate(ids):
         if not m.allows(tok):
-            return "reject", k, times
+            return _refused(m), k, times
         t = pc()
         ok = m.advance(tok)
         m.mask()
         dt = pc() - t
         if not ok:
-            return "reject", k, times
+            return _refused(m), k, times
         times.append(dt * 1e6)
     return ("ok" if m.eos_allowed() else "no_eos"), len(ids), times
+
+
+def _refused(m):
+    """A plain refusal is ``reject``; ``engine_error: ...`` when the engine reported an error."""
+    err = m.error()
+    return f"engine_error: {err}" if err else "reject"
 
 
 def _worker(conn, engine_name, tokenizer, mem_limit_gb, verbose=False):
@@ -264,7 +270,8 @@ def summarize(results, engines):
     out = {}
     for e in engines:
         s = {"schemas": 0, "compiled": 0, "compile_fail": 0, "timeout_compile": 0,
-             "timeout_forcing": 0, "crash": 0, "compile_bug": 0, "instances": 0, "completed": 0,
+             "timeout_forcing": 0, "crash": 0, "compile_bug": 0, "engine_errors": 0,
+             "instances": 0, "completed": 0,
              "false_reject": 0, "no_eos": 0, "errors": 0, "not_run": 0}
         ttfm, cold, warm = [], [], []
         for r in results:
@@ -297,6 +304,8 @@ def summarize(results, engines):
                 st = ci["status"]
                 s["completed" if st == "ok" else "false_reject" if st == "reject"
                   else "no_eos" if st == "no_eos" else "errors"] += 1
+                if st.startswith("engine_error"):
+                    s["engine_errors"] += 1
                 cold += ci["times"]
                 wi = x["warm"].get(i)
                 if wi is not None:
@@ -382,6 +391,7 @@ def render(summary, ratios, engines, infos):
     row("false rejects", lambda s: str(s["false_reject"]))
     row("no EOS at end", lambda s: str(s["no_eos"]))
     row("errors / forcing timeouts", lambda s: f"{s['errors']} / {s['timeout_forcing']}")
+    row("  of which engine errors", lambda s: str(s["engine_errors"]))
     for p in ("cold", "warm"):
         row(f"{p}: masks timed", lambda s, p=p: str(s[p]["n"]))
         for k in ("mean", "p50", "p99", "max"):
@@ -431,8 +441,8 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--categories", default=",".join(CATEGORIES),
                     help="comma-separated MaskBench categories (default: all 15)")
-    ap.add_argument("--limit", type=int, default=10,
-                    help="schemas per category, a seeded random sample (0: all; default 10)")
+    ap.add_argument("--limit", type=int, default=3,
+                    help="schemas per category, a seeded random sample (0: all 6,774; default 3)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--engines", default=",".join(peers.ENGINES),
                     help=f"comma-separated, from {peers.ENGINES + peers.EXTRA_ENGINES}")

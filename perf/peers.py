@@ -52,13 +52,6 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
-
-#: Engines :func:`make_engine` knows, in the order the benchmarks print them.
-ENGINES = ("dotjson", "llguidance", "xgrammar", "outlines")
-#: Extra engine configurations that can be asked for by name.
-EXTRA_ENGINES = ("dotjson-guide", "xgrammar-strict")
-
 #: The environment every benchmark sets before importing an engine: one CPU thread each.
 SINGLE_THREAD_ENV = {
     "RAYON_NUM_THREADS": "1",
@@ -68,7 +61,17 @@ SINGLE_THREAD_ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "TOKENIZERS_PARALLELISM": "false",
 }
+# Importing this module pins the thread pools (BLAS reads its variable when NumPy loads, which is
+# the next line): every benchmark imports it first. setdefault lets a caller override.
+for _k, _v in SINGLE_THREAD_ENV.items():
+    os.environ.setdefault(_k, _v)
 
+import numpy as np  # noqa: E402
+
+#: Engines :func:`make_engine` knows, in the order the benchmarks print them.
+ENGINES = ("dotjson", "llguidance", "xgrammar", "outlines")
+#: Extra engine configurations that can be asked for by name.
+EXTRA_ENGINES = ("dotjson-guide", "xgrammar-strict")
 
 def set_single_thread_env() -> None:
     """Pin every engine's thread pools to one thread (call before importing any engine)."""
@@ -191,6 +194,13 @@ class Matcher:
         """Whether the text consumed so far is a complete document."""
         raise NotImplementedError
 
+    def error(self) -> str | None:
+        """The engine's own error (a resource limit, an internal failure), if it reported one.
+
+        A refused token with no error is a plain rejection.
+        """
+        return None
+
 
 class Compiled:
     """What ``Engine.compile`` returns: a factory of :class:`Matcher` cursors."""
@@ -252,6 +262,9 @@ def _llguidance(hf_tokenizer, eos_ids) -> Engine:
 
         def is_accepting(self):
             return self.m.is_accepting()
+
+        def error(self):
+            return self.m.get_error()[:300] if self.m.is_error() else None
 
     class C(Compiled):
         def __init__(self, m):

@@ -1,0 +1,140 @@
+"""dotjson.formats against the JSON-Schema-Test-Suite's optional/format files."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from dotjson import ir
+from dotjson.formats import SUPPORTED_FORMATS, format_to_ir
+from dotjson.grammar import lark_parses, to_lark, to_python_regex
+from dotjson.jsonstr import encode_string_language
+
+
+def _format_dir() -> Path | None:
+    here = Path(__file__).resolve().parent
+    for cand in (
+        here / "data" / "json-schema-test-suite" / "draft2020-12" / "optional" / "format",
+        here.parent.parent / "shared" / "data" / "json-schema-test-suite" / "draft2020-12" / "optional" / "format",
+        Path("/work/shared/data/json-schema-test-suite/draft2020-12/optional/format"),
+    ):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+# Valid instances we reject on purpose (never the other way round): A-labels need a Punycode
+# decoder, which is not a regular language, so hostnames with "--" in positions 3-4 are refused.
+KNOWN_REJECTED_VALID = {
+    ("hostname", "xn--9n2bp8q.xn--9t4b11yi5a"),
+    ("hostname", "xn--zca29lwxobi7a"),
+    ("hostname", "xn--qmbc"),
+    ("hostname", "xn--ll-0ea"),
+    ("hostname", "xn--wva3je"),
+    ("hostname", "xn--4dbc5h"),
+    ("hostname", "xn--4dbc8h"),
+    ("hostname", "xn--k8j5u"),
+    ("hostname", "xn--bck0j"),
+    ("hostname", "xn--vek778f"),
+    ("hostname", "xn--ngba1o"),
+    ("hostname", "xn--0-gyc"),
+    ("hostname", "xn--11b2ezcw70k"),
+    ("hostname", "xn--11b2ezcs70k"),
+    ("hostname", "xn--ngba5hb2804a"),
+}
+
+
+def _cases(name: str):
+    d = _format_dir()
+    if d is None:
+        pytest.skip("JSON-Schema-Test-Suite not available")
+    path = d / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"no test file for {name}")
+    out = []
+    for group in json.loads(path.read_text(encoding="utf-8")):
+        for case in group["tests"]:
+            if isinstance(case["data"], str):
+                out.append((case["data"], case["valid"], case["description"]))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(SUPPORTED_FORMATS))
+def test_format_against_suite(name):
+    rx = re.compile(to_python_regex(format_to_ir(name)))
+    cases = _cases(name)
+    wrong, known = [], 0
+    for s, valid, desc in cases:
+        got = rx.fullmatch(s) is not None
+        if got == valid:
+            continue
+        if valid and (name, s) in KNOWN_REJECTED_VALID:
+            known += 1
+            continue
+        wrong.append((s, valid, desc))
+    assert not wrong, wrong
+    # soundness: no invalid instance is ever accepted
+    assert all(not (rx.fullmatch(s) and not valid) for s, valid, _ in cases)
+    print(f"{name}: {len(cases) - known} of {len(cases)} as the suite says, {known} valid rejected on purpose")
+
+
+@pytest.mark.parametrize("name", ["idn-hostname", "idn-email", "uri-template", "regex", "unknown", "made-up"])
+def test_unsupported_formats_are_none(name):
+    assert format_to_ir(name) is None
+
+
+def test_every_format_is_ref_free_and_cached():
+    for name in SUPPORTED_FORMATS:
+        node = format_to_ir(name)
+        assert ir.is_regular(node)
+        assert format_to_ir(name) is node
+
+
+def test_leap_seconds_exhaustive():
+    rx = re.compile(to_python_regex(format_to_ir("time")))
+    for hh in range(24):
+        for mm in range(60):
+            for sign in "+-":
+                for oh, om in [(0, 0), (0, 1), (1, 30), (5, 59), (23, 0), (23, 59), (hh, mm)]:
+                    s = f"{hh:02}:{mm:02}:60{sign}{oh:02}:{om:02}"
+                    off = (oh * 60 + om) * (1 if sign == "+" else -1)
+                    want = (hh * 60 + mm - off) % 1440 == 23 * 60 + 59
+                    assert (rx.fullmatch(s) is not None) == want, s
+
+
+def test_leap_years():
+    rx = re.compile(to_python_regex(format_to_ir("date")))
+    import calendar
+
+    for y in list(range(0, 2500, 1)) + [9996, 9999]:
+        assert (rx.fullmatch(f"{y:04}-02-29") is not None) == calendar.isleap(y), y
+    assert rx.fullmatch("2023-02-28") and not rx.fullmatch("2023-02-30")
+
+
+@pytest.mark.parametrize(
+    "name, samples",
+    [
+        ("date-time", ["1963-06-19T08:30:06.283185Z", "1998-12-31T15:59:60.123-08:00", "1990-02-31T15:59:59Z",
+                       "1998-12-31T23:59:60+01:00"]),
+        ("email", ['"joe bloggs"@example.com', "joe.bloggs@[IPv6:::1]", "te..st@example.com"]),
+        ("hostname", ["www.example.com", "-bad.com", "a" * 64 + ".com"]),
+        ("uri", ["http://foo.bar/?baz=qux#quux", "//foo.bar", "http://example.com/%6G"]),
+        ("uuid", ["2EB8AA08-AA98-11EA-B4AA-73B441D16380", "2eb8aa08aa9811eab4aa73b441d16380"]),
+        ("ipv6", ["::1", "1::d6::42", "1:2::192.168.0.1"]),
+    ],
+)
+def test_formats_through_json_strings_and_lark(name, samples):
+    # the grammar as schema.py builds it: a quoted JSON string whose content spells the format
+    node = format_to_ir(name)
+    g = ir.Grammar({"start": ir.seq(ir.lit('"'), encode_string_language(node), ir.lit('"'))})
+    text = to_lark(g)
+    rx = re.compile(to_python_regex(node))
+    for s in samples:
+        want = rx.fullmatch(s) is not None
+        assert lark_parses(text, json.dumps(s)) == want, s
+        # the same text with every ASCII letter spelled as \\u00XX
+        escaped = '"' + "".join(f"\\u{ord(c):04X}" if c.isalpha() else json.dumps(c)[1:-1] for c in s) + '"'
+        assert lark_parses(text, escaped) == want, escaped

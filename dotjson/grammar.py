@@ -227,10 +227,19 @@ def load_lark(text: str, start: str = "start") -> ir.Grammar:
         regular (lookarounds, backreferences).
     """
     lark, lg = _lark()
+    import lark.lexer as lark_lexer
+
+    # Lark builds the parser for its own meta-grammar on first use and, when interegular is
+    # installed, checks that fixed, known-good grammar's terminals for collisions: ~0.5 s of a
+    # process's start-up for nothing. The check never runs on the user's grammar here.
+    saved = getattr(lark_lexer, "has_interegular", False)
+    lark_lexer.has_interegular = False
     try:
         g, _ = lg.load_grammar(text, "<grammar>", [], False)
     except lark.exceptions.LarkError as e:
         raise GrammarError(f"invalid Lark grammar: {e}") from None
+    finally:
+        lark_lexer.has_interegular = saved
     if g.ignore:
         raise GrammarError(
             f"%ignore is not supported (ignored terminals {', '.join(g.ignore)}): write the "

@@ -1091,7 +1091,7 @@ class _Translator:
         elif kw in ("minProperties", "maxProperties"):
             n = _count(val, kwhere, kw)
             atoms.append(("nprops", n, None) if kw == "minProperties" else ("nprops", 0, n))
-        elif kw == "dependentRequired" and draft >= 2019 or kw == "dependencies" and draft <= 7:
+        elif kw == "dependentRequired" and draft >= 2019 or kw == "dependencies":
             if not isinstance(val, dict):
                 raise SchemaError(f"{kw} must be an object", kwhere, kw)
             for name, dep in val.items():
@@ -2005,7 +2005,13 @@ class _Translator:
                 if neg:
                     content = ir.Diff(content, alt(*neg))
                 classes.append(seq(lit('"'), content, lit('"'), self.colon, self.node_of(ve)))
-        X = alt(*classes) if classes else None
+        X = None
+        if classes:
+            # one rule for "an extra member" (it recurs in every state of the automaton below)
+            self.counter += 1
+            xname = f"extra{self.counter}"
+            self.rules[xname] = alt(*classes)
+            X = Ref(xname)
         members = [seq(lit('"'), self.enc(lit(name)), lit('"'), self.colon, self.node_of(ve))
                    for name, ve, _ in declared]
         reqs = [req for _, _, req in declared]

@@ -21,6 +21,8 @@ that.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -218,6 +220,55 @@ def _gguf_cache_dir(model_dir: str, gguf_file: str) -> Path:
     return cache_root() / f"{f.stem}-{key}"
 
 
+_GGUF_PATCH = {"depth": 0, "readers": {}, "saved": None}
+
+
+@contextlib.contextmanager
+def _gguf_speedups():
+    """Make ``transformers``' GGUF loading parse the file once instead of three times.
+
+    ``transformers`` builds a fresh ``gguf.GGUFReader`` (seconds for a 49k-token vocabulary) for
+    the tokenizer, the config and the weights, and a fresh tensor-name map for every module of
+    the model; both are pure functions of their arguments, so while this context is active (it
+    nests) they are memoized. Both names are looked up on the ``gguf`` module at call time; if a
+    version of either package does it differently, this changes nothing.
+    """
+    try:
+        import gguf
+    except ImportError:
+        yield
+        return
+    state = _GGUF_PATCH
+    if state["depth"] == 0:
+        reader_cls = getattr(gguf, "GGUFReader", None)
+        name_map = getattr(gguf, "get_tensor_name_map", None)
+        state["saved"] = (reader_cls, name_map)
+        readers = state["readers"]
+
+        def cached_reader(path, *args, **kwargs):
+            key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
+            if key not in readers:
+                readers[key] = reader_cls(path, *args, **kwargs)
+            return readers[key]
+
+        if reader_cls is not None:
+            gguf.GGUFReader = cached_reader
+        if name_map is not None:
+            gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(name_map)
+    state["depth"] += 1
+    try:
+        yield
+    finally:
+        state["depth"] -= 1
+        if state["depth"] == 0:
+            reader_cls, name_map = state["saved"]
+            if reader_cls is not None:
+                gguf.GGUFReader = reader_cls
+            if name_map is not None:
+                gguf.get_tensor_name_map = name_map
+            state["readers"].clear()
+
+
 def _quiet_transformers(show_progress: bool) -> None:
     import transformers
 
@@ -249,7 +300,8 @@ def load_tokenizer(model: str | None = None, gguf_file: str | None = None, *,
             cached = _gguf_cache_dir(model, gguf_file)
             if use_cache and (cached / ".complete").exists():
                 return AutoTokenizer.from_pretrained(str(cached))
-            return AutoTokenizer.from_pretrained(model, gguf_file=gguf_file)
+            with _gguf_speedups():
+                return AutoTokenizer.from_pretrained(model, gguf_file=gguf_file)
         return AutoTokenizer.from_pretrained(model)
     except CLIError:
         raise
@@ -304,7 +356,9 @@ def load_model(model: str | None = None, gguf_file: str | None = None, *, tokeni
             lm = AutoModelForCausalLM.from_pretrained(str(cached), dtype=torch.float32)
             return lm.eval(), tokenizer
         log(f"converting {gguf_file} with transformers (first run only, about 30 s)")
-        lm = AutoModelForCausalLM.from_pretrained(model, gguf_file=gguf_file, dtype=torch.float32)
+        with _gguf_speedups():
+            lm = AutoModelForCausalLM.from_pretrained(model, gguf_file=gguf_file,
+                                                      dtype=torch.float32)
     except CLIError:
         raise
     except Exception as e:  # transformers raises OSError/ValueError/... with long texts
@@ -521,6 +575,8 @@ def cmd_generate(args) -> int:
 
     if args.max_new_tokens < 1:
         raise CLIError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
+    if args.threads is not None and args.threads < 1:
+        raise CLIError(f"--threads must be at least 1, got {args.threads}")
     t0 = time.perf_counter()
     schema_text, schema = load_schema(args.schema)
     _check_schema(schema, args.compact)
@@ -528,10 +584,7 @@ def cmd_generate(args) -> int:
     log = (lambda m: _note(args, m)) if show else None
     use_cache = not args.no_cache
 
-    _note(args, "loading the tokenizer")
-    tokenizer = load_tokenizer(args.model, args.gguf_file, use_cache=use_cache)
-
-    def prepare():
+    def prepare(tokenizer):
         # Vocabulary + Index + the first token set: on a fresh machine this also compiles
         # dotjson's Numba kernels (LLVM runs without the GIL), so it overlaps the model loading.
         from dotjson import Guide
@@ -541,8 +594,11 @@ def cmd_generate(args) -> int:
         Guide(index, batch_size=1).get_start_tokensets()
         return vocabulary, index
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        prepared = pool.submit(prepare)
+    # one parse of a GGUF file serves the tokenizer and the model
+    with _gguf_speedups(), ThreadPoolExecutor(max_workers=1) as pool:
+        _note(args, "loading the tokenizer")
+        tokenizer = load_tokenizer(args.model, args.gguf_file, use_cache=use_cache)
+        prepared = pool.submit(prepare, tokenizer)
         try:
             _note(args, "loading the model")
             lm, tokenizer = load_model(args.model, args.gguf_file, tokenizer=tokenizer,
@@ -552,6 +608,11 @@ def cmd_generate(args) -> int:
     t_loaded = time.perf_counter()
     _note(args, f"ready in {t_loaded - t0:.1f} s")
 
+    import torch
+
+    # The token sets are computed in a thread beside the forward pass; torch's own threads
+    # spin-wait at barriers, so oversubscribing the cores slows every step down many times.
+    torch.set_num_threads(args.threads or _default_threads())
     prompt_ids = chat_prompt_ids(tokenizer, schema_text, args.prompt)
     bar = _progress(total=args.max_new_tokens, desc="generating", unit="tok", disable=not show)
     try:
@@ -571,6 +632,14 @@ def cmd_generate(args) -> int:
                 f"({1000 * (t_done - t_loaded) / max(n, 1):.0f} ms/token); total {t_done - t0:.1f} s")
     print(text, flush=True)
     return _check_valid(text, schema, args)
+
+
+def _default_threads() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, n - 1)
 
 
 def _check_valid(text: str, schema, args) -> int:
@@ -662,6 +731,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="0 for greedy decoding (default), else sampling temperature")
     g.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default: 0)")
     g.add_argument("--compact", action="store_true", help="no whitespace between JSON tokens")
+    g.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch threads for the forward pass (default: CPUs - 1, at least 1: "
+                        "one core is left to dotjson's token sets)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     g.set_defaults(func=cmd_generate)
 

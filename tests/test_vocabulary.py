@@ -541,3 +541,10 @@ def test_local_dir_reads_generation_config(tiny_bpe_tokenizer, tmp_path):
     (tmp_path / "generation_config.json").write_text('{"eos_token_id": "x"}')
     with pytest.raises(VocabularyError, match="Invalid eos_token_id in .*generation_config.json"):
         Vocabulary.from_pretrained(tmp_path)
+
+
+def test_unconvertible_slow_tokenizer_is_an_error():
+    from transformers import ByT5Tokenizer
+
+    with pytest.raises(VocabularyError, match="Unsupported tokenizer ByT5Tokenizer.*conversion failed"):
+        Vocabulary.from_tokenizer(ByT5Tokenizer())

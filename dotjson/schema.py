@@ -40,7 +40,34 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from dotjson import ir
 from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError
-from dotjson.ir import EMPTY, EPS, Ref, lit, repeat, seq
+from dotjson.ir import EMPTY, EPS, Ref, lit, repeat
+
+
+def seq(*items: ir.Node) -> ir.Node:
+    """``ir.seq`` with type checks instead of deep equality (the hot path of translation)."""
+    out: list = []
+    for it in items:
+        t = type(it)
+        if t is ir.Seq:
+            out.extend(it.items)
+        elif t is ir.Alt:
+            if not it.items:
+                return EMPTY
+            out.append(it)
+        elif t is ir.Chars:
+            if not it.ranges:
+                return EMPTY
+            out.append(it)
+        elif t is ir.Lit:
+            if it.text:
+                out.append(it)
+        else:
+            out.append(it)
+    if not out:
+        return EPS
+    if len(out) == 1:
+        return out[0]
+    return ir.Seq(tuple(out))
 
 
 def alt(*items: ir.Node) -> ir.Node:
@@ -354,6 +381,8 @@ class _CmpTracker:
         neg, zero, stage, a, j, st = ts
         if stage == "i":
             mag = self._final_int(a, st)
+            if mag == 0 and self.CF:
+                mag = -1  # equal integer parts, no fraction digits: below c
         elif a != 0:
             mag = a
         elif st != 0:
@@ -893,7 +922,7 @@ class _Translator:
         if k == "ruleref":
             return self.negate(self.inline(a[1], where), where)
         T = _ATOM_TYPES[k]
-        other = [(("types", _U - T),)]
+        # a typed atom holds for every value of another type: its negation is typed
         t = ("types", T)
         if k == "num":
             _, lo, lox, hi, hix = a
@@ -902,13 +931,13 @@ class _Translator:
                 res.append((t, ("num", None, False, lo, not lox)))
             if hi is not None:
                 res.append((t, ("num", hi, not hix, None, False)))
-            return other + res
+            return res
         if k == "mult":
-            return other + [(t, ("notmult", a[1]))]
+            return [(t, ("notmult", a[1]))]
         if k == "notmult":
-            return other + [(t, ("mult", a[1]))]
+            return [(t, ("mult", a[1]))]
         if k == "str":
-            return other + [(t, ("str", a[1], not a[2]))]
+            return [(t, ("str", a[1], not a[2]))]
         if k in ("len", "nprops", "nitems"):
             _, lo, hi = a
             res = []
@@ -916,15 +945,15 @@ class _Translator:
                 res.append((t, (k, 0, lo - 1)))
             if hi is not None:
                 res.append((t, (k, hi + 1, None)))
-            return other + res
+            return res
         if k == "required":
-            return other + [(t, ("props", a[1], FALSE))]
+            return [(t, ("props", a[1], FALSE))]
         if k == "props":
-            return other + [(t, ("required", a[1]), ("props", a[1], self.not_expr(a[2])))]
+            return [(t, ("required", a[1]), ("props", a[1], self.not_expr(a[2])))]
         if k == "pos":
-            return other + [(t, ("nitems", a[1] + 1, None), ("pos", a[1], self.not_expr(a[2])))]
+            return [(t, ("nitems", a[1] + 1, None), ("pos", a[1], self.not_expr(a[2])))]
         if k == "items" and a[1] == 0:
-            return other + [(t, ("contains", self.not_expr(a[2]), 1, None))]
+            return [(t, ("contains", self.not_expr(a[2]), 1, None))]
         if k == "contains":
             _, e, lo, hi = a
             res = []
@@ -932,7 +961,7 @@ class _Translator:
                 res.append((t, ("contains", e, 0, lo - 1)))
             if hi is not None:
                 res.append((t, ("contains", e, hi + 1, None)))
-            return other + res
+            return res
         kwname = {"items": "items", "addl": "additionalProperties", "pattern": "patternProperties",
                   "pnames": "propertyNames", "unique": "uniqueItems"}.get(k, k)
         raise UnsupportedSchemaError(f"cannot negate {kwname!r} exactly (under not/oneOf/if)",
@@ -1603,7 +1632,7 @@ class _Translator:
         elif k == "x":
             node = self.number_node(c[1], False, c[1], False, (), (), (), True, True, "")
         elif k == "s":
-            node = seq(lit('"'), self.enc(lit(c[1])), lit('"'))
+            node = seq(lit('"'), self.enc_text((c[1])), lit('"'))
         elif k == "a":
             if not c[1]:
                 node = seq(lit("["), self.ws, lit("]"))
@@ -1618,7 +1647,7 @@ class _Translator:
             if not pairs:
                 node = seq(lit("{"), self.ws, lit("}"))
             else:
-                mems = [seq(lit('"'), self.enc(lit(kk)), lit('"'), self.colon, self.literal(vv)) for kk, vv in pairs]
+                mems = [seq(lit('"'), self.enc_text((kk)), lit('"'), self.colon, self.literal(vv)) for kk, vv in pairs]
                 orders = itertools.permutations(mems) if len(mems) <= 3 else [mems]
                 alts = []
                 for order in orders:
@@ -1629,6 +1658,16 @@ class _Translator:
                 node = alt(*alts)
         self.literal_cache[key] = node
         return node
+
+    def enc_text(self, text: str) -> ir.Node:
+        """All JSON spellings of the string ``text`` (between the quotes), cached per character."""
+        parts = []
+        for ch in text:
+            hit = _ENC_CHAR.get(ch)
+            if hit is None:
+                hit = _ENC_CHAR[ch] = self.jsonstr.encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
+            parts.append(hit)
+        return seq(*parts)
 
     def enc(self, node) -> ir.Node:
         # keyed by identity: IR nodes do not cache their hash, and format languages are big
@@ -1712,7 +1751,7 @@ class _Translator:
         pos = [self.enc_handle(h) for h in dict.fromkeys(m.spos)]
         if m.slo > 0 or m.shi is not None:
             pos.append(self.jsonstr.string_of_length(m.slo, m.shi))
-        neg = [self.enc_handle(h) for h in dict.fromkeys(m.sneg)] + [self.enc(lit(s)) for s in key[4]]
+        neg = [self.enc_handle(h) for h in dict.fromkeys(m.sneg)] + [self.enc_text((s)) for s in key[4]]
         if any(p == EMPTY for p in pos):
             content = EMPTY
         else:
@@ -1752,7 +1791,7 @@ class _Translator:
             if "string" not in m.types:
                 continue
             if m.enum is not None:
-                alts.extend(self.enc(lit(c[1])) for c in m.enum
+                alts.extend(self.enc_text((c[1])) for c in m.enum
                             if c[0] == "s" and self.satisfies(c[1], br))
                 continue
             alts.append(self.string_content(m))
@@ -1975,7 +2014,7 @@ class _Translator:
                 subsets = [T for r in range(len(pats) + 1) for T in itertools.combinations(pats, r)]
                 union_mode = False
             pn_lang = self.key_language(pn) if pn is not None else None
-            declared_names = [self.enc(lit(n)) for n in props]
+            declared_names = [self.enc_text((n)) for n in props]
             for T in subsets:
                 Tset = set(T)
                 es = [e for p, e in m.patterns if p in Tset]
@@ -2012,7 +2051,7 @@ class _Translator:
             xname = f"extra{self.counter}"
             self.rules[xname] = alt(*classes)
             X = Ref(xname)
-        members = [seq(lit('"'), self.enc(lit(name)), lit('"'), self.colon, self.node_of(ve))
+        members = [seq(lit('"'), self.enc_text((name)), lit('"'), self.colon, self.node_of(ve))
                    for name, ve, _ in declared]
         reqs = [req for _, _, req in declared]
         n = len(declared)
@@ -2112,6 +2151,7 @@ _MISSING = object()
 # per-process caches of immutable languages (patterns and formats recur across schemas)
 _REGEX_CACHE: dict = {}
 _ENC_CACHE: dict = {}
+_ENC_CHAR: dict = {}
 _APPLICATORS = ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef", "$recursiveRef",
                 "dependentSchemas", "dependencies")
 
@@ -2178,52 +2218,46 @@ def _format_node(name: str):
     return format_to_ir(name)
 
 
-def _left_recursion_check(rules: dict, my_rules: set, where_of) -> None:
-    """Raise SchemaError when a rule can reach itself without consuming input (a $ref cycle)."""
-    nullable: dict[str, bool] = {}
+def _left_recursion_check(rules: dict, value_rules: set, where_of) -> None:
+    """Raise SchemaError when a sub-schema rule reaches itself without consuming input.
+
+    Only the rules of sub-schemas (``value_rules``) can form such a cycle (through ``$ref``
+    aliases and ``anyOf`` branches); every other rule starts with a token. No JSON value is
+    empty, so a reference counts as non-nullable.
+    """
 
     def null(n) -> bool:
-        if isinstance(n, ir.Lit):
+        t = type(n)
+        if t is ir.Lit:
             return n.text == ""
-        if isinstance(n, ir.Chars):
-            return False
-        if isinstance(n, ir.Seq):
+        if t is ir.Seq:
             return all(null(x) for x in n.items)
-        if isinstance(n, ir.Alt):
+        if t is ir.Alt:
             return any(null(x) for x in n.items)
-        if isinstance(n, ir.Repeat):
+        if t is ir.Repeat:
             return n.min == 0 or null(n.item)
-        if isinstance(n, ir.Ref):
-            return nullable.get(n.name, False)
         return False
 
-    changed = True
-    while changed:
-        changed = False
-        for name in my_rules:
-            if not nullable.get(name) and null(rules[name]):
-                nullable[name] = True
-                changed = True
-
     def left(n, acc):
-        if isinstance(n, ir.Ref):
+        t = type(n)
+        if t is ir.Ref:
             acc.add(n.name)
-        elif isinstance(n, ir.Seq):
+        elif t is ir.Seq:
             for x in n.items:
                 left(x, acc)
                 if not null(x):
                     break
-        elif isinstance(n, ir.Alt):
+        elif t is ir.Alt:
             for x in n.items:
                 left(x, acc)
-        elif isinstance(n, ir.Repeat):
+        elif t is ir.Repeat:
             left(n.item, acc)
 
     graph = {}
-    for name in my_rules:
+    for name in value_rules:
         acc: set = set()
         left(rules[name], acc)
-        graph[name] = [x for x in acc if x in my_rules]
+        graph[name] = [x for x in acc if x in value_rules]
     color = dict.fromkeys(graph, 0)
     for root in graph:
         if color[root]:
@@ -2305,27 +2339,16 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         raise UnsupportedSchemaError("schema nesting too deep", pointer="") from None
     if root == EMPTY:
         raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
-    mine = set(tr.rules)
     where_by_rule = {}
     for e, node in tr.rule_of.items():
-        if isinstance(node, Ref) and node.name in mine:
+        if isinstance(node, Ref) and node.name in tr.rules:
             where_by_rule[node.name] = tr.expr_where(e)
-    _left_recursion_check(tr.rules, mine, lambda r: where_by_rule.get(r, ""))
+    _left_recursion_check(tr.rules, set(where_by_rule), lambda r: where_by_rule.get(r, ""))
     rules = dict(tr.base)
     rules.update(tr.rules)
     ws = tr.ws
     rules["start"] = seq(ws, root, ws)
-    # drop unreachable rules (keeps the rendered grammar readable)
-    reach = set()
-    visited: set = set()
-    stack = ["start"]
-    while stack:
-        r = stack.pop()
-        if r in reach:
-            continue
-        reach.add(r)
-        stack.extend(x for x in _refs(rules[r], visited) if x not in reach)
-    return ir.Grammar({k: v for k, v in rules.items() if k in reach}, "start")
+    return ir.Grammar(rules, "start")
 
 
 def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,

@@ -107,10 +107,11 @@ def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: boo
             if got != t["valid"]:
                 out["bad"].append((t["valid"], doc[:200]))
             done += 1
-    except _Timeout:
+    except (_Timeout, RecursionError):
         pass
-    except RecursionError:
-        pass
+    except Exception as e:  # Lark wraps the timeout in its own exceptions
+        if not isinstance(getattr(e, "orig_exc", None), _Timeout):
+            out["lark_error"] = f"{type(e).__name__}: {e}"[:200]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)

@@ -1,0 +1,332 @@
+"""dotjson.schema: one test per keyword, checked with Lark's Earley parser on the rendered grammar."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+
+import pytest
+
+from dotjson import ir
+from dotjson.errors import SchemaError, UnsupportedSchemaError
+from dotjson.grammar import lark_parses, to_lark
+from dotjson.schema import check_schema, schema_to_grammar
+
+
+def _text(x) -> str:
+    # instances are Python values, or raw JSON text written as Raw("...")
+    return x.text if isinstance(x, Raw) else json.dumps(x, separators=(",", ":"), ensure_ascii=False)
+
+
+class Raw:
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return f"Raw({self.text!r})"
+
+
+def check(schema, good, bad, **kw):
+    g = schema_to_grammar(schema, **kw)
+    text = to_lark(g)
+    for x in good:
+        assert lark_parses(text, _text(x)), f"{_text(x)!r} should be accepted by {schema}"
+    for x in bad:
+        assert not lark_parses(text, _text(x)), f"{_text(x)!r} should be rejected by {schema}"
+
+
+CASES = {
+    # ---------------------------------------------------------------- type, enum, const
+    "type": ({"type": "string"}, ["a", ""], [1, None, [], {}]),
+    "type-list": ({"type": ["integer", "null"]}, [1, None, Raw("1.0")], [1.5, "1", True]),
+    "type-integer": ({"type": "integer"}, [0, -7, 12345678901234567890, Raw("2.00")], [0.5, Raw("1e3"), "1"]),
+    "type-number": ({"type": "number"}, [0, -1.5, Raw("1e-7"), Raw("-0")], ["1", Raw("01"), Raw("1.")]),
+    "type-boolean-null": ({"type": ["boolean", "null"]}, [True, False, None], [0, "true"]),
+    "enum": ({"enum": ["a", 1, None, [1, 2], {"k": True}]},
+             ["a", 1, Raw("1.0"), None, [1, 2], {"k": True}, Raw('"\\u0061"')], ["b", 2, [2, 1], {"k": False}, True]),
+    "const": ({"const": {"a": 1, "b": [True]}}, [{"a": 1, "b": [True]}, {"b": [True], "a": 1}],
+              [{"a": 1}, {"a": 1, "b": [True], "c": 1}]),
+    "const-false-not-0": ({"const": False}, [False], [0, Raw("0.0"), None]),
+    # ---------------------------------------------------------------- numbers
+    "minimum": ({"minimum": 2.5}, [2.5, 3, 100, "x"], [2, 2.4999, -3]),
+    "maximum": ({"type": "integer", "maximum": -3}, [-3, -100], [-2, 0, 5]),
+    "exclusiveMinimum": ({"exclusiveMinimum": 0}, [0.001, 1, Raw("1e5")], [0, Raw("-0"), Raw("0.000"), -1]),
+    "exclusiveMaximum": ({"type": "number", "exclusiveMaximum": 10}, [9.999, -5], [10, Raw("10.0"), 11]),
+    "draft4-exclusive": ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "minimum": 1,
+                          "exclusiveMinimum": True}, [1.5, 2], [1, 0]),
+    "min-max-range": ({"type": "integer", "minimum": 10, "maximum": 99}, [10, 55, 99], [9, 100, 5, 1000]),
+    "multipleOf": ({"type": "integer", "multipleOf": 7}, [0, 7, -14, 700, Raw("21.0")], [1, 15, 3.5]),
+    "multipleOf-decimal": ({"multipleOf": 0.25}, [0.5, 1, Raw("0.250"), -0.75], [0.1, 0.3]),
+    # ---------------------------------------------------------------- strings
+    "minLength": ({"minLength": 2}, ["ab", "\u00e9\u00e9", "abc", 1], ["a", ""]),
+    "maxLength": ({"maxLength": 2}, ["", "ab", Raw('"\\u0041b"'), "\U0001F600"], ["abc"]),
+    "pattern": ({"pattern": "^a+b$"}, ["ab", "aab", 3], ["b", "abc", "ba"]),
+    "pattern-unanchored": ({"pattern": "b"}, ["b", "abc"], ["a", ""]),
+    "pattern-and-length": ({"type": "string", "pattern": "^[a-z]*$", "maxLength": 3}, ["", "abc"], ["abcd", "A"]),
+    "format-date": ({"type": "string", "format": "date"}, ["2024-02-29"], ["2024-13-01", "x"]),
+    "format-unknown-ignored": ({"type": "string", "format": "no-such-format"}, ["x"], [1]),
+    # ---------------------------------------------------------------- objects
+    "properties": ({"properties": {"a": {"type": "integer"}, "b": {"type": "string"}}},
+                   [{}, {"a": 1}, {"a": 1, "b": "x"}, {"b": "x"}, {"z": 1}, {"a": 1, "z": [], "b": "x"}],
+                   [{"a": "x"}, {"b": 1}, Raw('{"a":1,"a":2}')]),
+    "required": ({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["b"]},
+                 [{"b": 1}, {"a": 1, "b": 1}, {"b": 1, "c": 2}], [{}, {"a": 1}]),
+    "required-undeclared": ({"required": ["x"]}, [{"x": 1}, {"y": 1, "x": 1}], [{}, {"y": 1}]),
+    "additionalProperties-false": ({"properties": {"a": {}}, "additionalProperties": False},
+                                   [{}, {"a": 1}], [{"b": 1}, {"a": 1, "b": 2}]),
+    "additionalProperties-schema": ({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}},
+                                    [{"a": "s", "b": 1}, {"b": 2, "c": 3}], [{"b": "s"}]),
+    "patternProperties": ({"patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": False},
+                          [{}, {"x1": 1, "xy": 2}], [{"x": "s"}, {"y": 1}]),
+    "patternProperties-and-properties": ({"properties": {"xa": {"minimum": 5}},
+                                          "patternProperties": {"^x": {"type": "integer"}}},
+                                         [{"xa": 5}, {"xb": 1}, {"y": "s"}], [{"xa": 5.5}, {"xa": 1}, {"xb": "s"}]),
+    "propertyNames": ({"propertyNames": {"maxLength": 2}}, [{}, {"ab": 1}], [{"abc": 1}]),
+    "propertyNames-declared": ({"properties": {"long": {}}, "propertyNames": {"pattern": "^.$"}},
+                               [{"a": 1}], [{"long": 1}]),
+    "minProperties": ({"minProperties": 2}, [{"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}], [{}, {"a": 1}]),
+    "maxProperties": ({"properties": {"a": {}}, "maxProperties": 1}, [{}, {"a": 1}, {"b": 1}], [{"a": 1, "b": 2}]),
+    "dependentRequired": ({"dependentRequired": {"a": ["b"]}}, [{}, {"b": 1}, {"a": 1, "b": 2}], [{"a": 1}]),
+    "dependentSchemas": ({"properties": {"a": {}, "b": {}}, "dependentSchemas": {"a": {"required": ["b"]}}},
+                         [{}, {"b": 1}, {"a": 1, "b": 2}], [{"a": 1}]),
+    "dependencies-draft7": ({"$schema": "http://json-schema.org/draft-07/schema#", "dependencies": {"a": ["b"]}},
+                            [{"b": 1}, {"a": 1, "b": 1}], [{"a": 1}]),
+    "extras-interleaved": ({"properties": {"a": {}, "b": {}}}, [{"x": 1, "a": 1, "y": 2, "b": 3, "z": 4}],
+                           [{"b": 1, "a": 2}]),
+    # ---------------------------------------------------------------- arrays
+    "items": ({"items": {"type": "integer"}}, [[], [1, 2, 3], "x"], [[1, "a"], ["a"]]),
+    "prefixItems": ({"prefixItems": [{"type": "integer"}, {"type": "string"}]},
+                    [[], [1], [1, "a"], [1, "a", None]], [["a"], [1, 2]]),
+    "prefixItems-items-false": ({"prefixItems": [{"type": "integer"}], "items": False}, [[], [1]], [[1, 2]]),
+    "draft7-tuple-items": ({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "integer"}],
+                            "additionalItems": {"type": "string"}}, [[1], [1, "a", "b"]], [["a"], [1, 2]]),
+    "minItems-maxItems": ({"minItems": 2, "maxItems": 3}, [[1, 2], [1, 2, 3]], [[], [1], [1, 2, 3, 4]]),
+    "contains": ({"contains": {"type": "string"}}, [["a"], [1, "a", 2]], [[], [1, 2]]),
+    "minContains-maxContains": ({"contains": {"const": 1}, "minContains": 2, "maxContains": 3},
+                                [[1, 1], [1, 2, 1, 1]], [[1], [1, 1, 1, 1], [2, 2]]),
+    "uniqueItems-enum": ({"items": {"enum": ["a", "b", "c"]}, "uniqueItems": True},
+                         [[], ["a"], ["c", "a"], ["b", "c", "a"]], [["a", "a"], ["a", "b", "a"], ["d"]]),
+    "uniqueItems-boolean": ({"items": {"type": "boolean"}, "uniqueItems": True},
+                            [[True, False]], [[True, True]]),
+    # ---------------------------------------------------------------- composition
+    "anyOf": ({"anyOf": [{"type": "integer"}, {"minLength": 2}]}, [1, "ab", None, 1.5], ["a"]),
+    "allOf": ({"allOf": [{"properties": {"a": {"type": "integer"}}}, {"required": ["a"]}]},
+              [{"a": 1}], [{}, {"a": "x"}]),
+    "allOf-ranges": ({"allOf": [{"minimum": 2}, {"maximum": 4}, {"type": "integer"}]}, [2, 3, 4], [1, 5, 2.5]),
+    "oneOf-disjoint": ({"oneOf": [{"type": "string"}, {"type": "integer"}]}, ["a", 1], [None, 1.5]),
+    "oneOf-overlap": ({"oneOf": [{"minimum": 2}, {"maximum": 5}]}, [1, 6], [3, 2, 5]),
+    "oneOf-discriminator": ({"oneOf": [
+        {"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+        {"properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]}]},
+        [{"kind": "a", "x": 1}, {"kind": "b", "y": "s"}], [{"kind": "c"}, {"kind": "a", "x": "s"}]),
+    "not-type": ({"not": {"type": "string"}}, [1, None, []], ["a"]),
+    "not-enum": ({"type": "string", "not": {"enum": ["a", "b"]}}, ["c", ""], ["a", "b", Raw('"\\u0061"')]),
+    "not-minimum": ({"type": "integer", "not": {"minimum": 3}}, [2, -5], [3, 4]),
+    "not-required": ({"type": "object", "not": {"required": ["a"]}}, [{}, {"b": 1}], [{"a": 1}]),
+    "if-then-else": ({"if": {"type": "integer"}, "then": {"minimum": 0}, "else": {"type": "string"}},
+                     [0, 5, "a"], [-1, None, 1.5]),
+    "if-then": ({"if": {"properties": {"t": {"const": "n"}}, "required": ["t"]},
+                 "then": {"required": ["n"]}}, [{"t": "n", "n": 1}, {"t": "m"}, 5], [{"t": "n"}]),
+    # ---------------------------------------------------------------- references
+    "$ref-defs": ({"$defs": {"pos": {"type": "integer", "minimum": 1}}, "items": {"$ref": "#/$defs/pos"}},
+                  [[1, 2]], [[0]]),
+    "$ref-definitions-draft7": ({"$schema": "http://json-schema.org/draft-07/schema#",
+                                 "definitions": {"s": {"type": "string"}}, "$ref": "#/definitions/s",
+                                 "type": "integer"}, ["a"], [1]),
+    "$ref-recursive": ({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}},
+                        "additionalProperties": False},
+                       [{}, {"kids": [{}, {"kids": [{"kids": [{}]}]}]}], [{"kids": [1]}, {"x": 1}]),
+    "$ref-with-siblings": ({"$defs": {"o": {"properties": {"a": {"type": "integer"}}}},
+                            "$ref": "#/$defs/o", "required": ["a"]}, [{"a": 1}], [{}, {"a": "x"}]),
+    "$anchor": ({"$defs": {"x": {"$anchor": "pos", "minimum": 0}}, "$ref": "#pos"}, [0, 3], [-1]),
+    "$id-relative": ({"$id": "http://example.com/root.json",
+                      "$defs": {"a": {"$id": "a.json", "type": "integer"}}, "$ref": "a.json"}, [1], ["x"]),
+    "boolean-true": (True, [1, "a", None, {"x": [1]}], []),
+    "false-property": ({"properties": {"a": False}}, [{}, {"b": 1}], [{"a": 1}]),
+    "annotations-ignored": ({"title": "t", "description": "d", "default": 1, "examples": [1], "type": "integer"},
+                            [1], ["a"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_keyword(name):
+    schema, good, bad = CASES[name]
+    check(schema, good, bad)
+
+
+def test_whitespace_bounded_and_around_document():
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
+    g = to_lark(schema_to_grammar(schema))
+    assert lark_parses(g, ' {\n  "a": [\n    1,\n    2\n  ]\n}\n')
+    assert not lark_parses(g, '{"a": [1,\n\n 2]}')  # two line breaks in one gap
+    compact = to_lark(schema_to_grammar(schema, disallow_whitespace=True))
+    assert lark_parses(compact, '{"a":[1,2]}')
+    assert not lark_parses(compact, '{"a": [1,2]}')
+    assert not lark_parses(compact, ' {"a":[1,2]}')
+
+
+def test_pretty_printed_instances():
+    schema = {"type": "object", "properties": {"a": {"enum": [{"x": [1, 2]}]}, "b": {"const": [1, {"y": None}]}},
+              "required": ["a", "b"]}
+    g = to_lark(schema_to_grammar(schema))
+    doc = {"a": {"x": [1, 2]}, "b": [1, {"y": None}]}
+    assert lark_parses(g, json.dumps(doc, indent=2))
+    assert lark_parses(g, json.dumps(doc, separators=(",", ":")))
+
+
+def test_close_objects():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    check(schema, [{"a": 1}, {}], [{"b": 1}], close_objects=True)
+    check(schema, [{"a": 1}, {"b": 1}], [], close_objects=False)
+    # an object schema with no declared properties stays open
+    check({"type": "object"}, [{"b": 1}], [], close_objects=True)
+
+
+def test_start_rule_and_base_rules():
+    g = schema_to_grammar({"type": "string"})
+    assert g.start == "start"
+    assert "json_string" in g.rules or any("json_string" in ir.refs(v) for v in g.rules.values())
+
+
+def test_json_text_input():
+    check('{"type": "integer", "maximum": 3}', [3], [4])
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_unsupported_names_keyword_and_pointer():
+    with pytest.raises(UnsupportedSchemaError, match=r"uniqueItems.*at /properties/a") as ei:
+        schema_to_grammar({"properties": {"a": {"type": "array", "uniqueItems": True}}})
+    assert ei.value.keyword == "uniqueItems"
+    assert ei.value.pointer == "/properties/a/uniqueItems"
+
+
+def test_unsupported_pattern_lookaround():
+    with pytest.raises(UnsupportedSchemaError, match="pattern") as ei:
+        schema_to_grammar({"properties": {"p": {"pattern": "a(?=b)"}}})
+    assert ei.value.pointer == "/properties/p/pattern"
+
+
+def test_unsupported_unevaluated_with_applicators():
+    with pytest.raises(UnsupportedSchemaError, match="unevaluatedProperties"):
+        schema_to_grammar({"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False})
+    # alone it is additionalProperties
+    check({"properties": {"a": {}}, "unevaluatedProperties": False}, [{"a": 1}], [{"b": 1}])
+
+
+def test_lenient_warns_and_over_approximates():
+    schema = {"type": "array", "uniqueItems": True}
+    with pytest.warns(UserWarning, match="uniqueItems"):
+        g = schema_to_grammar(schema, lenient=True)
+    assert lark_parses(to_lark(g), "[1,1]")  # over-approximation, announced
+
+
+def test_lenient_never_under_negation():
+    # dropping uniqueItems inside `not` would make the grammar stricter than the schema, so the
+    # whole `not` is dropped instead (over-approximation)
+    with pytest.warns(UserWarning):
+        g = schema_to_grammar({"type": "array", "not": {"uniqueItems": True}}, lenient=True)
+    assert lark_parses(to_lark(g), "[1,2]")
+
+
+@pytest.mark.parametrize("schema, match, pointer", [
+    ({"type": "strng"}, "unknown type 'strng'", "/type"),
+    ({"minLength": -1}, "minLength must be a non-negative integer", "/minLength"),
+    ({"properties": {"a": {"maxItems": "3"}}}, "maxItems must be a non-negative integer", "/properties/a/maxItems"),
+    ({"properties": []}, "properties must be an object", "/properties"),
+    ({"$ref": "#/$defs/nope"}, "points to nothing", ""),
+    ({"items": 3}, "items must be a schema", "/items"),
+    ({"multipleOf": 0}, "multipleOf must be greater than 0", "/multipleOf"),
+    ({"pattern": "("}, "pattern", "/pattern"),
+    ({"allOf": []}, "allOf must be a non-empty array", "/allOf"),
+])
+def test_malformed_schema(schema, match, pointer):
+    with pytest.raises(SchemaError, match=match) as ei:
+        schema_to_grammar(schema)
+    assert not isinstance(ei.value, UnsupportedSchemaError)
+    assert ei.value.pointer == pointer
+
+
+def test_not_json():
+    with pytest.raises(SchemaError, match="not valid JSON"):
+        schema_to_grammar("{nope")
+    with pytest.raises(SchemaError, match="must be a JSON object or a boolean"):
+        schema_to_grammar([1])
+
+
+def test_empty_language_is_a_schema_error():
+    for schema in (False, {"type": "string", "minLength": 3, "maxLength": 2}, {"allOf": [{"type": "string"},
+                                                                                        {"type": "integer"}]},
+                   {"type": "object", "required": ["a"], "properties": {"a": False}}):
+        with pytest.raises(SchemaError, match="accepts no JSON value"):
+            schema_to_grammar(schema)
+
+
+def test_left_recursive_ref_cycle():
+    with pytest.raises(SchemaError, match="never consumes input"):
+        schema_to_grammar({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})
+
+
+def test_remote_ref_needs_resources():
+    with pytest.raises(UnsupportedSchemaError, match="cannot resolve"):
+        schema_to_grammar({"$ref": "http://example.com/s.json"})
+    g = schema_to_grammar({"$ref": "http://example.com/s.json"},
+                          resources={"http://example.com/s.json": {"type": "integer"}})
+    assert lark_parses(to_lark(g), "3")
+
+
+def test_check_schema():
+    check_schema({"type": "integer"})
+    with pytest.raises(UnsupportedSchemaError):
+        check_schema({"type": "array", "uniqueItems": True})
+
+
+# ---------------------------------------------------------------- size and speed
+
+
+def _size(g: ir.Grammar) -> int:
+    seen = set()
+    n = 0
+    for body in g.rules.values():
+        for node in ir.walk(body):
+            if id(node) not in seen:
+                seen.add(id(node))
+                n += 1
+    return n
+
+
+def test_large_bounds_stay_small():
+    g1 = schema_to_grammar({"type": "string", "maxLength": 100000})
+    g2 = schema_to_grammar({"type": "array", "minItems": 5000, "items": {"type": "integer"}})
+    assert any(isinstance(n, ir.Repeat) and n.max == 100000 for b in g1.rules.values() for n in ir.walk(b))
+    assert any(isinstance(n, ir.Repeat) and n.min == 4999 for b in g2.rules.values() for n in ir.walk(b))
+    assert _size(g1) < 2000 and _size(g2) < 2000
+
+
+def test_thousand_properties_translate_fast():
+    schema = {"type": "object", "properties": {f"p{i}": {"type": ["string", "integer"][i % 2]} for i in range(1000)},
+              "required": [f"p{i}" for i in range(0, 1000, 7)]}
+    schema_to_grammar(schema)  # warm the per-process caches
+    t0 = time.perf_counter()
+    g = schema_to_grammar(schema)
+    dt = time.perf_counter() - t0
+    assert dt < 0.5, f"1000-property schema took {dt * 1000:.0f} ms"
+    assert len(g.rules) < 10000
+
+
+def test_error_never_crash_on_deep_nesting():
+    schema: dict = {"type": "integer"}
+    for _ in range(3000):
+        schema = {"items": schema}
+    try:
+        schema_to_grammar(schema)
+    except SchemaError:
+        pass
+
+
+def test_no_warnings_in_strict_mode():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        schema_to_grammar({"type": "object", "properties": {"a": {"format": "date-time"}}})

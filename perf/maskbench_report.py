@@ -8,6 +8,10 @@ rendered grammar (compact JSON). Lark is slow on big grammars: each schema gets 
 (``--budget`` seconds) and the instances it could not check are reported as *unchecked*.
 ``jsonschema`` (Draft 2020-12 or the schema's own dialect, with format checking) is the second
 opinion: instances whose label it contradicts are counted apart (*label?*) and left out.
+The grammar emits declared properties in schema order; MaskBench instances often list keys in
+another order, so each instance is also tried with its keys sorted into schema order: a valid
+instance accepted only that way counts as accepted and is counted in *reord*; an invalid instance
+counts as rejected only if both spellings are rejected.
 
 Usage::
 
@@ -57,12 +61,39 @@ def _jsonschema_says(schema, data):
         return None
 
 
+def schema_key_order(schema) -> dict:
+    """Property names in the order the schema first declares them (anywhere in the document)."""
+    order: dict = {}
+    stack = [schema]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict):
+                for k in props:
+                    order.setdefault(k, len(order))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return order
+
+
+def reorder(data, order: dict):
+    """``data`` with every object's keys sorted into schema order (undeclared keys last)."""
+    if isinstance(data, dict):
+        keys = sorted(data, key=lambda k: (order.get(k, len(order)),))
+        return {k: reorder(data[k], order) for k in keys}
+    if isinstance(data, list):
+        return [reorder(x, order) for x in data]
+    return data
+
+
 def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: bool = False) -> dict:
     """Outcome of one MaskBench row: status and per-instance results."""
     from dotjson.grammar import lark_parses, to_lark
 
     out = {"id": row["id"], "status": None, "valid_ok": 0, "valid_bad": 0, "invalid_ok": 0, "invalid_bad": 0,
-           "unchecked": 0, "label_disputed": 0, "bad": [], "ms": 0.0}
+           "unchecked": 0, "label_disputed": 0, "reordered": 0, "bad": [], "ms": 0.0}
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():
@@ -92,6 +123,7 @@ def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: boo
     done = 0
     try:
         text = to_lark(g)
+        order = schema_key_order(row["schema"])
         for t in tests:
             js = _jsonschema_says(row["schema"], t["data"])
             if js is not None and js != t["valid"]:
@@ -100,6 +132,14 @@ def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: boo
                 continue
             doc = json.dumps(t["data"], separators=(",", ":"), ensure_ascii=False)
             got = lark_parses(text, doc)
+            # the grammar puts declared properties in schema order: also try the instance with
+            # its keys in that order (valid: counts as accepted, noted; invalid: must be rejected too)
+            doc2 = json.dumps(reorder(t["data"], order), separators=(",", ":"), ensure_ascii=False)
+            if doc2 != doc:
+                got2 = lark_parses(text, doc2)
+                if t["valid"] and got2 and not got:
+                    out["reordered"] += 1
+                got = got or got2
             if t["valid"]:
                 out["valid_ok" if got else "valid_bad"] += 1
             else:
@@ -134,7 +174,7 @@ def run_category(path: Path, *, lark: bool, budget: float, limit: int | None = N
             c["schemas"] += 1
             c[r["status"]] += 1
             ms.append(r["ms"])
-            for k in ("valid_ok", "valid_bad", "invalid_ok", "invalid_bad", "unchecked", "label_disputed"):
+            for k in ("valid_ok", "valid_bad", "invalid_ok", "invalid_bad", "unchecked", "label_disputed", "reordered"):
                 c[k] += r[k]
             if r["status"] == "crash":
                 crashes.append((r["id"], r["error"]))
@@ -173,7 +213,8 @@ def main(argv=None) -> int:
     results = {}
     tot = Counter()
     hdr = (f"{'category':16s} {'schemas':>7s} {'transl.':>7s} {'unsup':>5s} {'err':>4s} {'crash':>5s} "
-           f"{'valid acc.':>14s} {'invalid rej.':>14s} {'unchk':>6s} {'label?':>6s} {'p50ms':>6s} {'maxms':>7s}")
+           f"{'valid acc.':>14s} {'invalid rej.':>14s} {'unchk':>6s} {'label?':>6s} {'reord':>5s} {'p50ms':>6s} "
+           f"{'maxms':>7s}")
     print(hdr)
     for f in files:
         r = run_category(f, lark=not args.no_lark, budget=args.budget, limit=args.limit, verbose=args.verbose,
@@ -188,7 +229,7 @@ def main(argv=None) -> int:
         print(f"{f.stem:16s} {c['schemas']:7d} {_pct(c['ok'], c['schemas']):>7s} {c['unsupported']:5d} "
               f"{c['schema_error']:4d} {c['crash']:5d} {c['valid_ok']:6d}/{nv:<6d}{_pct(c['valid_ok'], nv):>2s} "
               f"{c['invalid_ok']:6d}/{ni:<6d}{_pct(c['invalid_ok'], ni):>2s} {c['unchecked']:6d} "
-              f"{c['label_disputed']:6d} {c['p50_ms']:6.1f} {c['max_ms']:7.1f}")
+              f"{c['label_disputed']:6d} {c['reordered']:5d} {c['p50_ms']:6.1f} {c['max_ms']:7.1f}")
         for cid, err in r["crashes"]:
             print(f"   CRASH {cid}: {err}")
     nv = tot["valid_ok"] + tot["valid_bad"]
@@ -196,7 +237,7 @@ def main(argv=None) -> int:
     print(f"{'TOTAL':16s} {tot['schemas']:7d} {_pct(tot['ok'], tot['schemas']):>7s} {tot['unsupported']:5d} "
           f"{tot['schema_error']:4d} {tot['crash']:5d} {tot['valid_ok']:6d}/{nv:<6d}{_pct(tot['valid_ok'], nv):>2s} "
           f"{tot['invalid_ok']:6d}/{ni:<6d}{_pct(tot['invalid_ok'], ni):>2s} {tot['unchecked']:6d} "
-          f"{tot['label_disputed']:6d}")
+          f"{tot['label_disputed']:6d} {tot['reordered']:5d}")
     kw = Counter()
     for r in results.values():
         kw.update(r["unsupported_by_keyword"])

@@ -46,6 +46,7 @@ MIN_CHUNK_WORDS = 512
 
 _UINT_OF_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 _NUMPY_KINDS = {"f": (2, 4, 8), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8)}
+_SIGNED_VIEW = {"torch.uint16": "int16", "torch.uint32": "int32", "torch.uint64": "int64"}
 _BUFFER_KINDS = "a 2-D NumPy array, a list of 1-D arrays (one per row) or a torch tensor"
 
 
@@ -478,6 +479,13 @@ class LogitsProcessor:
         allowed = ((packed.unsqueeze(-1) >> shifts) & 1).to(torch.bool).reshape(batch, -1)
         vocab = self._vocab_size
         allowed = allowed[:, :vocab]
+        signed = _SIGNED_VIEW.get(str(logits.dtype))
+        if signed is not None:
+            # torch has no masked_fill for uint16/32/64: fill a same-width signed view with the
+            # value's bit pattern read as signed.
+            item = np.dtype(signed).itemsize
+            value = int(np.array([value], dtype=f"u{item}").view(signed)[0])
+            logits = logits.view(getattr(torch, signed))
         logits[:, :vocab].masked_fill_(~allowed, value)
         if width > vocab:
             logits[:, vocab:].fill_(value)

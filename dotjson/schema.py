@@ -1984,8 +1984,6 @@ class _Translator:
             for e, names, pats in m.addls:
                 if name not in names and not any(self.key_matches(name, q) for q in pats):
                     es.append(e)
-            if closed and name not in m.props and not any(self.key_matches(name, p) for p, _ in m.patterns):
-                es.append(FALSE)
             if pn is not None and not self.validate(name, pn):
                 es.append(FALSE)
             ve = self.and_expr(es)
@@ -1996,7 +1994,7 @@ class _Translator:
             declared.append((name, ve, name in required))
         # extra members: keys that are not declared, split by which patterns they match
         classes = []
-        if not closed:
+        if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
             pats = list(dict.fromkeys([p for p, _ in m.patterns] + [q for _, _, qs in m.addls for q in qs]))
             if 2 ** len(pats) > MAX_PATTERN_CLASSES:
                 groups = {}
@@ -2019,7 +2017,7 @@ class _Translator:
                 Tset = set(T)
                 es = [e for p, e in m.patterns if p in Tset]
                 es += [e for e, names, qs in m.addls if not (set(qs) & Tset)]
-                if not T and not m.addls and self.close_objects and (m.props or m.patterns):
+                if not T and closed:
                     es.append(FALSE)
                 ve = self.and_expr(es)
                 if ve == FALSE:

@@ -330,3 +330,8 @@ def test_no_warnings_in_strict_mode():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         schema_to_grammar({"type": "object", "properties": {"a": {"format": "date-time"}}})
+
+
+def test_close_objects_keeps_pattern_keys_and_required_names():
+    schema = {"properties": {"a": {}}, "patternProperties": {"^x": {"type": "integer"}}, "required": ["r"]}
+    check(schema, [{"r": 1}, {"a": 1, "r": 2, "x1": 3}], [{"r": 1, "b": 1}, {"r": 1, "x1": "s"}], close_objects=True)

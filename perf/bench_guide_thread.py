@@ -9,7 +9,8 @@ state is computed, not looked up), each step is:
     forward()                                            # main thread
     fut.result()
 
-Measured, each alone and then together, step by step (``T`` = summed over all steps):
+Measured, each alone and then together, step by step (``T`` = summed over all steps; the median
+of ``--repeat`` runs):
 
 * ``T_mask``: the token sets alone; ``T_fwd``: the forward passes alone; ``T_both``: together;
 * **overlap** ``= (T_mask + T_fwd - T_both) / min(T_mask, T_fwd)``: 1 means the shorter one is
@@ -75,8 +76,14 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fwd-us", type=float, default=0.0,
                     help="forward-pass length per step in µs (default: the mean token-set time)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each measurement; the median is printed (default 3)")
     ap.add_argument("--tokenizer", default="llama3")
     args = ap.parse_args(argv)
+
+    def med(fn, *a):
+        xs = sorted(fn(*a) for _ in range(args.repeat))
+        return xs[len(xs) // 2]
 
     from dotjson import Guide, Index, Vocabulary
 
@@ -172,9 +179,9 @@ def main(argv=None):
 
     out = {}
     for name, (fwd, k) in forwards.items():
-        tf = fwd_alone(fwd, k)
-        t_mask = mask_alone()
-        tb = together(fwd, k)
+        tf = med(fwd_alone, fwd, k)
+        t_mask = med(mask_alone)
+        tb = med(together, fwd, k)
         out[name] = report(f"{name} forward", "get_next_tokensets", t_mask, tf, tb)
     # control: GIL-holding work in both threads cannot overlap
     fwd, k = forwards["python"]
@@ -183,9 +190,9 @@ def main(argv=None):
     def ctl():
         _python_work(kk)
 
-    tf = fwd_alone(fwd, k)
-    tw = fwd_alone(fwd, k)
-    tb = together(fwd, k, ctl)
+    tf = med(fwd_alone, fwd, k)
+    tw = med(fwd_alone, fwd, k)
+    tb = med(together, fwd, k, ctl)
     out["control"] = report("python forward", "python loop (control)", tw, tf, tb)
     pool.shutdown()
     print(f"\n(os.cpu_count() = {os.cpu_count()}; overlap 1 = fully hidden, 0 = serialized)")

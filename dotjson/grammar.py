@@ -382,6 +382,8 @@ class _Renderer:
         self.end = end  # regex text of what directly follows an And/Diff
         self._fixed: dict[int, int | None] = {}
         self._qmemo: dict[int, frozenset] = {}
+        self._flags: dict[int, tuple[bool, bool]] = {}
+        self._rx: dict[tuple[int, bool], str] = {}
         self._keep: list = []
 
     # --- analysis
@@ -414,10 +416,48 @@ class _Renderer:
         self._fixed[k] = out
         return out
 
+    # --- memoized structure flags: (references a rule, contains And/Diff)
+    def flags(self, n: ir.Node) -> tuple[bool, bool]:
+        k = id(n)
+        hit = self._flags.get(k)
+        if hit is not None:
+            return hit
+        self._keep.append(n)
+        if isinstance(n, ir.Ref):
+            out = (True, False)
+        elif isinstance(n, (ir.Lit, ir.Chars)):
+            out = (False, False)
+        else:
+            has_ref = has_set = isinstance(n, (ir.And, ir.Diff))
+            has_ref = False
+            for c in ir.children(n):
+                r, st = self.flags(c)
+                has_ref |= r
+                has_set |= st
+            out = (has_ref, has_set)
+        self._flags[k] = out
+        return out
+
+    def has_setop(self, n: ir.Node) -> bool:
+        return self.flags(n)[1]
+
+    def regular(self, n: ir.Node) -> bool:
+        return not self.flags(n)[0]
+
     # --- quote safety: strings that, read as JSON string content, never end inside an escape
     # and never contain an unescaped quote. Then x followed by '"' matches at one length only.
     def quote_safe(self, n: ir.Node) -> bool:
         return all(f[0] == _N for f in self._qfuns(n))
+
+    def _seq_funs(self, items) -> frozenset:
+        out = frozenset((_ID,))
+        for x in items:
+            if self.has_setop(x) and any(f[0] != _N for f in out):
+                # a lookahead must start at a character boundary of the JSON content
+                return frozenset({(_D, _D)})
+            fx = self._qfuns(x)
+            out = frozenset(_compose(a, b) for a in out for b in fx)
+        return out
 
     def _qfuns(self, n: ir.Node) -> frozenset:
         k = id(n)
@@ -433,10 +473,7 @@ class _Renderer:
         elif isinstance(n, ir.Chars):
             out = frozenset(_chars_funs(n))
         elif isinstance(n, ir.Seq):
-            out = frozenset((_ID,))
-            for x in n.items:
-                fx = self._qfuns(x)
-                out = frozenset(_compose(a, b) for a in out for b in fx)
+            out = self._seq_funs(n.items)
         elif isinstance(n, ir.Alt):
             out = frozenset().union(*(self._qfuns(x) for x in n.items)) if n.items else frozenset()
         elif isinstance(n, ir.Repeat):
@@ -457,6 +494,14 @@ class _Renderer:
 
     # --- regex rendering (ref-free nodes)
     def rx(self, n: ir.Node, at_quote: bool = False) -> str:
+        key = (id(n), at_quote)
+        hit = self._rx.get(key)
+        if hit is None:
+            self._keep.append(n)
+            hit = self._rx[key] = self._rx_uncached(n, at_quote)
+        return hit
+
+    def _rx_uncached(self, n: ir.Node, at_quote: bool) -> str:
         if isinstance(n, ir.Lit):
             return "".join(_esc_rx_char(ord(c)) for c in n.text)
         if isinstance(n, ir.Chars):
@@ -521,7 +566,7 @@ class _Renderer:
         """One alternative: atoms separated by spaces (or one repetition)."""
         if isinstance(n, ir.Seq):
             return self.seq(n.items)
-        if not isinstance(n, (ir.Lit, ir.Ref)) and not _has_setop(n) and (self.fixed_len(n) or 0) > 0:
+        if not isinstance(n, (ir.Lit, ir.Ref)) and not self.has_setop(n) and (self.fixed_len(n) or 0) > 0:
             return "/" + self.rx(n) + "/"
         if isinstance(n, ir.Repeat):
             if isinstance(n.item, ir.Alt) and n.item.items and not any(_is_eps(x) for x in n.item.items):
@@ -554,7 +599,7 @@ class _Renderer:
             return self.names[n.name]
         if _is_eps(n):
             return ""
-        if isinstance(n, ir.Chars) or (not _has_setop(n) and (self.fixed_len(n) or 0) > 0):
+        if isinstance(n, ir.Chars) or (not self.has_setop(n) and (self.fixed_len(n) or 0) > 0):
             return "/" + self.rx(n) + "/"
         if isinstance(n, (ir.Alt)) and not n.items:
             return "/[^\\x00-\\U0010ffff]/"
@@ -590,34 +635,35 @@ class _Renderer:
 
     def seq(self, items: tuple[ir.Node, ...]) -> str:
         out: list[str] = []
-        i = 0
-        while i < len(items):
+        i, n = 0, len(items)
+        while i < n:
             x = items[i]
-            nxt = items[i + 1] if i + 1 < len(items) else None
-            closes = isinstance(nxt, ir.Lit) and nxt.text.startswith('"')
-            if closes and not isinstance(x, ir.Lit) and ir.is_regular(x) and self.quote_safe(x):
-                # x" as one terminal: it can only end at the first unescaped quote (unique length)
-                head = ""
-                if out and out[-1] == '"\\""':
-                    out.pop()
-                    head = '\\"'
-                out.append("/" + head + self.rx(x, True) + '\\"/')
-                if len(nxt.text) > 1:
-                    out.append(_lark_string(nxt.text[1:]))
-                i += 2
-                continue
-            if _has_setop(x):
+            if not _is_quote_lit(x) and self.regular(x):
+                # a ref-free run up to a closing quote: one terminal when it provably ends at the
+                # first unescaped quote (then it has a single match length)
+                k = i
+                while k < n and not _is_quote_lit(items[k]) and self.regular(items[k]):
+                    k += 1
+                if k < n and _is_quote_lit(items[k]) and all(f[0] == _N for f in self._seq_funs(items[i:k])):
+                    head = ""
+                    if out and out[-1] == '"\\""':
+                        out.pop()
+                        head = '\\"'
+                    body = "".join(self.rx(y, j == k - i - 1) for j, y in enumerate(items[i:k]))
+                    out.append("/" + head + body + '\\"/')
+                    if len(items[k].text) > 1:
+                        out.append(_lark_string(items[k].text[1:]))
+                    i = k + 1
+                    continue
+            if self.has_setop(x):
                 raise GrammarError(
                     "an intersection or difference must be directly followed by the closing quote of a "
                     "JSON string, and its operands must be JSON string contents"
                 )
-            if not isinstance(x, ir.Ref) and not _has_setop(x) and self.fixed_len(x) is not None:
+            if not isinstance(x, ir.Ref) and self.fixed_len(x) is not None:
                 # a run of fixed-length items is one terminal (still a single match length)
                 j = i
-                while j < len(items) and not isinstance(items[j], ir.Ref) and self.fixed_len(items[j]) is not None:
-                    nj = items[j + 1] if j + 1 < len(items) else None
-                    if j > i and isinstance(nj, ir.Lit) and nj.text.startswith('"') and self.quote_safe(items[j]):
-                        break
+                while j < n and self.fixed_len(items[j]) is not None:
                     j += 1
                 run = [y for y in items[i:j] if not _is_eps(y)]
                 if len(run) > 1:
@@ -632,6 +678,10 @@ class _Renderer:
                 out.append(s)
             i += 1
         return " ".join(out)
+
+
+def _is_quote_lit(n: ir.Node) -> bool:
+    return isinstance(n, ir.Lit) and n.text.startswith('"')
 
 
 _SIMPLE_ATOM = re.compile(r'[A-Za-z_][A-Za-z_0-9]*|"(?:[^"\\]|\\.)*"|/(?:[^/\\]|\\.)*/')

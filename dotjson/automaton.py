@@ -130,6 +130,8 @@ class Automaton:
         self._hasbool: list[bool] = []
         self._hasrep: list[bool] = []
         self._rows: dict[int, tuple] = {}
+        self._deriv: dict[int, int] = {}
+        self._inf: dict[int, bool] = {}
         self._empty: dict[int, bool] = {}
         self._clamp: dict[int, int] = {}
         self._chars_cache: dict[ir.Chars, int] = {}
@@ -400,11 +402,49 @@ class Automaton:
         return self._nullable[t]
 
     def deriv(self, t: int, byte: int) -> int:
-        """The derivative of ``t`` by one byte (∅ when ``t`` cannot consume it)."""
-        for m, d in self.row_derivs(t):
-            if (m >> byte) & 1:
-                return d
-        return self.EMPTY
+        """The derivative of ``t`` by one byte (∅ when ``t`` cannot consume it).
+
+        Builds only the one successor it needs; deep in a trie walk a state is usually asked for
+        one or two bytes, where a whole row would build a term for every byte class.
+        """
+        rows = self._rows.get(t)
+        if rows is not None:
+            for m, d in rows:
+                if (m >> byte) & 1:
+                    return d
+            return self.EMPTY
+        key = t * 256 + byte
+        r = self._deriv.get(key)
+        if r is not None:
+            return r
+        n = self._nodes[t]
+        k = n[0]
+        if k == K_BYTES:
+            r = self.EPS if (n[1] >> byte) & 1 else self.EMPTY
+        elif k == K_SEQ:
+            a, b = n[1], n[2]
+            r = self.seq(self.deriv(a, byte), b)
+            if self._nullable[a]:
+                r = self.alt((r, self.deriv(b, byte)))
+        elif k == K_ALT:
+            r = self.alt([self.deriv(x, byte) for x in n[1]])
+        elif k == K_REP:
+            item, lo, hi = n[1], n[2], n[3]
+            d = self.deriv(item, byte)
+            if d == self.EMPTY:
+                r = self.EMPTY
+            else:
+                r = self.seq(d, self.rep(item, max(lo - 1, 0), INF if hi == INF else hi - 1))
+        elif k == K_REF:
+            r = self.deriv(self._rule_body[n[1]], byte)
+        elif k == K_AND:
+            r = self.and_([self.deriv(x, byte) for x in n[1]])
+        elif k == K_DIFF:
+            r = self.diff(self.deriv(n[1], byte), self.deriv(n[2], byte))
+        else:
+            r = self.EMPTY
+        self._deriv[key] = r
+        return r
 
     def row_derivs(self, t: int) -> tuple:
         """All derivatives of ``t`` at once: ``((mask, term), ...)`` with disjoint byte masks and
@@ -528,18 +568,22 @@ class Automaton:
         return r
 
     def _infinite(self, t: int) -> bool:
-        """For AND/DIFF-free terms: does the language contain infinitely many strings?"""
+        """For AND/DIFF/REF-free terms: does the language contain infinitely many strings?"""
+        r = self._inf.get(t)
+        if r is not None:
+            return r
         n = self._nodes[t]
         k = n[0]
         if k == K_REP:
-            return n[3] == INF or self._infinite(n[1])
-        if k == K_SEQ:
-            return self._infinite(n[1]) or self._infinite(n[2])
-        if k == K_ALT:
-            return any(self._infinite(x) for x in n[1])
-        if k == K_REF:
-            return True  # conservative only in the direction we use it (left operand)
-        return False
+            r = n[3] == INF or self._infinite(n[1])
+        elif k == K_SEQ:
+            r = self._infinite(n[1]) or self._infinite(n[2])
+        elif k == K_ALT:
+            r = any(self._infinite(x) for x in n[1])
+        else:
+            r = False  # REF never occurs under AND/DIFF (checked at compile time)
+        self._inf[t] = r
+        return r
 
     def _search_nonempty(self, t: int) -> bool:
         seen = {t}
@@ -658,12 +702,25 @@ class Automaton:
             self.trans[s] = row
             self.row_ready[s] = True
 
+    def fill_entry(self, s: int, byte: int) -> int:
+        """Compute the one transition of state ``s`` on ``byte``."""
+        with self.lock:
+            r = int(self.trans[s, byte])
+            if r != UNKNOWN:
+                return r
+            u = self.deriv(self._term_of[s], byte)
+            if u == self.EMPTY or (self._hasbool[u] and self.is_empty(u)):
+                r = DEAD
+            else:
+                r = self.state(u)
+            self.trans[s, byte] = r
+            return r
+
     def step(self, s: int, byte: int) -> int:
         """Successor of state ``s`` on ``byte``, or ``DEAD``."""
         r = int(self.trans[s, byte])
         if r == UNKNOWN:
-            self.fill_row(s)
-            r = int(self.trans[s, byte])
+            r = self.fill_entry(s, byte)
         return r
 
     def walk_bytes(self, s: int, data: bytes) -> int:
@@ -697,8 +754,7 @@ class Automaton:
     def _compute_plain_inv(self, s: int, plain_seqs) -> bool:
         ok = True
         # Cheap necessary condition first: a plain-invariant state loops on 'a'.
-        self.fill_row(s)
-        if self.trans[s, 0x61] != s:
+        if self.step(s, 0x61) != s:
             self.plain_inv[s] = 0
             return False
         for sq in plain_seqs:
@@ -886,7 +942,7 @@ def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
     a.lock = threading.RLock()
     a._nodes, a._ids = [], {}
     a._nullable, a._hasbool, a._hasrep = [], [], []
-    a._rows, a._empty, a._clamp, a._chars_cache = {}, {}, {}, {}
+    a._rows, a._deriv, a._inf, a._empty, a._clamp, a._chars_cache = {}, {}, {}, {}, {}, {}
     names = [str(x) for x in meta["rules"]]
     if names != list(grammar.rules):
         raise ValueError("rule names do not match the saved grammar")

@@ -23,6 +23,10 @@ from .errors import DotjsonError, LimitExceededError, SchemaError
 #: State of a row after EOS was sampled.
 FINISHED = -3
 
+#: Trie nodes branching on more bytes than this get a whole automaton row at once; narrower
+#: ones only the transitions the walk asks for.
+_WIDE_NODE = 6
+
 _PLAIN_RANGES = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF)]
 _PLAIN_SEQS = [sq for lo, hi in _PLAIN_RANGES for sq in utf8_sequences(lo, hi)]
 
@@ -315,7 +319,7 @@ class Index:
             loc.st_node = np.zeros(depth, dtype=np.int32)
             loc.st_state = np.zeros(depth, dtype=np.int32)
             loc.st_edge = np.zeros(depth, dtype=np.int32)
-            loc.ret = np.zeros(2, dtype=np.int64)
+            loc.ret = np.zeros(4, dtype=np.int64)
         return loc
 
     def _compute_mask(self, state: int) -> np.ndarray:
@@ -363,7 +367,10 @@ class Index:
             sp = int(sc.ret[0])
             s = int(sc.ret[1])
             if status == _walk.NEED_ROW:
-                a.fill_row(s)
+                if sc.ret[3] > _WIDE_NODE:
+                    a.fill_row(s)
+                else:
+                    a.fill_entry(s, int(sc.ret[2]))
             else:
                 a.compute_plain_inv(s, _PLAIN_SEQS)
 

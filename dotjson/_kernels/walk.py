@@ -50,7 +50,9 @@ def walk_trie(
 ):
     """Resume a walk whose stack holds ``sp`` frames; returns a status, see module docstring.
 
-    ``ret[0]`` receives the stack depth, ``ret[1]`` the state that Python must expand.
+    ``ret[0]`` receives the stack depth, ``ret[1]`` the state that Python must expand, ``ret[2]``
+    the byte it needs and ``ret[3]`` how many bytes the trie node branches on (Python computes a
+    single transition for a narrow node, the whole row for a wide one).
     The caller seeds the stack with the root frame ``(0, start_state, child_ptr[0])``.
     """
     while sp > 0:
@@ -65,6 +67,8 @@ def walk_trie(
         if nxt == -1:
             ret[0] = sp
             ret[1] = state
+            ret[2] = child_byte[e]
+            ret[3] = child_ptr[node + 1] - child_ptr[node]
             return NEED_ROW
         if nxt < 0:
             st_edge[top] = e + 1

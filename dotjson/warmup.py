@@ -15,7 +15,7 @@ def warmup() -> None:
     from . import ir
     from .guide import Guide
     from .index import Index
-    from .processor import LogitsProcessor
+    from .processor import LogitsProcessor, warmup_kernels
     from .vocabulary import Vocabulary
 
     tokens = ["[", "]", "1", ",", "[1", '"', "a", "é", "\\"]
@@ -34,7 +34,8 @@ def warmup() -> None:
     processor = LogitsProcessor(guide, -np.inf)
     ts = guide.get_start_tokensets()
     width = vocab.max_token_id()
-    for dtype in (np.float32, np.float16, np.float64):
-        processor(np.zeros((2, width), dtype=dtype), ts)
+    processor(np.zeros((2, width), dtype=np.float32), ts)
+    warmup_kernels()
     ts.num_allowed()
+    ts.forced_tokens()
     guide.get_next_tokensets([0, 5])

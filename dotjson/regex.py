@@ -240,8 +240,17 @@ def _ecma_to_python(pattern: str) -> str:
                 if e.isupper():
                     cls = ir.chars_complement(cls)
                 body = _class_body(cls)
-                out.append(body if in_class else f"[{body}]")
                 i += 2
+                if in_class:
+                    # annex B: a class escape next to '-' is no range end: keep the '-' literal
+                    if out and out[-1] == "-":
+                        out[-1] = "\\-"
+                    out.append(body)
+                    if i < n and pattern[i] == "-":
+                        out.append("\\-")
+                        i += 1
+                else:
+                    out.append(f"[{body}]")
             elif e in "pP":
                 m = re.match(r"\{([A-Za-z_=]+)\}", pattern[i + 2 :])
                 if not m:
@@ -251,7 +260,12 @@ def _ecma_to_python(pattern: str) -> str:
                     cls = ir.chars_complement(cls)
                 body = _class_body(cls) if cls.ranges else ""
                 if in_class:
+                    if out and out[-1] == "-":
+                        out[-1] = "\\-"
                     out.append(body)
+                    if i + 2 + m.end() < n and pattern[i + 2 + m.end()] == "-":
+                        out.append("\\-")
+                        i += 1
                 else:
                     out.append(f"[{body}]" if body else "[^\\x00-\\U0010ffff]")
                 i += 2 + m.end()

@@ -84,6 +84,9 @@ def test_non_greedy_is_greedy():
         (r"^\p{Letter}+$", ["abc\u00e9\u4e2d"], ["1", "_"]),
         (r"^\p{Lu}\P{Lu}$", ["Ab"], ["AB", "ab"]),
         (r"^\p{digit}+$", ["42", "\u09ea\u09e8"], ["-%#"]),
+        (r"^[\w-.]+$", ["a-b.c"], [" "]),  # a class escape is never a range end
+        (r"^[a-\d]+$", ["a-1"], ["b"]),
+        (r"^[\s-x]+$", [" -x"], ["a"]),
     ],
 )
 def test_ecma_meanings(pattern, yes, no):

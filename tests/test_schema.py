@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import time
 import warnings
 
@@ -335,3 +336,71 @@ def test_no_warnings_in_strict_mode():
 def test_close_objects_keeps_pattern_keys_and_required_names():
     schema = {"properties": {"a": {}}, "patternProperties": {"^x": {"type": "integer"}}, "required": ["r"]}
     check(schema, [{"r": 1}, {"a": 1, "r": 2, "x1": 3}], [{"r": 1, "b": 1}, {"r": 1, "x1": "s"}], close_objects=True)
+
+
+# ---------------------------------------------------------------- MaskBench subset
+
+_SUBSET = Path(__file__).resolve().parent / "data" / "maskbench" / "subset.jsonl"
+
+
+def _key_order(schema) -> dict:
+    order: dict = {}
+    stack = [schema]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            if isinstance(node.get("properties"), dict):
+                for k in node["properties"]:
+                    order.setdefault(k, len(order))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return order
+
+
+def _reorder(data, order):
+    if isinstance(data, dict):
+        return {k: _reorder(data[k], order) for k in sorted(data, key=lambda k: order.get(k, len(order)))}
+    if isinstance(data, list):
+        return [_reorder(x, order) for x in data]
+    return data
+
+
+def _subset_rows(per_category):
+    rows, seen = [], {}
+    for line in _SUBSET.read_text().splitlines():
+        row = json.loads(line)
+        cat = row["id"].split("---")[0].split("_")[0] if row["id"].startswith("BFCL") else row["id"].split("---")[0]
+        seen[cat] = seen.get(cat, 0) + 1
+        if seen[cat] <= per_category:
+            rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("per_category", [
+    2, pytest.param(4, marks=pytest.mark.slow)])
+def test_maskbench_subset(per_category):
+    """Named errors only; no invalid instance accepted; valid ones accepted (keys in schema order)."""
+    rows = _subset_rows(per_category)
+    translated = valid_ok = valid_n = 0
+    for row in rows:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                g = schema_to_grammar(row["schema"])
+        except SchemaError:  # UnsupportedSchemaError included: named, never a crash
+            continue
+        translated += 1
+        text = to_lark(g)
+        order = _key_order(row["schema"])
+        for t in row["tests"]:
+            forms = {json.dumps(t["data"], separators=(",", ":"), ensure_ascii=False),
+                     json.dumps(_reorder(t["data"], order), separators=(",", ":"), ensure_ascii=False)}
+            got = any(lark_parses(text, f) for f in forms)
+            if t["valid"]:
+                valid_n += 1
+                valid_ok += got
+            else:
+                assert not got, f"{row['id']}: invalid instance accepted: {t['data']!r}"
+    assert translated >= 0.85 * len(rows), (translated, len(rows))
+    assert valid_ok >= valid_n - 3, (valid_ok, valid_n)

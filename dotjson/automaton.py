@@ -131,6 +131,7 @@ class Automaton:
         self._hasrep: list[bool] = []
         self._rows: dict[int, tuple] = {}
         self._deriv: dict[int, int] = {}
+        self._seqs: dict[int, int] = {}
         self._inf: dict[int, bool] = {}
         self._empty: dict[int, bool] = {}
         self._clamp: dict[int, int] = {}
@@ -182,7 +183,12 @@ class Automaton:
             return a
         na = self._nodes[a]
         if na[0] == K_SEQ:  # keep sequences right-nested: SEQ(SEQ(x, y), b) = SEQ(x, SEQ(y, b))
-            return self.seq(na[1], self.seq(na[2], b))
+            key = (a << 32) | b
+            r = self._seqs.get(key)
+            if r is None:
+                r = self.seq(na[1], self.seq(na[2], b))
+                self._seqs[key] = r
+            return r
         return self._mk(
             (K_SEQ, a, b),
             self._nullable[a] and self._nullable[b],
@@ -943,6 +949,7 @@ def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
     a._nodes, a._ids = [], {}
     a._nullable, a._hasbool, a._hasrep = [], [], []
     a._rows, a._deriv, a._inf, a._empty, a._clamp, a._chars_cache = {}, {}, {}, {}, {}, {}
+    a._seqs = {}
     names = [str(x) for x in meta["rules"]]
     if names != list(grammar.rules):
         raise ValueError("rule names do not match the saved grammar")

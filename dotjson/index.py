@@ -26,8 +26,6 @@ FINISHED = -3
 #: Trie nodes branching on more bytes than this get a whole automaton row at once; narrower
 #: ones only the transitions the walk asks for.
 _WIDE_NODE = 6
-#: Transitions computed ahead of the walk below a node it asked about.
-_PREFETCH = 48
 
 _PLAIN_RANGES = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF)]
 _PLAIN_SEQS = [sq for lo, hi in _PLAIN_RANGES for sq in utf8_sequences(lo, hi)]

@@ -1,8 +1,9 @@
 """Every program in examples/ runs to completion, so none of them can rot.
 
 Each runs in a subprocess exactly as the docs say to run it, with the flags that keep it fast
-(a tiny random model instead of SmolLM2, smaller sizes). The real SmolLM2 model runs in examples 02
-and 03 too, from the converted copy ``dotjson generate`` caches (converted once per machine).
+(a tiny random model instead of SmolLM2, smaller sizes). With ``--runslow`` the real SmolLM2 model
+runs in examples 02 and 03 too, from the converted copy ``dotjson generate`` caches (converted
+once per machine); the default suite runs the real model once, in test_cli's main-job test.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def test_02_generate_dummy_model():
     assert "valid for the schema" in out
 
 
+@pytest.mark.slow
 def test_02_generate_dummy_model_sampling():
     out = run_example("02_generate_smollm2.py", "--dummy-model", "--max-new-tokens", "400",
                       "--temperature", "1.0", "--seed", "5",
@@ -102,6 +104,7 @@ def test_02_generate_dummy_model_sampling():
     validate(documents(out, prefix="document: ")[0], "product.json")
 
 
+@pytest.mark.slow  # ~35 s; the real model runs in the default suite in test_cli's main job
 def test_02_generate_real_smollm2(smollm2_dir):
     out = run_example("02_generate_smollm2.py", "--model", smollm2_dir, "--max-new-tokens", "200")
     docs = documents(out, prefix="document: ")
@@ -117,6 +120,7 @@ def test_03_transformers_generate_dummy_model():
         validate(d, "person.json")
 
 
+@pytest.mark.slow  # ~55 s
 def test_03_transformers_generate_real_smollm2(smollm2_dir):
     out = run_example("03_transformers_generate.py", "--model", smollm2_dir,
                       "--max-new-tokens", "200")

@@ -158,6 +158,7 @@ MAX_BRANCHES = 256          # DNF branches of one sub-schema
 MAX_DFA_STATES = 20000      # number automaton
 MAX_OBJECT_STATES = 50000   # object automaton states (properties × counter)
 MAX_PATTERN_CLASSES = 16    # key classes from patternProperties (2 ** patterns)
+MAX_FLOATING = 4           # required names outside `properties`, placed in any order
 MAX_UNIQUE_VALUES = 8       # uniqueItems over a finite item domain
 _DEFAULT_BASE = "https://dotjson.invalid/schema.json"
 
@@ -892,11 +893,13 @@ class _Translator:
             self.inlining.discard(target)
 
     def expand_refs(self, c, where):
-        rest = tuple(a for a in c if a[0] != "ruleref")
-        out = [rest]
+        # keep the atoms' order: it is the order of the properties in the grammar
+        out = [()]
         for a in c:
             if a[0] == "ruleref":
                 out = self.and2(out, self.inline(a[1], where), where)
+            else:
+                out = [b + (a,) for b in out]
         return out
 
     # ------------------------------------------------------------------ negation
@@ -1782,11 +1785,14 @@ class _Translator:
         if e == FALSE:
             return EMPTY
         alts = []
+        branches = []
         for br in self.dnf(e):
             if any(a[0] == "ruleref" for a in br):
-                alts.append(self.key_language(self.and_expr([a[1] if a[0] == "ruleref" else TRUE for a in br]))
-                            if len(br) == 1 else _raise_unsup("propertyNames with $ref and siblings"))
-                continue
+                branches.extend(self.inline(br[0][1], self.expr_where(e)) if len(br) == 1
+                                else self.expand_refs(br, self.expr_where(e)))
+            else:
+                branches.append(br)
+        for br in branches:
             m = self.merge(br)
             if "string" not in m.types:
                 continue
@@ -2049,15 +2055,26 @@ class _Translator:
             xname = f"extra{self.counter}"
             self.rules[xname] = alt(*classes)
             X = Ref(xname)
-        members = [seq(lit('"'), self.enc_text((name)), lit('"'), self.colon, self.node_of(ve))
-                   for name, ve, _ in declared]
-        reqs = [req for _, _, req in declared]
-        n = len(declared)
+        # required names that `properties` does not declare have no schema position: they may
+        # appear anywhere extras may (tracked by a bit mask), when there are few of them
+        floating = [d for d in declared if d[0] not in m.props]
+        if len(floating) > MAX_FLOATING:
+            floating = []
+        chain = [d for d in declared if not floating or d[0] in m.props]
+
+        def member(name, ve):
+            return seq(lit('"'), self.enc_text(name), lit('"'), self.colon, self.node_of(ve))
+
+        members = [member(name, ve) for name, ve, _ in chain]
+        fmembers = [member(name, ve) for name, ve, _ in floating]
+        full = (1 << len(floating)) - 1
+        reqs = [req for _, _, req in chain]
+        n = len(chain)
         open_ = seq(lit("{"), self.ws)
         close = seq(self.ws, lit("}"))
-        empty_ok = not any(reqs) and plo == 0
+        empty_ok = not any(reqs) and plo == 0 and not floating
         empty = seq(lit("{"), self.ws, lit("}")) if empty_ok else EMPTY
-        if n == 0:
+        if n == 0 and not floating:
             if X is None:
                 return empty
             if phi == 0:
@@ -2066,29 +2083,23 @@ class _Translator:
             rhi = None if phi is None else phi - 1
             return alt(empty, seq(open_, X, repeat(seq(self.sep, X), rlo, rhi), close))
         cap = max(1, phi if phi is not None else plo)
-        nstates = (n + 1) * 2 * (cap + 1)
+        nstates = (n + 1) * 2 * (cap + 1) * (full + 1)
         if nstates > MAX_OBJECT_STATES:
             r = self.unsupported("object too large for its minProperties/maxProperties counter", where,
                                  "maxProperties")
             if r is None:
                 plo, phi, cap = 0, None, 1
-        # optional suffix: can the object close once declared[i:] are skipped?
-        opt_from = [False] * (n + 1)
-        opt_from[n] = True
-        for i in range(n - 1, -1, -1):
-            opt_from[i] = opt_from[i + 1] and not reqs[i]
+        has_s = X is not None or bool(floating)
         self.counter += 1
         prefix = f"obj{self.counter}"
         made: dict = {}
         todo = []
 
-        def ref(kind, i, c):
-            key = (kind, i, c)
-            if kind == "S" and X is None:
-                key = ("K", i, c)
+        def ref(kind, i, c, mask):
+            key = (kind if has_s else "K", i, c, mask)
             nm = made.get(key)
             if nm is None:
-                nm = made[key] = f"{prefix}_{key[0].lower()}{i}_{c}"
+                nm = made[key] = f"{prefix}_{key[0].lower()}{i}_{c}" + (f"_{mask}" if floating else "")
                 todo.append(key)
             return Ref(nm)
 
@@ -2097,22 +2108,26 @@ class _Translator:
                 return c + 1 if c + 1 <= phi else None
             return min(c + 1, cap)
 
-        def body(kind, i, c):
+        def body(kind, i, c, mask):
             sp = self.sep if c > 0 else EPS
             alts = []
             c2 = inc(c)
-            if kind == "S" and X is not None and c2 is not None:
-                alts.append(seq(sp, X, ref("S", i, c2)))
+            if kind == "S" and c2 is not None:
+                if X is not None:
+                    alts.append(seq(sp, X, ref("S", i, c2, mask)))
+                for j, fm in enumerate(fmembers):
+                    if not mask & (1 << j):
+                        alts.append(seq(sp, fm, ref("S", i, c2, mask | (1 << j))))
             if i < n:
                 if c2 is not None:
-                    alts.append(seq(sp, members[i], ref("S", i + 1, c2)))
+                    alts.append(seq(sp, members[i], ref("S", i + 1, c2, mask)))
                 if not reqs[i]:
-                    alts.append(ref("K", i + 1, c))
-            elif c > 0 and c >= plo:
+                    alts.append(ref("K", i + 1, c, mask))
+            elif c > 0 and c >= plo and mask == full:
                 alts.append(EPS)
             return alt(*alts)
 
-        start = ref("S", 0, 0)
+        start = ref("S", 0, 0, 0)
         while todo:
             key = todo.pop()
             self.rules[made[key]] = body(*key)
@@ -2152,10 +2167,6 @@ _ENC_CACHE: dict = {}
 _ENC_CHAR: dict = {}
 _APPLICATORS = ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef", "$recursiveRef",
                 "dependentSchemas", "dependencies")
-
-
-def _raise_unsup(msg):
-    raise UnsupportedSchemaError(msg, keyword="propertyNames")
 
 
 def _types_of(br) -> frozenset:

@@ -404,3 +404,15 @@ def test_maskbench_subset(per_category):
                 assert not got, f"{row['id']}: invalid instance accepted: {t['data']!r}"
     assert translated >= 0.85 * len(rows), (translated, len(rows))
     assert valid_ok >= valid_n - 3, (valid_ok, valid_n)
+
+
+def test_allof_ref_keeps_property_order():
+    schema = {"definitions": {"a": {"type": "object", "properties": {"x": {"type": "string"}}}},
+              "allOf": [{"$ref": "#/definitions/a"}, {"properties": {"t": {"enum": ["r"]}}}]}
+    check(schema, [{"x": "1", "t": "r"}, {"x": "1"}, {"t": "r"}], [{"x": 1}, {"t": "s"}])
+
+
+def test_required_names_outside_properties_in_any_order():
+    schema = {"properties": {"a": {"type": "integer"}}, "required": ["y", "x"], "additionalProperties": {"type": "integer"}}
+    check(schema, [{"x": 1, "y": 2}, {"y": 1, "a": 2, "x": 3}, {"x": 1, "z": 5, "y": 2}],
+          [{"x": 1}, {"x": 1, "y": "s"}, Raw('{"x":1,"y":2,"x":3}')])

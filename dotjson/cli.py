@@ -2,7 +2,7 @@
 
 ::
 
-    dotjson generate --schema examples/schemas/person.json --prompt "Invent a person."
+    dotjson generate --schema examples/schemas/person.json --prompt "Introduce Maria, a retired astronaut from Lisbon."
     dotjson compile  --schema FILE --model ID_OR_DIR --out DIR
     dotjson grammar  --schema FILE
 
@@ -634,7 +634,7 @@ def cmd_generate(args) -> int:
     n = len(ids)
     _note(args, f"{n} tokens in {t_done - t_loaded:.1f} s "
                 f"({1000 * (t_done - t_loaded) / max(n, 1):.0f} ms/token); total {t_done - t0:.1f} s")
-    print(text, flush=True)
+    print(text.strip(), flush=True)  # whitespace around a JSON text is not part of its value
     return _check_valid(text, schema, args)
 
 

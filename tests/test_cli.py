@@ -302,7 +302,7 @@ def test_main_job_with_the_real_model():
     schema = SCHEMAS / "person.json"
     t0 = time.perf_counter()
     proc = run_cli("generate", "--schema", str(schema),
-                   "--prompt", "Invent a fictional person who loves the sea.", timeout=600)
+                   "--prompt", "Introduce Maria, a retired astronaut from Lisbon.", timeout=600)
     elapsed = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr[-3000:]
     document = _validate(proc.stdout, schema)

@@ -300,3 +300,23 @@ def test_lark_parses_explores_all_splits():
     assert lark_parses(text, "abc")
     assert lark_parses(text, "ac")
     assert not lark_parses(text, "abbc")
+
+
+def test_json_lark_string_char_equals_jsonstr():
+    # grammars/json.lark's json_string_char and jsonstr's encoding of "any character" agree
+    import re
+
+    from dotjson.jsonstr import JSON_STRING_CHAR
+
+    ours = re.compile(to_python_regex(json_base(False)["json_string_char"]))
+    theirs = re.compile(to_python_regex(JSON_STRING_CHAR))
+    rnd = random.Random(1)
+    samples = ['"', "\\", "\\u", "\\ud83d\\ude00", "\\uD83D\\uDE00", "\\ud83d", "\\udc00", "\\u00e9", "\\u00E9",
+               "\\/", "\\x", "\\\\", "\n", "\x1f", "\x7f", "\u2028", "\U0001F600", "ab", "\\uDBFF\\uDFFF"]
+    hexd = "0123456789abcdefABCDEF"
+    for _ in range(300):
+        samples.append("\\u" + "".join(rnd.choice(hexd) for _ in range(4)))
+        samples.append("\\u" + "".join(rnd.choice(hexd) for _ in range(4)) + "\\u" + "".join(rnd.choice(hexd) for _ in range(4)))
+        samples.append(chr(rnd.choice([rnd.randrange(0x80), rnd.randrange(0xD800), rnd.randrange(0xE000, 0x110000)])))
+    for s in samples:
+        assert (ours.fullmatch(s) is None) == (theirs.fullmatch(s) is None), s

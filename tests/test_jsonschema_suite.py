@@ -39,10 +39,10 @@ CORE = [
     "additionalProperties.json", "allOf.json", "anchor.json", "anyOf.json", "boolean_schema.json", "const.json",
     "contains.json", "defs.json", "dependentRequired.json", "dependentSchemas.json", "enum.json",
     "exclusiveMaximum.json", "exclusiveMinimum.json", "if-then-else.json", "infinite-loop-detection.json",
-    "items.json", "maxContains.json", "maxItems.json", "maxLength.json", "maxProperties.json", "maximum.json",
+    "maxContains.json", "maxItems.json", "maxLength.json", "maxProperties.json", "maximum.json",
     "minContains.json", "minItems.json", "minLength.json", "minProperties.json", "minimum.json", "multipleOf.json",
     "not.json", "oneOf.json", "pattern.json", "patternProperties.json", "prefixItems.json", "properties.json",
-    "propertyNames.json", "ref.json", "required.json", "type.json", "uniqueItems.json",
+    "propertyNames.json", "required.json", "type.json", "uniqueItems.json",
 ]
 
 

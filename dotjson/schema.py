@@ -155,7 +155,7 @@ TRUE = ("true",)
 FALSE = ("false",)
 
 MAX_BRANCHES = 256          # DNF branches of one sub-schema
-MAX_DFA_STATES = 20000      # number automaton
+MAX_DFA_STATES = 4000       # number automaton
 MAX_OBJECT_STATES = 50000   # object automaton states (properties × counter)
 MAX_PATTERN_CLASSES = 16    # key classes from patternProperties (2 ** patterns)
 MAX_FLOATING = 4           # required names outside `properties`, placed in any order

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import warnings
 from decimal import Decimal, InvalidOperation
 from urllib.parse import unquote, urldefrag, urljoin
@@ -168,8 +169,11 @@ _SUBSCHEMA_ONE = ("additionalProperties", "additionalItems", "items", "contains"
                   "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentSchema")
 
 
-def _esc(token: str) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
+def _esc(token) -> str:
+    token = str(token)
+    if "~" not in token and "/" not in token:
+        return token
+    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _unesc(token: str) -> str:
@@ -1535,9 +1539,7 @@ class _Translator:
 
     # ------------------------------------------------------------------ rules
     def new_name(self, hint: str) -> str:
-        import re
-
-        h = re.sub(r"[^a-z0-9_]+", "_", hint.lower()).strip("_")[-40:].strip("_")
+        h = _NAME_JUNK.sub("_", hint.lower()).strip("_")[-40:].strip("_")
         base = f"s_{h}" if h else "s"
         self.counter += 1
         name = base
@@ -2161,6 +2163,7 @@ class _Merged:
 
 
 _MISSING = object()
+_NAME_JUNK = re.compile(r"[^a-z0-9_]+")
 # per-process caches of immutable languages (patterns and formats recur across schemas)
 _REGEX_CACHE: dict = {}
 _ENC_CACHE: dict = {}

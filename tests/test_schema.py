@@ -416,3 +416,78 @@ def test_required_names_outside_properties_in_any_order():
     schema = {"properties": {"a": {"type": "integer"}}, "required": ["y", "x"], "additionalProperties": {"type": "integer"}}
     check(schema, [{"x": 1, "y": 2}, {"y": 1, "a": 2, "x": 3}, {"x": 1, "z": 5, "y": 2}],
           [{"x": 1}, {"x": 1, "y": "s"}, Raw('{"x":1,"y":2,"x":3}')])
+
+
+# ---------------------------------------------------------------- the number automaton against Decimal
+
+
+def _run_dfa(dfa, text):
+    trans, accept = dfa
+    s = 0
+    for ch in text:
+        s = trans[s].get(ch)
+        if s is None:
+            return False
+    return accept[s]
+
+
+def test_number_dfa_matches_decimal_semantics():
+    import random
+    from decimal import Decimal
+
+    from dotjson import schema as S
+
+    rng = random.Random(7)
+
+    def rand_number():
+        sign = rng.choice(["", "", "-"])
+        ip = rng.choice(["0", str(rng.randint(1, 9)), str(rng.randint(10, 999)), str(rng.randint(1000, 10 ** 6))])
+        frac = rng.choice(["", "", "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 4)))])
+        return sign + ip + frac
+
+    for _ in range(60):
+        lo = Decimal(rand_number()) if rng.random() < 0.8 else None
+        hi = Decimal(rand_number()) if rng.random() < 0.8 else None
+        lox, hix = rng.random() < 0.5, rng.random() < 0.5
+        mult = Decimal(rng.choice(["3", "0.5", "0.25", "7", "1"])) if rng.random() < 0.4 else None
+        integer = rng.random() < 0.3
+        trackers = []
+        if lo is not None:
+            trackers.append(S._CmpTracker(lo, "gt" if lox else "ge"))
+        if hi is not None:
+            trackers.append(S._CmpTracker(hi, "lt" if hix else "le"))
+        if integer:
+            trackers.append(S._IntTracker(False))
+        if mult is not None:
+            sign, digits, exp = mult.normalize().as_tuple()
+            a = int("".join(map(str, digits)))
+            trackers.append(S._ModTracker(a * 10 ** max(exp, 0), max(-exp, 0), False))
+        dfa = S._minimize(*S._number_dfa(trackers, False)) or ([{}], [False])
+        for _ in range(80):
+            text = rand_number()
+            x = Decimal(text)
+            want = ((lo is None or (x > lo if lox else x >= lo)) and (hi is None or (x < hi if hix else x <= hi))
+                    and (not integer or x == x.to_integral_value()) and (mult is None or x % mult == 0))
+            assert _run_dfa(dfa, text) == want, (text, lo, lox, hi, hix, mult, integer)
+
+
+def test_number_dfa_exponents_with_zero_bounds_and_negations():
+    import random
+    from decimal import Decimal
+
+    from dotjson import schema as S
+
+    rng = random.Random(11)
+    for op in ("gt", "ge", "lt", "le", "eq", "ne"):
+        dfa = S._minimize(*S._number_dfa([S._CmpTracker(Decimal(0), op)], True))
+        for _ in range(200):
+            text = (rng.choice(["", "-"]) + rng.choice(["0", "3", "0.0", "0.05", "12.5"])
+                    + rng.choice(["", "e5", "E-2", "e+0"]))
+            x = Decimal(text)
+            want = {"gt": x > 0, "ge": x >= 0, "lt": x < 0, "le": x <= 0, "eq": x == 0, "ne": x != 0}[op]
+            assert _run_dfa(dfa, text) == want, (op, text)
+    for m in ("3", "0.5"):
+        dfa = S._minimize(*S._number_dfa([S._ModTracker(*((3, 0) if m == "3" else (5, 1)), True)], False))
+        for _ in range(200):
+            text = rng.choice(["", "-"]) + str(rng.randint(0, 50)) + rng.choice(["", ".5", ".25", ".0"])
+            assert _run_dfa(dfa, text) == (Decimal(text) % Decimal(m) != 0), (m, text)

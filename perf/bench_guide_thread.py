@@ -9,8 +9,9 @@ state is computed, not looked up), each step is:
     forward()                                            # main thread
     fut.result()
 
-Measured, each alone and then together, step by step (``T`` = summed over all steps; the median
-of ``--repeat`` runs):
+Measured step by step, back to back (the token set alone on one fresh index, the forward alone,
+then both together with a second fresh index walking the same tokens), so load spikes hit the
+three alike; ``T`` = summed over all steps, the median of ``--repeat`` runs:
 
 * ``T_mask``: the token sets alone; ``T_fwd``: the forward passes alone; ``T_both``: together;
 * **overlap** ``= (T_mask + T_fwd - T_both) / min(T_mask, T_fwd)``: 1 means the shorter one is
@@ -76,14 +77,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fwd-us", type=float, default=0.0,
                     help="forward-pass length per step in µs (default: the mean token-set time)")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of each measurement; the median is printed (default 3)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of each measurement; the median is printed (default 1)")
     ap.add_argument("--tokenizer", default="llama3")
     args = ap.parse_args(argv)
 
-    def med(fn, *a):
-        xs = sorted(fn(*a) for _ in range(args.repeat))
-        return xs[len(xs) // 2]
 
     from dotjson import Guide, Index, Vocabulary
 
@@ -143,27 +141,37 @@ def main(argv=None):
 
     pool = ThreadPoolExecutor(max_workers=1)
 
-    def together(fwd, k, thread_fn=None):
-        total = 0.0
+    def interleaved(fwd, k, thread_fn=None):
+        """Per step, back to back: the token set alone, the forward alone, both together.
+
+        Two fresh indexes walk the same tokens in lockstep, so both sides compute every state
+        for the first time; interleaving step by step lets load spikes on a shared host hit the
+        three measurements alike.
+        """
+        tm = tf = tb = 0.0
+        pc = time.perf_counter
         for schema, ids in jobs:
-            g = Guide(Index(schema, vocab))
-            g.get_start_tokensets()
+            ga, gb = Guide(Index(schema, vocab)), Guide(Index(schema, vocab))
+            ga.get_start_tokensets()
+            gb.get_start_tokensets()
             for t in ids:
-                s = time.perf_counter()
+                s = pc()
                 if thread_fn is None:
-                    fut = pool.submit(g.get_next_tokensets, [t])
+                    ga.get_next_tokensets([t])
                 else:
-                    fut = pool.submit(thread_fn)
+                    thread_fn()
+                s1 = pc()
+                fwd(k)
+                s2 = pc()
+                fut = pool.submit(gb.get_next_tokensets, [t]) if thread_fn is None \
+                    else pool.submit(thread_fn)
                 fwd(k)
                 fut.result()
-                total += time.perf_counter() - s
-        return total
-
-    def fwd_alone(fwd, k):
-        s = time.perf_counter()
-        for _ in range(n_steps):
-            fwd(k)
-        return time.perf_counter() - s
+                s3 = pc()
+                tm += s1 - s
+                tf += s2 - s1
+                tb += s3 - s2
+        return tm, tf, tb
 
     print()
     print(f"| {'main thread':26s} | {'worker thread':22s} | {'T_mask':>9s} | {'T_fwd':>9s} | "
@@ -177,23 +185,20 @@ def main(argv=None):
               f"{tb * 1e3:7.1f}ms | {ov:7.2f} |")
         return ov
 
+    def med3(*a):
+        runs = [interleaved(*a) for _ in range(args.repeat)]
+        return [sorted(r[i] for r in runs)[len(runs) // 2] for i in range(3)]
+
     out = {}
     for name, (fwd, k) in forwards.items():
-        tf = med(fwd_alone, fwd, k)
-        t_mask = med(mask_alone)
-        tb = med(together, fwd, k)
-        out[name] = report(f"{name} forward", "get_next_tokensets", t_mask, tf, tb)
+        out[name] = report(f"{name} forward", "get_next_tokensets", *med3(fwd, k))
     # control: GIL-holding work in both threads cannot overlap
     fwd, k = forwards["python"]
-    kk = k
 
     def ctl():
-        _python_work(kk)
+        _python_work(k)
 
-    tf = med(fwd_alone, fwd, k)
-    tw = med(fwd_alone, fwd, k)
-    tb = med(together, fwd, k, ctl)
-    out["control"] = report("python forward", "python loop (control)", tw, tf, tb)
+    out["control"] = report("python forward", "python loop (control)", *med3(fwd, k, ctl))
     pool.shutdown()
     print(f"\n(os.cpu_count() = {os.cpu_count()}; overlap 1 = fully hidden, 0 = serialized)")
     return out

@@ -21,9 +21,16 @@ terminals with a single possible match length at any position:
   ``/(?=(?:B)")(?:A)"/`` and ``/(?!(?:B)")(?:A)"/``; a JSON string content ends at its first
   unescaped quote, so the match length is again unique.
 
+* a ref-free run of JSON string content followed by its closing quote, when an escape-state
+  analysis proves the content never holds an unescaped quote nor ends inside an escape: such a
+  terminal ends at the first unescaped quote.
+
 Everything else (alternation, repetition, variable-length sequences) is written with Lark's
 rule operators (``|``, ``?``, ``*``, ``+``, ``~ n..m``), so Lark's Earley parser with
-``lexer="dynamic"`` accepts exactly the IR's language.
+``lexer="dynamic"`` accepts exactly the IR's language. Because Lark distributes inline
+alternatives and optional items over a rule's expansions (exponential in their number),
+sequences hold only atoms that do not multiply; the rest is hoisted into helper rules
+``_rN``, one per shared IR node. See ``docs/grammar.md``.
 """
 
 from __future__ import annotations
@@ -428,8 +435,7 @@ class _Renderer:
         elif isinstance(n, (ir.Lit, ir.Chars)):
             out = (False, False)
         else:
-            has_ref = has_set = isinstance(n, (ir.And, ir.Diff))
-            has_ref = False
+            has_ref, has_set = False, isinstance(n, (ir.And, ir.Diff))
             for c in ir.children(n):
                 r, st = self.flags(c)
                 has_ref |= r
@@ -742,10 +748,6 @@ def _repeat_funs(s: frozenset, lo: int, hi: int | None) -> frozenset:
 
 def _is_eps(n: ir.Node) -> bool:
     return n == ir.EPS or n == ir.Lit("")
-
-
-def _has_setop(n: ir.Node) -> bool:
-    return any(isinstance(x, (ir.And, ir.Diff)) for x in ir.walk(n))
 
 
 def _rx_quant(lo: int, hi: int | None) -> str:

@@ -103,13 +103,11 @@ def _refs(node: ir.Node, visited: set) -> set:
         t = type(n)
         if t is ir.Ref:
             found.add(n.name)
-        elif t in (ir.Seq, ir.Alt, ir.And):
+        elif t is ir.Seq or t is ir.Alt:
             stack.extend(n.items)
         elif t is ir.Repeat:
             stack.append(n.item)
-        elif t is ir.Diff:
-            stack.append(n.left)
-            stack.append(n.right)
+        # And/Diff are regular (no references inside), Lit/Chars are leaves
     return found
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
@@ -159,6 +157,7 @@ MAX_BRANCHES = 256          # DNF branches of one sub-schema
 MAX_DFA_STATES = 4000       # number automaton
 MAX_OBJECT_STATES = 50000   # object automaton states (properties × counter)
 MAX_PATTERN_CLASSES = 16    # key classes from patternProperties (2 ** patterns)
+_RECURSION_LIMIT = 6000    # nested sub-schemas are translated recursively
 MAX_FLOATING = 4           # required names outside `properties`, placed in any order
 MAX_UNIQUE_VALUES = 8       # uniqueItems over a finite item domain
 _DEFAULT_BASE = "https://dotjson.invalid/schema.json"
@@ -655,6 +654,7 @@ class _Translator:
         self.number_cache: dict = {}
         self.string_cache: dict = {}
         self.formats: dict = {}
+        self.empty_cache: dict = {}
         self.keep: list = []
         self.counter = 0
         root_draft = _draft_of(schema)
@@ -1451,10 +1451,17 @@ class _Translator:
             return True
         if e == TRUE:
             return False
+        hit = self.empty_cache.get(e)
+        if hit is not None:
+            return hit
+        # a recursive schema re-entering itself: not provably empty (stay conservative)
+        self.empty_cache[e] = False
         try:
-            return all(self.branch_empty(br) for br in self.dnf(e))
+            res = all(self.branch_empty(br) for br in self.dnf(e))
         except UnsupportedSchemaError:
-            return False
+            res = False
+        self.empty_cache[e] = res
+        return res
 
     # ------------------------------------------------------------------ validating values (enum filters)
     def validate(self, v, e) -> bool:
@@ -1567,6 +1574,13 @@ class _Translator:
         self.in_progress[e] = prog
         try:
             body = self.build(e)
+        except UnsupportedSchemaError as err:
+            if not (self.lenient and self.strict == 0):
+                raise
+            # values sit in positive positions only: any JSON value over-approximates
+            warnings.warn(f"dotjson: ignoring the schema at {self.expr_where(e) or '/'} ({err}); the grammar "
+                          "over-approximates", stacklevel=3)
+            body = Ref("json_value")
         finally:
             del self.in_progress[e]
         if not prog[1] and (_small(body) or body == EMPTY):
@@ -2292,6 +2306,62 @@ def _left_recursion_check(rules: dict, value_rules: set, where_of) -> None:
                 stack.pop()
 
 
+def _prune_unproductive(rules: dict, start: str) -> dict:
+    """Replace references to rules that derive no finite text (an infinite ``required`` recursion)
+    by the empty language, so the automaton never enters a value it cannot finish."""
+    deps: dict[str, set] = {}
+    refs_of: dict[str, set] = {}
+    for name, body in rules.items():
+        r = _refs(body, set())
+        refs_of[name] = r
+        for x in r:
+            deps.setdefault(x, set()).add(name)
+    productive: set = set()
+
+    def prod(n) -> bool:
+        t = type(n)
+        if t is ir.Lit or t is ir.And or t is ir.Diff:
+            return True
+        if t is ir.Chars:
+            return bool(n.ranges)
+        if t is ir.Seq:
+            return all(prod(x) for x in n.items)
+        if t is ir.Alt:
+            return any(prod(x) for x in n.items)
+        if t is ir.Repeat:
+            return n.min == 0 or prod(n.item)
+        return n.name in productive
+
+    work = list(rules)
+    while work:
+        name = work.pop()
+        if name in productive or name not in rules:
+            continue
+        if prod(rules[name]):
+            productive.add(name)
+            work.extend(d for d in deps.get(name, ()) if d not in productive)
+    dead = set(rules) - productive
+    if not dead:
+        return rules
+    if start in dead:
+        raise SchemaError("the schema accepts no JSON value (its language is empty: a required value "
+                          "recurses forever)", pointer="")
+
+    def sub(n):
+        t = type(n)
+        if t is ir.Ref:
+            return EMPTY if n.name in dead else n
+        if t is ir.Seq:
+            return seq(*(sub(x) for x in n.items))
+        if t is ir.Alt:
+            return alt(*(sub(x) for x in n.items))
+        if t is ir.Repeat:
+            return repeat(sub(n.item), n.min, n.max)
+        return n
+
+    return {k: (sub(v) if refs_of[k] & dead else v) for k, v in rules.items() if k not in dead}
+
+
 def _load(schema):
     if isinstance(schema, (bytes, bytearray)):
         schema = schema.decode("utf-8")
@@ -2345,10 +2415,16 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         resources = {k: _load(v) for k, v in resources.items()}
     tr = _Translator(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                      lenient=lenient, resources=resources)
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
     try:
         root = tr.node_of(TRUE if schema is True else FALSE if schema is False else ("loc", "", ""))
     except RecursionError:
         raise UnsupportedSchemaError("schema nesting too deep", pointer="") from None
+    finally:
+        sys.setrecursionlimit(limit)
     if root == EMPTY:
         raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
     where_by_rule = {}
@@ -2360,6 +2436,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     rules.update(tr.rules)
     ws = tr.ws
     rules["start"] = seq(ws, root, ws)
+    rules = _prune_unproductive(rules, "start")
     return ir.Grammar(rules, "start")
 
 

@@ -491,3 +491,16 @@ def test_number_dfa_exponents_with_zero_bounds_and_negations():
         for _ in range(200):
             text = rng.choice(["", "-"]) + str(rng.randint(0, 50)) + rng.choice(["", ".5", ".25", ".0"])
             assert _run_dfa(dfa, text) == (Decimal(text) % Decimal(m) != 0), (m, text)
+
+
+def test_unproductive_recursion():
+    # Foo requires a Foo: no finite instance
+    inf = {"$defs": {"foo": {"type": "object", "properties": {"c": {"$ref": "#/$defs/foo"}}, "required": ["c"]}}}
+    with pytest.raises(SchemaError, match="accepts no JSON value"):
+        schema_to_grammar({**inf, "$ref": "#/$defs/foo"})
+    # an optional property with such a schema can never be started
+    g = schema_to_grammar({**inf, "type": "object", "properties": {"a": {"$ref": "#/$defs/foo"}, "b": {}},
+                           "additionalProperties": False})
+    check_text = to_lark(g)
+    assert lark_parses(check_text, '{"b":1}')
+    assert not lark_parses(check_text, '{"a":{"c":{}}}')

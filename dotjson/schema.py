@@ -636,7 +636,6 @@ class _Translator:
         self.colon = seq(self.ws, lit(":"), self.ws)
         self.rules: dict[str, ir.Node] = {}
         self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
-        self.node_cache: dict = {}
         self.in_progress: dict = {}      # expr -> [rule name, referenced-recursively flag]
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}

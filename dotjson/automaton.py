@@ -27,6 +27,7 @@ what the Numba kernels read; they return to Python when they meet a row that is 
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import deque
 
@@ -140,7 +141,10 @@ class Automaton:
         self.EPS = self._mk((K_EPS,), True)
         # rules
         self._rule_index: dict[str, int] = {}
-        self._rule_body: list[int] = []
+        self._names = list(grammar.rules)
+        self._compiled: dict[int, tuple] = {}
+        self._regular: dict[int, tuple] = {}
+        self._rule_body: list[int | None] = []
         self._rule_nullable: list[bool] = []
         self._compile_rules()
         # states
@@ -175,20 +179,30 @@ class Automaton:
         return self._mk((K_BYTES, mask), False)
 
     def seq(self, a: int, b: int) -> int:
+        """Concatenation, kept right-nested: ``SEQ(SEQ(x, y), b) = SEQ(x, SEQ(y, b))``.
+
+        Iterative: appending a continuation to a long chain (the remainder of a rule with a
+        thousand properties) must not recurse once per item.
+        """
         if a == self.EMPTY or b == self.EMPTY:
             return self.EMPTY
         if a == self.EPS:
             return b
         if b == self.EPS:
             return a
-        na = self._nodes[a]
-        if na[0] == K_SEQ:  # keep sequences right-nested: SEQ(SEQ(x, y), b) = SEQ(x, SEQ(y, b))
-            key = (a << 32) | b
-            r = self._seqs.get(key)
-            if r is None:
-                r = self.seq(na[1], self.seq(na[2], b))
-                self._seqs[key] = r
-            return r
+        if self._nodes[a][0] != K_SEQ:
+            return self._cons(a, b)
+        key = (a << 32) | b
+        r = self._seqs.get(key)
+        if r is None:
+            r = b
+            for x in reversed(self._chain(a)):
+                r = self._cons(x, r)
+            self._seqs[key] = r
+        return r
+
+    def _cons(self, a: int, b: int) -> int:
+        """``SEQ(a, b)`` for a non-sequence ``a`` (neither ∅ nor ε)."""
         return self._mk(
             (K_SEQ, a, b),
             self._nullable[a] and self._nullable[b],
@@ -196,9 +210,20 @@ class Automaton:
             self._hasrep[a] or self._hasrep[b],
         )
 
-    def seq_list(self, items: list[int]) -> int:
+    def _chain(self, t: int) -> list[int]:
+        """The items of a right-nested sequence (``[t]`` for a non-sequence)."""
+        out = []
+        n = self._nodes[t]
+        while n[0] == K_SEQ:
+            out.append(n[1])
+            t = n[2]
+            n = self._nodes[t]
+        out.append(t)
+        return out
+
+    def seq_list(self, items) -> int:
         out = self.EPS
-        for t in reversed(items):
+        for t in reversed(list(items)):
             out = self.seq(t, out)
         return out
 
@@ -294,45 +319,76 @@ class Automaton:
         names = list(rules)
         for i, n in enumerate(names):
             self._rule_index[n] = i
-        for n in names:
-            for r in ir.refs(rules[n]):
-                if r not in rules:
-                    raise GrammarError(f"rule {n!r} references undefined rule {r!r}")
-        # Productivity and nullability, by fixpoint over the IR.
+        # Only the rules reachable from the start matter; visit them callees first, so that
+        # the fixpoints below settle in one or two passes.
+        if self.grammar.start not in rules:
+            raise GrammarError(f"undefined start rule {self.grammar.start!r}")
+        order: list[str] = []
+        seen = {self.grammar.start}
+        stack = [(self.grammar.start, iter(sorted(ir.refs(rules[self.grammar.start]))))]
+        while stack:
+            name, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                order.append(name)
+                stack.pop()
+                continue
+            if nxt not in rules:
+                raise GrammarError(f"rule {name!r} references undefined rule {nxt!r}")
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, iter(sorted(ir.refs(rules[nxt])))))
+        reach = {n: rules[n] for n in order}
+        # Derivatives recurse through chains of rules that start with a reference to the next
+        # one (a 1,000-property object compiles to such a chain); without left recursion the
+        # depth is bounded by the number of rules, so make room for it.
+        need = 2000 + 24 * len(order)
+        if sys.getrecursionlimit() < need:
+            sys.setrecursionlimit(min(need, 400_000))
         nullable: set[str] = set()
         changed = True
         while changed:
             changed = False
-            for n in names:
-                if n not in nullable and _ir_nullable(rules[n], nullable):
+            for n in order:
+                if n not in nullable and _ir_nullable(reach[n], nullable):
                     nullable.add(n)
                     changed = True
-        banned: set[str] = set()
-        productive = _productive_rules(rules, banned)
-        self._check_left_recursion(rules, nullable)
+        self._check_left_recursion(reach, nullable)
         self._rule_nullable = [n in nullable for n in names]
-        # IR-level productivity over-approximates And/Diff; rules whose compiled body is empty
-        # after an exact check are dropped and the rest recompiled, until nothing changes.
+        banned: set[str] = set()
+        # Bodies compile lazily (on first expansion), except those holding And/Diff: IR-level
+        # productivity over-approximates them, so they are compiled and checked exactly now, and
+        # rules found empty are dropped until nothing changes.
+        setop_rules = [n for n in order if _has_setop(reach[n])]
         while True:
-            self._rule_body = [self.EMPTY] * len(names)
-            self._productive = productive
-            for i, n in enumerate(names):
-                if n in productive:
-                    self._rule_body[i] = self.compile_node(rules[n])
-            empty = {
-                n
-                for i, n in enumerate(names)
-                if n in productive
-                and (
-                    self._rule_body[i] == self.EMPTY
-                    or (self._hasbool[self._rule_body[i]] and self.is_empty(self._rule_body[i]))
-                )
-            }
+            self._productive = _productive_rules(reach, banned, order)
+            self._rule_body = [None] * len(names)
+            self._compiled.clear()
+            empty = set()
+            for n in setop_rules:
+                if n in self._productive:
+                    body = self._body(self._rule_index[n])
+                    if body == self.EMPTY or (self._hasbool[body] and self.is_empty(body)):
+                        empty.add(n)
             if not empty:
                 break
             banned |= empty
-            productive = _productive_rules(rules, banned)
             self._empty.clear()
+
+    def _body(self, i: int) -> int:
+        """The compiled body of rule ``i`` (compiled on first use)."""
+        body = self._rule_body[i]
+        if body is None:
+            with self.lock:
+                body = self._rule_body[i]
+                if body is None:
+                    name = self._names[i]
+                    if name in self._productive:
+                        body = self.compile_node(self.grammar.rules[name])
+                    else:
+                        body = self.EMPTY
+                    self._rule_body[i] = body
+        return body
 
     def _check_left_recursion(self, rules, nullable: set[str]) -> None:
         left: dict[str, set[str]] = {n: set() for n in rules}
@@ -365,6 +421,24 @@ class Automaton:
                     stack.append((nxt, iter(sorted(left[nxt]))))
 
     def compile_node(self, node: ir.Node) -> int:
+        # Front ends share sub-grammars by identity (the key language of 1,000 properties is
+        # one object used in every gap); compile each object once. The node is kept in the memo
+        # so that its id cannot be reused.
+        hit = self._compiled.get(id(node))
+        if hit is not None:
+            return hit[1]
+        t = self._compile_node(node)
+        self._compiled[id(node)] = (node, t)
+        return t
+
+    def _is_regular(self, node: ir.Node) -> bool:
+        hit = self._regular.get(id(node))
+        if hit is None:
+            hit = (node, ir.is_regular(node))
+            self._regular[id(node)] = hit
+        return hit[1]
+
+    def _compile_node(self, node: ir.Node) -> int:
         if isinstance(node, ir.Lit):
             return self.seq_list([self.bytes_(1 << b) for b in node.text.encode("utf-8")])
         if isinstance(node, ir.Chars):
@@ -381,11 +455,11 @@ class Automaton:
                 return self.EMPTY
             return self.ref_term(node.name)
         if isinstance(node, ir.And):
-            if not all(ir.is_regular(x) for x in node.items):
+            if not all(self._is_regular(x) for x in node.items):
                 raise GrammarError("And() operands must be regular (no rule references)")
             return self.and_([self.compile_node(x) for x in node.items])
         if isinstance(node, ir.Diff):
-            if not (ir.is_regular(node.left) and ir.is_regular(node.right)):
+            if not (self._is_regular(node.left) and self._is_regular(node.right)):
                 raise GrammarError("Diff() operands must be regular (no rule references)")
             return self.diff(self.compile_node(node.left), self.compile_node(node.right))
         raise GrammarError(f"unknown grammar node {node!r}")
@@ -428,10 +502,24 @@ class Automaton:
         if k == K_BYTES:
             r = self.EPS if (n[1] >> byte) & 1 else self.EMPTY
         elif k == K_SEQ:
-            a, b = n[1], n[2]
-            r = self.seq(self.deriv(a, byte), b)
-            if self._nullable[a]:
-                r = self.alt((r, self.deriv(b, byte)))
+            # d(a b) = d(a) b ∪ [a nullable] d(b), walked along the chain of nullable heads
+            parts = []
+            cur = t
+            while True:
+                nc = self._nodes[cur]
+                if nc[0] != K_SEQ:
+                    parts.append(self.deriv(cur, byte))
+                    break
+                a, b = nc[1], nc[2]
+                parts.append(self.seq(self.deriv(a, byte), b))
+                if not self._nullable[a]:
+                    break
+                cur = b
+                known = self._deriv.get(cur * 256 + byte)
+                if known is not None:
+                    parts.append(known)
+                    break
+            r = self.alt(parts)
         elif k == K_ALT:
             r = self.alt([self.deriv(x, byte) for x in n[1]])
         elif k == K_REP:
@@ -442,7 +530,7 @@ class Automaton:
             else:
                 r = self.seq(d, self.rep(item, max(lo - 1, 0), INF if hi == INF else hi - 1))
         elif k == K_REF:
-            r = self.deriv(self._rule_body[n[1]], byte)
+            r = self.deriv(self._body(n[1]), byte)
         elif k == K_AND:
             r = self.and_([self.deriv(x, byte) for x in n[1]])
         elif k == K_DIFF:
@@ -467,10 +555,22 @@ class Automaton:
         if k == K_BYTES:
             r = ((n[1], self.EPS),)
         elif k == K_SEQ:
-            a, b = n[1], n[2]
-            r = tuple((m, self.seq(d, b)) for m, d in self.row_derivs(a))
-            if self._nullable[a]:
-                r = self._merge(r, self.row_derivs(b))
+            r = ()
+            cur = t
+            while True:
+                nc = self._nodes[cur]
+                if nc[0] != K_SEQ:
+                    r = self._merge(r, self.row_derivs(cur))
+                    break
+                a, b = nc[1], nc[2]
+                r = self._merge(r, tuple((m, self.seq(d, b)) for m, d in self.row_derivs(a)))
+                if not self._nullable[a]:
+                    break
+                cur = b
+                known = self._rows.get(cur)
+                if known is not None:
+                    r = self._merge(r, known)
+                    break
         elif k == K_ALT:
             items = n[1]
             r = self.row_derivs(items[0])
@@ -481,7 +581,7 @@ class Automaton:
             rest = self.rep(item, max(lo - 1, 0), INF if hi == INF else hi - 1)
             r = tuple((m, self.seq(d, rest)) for m, d in self.row_derivs(item))
         elif k == K_REF:
-            r = self.row_derivs(self._rule_body[n[1]])
+            r = self.row_derivs(self._body(n[1]))
         elif k == K_AND:
             items = n[1]
             r = self.row_derivs(items[0])
@@ -559,7 +659,7 @@ class Automaton:
         n = self._nodes[t]
         k = n[0]
         if k == K_SEQ:
-            r = self.is_empty(n[1]) or self.is_empty(n[2])
+            r = any(self.is_empty(x) for x in self._chain(t))
         elif k == K_ALT:
             r = all(self.is_empty(x) for x in n[1])
         elif k == K_REP:
@@ -583,7 +683,7 @@ class Automaton:
         if k == K_REP:
             r = n[3] == INF or self._infinite(n[1])
         elif k == K_SEQ:
-            r = self._infinite(n[1]) or self._infinite(n[2])
+            r = any(self._infinite(x) for x in self._chain(t))
         elif k == K_ALT:
             r = any(self._infinite(x) for x in n[1])
         else:
@@ -631,7 +731,7 @@ class Automaton:
         n = self._nodes[t]
         k = n[0]
         if k == K_SEQ:
-            r = self.seq(self.clamp(n[1], limit), self.clamp(n[2], limit))
+            r = self.seq_list([self.clamp(x, limit) for x in self._chain(t)])
         elif k == K_ALT:
             r = self.alt([self.clamp(x, limit) for x in n[1]])
         elif k == K_REP:
@@ -796,7 +896,7 @@ class Automaton:
             bs = [b for b in range(256) if (n[1] >> b) & 1]
             out = repr(bytes(bs[:1])) if len(bs) == 1 else f"[{len(bs)} bytes]"
         elif k == K_SEQ:
-            out = self._show(n[1], limit) + " " + self._show(n[2], limit)
+            out = " ".join(self._show(x, limit) for x in self._chain(t)[:64])
         elif k == K_ALT:
             out = "(" + " | ".join(self._show(x, limit) for x in n[1]) + ")"
         elif k == K_REP:
@@ -846,16 +946,21 @@ def _ir_nullable(node: ir.Node, nullable_rules: set[str]) -> bool:
     return False
 
 
-def _productive_rules(rules: dict, banned: set[str]) -> set[str]:
+def _productive_rules(rules: dict, banned: set[str], order=None) -> set[str]:
     productive: set[str] = set()
+    order = list(rules) if order is None else order
     changed = True
     while changed:
         changed = False
-        for n, body in rules.items():
-            if n not in productive and n not in banned and _ir_productive(body, productive):
+        for n in order:
+            if n not in productive and n not in banned and _ir_productive(rules[n], productive):
                 productive.add(n)
                 changed = True
     return productive
+
+
+def _has_setop(node: ir.Node) -> bool:
+    return any(isinstance(n, (ir.And, ir.Diff)) for n in ir.walk(node))
 
 
 def _ir_productive(node: ir.Node, productive: set[str]) -> bool:
@@ -921,7 +1026,7 @@ def export_state(a: Automaton) -> dict:
         return {
             "meta": {
                 "rules": list(a._rule_index),
-                "rule_body": a._rule_body,
+                "rule_body": [-1 if b is None else b for b in a._rule_body],
                 "rule_nullable": a._rule_nullable,
                 "productive": sorted(a._productive),
                 "nodes": nodes,
@@ -1010,9 +1115,12 @@ def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
     if n_nodes < 2 or a._nodes[0] != (K_EMPTY,) or a._nodes[1] != (K_EPS,):
         raise ValueError("term store does not start with ∅ and ε")
     a.EMPTY, a.EPS = 0, 1
-    a._rule_body = [int(x) for x in meta["rule_body"]]
-    if len(a._rule_body) != n_rules or not all(0 <= x < n_nodes for x in a._rule_body):
+    bodies = [int(x) for x in meta["rule_body"]]
+    if len(bodies) != n_rules or not all(-1 <= x < n_nodes for x in bodies):
         raise ValueError("rule bodies out of range")
+    a._rule_body = [None if x < 0 else x for x in bodies]
+    a._names = names
+    a._compiled, a._regular = {}, {}
     terms = [int(x) for x in meta["state_terms"]]
     if not all(0 <= t < n_nodes for t in terms) or len(set(terms)) != len(terms):
         raise ValueError("state terms out of range")

@@ -32,6 +32,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from .vocabulary import bytes_to_unicode
+
 __all__ = [
     "LLAMA3_EOS_TOKEN_IDS",
     "LLAMA3_PATTERN",
@@ -98,19 +100,6 @@ def cache_root() -> Path:
         return Path(base) / "tokenizers"
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(xdg) / "dotjson" / "tokenizers"
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte → printable character map used by byte-level BPE vocabularies."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ to numeric bounds. A state's allowed-token bitset is computed the first time dec
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
@@ -18,7 +17,7 @@ import numpy as np
 from . import ir
 from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, utf8_sequences
-from .errors import DotjsonError, LimitExceededError, SchemaError
+from .errors import DotjsonError, LimitExceededError
 
 #: State of a row after EOS was sampled.
 FINISHED = -3
@@ -75,13 +74,6 @@ class Index:
     ):
         from .schema import schema_to_grammar
 
-        if isinstance(schema, (bytes, bytearray)):
-            schema = schema.decode("utf-8")
-        if isinstance(schema, str):
-            try:
-                schema = json.loads(schema)
-            except json.JSONDecodeError as e:
-                raise SchemaError(f"schema is not valid JSON: {e}", pointer="") from None
         grammar = schema_to_grammar(
             schema,
             disallow_whitespace=disallow_whitespace,

@@ -114,17 +114,9 @@ def load_tokenizer(name: str = "llama3"):
 
 
 def _bytes_to_unicode() -> dict[int, str]:
-    # GPT-2's reversible byte <-> printable character map used by byte-level BPE vocabularies.
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-    bs += list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs)))
+    from dotjson.vocabulary import bytes_to_unicode
+
+    return bytes_to_unicode()
 
 
 def token_bytes_table(hf_tokenizer) -> tuple[dict[int, bytes], set[int]]:

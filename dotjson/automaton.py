@@ -555,27 +555,25 @@ class Automaton:
         if k == K_BYTES:
             r = ((n[1], self.EPS),)
         elif k == K_SEQ:
-            r = ()
+            parts = []
             cur = t
             while True:
                 nc = self._nodes[cur]
                 if nc[0] != K_SEQ:
-                    r = self._merge(r, self.row_derivs(cur))
+                    parts.append(self.row_derivs(cur))
                     break
                 a, b = nc[1], nc[2]
-                r = self._merge(r, tuple((m, self.seq(d, b)) for m, d in self.row_derivs(a)))
+                parts.append(tuple((m, self.seq(d, b)) for m, d in self.row_derivs(a)))
                 if not self._nullable[a]:
                     break
                 cur = b
                 known = self._rows.get(cur)
                 if known is not None:
-                    r = self._merge(r, known)
+                    parts.append(known)
                     break
+            r = parts[0] if len(parts) == 1 else self._union(parts)
         elif k == K_ALT:
-            items = n[1]
-            r = self.row_derivs(items[0])
-            for x in items[1:]:
-                r = self._merge(r, self.row_derivs(x))
+            r = self._union([self.row_derivs(x) for x in n[1]])
         elif k == K_REP:
             item, lo, hi = n[1], n[2], n[3]
             rest = self.rep(item, max(lo - 1, 0), INF if hi == INF else hi - 1)
@@ -618,31 +616,35 @@ class Automaton:
         self._rows[t] = r
         return r
 
-    def _merge(self, p: tuple, q: tuple) -> tuple:
-        """Union of two derivative-class lists."""
-        if not p:
-            return q
-        if not q:
-            return p
+    def _union(self, rows: list) -> tuple:
+        """Union of many derivative-class lists at once.
+
+        One partition refinement over all the byte masks, then one ``alt`` per cell: linear in
+        the number of alternatives, where merging pairwise rebuilt a growing alternation at every
+        step (quadratic in the properties of a large object).
+        """
+        cells: list[list] = [[_ALL_BYTES, []]]
+        for row in rows:
+            for m, d in row:
+                nxt = []
+                for cell in cells:
+                    cm = cell[0]
+                    x = cm & m
+                    if not x:
+                        nxt.append(cell)
+                    elif x == cm:
+                        cell[1].append(d)
+                        nxt.append(cell)
+                    else:
+                        nxt.append([cm & ~m, cell[1]])
+                        nxt.append([x, cell[1] + [d]])
+                cells = nxt
         out: dict[int, int] = {}
-        up = uq = 0
-        for m, _ in p:
-            up |= m
-        for m, _ in q:
-            uq |= m
-        for m1, d1 in p:
-            for m2, d2 in q:
-                m = m1 & m2
-                if m:
-                    d = self.alt((d1, d2))
-                    out[d] = out.get(d, 0) | m
-            m = m1 & ~uq
-            if m:
-                out[d1] = out.get(d1, 0) | m
-        for m2, d2 in q:
-            m = m2 & ~up
-            if m:
-                out[d2] = out.get(d2, 0) | m
+        for cm, ds in cells:
+            if ds:
+                d = ds[0] if len(ds) == 1 else self.alt(ds)
+                if d != self.EMPTY:
+                    out[d] = out.get(d, 0) | cm
         return tuple((m, d) for d, m in out.items())
 
     # ------------------------------------------------------------------ emptiness

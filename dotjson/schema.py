@@ -2417,13 +2417,17 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     import sys
 
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    raised = max(limit, _RECURSION_LIMIT)
+    sys.setrecursionlimit(raised)
     try:
         root = tr.node_of(TRUE if schema is True else FALSE if schema is False else ("loc", "", ""))
     except RecursionError:
         raise UnsupportedSchemaError("schema nesting too deep", pointer="") from None
     finally:
-        sys.setrecursionlimit(limit)
+        # Restore, unless another thread (an automaton sizing it for its rule chains) raised it
+        # further meanwhile: lowering it under that thread's feet would break it.
+        if sys.getrecursionlimit() == raised:
+            sys.setrecursionlimit(limit)
     if root == EMPTY:
         raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
     where_by_rule = {}

@@ -325,7 +325,8 @@ class Automaton:
             raise GrammarError(f"undefined start rule {self.grammar.start!r}")
         order: list[str] = []
         seen = {self.grammar.start}
-        stack = [(self.grammar.start, iter(sorted(ir.refs(rules[self.grammar.start]))))]
+        scan = _Scanner()
+        stack = [(self.grammar.start, iter(sorted(scan(rules[self.grammar.start])[0])))]
         while stack:
             name, it = stack[-1]
             nxt = next(it, None)
@@ -337,7 +338,7 @@ class Automaton:
                 raise GrammarError(f"rule {name!r} references undefined rule {nxt!r}")
             if nxt not in seen:
                 seen.add(nxt)
-                stack.append((nxt, iter(sorted(ir.refs(rules[nxt])))))
+                stack.append((nxt, iter(sorted(scan(rules[nxt])[0]))))
         reach = {n: rules[n] for n in order}
         # Derivatives recurse through chains of rules that start with a reference to the next
         # one (a 1,000-property object compiles to such a chain); without left recursion the
@@ -359,7 +360,7 @@ class Automaton:
         # Bodies compile lazily (on first expansion), except those holding And/Diff: IR-level
         # productivity over-approximates them, so they are compiled and checked exactly now, and
         # rules found empty are dropped until nothing changes.
-        setop_rules = [n for n in order if _has_setop(reach[n])]
+        setop_rules = [n for n in order if scan(reach[n])[1]]
         while True:
             self._productive = _productive_rules(reach, banned, order)
             self._rule_body = [None] * len(names)
@@ -961,8 +962,31 @@ def _productive_rules(rules: dict, banned: set[str], order=None) -> set[str]:
     return productive
 
 
-def _has_setop(node: ir.Node) -> bool:
-    return any(isinstance(n, (ir.And, ir.Diff)) for n in ir.walk(node))
+class _Scanner:
+    """``(rule names referenced, holds And/Diff)`` of IR nodes, each shared sub-tree scanned once
+    (front ends share sub-grammars by identity; a plain walk would revisit them per use)."""
+
+    def __init__(self):
+        self._memo: dict[int, tuple] = {}
+
+    def __call__(self, node: ir.Node) -> tuple[frozenset, bool]:
+        hit = self._memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        if isinstance(node, ir.Ref):
+            r = (frozenset((node.name,)), False)
+        else:
+            kids = ir.children(node)
+            names: frozenset = frozenset()
+            setop = isinstance(node, (ir.And, ir.Diff))
+            for k in kids:
+                kn, ks = self(k)
+                if kn:
+                    names = names | kn
+                setop = setop or ks
+            r = (names, setop)
+        self._memo[id(node)] = (node, r)
+        return r
 
 
 def _ir_productive(node: ir.Node, productive: set[str]) -> bool:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .errors import TokenNotAllowedError
 from .index import FINISHED, Index
+from .tokenset import BatchedTokenSet
 
 _POOL: ThreadPoolExecutor | None = None
 
@@ -20,8 +21,10 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _as_token_array(sampled_tokens, batch_size: int) -> np.ndarray:
+def _as_token_array(sampled_tokens, batch_size: int):
     x = sampled_tokens
+    if type(x) is list and len(x) == batch_size and all(type(t) is int for t in x):
+        return x  # the common case, without a NumPy round trip
     if hasattr(x, "detach"):  # torch tensor, any device
         x = x.detach().to("cpu").numpy()
     arr = np.asarray(x)
@@ -202,15 +205,9 @@ class Guide:
             return "unknown id"
 
     def _tokensets(self):
-        from .tokenset import BatchedTokenSet
-
         idx = self.index
         states = [h[-1] for h in self._history]
         bits = np.empty((self.batch_size, idx._n_words), dtype=np.uint32)
         # Fresh states (not memoized) are computed once each, in parallel when several.
-        fresh = sorted({s for s in states if s >= 0 and not idx._has_mask(s)})
-        if len(fresh) > 1:
-            list(_pool().map(idx._mask_row, fresh))
-        for r, s in enumerate(states):
-            idx.fill_mask(s, bits[r])
+        idx.fill_masks(states, bits, _pool().map)
         return BatchedTokenSet(bits, self._vocab_size)

@@ -158,6 +158,7 @@ class Index:
         self._masks = np.zeros((16, self._n_words), dtype=np.uint32)
         self._n_masks = 0
         self._mask_of_key: dict[int, int] = {}
+        self._state_row: dict[int, int] = {}  # state -> memo row (a cache of the clamped lookup)
         self._next: dict[int, int] = {}
         self._grammar_text: str | None = None
         self._local = threading.local()
@@ -239,50 +240,81 @@ class Index:
     # ------------------------------------------------------------------ masks
 
     def mask(self, state: int) -> np.ndarray:
-        """The allowed-token bitset of ``state`` (``uint32[n_words]``, read-only view).
+        """The allowed-token bitset of ``state`` (a new ``uint32[n_words]`` array).
 
         Computed on first request and memoized; states whose counters are far from their bounds
         share one mask.
         """
-        row = self._mask_row(state)
-        with self._lock:
-            view = self._masks[row]
-        view = view.view()
-        view.flags.writeable = False
-        return view
+        out = np.empty((1, self._n_words), dtype=np.uint32)
+        self.fill_masks([state], out)
+        return out[0]
 
     def fill_mask(self, state: int, out: np.ndarray) -> None:
         """Write the allowed-token bitset of ``state`` into ``out`` (``uint32[n_words]``)."""
-        if state == FINISHED:
-            out[:] = 0
-            self._set_eos(out)
-            return
-        row = self._mask_row(state)
-        with self._lock:
-            out[:] = self._masks[row]
+        self.fill_masks([state], out.reshape(1, -1))
+
+    def fill_masks(self, states, out: np.ndarray, map_fn=None) -> None:
+        """Write the bitsets of ``states`` into the rows of ``out`` (``uint32[len, n_words]``).
+
+        States not memoized yet are computed first, through ``map_fn`` (e.g. a thread pool's
+        ``map``) when there are several; then all rows are copied under the lock, so a memo
+        emptied by another thread meanwhile can never hand out a stale row.
+        """
+        for attempt in range(2):
+            with self._lock:
+                rows = self._state_row
+                missing = {s for s in states if s >= 0 and s not in rows}
+                if not missing:
+                    for i, s in enumerate(states):
+                        if s >= 0:
+                            out[i] = self._masks[rows[s]]
+                        else:
+                            out[i] = 0
+                            if s == FINISHED:
+                                self._set_eos(out[i])
+                    return
+            missing = sorted(missing)
+            if len(missing) > 1 and map_fn is not None:
+                list(map_fn(self._mask_row, missing))
+            else:
+                for s in missing:
+                    self._mask_row(s)
+        # The memo was emptied under us (a cache budget smaller than the batch's masks): copy
+        # row by row, each checked under the lock.
+        for i, s in enumerate(states):
+            while True:
+                if s < 0:
+                    self.fill_masks([s], out[i : i + 1])
+                    break
+                r = self._mask_row(s)
+                with self._lock:
+                    if self._state_row.get(s) == r:
+                        out[i] = self._masks[r]
+                        break
 
     def _set_eos(self, out: np.ndarray) -> None:
         for t in self._eos:
             if t < out.shape[0] * 32:
                 out[t >> 5] |= np.uint32(1 << (int(t) & 31))
 
-    def _has_mask(self, state: int) -> bool:
-        a = self._auto
-        with self._lock:
-            return a.clamp(a.term_of(state), self._limit) in self._mask_of_key
-
     def _mask_row(self, state: int) -> int:
+        """The memo row holding ``state``'s mask, computing it if needed."""
         a = self._auto
         with self._lock:  # term construction is not thread-safe; the walk below runs unlocked
+            r = self._state_row.get(state)
+            if r is not None:
+                return r
             key_term = a.clamp(a.term_of(state), self._limit)
             r = self._mask_of_key.get(key_term)
             if r is not None:
+                self._state_row[state] = r
                 return r
             key_state = a.state(key_term)
         bits = self._compute_mask(key_state)
         with self._lock:
             r = self._mask_of_key.get(key_term)
             if r is not None:
+                self._state_row[state] = r
                 return r
             if (self._n_masks + 1) * self._n_words * 4 > self._max_cache_bytes:
                 if self._n_words * 4 > self._max_cache_bytes:
@@ -291,6 +323,7 @@ class Index:
                         f"({self._n_words * 4} bytes)"
                     )
                 self._mask_of_key.clear()  # documented eviction: refill on demand
+                self._state_row.clear()
                 self._n_masks = 0
             if self._n_masks >= self._masks.shape[0]:
                 cap = max(16, self._masks.shape[0] * 2)
@@ -302,6 +335,7 @@ class Index:
             self._masks[r] = bits
             self._n_masks += 1
             self._mask_of_key[key_term] = r
+            self._state_row[state] = r
         return r
 
     def _scratch(self):

@@ -157,6 +157,15 @@ class Guide:
         TokenNotAllowedError
             A row's token is not allowed in its state; the guide is left unchanged.
         """
+        self.advance(sampled_tokens)
+        return self._tokensets()
+
+    def advance(self, sampled_tokens) -> None:
+        """Like :meth:`get_next_tokensets` without computing the next token sets.
+
+        Every row's token is checked before any row changes: on :class:`TokenNotAllowedError`
+        the guide is left as it was.
+        """
         toks = _as_token_array(sampled_tokens, self.batch_size)
         nxt = []
         for r in range(self.batch_size):
@@ -167,21 +176,6 @@ class Guide:
                 what = "finished row (only EOS is allowed)" if s == FINISHED else "state"
                 raise TokenNotAllowedError(
                     f"token {t} ({self._describe(t)}) is not allowed in row {r}'s {what}"
-                )
-            nxt.append(ns)
-        for r, ns in enumerate(nxt):
-            self._history[r].append(ns)
-        return self._tokensets()
-
-    def advance(self, sampled_tokens) -> None:
-        """Like :meth:`get_next_tokensets` without computing the next token sets."""
-        toks = _as_token_array(sampled_tokens, self.batch_size)
-        nxt = []
-        for r in range(self.batch_size):
-            ns = self.index.next_state(self._history[r][-1], int(toks[r]))
-            if ns == -2:
-                raise TokenNotAllowedError(
-                    f"token {int(toks[r])} ({self._describe(int(toks[r]))}) is not allowed in row {r}"
                 )
             nxt.append(ns)
         for r, ns in enumerate(nxt):

@@ -17,7 +17,7 @@ import numpy as np
 from . import ir
 from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, utf8_sequences
-from .errors import DotjsonError, LimitExceededError
+from .errors import LimitExceededError
 
 #: State of a row after EOS was sampled.
 FINISHED = -3
@@ -439,4 +439,4 @@ class Index:
         )
 
 
-__all__ = ["Index", "FINISHED", "DotjsonError"]
+__all__ = ["Index", "FINISHED"]

@@ -345,6 +345,15 @@ def lark_name(name: str) -> str:
     return s
 
 
+def _esc_cp(cp: int) -> str:
+    """A code point as the \\x / \\u / \\U escape that Lark reads in strings and regexes."""
+    if cp < 0x100:
+        return f"\\x{cp:02x}"
+    if cp < 0x10000:
+        return f"\\u{cp:04x}"
+    return f"\\U{cp:08x}"
+
+
 def _esc_rx_char(cp: int) -> str:
     """One character inside a /regex/ in Lark text (Lark then evaluates \\x, \\u escapes)."""
     ch = chr(cp)
@@ -352,11 +361,7 @@ def _esc_rx_char(cp: int) -> str:
         return "\\" + ch
     if 0x21 <= cp < 0x7F:
         return ch
-    if cp < 0x100:
-        return f"\\x{cp:02x}"
-    if cp < 0x10000:
-        return f"\\u{cp:04x}"
-    return f"\\U{cp:08x}"
+    return _esc_cp(cp)
 
 
 def _esc_str_char(ch: str) -> str:
@@ -368,11 +373,7 @@ def _esc_str_char(ch: str) -> str:
     cp = ord(ch)
     if 0x20 <= cp < 0x7F:
         return ch
-    if cp < 0x100:
-        return f"\\x{cp:02x}"
-    if cp < 0x10000:
-        return f"\\u{cp:04x}"
-    return f"\\U{cp:08x}"
+    return _esc_cp(cp)
 
 
 def _lark_string(text: str) -> str:

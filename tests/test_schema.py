@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-import time
 import warnings
 
 import pytest
@@ -306,14 +305,11 @@ def test_large_bounds_stay_small():
     assert _size(g1) < 2000 and _size(g2) < 2000
 
 
-def test_thousand_properties_translate_fast():
+def test_thousand_properties_translate_small():
+    # Its speed is measured by perf/bench_compile.py, not asserted here (shared, noisy machines).
     schema = {"type": "object", "properties": {f"p{i}": {"type": ["string", "integer"][i % 2]} for i in range(1000)},
               "required": [f"p{i}" for i in range(0, 1000, 7)]}
-    schema_to_grammar(schema)  # warm the per-process caches
-    t0 = time.perf_counter()
     g = schema_to_grammar(schema)
-    dt = time.perf_counter() - t0
-    assert dt < 0.5, f"1000-property schema took {dt * 1000:.0f} ms"
     assert len(g.rules) < 10000
 
 

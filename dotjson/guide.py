@@ -47,7 +47,7 @@ def _as_token_array(sampled_tokens, batch_size: int) -> list[int]:
     if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise DotjsonTypeError(
             f"Invalid sampled_tokens: expected integer token ids, got dtype {arr.dtype}"
-            + (f" (first element {arr.reshape(-1)[0]!r})" if arr.size else "")
+            + (f" (first element {arr.reshape(-1).tolist()[0]!r})" if arr.size else "")
         )
     flat = arr.reshape(-1)
     if flat.shape[0] != batch_size:
@@ -59,7 +59,7 @@ def _as_token_array(sampled_tokens, batch_size: int) -> list[int]:
         bad = ~np.isfinite(flat) | (np.mod(flat, 1) != 0) if flat.size else np.zeros(0, bool)
         if np.any(bad):
             raise DotjsonTypeError(
-                f"Invalid sampled_tokens: expected integer token ids, got {flat[np.argmax(bad)]!r} "
+                f"Invalid sampled_tokens: expected integer token ids, got {float(flat[np.argmax(bad)])!r} "
                 f"in row {int(np.argmax(bad))}"
             )
     return [int(t) for t in flat.tolist()]

@@ -480,7 +480,8 @@ class Index:
     def serialize_to_disk(self, path) -> None:
         """Save the grammar, the expanded automaton and the memoized masks to directory ``path``.
 
-        The format is versioned, records the vocabulary's fingerprint, and holds no pickle.
+        The format is versioned, records the vocabulary's fingerprint, holds no pickle, and
+        ends with a ``manifest.json`` giving the size and SHA-256 of every file.
         """
         from .serialization import save_index
 
@@ -500,8 +501,12 @@ class Index:
         Raises
         ------
         IndexFormatError
-            The directory is missing, truncated, corrupt, of another format version, or was built
+            The directory or one of its files is missing (the message names the path), a file
+            differs from its ``manifest.json`` entry (any changed byte), a value is out of range
+            or inconsistent with the others, the format version differs, or the index was built
             for another vocabulary.
+        DotjsonTypeError
+            ``path`` is not a path or ``vocabulary`` not a :class:`~dotjson.Vocabulary`.
         """
         from .serialization import load_index
 

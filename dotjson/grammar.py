@@ -536,7 +536,7 @@ class _Renderer:
             return f"(?!(?:{self.rx(n.right, True)}){self.end})(?:{self.rx(n.left, True)})"
         if isinstance(n, ir.Ref):
             raise GrammarError(f"rule reference {n.name!r} inside a regular sub-tree")
-        raise TypeError(n)
+        raise GrammarError(f"cannot render {type(n).__name__} {n!r} as a Lark regular expression")
 
     def rx_atomish(self, n: ir.Node, at_quote: bool) -> str:
         s = self.rx(n, at_quote)

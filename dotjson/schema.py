@@ -414,13 +414,22 @@ class _CmpTracker:
 
 
 class _IntTracker:
-    """Integral values only (fraction digits all zero); ``negate``: some nonzero fraction digit."""
+    """Integral values only (fraction digits all zero); ``negate``: some nonzero fraction digit.
 
-    def __init__(self, negate: bool):
+    ``syntactic`` (draft 4, where an integer is a number written without fraction or exponent):
+    no ``.`` at all; ``negate``: a ``.`` or an exponent.
+    """
+
+    def __init__(self, negate: bool, syntactic: bool = False):
         self.negate = negate
+        self.syntactic = syntactic
         self.init = False
 
     def step(self, ts, ph, ch, ph2):
+        if self.syntactic:
+            if ph2 == "D" or ph2 in _EXP_PHASES:
+                return True if self.negate else None
+            return ts
         if ph2 in _EXP_PHASES:
             return None
         if ph2 == "F" and ch != "0":
@@ -658,6 +667,8 @@ class _Translator:
         self.counter = 0
         root_draft = _draft_of(schema)
         self.root_draft = root_draft
+        # draft 4: `integer` is a number written without fraction or exponent (1.0 is not one)
+        self.syntactic_int = root_draft == 4
         base = _DEFAULT_BASE
         self._add_doc("", schema, base, root_draft, label="")
 
@@ -1617,6 +1628,10 @@ class _Translator:
         if m.enum is not None:
             vals = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], br)]
             vals.sort(key=repr)
+            if self.syntactic_int and "nonint" not in m.types:
+                # draft 4: an integral enum value under `type: integer` has no `1.0` spelling
+                return alt(*(self.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
+                             if c[0] == "x" else self.literal(c) for c in vals))
             return alt(*(self.literal(c) for c in vals))
         out = []
         ts = m.types
@@ -1728,9 +1743,9 @@ class _Translator:
             trackers.append(_CmpTracker(c, "ne"))
             consts.append(c)
         if not allow_nonint:
-            trackers.append(_IntTracker(False))
+            trackers.append(_IntTracker(False, self.syntactic_int))
         elif not allow_int:
-            trackers.append(_IntTracker(True))
+            trackers.append(_IntTracker(True, self.syntactic_int))
         for mm, neg in [(x, False) for x in mults] + [(x, True) for x in notmults]:
             sign, digits, exp = mm.normalize().as_tuple()
             a = int("".join(map(str, digits)) or "0")

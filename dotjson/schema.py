@@ -1105,6 +1105,9 @@ class _Translator:
                 raise SchemaError("format must be a string", kwhere, kw)
             if self.format_node(val) is not None:
                 atoms.append(("str", ("format", val), True))
+            elif val in _UNSUPPORTED_FORMATS:
+                self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
+                                 "(lenient=True ignores it)", kwhere, kw)
         elif kw == "properties":
             if not isinstance(val, dict):
                 raise SchemaError("properties must be an object", kwhere, kw)
@@ -2248,6 +2251,9 @@ def _nonempty_list(val, where, kw) -> int:
     if not isinstance(val, list) or not val:
         raise SchemaError(f"{kw} must be a non-empty array of schemas", where, kw)
     return len(val)
+
+
+from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS  # noqa: E402
 
 
 def _format_node(name: str):

@@ -213,6 +213,38 @@ class Index:
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         return self._auto.is_prefix(data)
 
+    def check(self, doc):
+        """Check a document, as text or as token ids: is it valid, and if not, where and why.
+
+        Teacher forcing an existing document is one call: the result says whether it is a
+        complete valid document, the first byte (and token) the grammar forbids, the prefix that
+        was still fine, and what was allowed there.
+
+        Parameters
+        ----------
+        doc : str, bytes or sequence of int
+            The document's text, or the token ids a tokenizer gives for it (an EOS token may end
+            the sequence; a special token never matches text).
+
+        Returns
+        -------
+        dotjson.check.CheckResult
+            ``ok``, ``reason`` (``"ok"``, ``"rejected"``, ``"incomplete"``, ``"after_eos"``),
+            ``position`` (byte offset), ``token_index``, ``valid_prefix``, ``expected`` (allowed
+            bytes at the failure, ``<end>`` when the document may end) and, for a rejected token,
+            ``expected_tokens`` (a few allowed ids with their bytes) and ``n_expected_tokens``.
+            ``bool(result)`` is ``result.ok``.
+
+        Examples
+        --------
+        >>> r = index.check('{"port":8080.0}')                        # doctest: +SKIP
+        >>> r.ok, r.position, r.valid_prefix, r.expected              # doctest: +SKIP
+        (False, 12, b'{"port":8080', ("'\\t'-'\\n'", "' '", "','", "'}'"))
+        """
+        from .check import check
+
+        return check(self, doc)
+
     # ------------------------------------------------------------------ transitions
 
     def next_state(self, state: int, token_id: int) -> int:

@@ -785,6 +785,9 @@ def to_lark(g: ir.Grammar) -> str:
     GrammarError
         If an ``And``/``Diff`` is not followed by a closing quote.
     """
+    from .objects_any_order import expand_families
+
+    g = expand_families(g)
     used: set[str] = set()
     names: dict[str, str] = {}
     for name in g.rules:

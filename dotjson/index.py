@@ -47,6 +47,11 @@ class Index:
         properties (the specification allows them; this is the tighter choice of some engines).
     lenient : bool, default False
         Downgrade unsupported keywords whose neglect still yields well-formed JSON to warnings.
+    property_order : {"schema", "any"}, default "schema"
+        ``"schema"``: declared properties in the schema's order (like every peer; authors use it,
+        e.g. reasoning before answer). ``"any"``: every order, each property at most once, built
+        lazily (only the property sets a document visits become states). With
+        ``close_objects=False`` this is the "every valid document" configuration (README).
     max_states : int, default 1_000_000
         Most automaton states the index may hold; past it, :class:`LimitExceededError`.
     max_cache_bytes : int, default 1 GiB
@@ -68,6 +73,7 @@ class Index:
         *,
         close_objects: bool = False,
         lenient: bool = False,
+        property_order: str = "schema",
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
@@ -79,12 +85,14 @@ class Index:
             disallow_whitespace=disallow_whitespace,
             close_objects=close_objects,
             lenient=lenient,
+            property_order=property_order,
         )
         self._options = {
             "source": "schema",
             "disallow_whitespace": bool(disallow_whitespace),
             "close_objects": bool(close_objects),
             "lenient": bool(lenient),
+            "property_order": property_order,
         }
         self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
 
@@ -441,6 +449,11 @@ class Index:
         """
         from .serialization import save_index
 
+        if self._ir.families:
+            from .errors import GrammarError
+
+            raise GrammarError("an index with property_order='any' cannot be saved yet (its lazy rule "
+                               "families have no serialized form); rebuild it instead")
         save_index(self, path)
 
     @classmethod

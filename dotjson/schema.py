@@ -631,12 +631,14 @@ def _draft_of(schema, default=2020) -> int:
 
 
 class _Translator:
-    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources):
+    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema"):
         from dotjson import grammar as _grammar
         from dotjson import jsonstr as _jsonstr
 
         self.jsonstr = _jsonstr
         self.close_objects = close_objects
+        self.property_order = property_order
+        self.families: list = []         # lazy rule families (property_order="any" objects)
         self.lenient = lenient
         self.strict = 0
         self.base = _grammar.json_base(disallow_whitespace)
@@ -2088,6 +2090,8 @@ class _Translator:
             xname = f"extra{self.counter}"
             self.rules[xname] = alt(*classes)
             X = Ref(xname)
+        if self.property_order == "any":
+            return any_order_object(self, declared, X, plo, phi)
         # required names that `properties` does not declare have no schema position: they may
         # appear anywhere extras may (tracked by a bit mask), when there are few of them
         floating = [d for d in declared if d[0] not in m.props]
@@ -2254,6 +2258,7 @@ def _nonempty_list(val, where, kw) -> int:
 
 
 from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS  # noqa: E402
+from dotjson.objects_any_order import PROPERTY_ORDERS, any_order_object  # noqa: E402
 
 
 def _format_node(name: str):
@@ -2326,7 +2331,7 @@ def _left_recursion_check(rules: dict, value_rules: set, where_of) -> None:
                 stack.pop()
 
 
-def _prune_unproductive(rules: dict, start: str) -> dict:
+def _prune_unproductive(rules: dict, start: str, families=()) -> dict:
     """Replace references to rules that derive no finite text (an infinite ``required`` recursion)
     by the empty language, so the automaton never enters a value it cannot finish."""
     deps: dict[str, set] = {}
@@ -2350,7 +2355,8 @@ def _prune_unproductive(rules: dict, start: str) -> dict:
             return any(prod(x) for x in n.items)
         if t is ir.Repeat:
             return n.min == 0 or prod(n.item)
-        return n.name in productive
+        # a lazy family's rules are left to the automaton's exact check
+        return n.name in productive or any(f.owns(n.name) for f in families)
 
     work = list(rules)
     while work:
@@ -2379,6 +2385,8 @@ def _prune_unproductive(rules: dict, start: str) -> dict:
             return repeat(sub(n.item), n.min, n.max)
         return n
 
+    for f in families:
+        f.substitute(sub)
     return {k: (sub(v) if refs_of[k] & dead else v) for k, v in rules.items() if k not in dead}
 
 
@@ -2396,7 +2404,7 @@ def _load(schema):
 
 
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
-                      lenient: bool = False, resources=None) -> ir.Grammar:
+                      lenient: bool = False, resources=None, property_order: str = "schema") -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
 
     Parameters
@@ -2416,6 +2424,10 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         yields valid JSON; the grammar then over-approximates the schema.
     resources : mapping of str to schema, optional
         Schemas for remote ``$ref`` URIs (nothing is fetched from the network).
+    property_order : {"schema", "any"}, default "schema"
+        ``"schema"``: declared properties in the schema's order. ``"any"``: in any order, each at
+        most once, built lazily (:mod:`dotjson.objects_any_order`; the grammar then holds rule
+        families, written out by :func:`dotjson.grammar.to_lark` for small objects only).
 
     Returns
     -------
@@ -2430,11 +2442,13 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     SchemaError
         A malformed schema, or one that accepts no value at all.
     """
+    if property_order not in PROPERTY_ORDERS:
+        raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
     schema = _load(schema)
     if resources:
         resources = {k: _load(v) for k, v in resources.items()}
     tr = _Translator(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                     lenient=lenient, resources=resources)
+                     lenient=lenient, resources=resources, property_order=property_order)
     import sys
 
     limit = sys.getrecursionlimit()
@@ -2460,12 +2474,12 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     rules.update(tr.rules)
     ws = tr.ws
     rules["start"] = seq(ws, root, ws)
-    rules = _prune_unproductive(rules, "start")
-    return ir.Grammar(rules, "start")
+    rules = _prune_unproductive(rules, "start", tr.families)
+    return ir.Grammar(rules, "start", families=tuple(tr.families))
 
 
 def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
-                 lenient: bool = False, resources=None) -> None:
+                 lenient: bool = False, resources=None, property_order: str = "schema") -> None:
     """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
 
     Translation is fast (milliseconds), so the check is the translation itself.
@@ -2476,4 +2490,4 @@ def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bo
         As :func:`schema_to_grammar`.
     """
     schema_to_grammar(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                      lenient=lenient, resources=resources)
+                      lenient=lenient, resources=resources, property_order=property_order)

@@ -104,3 +104,17 @@ def test_draft7_schemas_are_read_as_draft7():
              "tests": [{"description": "tuple", "data": [1], "valid": True},
                        {"description": "extra", "data": [1, 2], "valid": False}]}
     assert RUNNER.run_group(group, {}, "draft7")[0] == ["pass", "pass"]
+
+
+@pytest.mark.parametrize("draft", DRAFTS)
+def test_any_property_order_fixes_the_order_failures(draft, remotes):
+    # property_order="any" (issue 12): the schema-order failures of allOf.json disappear, and the
+    # object keyword files stay free of failures
+    RUNNER.OPTIONS["property_order"] = "any"
+    try:
+        for rel in ("allOf.json", "properties.json", "required.json", "additionalProperties.json",
+                    "minProperties.json", "maxProperties.json", "patternProperties.json"):
+            got = RUNNER.run_file(rel, remotes, draft=draft)
+            assert got["fail"] == 0 and got["pass"] >= BASE[draft][rel]["pass"], (rel, got)
+    finally:
+        RUNNER.OPTIONS.clear()

@@ -51,7 +51,11 @@ class Index:
         ``"schema"``: declared properties in the schema's order (like every peer; authors use it,
         e.g. reasoning before answer). ``"any"``: every order, each property at most once, built
         lazily (only the property sets a document visits become states). With
-        ``close_objects=False`` this is the "every valid document" configuration (README).
+        ``close_objects=False`` and ``whitespace="json"`` this is the "every valid document"
+        configuration (README).
+    whitespace : {"bounded", "json"}, default "bounded"
+        Without ``disallow_whitespace``: ``"bounded"`` allows one line break and 20 blanks between
+        tokens (models loop on free whitespace); ``"json"`` any whitespace JSON allows.
     max_states : int, default 1_000_000
         Most automaton states the index may hold; past it, :class:`LimitExceededError`.
     max_cache_bytes : int, default 1 GiB
@@ -74,6 +78,7 @@ class Index:
         close_objects: bool = False,
         lenient: bool = False,
         property_order: str = "schema",
+        whitespace: str = "bounded",
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
@@ -86,6 +91,7 @@ class Index:
             close_objects=close_objects,
             lenient=lenient,
             property_order=property_order,
+            whitespace=whitespace,
         )
         self._options = {
             "source": "schema",
@@ -93,6 +99,7 @@ class Index:
             "close_objects": bool(close_objects),
             "lenient": bool(lenient),
             "property_order": property_order,
+            "whitespace": whitespace,
         }
         self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
 

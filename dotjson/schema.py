@@ -2404,7 +2404,8 @@ def _load(schema):
 
 
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
-                      lenient: bool = False, resources=None, property_order: str = "schema") -> ir.Grammar:
+                      lenient: bool = False, resources=None, property_order: str = "schema",
+                      whitespace: str = "bounded") -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
 
     Parameters
@@ -2428,6 +2429,9 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         ``"schema"``: declared properties in the schema's order. ``"any"``: in any order, each at
         most once, built lazily (:mod:`dotjson.objects_any_order`; the grammar then holds rule
         families, written out by :func:`dotjson.grammar.to_lark` for small objects only).
+    whitespace : {"bounded", "json"}, default "bounded"
+        Without ``disallow_whitespace``: ``"bounded"`` is the ``ws`` rule of ``grammars/json.lark``
+        (one line break, 20 blanks); ``"json"`` is any whitespace JSON allows between tokens.
 
     Returns
     -------
@@ -2444,6 +2448,10 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     """
     if property_order not in PROPERTY_ORDERS:
         raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
+    from dotjson.grammar import JSON_WS, WHITESPACE_MODES
+
+    if whitespace not in WHITESPACE_MODES:
+        raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
     schema = _load(schema)
     if resources:
         resources = {k: _load(v) for k, v in resources.items()}
@@ -2471,6 +2479,8 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
             where_by_rule[node.name] = tr.expr_where(e)
     _left_recursion_check(tr.rules, set(where_by_rule), lambda r: where_by_rule.get(r, ""))
     rules = dict(tr.base)
+    if whitespace == "json" and not disallow_whitespace:
+        rules["ws"] = JSON_WS
     rules.update(tr.rules)
     ws = tr.ws
     rules["start"] = seq(ws, root, ws)
@@ -2479,7 +2489,8 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
 
 
 def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
-                 lenient: bool = False, resources=None, property_order: str = "schema") -> None:
+                 lenient: bool = False, resources=None, property_order: str = "schema",
+                 whitespace: str = "bounded") -> None:
     """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
 
     Translation is fast (milliseconds), so the check is the translation itself.
@@ -2490,4 +2501,5 @@ def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bo
         As :func:`schema_to_grammar`.
     """
     schema_to_grammar(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                      lenient=lenient, resources=resources, property_order=property_order)
+                      lenient=lenient, resources=resources, property_order=property_order,
+                      whitespace=whitespace)

@@ -115,3 +115,29 @@ def test_index_any_order(tiny_bpe_vocab):
     assert r.valid_prefix == b'{"id": 3, "id' and "'\"'" not in r.expected
     with pytest.raises(GrammarError, match="cannot be saved"):
         index.serialize_to_disk("/nonexistent")
+
+
+def test_json_whitespace_option():
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
+    doc = '{\r\n\r\n  "a" :\t[ 1 ,\n\n 2 ]' + " " * 30 + "}\n\n"
+    assert not Automaton(schema_to_grammar(schema)).matches(doc.encode())
+    a, text = _both(schema, whitespace="json")
+    assert a.matches(doc.encode()) and lark_parses(text, doc)
+    assert not a.matches(b'{"a":[1,\x0c2]}')  # form feed is no JSON whitespace
+    with pytest.raises(SchemaError, match="whitespace"):
+        schema_to_grammar(schema, whitespace="free")
+
+
+def test_every_valid_document_configuration_teacher_forcing(llama3_vocab, llama3_tokenizer):
+    from dotjson import Index
+
+    schema = {"type": "object", "properties": {"account": {"type": "string"}, "auth": {"type": "boolean"},
+                                                "name": {"type": "string"}}, "required": ["name"]}
+    index = Index(schema, llama3_vocab, property_order="any", close_objects=False, whitespace="json")
+    doc = json.dumps({"name": "n", "extra": [1, {"x": None}], "auth": True}, indent=4, ensure_ascii=True)
+    ids = llama3_tokenizer.encode(doc + "\n\n", add_special_tokens=False)
+    ids = list(getattr(ids, "ids", ids))
+    r = index.check(ids + [llama3_vocab.eos_token_ids[0]])
+    assert r.ok, str(r)
+    r = index.check(llama3_tokenizer.encode('{"auth": true, "auth": false, "name": "n"}', add_special_tokens=False))
+    assert not r.ok and r.valid_prefix.startswith(b'{"auth": true, "auth')

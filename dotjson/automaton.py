@@ -35,6 +35,7 @@ import numpy as np
 
 from . import ir
 from .errors import GrammarError, LimitExceededError
+from .objects_any_order import family_of
 
 # Term kinds.
 K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
@@ -307,6 +308,8 @@ class Automaton:
     def ref_term(self, name: str) -> int:
         idx = self._rule_index.get(name)
         if idx is None:
+            idx = self._family_rule(name)
+        if idx is None:
             raise GrammarError(f"undefined rule {name!r}")
         if name not in self._productive:
             return self.EMPTY
@@ -325,6 +328,7 @@ class Automaton:
             raise GrammarError(f"undefined start rule {self.grammar.start!r}")
         order: list[str] = []
         seen = {self.grammar.start}
+        fam_seen: set[int] = set()
         scan = _Scanner()
         stack = [(self.grammar.start, iter(sorted(scan(rules[self.grammar.start])[0])))]
         while stack:
@@ -335,7 +339,20 @@ class Automaton:
                 stack.pop()
                 continue
             if nxt not in rules:
-                raise GrammarError(f"rule {name!r} references undefined rule {nxt!r}")
+                fam = family_of(self.grammar, nxt)
+                if fam is None:
+                    raise GrammarError(f"rule {name!r} references undefined rule {nxt!r}")
+                # a lazy rule family: its rules are made on demand; what they reference is static
+                if id(fam) not in fam_seen:
+                    fam_seen.add(id(fam))
+                    for node in fam.static_nodes():
+                        for r in sorted(scan(node)[0]):
+                            if r not in rules and family_of(self.grammar, r) is None:
+                                raise GrammarError(f"rule {nxt!r} references undefined rule {r!r}")
+                            if r in rules and r not in seen:
+                                seen.add(r)
+                                stack.append((r, iter(sorted(scan(rules[r])[0]))))
+                continue
             if nxt not in seen:
                 seen.add(nxt)
                 stack.append((nxt, iter(sorted(scan(rules[nxt])[0]))))
@@ -362,7 +379,12 @@ class Automaton:
         # rules found empty are dropped until nothing changes.
         setop_rules = [n for n in order if scan(reach[n])[1]]
         while True:
-            self._productive = _productive_rules(reach, banned, order)
+            self._productive = _productive_rules(reach, banned, order, self.grammar.families)
+            # forget family rules registered by a previous round
+            for extra_name in self._names[len(names):]:
+                del self._rule_index[extra_name]
+            del self._names[len(names):]
+            self._rule_nullable = self._rule_nullable[: len(names)]
             self._rule_body = [None] * len(names)
             self._compiled.clear()
             empty = set()
@@ -376,6 +398,21 @@ class Automaton:
             banned |= empty
             self._empty.clear()
 
+    def _family_rule(self, name: str) -> int | None:
+        """Register a rule of a lazy family (its body is made on first expansion)."""
+        fam = family_of(self.grammar, name)
+        if fam is None:
+            return None
+        with self.lock:
+            idx = self._rule_index.get(name)
+            if idx is None:
+                idx = len(self._names)
+                self._names.append(name)
+                self._rule_index[name] = idx
+                self._rule_nullable.append(fam.nullable(name))
+                self._rule_body.append(None)
+        return idx
+
     def _body(self, i: int) -> int:
         """The compiled body of rule ``i`` (compiled on first use)."""
         body = self._rule_body[i]
@@ -385,7 +422,10 @@ class Automaton:
                 if body is None:
                     name = self._names[i]
                     if name in self._productive:
-                        body = self.compile_node(self.grammar.rules[name])
+                        src = self.grammar.rules.get(name)
+                        if src is None:
+                            src = family_of(self.grammar, name).body(name)
+                        body = self.compile_node(src)
                     else:
                         body = self.EMPTY
                     self._rule_body[i] = body
@@ -949,8 +989,8 @@ def _ir_nullable(node: ir.Node, nullable_rules: set[str]) -> bool:
     return False
 
 
-def _productive_rules(rules: dict, banned: set[str], order=None) -> set[str]:
-    productive: set[str] = set()
+def _productive_rules(rules: dict, banned: set[str], order=None, families=()) -> set[str]:
+    productive: set[str] = _FamilySet(families) if families else set()
     order = list(rules) if order is None else order
     changed = True
     while changed:
@@ -959,7 +999,34 @@ def _productive_rules(rules: dict, banned: set[str], order=None) -> set[str]:
             if n not in productive and n not in banned and _ir_productive(rules[n], productive):
                 productive.add(n)
                 changed = True
+    if families:
+        productive.settle()
     return productive
+
+
+class _FamilySet(set):
+    """The productive rule names: the static ones as a set, a lazy family's by asking it."""
+
+    def __init__(self, families):
+        super().__init__()
+        self.families = families
+        self.live = True  # during the fixpoint: family answers follow the growing set
+
+    def _member_ok(self, node) -> bool:
+        return _ir_productive(node, self)
+
+    def __contains__(self, name) -> bool:
+        if set.__contains__(self, name):
+            return True
+        for fam in self.families:
+            if fam.owns(name):
+                return fam.productive(name, self._member_ok if self.live else None)
+        return False
+
+    def settle(self) -> None:
+        for fam in self.families:
+            fam.finalize(self._member_ok)
+        self.live = False
 
 
 class _Scanner:

@@ -53,6 +53,15 @@ class Index:
         properties (the specification allows them; this is the tighter choice of some engines).
     lenient : bool, default False
         Downgrade unsupported keywords whose neglect still yields well-formed JSON to warnings.
+    property_order : {"schema", "any"}, default "schema"
+        ``"schema"``: declared properties in the schema's order (like every peer; authors use it,
+        e.g. reasoning before answer). ``"any"``: every order, each property at most once, built
+        lazily (only the property sets a document visits become states). With
+        ``close_objects=False`` and ``whitespace="json"`` this is the "every valid document"
+        configuration (README).
+    whitespace : {"bounded", "json"}, default "bounded"
+        Without ``disallow_whitespace``: ``"bounded"`` allows one line break and 20 blanks between
+        tokens (models loop on free whitespace); ``"json"`` any whitespace JSON allows.
     max_states : int, default 1_000_000
         Most automaton states the index may hold; past it, :class:`LimitExceededError`.
     max_cache_bytes : int, default 1 GiB
@@ -74,6 +83,8 @@ class Index:
         *,
         close_objects: bool = False,
         lenient: bool = False,
+        property_order: str = "schema",
+        whitespace: str = "bounded",
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
@@ -95,12 +106,16 @@ class Index:
             disallow_whitespace=disallow_whitespace,
             close_objects=close_objects,
             lenient=lenient,
+            property_order=property_order,
+            whitespace=whitespace,
         )
         self._options = {
             "source": "schema",
             "disallow_whitespace": bool(disallow_whitespace),
             "close_objects": bool(close_objects),
             "lenient": bool(lenient),
+            "property_order": property_order,
+            "whitespace": whitespace,
         }
         self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
 
@@ -242,6 +257,38 @@ class Index:
                 f"expanded so far), {FINISHED} (finished) or {DEAD} (dead)"
             )
         return s
+
+    def check(self, doc):
+        """Check a document, as text or as token ids: is it valid, and if not, where and why.
+
+        Teacher forcing an existing document is one call: the result says whether it is a
+        complete valid document, the first byte (and token) the grammar forbids, the prefix that
+        was still fine, and what was allowed there.
+
+        Parameters
+        ----------
+        doc : str, bytes or sequence of int
+            The document's text, or the token ids a tokenizer gives for it (an EOS token may end
+            the sequence; a special token never matches text).
+
+        Returns
+        -------
+        dotjson.check.CheckResult
+            ``ok``, ``reason`` (``"ok"``, ``"rejected"``, ``"incomplete"``, ``"after_eos"``),
+            ``position`` (byte offset), ``token_index``, ``valid_prefix``, ``expected`` (allowed
+            bytes at the failure, ``<end>`` when the document may end) and, for a rejected token,
+            ``expected_tokens`` (a few allowed ids with their bytes) and ``n_expected_tokens``.
+            ``bool(result)`` is ``result.ok``.
+
+        Examples
+        --------
+        >>> r = index.check('{"port":8080.0}')                        # doctest: +SKIP
+        >>> r.ok, r.position, r.valid_prefix, r.expected              # doctest: +SKIP
+        (False, 12, b'{"port":8080', ("'\\t'-'\\n'", "' '", "','", "'}'"))
+        """
+        from .check import check
+
+        return check(self, doc)
 
     # ------------------------------------------------------------------ transitions
 
@@ -485,6 +532,11 @@ class Index:
         """
         from .serialization import save_index
 
+        if self._ir.families:
+            from .errors import GrammarError
+
+            raise GrammarError("an index with property_order='any' cannot be saved yet (its lazy rule "
+                               "families have no serialized form); rebuild it instead")
         save_index(self, path)
 
     @classmethod

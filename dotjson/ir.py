@@ -92,10 +92,14 @@ class Grammar:
         Rule bodies by name. Names are Lark rule names (lower-case, ``[a-z_][a-z0-9_]*``).
     start : str
         Name of the start rule.
+    families : tuple, optional
+        Rule families: objects owning a set of rule names too large to write down, whose bodies
+        are produced on demand (:class:`dotjson.objects_any_order.AnyOrderObject`).
     """
 
     rules: dict[str, Node] = field(default_factory=dict)
     start: str = "start"
+    families: tuple = ()
 
     def __post_init__(self) -> None:
         if self.start not in self.rules and self.rules:

@@ -414,13 +414,22 @@ class _CmpTracker:
 
 
 class _IntTracker:
-    """Integral values only (fraction digits all zero); ``negate``: some nonzero fraction digit."""
+    """Integral values only (fraction digits all zero); ``negate``: some nonzero fraction digit.
 
-    def __init__(self, negate: bool):
+    ``syntactic`` (draft 4, where an integer is a number written without fraction or exponent):
+    no ``.`` at all; ``negate``: a ``.`` or an exponent.
+    """
+
+    def __init__(self, negate: bool, syntactic: bool = False):
         self.negate = negate
+        self.syntactic = syntactic
         self.init = False
 
     def step(self, ts, ph, ch, ph2):
+        if self.syntactic:
+            if ph2 == "D" or ph2 in _EXP_PHASES:
+                return True if self.negate else None
+            return ts
         if ph2 in _EXP_PHASES:
             return None
         if ph2 == "F" and ch != "0":
@@ -622,12 +631,14 @@ def _draft_of(schema, default=2020) -> int:
 
 
 class _Translator:
-    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources):
+    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema"):
         from dotjson import grammar as _grammar
         from dotjson import jsonstr as _jsonstr
 
         self.jsonstr = _jsonstr
         self.close_objects = close_objects
+        self.property_order = property_order
+        self.families: list = []         # lazy rule families (property_order="any" objects)
         self.lenient = lenient
         self.strict = 0
         self.base = _grammar.json_base(disallow_whitespace)
@@ -658,6 +669,8 @@ class _Translator:
         self.counter = 0
         root_draft = _draft_of(schema)
         self.root_draft = root_draft
+        # draft 4: `integer` is a number written without fraction or exponent (1.0 is not one)
+        self.syntactic_int = root_draft == 4
         base = _DEFAULT_BASE
         self._add_doc("", schema, base, root_draft, label="")
 
@@ -1094,6 +1107,9 @@ class _Translator:
                 raise SchemaError("format must be a string", kwhere, kw)
             if self.format_node(val) is not None:
                 atoms.append(("str", ("format", val), True))
+            elif val in _UNSUPPORTED_FORMATS:
+                self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
+                                 "(lenient=True ignores it)", kwhere, kw)
         elif kw == "properties":
             if not isinstance(val, dict):
                 raise SchemaError("properties must be an object", kwhere, kw)
@@ -1617,6 +1633,10 @@ class _Translator:
         if m.enum is not None:
             vals = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], br)]
             vals.sort(key=repr)
+            if self.syntactic_int and "nonint" not in m.types:
+                # draft 4: an integral enum value under `type: integer` has no `1.0` spelling
+                return alt(*(self.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
+                             if c[0] == "x" else self.literal(c) for c in vals))
             return alt(*(self.literal(c) for c in vals))
         out = []
         ts = m.types
@@ -1728,9 +1748,9 @@ class _Translator:
             trackers.append(_CmpTracker(c, "ne"))
             consts.append(c)
         if not allow_nonint:
-            trackers.append(_IntTracker(False))
+            trackers.append(_IntTracker(False, self.syntactic_int))
         elif not allow_int:
-            trackers.append(_IntTracker(True))
+            trackers.append(_IntTracker(True, self.syntactic_int))
         for mm, neg in [(x, False) for x in mults] + [(x, True) for x in notmults]:
             sign, digits, exp = mm.normalize().as_tuple()
             a = int("".join(map(str, digits)) or "0")
@@ -2070,6 +2090,8 @@ class _Translator:
             xname = f"extra{self.counter}"
             self.rules[xname] = alt(*classes)
             X = Ref(xname)
+        if self.property_order == "any":
+            return any_order_object(self, declared, X, plo, phi)
         # required names that `properties` does not declare have no schema position: they may
         # appear anywhere extras may (tracked by a bit mask), when there are few of them
         floating = [d for d in declared if d[0] not in m.props]
@@ -2235,6 +2257,10 @@ def _nonempty_list(val, where, kw) -> int:
     return len(val)
 
 
+from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS  # noqa: E402
+from dotjson.objects_any_order import PROPERTY_ORDERS, any_order_object  # noqa: E402
+
+
 def _format_node(name: str):
     try:
         from dotjson.formats import format_to_ir
@@ -2305,7 +2331,7 @@ def _left_recursion_check(rules: dict, value_rules: set, where_of) -> None:
                 stack.pop()
 
 
-def _prune_unproductive(rules: dict, start: str) -> dict:
+def _prune_unproductive(rules: dict, start: str, families=()) -> dict:
     """Replace references to rules that derive no finite text (an infinite ``required`` recursion)
     by the empty language, so the automaton never enters a value it cannot finish."""
     deps: dict[str, set] = {}
@@ -2329,7 +2355,8 @@ def _prune_unproductive(rules: dict, start: str) -> dict:
             return any(prod(x) for x in n.items)
         if t is ir.Repeat:
             return n.min == 0 or prod(n.item)
-        return n.name in productive
+        # a lazy family's rules are left to the automaton's exact check
+        return n.name in productive or any(f.owns(n.name) for f in families)
 
     work = list(rules)
     while work:
@@ -2358,6 +2385,8 @@ def _prune_unproductive(rules: dict, start: str) -> dict:
             return repeat(sub(n.item), n.min, n.max)
         return n
 
+    for f in families:
+        f.substitute(sub)
     return {k: (sub(v) if refs_of[k] & dead else v) for k, v in rules.items() if k not in dead}
 
 
@@ -2375,7 +2404,8 @@ def _load(schema):
 
 
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
-                      lenient: bool = False, resources=None) -> ir.Grammar:
+                      lenient: bool = False, resources=None, property_order: str = "schema",
+                      whitespace: str = "bounded") -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
 
     Parameters
@@ -2395,6 +2425,13 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         yields valid JSON; the grammar then over-approximates the schema.
     resources : mapping of str to schema, optional
         Schemas for remote ``$ref`` URIs (nothing is fetched from the network).
+    property_order : {"schema", "any"}, default "schema"
+        ``"schema"``: declared properties in the schema's order. ``"any"``: in any order, each at
+        most once, built lazily (:mod:`dotjson.objects_any_order`; the grammar then holds rule
+        families, written out by :func:`dotjson.grammar.to_lark` for small objects only).
+    whitespace : {"bounded", "json"}, default "bounded"
+        Without ``disallow_whitespace``: ``"bounded"`` is the ``ws`` rule of ``grammars/json.lark``
+        (one line break, 20 blanks); ``"json"`` is any whitespace JSON allows between tokens.
 
     Returns
     -------
@@ -2409,11 +2446,17 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     SchemaError
         A malformed schema, or one that accepts no value at all.
     """
+    if property_order not in PROPERTY_ORDERS:
+        raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
+    from dotjson.grammar import JSON_WS, WHITESPACE_MODES
+
+    if whitespace not in WHITESPACE_MODES:
+        raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
     schema = _load(schema)
     if resources:
         resources = {k: _load(v) for k, v in resources.items()}
     tr = _Translator(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                     lenient=lenient, resources=resources)
+                     lenient=lenient, resources=resources, property_order=property_order)
     import sys
 
     limit = sys.getrecursionlimit()
@@ -2436,15 +2479,18 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
             where_by_rule[node.name] = tr.expr_where(e)
     _left_recursion_check(tr.rules, set(where_by_rule), lambda r: where_by_rule.get(r, ""))
     rules = dict(tr.base)
+    if whitespace == "json" and not disallow_whitespace:
+        rules["ws"] = JSON_WS
     rules.update(tr.rules)
     ws = tr.ws
     rules["start"] = seq(ws, root, ws)
-    rules = _prune_unproductive(rules, "start")
-    return ir.Grammar(rules, "start")
+    rules = _prune_unproductive(rules, "start", tr.families)
+    return ir.Grammar(rules, "start", families=tuple(tr.families))
 
 
 def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
-                 lenient: bool = False, resources=None) -> None:
+                 lenient: bool = False, resources=None, property_order: str = "schema",
+                 whitespace: str = "bounded") -> None:
     """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
 
     Translation is fast (milliseconds), so the check is the translation itself.
@@ -2455,4 +2501,5 @@ def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bo
         As :func:`schema_to_grammar`.
     """
     schema_to_grammar(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                      lenient=lenient, resources=resources)
+                      lenient=lenient, resources=resources, property_order=property_order,
+                      whitespace=whitespace)

@@ -42,9 +42,12 @@ class Index:
     disallow_whitespace : bool, default False
         True: compact JSON, no whitespace between tokens. False: a bounded amount of whitespace
         between syntax tokens (see ``docs/grammar.md``).
-    close_objects : bool, default False
-        Objects whose schema says nothing about ``additionalProperties`` accept no extra
-        properties (the specification allows them; this is the tighter choice of some engines).
+    close_objects : bool, default True
+        A generation policy. ``True``: an object whose schema declares ``properties`` or
+        ``patternProperties`` but says nothing about ``additionalProperties`` gets no extra keys
+        (small models otherwise invent keys until the token budget ends; OpenAI's strict mode and
+        XGrammar close such objects too). ``False`` follows the specification: extra keys allowed
+        (the setting for teacher forcing, scoring and checking existing documents).
     lenient : bool, default False
         Downgrade unsupported keywords whose neglect still yields well-formed JSON to warnings.
     max_states : int, default 1_000_000
@@ -66,7 +69,7 @@ class Index:
         vocabulary,
         disallow_whitespace: bool = False,
         *,
-        close_objects: bool = False,
+        close_objects: bool = True,
         lenient: bool = False,
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,

@@ -2374,7 +2374,7 @@ def _load(schema):
     return schema
 
 
-def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
+def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                       lenient: bool = False, resources=None) -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
 
@@ -2386,10 +2386,10 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     disallow_whitespace : bool, default False
         ``True``: compact JSON, no whitespace anywhere. ``False``: bounded whitespace (the ``ws`` rule
         of ``grammars/json.lark``) between syntax tokens and around the document.
-    close_objects : bool, default False
-        ``True``: objects that declare ``properties``/``patternProperties`` but say nothing about
-        ``additionalProperties`` are closed (no extra keys), as XGrammar and OpenAI do. ``False``
-        follows the specification (extra keys allowed).
+    close_objects : bool, default True
+        A generation policy. ``True``: objects that declare ``properties``/``patternProperties``
+        but say nothing about ``additionalProperties`` are closed (no extra keys), as XGrammar and
+        OpenAI's strict mode do. ``False`` follows the specification (extra keys allowed).
     lenient : bool, default False
         Downgrade :class:`UnsupportedSchemaError` to a warning for keywords whose neglect still
         yields valid JSON; the grammar then over-approximates the schema.
@@ -2443,7 +2443,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     return ir.Grammar(rules, "start")
 
 
-def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
+def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                  lenient: bool = False, resources=None) -> None:
     """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
 

@@ -58,7 +58,7 @@ def run_group(group: dict, res: dict) -> tuple[list[str], str | None]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            g = schema_to_grammar(group["schema"], resources=res)
+            g = schema_to_grammar(group["schema"], resources=res, close_objects=False)
     except UnsupportedSchemaError as e:
         return ["unsupported"] * len(tests), f"unsupported: {e}"
     except SchemaError as e:

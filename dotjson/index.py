@@ -35,8 +35,9 @@ class Index:
 
     Parameters
     ----------
-    schema : str, dict or bool
-        A JSON Schema, as JSON text or as a parsed value.
+    schema : str, dict, bool or a Pydantic model class
+        A JSON Schema, as JSON text or as a parsed value; or a Pydantic (v2) model class, whose
+        ``model_json_schema()`` is used (see :meth:`from_pydantic`).
     vocabulary : dotjson.Vocabulary
         The tokenizer's vocabulary.
     disallow_whitespace : bool, default False
@@ -77,6 +78,8 @@ class Index:
     ):
         from .schema import schema_to_grammar
 
+        if _is_pydantic_model(schema):
+            schema = _pydantic_schema(schema)
         grammar = schema_to_grammar(
             schema,
             disallow_whitespace=disallow_whitespace,
@@ -144,6 +147,42 @@ class Index:
         self = cls.from_grammar(regex_to_grammar(pattern), vocabulary, **options)
         self._options = {"source": "regex"}
         return self
+
+    @classmethod
+    def from_pydantic(cls, model, vocabulary, disallow_whitespace: bool = False,
+                      **options) -> "Index":
+        """An index for the JSON Schema of a Pydantic model class.
+
+        Pydantic is not a dependency of dotjson: nothing imports it; the class's own
+        ``model_json_schema()`` (Pydantic v2) provides the schema. A model without
+        ``extra="forbid"`` says nothing about ``additionalProperties``; with the default
+        ``close_objects=True`` its documents still get no extra keys, and every document
+        validates with ``model.model_validate_json``.
+
+        Parameters
+        ----------
+        model : type
+            A subclass of ``pydantic.BaseModel``.
+        vocabulary : dotjson.Vocabulary
+        disallow_whitespace : bool, default False
+        **options
+            ``close_objects``, ``lenient``, ``max_states``, ``max_cache_bytes``, ``fuel`` as for
+            :class:`Index`.
+
+        Raises
+        ------
+        SchemaError
+            If ``model`` is not a Pydantic model class, or its schema cannot be produced.
+        UnsupportedSchemaError
+            If its schema uses a keyword dotjson cannot enforce.
+        """
+        from .errors import SchemaError
+
+        if not _is_pydantic_model(model):
+            raise SchemaError(
+                "Index.from_pydantic needs a Pydantic model class (a subclass of "
+                f"pydantic.BaseModel with model_json_schema()), got {model!r}")
+        return cls(_pydantic_schema(model), vocabulary, disallow_whitespace, **options)
 
     def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None):
         self._ir = grammar
@@ -443,3 +482,18 @@ class Index:
 
 
 __all__ = ["Index", "FINISHED"]
+
+
+def _is_pydantic_model(obj) -> bool:
+    """A Pydantic v2 model class (recognized without importing pydantic)."""
+    return isinstance(obj, type) and callable(getattr(obj, "model_json_schema", None))
+
+
+def _pydantic_schema(model) -> dict:
+    from .errors import SchemaError
+
+    try:
+        return model.model_json_schema()
+    except Exception as e:  # noqa: BLE001 - pydantic's own errors (unserializable types, ...)
+        raise SchemaError(f"{model.__name__}.model_json_schema() failed: "
+                          f"{type(e).__name__}: {e}") from None

@@ -68,3 +68,7 @@ class LimitExceededError(DotjsonError, RuntimeError):
 
 class IndexFormatError(DotjsonError, ValueError):
     """A serialized index or vocabulary file that is truncated, corrupt or foreign."""
+
+
+class ModelLoadError(DotjsonError, OSError):
+    """A model or tokenizer that cannot be found, reached or loaded (:mod:`dotjson.models`)."""

@@ -41,16 +41,20 @@ class Index:
 
     Parameters
     ----------
-    schema : str, dict or bool
-        A JSON Schema, as JSON text or as a parsed value.
+    schema : str, dict, bool or a Pydantic model class
+        A JSON Schema, as JSON text or as a parsed value; or a Pydantic (v2) model class, whose
+        ``model_json_schema()`` is used (see :meth:`from_pydantic`).
     vocabulary : dotjson.Vocabulary
         The tokenizer's vocabulary.
     disallow_whitespace : bool, default False
         True: compact JSON, no whitespace between tokens. False: a bounded amount of whitespace
         between syntax tokens (see ``docs/grammar.md``).
-    close_objects : bool, default False
-        Objects whose schema says nothing about ``additionalProperties`` accept no extra
-        properties (the specification allows them; this is the tighter choice of some engines).
+    close_objects : bool, default True
+        A generation policy. ``True``: an object whose schema declares ``properties`` or
+        ``patternProperties`` but says nothing about ``additionalProperties`` gets no extra keys
+        (small models otherwise invent keys until the token budget ends; OpenAI's strict mode and
+        XGrammar close such objects too). ``False`` follows the specification: extra keys allowed
+        (the setting for teacher forcing, scoring and checking existing documents).
     lenient : bool, default False
         Downgrade unsupported keywords whose neglect still yields well-formed JSON to warnings.
     property_order : {"schema", "any"}, default "schema"
@@ -81,7 +85,7 @@ class Index:
         vocabulary,
         disallow_whitespace: bool = False,
         *,
-        close_objects: bool = False,
+        close_objects: bool = True,
         lenient: bool = False,
         property_order: str = "schema",
         whitespace: str = "bounded",
@@ -101,6 +105,8 @@ class Index:
                     pointer="",
                 ) from None
         _check_vocabulary(vocabulary)
+        if _is_pydantic_model(schema):
+            schema = _pydantic_schema(schema)
         grammar = schema_to_grammar(
             schema,
             disallow_whitespace=disallow_whitespace,
@@ -172,6 +178,42 @@ class Index:
         self = cls.from_grammar(regex_to_grammar(pattern), vocabulary, **options)
         self._options = {"source": "regex"}
         return self
+
+    @classmethod
+    def from_pydantic(cls, model, vocabulary, disallow_whitespace: bool = False,
+                      **options) -> "Index":
+        """An index for the JSON Schema of a Pydantic model class.
+
+        Pydantic is not a dependency of dotjson: nothing imports it; the class's own
+        ``model_json_schema()`` (Pydantic v2) provides the schema. A model without
+        ``extra="forbid"`` says nothing about ``additionalProperties``; with the default
+        ``close_objects=True`` its documents still get no extra keys, and every document
+        validates with ``model.model_validate_json``.
+
+        Parameters
+        ----------
+        model : type
+            A subclass of ``pydantic.BaseModel``.
+        vocabulary : dotjson.Vocabulary
+        disallow_whitespace : bool, default False
+        **options
+            ``close_objects``, ``lenient``, ``max_states``, ``max_cache_bytes``, ``fuel`` as for
+            :class:`Index`.
+
+        Raises
+        ------
+        SchemaError
+            If ``model`` is not a Pydantic model class, or its schema cannot be produced.
+        UnsupportedSchemaError
+            If its schema uses a keyword dotjson cannot enforce.
+        """
+        from .errors import SchemaError
+
+        if not _is_pydantic_model(model):
+            raise SchemaError(
+                "Index.from_pydantic needs a Pydantic model class (a subclass of "
+                f"pydantic.BaseModel with model_json_schema()), got {model!r}")
+        return cls(_pydantic_schema(model), vocabulary, disallow_whitespace, **options)
 
     def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None):
         _check_vocabulary(vocabulary)
@@ -605,3 +647,18 @@ def _check_vocabulary(vocabulary) -> None:
 
 
 __all__ = ["Index", "FINISHED"]
+
+
+def _is_pydantic_model(obj) -> bool:
+    """A Pydantic v2 model class (recognized without importing pydantic)."""
+    return isinstance(obj, type) and callable(getattr(obj, "model_json_schema", None))
+
+
+def _pydantic_schema(model) -> dict:
+    from .errors import SchemaError
+
+    try:
+        return model.model_json_schema()
+    except Exception as e:  # noqa: BLE001 - pydantic's own errors (unserializable types, ...)
+        raise SchemaError(f"{model.__name__}.model_json_schema() failed: "
+                          f"{type(e).__name__}: {e}") from None

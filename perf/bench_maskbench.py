@@ -424,12 +424,47 @@ def render(summary, ratios, engines, infos):
 # ------------------------------------------------------------------------------------------
 
 
+#: The repository's own copy: 4 schemas per category (tests/data/maskbench/README.md).
+SUBSET = HERE.parent / "tests" / "data" / "maskbench" / "subset.jsonl"
+
+
+def _subset_category(row_id: str) -> str:
+    return "BFCL" if row_id.startswith("BFCL") else row_id.split("---")[0]
+
+
 def load_sample(categories, limit, seed, data=DATA):
+    """A seeded sample of ``limit`` schemas per category from ``data`` (one .jsonl per category).
+
+    The MaskBench development split lives outside the repository (``../shared/data/maskbench``
+    on the project's machines). From a clone without it, the default falls back to the
+    repository's subset (4 schemas per category) and says so; an explicit ``--data`` folder
+    that is missing is an error naming what is expected.
+    """
     rng = random.Random(seed)
     picked = []
+    data = Path(data)
+    subset = None
+    if not data.is_dir():
+        if data != DATA:
+            raise SystemExit(f"{Path(sys.argv[0]).name}: error: no MaskBench folder at {data} "
+                             "(--data DIR needs one <category>.jsonl per category)")
+        print(f"note: the MaskBench development split is not at {data} (it is not part of the "
+              "repository: https://github.com/guidance-ai/jsonschemabench, maskbench/data; pass "
+              f"--data DIR); using the repository's subset {SUBSET.relative_to(HERE.parent)} "
+              "(4 schemas per category) instead", file=sys.stderr)
+        subset = {}
+        for line in SUBSET.open(encoding="utf-8"):
+            row = json.loads(line)
+            subset.setdefault(_subset_category(row["id"]), []).append(row)
     for cat in categories:
-        path = Path(data) / f"{cat}.jsonl"
-        rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+        path = data / f"{cat}.jsonl"
+        if subset is not None:
+            rows = list(subset.get(cat, []))
+        elif not path.is_file():
+            raise SystemExit(f"{Path(sys.argv[0]).name}: error: no {path.name} in {data} "
+                             f"(category {cat!r})")
+        else:
+            rows = [json.loads(line) for line in path.open(encoding="utf-8")]
         if limit and limit < len(rows):
             rows = sorted(rng.sample(rows, limit), key=lambda r: r["id"])
         picked += rows

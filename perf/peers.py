@@ -18,8 +18,9 @@ schema.
 Engines and the modes they run in (each engine's defaults, except where said):
 
 ``dotjson``
-    ``Index(schema, vocabulary)``: bounded free whitespace between JSON tokens, extra object
-    properties allowed where the schema does not close the object (the JSON Schema rule).
+    ``Index(schema, vocabulary, close_objects=False)``: bounded free whitespace between JSON
+    tokens, extra object properties allowed where the schema does not close the object (the JSON
+    Schema rule, as the peers run; ``close_objects=True`` is the library's generation default).
     Driven through the index's low-level path, ``Index.next_state`` + ``Index.fill_mask`` into
     a bitmask: the same work as the peers' adapters (consume a token, fill a bitmask).
 ``dotjson-guide``
@@ -503,7 +504,7 @@ def _dotjson(hf_tokenizer, eos_ids, api: str) -> Engine:
 
     def compile(schema):
         try:
-            index = Index(schema, vocab)
+            index = Index(schema, vocab, close_objects=False)  # the JSON Schema rule, like the peers
         except dotjson.errors.DotjsonError as e:
             raise CompileFailed(f"{type(e).__name__}: {e}") from e
         return C(index)
@@ -511,8 +512,8 @@ def _dotjson(hf_tokenizer, eos_ids, api: str) -> Engine:
     how = ("Index.next_state + Index.fill_mask (low-level path)" if api == "low"
            else "Guide.get_next_tokensets (public API)")
     return Engine("dotjson" if api == "low" else "dotjson-guide", compile, prep,
-                  "Index(schema, vocabulary) defaults: bounded whitespace, extra properties "
-                  f"per JSON Schema; timed through {how}", dotjson.__version__)
+                  "Index(schema, vocabulary, close_objects=False): bounded whitespace, extra "
+                  f"properties per JSON Schema; timed through {how}", dotjson.__version__)
 
 
 def make_engine(name: str, hf_tokenizer) -> Engine:

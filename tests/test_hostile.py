@@ -467,3 +467,9 @@ def test_a_resigned_grammar_nested_past_the_stack_is_refused(saved_dir):
     write_manifest(saved_dir, INDEX_FILES)
     with pytest.raises(IndexFormatError, match=r"index\.json is corrupt \(RecursionError"):
         Index.deserialize_from_disk(saved_dir)
+
+
+def test_contradicting_patterns_are_a_schema_error(smollm2_vocab):
+    schema = {"type": "string", "allOf": [{"pattern": "^a$"}, {"pattern": "^b$"}]}
+    with pytest.raises(SchemaError, match=r"empty"):
+        Index(schema, smollm2_vocab)

@@ -21,6 +21,7 @@ from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
     DotjsonValueError,
+    GrammarError,
     LimitExceededError,
     SchemaError,
 )
@@ -123,7 +124,12 @@ class Index:
             "property_order": property_order,
             "whitespace": whitespace,
         }
-        self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+        try:
+            self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+        except GrammarError as exc:
+            # The grammar came from the schema: what it cannot do is the schema's (e.g. patterns
+            # no string matches together, which leave the language empty).
+            raise SchemaError(f"the schema cannot be compiled: {exc}", pointer="") from exc
 
     # ------------------------------------------------------------------ constructors
 

@@ -184,7 +184,7 @@ def read_verified(path: Path, names, where: str) -> dict[str, bytes]:
                 for e in manifest["files"].values()
             )
         )
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         ok = False
     if not ok:
         raise IndexFormatError(
@@ -243,8 +243,8 @@ def load_index(cls, path, vocabulary=None):
     raw, blob = files["index.json"], files["arrays.npz"]
     try:
         meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IndexFormatError(f"{where}: index.json is corrupt ({e})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise IndexFormatError(f"{where}: index.json is corrupt ({type(e).__name__}: {e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise IndexFormatError(f"{where} is not a dotjson index (format {meta.get('format') if isinstance(meta, dict) else None!r})")
     if meta.get("version") != VERSION:
@@ -301,6 +301,7 @@ def load_index(cls, path, vocabulary=None):
             if not (0 <= state < n_states and 0 <= token < n_ids and -2 <= v < n_states and v != -1):
                 raise ValueError("transition memo out of range")
             self._next[k] = v
-    except (KeyError, ValueError, TypeError, IndexError, AttributeError, OSError) as e:
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError, OSError, RecursionError) as e:
+        # RecursionError: a crafted grammar nested past the interpreter's stack.
         raise IndexFormatError(f"{where} is corrupt: {e}") from None
     return self

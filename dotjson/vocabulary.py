@@ -452,6 +452,11 @@ class Vocabulary:
                 max(special_ids, default=-1) + 1)
         if backend.id_to_token(n) is not None:  # ids with holes: take the true maximum
             n = max(backend.get_vocab(with_added_tokens=True).values()) + 1
+        if n > MAX_VOCAB_SIZE:
+            raise VocabularyError(
+                f"Unsupported tokenizer {where}: its largest token id is {n - 1}; expected ids below "
+                f"{MAX_VOCAB_SIZE} (MAX_VOCAB_SIZE)"
+            )
         strings = [backend.id_to_token(i) for i in range(n)]
 
         kinds = np.zeros(n, dtype=np.uint8)
@@ -950,8 +955,8 @@ def _read_container(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
         table = meta["arrays"]
         if not isinstance(table, dict) or set(table) != set(_ARRAY_DTYPES):
             raise ValueError("the array table does not list exactly the vocabulary's arrays")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise IndexFormatError(f"Corrupt vocabulary file {path}: unreadable header ({exc})") from exc
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise IndexFormatError(f"Corrupt vocabulary file {path}: unreadable header ({exc})") from None
     payload = buf[start : start + plen]
     arrs = {}
     try:

@@ -453,3 +453,23 @@ def test_a_surrogate_pair_const_is_one_astral_character(smollm2_vocab):
     index = Index({"const": "\U0001F600"}, smollm2_vocab)
     assert index.accepts('"\U0001F600"') and index.accepts('"\\ud83d\\ude00"')
     assert not index.accepts('"\\ud83d"') and not index.is_prefix('"\\ud83d"x')
+
+
+def test_a_resigned_grammar_nested_past_the_stack_is_refused(saved_dir):
+    from dotjson.serialization import INDEX_FILES, write_manifest
+
+    meta = json.loads((saved_dir / "index.json").read_text())
+    meta["grammar"] = "__G__"
+    depth = 100_000
+    nested = '["seq",[' * depth + '["lit","a"]' + "]]" * depth
+    text = json.dumps(meta).replace('"__G__"', '{"start":"s","rules":[["s",' + nested + "]]}")
+    (saved_dir / "index.json").write_text(text)
+    write_manifest(saved_dir, INDEX_FILES)
+    with pytest.raises(IndexFormatError, match=r"index\.json is corrupt \(RecursionError"):
+        Index.deserialize_from_disk(saved_dir)
+
+
+def test_contradicting_patterns_are_a_schema_error(smollm2_vocab):
+    schema = {"type": "string", "allOf": [{"pattern": "^a$"}, {"pattern": "^b$"}]}
+    with pytest.raises(SchemaError, match=r"empty"):
+        Index(schema, smollm2_vocab)

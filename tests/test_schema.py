@@ -538,3 +538,29 @@ def test_draft4_integer_index_accepts(tiny_bpe_vocab):
     assert not index.is_prefix('{"port":8080.')
     schema7 = dict(schema, **{"$schema": "http://json-schema.org/draft-07/schema#"})
     assert Index(schema7, tiny_bpe_vocab, close_objects=False).accepts('{"port":8080.0}')
+
+
+# ---------------------------------------------------------------- outside the exact subset: never silent
+
+NEVER_SILENT = {
+    "oneOf": {"oneOf": [{"type": "object", "additionalProperties": {"type": "integer"}},
+                        {"type": "object", "required": ["a"]}]},
+    "uniqueItems": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    "patternProperties": {"not": {"patternProperties": {"^x": {"type": "integer"}}}},
+    "propertyNames": {"not": {"propertyNames": {"maxLength": 3}}},
+    "unevaluatedProperties": {"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False},
+    "unevaluatedItems": {"allOf": [{"prefixItems": [{}]}], "unevaluatedItems": False},
+    "format": {"type": "string", "format": "regex"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEVER_SILENT))
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_outside_the_exact_subset_is_never_silent(name, order):
+    # issue 12: each keyword MaskBench uses beyond the exact subset is a named error, or a warning
+    # with lenient=True (the grammar then over-approximates), in either property order
+    with pytest.raises(UnsupportedSchemaError) as e:
+        schema_to_grammar(NEVER_SILENT[name], property_order=order)
+    assert e.value.keyword and e.value.pointer is not None
+    with pytest.warns(UserWarning, match="over-approximates"):
+        schema_to_grammar(NEVER_SILENT[name], lenient=True, property_order=order)

@@ -564,3 +564,26 @@ def test_outside_the_exact_subset_is_never_silent(name, order):
     assert e.value.keyword and e.value.pointer is not None
     with pytest.warns(UserWarning, match="over-approximates"):
         schema_to_grammar(NEVER_SILENT[name], lenient=True, property_order=order)
+
+
+def test_many_finite_pattern_properties_are_listed_keys():
+    # more patterns than key classes allow (2**6 > 16): the finite ones (`^x$`, `^z[0-9]$`) become
+    # listed keys, the classes range over the infinite one; checked against the jsonschema library
+    import itertools
+
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"a": {}}, "additionalProperties": False,
+              "patternProperties": {"^x$": {"type": "integer"}, "^(x|y)$": {"minimum": 3},
+                                    "^z[0-9]$": {"type": "string"}, "^w$": {"type": "null"},
+                                    "^v$": {"type": "boolean"}, "[a-c]+": {"maxLength": 2}}}
+    keys = ["x", "y", "z1", "z", "w", "v", "bb", "q", "a", "xab", "z12"]
+    values = [3, 2, "s", "abc", None, True]
+    for order in ("schema", "any"):
+        text = to_lark(schema_to_grammar(schema, property_order=order))
+        for k, v in itertools.product(keys, values):
+            doc = {k: v}
+            want = jsonschema.Draft202012Validator(schema).is_valid(doc)
+            assert lark_parses(text, json.dumps(doc)) == want, (order, doc, want)
+        doc = {"x": 4, "y": 3, "bb": "ab"}
+        assert lark_parses(text, json.dumps(doc)) is True

@@ -2037,6 +2037,14 @@ class _Translator:
         classes = []
         if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
             pats = list(dict.fromkeys([p for p, _ in m.patterns] + [q for _, _, qs in m.addls for q in qs]))
+            fixed_members, fixed_names = [], []
+            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not same_pattern_schemas(m):
+                # finite patterns (`^SHA-256$`) become listed keys; classes range over the rest
+                split = split_patterns(pats, lambda p: self.regex(p, where, "patternProperties"),
+                                       MAX_PATTERN_CLASSES)
+                if split is not None:
+                    pats = split[1]
+                    fixed_members, fixed_names = fixed_key_members(self, split[0], m, set(props), pn)
             if 2 ** len(pats) > MAX_PATTERN_CLASSES:
                 groups = {}
                 for p, e in m.patterns:
@@ -2069,7 +2077,7 @@ class _Translator:
                 else:
                     pos = [self.enc_pattern(p, where) for p in T]
                     neg = [self.enc_pattern(q, where) for q in pats if q not in Tset]
-                    neg += declared_names
+                    neg += declared_names + fixed_names
                 if pn_lang is not None:
                     if pn_lang == EMPTY:
                         continue
@@ -2083,6 +2091,7 @@ class _Translator:
                 if neg:
                     content = ir.Diff(content, alt(*neg))
                 classes.append(seq(lit('"'), content, lit('"'), self.colon, self.node_of(ve)))
+            classes.extend(fixed_members)
         X = None
         if classes:
             # one rule for "an extra member" (it recurs in every state of the automaton below)
@@ -2259,6 +2268,7 @@ def _nonempty_list(val, where, kw) -> int:
 
 from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS  # noqa: E402
 from dotjson.objects_any_order import PROPERTY_ORDERS, any_order_object  # noqa: E402
+from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns  # noqa: E402
 
 
 def _format_node(name: str):

@@ -340,6 +340,7 @@ def test_generate_missing_gguf_file(tmp_path, capsys):
     ("--top-k", "-1", r"--top-k: must be at least 0, got -1"),
     ("-n", "0", r"-n: must be at least 1, got 0"),
     ("--threads", "0", r"--threads: must be at least 1, got 0"),
+    ("--repetition-penalty", "0", r"--repetition-penalty: must be greater than 0, got 0"),
 ])
 def test_generate_invalid_values_are_refused(capsys, flag, value, pattern):
     proc = run_main(capsys, "generate", "--schema", str(SCHEMAS / "person.json"), "--prompt", "x",

@@ -64,6 +64,10 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+#: The command line's repetition penalty (``--repetition-penalty``).
+DEFAULT_REPETITION_PENALTY = 1.1  # llama.cpp's long-standing default; 1.0 loops on digits
+
+
 class CLIError(DotjsonError):
     """A user-facing error: printed as one line, exit status 1."""
 
@@ -247,7 +251,8 @@ def _model_io(lm):
 
 def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 256,
                   temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-                  progress=None, on_token=None) -> tuple[str, list[int], bool]:
+                  repetition_penalty: float = 1.0, progress=None,
+                  on_token=None) -> tuple[str, list[int], bool]:
     """Decode one document with ``lm`` under ``index``'s constraint.
 
     After each sampled token, the model's forward pass runs on this thread while a worker thread
@@ -269,6 +274,9 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
         Nucleus and top-k filtering of the sampled distribution (1.0 and 0: off).
     seed : int
         Seed of the sampler.
+    repetition_penalty : float
+        ``transformers``' rule: the logit of every token generated so far is divided by it when
+        positive, multiplied when negative (1.0: off). Forced tokens count too.
     progress : tqdm-like, optional
         Updated once per generated token.
     on_token : callable, optional
@@ -328,6 +336,7 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
             if pending:
                 logits = forward(pending)
                 pending = []
+            _penalize(logits[0], generated, repetition_penalty)
             processor(logits, token_set)
             token = _choose(logits[0], temperature, top_p, top_k, generator)
             generated.append(token)
@@ -346,6 +355,7 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
 
 def generate_batch(lm, index, vocabulary, prompt_ids, n: int, *, max_new_tokens: int = 256,
                    temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
+                   repetition_penalty: float = 1.0,
                    progress=None) -> list[tuple[str, list[int], bool]]:
     """Decode ``n`` documents for one prompt as a batch (one forward pass per step for all rows).
 
@@ -381,6 +391,8 @@ def generate_batch(lm, index, vocabulary, prompt_ids, n: int, *, max_new_tokens:
     token_set = guide.get_start_tokensets()
     logits = forward([list(prompt_ids)] * n)
     for _ in range(max_new_tokens):
+        for r in range(n):
+            _penalize(logits[r], rows[r], repetition_penalty)
         processor(logits, token_set)
         step = []
         for r in range(n):
@@ -402,6 +414,18 @@ def generate_batch(lm, index, vocabulary, prompt_ids, n: int, *, max_new_tokens:
         text = b"".join(vocabulary.token_bytes(t) for t in rows[r] if t not in eos_ids)
         out.append((text.decode("utf-8", errors="replace"), rows[r], done[r]))
     return out
+
+
+def _penalize(logits_row, generated: list[int], penalty: float) -> None:
+    """``transformers``' repetition penalty, in place, on the tokens generated so far."""
+    if penalty == 1.0 or not generated:
+        return
+    import torch
+
+    ids = torch.tensor(sorted(set(generated)), dtype=torch.long)
+    ids = ids[ids < logits_row.shape[0]]
+    x = logits_row[ids]
+    logits_row[ids] = torch.where(x > 0, x / penalty, x * penalty)
 
 
 def _choose(logits_row, temperature: float, top_p: float, top_k: int, generator) -> int:
@@ -593,7 +617,8 @@ def cmd_generate(args) -> int:
     prompt_ids = chat_prompt_ids(tokenizer, schema_text, args.prompt, system=args.system,
                                  chat_template=not args.no_chat_template)
     sampling = {"max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
-                "top_p": args.top_p, "top_k": args.top_k, "seed": args.seed}
+                "top_p": args.top_p, "top_k": args.top_k, "seed": args.seed,
+                "repetition_penalty": args.repetition_penalty}
     bar = _progress(total=args.max_new_tokens, desc="generating",
                     unit="step" if args.n > 1 else "tok", disable=not show or args.stream)
     stream = _Stream() if args.stream else None
@@ -792,6 +817,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--top-k", type=_int_at_least(0), default=0, metavar="K",
                    help="sample among the K most likely allowed tokens (default: 0, off)")
     g.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default: 0)")
+    g.add_argument("--repetition-penalty", type=_float_in(0.0, None, low_open=True,
+                                                          what="greater than 0"),
+                   default=DEFAULT_REPETITION_PENALTY, metavar="R",
+                   help="divide the logits of tokens already generated by R (transformers' rule; "
+                        f"default: {DEFAULT_REPETITION_PENALTY}; 1 turns it off): small models "
+                        "otherwise repeat digits and words until the token budget ends")
     out = g.add_mutually_exclusive_group()
     out.add_argument("--raw", action="store_true",
                      help="print the generated text as is (default: indented)")

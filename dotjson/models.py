@@ -181,16 +181,19 @@ def _is_hub_id(model: str) -> bool:
     return not Path(model).exists()
 
 
-def _hub_cached(model: str, filename: str, revision: str | None) -> bool:
+def _hub_cached(model: str, filenames: tuple[str, ...], revision: str | None) -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return False
-    try:
-        hit = try_to_load_from_cache(model, filename, revision=revision)
-    except Exception:  # noqa: BLE001 - an id huggingface_hub rejects is simply not cached
-        return False
-    return isinstance(hit, str)
+    for filename in filenames:
+        try:
+            hit = try_to_load_from_cache(model, filename, revision=revision)
+        except Exception:  # noqa: BLE001 - an id huggingface_hub rejects is simply not cached
+            return False
+        if isinstance(hit, str):
+            return True
+    return False
 
 
 def _hub_offline_reason() -> str | None:
@@ -208,7 +211,7 @@ def _hub_offline_reason() -> str | None:
     return None
 
 
-def _hub_kwargs(model: str, filename: str, revision: str | None = None) -> dict:
+def _hub_kwargs(model: str, filenames: tuple[str, ...], revision: str | None = None) -> dict:
     """``from_pretrained`` options for a hub id: local files only when the cache has them.
 
     Raises
@@ -218,7 +221,7 @@ def _hub_kwargs(model: str, filename: str, revision: str | None = None) -> dict:
     """
     if not _is_hub_id(model):
         return {}
-    if _hub_cached(model, filename, revision):
+    if _hub_cached(model, filenames, revision):
         return {"local_files_only": True}
     reason = _hub_offline_reason()
     if reason is not None:
@@ -256,7 +259,7 @@ def load_tokenizer(model: str | None = None, gguf_file: str | None = None, *,
     try:
         if gguf_file is None:
             return AutoTokenizer.from_pretrained(
-                model, **_hub_kwargs(model, "tokenizer_config.json"))
+                model, **_hub_kwargs(model, ("tokenizer_config.json", "tokenizer.json")))
         if use_cache:
             for d in (_model_cache(model, gguf_file), _tokenizer_cache(model, gguf_file)):
                 if is_built(d, _STAMP, _VERSION):
@@ -315,7 +318,7 @@ def load_model(model: str | None = None, gguf_file: str | None = None, *, tokeni
     try:
         if gguf_file is None:
             lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32,
-                                                      **_hub_kwargs(model, "config.json"))
+                                                      **_hub_kwargs(model, ("config.json",)))
             return lm.eval(), tokenizer
         cached = _model_cache(model, gguf_file)
         if use_cache and is_built(cached, _STAMP, _VERSION):

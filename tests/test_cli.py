@@ -280,6 +280,22 @@ def test_generate_raw_stream_and_batch(tiny_model_dir, capsys):
         _validate(line, schema)
 
 
+def test_generate_with_a_hub_id_from_the_local_cache_offline(tiny_model_dir, tmp_path):
+    # the layout huggingface_hub writes: models--org--name/{refs/main, snapshots/<rev>/...}
+    repo = tmp_path / "hub" / "models--acme--tiny-llama"
+    snap = repo / "snapshots" / ("0" * 40)
+    shutil.copytree(tiny_model_dir, snap)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    schema = SCHEMAS / "product.json"
+    proc = run_cli("generate", "--schema", str(schema), "--prompt", "A product.", "--model",
+                   "acme/tiny-llama", "--max-new-tokens", "400", "-q", "--compact",
+                   env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"),
+                        "HF_HOME": str(tmp_path / "hf_home")})
+    assert proc.returncode == 0, proc.stderr
+    _validate(proc.stdout, schema)
+
+
 def test_generate_own_system_prompt_without_chat_template(tiny_model_dir, capsys):
     proc = run_main(capsys, "generate", "--schema", str(SCHEMAS / "person.json"), "--prompt", "x",
                     "--model", str(tiny_model_dir), "--max-new-tokens", "400", "-q",
@@ -340,6 +356,7 @@ def test_generate_missing_gguf_file(tmp_path, capsys):
     ("--top-k", "-1", r"--top-k: must be at least 0, got -1"),
     ("-n", "0", r"-n: must be at least 1, got 0"),
     ("--threads", "0", r"--threads: must be at least 1, got 0"),
+    ("--repetition-penalty", "0", r"--repetition-penalty: must be greater than 0, got 0"),
 ])
 def test_generate_invalid_values_are_refused(capsys, flag, value, pattern):
     proc = run_main(capsys, "generate", "--schema", str(SCHEMAS / "person.json"), "--prompt", "x",

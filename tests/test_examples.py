@@ -157,3 +157,25 @@ def test_05_a_thousand_levels_deep():
     out = run_example("05_recursive_and_large.py", "--depth", "1000", "--trees", "1",
                       "--properties", "20")
     assert "1000 levels deep" in out
+
+
+@pytest.mark.slow
+def test_readme_quickstart_runs_as_written(smollm2_dir):
+    """The README's Quickstart: the generation loop, then the generate() batch, in one program."""
+    import ast
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    quick = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", quick, flags=re.S)
+    assert len(blocks) == 2, "the Quickstart has a loop and a generate() snippet"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", "\n".join(blocks)], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    printed = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(printed) == 3, proc.stdout  # one document from the loop, two from generate()
+    for line in printed:
+        document = ast.literal_eval(line)  # print() of a dict
+        assert set(document) == {"name", "age"} and 0 <= document["age"] <= 120, line

@@ -178,9 +178,10 @@ class Worker:
         self.info = None
         self.restarts = -1
 
-    def ensure(self):
+    def start(self):
+        """Start the worker process without waiting for it to be ready (see :meth:`ensure`)."""
         if self.proc is not None and self.proc.is_alive():
-            return True
+            return
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker, args=(child, self.engine, self.tokenizer, self.mem, self.verbose),
@@ -188,6 +189,12 @@ class Worker:
         self.proc.start()
         child.close()
         self.restarts += 1
+        self.info = None
+
+    def ensure(self):
+        if self.proc is not None and self.proc.is_alive() and self.info is not None:
+            return True
+        self.start()
         if not self.conn.poll(600):
             self.kill()
             raise RuntimeError(f"{self.engine}: worker did not start in 600 s")
@@ -453,6 +460,8 @@ def run_sample(rows, engines, tokenizer="llama3", budget_s=10.0, mem_limit_gb=12
     results = []
     t_start = time.perf_counter()
     try:
+        for w in workers.values():  # start them together: their imports overlap
+            w.start()
         for e, w in workers.items():
             t = time.perf_counter()
             w.ensure()

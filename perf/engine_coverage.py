@@ -544,7 +544,8 @@ def summarize(out: dict) -> dict:
 
 def gaps(out: dict, base: str = "dotjson") -> list[dict]:
     """Categories where ``base`` is below the best peer (valid-output % or compiled %), with the
-    schemas a peer handled and ``base`` did not, and why (the keyword of a refusal)."""
+    schemas a peer handled and ``base`` did not, and why (the keyword of a refusal, or the
+    output). Other dotjson configurations are not peers."""
     engines = out["settings"]["engines"]
     if base not in engines:
         return []
@@ -553,8 +554,10 @@ def gaps(out: dict, base: str = "dotjson") -> list[dict]:
         if cat == "ALL":
             continue
         for metric in ("valid_pct", "compiled_pct"):
-            best = max((per[e][metric], e) for e in engines if e != base) if len(engines) > 1 \
-                else (0, None)
+            others = [e for e in engines if not e.startswith("dotjson")]
+            if not others:
+                continue
+            best = max((per[e][metric], e) for e in others)
             if per[base][metric] >= best[0]:
                 continue
             lost = []
@@ -563,14 +566,15 @@ def gaps(out: dict, base: str = "dotjson") -> list[dict]:
                 if r["category"] != cat:
                     continue
                 mine = r["engines"][base]
-                theirs = [e for e in engines if e != base and
+                theirs = [e for e in others if
                           (r["engines"][e].get(key) == "valid" if key == "outcome"
                            else r["engines"][e]["compiled"])]
                 if theirs and (mine.get(key) != "valid" if key == "outcome" else not mine["compiled"]):
                     lost.append({"id": r["id"], "peers": theirs,
                                  "dotjson": mine.get("outcome") or mine.get("status"),
                                  "keyword": mine.get("keyword"),
-                                 "error": (mine.get("error") or "")[:300]})
+                                 "error": (mine.get("error") or "")[:300],
+                                 "text": (mine.get("text") or "")[:160]})
             res.append({"category": cat, "metric": metric, "dotjson": per[base][metric],
                         "best_peer": best[1], "best": best[0], "schemas": lost})
     return res
@@ -608,8 +612,9 @@ def render(out: dict) -> str:
                          f"{x['best_peer']} {x['best']:.0f}")
             for s in x["schemas"]:
                 why = f"keyword `{s['keyword']}`" if s["keyword"] else s["dotjson"]
+                detail = s["error"][:160] or ("output " + json.dumps(s.get("text", ""))[:160])
                 lines.append(f"  - {s['id']} (handled by {', '.join(s['peers'])}): {why}; "
-                             f"{s['error'][:160]}")
+                             f"{detail}")
     return "\n".join(lines)
 
 
@@ -639,7 +644,15 @@ def main(argv=None) -> int:
     ap.add_argument("--no-masklevel", action="store_true", help="skip the mask-level check")
     ap.add_argument("--out", default=str(RESULTS / "coverage.json"),
                     help="JSON results (default perf/results/coverage.json)")
+    ap.add_argument("--report", metavar="JSON", default=None,
+                    help="print the tables of a results file this script wrote, and exit")
     args = ap.parse_args(argv)
+    if args.report:
+        out = json.loads(Path(args.report).read_text(encoding="utf-8"))
+        out["summary"] = summarize(out)
+        out["gaps"] = gaps(out)
+        print(render(out))
+        return 0
     data = Path(args.data) if args.data else DATA
     if not data.exists():
         print(f"error: MaskBench data not found at {data}. Pass --data FOLDER_OR_JSONL (the "

@@ -9,6 +9,7 @@ import numpy as np
 
 #: One colour per engine, the same in every figure.
 COLORS = {"dotjson": "#1f77b4", "dotjson (memoized)": "#17becf", "dotjson-guide": "#9467bd",
+          "dotjson-compact": "#aec7e8",
           "llguidance": "#ff7f0e", "xgrammar": "#2ca02c", "xgrammar-strict": "#98df8a",
           "outlines": "#d62728"}
 

@@ -23,6 +23,9 @@ Engines and the modes they run in (each engine's defaults, except where said):
     Schema rule, as the peers run; ``close_objects=True`` is the library's generation default).
     Driven through the index's low-level path, ``Index.next_state`` + ``Index.fill_mask`` into
     a bitmask: the same work as the peers' adapters (consume a token, fill a bitmask).
+``dotjson-compact``
+    ``Index(schema, vocabulary, disallow_whitespace=True)`` through the low-level path: no
+    whitespace between JSON tokens (what a small model needs to stay within a token budget).
 ``dotjson-guide``
     The same index through the public API: ``Guide.get_next_tokensets([tok])`` advances and
     computes the next token set in one call, so its ``mask()`` costs nothing. The benchmarks
@@ -72,7 +75,7 @@ import numpy as np  # noqa: E402
 #: Engines :func:`make_engine` knows, in the order the benchmarks print them.
 ENGINES = ("dotjson", "llguidance", "xgrammar", "outlines")
 #: Extra engine configurations that can be asked for by name.
-EXTRA_ENGINES = ("dotjson-guide", "xgrammar-strict")
+EXTRA_ENGINES = ("dotjson-guide", "dotjson-compact", "xgrammar-strict")
 
 def set_single_thread_env() -> None:
     """Pin every engine's thread pools to one thread (call before importing any engine)."""
@@ -426,7 +429,7 @@ def _outlines(hf_tokenizer, eos_ids) -> Engine:
 # --------------------------------------------------------------------------------------------
 
 
-def _dotjson(hf_tokenizer, eos_ids, api: str) -> Engine:
+def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False) -> Engine:
     import time
 
     import dotjson
@@ -504,16 +507,19 @@ def _dotjson(hf_tokenizer, eos_ids, api: str) -> Engine:
 
     def compile(schema):
         try:
-            index = Index(schema, vocab, close_objects=False)  # the JSON Schema rule, like the peers
+            # the JSON Schema rule (open objects), like the peers
+            index = Index(schema, vocab, disallow_whitespace=compact, close_objects=False)
         except dotjson.errors.DotjsonError as e:
             raise CompileFailed(f"{type(e).__name__}: {e}") from e
         return C(index)
 
     how = ("Index.next_state + Index.fill_mask (low-level path)" if api == "low"
            else "Guide.get_next_tokensets (public API)")
-    return Engine("dotjson" if api == "low" else "dotjson-guide", compile, prep,
-                  "Index(schema, vocabulary, close_objects=False): bounded whitespace, extra "
-                  f"properties per JSON Schema; timed through {how}", dotjson.__version__)
+    name = "dotjson-compact" if compact else "dotjson" if api == "low" else "dotjson-guide"
+    ws = "no whitespace (disallow_whitespace=True)" if compact else "bounded whitespace"
+    return Engine(name, compile, prep,
+                  f"Index(schema, vocabulary, close_objects=False): {ws}, extra properties "
+                  f"per JSON Schema; timed through {how}", dotjson.__version__)
 
 
 def make_engine(name: str, hf_tokenizer) -> Engine:
@@ -532,6 +538,8 @@ def make_engine(name: str, hf_tokenizer) -> Engine:
         return _dotjson(hf_tokenizer, eos_ids, "low")
     if name == "dotjson-guide":
         return _dotjson(hf_tokenizer, eos_ids, "guide")
+    if name == "dotjson-compact":
+        return _dotjson(hf_tokenizer, eos_ids, "low", compact=True)
     raise ValueError(f"Invalid engine: expected one of {ENGINES + EXTRA_ENGINES}, got {name!r}")
 
 

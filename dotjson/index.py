@@ -123,6 +123,8 @@ class Index:
         fuel: int = 200_000,
     ) -> "Index":
         """An index for a grammar already in the internal form (:mod:`dotjson.ir`)."""
+        if not isinstance(grammar, ir.Grammar):
+            raise DotjsonTypeError(f"Invalid grammar: expected a dotjson.ir.Grammar, got {type(grammar).__name__}")
         self = cls.__new__(cls)
         self._options = {"source": "grammar"}
         self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
@@ -142,6 +144,9 @@ class Index:
         """
         from .grammar import load_lark
 
+        if not isinstance(grammar, str):
+            raise DotjsonTypeError(f"Invalid grammar: expected Lark grammar text (str), got {type(grammar).__name__}")
+        _check_vocabulary(vocabulary)
         self = cls.from_grammar(load_lark(grammar), vocabulary, **options)
         self._options = {"source": "lark"}
         return self
@@ -160,6 +165,9 @@ class Index:
         """
         from .regex import regex_to_grammar
 
+        if not isinstance(pattern, str):
+            raise DotjsonTypeError(f"Invalid pattern: expected a regular expression (str), got {type(pattern).__name__}")
+        _check_vocabulary(vocabulary)
         self = cls.from_grammar(regex_to_grammar(pattern), vocabulary, **options)
         self._options = {"source": "regex"}
         return self

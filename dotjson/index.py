@@ -61,6 +61,17 @@ class Index:
     fuel : int, default 200_000
         Derivative steps allowed to one emptiness search (patterns intersected with lengths).
 
+    Raises
+    ------
+    SchemaError
+        A malformed schema: not JSON, bytes that are not UTF-8, a string value holding a lone
+        surrogate, keywords that contradict each other (no document satisfies them);
+        :class:`~dotjson.errors.UnsupportedSchemaError` for a keyword dotjson cannot enforce.
+    DotjsonTypeError, DotjsonValueError
+        ``vocabulary`` is not a :class:`~dotjson.Vocabulary`; a budget is not a positive integer.
+    LimitExceededError
+        A budget ran out while compiling.
+
     Examples
     --------
     >>> index = Index('{"type": "integer"}', vocabulary)          # doctest: +SKIP

@@ -24,6 +24,10 @@ class DotjsonIndexError(DotjsonError, IndexError):
     """A row or position outside the object it indexes."""
 
 
+class DotjsonOSError(DotjsonError, OSError):
+    """A file or directory that cannot be written (saving an index or a vocabulary)."""
+
+
 class SchemaError(DotjsonError, ValueError):
     """A malformed JSON Schema (or grammar).
 

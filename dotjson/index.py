@@ -74,6 +74,17 @@ class Index:
     fuel : int, default 200_000
         Derivative steps allowed to one emptiness search (patterns intersected with lengths).
 
+    Raises
+    ------
+    SchemaError
+        A malformed schema: not JSON, bytes that are not UTF-8, a string value holding a lone
+        surrogate, keywords that contradict each other (no document satisfies them);
+        :class:`~dotjson.errors.UnsupportedSchemaError` for a keyword dotjson cannot enforce.
+    DotjsonTypeError, DotjsonValueError
+        ``vocabulary`` is not a :class:`~dotjson.Vocabulary`; a budget is not a positive integer.
+    LimitExceededError
+        A budget ran out while compiling.
+
     Examples
     --------
     >>> index = Index('{"type": "integer"}', vocabulary)          # doctest: +SKIP
@@ -144,6 +155,8 @@ class Index:
         fuel: int = 200_000,
     ) -> "Index":
         """An index for a grammar already in the internal form (:mod:`dotjson.ir`)."""
+        if not isinstance(grammar, ir.Grammar):
+            raise DotjsonTypeError(f"Invalid grammar: expected a dotjson.ir.Grammar, got {type(grammar).__name__}")
         self = cls.__new__(cls)
         self._options = {"source": "grammar"}
         self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
@@ -163,6 +176,9 @@ class Index:
         """
         from .grammar import load_lark
 
+        if not isinstance(grammar, str):
+            raise DotjsonTypeError(f"Invalid grammar: expected Lark grammar text (str), got {type(grammar).__name__}")
+        _check_vocabulary(vocabulary)
         self = cls.from_grammar(load_lark(grammar), vocabulary, **options)
         self._options = {"source": "lark"}
         return self
@@ -181,6 +197,9 @@ class Index:
         """
         from .regex import regex_to_grammar
 
+        if not isinstance(pattern, str):
+            raise DotjsonTypeError(f"Invalid pattern: expected a regular expression (str), got {type(pattern).__name__}")
+        _check_vocabulary(vocabulary)
         self = cls.from_grammar(regex_to_grammar(pattern), vocabulary, **options)
         self._options = {"source": "regex"}
         return self

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import ir
 from .automaton import export_state, import_state
-from .errors import DotjsonError, DotjsonTypeError, IndexFormatError
+from .errors import DotjsonError, DotjsonOSError, DotjsonTypeError, IndexFormatError
 
 FORMAT = "dotjson-index"
 #: Version 2 added ``manifest.json``; version 1 directories (no manifest) are refused.
@@ -107,7 +107,23 @@ def grammar_from_json(d: dict) -> ir.Grammar:
 
 
 def save_index(index, path) -> None:
-    path = Path(path)
+    try:
+        path = Path(os.fspath(path))
+    except TypeError:
+        raise DotjsonTypeError(
+            f"Invalid path: expected a str or os.PathLike, got {type(path).__name__}"
+        ) from None
+    try:
+        _save_index(index, path)
+    except OSError as exc:
+        if isinstance(exc, DotjsonError):
+            raise
+        raise DotjsonOSError(
+            exc.errno, f"Cannot write index directory {str(path)!r}: {exc.strerror or exc}"
+        ) from None
+
+
+def _save_index(index, path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
     with index._lock:
         st = export_state(index._auto)

@@ -473,3 +473,32 @@ def test_contradicting_patterns_are_a_schema_error(smollm2_vocab):
     schema = {"type": "string", "allOf": [{"pattern": "^a$"}, {"pattern": "^b$"}]}
     with pytest.raises(SchemaError, match=r"empty"):
         Index(schema, smollm2_vocab)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda v: Vocabulary.from_pretrained(None), DotjsonTypeError, r"Invalid model_id_or_local_dir: expected a hub id, a directory or a file \(str or os\.PathLike\), got NoneType"),
+        (lambda v: Index.from_regex(None, v), DotjsonTypeError, r"Invalid pattern: expected a regular expression \(str\), got NoneType"),
+        (lambda v: Index.from_lark(b"start: 'a'", v), DotjsonTypeError, r"Invalid grammar: expected Lark grammar text \(str\), got bytes"),
+        (lambda v: Index.from_grammar({"start": "a"}, v), DotjsonTypeError, r"Invalid grammar: expected a dotjson\.ir\.Grammar, got dict"),
+        (lambda v: Index.from_regex("a+", "vocabulary"), DotjsonTypeError, r"Invalid vocabulary: expected a dotjson\.Vocabulary, got str"),
+        (lambda v: v.serialize_to_disk(None), DotjsonTypeError, r"Invalid path: expected a str or os\.PathLike, got NoneType"),
+    ],
+)
+def test_constructors_and_savers_check_their_arguments(smollm2_vocab, call, exc, match):
+    with pytest.raises(exc, match=match):
+        call(smollm2_vocab)
+
+
+def test_saving_where_a_file_is_in_the_way(tmp_path, index):
+    from dotjson.errors import DotjsonOSError
+
+    (tmp_path / "taken").write_text("a file, not a directory")
+    with pytest.raises(DotjsonOSError, match=r"Cannot write index directory '.*taken': File exists") as ei:
+        index.serialize_to_disk(tmp_path / "taken")
+    assert isinstance(ei.value, OSError) and ei.value.errno == 17
+    with pytest.raises(DotjsonTypeError, match=r"Invalid path: expected a str or os\.PathLike, got float"):
+        index.serialize_to_disk(1.5)
+    with pytest.raises(DotjsonOSError, match=r"Cannot write vocabulary file .*missing-dir/v\.bin: No such file or directory"):
+        index.vocabulary.serialize_to_disk(tmp_path / "missing-dir" / "v.bin")

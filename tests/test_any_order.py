@@ -141,3 +141,40 @@ def test_every_valid_document_configuration_teacher_forcing(llama3_vocab, llama3
     assert r.ok, str(r)
     r = index.check(llama3_tokenizer.encode('{"auth": true, "auth": false, "name": "n"}', add_special_tokens=False))
     assert not r.ok and r.valid_prefix.startswith(b'{"auth": true, "auth')
+
+
+def test_masks_equal_slow_reference_every_valid(tiny_bpe_vocab):
+    # the masks of the lazily built states are exact: every token allowed iff its bytes continue
+    # a valid document (checked token by token against the automaton from scratch)
+    from dotjson import Index
+
+    vocab = tiny_bpe_vocab
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                                "age": {"type": "integer", "minimum": 0, "maximum": 130},
+                                                "tags": {"type": "array", "items": {"enum": ["a", "bc"]}}},
+              "required": ["name", "age"], "maxProperties": 3, "patternProperties": {"^x": {"type": "null"}}}
+    index = Index(schema, vocab, property_order="any", close_objects=False, whitespace="json")
+
+    def reference(prefix):
+        out = set()
+        for t in range(vocab.max_token_id()):
+            if t in vocab.eos_token_ids:
+                if index.accepts(prefix):
+                    out.add(t)
+                continue
+            b = vocab.token_bytes(t)
+            if b and index.is_prefix(prefix + b):
+                out.add(t)
+        return out
+
+    for doc in ['{"age": 30, "xa": null,\n\n "name": "ab\\u0063"}', '{"tags":["bc"],"age":0,"name":""}']:
+        assert index.accepts(doc)
+        data = doc.encode()
+        for cut in range(0, len(data) + 1, 2):
+            prefix = data[:cut]
+            state = index._auto.walk_bytes(index.initial_state, prefix)
+            assert state >= 0, prefix
+            m = index.mask(state)
+            got = {t for t in range(vocab.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
+            assert got == reference(prefix), prefix
+    assert not index.accepts('{"age": 1, "name": "a", "tags": [], "xb": null}')  # maxProperties

@@ -203,6 +203,9 @@ def _hub_offline_reason() -> str | None:
         return "HF_HUB_OFFLINE is set"
     endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     url = urlparse(endpoint)
+    proxies = ("https_proxy", "http_proxy", "all_proxy")
+    if any(os.environ.get(v) or os.environ.get(v.upper()) for v in proxies):
+        return None  # through a proxy a direct connection proves nothing: let the hub client try
     host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
     try:
         socket.create_connection((host, port), timeout=3).close()

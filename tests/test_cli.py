@@ -395,7 +395,9 @@ def test_unreachable_hub_fails_at_once_with_one_line(tmp_path):
     proc = run_cli("compile", "--schema", str(SCHEMAS / "person.json"), "--out",
                    str(tmp_path / "x"), "--model", "no-such-org/no-such-model", "-q",
                    env={"HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path),
-                        "HF_ENDPOINT": "http://127.0.0.1:9"}, timeout=120)
+                        "HF_ENDPOINT": "http://127.0.0.1:9",
+                        **{v: "" for p in ("https", "http", "all")
+                           for v in (f"{p}_proxy", f"{p.upper()}_PROXY")}}, timeout=120)
     assert_one_line_error(proc, r"not in the local Hugging Face cache and 127\.0\.0\.1 cannot "
                                 r"be reached")
 

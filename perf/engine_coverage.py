@@ -453,7 +453,8 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
         results = []
         for n, row in enumerate(rows):
             job, book = prepare_job(row, tok, prompt_chars, max_new_tokens, generate, masklevel)
-            r = {"id": row["id"], "category": row["category"], **book, "engines": {}}
+            r = {"id": row["id"], "category": row["category"], "schema": row["schema"], **book,
+                 "engines": {}}
             for e in engines:
                 x = pool[e].run(job, time_limit, {"compile": compile_limit})
                 x["compiled"] = "ttfm_s" in x
@@ -542,6 +543,37 @@ def summarize(out: dict) -> dict:
     return summ
 
 
+def diagnose(schema, text: str) -> str | None:
+    """The keyword a failed generation points at, when its text shows it (else None).
+
+    Two patterns explain the runs so far: a declared property name spelled with ``\\u`` escapes
+    (JSON allows it, so an exact engine does; the peers only offer the plain spelling), and an
+    undeclared key written first in an open object (``additionalProperties`` not false: the
+    peers put declared properties first, dotjson allows extra keys anywhere).
+    """
+    import re
+
+    if re.search(r'"[^"]*\\u00[0-9a-fA-F]{2}', text):
+        return "properties (a declared key spelled with \\u escapes)"
+    m = re.match(r'\s*\{\s*"([^"\\]*)"', text)
+    root = schema
+    for _ in range(8):  # follow a local $ref at the root (MCP and Snowplow schemas start so)
+        ref = root.get("$ref") if isinstance(root, dict) else None
+        if not (isinstance(ref, str) and ref.startswith("#/")):
+            break
+        node = schema
+        for part in ref[2:].split("/"):
+            node = node.get(part.replace("~1", "/").replace("~0", "~"), {}) \
+                if isinstance(node, dict) else {}
+        root = node
+    schema = root
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if m and isinstance(props, dict) and props and m.group(1) not in props \
+            and schema.get("additionalProperties", True) is not False:
+        return f"additionalProperties (open object: the undeclared key {m.group(1)!r} came first)"
+    return None
+
+
 def gaps(out: dict, base: str = "dotjson") -> list[dict]:
     """Categories where ``base`` is below the best peer (valid-output % or compiled %), with the
     schemas a peer handled and ``base`` did not, and why (the keyword of a refusal, or the
@@ -572,7 +604,8 @@ def gaps(out: dict, base: str = "dotjson") -> list[dict]:
                 if theirs and (mine.get(key) != "valid" if key == "outcome" else not mine["compiled"]):
                     lost.append({"id": r["id"], "peers": theirs,
                                  "dotjson": mine.get("outcome") or mine.get("status"),
-                                 "keyword": mine.get("keyword"),
+                                 "keyword": mine.get("keyword") or diagnose(
+                                     r.get("schema"), mine.get("text") or ""),
                                  "error": (mine.get("error") or "")[:300],
                                  "text": (mine.get("text") or "")[:160]})
             res.append({"category": cat, "metric": metric, "dotjson": per[base][metric],

@@ -20,7 +20,8 @@ worker process with a time and a memory limit per schema (``perf/workers.py``):
    * ``budget``: the token budget ran out first (the model, not the engine, is usually to blame);
    * ``dead``: the engine allowed no token, or refused a token it had allowed;
    * ``unchecked``: ``jsonschema`` itself could not decide (an unresolvable ``$ref``...);
-   * ``timeout``: the job's time limit ran out during the generation.
+   * ``timeout``: the job's time limit ran out during the generation;
+   * ``crash``: the engine's worker died (or its adapter raised) before the generation ended.
 
 The **mask-level** check: every test instance of the schema (compact JSON), teacher-forced token
 by token; a valid instance is *accepted* when every token is allowed and EOS is allowed at the
@@ -462,6 +463,8 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
                     x["outcome"], x["text"] = judge(x.get("gen"), row["schema"], table)
                     if x.get("gen") is None and x.get("status") == "timeout":
                         x["outcome"] = "timeout"
+                    elif x.get("gen") is None and x.get("status") in ("crash", "error"):
+                        x["outcome"] = "crash"
                     x["text"] = x["text"][:2000]
                     if x.get("gen"):
                         x["gen"]["n_tokens"] = len(x["gen"].pop("ids"))
@@ -527,7 +530,7 @@ def summarize(out: dict) -> dict:
         for e in engines:
             xs = [r["engines"][e] for r in rows]
             s = {"schemas": len(xs), "compiled": sum(x["compiled"] for x in xs)}
-            for o in OUTCOMES + ("timeout",):
+            for o in OUTCOMES + ("timeout", "crash"):
                 s[o] = sum(1 for x in xs if x.get("outcome") == o)
             s["timeouts"] = sum(1 for x in xs if x.get("status") == "timeout")
             s["crashes"] = sum(1 for x in xs if x.get("status") in ("crash", "error"))
@@ -626,10 +629,11 @@ def render(out: dict) -> str:
             f"{per[e]['compiled_pct']:.0f} / {per[e]['valid_pct']:.0f} / {per[e]['invalid']}"
             for e in engines) + " |")
     lines += ["", "Outcomes over all schemas (valid / invalid / budget / dead / unchecked / "
-              "not compiled / timeout):", ""]
+              "not compiled / timeout / crash):", ""]
     a = summ["ALL"]
     for e in engines:
-        lines.append(f"- {e}: " + " / ".join(str(a[e][o]) for o in OUTCOMES + ("timeout",)))
+        lines.append(f"- {e}: " + " / ".join(str(a[e].get(o, 0))
+                                             for o in OUTCOMES + ("timeout", "crash")))
     lines += ["", "Mask level (valid instances accepted / invalid instances rejected):", "",
               "| category | valid | invalid | " + " | ".join(engines) + " |",
               "|---|---:|---:|" + "---:|" * len(engines)]

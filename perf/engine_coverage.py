@@ -20,7 +20,8 @@ worker process with a time and a memory limit per schema (``perf/workers.py``):
    * ``budget``: the token budget ran out first (the model, not the engine, is usually to blame);
    * ``dead``: the engine allowed no token, or refused a token it had allowed;
    * ``unchecked``: ``jsonschema`` itself could not decide (an unresolvable ``$ref``...);
-   * ``timeout``: the job's time limit ran out during the generation.
+   * ``timeout``: the job's time limit ran out during the generation;
+   * ``crash``: the engine's worker died (or its adapter raised) before the generation ended.
 
 The **mask-level** check: every test instance of the schema (compact JSON), teacher-forced token
 by token; a valid instance is *accepted* when every token is allowed and EOS is allowed at the
@@ -453,7 +454,8 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
         results = []
         for n, row in enumerate(rows):
             job, book = prepare_job(row, tok, prompt_chars, max_new_tokens, generate, masklevel)
-            r = {"id": row["id"], "category": row["category"], **book, "engines": {}}
+            r = {"id": row["id"], "category": row["category"], "schema": row["schema"], **book,
+                 "engines": {}}
             for e in engines:
                 x = pool[e].run(job, time_limit, {"compile": compile_limit})
                 x["compiled"] = "ttfm_s" in x
@@ -461,6 +463,8 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
                     x["outcome"], x["text"] = judge(x.get("gen"), row["schema"], table)
                     if x.get("gen") is None and x.get("status") == "timeout":
                         x["outcome"] = "timeout"
+                    elif x.get("gen") is None and x.get("status") in ("crash", "error"):
+                        x["outcome"] = "crash"
                     x["text"] = x["text"][:2000]
                     if x.get("gen"):
                         x["gen"]["n_tokens"] = len(x["gen"].pop("ids"))
@@ -526,7 +530,7 @@ def summarize(out: dict) -> dict:
         for e in engines:
             xs = [r["engines"][e] for r in rows]
             s = {"schemas": len(xs), "compiled": sum(x["compiled"] for x in xs)}
-            for o in OUTCOMES + ("timeout",):
+            for o in OUTCOMES + ("timeout", "crash"):
                 s[o] = sum(1 for x in xs if x.get("outcome") == o)
             s["timeouts"] = sum(1 for x in xs if x.get("status") == "timeout")
             s["crashes"] = sum(1 for x in xs if x.get("status") in ("crash", "error"))
@@ -540,6 +544,37 @@ def summarize(out: dict) -> dict:
             s["valid_pct"] = 100 * s["valid"] / n
             summ[cat][e] = s
     return summ
+
+
+def diagnose(schema, text: str) -> str | None:
+    """The keyword a failed generation points at, when its text shows it (else None).
+
+    Two patterns explain the runs so far: a declared property name spelled with ``\\u`` escapes
+    (JSON allows it, so an exact engine does; the peers only offer the plain spelling), and an
+    undeclared key written first in an open object (``additionalProperties`` not false: the
+    peers put declared properties first, dotjson allows extra keys anywhere).
+    """
+    import re
+
+    if re.search(r'"[^"]*\\u00[0-9a-fA-F]{2}', text):
+        return "properties (a declared key spelled with \\u escapes)"
+    m = re.match(r'\s*\{\s*"([^"\\]*)"', text)
+    root = schema
+    for _ in range(8):  # follow a local $ref at the root (MCP and Snowplow schemas start so)
+        ref = root.get("$ref") if isinstance(root, dict) else None
+        if not (isinstance(ref, str) and ref.startswith("#/")):
+            break
+        node = schema
+        for part in ref[2:].split("/"):
+            node = node.get(part.replace("~1", "/").replace("~0", "~"), {}) \
+                if isinstance(node, dict) else {}
+        root = node
+    schema = root
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if m and isinstance(props, dict) and props and m.group(1) not in props \
+            and schema.get("additionalProperties", True) is not False:
+        return f"additionalProperties (open object: the undeclared key {m.group(1)!r} came first)"
+    return None
 
 
 def gaps(out: dict, base: str = "dotjson") -> list[dict]:
@@ -572,7 +607,8 @@ def gaps(out: dict, base: str = "dotjson") -> list[dict]:
                 if theirs and (mine.get(key) != "valid" if key == "outcome" else not mine["compiled"]):
                     lost.append({"id": r["id"], "peers": theirs,
                                  "dotjson": mine.get("outcome") or mine.get("status"),
-                                 "keyword": mine.get("keyword"),
+                                 "keyword": mine.get("keyword") or diagnose(
+                                     r.get("schema"), mine.get("text") or ""),
                                  "error": (mine.get("error") or "")[:300],
                                  "text": (mine.get("text") or "")[:160]})
             res.append({"category": cat, "metric": metric, "dotjson": per[base][metric],
@@ -593,10 +629,11 @@ def render(out: dict) -> str:
             f"{per[e]['compiled_pct']:.0f} / {per[e]['valid_pct']:.0f} / {per[e]['invalid']}"
             for e in engines) + " |")
     lines += ["", "Outcomes over all schemas (valid / invalid / budget / dead / unchecked / "
-              "not compiled / timeout):", ""]
+              "not compiled / timeout / crash):", ""]
     a = summ["ALL"]
     for e in engines:
-        lines.append(f"- {e}: " + " / ".join(str(a[e][o]) for o in OUTCOMES + ("timeout",)))
+        lines.append(f"- {e}: " + " / ".join(str(a[e].get(o, 0))
+                                             for o in OUTCOMES + ("timeout", "crash")))
     lines += ["", "Mask level (valid instances accepted / invalid instances rejected):", "",
               "| category | valid | invalid | " + " | ".join(engines) + " |",
               "|---|---:|---:|" + "---:|" * len(engines)]

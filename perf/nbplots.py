@@ -154,8 +154,7 @@ def plot_coverage(out):
     engines = out["settings"]["engines"]
     summ = out["summary"]
     cats = list(summ)
-    fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.75 * len(cats) * len(engines) / 2), 7),
-                             sharex=True)
+    fig, axes = plt.subplots(2, 1, figsize=(min(14, max(8, 0.8 * len(cats))), 7), sharex=True)
     w = 0.8 / len(engines)
     x = np.arange(len(cats))
     for ax, metric, title in ((axes[0], "compiled_pct", "compiled %"),
@@ -164,7 +163,7 @@ def plot_coverage(out):
             ax.bar(x + i * w, [summ[c][e][metric] for c in cats], w, label=e, color=COLORS.get(e))
         ax.set(ylim=(0, 105), ylabel="%", title=title)
         ax.grid(True, axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8, ncol=len(engines))
+    axes[0].legend(fontsize=8, ncol=len(engines), loc="lower left", framealpha=0.9)
     axes[1].set_xticks(x + 0.4 - w / 2, [c.replace("_", "\n") for c in cats], fontsize=8)
     bad = {e: summ["ALL"][e]["invalid"] for e in engines}
     fig.suptitle("MaskBench end to end; invalid outputs: "
@@ -194,22 +193,24 @@ def plot_masklevel(out):
 
 
 def plot_suite(suite):
-    """Share of JSON-Schema-Test-Suite cases passed, per keyword file and engine."""
+    """Share of JSON-Schema-Test-Suite cases passed, per keyword file and engine (horizontal
+    bars, one row per file)."""
     plt = _plt()
     engines = suite["settings"]["engines"]
     files = list(suite["files"])
-    fig, ax = plt.subplots(figsize=(max(8, 0.35 * len(files) * len(engines) / 2), 4.5))
-    w = 0.8 / len(engines)
-    x = np.arange(len(files))
+    fig, ax = plt.subplots(figsize=(8, max(3.0, 0.32 * len(files) + 1.2)))
+    h = 0.8 / len(engines)
+    y = np.arange(len(files))
     for i, e in enumerate(engines):
-        ys = []
+        xs = []
         for f in files:
             c = suite["files"][f]["counts"][e]
-            ys.append(100 * c["pass"] / max(sum(c.values()), 1))
-        ax.bar(x + i * w, ys, w, label=e, color=COLORS.get(e))
-    ax.set_xticks(x + 0.4 - w / 2, [f.removesuffix(".json") for f in files], rotation=90,
-                  fontsize=7)
-    ax.set(ylim=(0, 105), ylabel="% of cases passed", title="JSON-Schema-Test-Suite, draft 2020-12")
-    ax.legend(fontsize=8, ncol=len(engines))
+            xs.append(100 * c["pass"] / max(sum(c.values()), 1))
+        ax.barh(y + i * h, xs, h, label=e, color=COLORS.get(e))
+    ax.set_yticks(y + 0.4 - h / 2, [f.removesuffix(".json") for f in files], fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 100), xlabel="% of cases passed", title="JSON-Schema-Test-Suite, draft 2020-12")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8, ncol=len(engines), loc="lower center", bbox_to_anchor=(0.5, 1.02))
     fig.tight_layout()
     return fig

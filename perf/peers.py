@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -67,8 +68,25 @@ SINGLE_THREAD_ENV = {
 }
 # Importing this module pins the thread pools (BLAS reads its variable when NumPy loads, which is
 # the next line): every benchmark imports it first. setdefault lets a caller override.
+# NUMBA_NUM_THREADS must not change once Numba has read it (its next compilation would raise
+# "Cannot set NUMBA_NUM_THREADS to a different value once the threads have been launched"):
+# where Numba is already loaded, its pool is narrowed with set_num_threads instead.
+
+
+def _pin(k: str, v: str, force: bool) -> None:
+    if k == "NUMBA_NUM_THREADS" and "numba" in sys.modules:
+        import numba
+
+        numba.set_num_threads(min(int(v), numba.config.NUMBA_NUM_THREADS))
+        return
+    if force:
+        os.environ[k] = v
+    else:
+        os.environ.setdefault(k, v)
+
+
 for _k, _v in SINGLE_THREAD_ENV.items():
-    os.environ.setdefault(_k, _v)
+    _pin(_k, _v, force=False)
 
 import numpy as np  # noqa: E402
 
@@ -80,7 +98,7 @@ EXTRA_ENGINES = ("dotjson-guide", "dotjson-compact", "xgrammar-strict")
 def set_single_thread_env() -> None:
     """Pin every engine's thread pools to one thread (call before importing any engine)."""
     for k, v in SINGLE_THREAD_ENV.items():
-        os.environ[k] = v
+        _pin(k, v, force=True)
 
 
 class CompileFailed(Exception):

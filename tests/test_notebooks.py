@@ -66,13 +66,16 @@ def outputs(nb):
 
 
 def test_speed_notebook():
+    # The tokenizer directory is resolved here: importing dotjson in the kernel before the
+    # notebook's own `import peers` would load Numba before the thread pools are pinned.
+    from dotjson.testing import smollm2_tokenizer_dir
+
     tiny = f"""
 SAMPLE = 1
 CATEGORIES = ("Handwritten",)
 DATA = {str(SUBSET)!r}
 ENGINES = {ENGINES!r}
-from dotjson.testing import smollm2_tokenizer_dir
-TOKENIZER = str(smollm2_tokenizer_dir())
+TOKENIZER = {str(smollm2_tokenizer_dir())!r}
 BUDGET_S = 60.0
 VOCABS = (49_152,)
 BATCHES = (1, 8)

@@ -1149,11 +1149,17 @@ def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
     a._rows, a._deriv, a._inf, a._empty, a._clamp, a._chars_cache = {}, {}, {}, {}, {}, {}
     a._seqs = {}
     names = [str(x) for x in meta["rules"]]
-    if names != list(grammar.rules):
+    static = list(grammar.rules)
+    if names[: len(static)] != static or any(family_of(grammar, n) is None for n in names[len(static):]):
         raise ValueError("rule names do not match the saved grammar")
     a._rule_index = {n: i for i, n in enumerate(names)}
     a._rule_nullable = [bool(x) for x in meta["rule_nullable"]]
-    a._productive = set(str(x) for x in meta["productive"])
+    if grammar.families:
+        a._productive = _FamilySet(grammar.families)
+        a._productive.update(str(x) for x in meta["productive"])
+        a._productive.settle()
+    else:
+        a._productive = set(str(x) for x in meta["productive"])
     n_rules = len(names)
     if len(a._rule_nullable) != n_rules:
         raise ValueError("rule table sizes differ")

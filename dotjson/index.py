@@ -599,11 +599,6 @@ class Index:
         """
         from .serialization import save_index
 
-        if self._ir.families:
-            from .errors import GrammarError
-
-            raise GrammarError("an index with property_order='any' cannot be saved yet (its lazy rule "
-                               "families have no serialized form); rebuild it instead")
         save_index(self, path)
 
     @classmethod

@@ -96,11 +96,17 @@ def ir_from_json(x) -> ir.Node:
 
 
 def grammar_to_json(g: ir.Grammar) -> dict:
-    return {"start": g.start, "rules": [[n, ir_to_json(b)] for n, b in g.rules.items()]}
+    out = {"start": g.start, "rules": [[n, ir_to_json(b)] for n, b in g.rules.items()]}
+    if g.families:
+        out["families"] = [f.to_json(ir_to_json) for f in g.families]
+    return out
 
 
 def grammar_from_json(d: dict) -> ir.Grammar:
-    return ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]))
+    from .objects_any_order import AnyOrderObject
+
+    families = tuple(AnyOrderObject.from_json(f, ir_from_json) for f in d.get("families", ()))
+    return ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]), families=families)
 
 
 # ------------------------------------------------------------------------------ index files
@@ -145,7 +151,7 @@ def _save_index(index, path: Path) -> None:
         "max_cache_bytes": index._max_cache_bytes,
         "options": index._options,
         "grammar": grammar_to_json(index._ir),
-        "grammar_text": index.grammar,
+        "grammar_text": _grammar_text(index),
         "automaton": st["meta"],
         "mask_keys": mask_keys,
         "next": nxt,
@@ -239,6 +245,19 @@ def _atomic_write(dst: Path, data: bytes) -> None:
         raise
 
 
+def _grammar_text(index):
+    """The Lark text, or ``None`` for an any-order grammar too large to write out (rendered, and
+    refused, on demand after loading, as before saving)."""
+    if not index._ir.families:
+        return index.grammar
+    from .errors import GrammarError
+
+    try:
+        return index.grammar
+    except GrammarError:
+        return None
+
+
 def load_index(cls, path, vocabulary=None):
     from .vocabulary import Vocabulary
 
@@ -290,7 +309,7 @@ def load_index(cls, path, vocabulary=None):
             grammar, vocabulary, auto.max_states, int(meta["max_cache_bytes"]), auto.fuel, automaton=auto
         )
         text = meta.get("grammar_text")
-        if not isinstance(text, str):
+        if not isinstance(text, str) and not (text is None and grammar.families):
             raise ValueError("grammar text missing")
         self._grammar_text = text
         if self._n_words != int(meta["n_words"]) or self._limit != int(meta["limit"]):

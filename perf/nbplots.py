@@ -10,7 +10,7 @@ import numpy as np
 #: One colour per engine, the same in every figure.
 COLORS = {"dotjson": "#1f77b4", "dotjson (memoized)": "#17becf", "dotjson-guide": "#9467bd",
           "dotjson-compact": "#aec7e8",
-          "llguidance": "#ff7f0e", "xgrammar": "#2ca02c", "xgrammar-strict": "#98df8a",
+          "llguidance": "#ff7f0e", "llguidance.torch": "#8c564b", "xgrammar": "#2ca02c", "xgrammar-strict": "#98df8a",
           "outlines": "#d62728"}
 
 
@@ -88,7 +88,8 @@ def plot_throughput(rows):
         w = 0.8 / len(series)
         for i, (name, ys) in enumerate(series.items()):
             ax.bar(np.arange(len(rs)) + i * w, ys, w, label=name,
-                   color=COLORS.get(name.split(".")[0]), alpha=1.0 if name == "dotjson" else 0.6)
+                   color=COLORS.get(name, COLORS.get(name.split(".")[0])),
+                   alpha=1.0 if name == "dotjson" else 0.6)
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
         ax.set_xticks(np.arange(len(rs)) + 0.4 - w / 2, labels)
         ax.set(yscale="log", title=f"{v:,} ids", ylabel="time / memcpy of the logits")
@@ -113,8 +114,11 @@ def plot_sizes(sweep):
                 if "ttfm_s" not in r:
                     ax.annotate(r.get("status", "?"), (r["size"], 1), fontsize=7,
                                 color=COLORS.get(e))
+        ns = sweep["settings"]["sizes"][f]
         ax.set(xscale="log", yscale="log", xlabel=f"{f} (N)", ylabel="time to first mask (ms)",
                title=f)
+        ax.set_xticks(ns, [f"{n:,}" for n in ns])
+        ax.minorticks_off()
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle("Cost against schema size: flat lines are lazy engines")
@@ -123,7 +127,8 @@ def plot_sizes(sweep):
 
 
 def sizes_table(sweep) -> str:
-    """Markdown: TTFM and mean mask time per family, size and engine."""
+    """Markdown: TTFM and mean mask time per family, size and engine (and how the forced
+    instance ended, when not at EOS)."""
     engines = sweep["settings"]["engines"]
     lines = ["| family | N | " + " | ".join(f"{e} TTFM / mask" for e in engines) + " |",
              "|---|---:|" + "---:|" * len(engines)]
@@ -137,8 +142,10 @@ def sizes_table(sweep) -> str:
                     cells.append(r.get("status", "-") if r else "-")
                     continue
                 mm = r.get("mask_mean_s")
+                forced = r.get("forced")
                 cells.append(f"{r['ttfm_s'] * 1e3:.1f} ms / "
-                             + (f"{mm * 1e6:.0f} µs" if mm is not None else r.get("status", "-")))
+                             + (f"{mm * 1e6:.0f} µs" if mm is not None else "-")
+                             + ("" if forced == "ok" else f" ({forced or r.get('status')})"))
             lines.append(f"| {f} | {n:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dotjson.testing import package_dir
+from dotjson.testing import package_dir, smollm2_tokenizer_dir
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -33,12 +33,19 @@ ENGINES = ("dotjson",) + (("llguidance",) if importlib.util.find_spec("llguidanc
 
 def execute(name: str, tiny: str):
     """Run notebook ``name`` with the ``tiny`` settings cell inserted; returns the executed
-    notebook."""
+    notebook.
+
+    ``tiny`` must import nothing: the notebook's setup cell puts this checkout first on
+    ``sys.path`` and imports ``peers`` (which pins the thread pools) before anything loads
+    dotjson or Numba; an earlier ``import dotjson`` would pick up whatever copy the environment
+    has installed.
+    """
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     at = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
     assert len(at) == 1, f"{name}: expected one cell tagged 'parameters', found {len(at)}"
     probe = "import sys as _sys\nprint('KERNEL', _sys.prefix)\n"
     nb.cells.insert(at[0] + 1, nbformat.v4.new_code_cell(tiny + "\n" + probe))
+    nb.cells.append(nbformat.v4.new_code_cell("import dotjson as _d\nprint('DOTJSON', _d.__file__)"))
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(NOTEBOOKS)}})
     client.execute()
@@ -46,8 +53,9 @@ def execute(name: str, tiny: str):
 
 
 def outputs(nb):
-    """(the kernel's ``sys.prefix``, number of PNG figures, the text of every output), over code cells."""
-    kernel, figures, texts = None, 0, []
+    """(the kernel's ``sys.prefix``, number of PNG figures, the text of every output), over code
+    cells."""
+    kernel, figures, texts, dotjson_file = None, 0, [], None
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -59,9 +67,14 @@ def outputs(nb):
                 for line in o.text.splitlines():
                     if line.startswith("KERNEL "):
                         kernel = line.split(" ", 1)[1]
+                    if line.startswith("DOTJSON "):
+                        dotjson_file = line.split(" ", 1)[1]
             elif o.output_type in ("display_data", "execute_result"):
                 figures += "image/png" in o.data
                 texts.append(o.data.get("text/markdown", "") + o.data.get("text/plain", ""))
+    # the notebook ran this checkout's dotjson, not an installed copy
+    assert dotjson_file is not None and Path(dotjson_file).resolve().is_relative_to(ROOT), \
+        dotjson_file
     return kernel, figures, "\n".join(texts)
 
 

@@ -79,10 +79,6 @@ def outputs(nb):
 
 
 def test_speed_notebook():
-    # The tokenizer directory is resolved here: importing dotjson in the kernel before the
-    # notebook's own `import peers` would load Numba before the thread pools are pinned.
-    from dotjson.testing import smollm2_tokenizer_dir
-
     tiny = f"""
 SAMPLE = 1
 CATEGORIES = ("Handwritten",)

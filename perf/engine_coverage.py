@@ -551,8 +551,8 @@ def diagnose(schema, text: str) -> str | None:
 
     Two patterns explain the runs so far: a declared property name spelled with ``\\u`` escapes
     (JSON allows it, so an exact engine does; the peers only offer the plain spelling), and an
-    undeclared key written first in an open object (``additionalProperties`` not false: the
-    peers put declared properties first, dotjson allows extra keys anywhere).
+    undeclared key written first in an open object (``additionalProperties`` not false: dotjson
+    allows extra keys anywhere, the peers did not offer one first in the runs so far).
     """
     import re
 

@@ -165,6 +165,8 @@ class Worker:
             try:
                 msg = self.conn.recv() if left > 0 and self.conn.poll(left) else None
             except (EOFError, OSError):
+                if self.proc is not None:
+                    self.proc.join(5)  # reap it, so that its exit code is known
                 code = self.proc.exitcode if self.proc is not None else None
                 self.kill()
                 res.update(status="crash", error=f"worker died (exit code {code})")

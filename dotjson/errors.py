@@ -24,6 +24,10 @@ class DotjsonIndexError(DotjsonError, IndexError):
     """A row or position outside the object it indexes."""
 
 
+class DotjsonImportError(DotjsonError, ImportError):
+    """An optional dependency that an integration module needs is not installed."""
+
+
 class DotjsonOSError(DotjsonError, OSError):
     """A file or directory that cannot be written (saving an index or a vocabulary)."""
 

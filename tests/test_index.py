@@ -203,8 +203,8 @@ def test_corrupt_truncated_foreign_index_files(tmp_path, tiny_bpe_vocab, tiny_sp
     (d / "index.json").write_text(json.dumps(meta))
     with pytest.raises(IndexFormatError, match="version 999"):
         Index.deserialize_from_disk(d)
-    meta["version"] = 1
-    meta["automaton"]["state_terms"][0] = 10**9
+    meta["version"] = 2
+    meta["automaton"]["start_term"] = 10**9
     (d / "index.json").write_text(json.dumps(meta))
     with pytest.raises(IndexFormatError, match="corrupt"):
         Index.deserialize_from_disk(d)

@@ -103,6 +103,7 @@ def compute_mask(S, state, special, plain, plain_bits, pseq, plen, wide, out, st
     Resumable: the caller sets ``ret[R_PHASE] = PH_START`` once and calls again after each
     ``EXIT`` until ``DONE``.
     """
+    S = K.borrow(S)
     while True:
         ph = ret[R_PHASE]
         if ph == PH_START or ph == PH_INV:

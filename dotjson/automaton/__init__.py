@@ -335,6 +335,13 @@ class Automaton:
         """Terms interned so far."""
         return int(self._a["ctl"][K.C_TERMS])
 
+    def compile_rules(self) -> None:
+        """Compile every productive rule body now (otherwise each is compiled on first use)."""
+        with self.lock:
+            for i, name in enumerate(self.rules.names):
+                if name in self.rules.productive and self._a["rule_body"][i] < 0:
+                    self.rules.body(i)
+
     def nullable(self, t: int) -> bool:
         return bool(self._a["tf"][t] & K.F_NULL)
 

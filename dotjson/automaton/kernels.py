@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 from .._config import NJIT_OPTS
 
@@ -81,11 +83,46 @@ _T_CLAMP = 3 << 58
 _U1 = np.uint64(1)
 _U0 = np.uint64(0)
 
+@intrinsic
+def _data_ptr(typingctx, arr):
+    """The data pointer of an array, typed ``CPointer(dtype)`` (for :func:`borrow`)."""
+    sig = types.CPointer(arr.dtype)(arr)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return ary.data
+
+    return sig, codegen
+
+
+@nb.njit(**NJIT_OPTS)
+def _view(a):
+    return nb.carray(_data_ptr(a), a.shape)
+
+
+@nb.njit(**NJIT_OPTS)
+def borrow(S):
+    """The store tuple as views without reference counts.
+
+    Every array a kernel takes out of the tuple, or passes to a helper, costs an atomic
+    increment and decrement of its reference count; over 17 arrays that was most of the time of
+    an expansion. Views made by ``carray`` carry no memory owner, so those operations become a
+    test of a null pointer. The caller keeps ``S`` (and so the memory) alive for the call.
+    """
+    return (_view(S[0]), _view(S[1]), _view(S[2]), _view(S[3]), _view(S[4]), _view(S[5]),
+            _view(S[6]), _view(S[7]), _view(S[8]), _view(S[9]), _view(S[10]), _view(S[11]),
+            _view(S[12]), _view(S[13]), _view(S[14]), _view(S[15]), _view(S[16]))
+
+
+# Small helpers that take the store tuple are inlined (``inline="always"``): a call boundary
+# costs an atomic reference-count increment and decrement per array of the tuple, which was half
+# of the expansion time before.
+
 
 # ----------------------------------------------------------------------------- small helpers
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _fail(S, status, arg):
     ctl = S[S_CTL]
     ctl[C_STATUS] = status
@@ -93,7 +130,7 @@ def _fail(S, status, arg):
     return -1
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _low(x):
     """Index of the lowest set bit of a non-zero ``uint64``."""
     return np.int64(_ctz(x))
@@ -108,13 +145,13 @@ def _grow_i32(a, n):
     return b
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _mix(h, x):
     h = (h ^ x) * 0x100000001B3
     return h ^ (h >> 29)
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _hash_simple(kind, a, b, c):
     h = 0x5BD1E995 + kind
     h = _mix(h, a)
@@ -207,7 +244,7 @@ def rehash_memo(keys, vals, nkeys, nvals):
         nvals[i] = vals[j]
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _mget(S, key):
     keys = S[S_MK]
     mask = keys.shape[0] - 1
@@ -221,7 +258,7 @@ def _mget(S, key):
         i = (i + 1) & mask
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _mput(S, key, val):
     keys = S[S_MK]
     ctl = S[S_CTL]
@@ -246,7 +283,7 @@ def _mput(S, key, val):
 # ----------------------------------------------------------------------------- constructors
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _new_term(S, slot, kind, a, b, c, flags):
     ti = S[S_TI]
     ctl = S[S_CTL]
@@ -267,14 +304,14 @@ def _new_term(S, slot, kind, a, b, c, flags):
     return n
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _room(S):
     ctl = S[S_CTL]
     n = ctl[C_TERMS]
     return n < S[S_TI].shape[0] and 2 * (n + 1) <= S[S_HT].shape[0] and n < (1 << TERM_ID_BITS)
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def mk_simple(S, kind, a, b, c, flags):
     """Intern a SEQ/REP/REF/DIFF (or ∅/ε) node."""
     ti = S[S_TI]
@@ -360,7 +397,7 @@ def _mk_list(S, kind, buf, n, flags):
     return _new_term(S, i, kind, off, n, 0, flags)
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _cons(S, a, b):
     tf = S[S_TF]
     fa, fb = tf[a], tf[b]
@@ -444,7 +481,16 @@ def _flatten(S, kind, buf, n):
         else:
             out[m] = t
             m += 1
-    out = np.sort(out[:m])
+    if m > 32:
+        out = np.sort(out[:m])
+    else:
+        for x in range(1, m):  # insertion sort: no allocation for the usual short lists
+            v = out[x]
+            y = x - 1
+            while y >= 0 and out[y] > v:
+                out[y + 1] = out[y]
+                y -= 1
+            out[y + 1] = v
     k = 0
     for x in range(m):
         if k == 0 or out[x] != out[k - 1]:
@@ -488,9 +534,13 @@ def alt(S, buf, n):
             return -1
         if k == 0:
             return bt
-        flat[k] = bt
+        # insert the merged byte set at its sorted place
+        y = k - 1
+        while y >= 0 and flat[y] > bt:
+            flat[y + 1] = flat[y]
+            y -= 1
+        flat[y + 1] = bt
         m = k + 1
-        flat = np.sort(flat[:m])
     flags = 0
     for x in range(m):
         flags |= tf[flat[x]]
@@ -577,6 +627,7 @@ def build(S, prog, words, slots):
     ``AND n`` (pop ``n`` values), ``DIFF``, ``REP lo hi``, ``REF rule nullable``, ``SAVE k``
     (``slots[k] =`` top), ``LOAD k``.
     """
+    S = borrow(S)
     st = np.empty(64, dtype=np.int32)
     sp = 0
     pc = 0
@@ -635,12 +686,12 @@ def build(S, prog, words, slots):
 # ----------------------------------------------------------------------------- derivatives
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _has(words_row, byte):
     return (words_row[byte >> 6] >> np.uint64(byte & 63)) & _U1
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _dget(S, t, byte):
     """The memoized derivative of ``t`` by ``byte``, or -1 if not known yet."""
     ti = S[S_TI]
@@ -663,6 +714,7 @@ def _dget(S, t, byte):
 @nb.njit(**NJIT_OPTS)
 def deriv(S, t0, byte):
     """The derivative of ``t0`` by one byte (memoized; ∅ when it cannot consume it)."""
+    S = borrow(S)
     r = _dget(S, t0, byte)
     if r >= 0:
         return r
@@ -670,8 +722,9 @@ def deriv(S, t0, byte):
     tf = S[S_TF]
     pool = S[S_POOL]
     rules = S[S_RULE]
-    st = np.empty(64, dtype=np.int32)
-    parts = np.empty(16, dtype=np.int32)
+    blk = np.empty(80, dtype=np.int32)
+    st = blk[:64]
+    parts = blk[64:]
     st[0] = t0
     sp = 1
     while sp > 0:
@@ -791,7 +844,7 @@ def deriv(S, t0, byte):
 # ----------------------------------------------------------------------------- rows
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _row_known(S, t):
     return S[S_TM][t, M_ROW_OFF] >= 0
 
@@ -834,101 +887,96 @@ def _publish_row(S, t, cw, ct, n):
 @nb.njit(**NJIT_OPTS)
 def _union_rows(S, srcw, srct, ns, cw, ct):
     """Union of derivative classes ``(srcw[i], srct[i])`` for ``i < ns`` (masks may overlap):
-    one partition refinement of the 256 bytes, then one ``alt`` per cell. Writes disjoint
-    classes with distinct non-empty successors into ``cw``/``ct``; returns their number."""
-    cell_of = np.zeros(256, dtype=np.int32)
-    cell_head = np.full(257, -1, dtype=np.int32)
-    cell_size = np.zeros(257, dtype=np.int32)
-    cnt = np.zeros(257, dtype=np.int32)
-    remap = np.full(257, -1, dtype=np.int32)
-    touched = np.empty(257, dtype=np.int32)
-    cell_size[0] = 256
+    one partition refinement over all the classes' masks, then one ``alt`` per cell. Writes
+    disjoint classes with distinct non-empty successors into ``cw``/``ct``; returns their number.
+
+    Cells are byte masks with a persistent list of successors (a split shares its tail), so the
+    cost is in the number of classes and cells, not in the 256 bytes."""
+    # fast path: pairwise disjoint masks need no refinement
+    u0 = u1 = u2 = u3 = _U0
+    disjoint = True
+    for i in range(ns):
+        if (u0 & srcw[i, 0]) | (u1 & srcw[i, 1]) | (u2 & srcw[i, 2]) | (u3 & srcw[i, 3]) != _U0:
+            disjoint = False
+            break
+        u0 |= srcw[i, 0]
+        u1 |= srcw[i, 1]
+        u2 |= srcw[i, 2]
+        u3 |= srcw[i, 3]
+    if disjoint:
+        m = 0
+        for i in range(ns):
+            if srct[i] == EMPTY:
+                continue
+            for w in range(4):
+                cw[m, w] = srcw[i, w]
+            ct[m] = srct[i]
+            m += 1
+        return _merge_same(cw, ct, m)
+    nc0 = 4 * ns + 64
+    blk = np.empty(257 + 257 + 2 * nc0 + ns + 1, dtype=np.int32)  # one allocation, sliced
+    cell_head = blk[:257]
+    cons_t = blk[514 : 514 + nc0]
+    cons_n = blk[514 + nc0 : 514 + 2 * nc0]
+    buf = blk[514 + 2 * nc0 :]
+    cm = np.empty((257, 4), dtype=np.uint64)
+    for w in range(4):
+        cm[0, w] = ~_U0
+    cell_head[0] = -1
     n_cells = 1
-    cons_t = np.empty(max(16, 2 * ns), dtype=np.int32)
-    cons_n = np.empty(max(16, 2 * ns), dtype=np.int32)
     n_cons = 0
     for i in range(ns):
         d = srct[i]
-        nt = 0
-        for w in range(4):
-            x = srcw[i, w]
-            while x != _U0:
-                b = w * 64 + _low(x)
-                x &= x - _U1
-                c = cell_of[b]
-                if cnt[c] == 0:
-                    touched[nt] = c
-                    nt += 1
-                cnt[c] += 1
-        for j in range(nt):
-            c = touched[j]
+        nc = n_cells
+        for c in range(nc):
+            x0 = cm[c, 0] & srcw[i, 0]
+            x1 = cm[c, 1] & srcw[i, 1]
+            x2 = cm[c, 2] & srcw[i, 2]
+            x3 = cm[c, 3] & srcw[i, 3]
+            if (x0 | x1 | x2 | x3) == _U0:
+                continue
             if n_cons + 1 >= cons_t.shape[0]:
                 cons_t = _grow_i32(cons_t, n_cons + 1)
                 cons_n = _grow_i32(cons_n, n_cons + 1)
             cons_t[n_cons] = d
             cons_n[n_cons] = cell_head[c]
-            if cnt[c] == cell_size[c]:
+            if x0 == cm[c, 0] and x1 == cm[c, 1] and x2 == cm[c, 2] and x3 == cm[c, 3]:
                 cell_head[c] = n_cons
             else:
-                nc = n_cells
+                cm[n_cells, 0] = x0
+                cm[n_cells, 1] = x1
+                cm[n_cells, 2] = x2
+                cm[n_cells, 3] = x3
+                cm[c, 0] &= ~x0
+                cm[c, 1] &= ~x1
+                cm[c, 2] &= ~x2
+                cm[c, 3] &= ~x3
+                cell_head[n_cells] = n_cons
                 n_cells += 1
-                cell_head[nc] = n_cons
-                cell_size[nc] = cnt[c]
-                cell_size[c] -= cnt[c]
-                remap[c] = nc
             n_cons += 1
-        for w in range(4):
-            x = srcw[i, w]
-            while x != _U0:
-                b = w * 64 + _low(x)
-                x &= x - _U1
-                c = cell_of[b]
-                if remap[c] >= 0:
-                    cell_of[b] = remap[c]
-        for j in range(nt):
-            c = touched[j]
-            cnt[c] = 0
-            remap[c] = -1
-    # one alt per cell
-    buf = np.empty(16, dtype=np.int32)
-    cell_term = np.full(n_cells, EMPTY, dtype=np.int32)
+    m = 0
     for c in range(n_cells):
         h = cell_head[c]
         if h < 0:
             continue
         n = 0
         while h >= 0:
-            buf = _grow_i32(buf, n)
-            buf[n] = cons_t[h]
+            buf[n] = cons_t[h]  # a cell's list holds at most one entry per class
             n += 1
             h = cons_n[h]
         r = buf[0] if n == 1 else alt(S, buf, n)
         if r < 0:
             return -1
-        cell_term[c] = r
-    m = 0
-    slot_of = np.full(n_cells, -1, dtype=np.int32)
-    for c in range(n_cells):
-        r = cell_term[c]
         if r == EMPTY:
             continue
-        j = 0
-        while j < m and ct[j] != r:
-            j += 1
-        if j == m:
-            ct[m] = r
-            for w in range(4):
-                cw[m, w] = _U0
-            m += 1
-        slot_of[c] = j
-    for b in range(256):
-        j = slot_of[cell_of[b]]
-        if j >= 0:
-            cw[j, b >> 6] |= _U1 << np.uint64(b & 63)
-    return m
+        for w in range(4):
+            cw[m, w] = cm[c, w]
+        ct[m] = r
+        m += 1
+    return _merge_same(cw, ct, m)
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _push_row_dep(S, st, sp, x):
     if not _row_known(S, x):
         st = _grow_i32(st, sp)
@@ -941,6 +989,7 @@ def _push_row_dep(S, st, sp, x):
 def row(S, t0):
     """Memoize the derivative classes of ``t0``: disjoint byte masks with distinct non-empty
     successors (``tm[t0, M_ROW_OFF:M_ROW_LEN]`` into the class pool); 0, or -1 on exit."""
+    S = borrow(S)
     if _row_known(S, t0):
         return 0
     ti = S[S_TI]
@@ -948,13 +997,15 @@ def row(S, t0):
     tm = S[S_TM]
     pool = S[S_POOL]
     rules = S[S_RULE]
-    st = np.empty(64, dtype=np.int32)
+    ib = np.empty(64 + 64 + 257, dtype=np.int32)  # one allocation per call, sliced
+    wb = np.empty((64 + 257) * 4, dtype=np.uint64)
+    st = ib[:64]
+    srct = ib[64:128]
+    ct = ib[128:]
+    srcw = wb[: 64 * 4].reshape((64, 4))
+    cw = wb[64 * 4 :].reshape((257, 4))
     st[0] = t0
     sp = 1
-    srcw = np.empty((64, 4), dtype=np.uint64)
-    srct = np.empty(64, dtype=np.int32)
-    cw = np.empty((257, 4), dtype=np.uint64)
-    ct = np.empty(257, dtype=np.int32)
     while sp > 0:
         t = st[sp - 1]
         if _row_known(S, t):
@@ -1002,6 +1053,7 @@ def row(S, t0):
             n = 1
         elif k == K_SEQ or k == K_ALT:
             ns = 0
+            single = True
             if k == K_SEQ:
                 cur = t
                 while True:
@@ -1022,6 +1074,7 @@ def row(S, t0):
                         ns += 1
                     if last or (tf[a] & F_NULL) == 0:
                         break
+                    single = False
                     cur = b
                     if _row_known(S, cur):
                         off = tm[cur, M_ROW_OFF]
@@ -1047,9 +1100,17 @@ def row(S, t0):
                             srcw[ns, w] = rcw[i, w]
                         srct[ns] = rct[i]
                         ns += 1
-            n = _union_rows(S, srcw, srct, ns, cw, ct)
-            if n < 0:
-                return -1
+            if k == K_SEQ and single:
+                # one part (a non-nullable head): its classes are disjoint already
+                for i in range(ns):
+                    for w in range(4):
+                        cw[i, w] = srcw[i, w]
+                    ct[i] = srct[i]
+                n = ns
+            else:
+                n = _union_rows(S, srcw, srct, ns, cw, ct)
+                if n < 0:
+                    return -1
         elif k == K_REP:
             item, lo, hi = ti[t, 1], ti[t, 2], ti[t, 3]
             rest = rep(S, item, max(lo - 1, 0), INF if hi == INF else hi - 1)
@@ -1295,6 +1356,7 @@ def _search_nonempty(S, t0):
 @nb.njit(**NJIT_OPTS)
 def is_empty(S, t0):
     """1 when ``t0`` denotes ∅, 0 when not, -1 on exit (exact; a bounded search for AND/DIFF)."""
+    S = borrow(S)
     if t0 == EMPTY:
         return 1
     ti = S[S_TI]
@@ -1374,7 +1436,7 @@ def is_empty(S, t0):
     return tm[t0, M_EMPTY]
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _empty_known(S, t):
     if t == EMPTY:
         return 1
@@ -1386,7 +1448,7 @@ def _empty_known(S, t):
 # ----------------------------------------------------------------------------- clamping
 
 
-@nb.njit(**NJIT_OPTS)
+@nb.njit(inline="always", **NJIT_OPTS)
 def _cget(S, t, limit):
     if (S[S_TF][t] & F_REP) == 0:
         return t
@@ -1397,6 +1459,7 @@ def _cget(S, t, limit):
 def clamp(S, t0, limit):
     """A term with the same one-token behaviour as ``t0`` for tokens of at most ``limit - 1``
     bytes: counters far from their bounds become unbounded (AND/DIFF sub-terms stay exact)."""
+    S = borrow(S)
     r = _cget(S, t0, limit)
     if r >= 0:
         return r
@@ -1484,6 +1547,7 @@ def clamp(S, t0, limit):
 @nb.njit(**NJIT_OPTS)
 def state(S, t):
     """The state id of live term ``t`` (interned), or -1 on exit."""
+    S = borrow(S)
     tm = S[S_TM]
     s = tm[t, M_STATE]
     if s >= 0:
@@ -1519,6 +1583,7 @@ def _live_state(S, u):
 @nb.njit(**NJIT_OPTS)
 def fill_row(S, s):
     """Compute every byte transition of state ``s``; 0, or -1 on exit."""
+    S = borrow(S)
     if S[S_READY][s]:
         return 0
     t = S[S_TERM_OF][s]
@@ -1551,6 +1616,7 @@ def fill_row(S, s):
 @nb.njit(**NJIT_OPTS)
 def fill_entry(S, s, byte):
     """Compute the one transition of state ``s`` on ``byte``; the successor (or DEAD), -1 on exit."""
+    S = borrow(S)
     trans = S[S_TRANS]
     r = trans[s, byte]
     if r != UNKNOWN:
@@ -1577,6 +1643,7 @@ def step(S, s, byte):
 def walk_bytes(S, s, data, ret):
     """Advance state ``s`` over ``data``; the final state or DEAD; -1 on exit (``ret[0]`` =
     the position reached, ``ret[1]`` its state: resume from there)."""
+    S = borrow(S)
     for i in range(data.shape[0]):
         r = step(S, s, data[i])
         if r == FAIL:
@@ -1592,6 +1659,7 @@ def walk_bytes(S, s, data, ret):
 @nb.njit(**NJIT_OPTS)
 def key_state(S, s, limit):
     """The state of the clamped term of state ``s`` (the key its mask is memoized under)."""
+    S = borrow(S)
     t = clamp(S, S[S_TERM_OF][s], limit)
     if t < 0:
         return -1
@@ -1605,6 +1673,7 @@ def plain_inv(S, s, pseq, plen):
     ``pseq[i, :plen[i]]`` are the ``(lo, hi)`` byte ranges of the UTF-8 sequences of the plain
     characters. Memoized in the store's ``plain_inv`` column.
     """
+    S = borrow(S)
     inv = S[S_INV]
     v = inv[s]
     if v >= 0:
@@ -1660,6 +1729,7 @@ def plain_inv(S, s, pseq, plen):
 @nb.njit(**NJIT_OPTS)
 def fill_rows(S, states):
     """:func:`fill_row` for every state of ``states`` (one call for a whole BFS frontier)."""
+    S = borrow(S)
     for i in range(states.shape[0]):
         if fill_row(S, states[i]) < 0:
             return -1

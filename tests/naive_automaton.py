@@ -1,4 +1,10 @@
-"""A lazily expanded byte automaton for a grammar in the IR (:mod:`dotjson.ir`).
+"""The reference derivative engine: dotjson's pure-Python automaton before the Numba port.
+
+Kept unchanged in meaning (only its imports and its recursion-limit bump differ: it recurses once
+per rule of a rule chain, so tests give it moderate grammars) as the naive twin that
+``tests/test_native_automaton.py`` checks the kernels of :mod:`dotjson.automaton` against.
+
+A lazily expanded byte automaton for a grammar in the IR (:mod:`dotjson.ir`).
 
 States are *byte-level regular terms* with rule references, interned by structure (hash-consing),
 and transitions are their Brzozowski derivatives (all bytes of a state in one pass, as
@@ -27,15 +33,14 @@ what the Numba kernels read; they return to Python when they meet a row that is 
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections import deque
 
 import numpy as np
 
-from . import ir
-from .errors import GrammarError, LimitExceededError
-from .objects_any_order import family_of
+from dotjson import ir
+from dotjson.errors import GrammarError, LimitExceededError
+from dotjson.objects_any_order import family_of
 
 # Term kinds.
 K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
@@ -357,12 +362,6 @@ class Automaton:
                 seen.add(nxt)
                 stack.append((nxt, iter(sorted(scan(rules[nxt])[0]))))
         reach = {n: rules[n] for n in order}
-        # Derivatives recurse through chains of rules that start with a reference to the next
-        # one (a 1,000-property object compiles to such a chain); without left recursion the
-        # depth is bounded by the number of rules, so make room for it.
-        need = 2000 + 24 * len(order)
-        if sys.getrecursionlimit() < need:
-            sys.setrecursionlimit(min(need, 400_000))
         nullable: set[str] = set()
         changed = True
         while changed:

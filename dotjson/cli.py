@@ -556,7 +556,7 @@ def _choose(logits_row, temperature: float, generator) -> int:
 
 def _check_schema(schema, compact: bool) -> None:
     # Cheap (milliseconds): a bad schema is reported before seconds go into loading a model.
-    from dotjson.schema import schema_to_grammar
+    from dotjson.jsonschema import schema_to_grammar
 
     schema_to_grammar(schema, disallow_whitespace=compact)
 
@@ -694,7 +694,7 @@ def cmd_compile(args) -> int:
 def schema_grammar(schema_text: str, compact: bool = False) -> str:
     """The Lark grammar text dotjson holds a model to for ``schema_text``."""
     from dotjson.grammar import to_lark
-    from dotjson.schema import schema_to_grammar
+    from dotjson.jsonschema import schema_to_grammar
 
     return to_lark(schema_to_grammar(json.loads(schema_text), disallow_whitespace=compact))
 

@@ -72,7 +72,7 @@ class Index:
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
     ):
-        from .schema import schema_to_grammar
+        from .jsonschema import schema_to_grammar
 
         grammar = schema_to_grammar(
             schema,

@@ -112,14 +112,26 @@ def lit(text: str) -> Node:
 
 
 def seq(*items: Node) -> Node:
+    """Concatenation: flattens nested sequences, drops ε, and is ∅ when an item is ∅.
+
+    Type checks only, never deep equality: this is the hot path of every front end.
+    """
     out: list[Node] = []
     for it in items:
-        if it == EMPTY or it == Chars(()):
-            return EMPTY
-        if isinstance(it, Seq):
+        t = type(it)
+        if t is Seq:
             out.extend(it.items)
-        elif it == EPS or it == Lit(""):
-            continue
+        elif t is Alt:
+            if not it.items:
+                return EMPTY
+            out.append(it)
+        elif t is Chars:
+            if not it.ranges:
+                return EMPTY
+            out.append(it)
+        elif t is Lit:
+            if it.text:
+                out.append(it)
         else:
             out.append(it)
     if not out:
@@ -130,15 +142,28 @@ def seq(*items: Node) -> Node:
 
 
 def alt(*items: Node) -> Node:
+    """Union: flattens nested alternations, drops ∅, removes duplicates.
+
+    Duplicates are found by value for leaves (``Ref``, ``Lit``, ``Chars``) and by identity for
+    the rest: IR nodes do not cache their hash, and hashing big shared sub-trees would cost more
+    than the duplicates it finds.
+    """
     out: list[Node] = []
-    seen: set[Node] = set()
+    seen: set = set()
     for it in items:
-        parts = it.items if isinstance(it, Alt) else (it,)
+        parts = it.items if type(it) is Alt else (it,)
         for p in parts:
-            if p == Chars(()):
-                continue
-            if p not in seen:
-                seen.add(p)
+            t = type(p)
+            if t is Chars:
+                if not p.ranges:
+                    continue
+                key = p
+            elif t is Ref or t is Lit:
+                key = p
+            else:
+                key = id(p)
+            if key not in seen:
+                seen.add(key)
                 out.append(p)
     if not out:
         return EMPTY

@@ -1,0 +1,140 @@
+"""JSON Schema → grammar IR (the package ``dotjson.jsonschema``): the first stage of the pipeline.
+
+:func:`schema_to_grammar` translates a JSON Schema (drafts 4, 6, 7, 2019-09 and 2020-12; ``$schema``
+picks the dialect, 2020-12 by default) into an :class:`~dotjson.ir.Grammar` whose language is the set
+of JSON texts the schema accepts, under dotjson's formatting rules (bounded whitespace between
+tokens, or none). A keyword that cannot be enforced exactly raises
+:class:`~dotjson.errors.UnsupportedSchemaError`; a malformed schema raises
+:class:`~dotjson.errors.SchemaError`. Both carry the JSON pointer of the sub-schema at fault.
+
+How it works
+------------
+Every sub-schema is first normalised into *disjunctive normal form*: a list of branches, each a
+conjunction of *atoms* (``type``, a numeric bound, a string language, one property, one required
+name, ...). ``allOf`` is a product of branches, ``anyOf`` a union, ``oneOf`` a union of branches that
+are proven pairwise disjoint (or rewritten as ``A ∧ ¬B ∨ B ∧ ¬A`` when the negations are
+expressible), ``not`` negates atom by atom (De Morgan), ``if``/``then``/``else`` becomes
+``(if ∧ then) ∨ (¬if ∧ else)``. A branch is then compiled per JSON type:
+
+* numbers: a small DFA over the number's characters (digit-by-digit comparison with each bound,
+  remainders for ``multipleOf``) converted to a regular IR node (or right-linear rules when the
+  DFA has cycles, i.e. ``multipleOf``);
+* strings: ``ir.And``/``ir.Diff`` of the encoded pattern, format, length and enum languages, placed
+  directly between the quotes;
+* arrays: nested optional prefix items, then a counted ``ir.Repeat`` (``minItems: 5000`` is one
+  node), plus a counter automaton for ``contains``;
+* objects: a right-linear automaton over the declared properties in schema order (see
+  ``docs/keywords.md``), extra members allowed between them where the schema allows extras.
+
+Each ``$ref`` target (and every other sub-schema) becomes one named rule, reused everywhere, so
+recursive schemas work to any depth.
+"""
+
+from __future__ import annotations
+
+import json
+
+from dotjson import ir
+from dotjson.errors import SchemaError, UnsupportedSchemaError
+from dotjson.ir import EMPTY, Ref, seq
+from dotjson.jsonschema.compiler import Compiler, _left_recursion_check, _prune_unproductive
+from dotjson.jsonschema.values import _RECURSION_LIMIT, FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS
+
+__all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
+
+
+def _load(schema):
+    if isinstance(schema, (bytes, bytearray)):
+        schema = schema.decode("utf-8")
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema is not valid JSON: {e}", pointer="") from None
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError(f"a schema must be a JSON object or a boolean, got {type(schema).__name__}", pointer="")
+    return schema
+
+
+def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
+                      lenient: bool = False, resources=None) -> ir.Grammar:
+    """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
+
+    Parameters
+    ----------
+    schema : dict, bool or str
+        The schema, as a Python object or JSON text. ``$schema`` selects the dialect (drafts 4, 6,
+        7, 2019-09, 2020-12); without it, 2020-12.
+    disallow_whitespace : bool, default False
+        ``True``: compact JSON, no whitespace anywhere. ``False``: bounded whitespace (the ``ws`` rule
+        of ``grammars/json.lark``) between syntax tokens and around the document.
+    close_objects : bool, default False
+        ``True``: objects that declare ``properties``/``patternProperties`` but say nothing about
+        ``additionalProperties`` are closed (no extra keys), as XGrammar and OpenAI do. ``False``
+        follows the specification (extra keys allowed).
+    lenient : bool, default False
+        Downgrade :class:`UnsupportedSchemaError` to a warning for keywords whose neglect still
+        yields valid JSON; the grammar then over-approximates the schema.
+    resources : mapping of str to schema, optional
+        Schemas for remote ``$ref`` URIs (nothing is fetched from the network).
+
+    Returns
+    -------
+    ir.Grammar
+        Start rule ``"start"``: optional ``ws``, the value, optional ``ws``. Rule bodies share the
+        base rules of :func:`dotjson.grammar.json_base`.
+
+    Raises
+    ------
+    UnsupportedSchemaError
+        A keyword (named, with the JSON pointer of its schema) that cannot be enforced exactly.
+    SchemaError
+        A malformed schema, or one that accepts no value at all.
+    """
+    schema = _load(schema)
+    if resources:
+        resources = {k: _load(v) for k, v in resources.items()}
+    tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
+                     lenient=lenient, resources=resources)
+    import sys
+
+    limit = sys.getrecursionlimit()
+    raised = max(limit, _RECURSION_LIMIT)
+    sys.setrecursionlimit(raised)
+    try:
+        root = tr.node_of(TRUE if schema is True else FALSE if schema is False else ("loc", "", ""))
+    except RecursionError:
+        raise UnsupportedSchemaError("schema nesting too deep", pointer="") from None
+    finally:
+        # Restore, unless another thread (an automaton sizing it for its rule chains) raised it
+        # further meanwhile: lowering it under that thread's feet would break it.
+        if sys.getrecursionlimit() == raised:
+            sys.setrecursionlimit(limit)
+    if root == EMPTY:
+        raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
+    where_by_rule = {}
+    for e, node in tr.rule_of.items():
+        if isinstance(node, Ref) and node.name in tr.rules:
+            where_by_rule[node.name] = tr.expr_where(e)
+    _left_recursion_check(tr.rules, set(where_by_rule), lambda r: where_by_rule.get(r, ""))
+    rules = dict(tr.base)
+    rules.update(tr.rules)
+    ws = tr.ws
+    rules["start"] = seq(ws, root, ws)
+    rules = _prune_unproductive(rules, "start")
+    return ir.Grammar(rules, "start")
+
+
+def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
+                 lenient: bool = False, resources=None) -> None:
+    """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
+
+    Translation is fast (milliseconds), so the check is the translation itself.
+
+    Raises
+    ------
+    UnsupportedSchemaError, SchemaError
+        As :func:`schema_to_grammar`.
+    """
+    schema_to_grammar(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
+                      lenient=lenient, resources=resources)

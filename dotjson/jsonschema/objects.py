@@ -1,0 +1,181 @@
+"""Objects: a right-linear automaton over the declared properties in schema order.
+
+Extra members (keys not declared, split by the ``patternProperties`` they match) may appear between
+the declared ones where the schema allows extras; ``required`` names outside ``properties`` float
+(a bit mask); ``minProperties``/``maxProperties`` are a counter. See ``docs/keywords.md``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from dotjson import ir
+from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
+from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
+
+
+class ObjectBuilder:
+    """Mixin of the compiler: objects."""
+
+    def build_object(self, m, where) -> ir.Node:
+        props = {k: list(v) for k, v in m.props.items()}
+        for r in m.required:
+            props.setdefault(r, [])
+        required = m.required
+        plo, phi = m.plo, m.phi
+        if phi is not None and (plo > phi or len(required) > phi):
+            return EMPTY
+        closed = self.close_objects and not m.addls and (m.props or m.patterns)
+        pn = self.and_expr(m.pnames) if m.pnames else None
+        declared = []
+        for name, es in props.items():
+            es = list(es)
+            for p, e in m.patterns:
+                if self.key_matches(name, p):
+                    es.append(e)
+            for e, names, pats in m.addls:
+                if name not in names and not any(self.key_matches(name, q) for q in pats):
+                    es.append(e)
+            if pn is not None and not self.validate(name, pn):
+                es.append(FALSE)
+            ve = self.and_expr(es)
+            if ve == FALSE or (name in required and self.expr_empty(ve)):
+                if name in required:
+                    return EMPTY
+                continue
+            declared.append((name, ve, name in required))
+        # extra members: keys that are not declared, split by which patterns they match
+        classes = []
+        if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
+            pats = list(dict.fromkeys([p for p, _ in m.patterns] + [q for _, _, qs in m.addls for q in qs]))
+            if 2 ** len(pats) > MAX_PATTERN_CLASSES:
+                groups = {}
+                for p, e in m.patterns:
+                    groups.setdefault(p, []).append(e)
+                same = len({tuple(v) for v in groups.values()}) == 1 and not any(qs for _, _, qs in m.addls)
+                if not same:
+                    r = self.unsupported(f"more than {MAX_PATTERN_CLASSES.bit_length() - 1} patternProperties "
+                                         "with different schemas", where, "patternProperties")
+                    if r is None:
+                        pats = []
+                subsets = [(), tuple(pats)] if same else [()]
+                union_mode = same
+            else:
+                subsets = [T for r in range(len(pats) + 1) for T in itertools.combinations(pats, r)]
+                union_mode = False
+            pn_lang = self.key_language(pn) if pn is not None else None
+            declared_names = [self.enc_text((n)) for n in props]
+            for T in subsets:
+                Tset = set(T)
+                es = [e for p, e in m.patterns if p in Tset]
+                es += [e for e, names, qs in m.addls if not (set(qs) & Tset)]
+                if not T and closed:
+                    es.append(FALSE)
+                ve = self.and_expr(es)
+                if ve == FALSE:
+                    continue
+                if union_mode and T:
+                    pos = [alt(*(self.enc_pattern(p, where) for p in T))]
+                    neg = list(declared_names)
+                else:
+                    pos = [self.enc_pattern(p, where) for p in T]
+                    neg = [self.enc_pattern(q, where) for q in pats if q not in Tset]
+                    neg += declared_names
+                if pn_lang is not None:
+                    if pn_lang == EMPTY:
+                        continue
+                    pos.append(pn_lang)
+                if not pos:
+                    content = self.jsonstr.json_string_content()
+                elif len(pos) == 1:
+                    content = pos[0]
+                else:
+                    content = ir.And(tuple(pos))
+                if neg:
+                    content = ir.Diff(content, alt(*neg))
+                classes.append(seq(lit('"'), content, lit('"'), self.colon, self.node_of(ve)))
+        X = None
+        if classes:
+            # one rule for "an extra member" (it recurs in every state of the automaton below)
+            self.counter += 1
+            xname = f"extra{self.counter}"
+            self.rules[xname] = alt(*classes)
+            X = Ref(xname)
+        # required names that `properties` does not declare have no schema position: they may
+        # appear anywhere extras may (tracked by a bit mask), when there are few of them
+        floating = [d for d in declared if d[0] not in m.props]
+        if len(floating) > MAX_FLOATING:
+            floating = []
+        chain = [d for d in declared if not floating or d[0] in m.props]
+
+        def member(name, ve):
+            return seq(lit('"'), self.enc_text(name), lit('"'), self.colon, self.node_of(ve))
+
+        members = [member(name, ve) for name, ve, _ in chain]
+        fmembers = [member(name, ve) for name, ve, _ in floating]
+        full = (1 << len(floating)) - 1
+        reqs = [req for _, _, req in chain]
+        n = len(chain)
+        open_ = seq(lit("{"), self.ws)
+        close = seq(self.ws, lit("}"))
+        empty_ok = not any(reqs) and plo == 0 and not floating
+        empty = seq(lit("{"), self.ws, lit("}")) if empty_ok else EMPTY
+        if n == 0 and not floating:
+            if X is None:
+                return empty
+            if phi == 0:
+                return empty
+            rlo = max(plo - 1, 0)
+            rhi = None if phi is None else phi - 1
+            return alt(empty, seq(open_, X, repeat(seq(self.sep, X), rlo, rhi), close))
+        cap = max(1, phi if phi is not None else plo)
+        nstates = (n + 1) * 2 * (cap + 1) * (full + 1)
+        if nstates > MAX_OBJECT_STATES:
+            r = self.unsupported("object too large for its minProperties/maxProperties counter", where,
+                                 "maxProperties")
+            if r is None:
+                plo, phi, cap = 0, None, 1
+        has_s = X is not None or bool(floating)
+        self.counter += 1
+        prefix = f"obj{self.counter}"
+        made: dict = {}
+        todo = []
+
+        def ref(kind, i, c, mask):
+            key = (kind if has_s else "K", i, c, mask)
+            nm = made.get(key)
+            if nm is None:
+                nm = made[key] = f"{prefix}_{key[0].lower()}{i}_{c}" + (f"_{mask}" if floating else "")
+                todo.append(key)
+            return Ref(nm)
+
+        def inc(c):
+            if phi is not None:
+                return c + 1 if c + 1 <= phi else None
+            return min(c + 1, cap)
+
+        def body(kind, i, c, mask):
+            sp = self.sep if c > 0 else EPS
+            alts = []
+            c2 = inc(c)
+            if kind == "S" and c2 is not None:
+                if X is not None:
+                    alts.append(seq(sp, X, ref("S", i, c2, mask)))
+                for j, fm in enumerate(fmembers):
+                    if not mask & (1 << j):
+                        alts.append(seq(sp, fm, ref("S", i, c2, mask | (1 << j))))
+            if i < n:
+                if c2 is not None:
+                    alts.append(seq(sp, members[i], ref("S", i + 1, c2, mask)))
+                if not reqs[i]:
+                    alts.append(ref("K", i + 1, c, mask))
+            elif c > 0 and c >= plo and mask == full:
+                alts.append(EPS)
+            return alt(*alts)
+
+        start = ref("S", 0, 0, 0)
+        while todo:
+            key = todo.pop()
+            self.rules[made[key]] = body(*key)
+        return alt(empty, seq(open_, start, close))
+

@@ -35,10 +35,11 @@ from __future__ import annotations
 import json
 
 from dotjson import ir
-from dotjson.errors import SchemaError, UnsupportedSchemaError
-from dotjson.ir import EMPTY, Ref, seq
-from dotjson.jsonschema.compiler import Compiler, _left_recursion_check, _prune_unproductive
-from dotjson.jsonschema.values import _RECURSION_LIMIT, FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS
+from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError  # noqa: F401
+from dotjson.ir import EMPTY, seq
+from dotjson.ir.analysis import Analysis
+from dotjson.jsonschema.compiler import Compiler
+from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
 
@@ -51,6 +52,8 @@ def _load(schema):
             schema = json.loads(schema)
         except json.JSONDecodeError as e:
             raise SchemaError(f"schema is not valid JSON: {e}", pointer="") from None
+        except RecursionError:
+            raise LimitExceededError("schema text nested too deeply for the JSON parser") from None
     if not isinstance(schema, (dict, bool)):
         raise SchemaError(f"a schema must be a JSON object or a boolean, got {type(schema).__name__}", pointer="")
     return schema
@@ -94,34 +97,27 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     schema = _load(schema)
     if resources:
         resources = {k: _load(v) for k, v in resources.items()}
-    tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                     lenient=lenient, resources=resources)
-    import sys
-
-    limit = sys.getrecursionlimit()
-    raised = max(limit, _RECURSION_LIMIT)
-    sys.setrecursionlimit(raised)
     try:
-        root = tr.node_of(TRUE if schema is True else FALSE if schema is False else ("loc", "", ""))
+        tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
+                      lenient=lenient, resources=resources)
+        root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
+        tr.prepare(root_expr)                                  # phase 1: the whole reachable schema
+        root = tr.node_of(root_expr)                           # phase 2 starts on demand
     except RecursionError:
-        raise UnsupportedSchemaError("schema nesting too deep", pointer="") from None
-    finally:
-        # Restore, unless another thread (an automaton sizing it for its rule chains) raised it
-        # further meanwhile: lowering it under that thread's feet would break it.
-        if sys.getrecursionlimit() == raised:
-            sys.setrecursionlimit(limit)
+        raise LimitExceededError("schema nesting too deep to normalise") from None
     if root == EMPTY:
         raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
-    where_by_rule = {}
-    for e, node in tr.rule_of.items():
-        if isinstance(node, Ref) and node.name in tr.rules:
-            where_by_rule[node.name] = tr.expr_where(e)
-    _left_recursion_check(tr.rules, set(where_by_rule), lambda r: where_by_rule.get(r, ""))
-    rules = dict(tr.base)
-    rules.update(tr.rules)
-    ws = tr.ws
-    rules["start"] = seq(ws, root, ws)
-    rules = _prune_unproductive(rules, "start")
+    tr.rules["start"] = seq(tr.ws, root, tr.ws)
+    rules = ir.LazyRules(tr)
+    # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the
+    # automaton decides): a witness is found without compiling what it does not need.
+    try:
+        productive = Analysis(rules).productive("start")
+    except RecursionError:
+        raise LimitExceededError("schema nesting too deep to compile") from None
+    if not productive:
+        raise SchemaError("the schema accepts no JSON value (its language is empty: a required value is "
+                          "empty or recurses forever)", pointer="")
     return ir.Grammar(rules, "start")
 
 

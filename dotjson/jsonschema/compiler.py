@@ -12,18 +12,36 @@ import itertools
 import warnings
 
 from dotjson import ir
-from dotjson.errors import SchemaError, UnsupportedSchemaError
+from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.jsonschema.arrays import ArrayBuilder
 from dotjson.jsonschema.normalize import Normalizer
 from dotjson.jsonschema.numbers import NumberBuilder
 from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder
-from dotjson.jsonschema.values import _ENC_CHAR, _NAME_JUNK, _NUM, FALSE, TRUE, _small
+from dotjson.jsonschema.values import _ENC_CHAR, _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE
+
+# atoms holding a sub-schema expression, and where
+_SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
+           "contains": 1}
+# atoms whose compilation may exceed a limit of the compiler: compiled in phase 1
+_RISKY = frozenset({"num", "mult", "notmult", "unique", "contains", "nprops", "pattern"})
 
 
 class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBuilder):
-    """Builds rule bodies from normal forms (phase 2)."""
+    """Builds rule bodies from normal forms (phase 2), on demand.
+
+    ``rules`` holds the bodies built so far (the JSON base rules from the start), ``pending``
+    the names handed out whose bodies are not built yet; :class:`~dotjson.ir.LazyRules` over
+    this object is the grammar's rule mapping.
+    """
+
+    def __init__(self, schema, **options):
+        super().__init__(schema, **options)
+        self.pending: dict = {}       # rule name -> expression, body not built yet
+        self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
+        self.state_hints: dict = {}   # rule name -> (nullable, productive) known to its builder
+        self.rules.update(self.base)
 
     def new_name(self, hint: str) -> str:
         h = _NAME_JUNK.sub("_", hint.lower()).strip("_")[-40:].strip("_")
@@ -37,7 +55,13 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         return name
 
     def node_of(self, e) -> ir.Node:
-        """The IR node of an expression's language (a Ref to its rule, or a small inline node)."""
+        """A reference to the rule of an expression's language; the body is built later.
+
+        ``TRUE`` and ``FALSE`` are inline (any JSON value, the empty language). Everything else
+        gets a rule name now and a body when :meth:`body` is first asked for it (by the
+        automaton, through :class:`~dotjson.ir.LazyRules`): a property the decoder never opens
+        is never compiled.
+        """
         if e == TRUE:
             return Ref("json_value")
         if e == FALSE:
@@ -45,31 +69,130 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         hit = self.rule_of.get(e)
         if hit is not None:
             return hit
-        prog = self.in_progress.get(e)
-        if prog is not None:
-            prog[1] = True
-            return Ref(prog[0])
         name = self.new_name(self.hint(e))
-        prog = [name, False]
-        self.in_progress[e] = prog
-        try:
-            body = self.build(e)
-        except UnsupportedSchemaError as err:
-            if not (self.lenient and self.strict == 0):
-                raise
-            # values sit in positive positions only: any JSON value over-approximates
-            warnings.warn(f"dotjson: ignoring the schema at {self.expr_where(e) or '/'} ({err}); the grammar "
-                          "over-approximates", stacklevel=3)
+        self.pending[name] = e
+        ref = self.rule_of[e] = Ref(name)
+        return ref
+
+    def body(self, name: str) -> ir.Node:
+        """Build the body of the pending rule ``name`` (phase 2), record it, and return it."""
+        e = self.pending[name]
+        if callable(e):
+            # a state of an object/array automaton, or an extra-member rule
+            body = e()
+        elif e in self.fallback:
             body = Ref("json_value")
-        finally:
-            del self.in_progress[e]
-        if not prog[1] and (_small(body) or body == EMPTY):
-            self.names_used.discard(name)
-            self.rule_of[e] = body
-            return body
+        else:
+            try:
+                body = self.build(e)
+            except UnsupportedSchemaError as err:
+                if not (self.lenient and self.strict == 0):
+                    raise
+                # values sit in positive positions only: any JSON value over-approximates
+                warnings.warn(f"dotjson: ignoring the schema at {self.expr_where(e) or '/'} ({err}); the "
+                              "grammar over-approximates", stacklevel=3)
+                body = Ref("json_value")
+        del self.pending[name]
         self.rules[name] = body
-        self.rule_of[e] = Ref(name)
-        return Ref(name)
+        return body
+
+    def known_language(self, name: str) -> tuple:
+        """``(nullable, productive)`` of a pending rule, where phase 1 tells without building it.
+
+        A sub-schema's rule is never nullable (a JSON value is never empty text). It is
+        productive when one branch of its normal form obviously has a value (``null``, a
+        boolean, an unbounded number, an unconstrained string, ``[]`` or ``{}`` allowed);
+        otherwise ``None``: the analysis then builds the rule and looks.
+        """
+        e = self.pending.get(name)
+        if e is None:
+            return (None, None)
+        if callable(e):
+            return self.state_hints.get(name, (None, None))
+        if e in self.fallback:
+            return (False, True)
+        try:
+            d = self.dnf(e)
+        except UnsupportedSchemaError:
+            return (False, None)
+        for br in d:
+            if _obviously_inhabited(self.merge(br), br):
+                return (False, True)
+        return (False, None)
+
+    # ------------------------------------------------------------------ phase 1 over the document
+    def prepare(self, root) -> None:
+        """Normalise every sub-schema the root can reach, before any rule is built.
+
+        Errors of the schema (malformed or unsupported keywords, unresolvable references, a
+        ``$ref`` cycle that never consumes input) surface here, at :class:`~dotjson.Index`
+        construction, not in the middle of decoding. The walk is iterative and costs the size of
+        the reachable schema; ``$defs`` nobody refers to are never looked at. Sub-schemas whose
+        compilation may hit a limit of the compiler (numeric automata, ``uniqueItems``,
+        ``contains``, ``patternProperties`` classes, property counters) are compiled now too.
+        """
+        seen: set = set()
+        todo = [(root, 0)]
+        alias: dict = {}
+        while todo:
+            e, depth = todo.pop()
+            if e == TRUE or e == FALSE or e in seen:
+                continue
+            if depth > MAX_DEPTH:
+                w = self.expr_where(e)
+                raise LimitExceededError(f"sub-schemas nested deeper than {MAX_DEPTH} levels, at "
+                                         f"{w if len(w) <= 200 else w[:90] + '…' + w[-90:]}")
+            seen.add(e)
+            try:
+                d = self.dnf(e)
+            except UnsupportedSchemaError as err:
+                if not (self.lenient and self.strict == 0):
+                    raise
+                warnings.warn(f"dotjson: ignoring the schema at {self.expr_where(e) or '/'} ({err}); the "
+                              "grammar over-approximates", stacklevel=3)
+                self.fallback.add(e)
+                continue
+            risky = False
+            for br in d:
+                if len(br) == 1 and br[0][0] == "ruleref":
+                    alias.setdefault(e, []).append(br[0][1])
+                for a in br:
+                    k = a[0]
+                    i = _SUB_AT.get(k)
+                    if i is not None:
+                        # a $ref target starts over: its nesting is counted from where it is
+                        todo.append((a[i], 0 if k == "ruleref" else depth + 1))
+                    if k in _RISKY or (k == "addl" and a[3]):
+                        risky = True
+            if risky:
+                name = self.node_of(e)
+                if isinstance(name, Ref) and name.name in self.pending:
+                    self.body(name.name)
+        self._alias_cycles(alias)
+
+    def _alias_cycles(self, alias: dict) -> None:
+        """Reject a sub-schema that is, through ``$ref``/``anyOf`` branches alone, itself."""
+        colour: dict = {}
+        for root in alias:
+            if colour.get(root):
+                continue
+            colour[root] = 1
+            stack = [(root, iter(alias.get(root, ())))]
+            while stack:
+                node, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    colour[node] = 2
+                    stack.pop()
+                    continue
+                c = colour.get(nxt, 0)
+                if c == 1:
+                    raise SchemaError("a $ref cycle that never consumes input (left recursion): the schema "
+                                      "refers to itself without descending into a property or item",
+                                      self.expr_where(nxt), "$ref")
+                if c == 0:
+                    colour[nxt] = 1
+                    stack.append((nxt, iter(alias.get(nxt, ()))))
 
     def hint(self, e) -> str:
         if e[0] == "loc":
@@ -177,140 +300,23 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         return hit
 
 
-
-def _refs(node: ir.Node, visited: set) -> set:
-    """Rule names referenced anywhere under ``node`` (shared sub-trees visited once)."""
-    found = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if id(n) in visited:
-            continue
-        visited.add(id(n))
-        t = type(n)
-        if t is ir.Ref:
-            found.add(n.name)
-        elif t is ir.Seq or t is ir.Alt:
-            stack.extend(n.items)
-        elif t is ir.Repeat:
-            stack.append(n.item)
-        # And/Diff are regular (no references inside), Lit/Chars are leaves
-    return found
-
-
-def _left_recursion_check(rules: dict, value_rules: set, where_of) -> None:
-    """Raise SchemaError when a sub-schema rule reaches itself without consuming input.
-
-    Only the rules of sub-schemas (``value_rules``) can form such a cycle (through ``$ref``
-    aliases and ``anyOf`` branches); every other rule starts with a token. No JSON value is
-    empty, so a reference counts as non-nullable.
-    """
-
-    def null(n) -> bool:
-        t = type(n)
-        if t is ir.Lit:
-            return n.text == ""
-        if t is ir.Seq:
-            return all(null(x) for x in n.items)
-        if t is ir.Alt:
-            return any(null(x) for x in n.items)
-        if t is ir.Repeat:
-            return n.min == 0 or null(n.item)
+def _obviously_inhabited(m, br) -> bool:
+    """A merged branch with a value that needs no search: a sufficient test, never a necessary one."""
+    if m.enum is not None or any(a[0] == "ruleref" for a in br):
         return False
+    ts = m.types
+    if "null" in ts and ("n",) not in m.notenum:
+        return True
+    if "boolean" in ts and not (("b", True) in m.notenum and ("b", False) in m.notenum):
+        return True
+    if ts & _NUM and not m.mults and not m.notmults and (m.lo is None or m.hi is None):
+        return True
+    if "string" in ts and not m.spos and not m.sneg and (m.shi is None or m.slo <= m.shi) \
+            and not any(c[0] == "s" for c in m.notenum):
+        return True
+    if "array" in ts and m.ilo == 0 and not any(c[1] > 0 for c in m.contains):
+        return True
+    if "object" in ts and not m.required and m.plo == 0:
+        return True
+    return False
 
-    def left(n, acc):
-        t = type(n)
-        if t is ir.Ref:
-            acc.add(n.name)
-        elif t is ir.Seq:
-            for x in n.items:
-                left(x, acc)
-                if not null(x):
-                    break
-        elif t is ir.Alt:
-            for x in n.items:
-                left(x, acc)
-        elif t is ir.Repeat:
-            left(n.item, acc)
-
-    graph = {}
-    for name in value_rules:
-        acc: set = set()
-        left(rules[name], acc)
-        graph[name] = [x for x in acc if x in value_rules]
-    color = dict.fromkeys(graph, 0)
-    for root in graph:
-        if color[root]:
-            continue
-        stack = [(root, iter(graph[root]))]
-        color[root] = 1
-        while stack:
-            s, it = stack[-1]
-            for t in it:
-                if color[t] == 1:
-                    raise SchemaError("a $ref cycle that never consumes input (left recursion): the schema "
-                                      "refers to itself without descending into a property or item",
-                                      where_of(t), "$ref")
-                if color[t] == 0:
-                    color[t] = 1
-                    stack.append((t, iter(graph[t])))
-                    break
-            else:
-                color[s] = 2
-                stack.pop()
-
-
-def _prune_unproductive(rules: dict, start: str) -> dict:
-    """Replace references to rules that derive no finite text (an infinite ``required`` recursion)
-    by the empty language, so the automaton never enters a value it cannot finish."""
-    deps: dict[str, set] = {}
-    refs_of: dict[str, set] = {}
-    for name, body in rules.items():
-        r = _refs(body, set())
-        refs_of[name] = r
-        for x in r:
-            deps.setdefault(x, set()).add(name)
-    productive: set = set()
-
-    def prod(n) -> bool:
-        t = type(n)
-        if t is ir.Lit or t is ir.And or t is ir.Diff:
-            return True
-        if t is ir.Chars:
-            return bool(n.ranges)
-        if t is ir.Seq:
-            return all(prod(x) for x in n.items)
-        if t is ir.Alt:
-            return any(prod(x) for x in n.items)
-        if t is ir.Repeat:
-            return n.min == 0 or prod(n.item)
-        return n.name in productive
-
-    work = list(rules)
-    while work:
-        name = work.pop()
-        if name in productive or name not in rules:
-            continue
-        if prod(rules[name]):
-            productive.add(name)
-            work.extend(d for d in deps.get(name, ()) if d not in productive)
-    dead = set(rules) - productive
-    if not dead:
-        return rules
-    if start in dead:
-        raise SchemaError("the schema accepts no JSON value (its language is empty: a required value "
-                          "recurses forever)", pointer="")
-
-    def sub(n):
-        t = type(n)
-        if t is ir.Ref:
-            return EMPTY if n.name in dead else n
-        if t is ir.Seq:
-            return seq(*(sub(x) for x in n.items))
-        if t is ir.Alt:
-            return alt(*(sub(x) for x in n.items))
-        if t is ir.Repeat:
-            return repeat(sub(n.item), n.min, n.max)
-        return n
-
-    return {k: (sub(v) if refs_of[k] & dead else v) for k, v in rules.items() if k not in dead}

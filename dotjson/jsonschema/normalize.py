@@ -20,11 +20,17 @@ from dotjson import ir
 from dotjson.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.ir import EPS, Ref, lit, seq
 from dotjson.jsonschema.values import (
-    _APPLICATORS, _ATOM_TYPES, _DEFAULT_BASE, _DIALECTS, _MISSING, _REGEX_CACHE, _SUBSCHEMA_LISTS,
+    MAX_APPLICATOR_DEPTH, MAX_DEPTH, MAX_EMPTINESS_DEPTH, _APPLICATORS, _ATOM_TYPES, _DEFAULT_BASE, _DIALECTS, _MISSING, _REGEX_CACHE, _SUBSCHEMA_LISTS,
     _SUBSCHEMA_MAPS, _SUBSCHEMA_ONE, _TYPE_NAMES, _U, FALSE, IGNORED_KEYWORDS, MAX_BRANCHES, TRUE,
     _canon, _count, _dec, _esc, _format_node, _ir_match, _join, _nonempty_list, _number, _type_of,
     _types_of, _unesc,
 )
+
+
+def _short(where: str) -> str:
+    """A JSON pointer for a message, its middle elided when it is very long."""
+    where = where or "/"
+    return where if len(where) <= 200 else f"{where[:90]}…{where[-90:]}"
 
 class _Doc:
     __slots__ = ("uri", "root", "draft", "label")
@@ -60,7 +66,6 @@ class Normalizer:
         self.colon = seq(self.ws, lit(":"), self.ws)
         self.rules: dict[str, ir.Node] = {}
         self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
-        self.in_progress: dict = {}      # expr -> [rule name, referenced-recursively flag]
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}
         self.inlining: set = set()
@@ -70,6 +75,8 @@ class Normalizer:
         self.dyn_anchor_count: dict[str, int] = {}
         self.recursive_anchor = False
         self.base_of: dict[tuple[str, str], str] = {}
+        self.indexed: set = set()        # documents whose identifiers are all registered
+        self.dyn_seen: set = set()
         self.pending_resources = dict(resources or {})
         self.regex_cache: dict[str, ir.Node] = {}
         self.enc_cache: dict = {}
@@ -80,6 +87,9 @@ class Normalizer:
         self.empty_cache: dict = {}
         self.keep: list = []
         self.counter = 0
+        self.value_sets: dict = {}
+        self.depth = 0                   # applicator nesting of the normal form being computed
+        self.empty_depth = 0             # nesting of the eager emptiness check
         root_draft = _draft_of(schema)
         self.root_draft = root_draft
         base = _DEFAULT_BASE
@@ -100,53 +110,77 @@ class Normalizer:
     # ------------------------------------------------------------------ documents and references
     def _add_doc(self, key, schema, base, draft, label):
         self.docs[key] = _Doc(base, schema, draft, label)
-        self._index(key, schema, "", base, draft)
+        self._scan(key, schema, "", base, draft)   # the root's own identifiers
         uri = urldefrag(base)[0]
         self.resources.setdefault(uri, (key, ""))
 
+    def _scan(self, doc, s, ptr, base, draft) -> str:
+        """Register the identifiers of one schema object (``$id``, anchors); return its base URI."""
+        if not isinstance(s, dict):
+            return base
+        idk = "id" if draft == 4 else "$id"
+        sid = s.get(idk)
+        if isinstance(sid, str) and not ("$ref" in s and draft <= 7):
+            if draft <= 7 and sid.startswith("#"):
+                self.anchors[(urldefrag(base)[0], sid[1:])] = (doc, ptr)
+            else:
+                base = _join(base, sid)
+                uri, frag = urldefrag(base)
+                if frag and not frag.startswith("/"):
+                    self.anchors[(uri, frag)] = (doc, ptr)
+                self.resources.setdefault(uri, (doc, ptr))
+                base = uri
+        self.base_of[(doc, ptr)] = base
+        anc = s.get("$anchor")
+        if isinstance(anc, str):
+            self.anchors[(urldefrag(base)[0], anc)] = (doc, ptr)
+        dan = s.get("$dynamicAnchor")
+        if isinstance(dan, str) and (doc, ptr) not in self.dyn_seen:
+            self.dyn_seen.add((doc, ptr))
+            self.anchors.setdefault((urldefrag(base)[0], dan), (doc, ptr))
+            self.dyn_anchor_count[dan] = self.dyn_anchor_count.get(dan, 0) + 1
+        if s.get("$recursiveAnchor") is True and ptr != "":
+            self.recursive_anchor = True
+        return base
+
+    def index_all(self) -> None:
+        """Register the identifiers of every document, everywhere in it.
+
+        Done only when a reference needs it (an embedded resource or an anchor not met on the
+        way to the references seen so far, ``$dynamicRef``, ``$recursiveRef``): a 4 MB schema
+        whose references are JSON pointers is never walked beyond what it uses.
+        """
+        for key, d in list(self.docs.items()):
+            if key not in self.indexed:
+                self.indexed.add(key)
+                self._index(key, d.root, "", d.uri, d.draft)
+
     def _index(self, doc, s, ptr, base, draft):
-        stack = [(s, ptr, base)]
+        stack = [(s, ptr, base, 0)]
         while stack:
-            s, ptr, base = stack.pop()
+            s, ptr, base, depth = stack.pop()
             if not isinstance(s, dict):
                 continue
-            idk = "id" if draft == 4 else "$id"
-            sid = s.get(idk)
-            if isinstance(sid, str) and not ("$ref" in s and draft <= 7):
-                if draft <= 7 and sid.startswith("#"):
-                    self.anchors[(urldefrag(base)[0], sid[1:])] = (doc, ptr)
-                else:
-                    base = _join(base, sid)
-                    uri, frag = urldefrag(base)
-                    if frag and not frag.startswith("/"):
-                        self.anchors[(uri, frag)] = (doc, ptr)
-                    self.resources.setdefault(uri, (doc, ptr))
-                    base = uri
-            self.base_of[(doc, ptr)] = base
-            anc = s.get("$anchor")
-            if isinstance(anc, str):
-                self.anchors[(urldefrag(base)[0], anc)] = (doc, ptr)
-            dan = s.get("$dynamicAnchor")
-            if isinstance(dan, str):
-                self.anchors.setdefault((urldefrag(base)[0], dan), (doc, ptr))
-                self.dyn_anchor_count[dan] = self.dyn_anchor_count.get(dan, 0) + 1
-            if s.get("$recursiveAnchor") is True and ptr != "":
-                self.recursive_anchor = True
+            if depth > MAX_DEPTH:
+                raise LimitExceededError(f"sub-schemas nested deeper than {MAX_DEPTH} levels, at "
+                                         f"{_short(self.where(doc, ptr))}")
+            depth += 1
+            base = self._scan(doc, s, ptr, base, draft)
             for kw in _SUBSCHEMA_MAPS:
                 m = s.get(kw)
                 if isinstance(m, dict):
                     for k, v in m.items():
                         if isinstance(v, (dict, bool)):
-                            stack.append((v, f"{ptr}/{kw}/{_esc(k)}", base))
+                            stack.append((v, f"{ptr}/{kw}/{_esc(k)}", base, depth))
             for kw in _SUBSCHEMA_LISTS:
                 m = s.get(kw)
                 if isinstance(m, list):
                     for i, v in enumerate(m):
-                        stack.append((v, f"{ptr}/{kw}/{i}", base))
+                        stack.append((v, f"{ptr}/{kw}/{i}", base, depth))
             for kw in _SUBSCHEMA_ONE:
                 m = s.get(kw)
                 if isinstance(m, dict):
-                    stack.append((m, f"{ptr}/{kw}", base))
+                    stack.append((m, f"{ptr}/{kw}", base, depth))
 
     def get(self, doc, ptr):
         node = self.docs[doc].root
@@ -163,20 +197,42 @@ class Normalizer:
         return node
 
     def base_uri(self, doc, ptr):
-        p = ptr
-        while True:
-            b = self.base_of.get((doc, p))
-            if b is not None:
-                return b
-            if p == "":
-                return self.docs[doc].uri
-            p = p.rsplit("/", 1)[0]
+        """The base URI in force at a schema location: the ``$id``s on the path from the root."""
+        b = self.base_of.get((doc, ptr))
+        if b is not None:
+            return b
+        d = self.docs[doc]
+        node, base, cur = d.root, self.base_of.get((doc, ""), d.uri), ""
+        toks = ptr.split("/")[1:] if ptr else []
+        i = 0
+        while i < len(toks) and isinstance(node, dict):
+            kw = _unesc(toks[i])
+            val = node.get(kw)
+            child, step = _MISSING, 1
+            if kw in _SUBSCHEMA_MAPS and isinstance(val, dict) and i + 1 < len(toks):
+                child, step = val.get(_unesc(toks[i + 1]), _MISSING), 2
+            elif kw in _SUBSCHEMA_LISTS and isinstance(val, list) and i + 1 < len(toks):
+                t = toks[i + 1]
+                child, step = (val[int(t)] if t.isdigit() and int(t) < len(val) else _MISSING), 2
+            elif kw in _SUBSCHEMA_ONE and isinstance(val, (dict, bool)):
+                child = val
+            if child is _MISSING:
+                break  # not a schema position: the base stays that of the last schema
+            cur = cur + "/" + "/".join(toks[i:i + step])
+            i += step
+            hit = self.base_of.get((doc, cur))
+            base = hit if hit is not None else self._scan(doc, child, cur, base, d.draft)
+            node = child
+        self.base_of[(doc, ptr)] = base
+        return base
 
     def resolve(self, doc, ptr, ref, kw="$ref"):
         if not isinstance(ref, str):
             raise SchemaError(f"{kw} must be a string", self.where(doc, ptr), kw)
         full = _join(self.base_uri(doc, ptr), ref)
         uri, frag = urldefrag(full)
+        if uri not in self.resources:
+            self.index_all()  # perhaps an embedded resource ($id) not met so far
         if uri not in self.resources:
             found = None
             for cand in (uri, uri.rstrip("#")):
@@ -198,6 +254,9 @@ class Normalizer:
             target = (rdoc, rptr + frag)
         else:
             hit = self.anchors.get((uri, frag))
+            if hit is None:
+                self.index_all()
+                hit = self.anchors.get((uri, frag))
             if hit is None:
                 raise SchemaError(f"{kw} {ref!r}: no anchor {frag!r}", self.where(doc, ptr), kw)
             target = hit
@@ -243,17 +302,24 @@ class Normalizer:
         hit = self.dnf_cache.get(expr)
         if hit is not None:
             return hit
-        kind = expr[0]
-        if kind == "loc":
-            out = self._dnf_schema(expr[1], expr[2])
-        elif kind == "and":
-            out = [()]
-            for e in expr[1]:
-                out = self.and2(out, self.dnf(e), self.expr_where(e))
-        elif kind == "not":
-            out = self.negate(self.dnf_strict(expr[1]), self.expr_where(expr[1]))
-        else:  # pragma: no cover
-            raise AssertionError(expr)
+        if self.depth >= MAX_APPLICATOR_DEPTH:
+            raise LimitExceededError(f"allOf/anyOf/oneOf/not/if/$ref nested deeper than {MAX_APPLICATOR_DEPTH} "
+                                     f"levels, at {_short(self.expr_where(expr))}")
+        self.depth += 1
+        try:
+            kind = expr[0]
+            if kind == "loc":
+                out = self._dnf_schema(expr[1], expr[2])
+            elif kind == "and":
+                out = [()]
+                for e in expr[1]:
+                    out = self.and2(out, self.dnf(e), self.expr_where(e))
+            elif kind == "not":
+                out = self.negate(self.dnf_strict(expr[1]), self.expr_where(expr[1]))
+            else:  # pragma: no cover
+                raise AssertionError(expr)
+        finally:
+            self.depth -= 1
         self.dnf_cache[expr] = out
         return out
 
@@ -459,6 +525,7 @@ class Normalizer:
             target = self.resolve(doc, ptr, val)
             atoms.append(("ruleref", target))
         elif kw == "$dynamicRef" and draft >= 2020:
+            self.index_all()  # every $dynamicAnchor counts
             target = self.resolve(doc, ptr, val, kw)
             if target != TRUE:
                 frag = urldefrag(val)[1]
@@ -470,6 +537,7 @@ class Normalizer:
                     return
                 atoms.append(("ruleref", target))
         elif kw == "$recursiveRef" and draft == 2019:
+            self.index_all()
             if self.recursive_anchor:
                 self.unsupported("$recursiveRef with nested $recursiveAnchor is not supported", kwhere, kw)
                 return
@@ -859,12 +927,19 @@ class Normalizer:
         hit = self.empty_cache.get(e)
         if hit is not None:
             return hit
+        if self.empty_depth >= MAX_EMPTINESS_DEPTH:
+            # Deeper than this, stay conservative: the grammar analyses decide the rest exactly
+            # (an empty required value makes its object unproductive, never a dead state).
+            return False
         # a recursive schema re-entering itself: not provably empty (stay conservative)
         self.empty_cache[e] = False
+        self.empty_depth += 1
         try:
             res = all(self.branch_empty(br) for br in self.dnf(e))
         except UnsupportedSchemaError:
             res = False
+        finally:
+            self.empty_depth -= 1
         self.empty_cache[e] = res
         return res
 
@@ -885,11 +960,11 @@ class Normalizer:
                     return False
                 continue
             if k == "enum":
-                if _canon(v) not in a[1]:
+                if _canon(v) not in self.value_set(a[1]):
                     return False
                 continue
             if k == "notenum":
-                if _canon(v) in a[1]:
+                if _canon(v) in self.value_set(a[1]):
                     return False
                 continue
             if k == "ruleref":
@@ -901,6 +976,14 @@ class Normalizer:
             if not self.sat_atom(v, a):
                 return False
         return True
+
+    def value_set(self, values: tuple) -> frozenset:
+        """The set of an ``enum`` atom's values (membership in constant time: a 50,000-value
+        enum filters its values in linear time)."""
+        hit = self.value_sets.get(id(values))
+        if hit is None:
+            hit = self.value_sets[id(values)] = (values, frozenset(values))
+        return hit[1]
 
     def sat_atom(self, v, a) -> bool:
         k = a[0]

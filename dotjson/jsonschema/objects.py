@@ -45,7 +45,6 @@ class ObjectBuilder:
                 continue
             declared.append((name, ve, name in required))
         # extra members: keys that are not declared, split by which patterns they match
-        classes = []
         if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
             pats = list(dict.fromkeys([p for p, _ in m.patterns] + [q for _, _, qs in m.addls for q in qs]))
             if 2 ** len(pats) > MAX_PATTERN_CLASSES:
@@ -64,7 +63,7 @@ class ObjectBuilder:
                 subsets = [T for r in range(len(pats) + 1) for T in itertools.combinations(pats, r)]
                 union_mode = False
             pn_lang = self.key_language(pn) if pn is not None else None
-            declared_names = [self.enc_text((n)) for n in props]
+            live = []
             for T in subsets:
                 Tset = set(T)
                 es = [e for p, e in m.patterns if p in Tset]
@@ -72,8 +71,16 @@ class ObjectBuilder:
                 if not T and closed:
                     es.append(FALSE)
                 ve = self.and_expr(es)
-                if ve == FALSE:
+                if ve == FALSE or pn_lang == EMPTY:
                     continue
+                live.append((T, ve))
+
+        def extra_member():
+            # built when the automaton first reaches an extra member (phase 2)
+            declared_names = [self.enc_text(n) for n in props]
+            classes = []
+            for T, ve in live:
+                Tset = set(T)
                 if union_mode and T:
                     pos = [alt(*(self.enc_pattern(p, where) for p in T))]
                     neg = list(declared_names)
@@ -82,8 +89,6 @@ class ObjectBuilder:
                     neg = [self.enc_pattern(q, where) for q in pats if q not in Tset]
                     neg += declared_names
                 if pn_lang is not None:
-                    if pn_lang == EMPTY:
-                        continue
                     pos.append(pn_lang)
                 if not pos:
                     content = self.jsonstr.json_string_content()
@@ -94,12 +99,14 @@ class ObjectBuilder:
                 if neg:
                     content = ir.Diff(content, alt(*neg))
                 classes.append(seq(lit('"'), content, lit('"'), self.colon, self.node_of(ve)))
+            return alt(*classes)
+
         X = None
-        if classes:
+        if live:
             # one rule for "an extra member" (it recurs in every state of the automaton below)
             self.counter += 1
             xname = f"extra{self.counter}"
-            self.rules[xname] = alt(*classes)
+            self.pending[xname] = extra_member
             X = Ref(xname)
         # required names that `properties` does not declare have no schema position: they may
         # appear anywhere extras may (tracked by a bit mask), when there are few of them
@@ -111,7 +118,7 @@ class ObjectBuilder:
         def member(name, ve):
             return seq(lit('"'), self.enc_text(name), lit('"'), self.colon, self.node_of(ve))
 
-        members = [member(name, ve) for name, ve, _ in chain]
+        members: dict = {}
         fmembers = [member(name, ve) for name, ve, _ in floating]
         full = (1 << len(floating)) - 1
         reqs = [req for _, _, req in chain]
@@ -135,18 +142,22 @@ class ObjectBuilder:
                                  "maxProperties")
             if r is None:
                 plo, phi, cap = 0, None, 1
-        has_s = X is not None or bool(floating)
         self.counter += 1
         prefix = f"obj{self.counter}"
         made: dict = {}
-        todo = []
+        # nreq[i]: the first required member at or after i (n when none)
+        nreq = [n] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            nreq[i] = i if reqs[i] else nreq[i + 1]
 
-        def ref(kind, i, c, mask):
-            key = (kind if has_s else "K", i, c, mask)
+        def rule(key, make, hint=None):
+            # a rule of the object automaton, built when the automaton first reaches it
             nm = made.get(key)
             if nm is None:
-                nm = made[key] = f"{prefix}_{key[0].lower()}{i}_{c}" + (f"_{mask}" if floating else "")
-                todo.append(key)
+                nm = made[key] = prefix + "_" + "_".join(map(str, key))
+                self.pending[nm] = make
+                if hint is not None:
+                    self.state_hints[nm] = hint
             return Ref(nm)
 
         def inc(c):
@@ -154,28 +165,64 @@ class ObjectBuilder:
                 return c + 1 if c + 1 <= phi else None
             return min(c + 1, cap)
 
-        def body(kind, i, c, mask):
+        def done(i, c, mask):
+            # the object may close here: no required member left, enough members
+            return nreq[i] == n and mask == full and c > 0 and c >= plo
+
+        def state(i, c, mask):
+            # members before i are behind (c of them counted, floating ones in mask). Its
+            # language is nullable exactly when the object may close here (every other
+            # alternative consumes), and then certainly productive: the analyses need not
+            # build it to know.
+            d = done(i, c, mask)
+            return rule(("s", i, c, mask), lambda: state_body(i, c, mask), (d, True if d else None))
+
+        def state_body(i, c, mask):
             sp = self.sep if c > 0 else EPS
             alts = []
             c2 = inc(c)
-            if kind == "S" and c2 is not None:
+            if c2 is not None:
                 if X is not None:
-                    alts.append(seq(sp, X, ref("S", i, c2, mask)))
+                    alts.append(seq(sp, X, state(i, c2, mask)))
                 for j, fm in enumerate(fmembers):
                     if not mask & (1 << j):
-                        alts.append(seq(sp, fm, ref("S", i, c2, mask | (1 << j))))
-            if i < n:
-                if c2 is not None:
-                    alts.append(seq(sp, members[i], ref("S", i + 1, c2, mask)))
-                if not reqs[i]:
-                    alts.append(ref("K", i + 1, c, mask))
-            elif c > 0 and c >= plo and mask == full:
+                        alts.append(seq(sp, fm, state(i, c2, mask | (1 << j))))
+                # the next member is any of i .. the first required one (the ones between are
+                # optional and skipped): a few nodes of a balanced tree over the members
+                if i < n:
+                    alts.extend(cover(0, n, i, min(nreq[i], n - 1) + 1, c, c2, mask))
+            if done(i, c, mask):
                 alts.append(EPS)
             return alt(*alts)
 
-        start = ref("S", 0, 0, 0)
-        while todo:
-            key = todo.pop()
-            self.rules[made[key]] = body(*key)
-        return alt(empty, seq(open_, start, close))
+        def leaf(j, c, c2, mask):
+            mb = members.get(j)
+            if mb is None:
+                mb = members[j] = member(chain[j][0], chain[j][1])
+            return seq(self.sep if c > 0 else EPS, mb, state(j + 1, c2, mask))
+
+        def node(lo, hi, c, c2, mask):
+            if hi - lo == 1:
+                return leaf(lo, c, c2, mask)
+            mid = (lo + hi) // 2
+            return rule(("t", lo, hi, c, mask),
+                        lambda: alt(node(lo, mid, c, c2, mask), node(mid, hi, c, c2, mask)))
+
+        def cover(lo, hi, a, b, c, c2, mask):
+            # canonical tree nodes covering members a .. b-1 (O(log n) of them)
+            out = []
+            stack = [(lo, hi)]
+            while stack:
+                lo, hi = stack.pop()
+                if a <= lo and hi <= b:
+                    out.append(node(lo, hi, c, c2, mask))
+                    continue
+                mid = (lo + hi) // 2
+                if b > mid:
+                    stack.append((mid, hi))
+                if a < mid:
+                    stack.append((lo, mid))
+            return out
+
+        return alt(empty, seq(open_, state(0, 0, 0), close))
 

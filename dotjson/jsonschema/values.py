@@ -59,7 +59,9 @@ MAX_BRANCHES = 256          # DNF branches of one sub-schema
 MAX_DFA_STATES = 4000       # number automaton
 MAX_OBJECT_STATES = 50000   # object automaton states (properties × counter)
 MAX_PATTERN_CLASSES = 16    # key classes from patternProperties (2 ** patterns)
-_RECURSION_LIMIT = 6000    # nested sub-schemas are translated recursively
+MAX_DEPTH = 1000           # sub-schemas nested in one another (phase 1 walks them iteratively)
+MAX_APPLICATOR_DEPTH = 100 # allOf/anyOf/oneOf/not/if nested in one another (normalised recursively)
+MAX_EMPTINESS_DEPTH = 40   # required properties followed by the eager emptiness check
 MAX_FLOATING = 4           # required names outside `properties`, placed in any order
 MAX_UNIQUE_VALUES = 8       # uniqueItems over a finite item domain
 _DEFAULT_BASE = "https://dotjson.invalid/schema.json"
@@ -222,14 +224,6 @@ def _types_of(br) -> frozenset:
         if a[0] == "types":
             t = t & a[1]
     return t
-
-
-def _small(node) -> bool:
-    if isinstance(node, (ir.Ref, ir.Lit)):
-        return True
-    if isinstance(node, ir.Alt) and len(node.items) <= 4:
-        return all(isinstance(x, (ir.Ref, ir.Lit)) for x in node.items)
-    return False
 
 
 def _join(base: str, ref: str) -> str:

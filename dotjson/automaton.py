@@ -36,6 +36,7 @@ import numpy as np
 from . import ir
 from .ir.analysis import Analysis, is_regular
 from .errors import GrammarError, LimitExceededError
+from .objects_any_order import rules_with_families
 
 # Term kinds.
 K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
@@ -147,7 +148,8 @@ class Automaton:
         self._regular: dict[int, tuple] = {}
         self._rule_body: list[int | None] = []
         self._rule_nullable: list[bool | None] = []
-        self._analysis = Analysis(grammar.rules, self._setop_productive)
+        self._rules = rules_with_families(grammar)
+        self._analysis = Analysis(self._rules, self._setop_productive)
         self._compile_rules()
         # states
         self._state_of: dict[int, int] = {}
@@ -322,7 +324,7 @@ class Automaton:
         """The index of rule ``name``, assigned on first use (rules may be produced on demand)."""
         idx = self._rule_index.get(name)
         if idx is None:
-            if name not in self.grammar.rules:
+            if name not in self._rules:
                 raise GrammarError(f"undefined rule {name!r}")
             idx = len(self._names)
             self._names.append(name)
@@ -342,7 +344,7 @@ class Automaton:
         (:mod:`dotjson.ir.analysis`: nullable, productive, left recursion). A grammar given as a
         plain ``dict`` (Lark, regex, a caller's IR) is small: its reachable rules are checked for
         left recursion up front, so such errors surface at construction."""
-        rules = self.grammar.rules
+        rules = self._rules
         if self.grammar.start not in rules:
             raise GrammarError(f"undefined start rule {self.grammar.start!r}")
         if isinstance(rules, dict):
@@ -374,7 +376,7 @@ class Automaton:
                     name = self._names[i]
                     if self._analysis.productive(name):
                         self._analysis.check_left_recursion(name)
-                        body = self.compile_node(self.grammar.rules[name])
+                        body = self.compile_node(self._rules[name])
                     else:
                         body = self.EMPTY
                     self._rule_body[i] = body
@@ -929,11 +931,12 @@ def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
     a._rows, a._deriv, a._inf, a._empty, a._clamp, a._chars_cache = {}, {}, {}, {}, {}, {}
     a._seqs = {}
     names = [str(x) for x in meta["rules"]]
-    if len(set(names)) != len(names) or not all(n in grammar.rules for n in names):
+    a._rules = rules_with_families(grammar)
+    if len(set(names)) != len(names) or not all(n in a._rules for n in names):
         raise ValueError("rule names do not match the saved grammar")
     a._rule_index = {n: i for i, n in enumerate(names)}
     a._rule_nullable = [None if x is None else bool(x) for x in meta["rule_nullable"]]
-    a._analysis = Analysis(grammar.rules, a._setop_productive)
+    a._analysis = Analysis(a._rules, a._setop_productive)
     nul_known, prod_known = meta["analysis"]
     a._analysis.seed(dict(nul_known), dict(prod_known))
     n_rules = len(names)

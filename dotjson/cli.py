@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .errors import DotjsonError
+
 __all__ = [
     "main",
     "build_parser",
@@ -56,7 +58,7 @@ _SYSTEM_PROMPT = (
 )
 
 
-class CLIError(Exception):
+class CLIError(DotjsonError):
     """A user-facing error: printed as one line, exit status 1."""
 
 
@@ -520,7 +522,7 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
                 token_set = guide.get_next_tokensets([token])
                 continue
             if int(token_set.num_allowed()[0]) == 0:
-                raise RuntimeError("dotjson allowed no token: the guide reached a dead state")
+                raise CLIError("dotjson allowed no token: the guide reached a dead state")
             if pending:
                 logits = forward(pending)
                 pending = []

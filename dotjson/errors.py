@@ -11,6 +11,19 @@ class DotjsonError(Exception):
     """Base class of every dotjson exception."""
 
 
+class DotjsonTypeError(DotjsonError, TypeError):
+    """An argument of the wrong type (a token id that is not an integer, a foreign object)."""
+
+
+class DotjsonValueError(DotjsonError, ValueError):
+    """An argument of the right type with a value the call cannot use (a shape, a count, a
+    mask value that cannot mask)."""
+
+
+class DotjsonIndexError(DotjsonError, IndexError):
+    """A row or position outside the object it indexes."""
+
+
 class SchemaError(DotjsonError, ValueError):
     """A malformed JSON Schema (or grammar).
 

@@ -18,9 +18,16 @@ Deliberately narrower than the RFCs (valid strings rejected, never the reverse):
   A-label (``xn--...``), are rejected, because Punycode validity is not a regular language.
 * ``email``: no ``General-address-literal`` (only IPv4 and ``IPv6:`` literals).
 
-Also supported: ``iri``, ``iri-reference`` (RFC 3987), ``json-pointer`` (RFC 6901) and
-``relative-json-pointer``. Not supported (:func:`format_to_ir` returns ``None``):
-``idn-hostname``, ``idn-email``, ``uri-template``, ``regex`` and unknown formats.
+Also supported: ``iri``, ``iri-reference`` (RFC 3987), ``json-pointer`` (RFC 6901),
+``relative-json-pointer`` and ``uri-template`` (RFC 6570 syntax, up to level 4: literals,
+expressions with an operator, variable lists, prefix and explode modifiers).
+
+Not supported (:func:`format_to_ir` returns ``None``): the formats of
+:data:`UNSUPPORTED_FORMATS` (``regex``: regular expressions nest parentheses, which no regular
+language can check; ``idn-hostname``/``idn-email``: IDNA2008 needs Punycode and NFC checks), for
+which :func:`dotjson.schema.schema_to_grammar` raises ``UnsupportedSchemaError``, and formats no
+JSON Schema draft defines (``int32``, ``jsonschema``, ...), which every validator ignores (the
+specification makes unknown formats annotations), so ignoring them is exact.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import functools
 from dotjson import ir
 from dotjson.regex import regex_to_ir
 
-__all__ = ["format_to_ir", "SUPPORTED_FORMATS"]
+__all__ = ["format_to_ir", "SUPPORTED_FORMATS", "UNSUPPORTED_FORMATS"]
 
 
 def _r(pattern: str) -> ir.Node:
@@ -271,6 +278,34 @@ def _relative_json_pointer() -> ir.Node:
     return ir.seq(nonneg, ir.alt(ir.lit("#"), _json_pointer()))
 
 
+# ----------------------------------------------------------------------------- URI templates
+
+
+@functools.lru_cache(maxsize=None)
+def _uri_template() -> ir.Node:
+    """RFC 6570 section 2 (level 4 syntax): ``*( literals / expression )``."""
+    pct = ir.seq(ir.lit("%"), _HEXDIG, _HEXDIG)
+    # literals: any character except CTL, SP, DQUOTE, "%" (outside pct-encoded), "<", ">", "\\",
+    # "^", "`", "{", "|", "}". The apostrophe (%x27) is accepted as the JSON-Schema-Test-Suite
+    # says ("an apostrophe in a literal is valid"), although the RFC's ABNF (%x26 / %x28-3B)
+    # leaves it out.
+    literal_ch = ir.chars_union(
+        ir.chars((0x21, 0x21), (0x23, 0x24), (0x26, 0x3B), (0x3D, 0x3D), (0x3F, 0x5B), (0x5D, 0x5D),
+                 (0x5F, 0x5F), (0x61, 0x7A), (0x7E, 0x7E)),
+        _UCSCHAR, _IPRIVATE,
+    )
+    literals = ir.alt(literal_ch, pct)
+    operator = ir.chars(*((ord(c), ord(c)) for c in "+#./;?&=,!@|"))
+    varchar = ir.alt(ir.chars((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)), pct)
+    varname = ir.seq(varchar, ir.repeat(ir.seq(ir.opt(ir.lit(".")), varchar), 0, None))
+    max_length = ir.seq(ir.chars((0x31, 0x39)), ir.repeat(_DIGIT, 0, 3))
+    modifier = ir.alt(ir.seq(ir.lit(":"), max_length), ir.lit("*"))
+    varspec = ir.seq(varname, ir.opt(modifier))
+    variable_list = ir.seq(varspec, ir.repeat(ir.seq(ir.lit(","), varspec), 0, None))
+    expression = ir.seq(ir.lit("{"), ir.opt(operator), variable_list, ir.lit("}"))
+    return ir.repeat(ir.alt(literals, expression), 0, None)
+
+
 # ----------------------------------------------------------------------------- registry
 
 _BUILDERS = {
@@ -289,9 +324,14 @@ _BUILDERS = {
     "iri-reference": lambda: _uri_parts(True)["reference"],
     "json-pointer": _json_pointer,
     "relative-json-pointer": _relative_json_pointer,
+    "uri-template": _uri_template,
 }
 
 SUPPORTED_FORMATS = frozenset(_BUILDERS)
+
+#: Formats a JSON Schema draft defines that dotjson cannot check exactly: a schema asserting one
+#: raises ``UnsupportedSchemaError`` (a warning with ``lenient=True``), never ignored silently.
+UNSUPPORTED_FORMATS = frozenset({"regex", "idn-hostname", "idn-email"})
 
 
 @functools.lru_cache(maxsize=None)

@@ -323,6 +323,13 @@ def json_base(disallow_whitespace: bool = False) -> dict[str, ir.Node]:
     return dict(_json_base(bool(disallow_whitespace)))
 
 
+#: ``whitespace=`` modes: ``"bounded"`` (the ``ws`` rule of ``grammars/json.lark``) and ``"json"``
+#: (RFC 8259: any run of space, tab, line feed and carriage return between tokens).
+WHITESPACE_MODES = ("bounded", "json")
+#: The ``ws`` rule of ``whitespace="json"``.
+JSON_WS = ir.repeat(ir.chars((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)), 0, None)
+
+
 def json_base_grammar(disallow_whitespace: bool = False, start: str = "json_value") -> ir.Grammar:
     """:func:`json_base` as a grammar, starting at ``start``."""
     return ir.Grammar(json_base(disallow_whitespace), start)
@@ -536,7 +543,7 @@ class _Renderer:
             return f"(?!(?:{self.rx(n.right, True)}){self.end})(?:{self.rx(n.left, True)})"
         if isinstance(n, ir.Ref):
             raise GrammarError(f"rule reference {n.name!r} inside a regular sub-tree")
-        raise TypeError(n)
+        raise GrammarError(f"cannot render {type(n).__name__} {n!r} as a Lark regular expression")
 
     def rx_atomish(self, n: ir.Node, at_quote: bool) -> str:
         s = self.rx(n, at_quote)
@@ -785,6 +792,9 @@ def to_lark(g: ir.Grammar) -> str:
     GrammarError
         If an ``And``/``Diff`` is not followed by a closing quote.
     """
+    from .objects_any_order import expand_families
+
+    g = expand_families(g)
     used: set[str] = set()
     names: dict[str, str] = {}
     for name in g.rules:

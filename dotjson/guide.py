@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .errors import TokenNotAllowedError
+from .errors import (
+    DotjsonError,
+    DotjsonIndexError,
+    DotjsonTypeError,
+    DotjsonValueError,
+    TokenNotAllowedError,
+)
 from .index import FINISHED, Index
 from .tokenset import BatchedTokenSet
 
@@ -21,25 +28,50 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _as_token_array(sampled_tokens, batch_size: int):
+def _as_token_array(sampled_tokens, batch_size: int) -> list[int]:
+    """One Python int per row, or a DotjsonTypeError / DotjsonValueError naming the problem."""
     x = sampled_tokens
     if type(x) is list and len(x) == batch_size and all(type(t) is int for t in x):
         return x  # the common case, without a NumPy round trip
     if hasattr(x, "detach"):  # torch tensor, any device
         x = x.detach().to("cpu").numpy()
-    arr = np.asarray(x)
-    if arr.dtype.kind not in "iu":
-        if arr.size and not np.all(np.equal(np.mod(arr, 1), 0)):
-            raise TypeError(f"Invalid sampled_tokens: expected integer token ids, got dtype {arr.dtype}")
-        if arr.size == 0 and arr.dtype.kind not in "iuf":
-            raise TypeError(f"Invalid sampled_tokens: expected integer token ids, got dtype {arr.dtype}")
-    arr = arr.reshape(-1).astype(np.int64, copy=False)
-    if arr.shape[0] != batch_size:
-        raise ValueError(
-            f"Invalid sampled_tokens: expected one token id per row ({batch_size} rows), "
-            f"got {arr.shape[0]}"
+    if x is None or isinstance(x, (str, bytes, dict, set)):
+        raise DotjsonTypeError(
+            f"Invalid sampled_tokens: expected one integer token id per row (a list, array or "
+            f"tensor), got {type(x).__name__}"
         )
-    return arr
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:  # ragged nesting and the like
+        raise DotjsonTypeError(f"Invalid sampled_tokens: expected integer token ids ({exc})") from None
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise DotjsonTypeError(
+            f"Invalid sampled_tokens: expected integer token ids, got dtype {arr.dtype}"
+            + (f" (first element {arr.reshape(-1).tolist()[0]!r})" if arr.size else "")
+        )
+    flat = arr.reshape(-1)
+    if flat.shape[0] != batch_size:
+        raise DotjsonValueError(
+            f"Invalid sampled_tokens: expected one token id per row ({batch_size} rows), "
+            f"got {flat.shape[0]}"
+        )
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(flat) | (np.mod(flat, 1) != 0) if flat.size else np.zeros(0, bool)
+        if np.any(bad):
+            raise DotjsonTypeError(
+                f"Invalid sampled_tokens: expected integer token ids, got {float(flat[np.argmax(bad)])!r} "
+                f"in row {int(np.argmax(bad))}"
+            )
+    return [int(t) for t in flat.tolist()]
+
+
+def _as_int(x, what: str) -> int:
+    if isinstance(x, (bool, np.bool_)):
+        raise DotjsonTypeError(f"Invalid {what}: expected an integer, got bool")
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise DotjsonTypeError(f"Invalid {what}: expected an integer, got {x!r}") from None
 
 
 class Guide:
@@ -69,9 +101,10 @@ class Guide:
 
     def __init__(self, index: Index, batch_size: int = 1):
         if not isinstance(index, Index):
-            raise TypeError(f"Invalid index: expected a dotjson.Index, got {type(index).__name__}")
-        if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"Invalid batch_size: expected a positive integer, got {batch_size!r}")
+            raise DotjsonTypeError(f"Invalid index: expected a dotjson.Index, got {type(index).__name__}")
+        batch_size = _as_int(batch_size, "batch_size")
+        if batch_size < 1:
+            raise DotjsonValueError(f"Invalid batch_size: expected a positive integer, got {batch_size!r}")
         self.index = index
         self.batch_size = int(batch_size)
         self._vocab_size = index.vocabulary.max_token_id()
@@ -108,19 +141,43 @@ class Guide:
     def rollback(self, n: int, rows=None) -> None:
         """Undo the last ``n`` tokens of the given rows (all rows by default).
 
+        Parameters
+        ----------
+        n : int
+            How many tokens to undo (``0`` does nothing).
+        rows : int or sequence of int, optional
+            Distinct row numbers, ``0 <= row < batch_size``; default every row.
+
         Raises
         ------
-        ValueError
-            A row has fewer than ``n`` tokens to undo; no row is changed then.
+        DotjsonTypeError
+            ``n`` or a row is not an integer.
+        DotjsonValueError
+            ``n < 0``, a row listed twice, or a row with fewer than ``n`` tokens to undo.
+        DotjsonIndexError
+            A row outside the batch.
+
+        Every argument is checked before any row changes: after an error the guide is as it was.
         """
+        n = _as_int(n, "rollback count n")
         if n < 0:
-            raise ValueError(f"Invalid rollback: expected n >= 0, got {n}")
-        rows = range(self.batch_size) if rows is None else [int(r) for r in np.atleast_1d(rows)]
+            raise DotjsonValueError(f"Invalid rollback: expected n >= 0, got {n}")
+        if rows is None:
+            rows = list(range(self.batch_size))
+        else:
+            if isinstance(rows, (str, bytes)):
+                raise DotjsonTypeError(f"Invalid rows: expected integers, got {type(rows).__name__}")
+            seq = [rows] if np.ndim(rows) == 0 else list(np.asarray(rows, dtype=object).reshape(-1))
+            rows = [_as_int(r, "row") for r in seq]
+        seen = set()
         for r in rows:
             if not 0 <= r < self.batch_size:
-                raise IndexError(f"Invalid row {r}: the batch has {self.batch_size} rows")
+                raise DotjsonIndexError(f"Invalid row {r}: the batch has {self.batch_size} rows")
+            if r in seen:
+                raise DotjsonValueError(f"Invalid rows: row {r} is listed twice")
+            seen.add(r)
             if len(self._history[r]) - 1 < n:
-                raise ValueError(
+                raise DotjsonValueError(
                     f"Invalid rollback: row {r} has {len(self._history[r]) - 1} tokens, cannot undo {n}"
                 )
         for r in rows:
@@ -155,10 +212,20 @@ class Guide:
         Raises
         ------
         TokenNotAllowedError
-            A row's token is not allowed in its state; the guide is left unchanged.
+            A row's token is not allowed in its state (or is outside the vocabulary).
+        DotjsonTypeError, DotjsonValueError
+            ``sampled_tokens`` is not one integer per row.
+        LimitExceededError
+            A budget of the index (``max_states``, ``max_cache_bytes``) ran out while computing
+            the next states or their token sets.
+
+        The new states and their token sets are computed before any row moves: after any error
+        the guide is exactly as it was, so the call can be retried.
         """
-        self.advance(sampled_tokens)
-        return self._tokensets()
+        nxt = self._next_states(sampled_tokens)
+        token_sets = self._tokensets(nxt)
+        self._commit(nxt)
+        return token_sets
 
     def advance(self, sampled_tokens) -> None:
         """Like :meth:`get_next_tokensets` without computing the next token sets.
@@ -166,18 +233,30 @@ class Guide:
         Every row's token is checked before any row changes: on :class:`TokenNotAllowedError`
         the guide is left as it was.
         """
+        self._commit(self._next_states(sampled_tokens))
+
+    def _next_states(self, sampled_tokens) -> list[int]:
         toks = _as_token_array(sampled_tokens, self.batch_size)
+        n_ids = self._vocab_size
         nxt = []
         for r in range(self.batch_size):
             s = self._history[r][-1]
-            t = int(toks[r])
-            ns = self.index.next_state(s, t)
+            t = toks[r]
+            if not 0 <= t < n_ids:
+                raise TokenNotAllowedError(
+                    f"token {t} is not allowed in row {r}: it is outside the vocabulary "
+                    f"(expected 0 <= id < {n_ids})"
+                )
+            ns = self.index._next_state(s, t)
             if ns == -2:
                 what = "finished row (only EOS is allowed)" if s == FINISHED else "state"
                 raise TokenNotAllowedError(
                     f"token {t} ({self._describe(t)}) is not allowed in row {r}'s {what}"
                 )
             nxt.append(ns)
+        return nxt
+
+    def _commit(self, nxt: list[int]) -> None:
         for r, ns in enumerate(nxt):
             self._history[r].append(ns)
 
@@ -195,13 +274,14 @@ class Guide:
     def _describe(self, t: int) -> str:
         try:
             return repr(self.index.vocabulary.token_bytes(t))
-        except Exception:
+        except DotjsonError:
             return "unknown id"
 
-    def _tokensets(self):
+    def _tokensets(self, states=None):
         idx = self.index
-        states = [h[-1] for h in self._history]
+        if states is None:
+            states = [h[-1] for h in self._history]
         bits = np.empty((self.batch_size, idx._n_words), dtype=np.uint32)
         # Fresh states (not memoized) are computed once each, in parallel when several.
-        idx.fill_masks(states, bits, _pool().map)
+        idx._fill_masks(states, bits, _pool().map)
         return BatchedTokenSet(bits, self._vocab_size)

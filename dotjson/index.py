@@ -17,7 +17,13 @@ import numpy as np
 from . import ir
 from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, utf8_sequences
-from .errors import LimitExceededError
+from .errors import (
+    DotjsonIndexError,
+    DotjsonTypeError,
+    DotjsonValueError,
+    LimitExceededError,
+    SchemaError,
+)
 
 #: State of a row after EOS was sampled.
 FINISHED = -3
@@ -47,6 +53,18 @@ class Index:
         properties (the specification allows them; this is the tighter choice of some engines).
     lenient : bool, default False
         Downgrade unsupported keywords whose neglect still yields well-formed JSON to warnings.
+    property_order : {"schema", "any"}, default "schema"
+        ``"schema"``: declared properties in the schema's order (like every peer; authors use it,
+        e.g. reasoning before answer). ``"any"``: every order, each property at most once, built
+        lazily (only the property sets a document visits become states). With
+        ``close_objects=False`` and ``whitespace="json"`` this is the "every valid document"
+        configuration (README).
+    whitespace : {"bounded", "json"}, default "bounded"
+        Without ``disallow_whitespace``: ``"bounded"`` allows one line break and 20 blanks between
+        tokens (models loop on free whitespace); ``"json"`` any whitespace JSON allows.
+    resources : mapping of str to schema, optional
+        Documents for remote ``$ref`` URIs (``{"https://example.com/s.json": {...}}``, each a
+        dict, a bool or JSON text). Nothing is ever fetched from the network.
     max_states : int, default 1_000_000
         Most automaton states the index may hold; past it, :class:`LimitExceededError`.
     max_cache_bytes : int, default 1 GiB
@@ -68,23 +86,41 @@ class Index:
         *,
         close_objects: bool = False,
         lenient: bool = False,
+        property_order: str = "schema",
+        whitespace: str = "bounded",
+        resources: Any = None,
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
     ):
         from .jsonschema import schema_to_grammar
 
+        if isinstance(schema, (bytes, bytearray, memoryview)):
+            try:
+                schema = bytes(schema).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SchemaError(
+                    f"schema bytes are not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset "
+                    f"{exc.start} ({exc.reason}); expected JSON text in UTF-8",
+                    pointer="",
+                ) from None
+        _check_vocabulary(vocabulary)
         grammar = schema_to_grammar(
             schema,
             disallow_whitespace=disallow_whitespace,
             close_objects=close_objects,
             lenient=lenient,
+            property_order=property_order,
+            whitespace=whitespace,
+            resources=resources,
         )
         self._options = {
             "source": "schema",
             "disallow_whitespace": bool(disallow_whitespace),
             "close_objects": bool(close_objects),
             "lenient": bool(lenient),
+            "property_order": property_order,
+            "whitespace": whitespace,
         }
         self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
 
@@ -143,6 +179,11 @@ class Index:
         return self
 
     def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None):
+        _check_vocabulary(vocabulary)
+        for name, value in (("max_states", max_states), ("max_cache_bytes", max_cache_bytes), ("fuel", fuel)):
+            v = _as_int(value, name)
+            if v < 1:
+                raise DotjsonValueError(f"Invalid {name}: expected a positive integer, got {v}")
         self._ir = grammar
         self._vocab = vocabulary
         self._tries = vocabulary.tries
@@ -201,22 +242,86 @@ class Index:
 
     def is_accepting(self, state: int) -> bool:
         """True when the text that led to ``state`` is a complete document (EOS allowed)."""
+        state = self._check_state(state)
         return state >= 0 and bool(self._auto.accepting[state])
 
     def accepts(self, text: str | bytes) -> bool:
         """True when ``text`` is a complete valid document for this index."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-        return self._auto.matches(data)
+        return self._auto.matches(_text_bytes(text))
 
     def is_prefix(self, text: str | bytes) -> bool:
         """True when ``text`` can still be completed into a valid document."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-        return self._auto.is_prefix(data)
+        return self._auto.is_prefix(_text_bytes(text))
+
+    def _check_state(self, state) -> int:
+        """``state`` as an int: a state expanded so far, :data:`FINISHED` or ``-2`` (dead)."""
+        s = _as_int(state, "state")
+        if not (s in (FINISHED, DEAD) or 0 <= s < self._auto.n_states):
+            raise DotjsonIndexError(
+                f"Invalid state {s}: expected 0 <= state < {self._auto.n_states} (the states "
+                f"expanded so far), {FINISHED} (finished) or {DEAD} (dead)"
+            )
+        return s
+
+    def check(self, doc):
+        """Check a document, as text or as token ids: is it valid, and if not, where and why.
+
+        Teacher forcing an existing document is one call: the result says whether it is a
+        complete valid document, the first byte (and token) the grammar forbids, the prefix that
+        was still fine, and what was allowed there.
+
+        Parameters
+        ----------
+        doc : str, bytes or sequence of int
+            The document's text, or the token ids a tokenizer gives for it (an EOS token may end
+            the sequence; a special token never matches text).
+
+        Returns
+        -------
+        dotjson.check.CheckResult
+            ``ok``, ``reason`` (``"ok"``, ``"rejected"``, ``"incomplete"``, ``"after_eos"``),
+            ``position`` (byte offset), ``token_index``, ``valid_prefix``, ``expected`` (allowed
+            bytes at the failure, ``<end>`` when the document may end) and, for a rejected token,
+            ``expected_tokens`` (a few allowed ids with their bytes) and ``n_expected_tokens``.
+            ``bool(result)`` is ``result.ok``.
+
+        Examples
+        --------
+        >>> r = index.check('{"port":8080.0}')                        # doctest: +SKIP
+        >>> r.ok, r.position, r.valid_prefix, r.expected              # doctest: +SKIP
+        (False, 12, b'{"port":8080', ("'\\t'-'\\n'", "' '", "','", "'}'"))
+        """
+        from .check import check
+
+        return check(self, doc)
 
     # ------------------------------------------------------------------ transitions
 
     def next_state(self, state: int, token_id: int) -> int:
-        """The state after ``token_id``; :data:`FINISHED` for an allowed EOS; ``-2`` if forbidden."""
+        """The state after ``token_id``; :data:`FINISHED` for an allowed EOS; ``-2`` if forbidden.
+
+        Parameters
+        ----------
+        state : int
+            A state of this index (see :meth:`_check_state`), :data:`FINISHED` or ``-2``.
+        token_id : int
+            Any integer; ids outside ``[0, vocabulary.max_token_id())`` are forbidden (``-2``).
+
+        Raises
+        ------
+        DotjsonTypeError
+            ``state`` or ``token_id`` is not an integer (``None``, ``str``, ``float``, ``bool``).
+        DotjsonIndexError
+            ``state`` is not a state of this index.
+        """
+        state = self._check_state(state)
+        token_id = _as_int(token_id, "token id")
+        if not 0 <= token_id < self._vocab.max_token_id():
+            return DEAD
+        return self._next_state(state, token_id)
+
+    def _next_state(self, state: int, token_id: int) -> int:
+        """:meth:`next_state` for arguments already checked (``0 <= token_id < max_token_id``)."""
         if state == FINISHED:
             return FINISHED if token_id in self._eos_set else DEAD
         if state < 0:
@@ -227,8 +332,6 @@ class Index:
         r = self._next.get(key)
         if r is not None:
             return r
-        if not (0 <= token_id < self._vocab.max_token_id()):
-            return DEAD
         data = self._vocab.token_bytes(token_id)
         if not data:
             r = DEAD  # special/control tokens are never text
@@ -251,6 +354,7 @@ class Index:
 
     def fill_mask(self, state: int, out: np.ndarray) -> None:
         """Write the allowed-token bitset of ``state`` into ``out`` (``uint32[n_words]``)."""
+        self._check_out(out, 1, one_row=True)
         self.fill_masks([state], out.reshape(1, -1))
 
     def fill_masks(self, states, out: np.ndarray, map_fn=None) -> None:
@@ -259,7 +363,30 @@ class Index:
         States not memoized yet are computed first, through ``map_fn`` (e.g. a thread pool's
         ``map``) when there are several; then all rows are copied under the lock, so a memo
         emptied by another thread meanwhile can never hand out a stale row.
+
+        Raises
+        ------
+        DotjsonTypeError, DotjsonIndexError
+            A state that is not an integer or not a state of this index.
+        DotjsonValueError
+            ``out`` is not a writeable ``uint32`` array of shape ``(len(states), n_words)``.
         """
+        if isinstance(states, (str, bytes)) or np.ndim(states) != 1:
+            raise DotjsonTypeError(f"Invalid states: expected a sequence of state ids, got {states!r}")
+        states = [self._check_state(s) for s in states]
+        self._check_out(out, len(states))
+        self._fill_masks(states, out, map_fn)
+
+    def _check_out(self, out, n: int, one_row: bool = False) -> None:
+        shape = (self._n_words,) if one_row else (n, self._n_words)
+        if not isinstance(out, np.ndarray) or out.dtype != np.uint32 or out.shape != shape:
+            got = f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+            raise DotjsonValueError(f"Invalid out: expected a uint32 array of shape {shape}, got {got}")
+        if not out.flags.writeable:
+            raise DotjsonValueError("Invalid out: expected a writeable array, got a read-only one")
+
+    def _fill_masks(self, states, out: np.ndarray, map_fn=None) -> None:
+        """:meth:`fill_masks` for arguments already checked."""
         for attempt in range(2):
             with self._lock:
                 rows = self._state_row
@@ -284,7 +411,7 @@ class Index:
         for i, s in enumerate(states):
             while True:
                 if s < 0:
-                    self.fill_masks([s], out[i : i + 1])
+                    self._fill_masks([s], out[i : i + 1])
                     break
                 r = self._mask_row(s)
                 with self._lock:
@@ -405,10 +532,19 @@ class Index:
     def serialize_to_disk(self, path) -> None:
         """Save the grammar, the expanded automaton and the memoized masks to directory ``path``.
 
-        The format is versioned, records the vocabulary's fingerprint, and holds no pickle.
+        The format is versioned, records the vocabulary's fingerprint, holds no pickle, and
+        ends with a ``manifest.json`` giving the size and SHA-256 of every file.
         """
         from .serialization import save_index
 
+        force = getattr(self._ir.rules, "force", None)
+        if force is not None:
+            force()  # a lazily compiled grammar: every rule, so that every family is known
+        if self._ir.families:
+            from .errors import GrammarError
+
+            raise GrammarError("an index with property_order='any' cannot be saved yet (its lazy rule "
+                               "families have no serialized form); rebuild it instead")
         save_index(self, path)
 
     @classmethod
@@ -425,8 +561,12 @@ class Index:
         Raises
         ------
         IndexFormatError
-            The directory is missing, truncated, corrupt, of another format version, or was built
+            The directory or one of its files is missing (the message names the path), a file
+            differs from its ``manifest.json`` entry (any changed byte), a value is out of range
+            or inconsistent with the others, the format version differs, or the index was built
             for another vocabulary.
+        DotjsonTypeError
+            ``path`` is not a path or ``vocabulary`` not a :class:`~dotjson.Vocabulary`.
         """
         from .serialization import load_index
 
@@ -436,6 +576,39 @@ class Index:
         return (
             f"Index(source={self._options.get('source')}, states={self.n_states}, "
             f"masks={self.n_masks}, vocab={self._vocab.max_token_id()})"
+        )
+
+
+def _as_int(x, what: str) -> int:
+    import operator
+
+    if isinstance(x, (bool, np.bool_)):
+        raise DotjsonTypeError(f"Invalid {what}: expected an integer, got bool")
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise DotjsonTypeError(f"Invalid {what}: expected an integer, got {x!r}") from None
+
+
+def _text_bytes(text) -> bytes:
+    if isinstance(text, str):
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise DotjsonValueError(
+                f"Invalid text: it holds a lone surrogate at index {exc.start}; expected UTF-8 text"
+            ) from None
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    raise DotjsonTypeError(f"Invalid text: expected str or bytes, got {type(text).__name__}")
+
+
+def _check_vocabulary(vocabulary) -> None:
+    from .vocabulary import Vocabulary
+
+    if not isinstance(vocabulary, Vocabulary):
+        raise DotjsonTypeError(
+            f"Invalid vocabulary: expected a dotjson.Vocabulary, got {type(vocabulary).__name__}"
         )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 
 from dotjson import ir
-from dotjson.errors import GrammarError
+from dotjson.errors import DotjsonTypeError, GrammarError, SchemaError
 
 __all__ = ["encode_string_language", "encode_chars", "json_string_content", "string_of_length", "JSON_STRING_CHAR"]
 
@@ -80,13 +80,31 @@ def encode_chars(c: ir.Chars) -> ir.Node:
     Parameters
     ----------
     c : ir.Chars
-        A set of Unicode scalar values.
+        A set of Unicode scalar values (surrogates D800-DFFF in it are dropped).
+
+    Raises
+    ------
+    SchemaError
+        ``c`` holds surrogates only: the character of a string value that no UTF-8 JSON text
+        can carry.
 
     Returns
     -------
     ir.Node
         A ref-free node: plain characters, short escapes, ``\\uXXXX`` and surrogate pairs.
     """
+    if any(lo <= 0xDFFF and hi >= 0xD800 for lo, hi in c.ranges):
+        scalars = ir.chars(*c.ranges)  # drops D800-DFFF
+        if not scalars.ranges:
+            # A string value (const, enum, property name, pattern literal) holding an unpaired
+            # surrogate: no UTF-8 text holds one, and its only JSON spelling, a lone \\uD8xx
+            # escape, decodes to a string that is not Unicode (RFC 8259 §8.2). Never produced.
+            cp = c.ranges[0][0]
+            raise SchemaError(
+                f"a string holds the lone surrogate U+{cp:04X}: expected Unicode scalar values "
+                f"(a JSON document generated as UTF-8 cannot carry an unpaired surrogate)"
+            )
+        c = scalars
     parts: list[ir.Node] = []
     plain = ir.chars_intersect(c, _PLAIN)
     if plain.ranges:
@@ -187,7 +205,7 @@ def encode_string_language(node: ir.Node) -> ir.Node:
         elif isinstance(n, ir.Ref):
             raise GrammarError(f"a string language cannot reference rule {n.name!r}")
         else:  # pragma: no cover
-            raise TypeError(f"not an IR node: {n!r}")
+            raise DotjsonTypeError(f"not an IR node: {n!r}")
         memo[key] = out
         memo[-key - 1] = n  # keep n alive so its id is not reused during this call
         return out

@@ -6,6 +6,8 @@ the vocabulary's size (models pad their embedding matrix). Supported buffers:
 
 - a NumPy array ``(batch, width)`` (or ``(width,)`` for a batch of one), any row stride;
 - a list (or tuple) of 1-D NumPy arrays or tensors, one per row, contiguous or strided views;
+- a list of Python lists of numbers, one per row (the usage page's ``[[1, 2, 3]]``), updated
+  in place; a flat list of numbers is one row;
 - a PyTorch tensor: on the CPU through a zero-copy NumPy view of its storage (bfloat16 included,
   written as its bit pattern); on any other device (CUDA) through torch ops on that device.
 
@@ -26,6 +28,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dotjson._kernels import mask as _k
+from dotjson.errors import DotjsonTypeError, DotjsonValueError
 from dotjson.tokenset import BatchedTokenSet
 
 __all__ = ["LogitsProcessor", "warmup_kernels"]
@@ -47,7 +50,9 @@ MIN_CHUNK_WORDS = 512
 _UINT_OF_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 _NUMPY_KINDS = {"f": (2, 4, 8), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8)}
 _SIGNED_VIEW = {"torch.uint16": "int16", "torch.uint32": "int32", "torch.uint64": "int64"}
-_BUFFER_KINDS = "a 2-D NumPy array, a list of 1-D arrays (one per row) or a torch tensor"
+_BUFFER_KINDS = (
+    "a 2-D NumPy array, a list of rows (1-D arrays, tensors or lists of numbers) or a torch tensor"
+)
 
 
 class _DriverChooser:
@@ -100,9 +105,21 @@ def _is_tensor(obj) -> bool:
     return torch is not None and isinstance(obj, torch.Tensor)
 
 
+def _is_number(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+
 def _check_mask_value(value):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(_invalid("mask_value", "a real number (float or int)", repr(value)))
+        raise DotjsonTypeError(_invalid("mask_value", "a real number (float or int)", repr(value)))
+    if not isinstance(value, numbers.Integral):
+        f = float(value)
+        if math.isnan(f) or f == math.inf:
+            # nan compares false with everything and +inf is the largest logit: an argmax or a
+            # softmax would then pick the very tokens the mask forbids.
+            raise DotjsonValueError(
+                _invalid("mask_value", "a finite number or -inf (a value that cannot be sampled)", repr(value))
+            )
     return value
 
 
@@ -112,7 +129,7 @@ def _mask_pattern(value, dtype: np.dtype, dtype_name: str):
         with np.errstate(over="ignore"):
             stored = np.array([value], dtype=dtype)
         if math.isfinite(float(value)) and not np.isfinite(stored[0]):
-            raise ValueError(
+            raise DotjsonValueError(
                 f"Invalid mask_value: {value!r} does not fit {dtype_name} logits "
                 f"(it would become {stored[0]}); use -inf or a value within "
                 f"±{np.finfo(dtype).max}"
@@ -124,13 +141,13 @@ def _mask_pattern(value, dtype: np.dtype, dtype_name: str):
     else:
         f = float(value)
         if not (math.isfinite(f) and f.is_integer()):
-            raise ValueError(
+            raise DotjsonValueError(
                 f"Invalid mask_value: {value!r} cannot be stored in {dtype_name} logits; "
                 f"use an integer such as {info.min}"
             )
         v = int(f)
     if not info.min <= v <= info.max:
-        raise ValueError(
+        raise DotjsonValueError(
             f"Invalid mask_value: {v} does not fit {dtype_name} logits "
             f"(range {info.min} .. {info.max})"
         )
@@ -143,7 +160,7 @@ def _bf16_pattern(value, dtype_name: str):
 
     stored = torch.tensor([float(value)], dtype=torch.float32).to(torch.bfloat16)
     if math.isfinite(float(value)) and not bool(torch.isfinite(stored)):
-        raise ValueError(
+        raise DotjsonValueError(
             f"Invalid mask_value: {value!r} does not fit {dtype_name} logits "
             f"(it would become {float(stored)}); use -inf or a value within "
             f"±{torch.finfo(torch.bfloat16).max}"
@@ -153,7 +170,7 @@ def _bf16_pattern(value, dtype_name: str):
 
 def _check_numpy_dtype(dtype: np.dtype, dtype_name: str) -> None:
     if dtype.itemsize not in _NUMPY_KINDS.get(dtype.kind, ()):
-        raise TypeError(
+        raise DotjsonTypeError(
             _invalid(
                 "logits",
                 "a float16/32/64, bfloat16 (torch) or int8..64/uint8..64 dtype",
@@ -173,6 +190,7 @@ class LogitsProcessor:
     mask_value : float or int, default -inf
         What a disallowed logit becomes. For integer buffers it must be an integer that fits
         the dtype (e.g. ``0`` for ``uint16``); ``-inf`` into an integer buffer is an error.
+        ``nan`` and ``+inf`` are refused: they cannot mask (a sampler would pick them).
 
     Examples
     --------
@@ -184,7 +202,7 @@ class LogitsProcessor:
     def __init__(self, guide, mask_value: float = float("-inf")):
         vocabulary = getattr(guide, "vocabulary", None)
         if vocabulary is None or not hasattr(vocabulary, "max_token_id"):
-            raise TypeError(_invalid("guide", "a dotjson Guide (with .vocabulary)", type(guide).__name__))
+            raise DotjsonTypeError(_invalid("guide", "a dotjson Guide (with .vocabulary)", type(guide).__name__))
         self._guide = guide
         self._vocab_size = int(vocabulary.max_token_id())
         self._mask_value = _check_mask_value(mask_value)
@@ -216,9 +234,11 @@ class LogitsProcessor:
 
         Parameters
         ----------
-        logits : numpy.ndarray, list of 1-D arrays, or torch.Tensor
+        logits : numpy.ndarray, list of rows, or torch.Tensor
             ``(batch, width)`` with ``width >= vocab_size`` (a 1-D buffer is accepted when the
-            token set has one row). Modified in place; never copied.
+            token set has one row). A list holds one row per sequence: a 1-D array or tensor,
+            or a Python list of numbers (ints take an integer ``mask_value``, stored as
+            ``int``). Modified in place; never copied.
         token_set : BatchedTokenSet
             One row per row of ``logits``.
 
@@ -228,9 +248,9 @@ class LogitsProcessor:
 
         Raises
         ------
-        TypeError
+        DotjsonTypeError
             A buffer kind or dtype that is not supported, or a mask value of the wrong kind.
-        ValueError
+        DotjsonValueError
             A shape, batch or width that does not match the token set and vocabulary, a
             read-only buffer, or a mask value that does not fit the dtype.
         """
@@ -239,19 +259,30 @@ class LogitsProcessor:
             self._mask_ndarray(logits, bits)
         elif _is_tensor(logits):
             self._mask_tensor(logits, bits)
+        elif isinstance(logits, list) and logits and _is_number(logits[0]):
+            # One row given as a flat list of numbers (like a 1-D array): a batch of one.
+            if bits.shape[0] != 1:
+                raise DotjsonValueError(
+                    _invalid(
+                        "logits",
+                        f"a list of {bits.shape[0]} rows (the token set's batch size)",
+                        "a flat list of numbers (one row)",
+                    )
+                )
+            self._mask_rows([logits], bits)
         elif isinstance(logits, (list, tuple)):
             self._mask_rows(logits, bits)
         else:
-            raise TypeError(_invalid("logits", _BUFFER_KINDS, type(logits).__name__))
+            raise DotjsonTypeError(_invalid("logits", _BUFFER_KINDS, type(logits).__name__))
         return logits
 
     # ------------------------------------------------------------------ checks
 
     def _check_token_set(self, token_set) -> np.ndarray:
         if not isinstance(token_set, BatchedTokenSet):
-            raise TypeError(_invalid("token_set", "a BatchedTokenSet", type(token_set).__name__))
+            raise DotjsonTypeError(_invalid("token_set", "a BatchedTokenSet", type(token_set).__name__))
         if token_set.vocab_size != self._vocab_size:
-            raise ValueError(
+            raise DotjsonValueError(
                 _invalid(
                     "token_set",
                     f"vocabulary size {self._vocab_size} (the guide's)",
@@ -274,14 +305,14 @@ class LogitsProcessor:
     def _check_2d(self, shape, batch: int, what: str = "logits") -> tuple[int, int]:
         if len(shape) == 1:
             if batch != 1:
-                raise ValueError(
+                raise DotjsonValueError(
                     _invalid(what, f"shape ({batch}, width) for a batch of {batch}", tuple(shape))
                 )
             shape = (1, shape[0])
         if len(shape) != 2:
-            raise ValueError(_invalid(what, "a 2-D (batch, width) buffer", f"shape {tuple(shape)}"))
+            raise DotjsonValueError(_invalid(what, "a 2-D (batch, width) buffer", f"shape {tuple(shape)}"))
         if shape[0] != batch:
-            raise ValueError(
+            raise DotjsonValueError(
                 _invalid(what, f"{batch} rows (the token set's batch size)", f"{shape[0]} rows")
             )
         self._check_width(shape[1], what)
@@ -289,7 +320,7 @@ class LogitsProcessor:
 
     def _check_width(self, width: int, what: str) -> None:
         if width < self._vocab_size:
-            raise ValueError(
+            raise DotjsonValueError(
                 _invalid(
                     what,
                     f"width >= {self._vocab_size} (the vocabulary's max_token_id())",
@@ -305,7 +336,7 @@ class LogitsProcessor:
         _check_numpy_dtype(dtype, name)
         batch, width = self._check_2d(logits.shape, bits.shape[0])
         if not logits.flags.writeable:
-            raise ValueError(_invalid("logits", "a writeable buffer (masking is in place)", "a read-only one"))
+            raise DotjsonValueError(_invalid("logits", "a writeable buffer (masking is in place)", "a read-only one"))
         mval = self._pattern(dtype, name)
         udt = _UINT_OF_SIZE[dtype.itemsize]
         if batch == 0 or width == 0:
@@ -377,13 +408,15 @@ class LogitsProcessor:
     def _mask_rows(self, rows, bits: np.ndarray) -> None:
         batch = bits.shape[0]
         if len(rows) != batch:
-            raise ValueError(
+            raise DotjsonValueError(
                 _invalid("logits", f"a list of {batch} rows (the token set's batch size)", f"{len(rows)} rows")
             )
         # Check every row before writing any, so a bad row leaves the whole batch untouched.
         prepared = [self._prepare_row(row, r) for r, row in enumerate(rows)]
         for r, (kind, row, dtype, name) in enumerate(prepared):
-            if kind == "device":
+            if kind == "list":
+                self._mask_list_row(row, bits[r : r + 1], dtype)
+            elif kind == "device":
                 self._mask_device(row.unsqueeze(0), bits[r : r + 1], name)
             else:
                 mval = self._pattern(dtype, name)
@@ -393,7 +426,7 @@ class LogitsProcessor:
         what = f"logits row {r}"
         if _is_tensor(row):
             if row.dim() != 1:
-                raise ValueError(_invalid(what, "a 1-D tensor", f"shape {tuple(row.shape)}"))
+                raise DotjsonValueError(_invalid(what, "a 1-D tensor", f"shape {tuple(row.shape)}"))
             if row.device.type != "cpu":
                 self._check_tensor_dtype(row)
                 self._check_width(row.shape[0], what)
@@ -401,16 +434,58 @@ class LogitsProcessor:
             arr, name = self._tensor_as_numpy(row)
         elif isinstance(row, np.ndarray):
             arr, name = row, str(row.dtype)
+        elif isinstance(row, list):
+            return ("list", row, self._list_value(row, what), None)
         else:
-            raise TypeError(_invalid(what, "a 1-D NumPy array or tensor", type(row).__name__))
+            raise DotjsonTypeError(
+                _invalid(what, "a 1-D NumPy array, a tensor or a list of numbers", type(row).__name__)
+            )
         if arr.ndim != 1:
-            raise ValueError(_invalid(what, "a 1-D array", f"shape {arr.shape}"))
+            raise DotjsonValueError(_invalid(what, "a 1-D array", f"shape {arr.shape}"))
         _check_numpy_dtype(arr.dtype, name)
         self._check_width(arr.shape[0], what)
         if not arr.flags.writeable:
-            raise ValueError(_invalid(what, "a writeable buffer (masking is in place)", "a read-only one"))
+            raise DotjsonValueError(_invalid(what, "a writeable buffer (masking is in place)", "a read-only one"))
         self._pattern(arr.dtype, name)  # validate the mask value for this dtype up front
         return ("host", arr, arr.dtype, name)
+
+    def _list_value(self, row: list, what: str):
+        """Check a row given as a Python list; return the value to store into it.
+
+        A list has no dtype: a row of integers takes an integer mask value (stored as ``int``,
+        like an integer array takes an integer), a row holding any float takes
+        ``float(mask_value)``.
+        """
+        self._check_width(len(row), what)
+        kinds = set(map(type, row))
+        if not kinds <= {int, float}:
+            for j, x in enumerate(row):
+                if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+                    raise DotjsonTypeError(
+                        _invalid(f"{what}, element {j}", "a real number (int or float)", repr(x))
+                    )
+        integral = all(isinstance(x, numbers.Integral) for x in row) if kinds - {int} else True
+        value = self._mask_value
+        if not integral:
+            return float(value)
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        f = float(value)
+        if not (math.isfinite(f) and f.is_integer()):
+            raise DotjsonValueError(
+                f"Invalid mask_value: {value!r} cannot be stored in {what}, a list of integers; "
+                f"use an integer mask value such as 0"
+            )
+        return int(f)
+
+    def _mask_list_row(self, row: list, bits_row: np.ndarray, value) -> None:
+        """Write ``value`` into the disallowed positions of a Python list, in place."""
+        vocab = self._vocab_size
+        allowed = BatchedTokenSet(bits_row, vocab).to_bool_mask()[0]
+        for i in np.flatnonzero(~allowed).tolist():
+            row[i] = value
+        if len(row) > vocab:
+            row[vocab:] = [value] * (len(row) - vocab)
 
     # ------------------------------------------------------------------ torch
 
@@ -425,7 +500,7 @@ class LogitsProcessor:
             if hasattr(torch, extra):
                 ok.add(getattr(torch, extra))
         if t.dtype not in ok:
-            raise TypeError(
+            raise DotjsonTypeError(
                 _invalid(
                     "logits",
                     "a float16/32/64, bfloat16 or integer tensor",
@@ -433,7 +508,7 @@ class LogitsProcessor:
                 )
             )
         if t.requires_grad:
-            raise ValueError(
+            raise DotjsonValueError(
                 _invalid(
                     "logits",
                     "a tensor that does not require grad (masking is in place; use torch.no_grad())",

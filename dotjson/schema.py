@@ -6,6 +6,7 @@
 
 from dotjson.jsonschema import (  # noqa: F401
     IGNORED_KEYWORDS,
+    PROPERTY_ORDERS,
     UNSUPPORTED_KEYWORDS,
     _load,
     check_schema,

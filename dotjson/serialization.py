@@ -7,10 +7,16 @@ An index directory holds
   the mask keys, and the SHA-256 of ``arrays.npz``;
 - ``arrays.npz``: the transition table, per-state flags and the memoized masks, read with
   ``allow_pickle=False``;
-- ``vocabulary.bin``: the vocabulary (its own versioned format), so a directory loads alone.
+- ``vocabulary.bin``: the vocabulary (its own versioned format), so a directory loads alone;
+- ``manifest.json``, written last: the size and SHA-256 of every other file, so that no byte of
+  the directory (``index.json`` and the headers included) changes unnoticed, and a save
+  interrupted half-way is detected.
 
-Loading validates every id and shape it reads, so a truncated, corrupt or foreign directory
-raises :class:`~dotjson.errors.IndexFormatError`; nothing in it can run code.
+Loading checks the manifest first (every listed file, exactly the files above), then the
+contents from the very bytes it hashed, then validates every id and shape it reads against
+the others, so a truncated, corrupt or foreign directory raises
+:class:`~dotjson.errors.IndexFormatError` naming the directory and the file; nothing in it can
+run code.
 """
 
 from __future__ import annotations
@@ -26,10 +32,15 @@ import numpy as np
 
 from . import ir
 from .automaton import export_state, import_state
-from .errors import DotjsonError, IndexFormatError
+from .errors import DotjsonError, DotjsonTypeError, IndexFormatError
 
 FORMAT = "dotjson-index"
-VERSION = 1
+#: Version 2 added ``manifest.json``; version 1 directories (no manifest) are refused.
+VERSION = 2
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "dotjson-index-manifest"
+#: Every file of an index directory, each covered by the manifest.
+INDEX_FILES = ("index.json", "arrays.npz", "vocabulary.bin")
 
 
 # ------------------------------------------------------------------------------ IR as JSON
@@ -52,7 +63,7 @@ def ir_to_json(node: ir.Node):
         return ["and", [ir_to_json(x) for x in node.items]]
     if isinstance(node, ir.Diff):
         return ["diff", ir_to_json(node.left), ir_to_json(node.right)]
-    raise TypeError(f"not a grammar node: {node!r}")
+    raise DotjsonTypeError(f"not a grammar node: {node!r}")
 
 
 def ir_from_json(x) -> ir.Node:
@@ -127,6 +138,77 @@ def save_index(index, path) -> None:
     _atomic_write(path / "arrays.npz", blob)
     _atomic_write(path / "index.json", json.dumps(meta, separators=(",", ":")).encode("utf-8"))
     index._vocab.serialize_to_disk(path / "vocabulary.bin")
+    write_manifest(path, INDEX_FILES)
+
+
+def write_manifest(path: Path, names) -> None:
+    """Write ``manifest.json``: the size and SHA-256 of each named file of directory ``path``."""
+    files = {}
+    for name in names:
+        data = (path / name).read_bytes()
+        files[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    manifest = {"format": MANIFEST_FORMAT, "version": 1, "files": files}
+    _atomic_write(path / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+
+
+def read_verified(path: Path, names, where: str) -> dict[str, bytes]:
+    """The bytes of each named file of ``path``, each checked against ``manifest.json``.
+
+    Raises
+    ------
+    IndexFormatError
+        A missing or unreadable manifest or file, a manifest that does not list exactly
+        ``names``, or a file whose size or SHA-256 differs from the manifest's.
+    """
+    mpath = path / MANIFEST
+    try:
+        raw = mpath.read_bytes()
+    except FileNotFoundError:
+        raise IndexFormatError(
+            f"{where} has no {MANIFEST} ({mpath}): the save was interrupted, or it was written "
+            f"by a dotjson older than index format {VERSION}; save the index again"
+        ) from None
+    except OSError as e:
+        raise IndexFormatError(f"{where}: cannot read {mpath}: {e}") from None
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+        ok = (
+            isinstance(manifest, dict)
+            and manifest.get("format") == MANIFEST_FORMAT
+            and manifest.get("version") == 1
+            and isinstance(manifest.get("files"), dict)
+            and set(manifest["files"]) == set(names)
+            and all(
+                isinstance(e, dict) and set(e) == {"bytes", "sha256"} and type(e["bytes"]) is int
+                and isinstance(e["sha256"], str)
+                for e in manifest["files"].values()
+            )
+        )
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        ok = False
+    if not ok:
+        raise IndexFormatError(
+            f"{where}: {MANIFEST} is corrupt (expected the size and SHA-256 of exactly "
+            f"{', '.join(names)})"
+        )
+    out = {}
+    for name in names:
+        fpath = path / name
+        entry = manifest["files"][name]
+        try:
+            data = fpath.read_bytes()
+        except FileNotFoundError:
+            raise IndexFormatError(f"{where} is incomplete: {fpath} is missing") from None
+        except OSError as e:
+            raise IndexFormatError(f"{where}: cannot read {fpath}: {e}") from None
+        if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise IndexFormatError(
+                f"{where}: {name} is truncated or corrupt (checksum mismatch: expected "
+                f"{entry['bytes']} bytes with SHA-256 {entry['sha256'][:12]}…, found {len(data)} bytes "
+                f"with SHA-256 {hashlib.sha256(data).hexdigest()[:12]}…)"
+            )
+        out[name] = data
+    return out
 
 
 def _atomic_write(dst: Path, data: bytes) -> None:
@@ -142,15 +224,23 @@ def _atomic_write(dst: Path, data: bytes) -> None:
 
 
 def load_index(cls, path, vocabulary=None):
-    path = Path(path)
+    from .vocabulary import Vocabulary
+
+    try:
+        path = Path(os.fspath(path))
+    except TypeError:
+        raise DotjsonTypeError(
+            f"Invalid path: expected a str or os.PathLike, got {type(path).__name__}"
+        ) from None
+    if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
+        raise DotjsonTypeError(
+            f"Invalid vocabulary: expected a dotjson.Vocabulary or None, got {type(vocabulary).__name__}"
+        )
     where = f"index directory {str(path)!r}"
     if not path.is_dir():
         raise IndexFormatError(f"{where} does not exist or is not a directory")
-    try:
-        raw = (path / "index.json").read_bytes()
-        blob = (path / "arrays.npz").read_bytes()
-    except OSError as e:
-        raise IndexFormatError(f"{where} is incomplete: {e}") from None
+    files = read_verified(path, INDEX_FILES, where)
+    raw, blob = files["index.json"], files["arrays.npz"]
     try:
         meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -164,8 +254,6 @@ def load_index(cls, path, vocabulary=None):
     if hashlib.sha256(blob).hexdigest() != meta.get("arrays_sha256"):
         raise IndexFormatError(f"{where}: arrays.npz is truncated or corrupt (checksum mismatch)")
     if vocabulary is None:
-        from .vocabulary import Vocabulary
-
         try:
             vocabulary = Vocabulary.deserialize_from_disk(path / "vocabulary.bin")
         except DotjsonError as e:
@@ -205,9 +293,12 @@ def load_index(cls, path, vocabulary=None):
             if not (0 <= k < n_nodes and 0 <= v < n_masks):
                 raise ValueError("mask key out of range")
             self._mask_of_key[k] = v
+        n_ids = vocabulary.max_token_id()
         for k, v in meta["next"]:
-            k, v = int(k), int(v)
-            if not (-2 <= v < n_states):
+            if type(k) is not int or type(v) is not int:
+                raise ValueError("transition memo entry is not a pair of integers")
+            state, token = divmod(k, 4_294_967_296)
+            if not (0 <= state < n_states and 0 <= token < n_ids and -2 <= v < n_states and v != -1):
                 raise ValueError("transition memo out of range")
             self._next[k] = v
     except (KeyError, ValueError, TypeError, IndexError, AttributeError, OSError) as e:

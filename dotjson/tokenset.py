@@ -13,6 +13,7 @@ import operator
 import numpy as np
 
 from dotjson._kernels import mask as _k
+from dotjson.errors import DotjsonIndexError, DotjsonTypeError, DotjsonValueError
 
 __all__ = ["BatchedTokenSet", "TokenSetRow"]
 
@@ -22,14 +23,16 @@ def _n_words(vocab_size: int) -> int:
 
 
 def _check_token_id(token_id) -> int:
+    if isinstance(token_id, (bool, np.bool_)):
+        raise DotjsonTypeError("Invalid token id: expected an integer, got bool")
     try:
         t = operator.index(token_id)
     except TypeError:
-        raise TypeError(
+        raise DotjsonTypeError(
             f"Invalid token id: expected an integer, got {type(token_id).__name__}"
         ) from None
     if t < 0:
-        raise ValueError(f"Invalid token id: expected a non-negative integer, got {t}")
+        raise DotjsonValueError(f"Invalid token id: expected a non-negative integer, got {t}")
     return t
 
 
@@ -48,9 +51,17 @@ class BatchedTokenSet:
 
     Notes
     -----
-    ``len(token_set)`` is the number of **rows** (the batch size), so ``for row in token_set``
-    visits one :class:`TokenSetRow` per sequence. The number of allowed tokens of each row is
-    :meth:`num_allowed` (or ``len(token_set[i])``).
+    ``len(token_set)`` is the number of **allowed tokens** of a one-row set (the usage page's
+    ``allowed_count = len(next_token_set)`` with ``Guide(index, batch_size=1)``). For a set of
+    several rows "the number of allowed tokens" has one answer per row, so ``len`` refuses to
+    pick one: it raises :class:`~dotjson.errors.DotjsonTypeError` pointing to
+    :meth:`num_allowed` (the counts of every row) and :attr:`batch_size` (the number of rows).
+    A set of zero rows has length 0. ``bool(token_set)`` is True when some row allows some
+    token.
+
+    Iterating and indexing go by rows, whatever the batch size: ``for row in token_set`` and
+    ``token_set[i]`` give one :class:`TokenSetRow` per sequence, whose ``len`` is that row's
+    count, so ``len(token_set) == len(token_set[0])`` for one row.
 
     Examples
     --------
@@ -69,23 +80,23 @@ class BatchedTokenSet:
         try:
             vocab_size = operator.index(vocab_size)
         except TypeError:
-            raise TypeError(
+            raise DotjsonTypeError(
                 f"Invalid vocab_size: expected an integer, got {type(vocab_size).__name__}"
             ) from None
         if vocab_size < 0:
-            raise ValueError(f"Invalid vocab_size: expected a non-negative integer, got {vocab_size}")
+            raise DotjsonValueError(f"Invalid vocab_size: expected a non-negative integer, got {vocab_size}")
         if not isinstance(bits, np.ndarray):
-            raise TypeError(f"Invalid bits: expected a numpy.ndarray, got {type(bits).__name__}")
+            raise DotjsonTypeError(f"Invalid bits: expected a numpy.ndarray, got {type(bits).__name__}")
         if bits.dtype != np.uint32:
-            raise TypeError(f"Invalid bits: expected dtype uint32, got {bits.dtype}")
+            raise DotjsonTypeError(f"Invalid bits: expected dtype uint32, got {bits.dtype}")
         expected = _n_words(vocab_size)
         if bits.ndim != 2 or bits.shape[1] != expected:
-            raise ValueError(
+            raise DotjsonValueError(
                 f"Invalid bits: expected shape (batch, {expected}) for vocab_size {vocab_size}, "
                 f"got {bits.shape}"
             )
         if not bits.flags.c_contiguous:
-            raise ValueError("Invalid bits: expected a C-contiguous array, got a strided view")
+            raise DotjsonValueError("Invalid bits: expected a C-contiguous array, got a strided view")
         self._bits = bits
         self._vocab_size = vocab_size
 
@@ -105,12 +116,32 @@ class BatchedTokenSet:
 
     @property
     def batch_size(self) -> int:
-        """Number of rows (sequences); the same as ``len(self)``."""
+        """Number of rows (sequences); ``len(self)`` counts allowed tokens instead."""
         return self._bits.shape[0]
 
     def __len__(self) -> int:
-        """Number of rows (sequences), not of tokens: see :meth:`num_allowed` for those."""
-        return self._bits.shape[0]
+        """Number of allowed tokens of a one-row set (0 for a set of no rows).
+
+        Raises
+        ------
+        DotjsonTypeError
+            The set has several rows: use :meth:`num_allowed` (one count per row) or
+            :attr:`batch_size` (the number of rows).
+        """
+        n = self._bits.shape[0]
+        if n == 0:
+            return 0
+        if n != 1:
+            raise DotjsonTypeError(
+                f"len() of a BatchedTokenSet of {n} rows is ambiguous: expected a set of one row; "
+                f"use num_allowed() for the allowed-token count of each row, batch_size for the "
+                f"number of rows"
+            )
+        return len(TokenSetRow(self._bits[0], self._vocab_size))
+
+    def __bool__(self) -> bool:
+        """True when some row allows some token."""
+        return bool(self._bits.shape[0]) and bool(np.any(self.num_allowed()))
 
     # ------------------------------------------------------------------ queries
 
@@ -165,16 +196,20 @@ class BatchedTokenSet:
     def __getitem__(self, index):
         """``ts[i]``: row ``i`` as a :class:`TokenSetRow`; ``ts[i:j]``: a new set of those rows."""
         if isinstance(index, slice):
-            return BatchedTokenSet(np.ascontiguousarray(self._bits[index]), self._vocab_size)
+            try:
+                rows = self._bits[index]
+            except (TypeError, ValueError) as exc:  # a zero step, non-integer bounds
+                raise DotjsonTypeError(f"Invalid row slice {index!r}: {exc}") from None
+            return BatchedTokenSet(np.ascontiguousarray(rows), self._vocab_size)
         try:
             i = operator.index(index)
         except TypeError:
-            raise TypeError(
+            raise DotjsonTypeError(
                 f"Invalid row index: expected an integer or a slice, got {type(index).__name__}"
             ) from None
         n = self._bits.shape[0]
         if not -n <= i < n:
-            raise IndexError(f"Invalid row index: expected -{n} <= index < {n}, got {i}")
+            raise DotjsonIndexError(f"Invalid row index: expected -{n} <= index < {n}, got {i}")
         return TokenSetRow(self._bits[i % n], self._vocab_size)
 
     def __iter__(self):

@@ -29,6 +29,7 @@ import numba
 import numpy as np
 
 from ._config import NJIT_OPTS
+from .errors import VocabularyError
 
 _NON_PLAIN_ASCII = frozenset(range(0x20)) | {0x22, 0x5C}
 
@@ -270,6 +271,73 @@ def _build_trie_kernel(blob, starts, lens, ids, order, max_len):
 
 
 @numba.njit(**NJIT_OPTS)
+def check_trie(child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end, blob, offsets):
+    """Check a loaded trie against the token bytes it must spell; its depth, or a negative code.
+
+    The arrays' bounds must already hold (every pointer monotone and in range, ``child_node``
+    and ``tok_ids`` in range, every child numbered after its parent). Then this verifies, in
+    O(nodes + token bytes): each node but the root is the child of exactly one node; sibling
+    bytes strictly increase; ``subtree_end`` is the pre-order end of each subtree; and every
+    token id stored at a node has exactly the bytes on the path from the root to that node.
+
+    Returns
+    -------
+    int
+        The deepest node's depth (the longest token), or -1 (a node with no or two parents),
+        -2 (siblings out of order), -3 (a subtree end), -4 (a token whose bytes differ from
+        its path).
+    """
+    nn = subtree_end.shape[0]
+    parent = np.full(nn, -1, dtype=np.int64)
+    byte = np.zeros(nn, dtype=np.uint8)
+    depth = np.zeros(nn, dtype=np.int64)
+    deepest = 0
+    for u in range(nn):
+        prev = -1
+        for e in range(child_ptr[u], child_ptr[u + 1]):
+            v = child_node[e]
+            if parent[v] != -1:
+                return -1
+            b = np.int64(child_byte[e])
+            if b <= prev:
+                return -2
+            prev = b
+            parent[v] = u
+            byte[v] = child_byte[e]
+            depth[v] = depth[u] + 1
+            if depth[v] > deepest:
+                deepest = depth[v]
+    for v in range(1, nn):
+        if parent[v] == -1:
+            return -1
+    # Pre-order: the subtree of u ends where its last child's subtree ends (u + 1 for a leaf).
+    for u in range(nn - 1, -1, -1):
+        a = child_ptr[u]
+        b = child_ptr[u + 1]
+        want = u + 1 if a == b else subtree_end[child_node[b - 1]]
+        if subtree_end[u] != want:
+            return -3
+        if a < b and child_node[a] != u + 1:
+            return -3
+        for e in range(a + 1, b):
+            if child_node[e] != subtree_end[child_node[e - 1]]:
+                return -3
+    for u in range(nn):
+        for k in range(tok_ptr[u], tok_ptr[u + 1]):
+            t = tok_ids[k]
+            s = offsets[t]
+            ln = offsets[t + 1] - s
+            if ln != depth[u]:
+                return -4
+            v = u
+            for i in range(ln - 1, -1, -1):
+                if blob[s + i] != byte[v]:
+                    return -4
+                v = parent[v]
+    return deepest
+
+
+@numba.njit(**NJIT_OPTS)
 def _plain_mask(blob, starts, lens):
     """``is_plain`` for every item: no control byte, ``"`` or ``\\``; strict UTF-8."""
     n = starts.shape[0]
@@ -396,7 +464,7 @@ def build_vocab_tries(token_bytes: list[tuple[bytes, int]], max_token_id: int) -
     keys = [b for b, _ in token_bytes]
     ids = np.fromiter((i for _, i in token_bytes), dtype=np.int64, count=len(token_bytes))
     if ids.size and (ids.min() < 0 or ids.max() >= max_token_id):
-        raise ValueError(f"Invalid token id: expected 0 <= id < {max_token_id}, got "
+        raise VocabularyError(f"Invalid token id: expected 0 <= id < {max_token_id}, got "
                          f"{int(ids.min()) if ids.min() < 0 else int(ids.max())}")
     blob, starts, lens = _pack(keys)
     return _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id)

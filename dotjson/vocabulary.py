@@ -34,8 +34,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .errors import IndexFormatError, VocabularyError
-from .trie import TokenTrie, VocabTries, _vocab_tries_from_packed
+from .errors import DotjsonTypeError, IndexFormatError, VocabularyError
+from .trie import TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
 
 __all__ = ["Vocabulary", "bytes_to_unicode"]
 
@@ -67,6 +67,11 @@ _KNOWN_EOS = (
     "<|end|>",
     "<end_of_turn>",
 )
+
+#: Most token ids a vocabulary may have (``max_token_id()``). The largest real vocabularies have
+#: about 262,000; every id costs memory up front (a byte of kind, 8 bytes of offset, a list slot)
+#: and one bit in every mask, so a stray id like ``10**9`` is refused rather than allocated.
+MAX_VOCAB_SIZE = 1 << 22
 
 _BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>\Z")
 
@@ -519,23 +524,34 @@ class Vocabulary:
         Raises
         ------
         VocabularyError
-            Mismatched lengths, duplicate or negative ids, a token that is neither bytes nor
-            str, or an EOS id out of range.
+            Mismatched lengths, duplicate, negative or non-integer ids, an id at or past
+            :data:`MAX_VOCAB_SIZE` (checked before anything is allocated), a token that is
+            neither bytes nor str, or an EOS id out of range.
         """
+        try:
+            tokens, token_ids = list(tokens), list(token_ids)
+            eos_list = ([eos_token_ids] if isinstance(eos_token_ids, (int, np.integer))
+                        else list(eos_token_ids))
+            specials = list(special_token_ids)
+        except TypeError as exc:
+            raise VocabularyError(f"Invalid from_tuples input: expected sequences ({exc})") from None
         if len(tokens) != len(token_ids):
             raise VocabularyError(
                 f"Invalid from_tuples input: {len(tokens)} tokens but {len(token_ids)} token ids"
             )
-        ids = [int(i) for i in token_ids]
+        ids = [_id_arg(i, "token id") for i in token_ids]
+        eos_ids = [_id_arg(e, "EOS token id") for e in eos_list]
+        specials = [_id_arg(i, "special token id") for i in specials]
         if ids and min(ids) < 0:
             raise VocabularyError(f"Invalid token id {min(ids)}: ids must be non-negative")
-        n = max(ids, default=-1) + 1
-        eos_n = n
-        eos_list = [eos_token_ids] if isinstance(eos_token_ids, (int, np.integer)) else list(eos_token_ids)
-        for e in eos_list:  # an EOS id may lie past the listed tokens
-            if isinstance(e, (int, np.integer)) and not isinstance(e, bool) and int(e) >= eos_n:
-                eos_n = int(e) + 1
-        n = eos_n
+        # An EOS id may lie past the listed tokens.
+        n = max(max(ids, default=-1), max(eos_ids, default=-1)) + 1
+        if n > MAX_VOCAB_SIZE:
+            raise VocabularyError(
+                f"Invalid token id {n - 1}: expected ids below {MAX_VOCAB_SIZE} (MAX_VOCAB_SIZE; "
+                f"every id up to the largest costs memory in the vocabulary and a bit in every mask)"
+            )
+        special_token_ids = specials
         kinds = np.full(n, _ABSENT, dtype=np.uint8)
         token_list: list[bytes] = [b""] * n
         for t, i in zip(tokens, ids):
@@ -550,7 +566,6 @@ class Vocabulary:
             kinds[i] = _TEXT
             token_list[i] = t
         for i in special_token_ids:
-            i = int(i)
             if not 0 <= i < n:
                 raise VocabularyError(f"Invalid special token id {i}: expected 0 <= id < {n}")
             kinds[i] = _SPECIAL
@@ -589,8 +604,9 @@ class Vocabulary:
         lst = self._list
         if lst is None:
             lst = self._token_list()
-        if isinstance(token_id, (bool, np.bool_)) or not 0 <= token_id < len(lst):
-            raise VocabularyError(f"Invalid token id {token_id!r}: expected 0 <= id < {len(lst)}")
+        if (isinstance(token_id, (bool, np.bool_)) or not isinstance(token_id, (int, np.integer))
+                or not 0 <= token_id < len(lst)):
+            raise VocabularyError(f"Invalid token id {token_id!r}: expected an integer, 0 <= id < {len(lst)}")
         return lst[token_id]
 
     def _token_list(self) -> list[bytes]:
@@ -620,6 +636,10 @@ class Vocabulary:
 
     def is_special(self, token_id: int) -> bool:
         """True for a control token (never emitted as text)."""
+        n = self._kinds.shape[0]
+        if (isinstance(token_id, (bool, np.bool_)) or not isinstance(token_id, (int, np.integer))
+                or not 0 <= token_id < n):
+            raise VocabularyError(f"Invalid token id {token_id!r}: expected an integer, 0 <= id < {n}")
         return bool(self._kinds[token_id] == _SPECIAL)
 
     def emittable_token_ids(self) -> np.ndarray:
@@ -702,18 +722,27 @@ class Vocabulary:
         Raises
         ------
         IndexFormatError
-            The file is truncated, corrupt, of another version, or not a vocabulary file.
-        FileNotFoundError
-            ``path`` does not exist.
+            The file is truncated, corrupt (any byte of it: a SHA-256 covers the whole file, and
+            every value is checked against the others), of another version, or not a
+            vocabulary file.
+        VocabularyError
+            ``path`` does not exist or cannot be read.
+        DotjsonTypeError
+            ``path`` is not a path.
         """
-        path = Path(path)
+        path = _as_path(path, "path")
         meta, arrs = _read_container(path)
         try:
-            n = int(meta["max_token_id"])
-            eos = tuple(int(e) for e in meta["eos_token_ids"])
-            n_words = int(meta["n_words"])
-            max_len = int(meta["max_len"])
-            want_fp = str(meta["fingerprint"])
+            n = _meta_int(meta, "max_token_id")
+            eos_list = meta["eos_token_ids"]
+            if not isinstance(eos_list, list) or not all(type(e) is int for e in eos_list):
+                raise ValueError("eos_token_ids is not a list of integers")
+            eos = tuple(eos_list)
+            n_words = _meta_int(meta, "n_words")
+            max_len = _meta_int(meta, "max_len")
+            want_fp = meta["fingerprint"]
+            if not isinstance(want_fp, str):
+                raise ValueError("fingerprint is not text")
             blob, offsets, kinds = arrs["blob"], arrs["offsets"], arrs["kinds"]
             tries = VocabTries(
                 plain=TokenTrie(**{k: arrs[f"plain.{k}"] for k in _TRIE_FIELDS}),
@@ -729,6 +758,26 @@ class Vocabulary:
         if vocab.fingerprint != want_fp:
             raise IndexFormatError(f"Corrupt vocabulary file {path}: fingerprint mismatch")
         return vocab
+
+
+def _id_arg(x, what: str) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise VocabularyError(f"Invalid {what} {x!r}: expected an integer")
+    return int(x)
+
+
+def _meta_int(meta: dict, key: str) -> int:
+    v = meta[key]
+    if type(v) is not int:
+        raise ValueError(f"{key} is {v!r}, not an integer")
+    return v
+
+
+def _as_path(path, what: str) -> Path:
+    try:
+        return Path(os.fspath(path))
+    except TypeError:
+        raise DotjsonTypeError(f"Invalid {what}: expected a str or os.PathLike, got {type(path).__name__}") from None
 
 
 _TRIE_FIELDS = ("child_ptr", "child_byte", "child_node", "tok_ptr", "tok_ids", "subtree_end")
@@ -820,10 +869,19 @@ def _json_tokenizer(local_dir: Path | None, repo_id: str, revision, token) -> _J
 # ---------------------------------------------------------------------------------------------
 
 _MAGIC = b"DOTJSON-VOCAB\x00\r\n"
-_VERSION = 1
+#: Version 2: a SHA-256 of every preceding byte (prefix and header included) ends the file.
+#: Version 1 checked the payload only (its header, e.g. ``max_len``, was unprotected): refused.
+_VERSION = 2
 _PREFIX = struct.Struct("<16sIIQ")  # magic, version, header length, payload length
+_DIGEST = 32
 _ALIGN = 64
 _DTYPES = {"uint8", "int32", "int64", "uint32"}
+#: The dtype each saved array must have (what the kernels are compiled for).
+_ARRAY_DTYPES = {"blob": "uint8", "offsets": "int64", "kinds": "uint8", "plain_bits": "uint32"}
+for _t in ("plain", "special"):
+    _ARRAY_DTYPES.update({f"{_t}.child_ptr": "int32", f"{_t}.child_byte": "uint8",
+                          f"{_t}.child_node": "int32", f"{_t}.tok_ptr": "int32",
+                          f"{_t}.tok_ids": "int32", f"{_t}.subtree_end": "int32"})
 
 
 def _write_container(path: Path, meta: dict, arrays: list[tuple[str, np.ndarray]]) -> None:
@@ -841,19 +899,17 @@ def _write_container(path: Path, meta: dict, arrays: list[tuple[str, np.ndarray]
         chunks.append(a.tobytes())
         off += a.nbytes
     payload_len = off
-    crc = 0
-    for c in chunks:
-        crc = zlib.crc32(c, crc)
-    header = dict(meta, arrays=table, payload_crc32=crc)
+    header = dict(meta, arrays=table)
     hbytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
     hbytes += b" " * ((-(_PREFIX.size + len(hbytes))) % _ALIGN)
+    digest = hashlib.sha256()
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
-            f.write(_PREFIX.pack(_MAGIC, _VERSION, len(hbytes), payload_len))
-            f.write(hbytes)
-            for c in chunks:
+            for c in (_PREFIX.pack(_MAGIC, _VERSION, len(hbytes), payload_len), hbytes, *chunks):
+                digest.update(c)
                 f.write(c)
+            f.write(digest.digest())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -862,37 +918,52 @@ def _write_container(path: Path, meta: dict, arrays: list[tuple[str, np.ndarray]
 
 def _read_container(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     if not path.is_file():
-        raise FileNotFoundError(f"No vocabulary file at {path}")
-    buf = np.fromfile(path, dtype=np.uint8)
+        raise VocabularyError(
+            f"No vocabulary file at {path}: "
+            + ("it is a directory" if path.is_dir() else "the file does not exist")
+        )
+    try:
+        buf = np.fromfile(path, dtype=np.uint8)
+    except OSError as exc:
+        raise VocabularyError(f"Cannot read vocabulary file {path}: {exc}") from None
     if buf.shape[0] < _PREFIX.size:
         raise IndexFormatError(f"Not a dotjson vocabulary file: {path} is truncated ({buf.shape[0]} bytes)")
     magic, version, hlen, plen = _PREFIX.unpack(buf[: _PREFIX.size].tobytes())
     if magic != _MAGIC:
         raise IndexFormatError(f"Not a dotjson vocabulary file: {path} (bad magic)")
     if version != _VERSION:
-        raise IndexFormatError(f"Unsupported vocabulary file version {version} in {path}: expected {_VERSION}")
-    start = _PREFIX.size + hlen
-    if buf.shape[0] != start + plen:
+        old = " (its header is outside its checksum): save it again with this dotjson" if version == 1 else ""
         raise IndexFormatError(
-            f"Truncated or corrupt vocabulary file {path}: expected {start + plen} bytes, found {buf.shape[0]}"
+            f"Unsupported vocabulary file version {version} in {path}: expected {_VERSION}{old}"
         )
+    start = _PREFIX.size + hlen
+    if buf.shape[0] != start + plen + _DIGEST:
+        raise IndexFormatError(
+            f"Truncated or corrupt vocabulary file {path}: expected {start + plen + _DIGEST} bytes, "
+            f"found {buf.shape[0]}"
+        )
+    body = buf[: start + plen]
+    if hashlib.sha256(body).digest() != buf[start + plen :].tobytes():
+        raise IndexFormatError(f"Corrupt vocabulary file {path}: checksum mismatch (SHA-256 of the whole file)")
     try:
         meta = json.loads(buf[_PREFIX.size : start].tobytes().decode("utf-8"))
         table = meta["arrays"]
-        crc = int(meta["payload_crc32"])
+        if not isinstance(table, dict) or set(table) != set(_ARRAY_DTYPES):
+            raise ValueError("the array table does not list exactly the vocabulary's arrays")
     except (ValueError, KeyError, TypeError) as exc:
         raise IndexFormatError(f"Corrupt vocabulary file {path}: unreadable header ({exc})") from exc
-    payload = buf[start:]
-    if zlib.crc32(payload) != crc:
-        raise IndexFormatError(f"Corrupt vocabulary file {path}: checksum mismatch")
+    payload = buf[start : start + plen]
     arrs = {}
     try:
         for name, (dtype, shape, off, nbytes) in table.items():
-            if dtype not in _DTYPES:
+            if dtype not in _DTYPES or dtype != _ARRAY_DTYPES[name]:
                 raise ValueError(f"dtype {dtype!r} of {name}")
             dt = np.dtype(dtype).newbyteorder("<")
-            count = int(np.prod(shape, dtype=np.int64))
-            if len(shape) != 1 or count * dt.itemsize != nbytes or off < 0 or off + nbytes > plen or off % dt.itemsize:
+            if not (isinstance(shape, list) and len(shape) == 1 and type(shape[0]) is int
+                    and type(off) is int and type(nbytes) is int):
+                raise ValueError(f"shape or extent of {name}")
+            count = shape[0]
+            if count < 0 or count * dt.itemsize != nbytes or off < 0 or off + nbytes > plen or off % dt.itemsize:
                 raise ValueError(f"extent of {name}")
             arrs[name] = payload[off : off + nbytes].view(dt).astype(np.dtype(dtype), copy=False)
     except (ValueError, TypeError) as exc:
@@ -906,7 +977,9 @@ def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
     def bad(what):
         raise IndexFormatError(f"Corrupt vocabulary file {path}: {what}")
 
-    if n < 0 or kinds.shape[0] != n or offsets.shape[0] != n + 1:
+    if not 0 <= n <= MAX_VOCAB_SIZE:
+        bad(f"max_token_id {n}: expected 0 <= max_token_id <= {MAX_VOCAB_SIZE}")
+    if kinds.shape[0] != n or offsets.shape[0] != n + 1:
         bad("token table sizes disagree")
     if n and (offsets[0] != 0 or offsets[-1] != blob.shape[0] or np.any(np.diff(offsets) < 0)):
         bad("token offsets")
@@ -935,5 +1008,31 @@ def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
             bad(f"{name} trie subtree ends")
         if t.child_node.size and np.any(t.child_node <= np.repeat(idx, np.diff(t.child_ptr))):
             bad(f"{name} trie order")
-    if tries.max_len < 0:
-        bad("max_len")
+    # Values against each other: the tries must hold exactly the emittable tokens, spelled by
+    # their paths, and max_len (which sizes the walk's stacks) must be the deepest path.
+    lens = np.diff(offsets)
+    emit = (kinds == _TEXT) & (lens > 0)
+    if eos:
+        emit[np.asarray(eos, dtype=np.int64)] = False
+    want = np.flatnonzero(emit)
+    plain_ids = np.sort(tries.plain.tok_ids.astype(np.int64))
+    special_ids = np.sort(tries.special.tok_ids.astype(np.int64))
+    if not np.array_equal(np.union1d(plain_ids, special_ids), want) or \
+            plain_ids.shape[0] + special_ids.shape[0] != want.shape[0]:
+        bad("the tries do not hold exactly the emittable tokens")
+    bits = np.zeros(tries.n_words, dtype=np.uint32)
+    if plain_ids.size:
+        np.bitwise_or.at(bits, plain_ids >> 5, (np.uint32(1) << (plain_ids & 31).astype(np.uint32)))
+    if not np.array_equal(bits, tries.plain_bits):
+        bad("plain bitset disagrees with the plain trie")
+    blob_k = blob if blob.shape[0] else np.zeros(1, dtype=np.uint8)
+    deepest = 0
+    for name, t in (("plain", tries.plain), ("special", tries.special)):
+        d = check_trie(t.child_ptr, t.child_byte, t.child_node, t.tok_ptr, t.tok_ids, t.subtree_end,
+                       blob_k, offsets)
+        if d < 0:
+            bad(f"{name} trie structure (code {d}): its paths do not spell its tokens")
+        deepest = max(deepest, int(d))
+    longest = int(lens[want].max()) if want.size else 0
+    if tries.max_len != longest or deepest != longest:
+        bad(f"max_len {tries.max_len}: the longest emittable token has {longest} bytes")

@@ -1,15 +1,18 @@
 """JSON-Schema-Test-Suite coverage of dotjson.schema, checked with Lark's Earley parser.
 
-For every test group of a draft2020-12 file: translate the schema (``UnsupportedSchemaError`` →
+For every test group of a draft2020-12 or draft7 file: translate the schema (``UnsupportedSchemaError`` →
 all its cases count as *unsupported*), then for every case check that the grammar accepts the
 instance exactly when the suite says it is valid: compact (``json.dumps(separators=(',', ':'))``)
 and pretty-printed (``indent=2``). A case *passes* when every form agrees, else it *fails*.
+A schema without ``$schema`` is read in the draft of its folder (draft7 files are draft 7).
 
 Usage::
 
-    python3 perf/suite_report.py                 # all draft2020-12 files (incl. optional/)
-    python3 perf/suite_report.py --json out.json  # also write the per-file counts
-    python3 perf/suite_report.py FILE...          # some files only (paths relative to draft2020-12)
+    python3 perf/suite_report.py                    # all draft2020-12 files (incl. optional/)
+    python3 perf/suite_report.py --draft draft7     # all draft7 files
+    python3 perf/suite_report.py --json out.json    # also write the per-file counts
+    python3 perf/suite_report.py --update-baseline  # write the ratchet's baseline for the draft
+    python3 perf/suite_report.py FILE...            # some files only (paths relative to the draft)
 """
 
 from __future__ import annotations
@@ -23,7 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "data" / "json-schema-test-suite"
-DRAFT = SUITE / "draft2020-12"
+#: draft folder -> (``$schema`` for schemas without one, the ratchet's baseline file)
+DRAFTS = {
+    "draft2020-12": ("https://json-schema.org/draft/2020-12/schema", ROOT / "tests" / "data" / "suite_baseline.json"),
+    "draft7": ("http://json-schema.org/draft-07/schema#", ROOT / "tests" / "data" / "suite_baseline_draft7.json"),
+}
+DEFAULT_DRAFT = "draft2020-12"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -42,8 +50,17 @@ def remotes() -> dict:
     return out
 
 
-def suite_files() -> list[str]:
-    return sorted(p.relative_to(DRAFT).as_posix() for p in DRAFT.rglob("*.json"))
+def suite_files(draft: str = DEFAULT_DRAFT) -> list[str]:
+    """The test files of one draft folder, relative to it."""
+    base = SUITE / draft
+    return sorted(p.relative_to(base).as_posix() for p in base.rglob("*.json"))
+
+
+def _in_dialect(schema, draft: str):
+    """The schema with the folder's ``$schema`` when it names none (the suite's convention)."""
+    if isinstance(schema, dict) and "$schema" not in schema:
+        return {"$schema": DRAFTS[draft][0], **schema}
+    return schema
 
 
 def _forms(data) -> list[str]:
@@ -52,13 +69,17 @@ def _forms(data) -> list[str]:
     return [compact] if pretty == compact else [compact, pretty]
 
 
-def run_group(group: dict, res: dict) -> tuple[list[str], str | None]:
+#: schema_to_grammar options of the run (``--property-order any``: the "every valid document" order)
+OPTIONS: dict = {}
+
+
+def run_group(group: dict, res: dict, draft: str = DEFAULT_DRAFT) -> tuple[list[str], str | None]:
     """Outcome ('pass', 'fail', 'unsupported') per case of one test group, and a note."""
     tests = group["tests"]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            g = schema_to_grammar(group["schema"], resources=res)
+            g = schema_to_grammar(_in_dialect(group["schema"], draft), resources=res, **OPTIONS)
     except UnsupportedSchemaError as e:
         return ["unsupported"] * len(tests), f"unsupported: {e}"
     except SchemaError as e:
@@ -82,11 +103,11 @@ def run_group(group: dict, res: dict) -> tuple[list[str], str | None]:
     return out, "; ".join(notes) or None
 
 
-def run_file(rel: str, res: dict | None = None, verbose: bool = False) -> dict:
+def run_file(rel: str, res: dict | None = None, verbose: bool = False, draft: str = DEFAULT_DRAFT) -> dict:
     res = remotes() if res is None else res
     counts = {"pass": 0, "fail": 0, "unsupported": 0}
-    for group in json.loads((DRAFT / rel).read_text()):
-        outcomes, note = run_group(group, res)
+    for group in json.loads((SUITE / draft / rel).read_text()):
+        outcomes, note = run_group(group, res, draft)
         for o in outcomes:
             counts[o] += 1
         if verbose and note:
@@ -97,17 +118,25 @@ def run_file(rel: str, res: dict | None = None, verbose: bool = False) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*")
+    ap.add_argument("--draft", choices=sorted(DRAFTS), default=DEFAULT_DRAFT, help="test folder (default %(default)s)")
+    ap.add_argument("--property-order", choices=["schema", "any"], default="schema",
+                    help="schema_to_grammar's property_order (the baselines are for 'schema')")
     ap.add_argument("--json", help="write per-file counts to this file")
+    ap.add_argument("--update-baseline", action="store_true",
+                    help="write the counts of every file of the draft to its ratchet baseline (tests/data/)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print why cases fail / are unsupported")
     args = ap.parse_args(argv)
-    files = args.files or suite_files()
+    if args.update_baseline and (args.files or args.property_order != "schema"):
+        ap.error("--update-baseline runs every file of the draft with the default options")
+    OPTIONS["property_order"] = args.property_order
+    files = args.files or suite_files(args.draft)
     res = remotes()
     total = {"pass": 0, "fail": 0, "unsupported": 0}
     table = {}
     t0 = time.perf_counter()
     print(f"{'file':45s} {'pass':>5s} {'fail':>5s} {'unsup':>5s}")
     for rel in files:
-        c = run_file(rel, res, args.verbose)
+        c = run_file(rel, res, args.verbose, args.draft)
         table[rel] = c
         for k in total:
             total[k] += c[k]
@@ -115,8 +144,12 @@ def main(argv=None) -> int:
     n = sum(total.values())
     print(f"{'TOTAL':45s} {total['pass']:5d} {total['fail']:5d} {total['unsupported']:5d}"
           f"   ({100 * total['pass'] / max(n, 1):.1f}% pass, {time.perf_counter() - t0:.1f} s)")
+    out = json.dumps(table, indent=1, sort_keys=True) + "\n"
     if args.json:
-        Path(args.json).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+        Path(args.json).write_text(out)
+    if args.update_baseline:
+        DRAFTS[args.draft][1].write_text(out)
+        print(f"wrote {DRAFTS[args.draft][1]}")
     return 0
 
 

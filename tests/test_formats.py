@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from dotjson import ir
-from dotjson.formats import SUPPORTED_FORMATS, format_to_ir
+from dotjson.errors import UnsupportedSchemaError
+from dotjson.formats import SUPPORTED_FORMATS, UNSUPPORTED_FORMATS, format_to_ir
 from dotjson.grammar import lark_parses, to_lark, to_python_regex
 from dotjson.jsonstr import encode_string_language
+from dotjson.schema import schema_to_grammar
 
 
 def _format_dir() -> Path | None:
@@ -81,9 +83,31 @@ def test_format_against_suite(name):
     print(f"{name}: {len(cases) - known} of {len(cases)} as the suite says, {known} valid rejected on purpose")
 
 
-@pytest.mark.parametrize("name", ["idn-hostname", "idn-email", "uri-template", "regex", "unknown", "made-up"])
+@pytest.mark.parametrize("name", ["idn-hostname", "idn-email", "regex", "unknown", "made-up"])
 def test_unsupported_formats_are_none(name):
     assert format_to_ir(name) is None
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED_FORMATS))
+def test_unsupported_draft_formats_are_never_silent(name):
+    # a format a draft defines but dotjson cannot check: a named error, or a warning when lenient
+    schema = {"type": "object", "properties": {"x": {"type": "string", "format": name}}}
+    with pytest.raises(UnsupportedSchemaError) as e:
+        schema_to_grammar(schema)
+    assert e.value.keyword == "format" and e.value.pointer == "/properties/x/format"
+    with pytest.warns(UserWarning, match=name):
+        schema_to_grammar(schema, lenient=True)
+    # formats no draft defines are annotations for every validator: ignored, exactly
+    schema_to_grammar({"type": "string", "format": "int32"})
+
+
+def test_uri_template_in_a_schema():
+    g = to_lark(schema_to_grammar({"type": "string", "format": "uri-template"}))
+    assert lark_parses(g, '"http://example.com/dictionary/{term:1}/{term}"')
+    assert lark_parses(g, '"\\u0041{?x,y*}"')  # every JSON spelling: \u0041 is "A"
+    assert not lark_parses(g, '"a\\\\b"')  # the decoded string a\b: a backslash is no literal
+    assert not lark_parses(g, '"http://example.com/resource/{"')
+    assert not lark_parses(g, '"{v:10000}"')
 
 
 def test_every_format_is_ref_free_and_cached():

@@ -195,20 +195,29 @@ def test_corrupt_truncated_foreign_index_files(tmp_path, tiny_bpe_vocab, tiny_sp
         Index.deserialize_from_disk(d, vocabulary=tiny_sp_vocab)
     arr = (d / "arrays.npz").read_bytes()
     (d / "arrays.npz").write_bytes(arr[: len(arr) // 2])
-    with pytest.raises(IndexFormatError, match="truncated or corrupt"):
+    with pytest.raises(IndexFormatError, match="arrays.npz is truncated or corrupt"):
         Index.deserialize_from_disk(d)
     (d / "arrays.npz").write_bytes(arr)
     meta = json.loads((d / "index.json").read_text())
     meta["version"] = 999
     (d / "index.json").write_text(json.dumps(meta))
+    with pytest.raises(IndexFormatError, match=r"index.json is truncated or corrupt \(checksum mismatch"):
+        Index.deserialize_from_disk(d)
+    # A hand-edited directory whose manifest was rewritten to match still meets the checks
+    # of the contents.
+    from dotjson.serialization import INDEX_FILES, VERSION, write_manifest
+
+    write_manifest(d, INDEX_FILES)
     with pytest.raises(IndexFormatError, match="version 999"):
         Index.deserialize_from_disk(d)
-    meta["version"] = 1
+    meta["version"] = VERSION
     meta["automaton"]["state_terms"][0] = 10**9
     (d / "index.json").write_text(json.dumps(meta))
+    write_manifest(d, INDEX_FILES)
     with pytest.raises(IndexFormatError, match="corrupt"):
         Index.deserialize_from_disk(d)
     (d / "index.json").write_text("{not json")
+    write_manifest(d, INDEX_FILES)
     with pytest.raises(IndexFormatError, match="index.json is corrupt"):
         Index.deserialize_from_disk(d)
     with pytest.raises(IndexFormatError, match="does not exist"):

@@ -293,10 +293,50 @@ def test_list_errors():
         proc([np.zeros(64, np.float32)] * 3, ts)
     with pytest.raises(ValueError, match=r"Invalid logits row 1: expected a 1-D array, got shape \(1, 64\)"):
         proc([np.zeros(64, np.float32), np.zeros((1, 64), np.float32)], ts)
-    with pytest.raises(TypeError, match="Invalid logits row 0: expected a 1-D NumPy array or tensor, got list"):
-        proc([[0.0] * 64, np.zeros(64, np.float32)], ts)
+    with pytest.raises(TypeError, match="Invalid logits row 0: expected a 1-D NumPy array, a tensor or a list of numbers, got tuple"):
+        proc([(0.0,) * 64, np.zeros(64, np.float32)], ts)
+    with pytest.raises(TypeError, match=r"Invalid logits row 1, element 3: expected a real number \(int or float\), got 'x'"):
+        proc([[0.0] * 64, [0.0] * 3 + ["x"] + [0.0] * 60], ts)
+    with pytest.raises(ValueError, match=r"Invalid logits row 0: expected width >= 64 .*got width 63"):
+        proc([[0.0] * 63, [0.0] * 64], ts)
     with pytest.raises(TypeError, match="Invalid logits: expected a float16/32/64.*got dtype bool"):
         proc([np.zeros(64, bool), np.zeros(64, bool)], ts)
+
+
+def test_python_lists_are_masked_in_place():
+    # The usage page's example: a three-token vocabulary where the second token is not allowed.
+    ts = BatchedTokenSet(pack(np.array([[True, False, True]])), 3)
+    logits = [[1, 2, 3]]
+    row = logits[0]
+    out = LogitsProcessor(FakeGuide(3, 1), 0)(logits, ts)
+    assert out is logits and logits[0] is row and logits == [[1, 0, 3]]
+    assert type(logits[0][1]) is int
+    # a flat list is one row; floats take float(mask_value); columns past the vocabulary masked
+    flat = [1.5, 2.5, 3.5, 4.5]
+    LogitsProcessor(FakeGuide(3, 1))(flat, ts)
+    assert flat == [1.5, float("-inf"), 3.5, float("-inf")]
+    # rows of mixed kinds; integer rows need an integer mask value (as integer arrays do)
+    rng = np.random.default_rng(3)
+    allowed, ts = make_set(rng, 3, 70)
+    rows = [list(range(70)), [float(x) for x in range(72)], np.arange(70, dtype=np.float32)]
+    LogitsProcessor(FakeGuide(70, 3), -9)(rows, ts)
+    for r in range(3):
+        ref = reference(np.arange(len(rows[r]), dtype=np.float64)[None, :], allowed[r : r + 1], -9)[0]
+        assert list(rows[r]) == ref.tolist()
+    ints = [[5] * 70, [5] * 70, [5] * 70]
+    with pytest.raises(ValueError, match=r"Invalid mask_value: -inf cannot be stored in logits row 0, a list of integers"):
+        LogitsProcessor(FakeGuide(70, 3))(ints, ts)
+    assert ints == [[5] * 70] * 3
+    with pytest.raises(ValueError, match=r"Invalid logits: expected a list of 3 rows .*got a flat list of numbers \(one row\)"):
+        LogitsProcessor(FakeGuide(70, 3))([1.0] * 70, ts)
+
+
+def test_mask_values_that_cannot_mask_are_refused():
+    for bad in (float("inf"), float("nan"), np.float32("nan"), np.inf):
+        with pytest.raises(ValueError, match=r"Invalid mask_value: expected a finite number or -inf \(a value that cannot be sampled\)"):
+            LogitsProcessor(FakeGuide(64, 1), bad)
+    LogitsProcessor(FakeGuide(64, 1), float("-inf"))
+    LogitsProcessor(FakeGuide(64, 1), -1e30)
 
 
 # --------------------------------------------------------------------------- torch
@@ -436,7 +476,7 @@ def test_shape_and_type_errors():
         proc(np.zeros((2, 64), np.complex64), ts)
     with pytest.raises(TypeError, match="got dtype object"):
         proc(np.zeros((2, 64), object), ts)
-    with pytest.raises(TypeError, match="Invalid logits: expected a 2-D NumPy array, a list of 1-D arrays .*got str"):
+    with pytest.raises(TypeError, match=r"Invalid logits: expected a 2-D NumPy array, a list of rows \(1-D arrays, tensors or lists of numbers\) .*got str"):
         proc("logits", ts)
     ro = np.zeros((2, 64), np.float32)
     ro.flags.writeable = False

@@ -527,3 +527,41 @@ def test_unproductive_recursion():
     check_text = to_lark(g)
     assert lark_parses(check_text, '{"b":1}')
     assert not lark_parses(check_text, '{"a":{"c":{}}}')
+
+
+# ---------------------------------------------------------------- dialects: draft-04 integers
+
+D4 = "http://json-schema.org/draft-04/schema#"
+
+
+@pytest.mark.parametrize("dialect", [D4, "http://json-schema.org/draft-06/schema#",
+                                     "http://json-schema.org/draft-07/schema#", None])
+def test_integer_spelling_follows_the_dialect(dialect):
+    # draft 4: an integer is a number written without fraction or exponent (validators reject
+    # 8080.0); draft 6 and later: any number with a zero fraction is an integer
+    head = {"$schema": dialect} if dialect else {}
+    d4 = dialect == D4
+    for schema, ints in [
+        ({"type": "object", "properties": {"port": {"type": "integer"}}}, ['{"port":8080}', '{"port":8080.0}']),
+        ({"type": "integer", "minimum": 2, "maximum": 10}, ["3", "3.0"]),
+        ({"type": "integer", "multipleOf": 2}, ["4", "4.00"]),
+        ({"type": "integer", "enum": [1, 2.5]}, ["1", "1.0"]),
+    ]:
+        good, maybe = ints
+        check({**head, **schema}, [Raw(good)] + ([] if d4 else [Raw(maybe)]), [Raw(maybe)] if d4 else [])
+    # `number` keeps every spelling; `not integer` holds 1.0 exactly in draft 4
+    check({**head, "type": "number", "maximum": 5}, [Raw("4"), Raw("4.0")], [Raw("6")])
+    check({**head, "not": {"type": "integer"}}, [Raw("1.5")] + ([Raw("1.0")] if d4 else []),
+          [Raw("1")] + ([] if d4 else [Raw("1.0")]))
+
+
+def test_draft4_integer_index_accepts(tiny_bpe_vocab):
+    from dotjson import Index
+
+    schema = {"$schema": D4, "type": "object", "properties": {"port": {"type": "integer"}}}
+    index = Index(schema, tiny_bpe_vocab, close_objects=False)
+    assert index.accepts('{"port":8080}')
+    assert not index.accepts('{"port":8080.0}')
+    assert not index.is_prefix('{"port":8080.')
+    schema7 = dict(schema, **{"$schema": "http://json-schema.org/draft-07/schema#"})
+    assert Index(schema7, tiny_bpe_vocab, close_objects=False).accepts('{"port":8080.0}')

@@ -26,7 +26,7 @@ def test_fixed_example():
     allowed[0, [0, 31, 32, 69]] = True
     allowed[1, 5] = True
     ts = BatchedTokenSet(pack(allowed), 70)
-    assert len(ts) == 3 and ts.batch_size == 3 and ts.vocab_size == 70
+    assert ts.batch_size == 3 and ts.vocab_size == 70
     assert ts.num_allowed().tolist() == [4, 1, 0]
     assert ts.forced_tokens().tolist() == [-1, 5, -1]
     assert ts.contains(31).tolist() == [True, False, False]
@@ -93,7 +93,7 @@ def test_slice_and_bits_are_views_that_protect_the_source():
     bits = pack(allowed)
     ts = BatchedTokenSet(bits, 300)
     sub = ts[1:4]
-    assert isinstance(sub, BatchedTokenSet) and len(sub) == 3
+    assert isinstance(sub, BatchedTokenSet) and sub.batch_size == 3
     np.testing.assert_array_equal(sub.to_bool_mask(), allowed[1:4])
     view = ts.bits
     assert view.shape == bits.shape and np.shares_memory(view, bits)
@@ -131,6 +131,21 @@ def test_query_errors():
     with pytest.raises(TypeError, match="Invalid row index: expected an integer or a slice, got str"):
         ts["0"]
     assert ts.contains(np.int64(3)).tolist() == [False, False]
+
+
+def test_len_counts_allowed_tokens_of_one_row():
+    allowed = np.zeros((3, 70), dtype=bool)
+    allowed[0, [0, 31, 32, 69]] = True
+    allowed[1, 5] = True
+    ts = BatchedTokenSet(pack(allowed), 70)
+    assert len(ts[0:1]) == 4 and len(ts[1:2]) == 1 and len(ts[2:3]) == 0
+    assert len(ts[0:1]) == len(ts[0:1][0]) == ts[0:1].num_allowed()[0]
+    assert bool(ts) and bool(ts[1:2]) and not ts[2:3] and not ts[0:0]
+    with pytest.raises(TypeError, match=r"len\(\) of a BatchedTokenSet of 3 rows is ambiguous.*num_allowed\(\)"):
+        len(ts)
+    # iteration goes by rows whatever the batch size (list() ignores the refused length hint)
+    assert [r.tolist() for r in ts] == [[0, 31, 32, 69], [5], []]
+    assert len(list(ts[0:1])) == 1 and ts[0:1].batch_size == 1
 
 
 def test_empty_vocab_and_batch():

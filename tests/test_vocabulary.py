@@ -418,7 +418,7 @@ def test_deserialize_foreign_files(tmp_path):
     np.save(tmp_path / "arr.npy", np.arange(100))
     with pytest.raises(IndexFormatError, match="bad magic"):
         Vocabulary.deserialize_from_disk(tmp_path / "arr.npy")
-    with pytest.raises(FileNotFoundError, match="No vocabulary file"):
+    with pytest.raises(VocabularyError, match=r"No vocabulary file at .*missing\.bin: the file does not exist"):
         Vocabulary.deserialize_from_disk(tmp_path / "missing.bin")
 
 

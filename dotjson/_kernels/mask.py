@@ -127,7 +127,7 @@ def _target_has_masked_store(context, bits: int) -> bool:
     """
     try:
         features = context.codegen()._tm_features or ""
-    except Exception:  # a Numba without this attribute: the blend is correct everywhere
+    except AttributeError:  # a Numba without this attribute: the blend is correct everywhere
         return False
     if bits >= 32:
         return "+avx512f" in features or "+avx2" in features

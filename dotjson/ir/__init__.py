@@ -156,10 +156,15 @@ class Grammar:
         A :class:`LazyRules` produces the bodies when they are first looked up.
     start : str
         Name of the start rule.
+    families : sequence, optional
+        Rule families: objects owning a set of rule names too large to write down, whose bodies
+        are produced on demand (:class:`dotjson.objects_any_order.AnyOrderObject`). A lazily
+        compiled schema shares its list, which grows as objects are built.
     """
 
     rules: Mapping[str, Node] = field(default_factory=dict)
     start: str = "start"
+    families: tuple = ()
 
     def __post_init__(self) -> None:
         if self.start not in self.rules and bool(self.rules):

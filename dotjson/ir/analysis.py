@@ -274,6 +274,9 @@ class Analysis:
                 return known(name)[1]
         self._null = _Solver(rules, self._ncond, nh)
         self._prod = _Solver(rules, self._pcond, ph)
+        bind = getattr(rules, "bind_analysis", None)
+        if bind is not None:
+            bind(self)
         self._left_ok: set[str] = set()
 
     # ---------------------------------------------------------------- conditions

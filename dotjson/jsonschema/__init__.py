@@ -39,6 +39,7 @@ from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaErr
 from dotjson.ir import EMPTY, seq
 from dotjson.ir.analysis import Analysis
 from dotjson.jsonschema.compiler import Compiler
+from dotjson.objects_any_order import PROPERTY_ORDERS, rules_with_families
 from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
@@ -60,7 +61,8 @@ def _load(schema):
 
 
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
-                      lenient: bool = False, resources=None) -> ir.Grammar:
+                      lenient: bool = False, resources=None, property_order: str = "schema",
+                      whitespace: str = "bounded") -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
 
     Parameters
@@ -80,6 +82,13 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         yields valid JSON; the grammar then over-approximates the schema.
     resources : mapping of str to schema, optional
         Schemas for remote ``$ref`` URIs (nothing is fetched from the network).
+    property_order : {"schema", "any"}, default "schema"
+        ``"schema"``: declared properties in the schema's order. ``"any"``: in any order, each at
+        most once, built lazily (:mod:`dotjson.objects_any_order`; the grammar then holds rule
+        families, written out by :func:`dotjson.grammar.to_lark` for small objects only).
+    whitespace : {"bounded", "json"}, default "bounded"
+        Without ``disallow_whitespace``: ``"bounded"`` is the ``ws`` rule of ``grammars/json.lark``
+        (one line break, 20 blanks); ``"json"`` is any whitespace JSON allows between tokens.
 
     Returns
     -------
@@ -94,12 +103,20 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     SchemaError
         A malformed schema, or one that accepts no value at all.
     """
+    if property_order not in PROPERTY_ORDERS:
+        raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
+    from dotjson.grammar import JSON_WS, WHITESPACE_MODES
+
+    if whitespace not in WHITESPACE_MODES:
+        raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
     schema = _load(schema)
     if resources:
         resources = {k: _load(v) for k, v in resources.items()}
     try:
         tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                      lenient=lenient, resources=resources)
+                      lenient=lenient, resources=resources, property_order=property_order)
+        if whitespace == "json" and not disallow_whitespace:
+            tr.rules["ws"] = JSON_WS
         root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
         tr.prepare(root_expr)                                  # phase 1: the whole reachable schema
         root = tr.node_of(root_expr)                           # phase 2 starts on demand
@@ -109,20 +126,23 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
     tr.rules["start"] = seq(tr.ws, root, tr.ws)
     rules = ir.LazyRules(tr)
+    # the families list is shared: property_order="any" objects add theirs as they are built
+    grammar = ir.Grammar(rules, "start", families=tr.families)
     # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the
     # automaton decides): a witness is found without compiling what it does not need.
     try:
-        productive = Analysis(rules).productive("start")
+        productive = Analysis(rules_with_families(grammar)).productive("start")
     except RecursionError:
         raise LimitExceededError("schema nesting too deep to compile") from None
     if not productive:
         raise SchemaError("the schema accepts no JSON value (its language is empty: a required value is "
                           "empty or recurses forever)", pointer="")
-    return ir.Grammar(rules, "start")
+    return grammar
 
 
 def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
-                 lenient: bool = False, resources=None) -> None:
+                 lenient: bool = False, resources=None, property_order: str = "schema",
+                 whitespace: str = "bounded") -> None:
     """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
 
     Translation is fast (milliseconds), so the check is the translation itself.
@@ -133,4 +153,5 @@ def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bo
         As :func:`schema_to_grammar`.
     """
     schema_to_grammar(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                      lenient=lenient, resources=resources)
+                      lenient=lenient, resources=resources, property_order=property_order,
+                      whitespace=whitespace)

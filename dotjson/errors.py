@@ -24,6 +24,10 @@ class DotjsonIndexError(DotjsonError, IndexError):
     """A row or position outside the object it indexes."""
 
 
+class DotjsonOSError(DotjsonError, OSError):
+    """A file or directory that cannot be written (saving an index or a vocabulary)."""
+
+
 class SchemaError(DotjsonError, ValueError):
     """A malformed JSON Schema (or grammar).
 
@@ -68,3 +72,7 @@ class LimitExceededError(DotjsonError, RuntimeError):
 
 class IndexFormatError(DotjsonError, ValueError):
     """A serialized index or vocabulary file that is truncated, corrupt or foreign."""
+
+
+class ModelLoadError(DotjsonError, OSError):
+    """A model or tokenizer that cannot be found, reached or loaded (:mod:`dotjson.models`)."""

@@ -21,6 +21,7 @@ from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
     DotjsonValueError,
+    GrammarError,
     LimitExceededError,
     SchemaError,
 )
@@ -41,16 +42,20 @@ class Index:
 
     Parameters
     ----------
-    schema : str, dict or bool
-        A JSON Schema, as JSON text or as a parsed value.
+    schema : str, dict, bool or a Pydantic model class
+        A JSON Schema, as JSON text or as a parsed value; or a Pydantic (v2) model class, whose
+        ``model_json_schema()`` is used (see :meth:`from_pydantic`).
     vocabulary : dotjson.Vocabulary
         The tokenizer's vocabulary.
     disallow_whitespace : bool, default False
         True: compact JSON, no whitespace between tokens. False: a bounded amount of whitespace
         between syntax tokens (see ``docs/grammar.md``).
-    close_objects : bool, default False
-        Objects whose schema says nothing about ``additionalProperties`` accept no extra
-        properties (the specification allows them; this is the tighter choice of some engines).
+    close_objects : bool, default True
+        A generation policy. ``True``: an object whose schema declares ``properties`` or
+        ``patternProperties`` but says nothing about ``additionalProperties`` gets no extra keys
+        (small models otherwise invent keys until the token budget ends; OpenAI's strict mode and
+        XGrammar close such objects too). ``False`` follows the specification: extra keys allowed
+        (the setting for teacher forcing, scoring and checking existing documents).
     lenient : bool, default False
         Downgrade unsupported keywords whose neglect still yields well-formed JSON to warnings.
     property_order : {"schema", "any"}, default "schema"
@@ -72,6 +77,17 @@ class Index:
     fuel : int, default 200_000
         Derivative steps allowed to one emptiness search (patterns intersected with lengths).
 
+    Raises
+    ------
+    SchemaError
+        A malformed schema: not JSON, bytes that are not UTF-8, a string value holding a lone
+        surrogate, keywords that contradict each other (no document satisfies them);
+        :class:`~dotjson.errors.UnsupportedSchemaError` for a keyword dotjson cannot enforce.
+    DotjsonTypeError, DotjsonValueError
+        ``vocabulary`` is not a :class:`~dotjson.Vocabulary`; a budget is not a positive integer.
+    LimitExceededError
+        A budget ran out while compiling.
+
     Examples
     --------
     >>> index = Index('{"type": "integer"}', vocabulary)          # doctest: +SKIP
@@ -84,7 +100,7 @@ class Index:
         vocabulary,
         disallow_whitespace: bool = False,
         *,
-        close_objects: bool = False,
+        close_objects: bool = True,
         lenient: bool = False,
         property_order: str = "schema",
         whitespace: str = "bounded",
@@ -105,6 +121,8 @@ class Index:
                     pointer="",
                 ) from None
         _check_vocabulary(vocabulary)
+        if _is_pydantic_model(schema):
+            schema = _pydantic_schema(schema)
         grammar = schema_to_grammar(
             schema,
             disallow_whitespace=disallow_whitespace,
@@ -122,7 +140,12 @@ class Index:
             "property_order": property_order,
             "whitespace": whitespace,
         }
-        self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+        try:
+            self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+        except GrammarError as exc:
+            # The grammar came from the schema: what it cannot do is the schema's (e.g. patterns
+            # no string matches together, which leave the language empty).
+            raise SchemaError(f"the schema cannot be compiled: {exc}", pointer="") from exc
 
     # ------------------------------------------------------------------ constructors
 
@@ -137,6 +160,8 @@ class Index:
         fuel: int = 200_000,
     ) -> "Index":
         """An index for a grammar already in the internal form (:mod:`dotjson.ir`)."""
+        if not isinstance(grammar, ir.Grammar):
+            raise DotjsonTypeError(f"Invalid grammar: expected a dotjson.ir.Grammar, got {type(grammar).__name__}")
         self = cls.__new__(cls)
         self._options = {"source": "grammar"}
         self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
@@ -156,6 +181,9 @@ class Index:
         """
         from .grammar import load_lark
 
+        if not isinstance(grammar, str):
+            raise DotjsonTypeError(f"Invalid grammar: expected Lark grammar text (str), got {type(grammar).__name__}")
+        _check_vocabulary(vocabulary)
         self = cls.from_grammar(load_lark(grammar), vocabulary, **options)
         self._options = {"source": "lark"}
         return self
@@ -174,9 +202,48 @@ class Index:
         """
         from .regex import regex_to_grammar
 
+        if not isinstance(pattern, str):
+            raise DotjsonTypeError(f"Invalid pattern: expected a regular expression (str), got {type(pattern).__name__}")
+        _check_vocabulary(vocabulary)
         self = cls.from_grammar(regex_to_grammar(pattern), vocabulary, **options)
         self._options = {"source": "regex"}
         return self
+
+    @classmethod
+    def from_pydantic(cls, model, vocabulary, disallow_whitespace: bool = False,
+                      **options) -> "Index":
+        """An index for the JSON Schema of a Pydantic model class.
+
+        Pydantic is not a dependency of dotjson: nothing imports it; the class's own
+        ``model_json_schema()`` (Pydantic v2) provides the schema. A model without
+        ``extra="forbid"`` says nothing about ``additionalProperties``; with the default
+        ``close_objects=True`` its documents still get no extra keys, and every document
+        validates with ``model.model_validate_json``.
+
+        Parameters
+        ----------
+        model : type
+            A subclass of ``pydantic.BaseModel``.
+        vocabulary : dotjson.Vocabulary
+        disallow_whitespace : bool, default False
+        **options
+            ``close_objects``, ``lenient``, ``max_states``, ``max_cache_bytes``, ``fuel`` as for
+            :class:`Index`.
+
+        Raises
+        ------
+        SchemaError
+            If ``model`` is not a Pydantic model class, or its schema cannot be produced.
+        UnsupportedSchemaError
+            If its schema uses a keyword dotjson cannot enforce.
+        """
+        from .errors import SchemaError
+
+        if not _is_pydantic_model(model):
+            raise SchemaError(
+                "Index.from_pydantic needs a Pydantic model class (a subclass of "
+                f"pydantic.BaseModel with model_json_schema()), got {model!r}")
+        return cls(_pydantic_schema(model), vocabulary, disallow_whitespace, **options)
 
     def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None):
         _check_vocabulary(vocabulary)
@@ -540,11 +607,6 @@ class Index:
         force = getattr(self._ir.rules, "force", None)
         if force is not None:
             force()  # a lazily compiled grammar: every rule, so that every family is known
-        if self._ir.families:
-            from .errors import GrammarError
-
-            raise GrammarError("an index with property_order='any' cannot be saved yet (its lazy rule "
-                               "families have no serialized form); rebuild it instead")
         save_index(self, path)
 
     @classmethod
@@ -613,3 +675,18 @@ def _check_vocabulary(vocabulary) -> None:
 
 
 __all__ = ["Index", "FINISHED"]
+
+
+def _is_pydantic_model(obj) -> bool:
+    """A Pydantic v2 model class (recognized without importing pydantic)."""
+    return isinstance(obj, type) and callable(getattr(obj, "model_json_schema", None))
+
+
+def _pydantic_schema(model) -> dict:
+    from .errors import SchemaError
+
+    try:
+        return model.model_json_schema()
+    except Exception as e:  # noqa: BLE001 - pydantic's own errors (unserializable types, ...)
+        raise SchemaError(f"{model.__name__}.model_json_schema() failed: "
+                          f"{type(e).__name__}: {e}") from None

@@ -172,6 +172,29 @@ class AnyOrderObject:
         self._bodies.clear()
 
 
+    # ------------------------------------------------------------------ persistence
+    def to_json(self, enc) -> dict:
+        """Plain JSON values (``enc``: IR node to JSON, as :mod:`dotjson.serialization` writes)."""
+        return {"kind": "any_order_object", "prefix": self.prefix, "members": [enc(m) for m in self.members],
+                "required": self.required, "extra": None if self.extra is None else enc(self.extra),
+                "sep": enc(self.sep), "plo": self.plo, "phi": self.phi}
+
+    @classmethod
+    def from_json(cls, d: dict, dec) -> "AnyOrderObject":
+        """The family :meth:`to_json` wrote (``dec``: JSON to IR node); ``ValueError`` if malformed."""
+        if not isinstance(d, dict) or d.get("kind") != "any_order_object":
+            raise ValueError("unknown rule family")
+        members = [dec(m) for m in d["members"]]
+        required = d["required"]
+        plo, phi = d["plo"], d["phi"]
+        if (not isinstance(d["prefix"], str) or not isinstance(required, list) or len(required) != len(members)
+                or not all(isinstance(r, bool) for r in required) or not isinstance(plo, int)
+                or not (phi is None or isinstance(phi, int))):
+            raise ValueError("malformed rule family")
+        extra = None if d["extra"] is None else dec(d["extra"])
+        return cls(d["prefix"], members, required, extra, dec(d["sep"]), plo, phi)
+
+
 def family_of(grammar: ir.Grammar, name: str):
     """The rule family of ``grammar`` that owns rule ``name``, or ``None``."""
     for fam in getattr(grammar, "families", ()):

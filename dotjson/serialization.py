@@ -32,7 +32,7 @@ import numpy as np
 
 from . import ir
 from .automaton import export_state, import_state
-from .errors import DotjsonError, DotjsonTypeError, IndexFormatError
+from .errors import DotjsonError, DotjsonOSError, DotjsonTypeError, IndexFormatError
 
 FORMAT = "dotjson-index"
 #: Version 2 added ``manifest.json``; version 1 directories (no manifest) are refused.
@@ -96,18 +96,40 @@ def ir_from_json(x) -> ir.Node:
 
 
 def grammar_to_json(g: ir.Grammar) -> dict:
-    return {"start": g.start, "rules": [[n, ir_to_json(b)] for n, b in g.rules.items()]}
+    out = {"start": g.start, "rules": [[n, ir_to_json(b)] for n, b in g.rules.items()]}
+    if g.families:
+        out["families"] = [f.to_json(ir_to_json) for f in g.families]
+    return out
 
 
 def grammar_from_json(d: dict) -> ir.Grammar:
-    return ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]))
+    from .objects_any_order import AnyOrderObject
+
+    families = tuple(AnyOrderObject.from_json(f, ir_from_json) for f in d.get("families", ()))
+    return ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]), families=families)
 
 
 # ------------------------------------------------------------------------------ index files
 
 
 def save_index(index, path) -> None:
-    path = Path(path)
+    try:
+        path = Path(os.fspath(path))
+    except TypeError:
+        raise DotjsonTypeError(
+            f"Invalid path: expected a str or os.PathLike, got {type(path).__name__}"
+        ) from None
+    try:
+        _save_index(index, path)
+    except OSError as exc:
+        if isinstance(exc, DotjsonError):
+            raise
+        raise DotjsonOSError(
+            exc.errno, f"Cannot write index directory {str(path)!r}: {exc.strerror or exc}"
+        ) from None
+
+
+def _save_index(index, path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
     with index._lock:
         st = export_state(index._auto)
@@ -129,7 +151,7 @@ def save_index(index, path) -> None:
         "max_cache_bytes": index._max_cache_bytes,
         "options": index._options,
         "grammar": grammar_to_json(index._ir),
-        "grammar_text": index.grammar,
+        "grammar_text": _grammar_text(index),
         "automaton": st["meta"],
         "mask_keys": mask_keys,
         "next": nxt,
@@ -184,7 +206,7 @@ def read_verified(path: Path, names, where: str) -> dict[str, bytes]:
                 for e in manifest["files"].values()
             )
         )
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         ok = False
     if not ok:
         raise IndexFormatError(
@@ -223,6 +245,19 @@ def _atomic_write(dst: Path, data: bytes) -> None:
         raise
 
 
+def _grammar_text(index):
+    """The Lark text, or ``None`` for an any-order grammar too large to write out (rendered, and
+    refused, on demand after loading, as before saving)."""
+    if not index._ir.families:
+        return index.grammar
+    from .errors import GrammarError
+
+    try:
+        return index.grammar
+    except GrammarError:
+        return None
+
+
 def load_index(cls, path, vocabulary=None):
     from .vocabulary import Vocabulary
 
@@ -243,8 +278,8 @@ def load_index(cls, path, vocabulary=None):
     raw, blob = files["index.json"], files["arrays.npz"]
     try:
         meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IndexFormatError(f"{where}: index.json is corrupt ({e})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise IndexFormatError(f"{where}: index.json is corrupt ({type(e).__name__}: {e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise IndexFormatError(f"{where} is not a dotjson index (format {meta.get('format') if isinstance(meta, dict) else None!r})")
     if meta.get("version") != VERSION:
@@ -274,7 +309,7 @@ def load_index(cls, path, vocabulary=None):
             grammar, vocabulary, auto.max_states, int(meta["max_cache_bytes"]), auto.fuel, automaton=auto
         )
         text = meta.get("grammar_text")
-        if not isinstance(text, str):
+        if not isinstance(text, str) and not (text is None and grammar.families):
             raise ValueError("grammar text missing")
         self._grammar_text = text
         if self._n_words != int(meta["n_words"]) or self._limit != int(meta["limit"]):
@@ -301,6 +336,7 @@ def load_index(cls, path, vocabulary=None):
             if not (0 <= state < n_states and 0 <= token < n_ids and -2 <= v < n_states and v != -1):
                 raise ValueError("transition memo out of range")
             self._next[k] = v
-    except (KeyError, ValueError, TypeError, IndexError, AttributeError, OSError) as e:
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError, OSError, RecursionError) as e:
+        # RecursionError: a crafted grammar nested past the interpreter's stack.
         raise IndexFormatError(f"{where} is corrupt: {e}") from None
     return self

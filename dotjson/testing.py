@@ -4,7 +4,8 @@ Tests, benchmarks and examples need real vocabularies (SmolLM2 49k, Llama 3 128k
 without network access to the Hugging Face hub. Each function here turns the files one
 package ships into an ordinary Hugging Face tokenizer directory (``tokenizer.json``,
 ``tokenizer_config.json`` and, where the model has one, ``generation_config.json``), caches it
-under ``~/.cache/dotjson/tokenizers/<name>`` (``$DOTJSON_CACHE`` overrides the root) and returns
+under ``cache_root()/tokenizers/<name>`` (:func:`cache_root`: ``$DOTJSON_CACHE``, else
+``~/.cache/dotjson``; the same root as the command line's converted models) and returns
 its path, so callers load it through :meth:`dotjson.Vocabulary.from_pretrained` -- the same code
 path users run.
 
@@ -25,13 +26,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import shutil
 import struct
-import tempfile
 import importlib.util
 from pathlib import Path
 
+from ._cache import atomic_dir, cache_root
 from .vocabulary import bytes_to_unicode
 
 __all__ = [
@@ -93,53 +92,16 @@ SAMPLE_TEXTS = (
 )
 
 
-def cache_root() -> Path:
-    """Root of the cached tokenizer directories (``$DOTJSON_CACHE/tokenizers`` or
-    ``~/.cache/dotjson/tokenizers``)."""
-    base = os.environ.get("DOTJSON_CACHE")
-    if base:
-        return Path(base) / "tokenizers"
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "dotjson" / "tokenizers"
-
-
-# --------------------------------------------------------------------------------------------
-# Cache plumbing
-# --------------------------------------------------------------------------------------------
+def _tokenizers_root() -> Path:
+    """Where the tokenizer directories live: ``cache_root() / "tokenizers"``."""
+    return cache_root() / "tokenizers"
 
 
 def _cached_dir(name: str, build) -> Path:
-    """Return ``cache_root()/name``, building it with ``build(tmpdir)`` when absent or stale."""
-    target = cache_root() / name
-    stamp = target / ".dotjson-build"
-    if stamp.is_file() and stamp.read_text().strip() == str(_BUILD_VERSION):
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
-    os.chmod(tmp, 0o755)
-    try:
-        build(tmp)
-        (tmp / ".dotjson-build").write_text(str(_BUILD_VERSION))
-        if stamp.is_file() and stamp.read_text().strip() == str(_BUILD_VERSION):
-            return target  # another process installed the same build meanwhile
-        if target.exists():
-            # Stale build: move it aside first so the rename below is atomic.
-            old = Path(tempfile.mkdtemp(prefix=f".{name}-old-", dir=target.parent))
-            try:
-                os.replace(target, old / "d")
-            except OSError:
-                pass
-            shutil.rmtree(old, ignore_errors=True)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            # Another process finished first; its directory is as good as ours.
-            if not (stamp.is_file() and stamp.read_text().strip() == str(_BUILD_VERSION)):
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    """Return ``cache_root()/tokenizers/name``, building it with ``build(tmpdir)`` when absent or
+    stale (:func:`dotjson._cache.atomic_dir`)."""
+    return atomic_dir(_tokenizers_root() / name, build, stamp=".dotjson-build",
+                      version=str(_BUILD_VERSION))
 
 
 def _save_hf_dir(out: Path, tokenizer, *, bos: str | None, eos: str, pad: str | None,

@@ -34,7 +34,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .errors import DotjsonTypeError, IndexFormatError, VocabularyError
+from .errors import DotjsonOSError, DotjsonTypeError, IndexFormatError, VocabularyError
 from .trie import TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
 
 __all__ = ["Vocabulary", "bytes_to_unicode"]
@@ -348,7 +348,14 @@ class Vocabulary:
             The directory, file or model does not exist, holds no tokenizer, or the tokenizer's
             decoder is not one whose token bytes are defined.
         """
+        if not isinstance(model_id_or_local_dir, (str, os.PathLike)):
+            raise DotjsonTypeError(
+                f"Invalid model_id_or_local_dir: expected a hub id, a directory or a file (str or "
+                f"os.PathLike), got {type(model_id_or_local_dir).__name__}"
+            )
         src = os.fspath(model_id_or_local_dir)
+        if not isinstance(src, str):
+            raise DotjsonTypeError(f"Invalid model_id_or_local_dir: expected a str path, got {type(src).__name__}")
         path = Path(src).expanduser()
         gen_path: Path | None = None
         if path.is_file():
@@ -452,6 +459,11 @@ class Vocabulary:
                 max(special_ids, default=-1) + 1)
         if backend.id_to_token(n) is not None:  # ids with holes: take the true maximum
             n = max(backend.get_vocab(with_added_tokens=True).values()) + 1
+        if n > MAX_VOCAB_SIZE:
+            raise VocabularyError(
+                f"Unsupported tokenizer {where}: its largest token id is {n - 1}; expected ids below "
+                f"{MAX_VOCAB_SIZE} (MAX_VOCAB_SIZE)"
+            )
         strings = [backend.id_to_token(i) for i in range(n)]
 
         kinds = np.zeros(n, dtype=np.uint8)
@@ -698,6 +710,7 @@ class Vocabulary:
         path : str or os.PathLike
             The file to write (replaced atomically).
         """
+        path = _as_path(path, "path")
         tries = self.tries
         arrays: list[tuple[str, np.ndarray]] = [
             ("blob", self._blob),
@@ -707,7 +720,7 @@ class Vocabulary:
         ]
         for name, trie in (("plain", tries.plain), ("special", tries.special)):
             arrays.extend((f"{name}.{k}", v) for k, v in trie.arrays().items())
-        _write_container(Path(path), {
+        _write_container(path, {
             "max_token_id": self.max_token_id(),
             "eos_token_ids": list(self._eos),
             "fingerprint": self.fingerprint,
@@ -911,6 +924,8 @@ def _write_container(path: Path, meta: dict, arrays: list[tuple[str, np.ndarray]
                 f.write(c)
             f.write(digest.digest())
         os.replace(tmp, path)
+    except OSError as exc:
+        raise DotjsonOSError(exc.errno, f"Cannot write vocabulary file {path}: {exc.strerror or exc}") from None
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -950,8 +965,8 @@ def _read_container(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
         table = meta["arrays"]
         if not isinstance(table, dict) or set(table) != set(_ARRAY_DTYPES):
             raise ValueError("the array table does not list exactly the vocabulary's arrays")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise IndexFormatError(f"Corrupt vocabulary file {path}: unreadable header ({exc})") from exc
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise IndexFormatError(f"Corrupt vocabulary file {path}: unreadable header ({exc})") from None
     payload = buf[start : start + plen]
     arrs = {}
     try:

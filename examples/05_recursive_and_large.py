@@ -40,6 +40,25 @@ def validate(document, schema) -> None:
     jsonschema.validate(document, schema)
 
 
+def validate_linked_list(text: str, schema: dict, depth: int) -> None:
+    """Check a deep linked list against linked_list.json without recursion: every node, one at a
+    time, against the node schema whose ``next`` is cut to "an object or null"."""
+    try:
+        import jsonschema
+    except ImportError:
+        return
+    node_schema = json.loads(json.dumps(schema["$defs"]["node"]))
+    node_schema["properties"]["next"] = {"type": ["object", "null"]}
+    prefix = '{"value": '
+    rest = text
+    for level in range(depth):
+        assert rest.startswith(prefix), f"level {level}: {rest[:40]!r}"
+        value_text, rest = rest[len(prefix):].split(', "next": ', 1)
+        nxt = None if rest.startswith("null") else {}
+        jsonschema.validate({"value": json.loads(value_text), "next": nxt}, node_schema)
+    assert rest == "null" + "}" * depth
+
+
 def random_documents(index: Index, rows: int, seed: int, max_steps: int):
     """Decode ``rows`` documents with random logits; None for a row that did not finish."""
     vocabulary = index.vocabulary
@@ -72,12 +91,11 @@ def deep_linked_list(vocabulary, tokenizer, depth: int) -> int:
     index = Index(schema_text, vocabulary)
     print(f"linked list: compiled in {1000 * (time.perf_counter() - t0):.2f} ms")
 
-    # {"value": 0, "next": {"value": 1, "next": ... null}}, `depth` levels deep
-    document = None
-    for i in reversed(range(depth)):
-        document = {"value": i % 1000, "next": document}
-    validate(document, schema)
-    text = json.dumps(document)
+    # {"value": 0, "next": {"value": 1, "next": ... null}}, `depth` levels deep. Python's json
+    # and jsonschema both recurse once per level (RecursionError near 1000 levels), so the text is
+    # written and checked level by level here.
+    text = "".join(f'{{"value": {i % 1000}, "next": ' for i in range(depth)) + "null" + "}" * depth
+    validate_linked_list(text, schema, depth)
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
 
     guide = Guide(index, batch_size=1)
@@ -119,7 +137,12 @@ def random_trees(vocabulary, rows: int, seed: int) -> int:
 
 
 def _depth(tree) -> int:
-    return 1 + max((_depth(c) for c in tree["children"]), default=0)
+    deepest, stack = 0, [(tree, 1)]  # iterative: a random tree may be deep
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in node["children"])
+    return deepest
 
 
 def large_schema(n: int) -> dict:

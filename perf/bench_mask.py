@@ -104,6 +104,48 @@ def peers(torch):
     return out
 
 
+def measure(vocab, batches=(1, 8, 32), fracs=(0.01, 0.5, 0.99), repeats=30, min_time=0.2,
+            with_peers=True, torch=None):
+    """Time masking ``batch x vocab`` float32 logits for every batch size and allowed fraction.
+
+    Yields one dict per (batch, fraction): ``memcpy_s`` (a copy of the same buffer), ``ours_s``
+    and ``ours_min_s`` (dotjson on a NumPy array: median and best), ``ours_torch_s`` (on a CPU
+    torch tensor, None without torch) and ``peers`` (name -> median seconds, or a string saying
+    why not). Used by ``main`` and the speed notebook.
+    """
+    peer_fns = peers(torch) if with_peers else {}
+    rng = np.random.default_rng(0)
+    for batch in batches:
+        proc = LogitsProcessor(_Guide(vocab, batch))
+        for frac in fracs:
+            bits, actual = make_bits(rng, batch, vocab, frac)
+            ts = BatchedTokenSet(bits, vocab)
+            src = rng.standard_normal((batch, vocab)).astype(np.float32)
+            dst = np.empty_like(src)
+            logits = src.copy()
+            t_copy = timeit(lambda: np.copyto(dst, src), repeats, min_time)
+            st = {}
+            t_ours = timeit(lambda: proc(logits, ts), repeats, min_time, stats=st)
+            t_torch = None
+            if torch is not None:
+                lt = torch.from_numpy(src.copy())
+                t_torch = timeit(lambda: proc(lt, ts), repeats, min_time)
+            res = {}
+            for name, factory in peer_fns.items():
+                if isinstance(factory, str):
+                    res[name] = factory
+                    continue
+                a = src.copy()
+                t = torch.from_numpy(src.copy()) if torch is not None else None
+                try:
+                    res[name] = timeit(factory(a, t, bits), max(3, repeats // 5), min_time)
+                except Exception as e:  # noqa: BLE001 - report and go on
+                    res[name] = f"n/a ({type(e).__name__}: {str(e)[:40]})"
+            yield {"vocab": vocab, "batch": batch, "frac": frac, "allowed": float(actual),
+                   "memcpy_s": t_copy, "ours_s": t_ours, "ours_min_s": st["min"],
+                   "ours_torch_s": t_torch, "peers": res}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vocab", type=int, default=128_256)
@@ -129,53 +171,32 @@ def main(argv=None):
     except ImportError:
         torch = None
 
-    peer_fns = {} if args.no_peers else peers(torch)
     print(
         f"# mask {args.vocab}-token float32 logits in place; median of >= {args.repeats} runs; "
         f"numba threads={numba.get_num_threads()}, torch threads="
         f"{torch.get_num_threads() if torch is not None else 'n/a'}, cpus={os.cpu_count()}, "
         f"load average {os.getloadavg()[0]:.1f}"
     )
-    cols = ["batch", "allowed", "memcpy us", "ours np us (min)", "ours/memcpy", "ours torch us"]
-    cols += [f"{name} us (x ours)" for name in peer_fns]
-    print(" | ".join(cols))
-    print(" | ".join("---" for _ in cols))
-    rng = np.random.default_rng(0)
+    header = False
     worst = 0.0
-    for batch in args.batches:
-        proc = LogitsProcessor(_Guide(args.vocab, batch))
-        for frac in args.fracs:
-            bits, actual = make_bits(rng, batch, args.vocab, frac)
-            ts = BatchedTokenSet(bits, args.vocab)
-            src = rng.standard_normal((batch, args.vocab)).astype(np.float32)
-            dst = np.empty_like(src)
-            logits = src.copy()
-            t_copy = timeit(lambda: np.copyto(dst, src), args.repeats, args.min_time)
-            st = {}
-            t_ours = timeit(lambda: proc(logits, ts), args.repeats, args.min_time, stats=st)
-            if batch == 32:
-                worst = max(worst, t_ours / t_copy)
-            row = [
-                str(batch), f"{actual:.1%}", f"{t_copy * 1e6:.0f}",
-                f"{t_ours * 1e6:.0f} ({st['min'] * 1e6:.0f})", f"{t_ours / t_copy:.2f}",
-            ]
-            if torch is not None:
-                lt = torch.from_numpy(src.copy())
-                row.append(f"{timeit(lambda: proc(lt, ts), args.repeats, args.min_time) * 1e6:.0f}")
-            else:
-                row.append("n/a")
-            for name, factory in peer_fns.items():
-                if isinstance(factory, str):
-                    row.append(factory)
-                    continue
-                a = src.copy()
-                t = torch.from_numpy(src.copy()) if torch is not None else None
-                try:
-                    t_peer = timeit(factory(a, t, bits), max(3, args.repeats // 5), args.min_time)
-                    row.append(f"{t_peer * 1e6:.0f} ({t_peer / t_ours:.1f}x)")
-                except Exception as e:  # noqa: BLE001 - report and go on
-                    row.append(f"n/a ({type(e).__name__}: {str(e)[:40]})")
-            print(" | ".join(row), flush=True)
+    for r in measure(args.vocab, args.batches, args.fracs, args.repeats, args.min_time,
+                     not args.no_peers, torch):
+        if not header:
+            cols = ["batch", "allowed", "memcpy us", "ours np us (min)", "ours/memcpy",
+                    "ours torch us"] + [f"{name} us (x ours)" for name in r["peers"]]
+            print(" | ".join(cols))
+            print(" | ".join("---" for _ in cols))
+            header = True
+        if r["batch"] == 32:
+            worst = max(worst, r["ours_s"] / r["memcpy_s"])
+        row = [str(r["batch"]), f"{r['allowed']:.1%}", f"{r['memcpy_s'] * 1e6:.0f}",
+               f"{r['ours_s'] * 1e6:.0f} ({r['ours_min_s'] * 1e6:.0f})",
+               f"{r['ours_s'] / r['memcpy_s']:.2f}",
+               "n/a" if r["ours_torch_s"] is None else f"{r['ours_torch_s'] * 1e6:.0f}"]
+        for name, t_peer in r["peers"].items():
+            row.append(t_peer if isinstance(t_peer, str)
+                       else f"{t_peer * 1e6:.0f} ({t_peer / r['ours_s']:.1f}x)")
+        print(" | ".join(row), flush=True)
     if worst:
         print(f"# worst ours/memcpy at batch 32: {worst:.2f} (target <= 1.5)")
     import dotjson.processor as P

@@ -44,7 +44,10 @@ sys.path.insert(0, str(HERE))
 
 import peers  # noqa: E402
 
-DATA = HERE.parent.parent / "shared" / "data" / "maskbench"
+# ../shared/data/maskbench beside the checkout (a git worktree sits one level deeper)
+DATA = next((p for p in (HERE.parent.parent / "shared" / "data" / "maskbench",
+                         Path("/work/shared/data/maskbench")) if p.is_dir()),
+            HERE.parent.parent / "shared" / "data" / "maskbench")
 CATEGORIES = ("BFCL", "Github_trivial", "Github_easy", "Github_medium", "Github_hard",
               "Github_ultra", "Glaiveai2K", "Handwritten", "JME", "JsonSchemaStore",
               "Kubernetes", "MCPspec", "Snowplow", "Synthesized", "WashingtonPost")
@@ -175,9 +178,10 @@ class Worker:
         self.info = None
         self.restarts = -1
 
-    def ensure(self):
+    def start(self):
+        """Start the worker process without waiting for it to be ready (see :meth:`ensure`)."""
         if self.proc is not None and self.proc.is_alive():
-            return True
+            return
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker, args=(child, self.engine, self.tokenizer, self.mem, self.verbose),
@@ -185,6 +189,12 @@ class Worker:
         self.proc.start()
         child.close()
         self.restarts += 1
+        self.info = None
+
+    def ensure(self):
+        if self.proc is not None and self.proc.is_alive() and self.info is not None:
+            return True
+        self.start()
         if not self.conn.poll(600):
             self.kill()
             raise RuntimeError(f"{self.engine}: worker did not start in 600 s")
@@ -424,16 +434,104 @@ def render(summary, ratios, engines, infos):
 # ------------------------------------------------------------------------------------------
 
 
+#: The repository's own copy: 4 schemas per category (tests/data/maskbench/README.md).
+SUBSET = HERE.parent / "tests" / "data" / "maskbench" / "subset.jsonl"
+
+
+def _subset_category(row_id: str) -> str:
+    return "BFCL" if row_id.startswith("BFCL") else row_id.split("---")[0]
+
+
 def load_sample(categories, limit, seed, data=DATA):
+    """A seeded sample of ``limit`` schemas per category from ``data`` (one .jsonl per category).
+
+    The MaskBench development split lives outside the repository (``../shared/data/maskbench``
+    on the project's machines). From a clone without it, the default falls back to the
+    repository's subset (4 schemas per category) and says so; an explicit ``--data`` folder
+    that is missing is an error naming what is expected.
+    """
     rng = random.Random(seed)
     picked = []
+    data = Path(data)
+    subset = None
+    if not data.is_dir():
+        if data != DATA:
+            raise SystemExit(f"{Path(sys.argv[0]).name}: error: no MaskBench folder at {data} "
+                             "(--data DIR needs one <category>.jsonl per category)")
+        print(f"note: the MaskBench development split is not at {data} (it is not part of the "
+              "repository: https://github.com/guidance-ai/jsonschemabench, maskbench/data; pass "
+              f"--data DIR); using the repository's subset {SUBSET.relative_to(HERE.parent)} "
+              "(4 schemas per category) instead", file=sys.stderr)
+        subset = {}
+        for line in SUBSET.open(encoding="utf-8"):
+            row = json.loads(line)
+            subset.setdefault(_subset_category(row["id"]), []).append(row)
     for cat in categories:
-        path = Path(data) / f"{cat}.jsonl"
-        rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+        path = data / f"{cat}.jsonl"
+        if subset is not None:
+            rows = list(subset.get(cat, []))
+        elif not path.is_file():
+            raise SystemExit(f"{Path(sys.argv[0]).name}: error: no {path.name} in {data} "
+                             f"(category {cat!r})")
+        else:
+            rows = [json.loads(line) for line in path.open(encoding="utf-8")]
         if limit and limit < len(rows):
             rows = sorted(rng.sample(rows, limit), key=lambda r: r["id"])
         picked += rows
     return picked
+
+
+def run_sample(rows, engines, tokenizer="llama3", budget_s=10.0, mem_limit_gb=12.0, warm=True,
+               verbose=False, log=None, tok=None):
+    """Run every engine over ``rows`` (MaskBench rows: ``id``, ``schema``, ``tests``).
+
+    Returns ``(results, infos)``: per schema, per engine, the job's result (status, TTFM and
+    compile time in µs, per instance and pass the status and every step time in µs), and per
+    engine its version, mode and start time. Used by ``main`` and the speed notebook.
+    """
+    tok = tok if tok is not None else peers.load_tokenizer(tokenizer)
+    workers = {e: Worker(e, tokenizer, mem_limit_gb, verbose) for e in engines}
+    infos = {}
+    results = []
+    t_start = time.perf_counter()
+    try:
+        for w in workers.values():  # start them together: their imports overlap
+            w.start()
+        for e, w in workers.items():
+            t = time.perf_counter()
+            w.ensure()
+            infos[e] = dict(w.info, worker_start_s=time.perf_counter() - t)
+            if log:
+                log(f"  {e}: ready in {infos[e]['worker_start_s']:.1f} s ({w.info['version']})")
+        t_start = time.perf_counter()
+        for n, row in enumerate(rows):
+            valid = [t["data"] for t in row["tests"] if t["valid"]]
+            texts = [peers.compact(v) for v in valid]
+            ids = [tok.encode(x, add_special_tokens=False) for x in texts]
+            r = {"id": row["id"], "n_instances": len(ids), "tokens": [len(x) for x in ids],
+                 "engines": {}}
+            for e in engines:
+                try:
+                    r["engines"][e] = workers[e].run(row["schema"], ids, warm, budget_s)
+                except RuntimeError as err:  # the worker could not even start again
+                    r["engines"][e] = {"status": "crash", "crash": str(err), "ttfm_us": None,
+                                       "compile_us": None, "error": None, "cold": {}, "warm": {}}
+            results.append(r)
+            if log:
+                bits = []
+                for e in engines:
+                    x = r["engines"][e]
+                    okc = sum(1 for v in x["cold"].values() if v["status"] == "ok")
+                    bits.append(f"{e}={x['status'][:8]}:{fmt_us(x['ttfm_us'])}:"
+                                f"{okc}/{len(ids)}")
+                log(f"[{n + 1}/{len(rows)} {time.perf_counter() - t_start:.0f}s] {row['id']}: "
+                    + " ".join(bits))
+    finally:
+        for w in workers.values():
+            w.stop()
+    for e in infos:
+        infos[e]["run_s"] = time.perf_counter() - t_start
+    return results, infos
 
 
 def main(argv=None):
@@ -472,49 +570,15 @@ def main(argv=None):
           f"tokenizer {args.tokenizer} ({peers.vocab_width(tok)} ids); engines {engines}; "
           f"budget {args.time_budget_per_schema:g} s per schema", file=sys.stderr)
 
-    workers = {e: Worker(e, args.tokenizer, args.mem_limit_gb, args.verbose) for e in engines}
-    infos = {}
-    for e, w in workers.items():
-        t = time.perf_counter()
-        w.ensure()
-        infos[e] = dict(w.info, worker_start_s=time.perf_counter() - t)
-        print(f"  {e}: ready in {infos[e]['worker_start_s']:.1f} s ({w.info['version']})",
-              file=sys.stderr)
-
-    results = []
-    t_start = time.perf_counter()
-    try:
-        for n, row in enumerate(rows):
-            valid = [t["data"] for t in row["tests"] if t["valid"]]
-            texts = [peers.compact(v) for v in valid]
-            ids = [tok.encode(x, add_special_tokens=False) for x in texts]
-            r = {"id": row["id"], "n_instances": len(ids), "tokens": [len(x) for x in ids],
-                 "engines": {}}
-            for e in engines:
-                try:
-                    r["engines"][e] = workers[e].run(row["schema"], ids, not args.no_warm,
-                                                     args.time_budget_per_schema)
-                except RuntimeError as err:  # the worker could not even start again
-                    r["engines"][e] = {"status": "crash", "crash": str(err), "ttfm_us": None,
-                                       "compile_us": None, "error": None, "cold": {}, "warm": {}}
-            results.append(r)
-            if not args.quiet:
-                bits = []
-                for e in engines:
-                    x = r["engines"][e]
-                    okc = sum(1 for v in x["cold"].values() if v["status"] == "ok")
-                    bits.append(f"{e}={x['status'][:8]}:{fmt_us(x['ttfm_us'])}:"
-                                f"{okc}/{len(ids)}")
-                print(f"[{n + 1}/{len(rows)} {time.perf_counter() - t_start:.0f}s] {row['id']}: "
-                      + " ".join(bits), file=sys.stderr)
-    finally:
-        for w in workers.values():
-            w.stop()
-
+    results, infos = run_sample(rows, engines, args.tokenizer, args.time_budget_per_schema,
+                                args.mem_limit_gb, warm=not args.no_warm, verbose=args.verbose,
+                                log=None if args.quiet else
+                                (lambda m: print(m, file=sys.stderr, flush=True)), tok=tok)
+    wall = max((i.get("run_s", 0.0) for i in infos.values()), default=0.0)
     summary = summarize(results, engines)
     ratios = paired_ratios(results, engines)
     print(render(summary, ratios, engines, infos))
-    print(f"\nwall time {time.perf_counter() - t_start:.0f} s; published MaskBench figures "
+    print(f"\nwall time {wall:.0f} s; published MaskBench figures "
           f"(µs, 1 thread, 128k): {json.dumps(PUBLISHED)}")
 
     failures = {e: [(r["id"], r["engines"][e].get("error") or r["engines"][e].get("crash")

@@ -238,6 +238,11 @@ def main(argv=None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     files = sorted(args.data.glob("*.jsonl"))
+    if not files:
+        ap.error(f"no *.jsonl file in {args.data}: the MaskBench development split is not part "
+                 "of the repository (https://github.com/guidance-ai/jsonschemabench, "
+                 "maskbench/data); pass --data DIR, or --data tests/data/maskbench for the "
+                 "repository's 60-schema subset")
     if args.category:
         files = [f for f in files if f.stem in args.category]
     results = {}

@@ -18,10 +18,14 @@ schema.
 Engines and the modes they run in (each engine's defaults, except where said):
 
 ``dotjson``
-    ``Index(schema, vocabulary)``: bounded free whitespace between JSON tokens, extra object
-    properties allowed where the schema does not close the object (the JSON Schema rule).
+    ``Index(schema, vocabulary, close_objects=False)``: bounded free whitespace between JSON
+    tokens, extra object properties allowed where the schema does not close the object (the JSON
+    Schema rule, as the peers run; ``close_objects=True`` is the library's generation default).
     Driven through the index's low-level path, ``Index.next_state`` + ``Index.fill_mask`` into
     a bitmask: the same work as the peers' adapters (consume a token, fill a bitmask).
+``dotjson-compact``
+    ``Index(schema, vocabulary, disallow_whitespace=True)`` through the low-level path: no
+    whitespace between JSON tokens (what a small model needs to stay within a token budget).
 ``dotjson-guide``
     The same index through the public API: ``Guide.get_next_tokensets([tok])`` advances and
     computes the next token set in one call, so its ``mask()`` costs nothing. The benchmarks
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -63,20 +68,37 @@ SINGLE_THREAD_ENV = {
 }
 # Importing this module pins the thread pools (BLAS reads its variable when NumPy loads, which is
 # the next line): every benchmark imports it first. setdefault lets a caller override.
+# NUMBA_NUM_THREADS must not change once Numba has read it (its next compilation would raise
+# "Cannot set NUMBA_NUM_THREADS to a different value once the threads have been launched"):
+# where Numba is already loaded, its pool is narrowed with set_num_threads instead.
+
+
+def _pin(k: str, v: str, force: bool) -> None:
+    if k == "NUMBA_NUM_THREADS" and "numba" in sys.modules:
+        import numba
+
+        numba.set_num_threads(min(int(v), numba.config.NUMBA_NUM_THREADS))
+        return
+    if force:
+        os.environ[k] = v
+    else:
+        os.environ.setdefault(k, v)
+
+
 for _k, _v in SINGLE_THREAD_ENV.items():
-    os.environ.setdefault(_k, _v)
+    _pin(_k, _v, force=False)
 
 import numpy as np  # noqa: E402
 
 #: Engines :func:`make_engine` knows, in the order the benchmarks print them.
 ENGINES = ("dotjson", "llguidance", "xgrammar", "outlines")
 #: Extra engine configurations that can be asked for by name.
-EXTRA_ENGINES = ("dotjson-guide", "xgrammar-strict")
+EXTRA_ENGINES = ("dotjson-guide", "dotjson-compact", "xgrammar-strict")
 
 def set_single_thread_env() -> None:
     """Pin every engine's thread pools to one thread (call before importing any engine)."""
     for k, v in SINGLE_THREAD_ENV.items():
-        os.environ[k] = v
+        _pin(k, v, force=True)
 
 
 class CompileFailed(Exception):
@@ -425,7 +447,7 @@ def _outlines(hf_tokenizer, eos_ids) -> Engine:
 # --------------------------------------------------------------------------------------------
 
 
-def _dotjson(hf_tokenizer, eos_ids, api: str) -> Engine:
+def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False) -> Engine:
     import time
 
     import dotjson
@@ -503,15 +525,18 @@ def _dotjson(hf_tokenizer, eos_ids, api: str) -> Engine:
 
     def compile(schema):
         try:
-            index = Index(schema, vocab)
+            # the JSON Schema rule (open objects), like the peers
+            index = Index(schema, vocab, disallow_whitespace=compact, close_objects=False)
         except dotjson.errors.DotjsonError as e:
             raise CompileFailed(f"{type(e).__name__}: {e}") from e
         return C(index)
 
     how = ("Index.next_state + Index.fill_mask (low-level path)" if api == "low"
            else "Guide.get_next_tokensets (public API)")
-    return Engine("dotjson" if api == "low" else "dotjson-guide", compile, prep,
-                  "Index(schema, vocabulary) defaults: bounded whitespace, extra properties "
+    name = "dotjson-compact" if compact else "dotjson" if api == "low" else "dotjson-guide"
+    ws = "no whitespace (disallow_whitespace=True)" if compact else "bounded whitespace"
+    return Engine(name, compile, prep,
+                  f"Index(schema, vocabulary, close_objects=False): {ws}, extra properties "
                   f"per JSON Schema; timed through {how}", dotjson.__version__)
 
 
@@ -531,6 +556,8 @@ def make_engine(name: str, hf_tokenizer) -> Engine:
         return _dotjson(hf_tokenizer, eos_ids, "low")
     if name == "dotjson-guide":
         return _dotjson(hf_tokenizer, eos_ids, "guide")
+    if name == "dotjson-compact":
+        return _dotjson(hf_tokenizer, eos_ids, "low", compact=True)
     raise ValueError(f"Invalid engine: expected one of {ENGINES + EXTRA_ENGINES}, got {name!r}")
 
 

@@ -79,7 +79,7 @@ def run_group(group: dict, res: dict, draft: str = DEFAULT_DRAFT) -> tuple[list[
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            g = schema_to_grammar(_in_dialect(group["schema"], draft), resources=res, **OPTIONS)
+            g = schema_to_grammar(_in_dialect(group["schema"], draft), resources=res, close_objects=False, **OPTIONS)
     except UnsupportedSchemaError as e:
         return ["unsupported"] * len(tests), f"unsupported: {e}"
     except SchemaError as e:

@@ -75,7 +75,7 @@ _cache: dict = {}
 def _compiled(i: int, compact: bool):
     key = (i, compact)
     if key not in _cache:
-        g = schema_to_grammar(SCHEMAS[i], disallow_whitespace=compact)
+        g = schema_to_grammar(SCHEMAS[i], disallow_whitespace=compact, close_objects=False)
         _cache[key] = (Automaton(g), to_lark(g), g.start)
     return _cache[key]
 

@@ -60,7 +60,7 @@ def smollm2_dir() -> str:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     proc = subprocess.run(
-        [sys.executable, "-c", "from dotjson.cli import converted_model_dir as c; print(c())"],
+        [sys.executable, "-c", "from dotjson.models import converted_model_dir as c; print(c())"],
         capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip().splitlines()[-1]
@@ -134,7 +134,9 @@ def test_03_transformers_generate_real_smollm2(smollm2_dir):
 
 
 def test_04_save_load_index():
+    before = {p.name for p in ROOT.iterdir()}
     out = run_example("04_save_load_index.py", "--rows", "3")
+    assert {p.name for p in ROOT.iterdir()} == before  # the index went to a temporary directory
     assert "the reloaded index is warm" in out
     docs = documents(out)
     assert len(docs) == 3
@@ -147,3 +149,33 @@ def test_05_recursive_and_large():
                       "--properties", "120")
     assert "60 levels deep" in out
     assert "120-property schema" in out
+
+
+@pytest.mark.slow
+def test_05_a_thousand_levels_deep():
+    # Python's json and jsonschema recurse once per level; the example checks level by level
+    out = run_example("05_recursive_and_large.py", "--depth", "1000", "--trees", "1",
+                      "--properties", "20")
+    assert "1000 levels deep" in out
+
+
+@pytest.mark.slow
+def test_readme_quickstart_runs_as_written(smollm2_dir):
+    """The README's Quickstart: the generation loop, then the generate() batch, in one program."""
+    import ast
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    quick = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", quick, flags=re.S)
+    assert len(blocks) == 2, "the Quickstart has a loop and a generate() snippet"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", "\n".join(blocks)], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    printed = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(printed) == 3, proc.stdout  # one document from the loop, two from generate()
+    for line in printed:
+        document = ast.literal_eval(line)  # print() of a dict
+        assert set(document) == {"name", "age"} and 0 <= document["age"] <= 120, line

@@ -34,6 +34,7 @@ from dotjson.errors import (
     TokenNotAllowedError,
     VocabularyError,
 )
+from dotjson.serialization import INDEX_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = {
@@ -126,17 +127,36 @@ def test_rollback_argument_errors_change_nothing(guide, smollm2_vocab, n, rows, 
 
 
 def test_a_budget_hit_while_computing_the_next_sets_leaves_the_guide_unchanged(smollm2_vocab):
-    # With 30 states the token '{"' still has a transition (state 24 is built by next_state),
-    # but the token set after it needs more states: LimitExceededError from the mask.
+    # For small max_states budgets the token '{"' still has a transition (next_state builds it)
+    # but the token set after it needs more states: LimitExceededError from the mask. Whatever
+    # the budget, a failed call leaves the row where it was, so a retry never applies the token
+    # twice; at least one budget must hit that case.
     t = token_of(smollm2_vocab, b'{"')
-    index = Index(SCHEMA, smollm2_vocab, max_states=30)
-    guide = Guide(index)
-    guide.get_start_tokensets()
-    for _ in range(2):  # a retry meets the same budget: the token is never applied twice
-        with pytest.raises(LimitExceededError, match=r"budget of 30 states \(Index option max_states\)"):
-            guide.get_next_tokensets([t])
-        assert guide.states.tolist() == [index.initial_state]
-    assert index.next_state(index.initial_state, t) >= 0  # the failure was in the token set
+    hit_in_token_set = 0
+    for budget in range(1, 120):
+        try:
+            index = Index(SCHEMA, smollm2_vocab, max_states=budget)
+            guide = Guide(index)
+            guide.get_start_tokensets()
+        except LimitExceededError:
+            continue
+        s0 = index.initial_state
+        for _ in range(2):  # the retry meets the same budget
+            try:
+                guide.get_next_tokensets([t])
+            except LimitExceededError as exc:
+                assert re.search(rf"budget of {budget} states \(Index option max_states\)", str(exc))
+                assert guide.states.tolist() == [s0]
+            else:
+                assert guide.states.tolist() == [index.next_state(s0, t)]
+                break
+        else:
+            try:
+                stepped = index.next_state(s0, t) >= 0
+            except LimitExceededError:  # the budget ran out in the step itself
+                stepped = False
+            hit_in_token_set += stepped  # else the failure was in the token set, after the step
+    assert hit_in_token_set > 0
 
 
 def test_a_refused_token_leaves_every_row_unchanged(guide, smollm2_vocab):
@@ -354,7 +374,7 @@ def saved_dir(tmp_path, index, smollm2_vocab):
     return d
 
 
-@pytest.mark.parametrize("name", ["index.json", "manifest.json", "arrays.npz"])
+@pytest.mark.parametrize("name", [n for n in INDEX_FILES if n != "vocabulary.bin"] + ["manifest.json"])
 def test_single_bit_flips_in_a_saved_index_are_all_refused(saved_dir, name):
     path = saved_dir / name
     original = path.read_bytes()
@@ -394,12 +414,8 @@ def test_a_bit_flip_in_the_saved_vocabulary_is_refused(saved_dir):
 
 @pytest.mark.parametrize(
     "name, match",
-    [
-        ("vocabulary.bin", r"is incomplete: .*vocabulary\.bin is missing"),
-        ("index.json", r"is incomplete: .*index\.json is missing"),
-        ("arrays.npz", r"is incomplete: .*arrays\.npz is missing"),
-        ("manifest.json", r"has no manifest\.json .*: the save was interrupted, or it was written by a dotjson older"),
-    ],
+    [(n, rf"is incomplete: .*{re.escape(n)} is missing") for n in INDEX_FILES]
+    + [("manifest.json", r"has no manifest\.json .*: the save was interrupted, or it was written by a dotjson older")],
 )
 def test_missing_files_name_the_path(saved_dir, name, match):
     (saved_dir / name).unlink()
@@ -453,3 +469,52 @@ def test_a_surrogate_pair_const_is_one_astral_character(smollm2_vocab):
     index = Index({"const": "\U0001F600"}, smollm2_vocab)
     assert index.accepts('"\U0001F600"') and index.accepts('"\\ud83d\\ude00"')
     assert not index.accepts('"\\ud83d"') and not index.is_prefix('"\\ud83d"x')
+
+
+def test_a_resigned_grammar_nested_past_the_stack_is_refused(saved_dir):
+    from dotjson.serialization import INDEX_FILES, write_manifest
+
+    meta = json.loads((saved_dir / "index.json").read_text())
+    meta["grammar"] = "__G__"
+    depth = 100_000
+    nested = '["seq",[' * depth + '["lit","a"]' + "]]" * depth
+    text = json.dumps(meta).replace('"__G__"', '{"start":"s","rules":[["s",' + nested + "]]}")
+    (saved_dir / "index.json").write_text(text)
+    write_manifest(saved_dir, INDEX_FILES)
+    with pytest.raises(IndexFormatError, match=r"index\.json is corrupt \(RecursionError"):
+        Index.deserialize_from_disk(saved_dir)
+
+
+def test_contradicting_patterns_are_a_schema_error(smollm2_vocab):
+    schema = {"type": "string", "allOf": [{"pattern": "^a$"}, {"pattern": "^b$"}]}
+    with pytest.raises(SchemaError, match=r"empty"):
+        Index(schema, smollm2_vocab)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda v: Vocabulary.from_pretrained(None), DotjsonTypeError, r"Invalid model_id_or_local_dir: expected a hub id, a directory or a file \(str or os\.PathLike\), got NoneType"),
+        (lambda v: Index.from_regex(None, v), DotjsonTypeError, r"Invalid pattern: expected a regular expression \(str\), got NoneType"),
+        (lambda v: Index.from_lark(b"start: 'a'", v), DotjsonTypeError, r"Invalid grammar: expected Lark grammar text \(str\), got bytes"),
+        (lambda v: Index.from_grammar({"start": "a"}, v), DotjsonTypeError, r"Invalid grammar: expected a dotjson\.ir\.Grammar, got dict"),
+        (lambda v: Index.from_regex("a+", "vocabulary"), DotjsonTypeError, r"Invalid vocabulary: expected a dotjson\.Vocabulary, got str"),
+        (lambda v: v.serialize_to_disk(None), DotjsonTypeError, r"Invalid path: expected a str or os\.PathLike, got NoneType"),
+    ],
+)
+def test_constructors_and_savers_check_their_arguments(smollm2_vocab, call, exc, match):
+    with pytest.raises(exc, match=match):
+        call(smollm2_vocab)
+
+
+def test_saving_where_a_file_is_in_the_way(tmp_path, index):
+    from dotjson.errors import DotjsonOSError
+
+    (tmp_path / "taken").write_text("a file, not a directory")
+    with pytest.raises(DotjsonOSError, match=r"Cannot write index directory '.*taken': File exists") as ei:
+        index.serialize_to_disk(tmp_path / "taken")
+    assert isinstance(ei.value, OSError) and ei.value.errno == 17
+    with pytest.raises(DotjsonTypeError, match=r"Invalid path: expected a str or os\.PathLike, got float"):
+        index.serialize_to_disk(1.5)
+    with pytest.raises(DotjsonOSError, match=r"Cannot write vocabulary file .*missing-dir/v\.bin: No such file or directory"):
+        index.vocabulary.serialize_to_disk(tmp_path / "missing-dir" / "v.bin")

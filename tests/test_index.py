@@ -86,7 +86,7 @@ DOCS = {
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_masks_equal_slow_reference(name, tiny_bpe_vocab):
     vocab = tiny_bpe_vocab
-    index = Index(SCHEMAS[name], vocab)
+    index = Index(SCHEMAS[name], vocab, close_objects=False)  # "open" is the spec's open object
     for doc in DOCS[name]:
         assert index.accepts(doc)
         for prefix in _prefixes(doc):
@@ -118,7 +118,7 @@ def test_teacher_forcing_real_tokenizers(vocab_name, request):
     vocab = request.getfixturevalue(f"{vocab_name}_vocab")
     tok = request.getfixturevalue(f"{vocab_name}_tokenizer")
     for name, docs in DOCS.items():
-        index = Index(SCHEMAS[name], vocab)
+        index = Index(SCHEMAS[name], vocab, close_objects=False)
         for doc in docs:
             _teacher_force(index, vocab, tok, doc)
             _teacher_force(index, vocab, tok, json.dumps(json.loads(doc), indent=2))

@@ -173,7 +173,10 @@ def _ecma_reference(pattern: str, s: str) -> bool:
     return re.search(pattern.replace("$", r"\Z"), s) is not None
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Derandomized: the reference is Python's backtracking `re`, and some random patterns (nested
+# quantified groups over nullable alternatives) make it backtrack for hours on a 7-character text.
+# A fixed example sequence keeps every run (and CI) on patterns known to finish.
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(ecma_patterns(), st.lists(_TEXTS, min_size=1, max_size=12))
 def test_regex_to_ir_matches_re_search(pattern, texts):
     rx = full(regex_to_ir(pattern))
@@ -181,7 +184,7 @@ def test_regex_to_ir_matches_re_search(pattern, texts):
         assert (rx.fullmatch(s) is not None) == _ecma_reference(pattern, s), (pattern, s)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(ecma_patterns(), st.lists(_TEXTS, min_size=1, max_size=6))
 def test_regex_through_lark_matches_re_search(pattern, texts):
     # the language rendered as Lark text and parsed by Lark's Earley parser

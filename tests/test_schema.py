@@ -29,6 +29,7 @@ class Raw:
 
 
 def check(schema, good, bad, **kw):
+    kw.setdefault("close_objects", False)  # these cases are about the specification's language
     g = schema_to_grammar(schema, **kw)
     text = to_lark(g)
     for x in good:
@@ -410,7 +411,7 @@ def test_maskbench_subset(per_category):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                g = schema_to_grammar(row["schema"])
+                g = schema_to_grammar(row["schema"], close_objects=False)
         except SchemaError:  # UnsupportedSchemaError included: named, never a crash
             continue
         translated += 1
@@ -565,3 +566,52 @@ def test_draft4_integer_index_accepts(tiny_bpe_vocab):
     assert not index.is_prefix('{"port":8080.')
     schema7 = dict(schema, **{"$schema": "http://json-schema.org/draft-07/schema#"})
     assert Index(schema7, tiny_bpe_vocab, close_objects=False).accepts('{"port":8080.0}')
+
+
+# ---------------------------------------------------------------- outside the exact subset: never silent
+
+NEVER_SILENT = {
+    "oneOf": {"oneOf": [{"type": "object", "additionalProperties": {"type": "integer"}},
+                        {"type": "object", "required": ["a"]}]},
+    "uniqueItems": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    "patternProperties": {"not": {"patternProperties": {"^x": {"type": "integer"}}}},
+    "propertyNames": {"not": {"propertyNames": {"maxLength": 3}}},
+    "unevaluatedProperties": {"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False},
+    "unevaluatedItems": {"allOf": [{"prefixItems": [{}]}], "unevaluatedItems": False},
+    "format": {"type": "string", "format": "regex"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEVER_SILENT))
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_outside_the_exact_subset_is_never_silent(name, order):
+    # issue 12: each keyword MaskBench uses beyond the exact subset is a named error, or a warning
+    # with lenient=True (the grammar then over-approximates), in either property order
+    with pytest.raises(UnsupportedSchemaError) as e:
+        schema_to_grammar(NEVER_SILENT[name], property_order=order)
+    assert e.value.keyword and e.value.pointer is not None
+    with pytest.warns(UserWarning, match="over-approximates"):
+        schema_to_grammar(NEVER_SILENT[name], lenient=True, property_order=order)
+
+
+def test_many_finite_pattern_properties_are_listed_keys():
+    # more patterns than key classes allow (2**6 > 16): the finite ones (`^x$`, `^z[0-9]$`) become
+    # listed keys, the classes range over the infinite one; checked against the jsonschema library
+    import itertools
+
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"a": {}}, "additionalProperties": False,
+              "patternProperties": {"^x$": {"type": "integer"}, "^(x|y)$": {"minimum": 3},
+                                    "^z[0-9]$": {"type": "string"}, "^w$": {"type": "null"},
+                                    "^v$": {"type": "boolean"}, "[a-c]+": {"maxLength": 2}}}
+    keys = ["x", "y", "z1", "z", "w", "v", "bb", "q", "a", "xab", "z12"]
+    values = [3, 2, "s", "abc", None, True]
+    for order in ("schema", "any"):
+        text = to_lark(schema_to_grammar(schema, property_order=order))
+        for k, v in itertools.product(keys, values):
+            doc = {k: v}
+            want = jsonschema.Draft202012Validator(schema).is_valid(doc)
+            assert lark_parses(text, json.dumps(doc)) == want, (order, doc, want)
+        doc = {"x": 4, "y": 3, "bb": "ab"}
+        assert lark_parses(text, json.dumps(doc)) is True

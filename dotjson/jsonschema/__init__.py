@@ -60,7 +60,7 @@ def _load(schema):
     return schema
 
 
-def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
+def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                       lenient: bool = False, resources=None, property_order: str = "schema",
                       whitespace: str = "bounded") -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
@@ -73,10 +73,10 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     disallow_whitespace : bool, default False
         ``True``: compact JSON, no whitespace anywhere. ``False``: bounded whitespace (the ``ws`` rule
         of ``grammars/json.lark``) between syntax tokens and around the document.
-    close_objects : bool, default False
-        ``True``: objects that declare ``properties``/``patternProperties`` but say nothing about
-        ``additionalProperties`` are closed (no extra keys), as XGrammar and OpenAI do. ``False``
-        follows the specification (extra keys allowed).
+    close_objects : bool, default True
+        A generation policy. ``True``: objects that declare ``properties``/``patternProperties``
+        but say nothing about ``additionalProperties`` are closed (no extra keys), as XGrammar and
+        OpenAI's strict mode do. ``False`` follows the specification (extra keys allowed).
     lenient : bool, default False
         Downgrade :class:`UnsupportedSchemaError` to a warning for keywords whose neglect still
         yields valid JSON; the grammar then over-approximates the schema.
@@ -140,7 +140,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     return grammar
 
 
-def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = False,
+def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                  lenient: bool = False, resources=None, property_order: str = "schema",
                  whitespace: str = "bounded") -> None:
     """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.

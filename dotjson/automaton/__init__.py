@@ -407,6 +407,8 @@ class Automaton:
 
     def key_state(self, s: int, limit: int) -> int:
         """The state of the clamped term of state ``s`` (its mask's memo key)."""
+        if not 0 < limit < 65536:
+            raise ValueError(f"clamp limit {limit} out of range (1..65535)")
         return self._run(K.key_state, s, limit)
 
     @property

@@ -26,8 +26,9 @@ Why derivatives:
   derive component-wise; their (rare) emptiness is checked by a bounded search.
 
 Every state handed out is *live*: a term that cannot reach acceptance is the dead state, never a
-state. For terms without ``AND``/``DIFF`` a syntactically non-empty term is non-empty because
-unproductive rules are removed at compile time; terms with them are checked explicitly.
+state. For terms without ``AND``/``DIFF`` a syntactically non-empty term is non-empty because a
+reference to an unproductive rule is ∅ (decided when the reference is first made, by
+:mod:`dotjson.ir.analysis`); terms with them are checked explicitly.
 
 The transition table ``trans`` (``int32[n_states, 256]``; ``-1`` not yet computed, ``-2`` dead) is
 what the Numba kernels read; they return to Python when they meet a row that is not filled yet.

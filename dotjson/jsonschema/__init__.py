@@ -102,6 +102,9 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         A keyword (named, with the JSON pointer of its schema) that cannot be enforced exactly.
     SchemaError
         A malformed schema, or one that accepts no value at all.
+    LimitExceededError
+        Sub-schemas nested deeper than 1,000 levels, or applicators deeper than 100 (the JSON
+        pointer is named).
     """
     if property_order not in PROPERTY_ORDERS:
         raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")

@@ -50,8 +50,10 @@ def _bfs_native(Automaton, g, cap):
 
 def _bfs_reference(Automaton, g, cap):
     a = Automaton(g)
-    for i in range(len(a._names)):
+    i = 0
+    while i < len(a._names):  # rules get ids as bodies compile (lazy rules): all of them
         a._body(i)
+        i += 1
     t = time.thread_time()
     frontier, done = [a.start], 0
     while frontier and a.n_states < cap:

@@ -525,7 +525,7 @@ def _policy(args) -> dict:
 def _check_schema(schema, policy: dict) -> None:
     # Cheap (milliseconds): a bad schema is reported before seconds go into loading a model.
     # With --lenient, each ignored keyword is said once, on one line.
-    from dotjson.schema import schema_to_grammar
+    from dotjson.jsonschema import schema_to_grammar
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -718,7 +718,7 @@ def schema_grammar(schema_text: str, compact: bool = False, *, close_objects: bo
                    lenient: bool = False) -> str:
     """The Lark grammar text dotjson holds a model to for ``schema_text``."""
     from dotjson.grammar import to_lark
-    from dotjson.schema import schema_to_grammar
+    from dotjson.jsonschema import schema_to_grammar
 
     return to_lark(schema_to_grammar(json.loads(schema_text), disallow_whitespace=compact,
                                      close_objects=close_objects, lenient=lenient))

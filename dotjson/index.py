@@ -16,7 +16,7 @@ import numpy as np
 
 from . import ir
 from ._kernels import walk as _walk
-from .automaton import DEAD, Automaton, utf8_sequences
+from .automaton import DEAD, Automaton, plain_seq_arrays, utf8_sequences
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
@@ -34,7 +34,7 @@ FINISHED = -3
 _WIDE_NODE = 6
 
 _PLAIN_RANGES = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF)]
-_PLAIN_SEQS = [sq for lo, hi in _PLAIN_RANGES for sq in utf8_sequences(lo, hi)]
+_PLAIN_SEQS = plain_seq_arrays([sq for lo, hi in _PLAIN_RANGES for sq in utf8_sequences(lo, hi)])
 
 
 class Index:
@@ -67,6 +67,9 @@ class Index:
     whitespace : {"bounded", "json"}, default "bounded"
         Without ``disallow_whitespace``: ``"bounded"`` allows one line break and 20 blanks between
         tokens (models loop on free whitespace); ``"json"`` any whitespace JSON allows.
+    resources : mapping of str to schema, optional
+        Documents for remote ``$ref`` URIs (``{"https://example.com/s.json": {...}}``, each a
+        dict, a bool or JSON text). Nothing is ever fetched from the network.
     max_states : int, default 1_000_000
         Most automaton states the index may hold; past it, :class:`LimitExceededError`.
     max_cache_bytes : int, default 1 GiB
@@ -101,11 +104,12 @@ class Index:
         lenient: bool = False,
         property_order: str = "schema",
         whitespace: str = "bounded",
+        resources: Any = None,
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
     ):
-        from .schema import schema_to_grammar
+        from .jsonschema import schema_to_grammar
 
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -126,6 +130,7 @@ class Index:
             lenient=lenient,
             property_order=property_order,
             whitespace=whitespace,
+            resources=resources,
         )
         self._options = {
             "source": "schema",
@@ -249,6 +254,10 @@ class Index:
         self._ir = grammar
         self._vocab = vocabulary
         self._tries = vocabulary.tries
+        self._trie_arrays = tuple(
+            (t.child_ptr, t.child_byte, t.child_node, t.tok_ptr, t.tok_ids, t.subtree_end)
+            for t in (self._tries.special, self._tries.plain)
+        )
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
         self._eos = np.asarray(sorted(set(int(t) for t in vocabulary.eos_token_ids)), dtype=np.int64)
@@ -487,24 +496,23 @@ class Index:
                 out[t >> 5] |= np.uint32(1 << (int(t) & 31))
 
     def _mask_row(self, state: int) -> int:
-        """The memo row holding ``state``'s mask, computing it if needed."""
+        """The memo row holding ``state``'s mask, computing it if needed.
+
+        A fresh mask is computed under the lock (the walk expands the automaton as it goes);
+        the kernels release the GIL, so other threads and a forward pass run meanwhile.
+        """
         a = self._auto
-        with self._lock:  # term construction is not thread-safe; the walk below runs unlocked
+        with self._lock:
             r = self._state_row.get(state)
             if r is not None:
                 return r
-            key_term = a.clamp(a.term_of(state), self._limit)
+            key_state = a.key_state(state, self._limit)
+            key_term = a.term_of(key_state)
             r = self._mask_of_key.get(key_term)
             if r is not None:
                 self._state_row[state] = r
                 return r
-            key_state = a.state(key_term)
-        bits = self._compute_mask(key_state)
-        with self._lock:
-            r = self._mask_of_key.get(key_term)
-            if r is not None:
-                self._state_row[state] = r
-                return r
+            bits = self._compute_mask(key_state)
             if (self._n_masks + 1) * self._n_words * 4 > self._max_cache_bytes:
                 if self._n_words * 4 > self._max_cache_bytes:
                     raise LimitExceededError(
@@ -538,56 +546,23 @@ class Index:
         return loc
 
     def _compute_mask(self, state: int) -> np.ndarray:
+        """The bitset of ``state``: one kernel call (the trie walks expanding the automaton
+        inline), repeated only after an exit to Python (store growth, a rule body to compile).
+        Call with the lock held."""
         a = self._auto
-        tries = self._tries
         out = np.zeros(self._n_words, dtype=np.uint32)
         if a.accepting[state]:
             self._set_eos(out)
-        self._walk(tries.special, state, False, out)
-        if a.compute_plain_inv(state, _PLAIN_SEQS):
-            _walk.or_words(out, tries.plain_bits)
-        else:
-            self._walk(tries.plain, state, True, out)
-        return out
-
-    def _walk(self, trie, state: int, shortcut: bool, out: np.ndarray) -> None:
-        if trie.n_nodes <= 1:
-            return
-        a = self._auto
         sc = self._scratch()
-        sc.st_node[0] = 0
-        sc.st_state[0] = state
-        sc.st_edge[0] = trie.child_ptr[0]
-        sp = 1
-        while True:
-            status = _walk.walk_trie(
-                a.trans,
-                a.plain_inv,
-                trie.child_ptr,
-                trie.child_byte,
-                trie.child_node,
-                trie.tok_ptr,
-                trie.tok_ids,
-                trie.subtree_end,
-                shortcut,
-                out,
-                sc.st_node,
-                sc.st_state,
-                sc.st_edge,
-                sp,
-                sc.ret,
-            )
-            if status == _walk.DONE:
-                return
-            sp = int(sc.ret[0])
-            s = int(sc.ret[1])
-            if status == _walk.NEED_ROW:
-                if sc.ret[3] > _WIDE_NODE:
-                    a.fill_row(s)
-                else:
-                    a.fill_entry(s, int(sc.ret[2]))
-            else:
-                a.compute_plain_inv(s, _PLAIN_SEQS)
+        sc.ret[:] = 0
+        sc.ret[_walk.R_PHASE] = _walk.PH_START
+        pseq, plen = _PLAIN_SEQS
+        while _walk.compute_mask(
+            a.store, state, self._trie_arrays[0], self._trie_arrays[1], self._tries.plain_bits,
+            pseq, plen, _WIDE_NODE, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
+        ) != _walk.DONE:
+            a.handle_exit()
+        return out
 
     # ------------------------------------------------------------------ serialization
 
@@ -599,6 +574,9 @@ class Index:
         """
         from .serialization import save_index
 
+        force = getattr(self._ir.rules, "force", None)
+        if force is not None:
+            force()  # a lazily compiled grammar: every rule, so that every family is known
         save_index(self, path)
 
     @classmethod

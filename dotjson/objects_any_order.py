@@ -23,10 +23,12 @@ recursive and none is nullable except by its end-of-object alternative.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dotjson import ir
 from dotjson.ir import EPS, Ref
 
-__all__ = ["AnyOrderObject", "any_order_object", "expand_families", "family_of"]
+__all__ = ["AnyOrderObject", "any_order_object", "expand_families", "family_of", "rules_with_families"]
 
 PROPERTY_ORDERS = ("schema", "any")
 
@@ -201,12 +203,85 @@ def family_of(grammar: ir.Grammar, name: str):
     return None
 
 
+class _FamilyRules(Mapping):
+    """A grammar's rules with its families' rules looked up on demand (for the automaton and the
+    analyses of :mod:`dotjson.ir.analysis`). Iteration covers the named rules only."""
+
+    def __init__(self, rules, families):
+        self._rules = rules
+        self._families = families
+        self._known = getattr(rules, "known_language", None)
+        self._analysis = None
+        self._final: set = set()
+        self._finalizing: set = set()
+
+    def bind_analysis(self, analysis) -> None:
+        """The analysis that asks (:class:`dotjson.ir.analysis.Analysis` calls this): a family's
+        members are settled with its exact productivity before the family answers for itself."""
+        self._analysis = analysis
+
+    def _family(self, name):
+        for fam in self._families:
+            if fam.owns(name):
+                return fam
+        return None
+
+    def __getitem__(self, name):
+        if name in self._rules:
+            return self._rules[name]
+        fam = self._family(name)
+        if fam is None:
+            raise KeyError(name)
+        return fam.body(name)
+
+    def __contains__(self, name) -> bool:
+        return name in self._rules or self._family(name) is not None
+
+    def __iter__(self):
+        return iter(self._rules)
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def known_language(self, name: str) -> tuple:
+        """A family rule is nullable exactly by its end-of-object alternative (every other one
+        starts with ``,`` or a key), and then productive."""
+        fam = self._family(name) if name not in self._rules else None
+        if fam is not None:
+            if fam.nullable(name):
+                return (True, True)
+            if self._analysis is None or id(fam) in self._finalizing:
+                return (False, None)
+            if id(fam) not in self._final:
+                # which members have a value at all, exactly (a recursive schema may ask about
+                # this family meanwhile: it then gets "unknown" and the analysis searches)
+                self._finalizing.add(id(fam))
+                try:
+                    fam.finalize(self._analysis.node_productive)
+                finally:
+                    self._finalizing.discard(id(fam))
+                self._final.add(id(fam))
+            # the count and required-member arithmetic of AnyOrderObject.productive, exact now
+            return (False, fam.productive(name))
+        return self._known(name) if self._known is not None else (None, None)
+
+
+def rules_with_families(grammar: ir.Grammar):
+    """``grammar.rules``, or a mapping that also answers for the rules of its families."""
+    fams = getattr(grammar, "families", ())
+    # a list may still grow (a lazily compiled schema adds families as it builds objects)
+    return _FamilyRules(grammar.rules, fams) if fams or isinstance(fams, list) else grammar.rules
+
+
 def expand_families(grammar: ir.Grammar, limit: int = 20_000) -> ir.Grammar:
     """A plain grammar with every family rule reachable from the start written out.
 
     For rendering (Lark text, the test oracle): the number of rules grows with the number of
     property subsets, so past ``limit`` rules a :class:`~dotjson.errors.GrammarError` says so.
     """
+    force = getattr(grammar.rules, "force", None)
+    if force is not None:
+        force()  # a lazily compiled schema: its objects (and families) exist once built
     fams = getattr(grammar, "families", ())
     if not fams:
         return grammar

@@ -3,9 +3,10 @@
 An index directory holds
 
 - ``index.json``: format name and version, the vocabulary's fingerprint, the options, the grammar
-  in the internal form and as the Lark text users read, the automaton's term store and state list, the memoized transitions and
+  in the internal form and as the Lark text users read, the automaton's rule tables, the memoized transitions and
   the mask keys, and the SHA-256 of ``arrays.npz``;
-- ``arrays.npz``: the transition table, per-state flags and the memoized masks, read with
+- ``arrays.npz``: the term store (flat arrays), the state list, the transition table, per-state
+  flags and the memoized masks, read with
   ``allow_pickle=False``;
 - ``vocabulary.bin``: the vocabulary (its own versioned format), so a directory loads alone;
 - ``manifest.json``, written last: the size and SHA-256 of every other file, so that no byte of
@@ -35,8 +36,9 @@ from .automaton import export_state, import_state
 from .errors import DotjsonError, DotjsonOSError, DotjsonTypeError, IndexFormatError
 
 FORMAT = "dotjson-index"
-#: Version 2 added ``manifest.json``; version 1 directories (no manifest) are refused.
-VERSION = 2
+#: Version 2 added ``manifest.json``; version 3 the term store as flat arrays
+#: (:mod:`dotjson.automaton`). Older directories are refused.
+VERSION = 3
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "dotjson-index-manifest"
 #: Every file of an index directory, each covered by the manifest.
@@ -321,7 +323,7 @@ def load_index(cls, path, vocabulary=None):
         self._masks = np.zeros((max(16, n_masks), self._n_words), dtype=np.uint32)
         self._masks[:n_masks] = masks
         self._n_masks = n_masks
-        n_nodes = len(auto._nodes)
+        n_nodes = auto.n_terms
         n_states = auto.n_states
         for k, v in meta["mask_keys"]:
             k, v = int(k), int(v)

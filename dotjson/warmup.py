@@ -26,6 +26,8 @@ def warmup() -> None:
                 ir.seq(ir.lit("["), ir.opt(ir.seq(ir.Ref("start"), ir.repeat(ir.seq(ir.lit(","), ir.Ref("start"))))), ir.lit("]")),
                 ir.lit("1"),
                 ir.seq(ir.lit('"'), ir.repeat(ir.chars((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF))), ir.lit('"')),
+                # set operations: the emptiness search runs when the index is built
+                ir.And((ir.repeat(ir.chars((0x61, 0x62)), 1, 3), ir.Diff(ir.lit("ab"), ir.lit("b")))),
             )
         }
     )
@@ -39,3 +41,5 @@ def warmup() -> None:
     ts.num_allowed()
     ts.forced_tokens()
     guide.get_next_tokensets([0, 5])
+    index.accepts("[1,[1]]")  # single transitions outside a mask
+    index._auto.compile_rules()

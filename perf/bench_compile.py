@@ -4,7 +4,9 @@ Each case is a pair (small bound, large bound) of the same shape, so growth with
 
 * ``string maxLength`` 1,000 and 100,000;
 * ``array minItems`` 50 and 5,000 (integers);
-* ``object`` with 100 and 1,000 optional properties;
+* ``object`` with 100, 1,000 and 10,000 optional properties;
+* a 4 MB schema: 3,800 ``$defs`` of 20 patterned properties each, of which the root uses one
+  (the cost of an index must not grow with what the schema declares but does not use);
 * a recursive schema (a tree through ``$ref``), forced through a nesting depth of 40.
 
 For every (case, engine), in a fresh worker process (one CPU thread, a wall-clock budget), after
@@ -65,6 +67,13 @@ def _props(n: int):
                                              for i in range(n)}}
 
 
+def _big_defs(n: int = 3800):
+    d = {f"d{i}": {"type": "object", "required": ["a1"],
+                   "properties": {f"a{j}": {"type": "string", "pattern": "^[a-z]+$"} for j in range(20)}}
+         for i in range(n)}
+    return {"$defs": d, "$ref": "#/$defs/d7"}
+
+
 def _props_doc(n: int, every: int = 10):
     return {f"p{i}": (i if i % 2 else f"v{i}") for i in range(0, n, every)}
 
@@ -87,6 +96,8 @@ CASES = [
      list(range(5000))),
     ("object 100 properties", _props(100), _props_doc(100)),
     ("object 1,000 properties", _props(1000), _props_doc(1000)),
+    ("object 10,000 properties", _props(10000), _props_doc(10000, 100)),
+    ("4 MB schema, 1 of 3,800 $defs", _big_defs(), {"a1": "abc", "a5": "xyz"}),
     ("recursive tree, depth 40", TREE, _tree(40)),
 ]
 

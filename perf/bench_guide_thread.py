@@ -80,6 +80,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each measurement; the median is printed (default 1)")
     ap.add_argument("--tokenizer", default="llama3")
+    ap.add_argument("--data", default=None, help="MaskBench folder (default ../shared/data/maskbench)")
     args = ap.parse_args(argv)
 
 
@@ -87,7 +88,8 @@ def main(argv=None):
 
     tok = peers.load_tokenizer(args.tokenizer)
     vocab = Vocabulary.from_tokenizer(tok)
-    rows = load_sample([args.category], 0, args.seed)
+    rows = (load_sample([args.category], 0, args.seed, data=args.data) if args.data
+            else load_sample([args.category], 0, args.seed))
     import random
 
     random.Random(args.seed).shuffle(rows)

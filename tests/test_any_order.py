@@ -86,7 +86,7 @@ def test_thousand_properties_start_lazily():
     b.walk_bytes(b.start, b'{"p0')
     t_schema = time.perf_counter() - t0
     # the family holds no rule yet beyond the few the text visited (no 2**1000 anything)
-    fam_rules = [x for x in a._names if "__seen_" in x]
+    fam_rules = [x for x in a.rules.names if "__seen_" in x]
     assert len(fam_rules) <= 2 * n + 2
     assert len(g.rules) < len(gs.rules)
     doc = "{" + ",".join(f'"p{i}":{i}' for i in reversed(range(0, n, 7))) + ',"p999":1}'

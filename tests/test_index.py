@@ -211,7 +211,7 @@ def test_corrupt_truncated_foreign_index_files(tmp_path, tiny_bpe_vocab, tiny_sp
     with pytest.raises(IndexFormatError, match="version 999"):
         Index.deserialize_from_disk(d)
     meta["version"] = VERSION
-    meta["automaton"]["state_terms"][0] = 10**9
+    meta["automaton"]["start_term"] = 10**9
     (d / "index.json").write_text(json.dumps(meta))
     write_manifest(d, INDEX_FILES)
     with pytest.raises(IndexFormatError, match="corrupt"):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 import warnings
 
 import pytest
 
 from dotjson import ir
-from dotjson.errors import SchemaError, UnsupportedSchemaError
+from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.grammar import lark_parses, to_lark
 from dotjson.schema import check_schema, schema_to_grammar
 
@@ -320,8 +321,34 @@ def test_error_never_crash_on_deep_nesting():
         schema = {"items": schema}
     try:
         schema_to_grammar(schema)
-    except SchemaError:
+    except (SchemaError, LimitExceededError):
         pass
+
+
+def test_deep_nesting_is_a_limit_error_naming_the_pointer():
+    # 100,000 levels: phase 1 walks iteratively and stops at its depth limit; no RecursionError,
+    # and the recursion limit of the process is left alone
+    limit = sys.getrecursionlimit()
+    schema: dict = {"type": "integer"}
+    for _ in range(100_000):
+        schema = {"type": "object", "properties": {"a": schema}, "required": ["a"]}
+    with pytest.raises(LimitExceededError, match="nested deeper than .* at /properties/a/properties/a"):
+        schema_to_grammar(schema)
+    schema = {"type": "integer"}
+    for _ in range(100_000):
+        schema = {"allOf": [schema]}
+    with pytest.raises(LimitExceededError, match="nested deeper than .* at /allOf/0/allOf/0"):
+        schema_to_grammar(schema)
+    assert sys.getrecursionlimit() == limit
+
+
+def test_large_enum_is_one_rule():
+    # 50,000 values: one alternation of literals (linear work: no pairwise comparisons)
+    g = schema_to_grammar({"enum": [f"value {i}" for i in range(50_000)]})
+    root = g.rules["start"].items[1]
+    assert isinstance(root, ir.Ref)
+    body = g.rules[root.name]
+    assert isinstance(body, ir.Alt) and len(body.items) == 50_000
 
 
 def test_no_warnings_in_strict_mode():
@@ -432,7 +459,7 @@ def test_number_dfa_matches_decimal_semantics():
     import random
     from decimal import Decimal
 
-    from dotjson import schema as S
+    from dotjson.jsonschema import numbers as S
 
     rng = random.Random(7)
 
@@ -472,7 +499,7 @@ def test_number_dfa_exponents_with_zero_bounds_and_negations():
     import random
     from decimal import Decimal
 
-    from dotjson import schema as S
+    from dotjson.jsonschema import numbers as S
 
     rng = random.Random(11)
     for op in ("gt", "ge", "lt", "le", "eq", "ne"):

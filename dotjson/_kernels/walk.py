@@ -1,10 +1,14 @@
-"""Trie walk: the allowed-token bitset of an automaton state.
+"""Trie walk: the allowed-token bitset of an automaton state, expanding the automaton inline.
 
 The walk is a depth-first traversal of a token trie in lock-step with the automaton's transition
-table. A subtree is pruned as soon as its byte prefix leads to the dead state. The table is filled
-lazily by Python: when the walk meets a row that is not computed (``-1``) or a state whose
-plain-invariance is unknown, it returns ``NEED_ROW``/``NEED_INV`` with that state and its explicit
-stack intact; Python fills the row and calls again to resume exactly where it stopped.
+table. A subtree is pruned as soon as its byte prefix leads to the dead state. A transition not
+computed yet (``-1``) is computed on the spot by the derivative kernels of
+:mod:`dotjson.automaton.kernels` (a single transition at a narrow trie node, the whole row at a
+node branching on more than ``wide`` bytes), and so is a state's plain-invariance: one kernel call
+computes a fresh mask, without the GIL. The walk returns to Python only when the store must grow,
+a rule body must be compiled, or a budget is spent (``EXIT``, the reason in the store's ``ctl``),
+with its explicit stack intact; Python acts and calls again to resume exactly where it stopped.
+The caller holds the automaton's lock.
 
 In the *plain* trie (tokens made only of plain string characters) a node whose state is
 plain-invariant takes its whole subtree at once: inside a JSON string body this replaces a walk
@@ -17,10 +21,14 @@ import numba as nb
 import numpy as np
 
 from .._config import NJIT_OPTS
+from ..automaton import kernels as K
 
 DONE = 0
-NEED_ROW = 1
-NEED_INV = 2
+EXIT = 1
+
+# ``ret`` slots of :func:`compute_mask` (a resumable computation).
+R_SP, R_PHASE = 0, 1
+PH_START, PH_SPECIAL, PH_INV, PH_PLAIN, PH_DONE = range(5)
 
 
 @nb.njit(**NJIT_OPTS)
@@ -31,30 +39,16 @@ def _set_bits(out, tok_ids, lo, hi):
 
 
 @nb.njit(**NJIT_OPTS)
-def walk_trie(
-    trans,
-    plain_inv,
-    child_ptr,
-    child_byte,
-    child_node,
-    tok_ptr,
-    tok_ids,
-    subtree_end,
-    shortcut,
-    out,
-    st_node,
-    st_state,
-    st_edge,
-    sp,
-    ret,
-):
-    """Resume a walk whose stack holds ``sp`` frames; returns a status, see module docstring.
+def walk_trie(S, trie, shortcut, out, st_node, st_state, st_edge, sp, ret, pseq, plen, wide):
+    """Resume a walk of ``trie`` whose stack holds ``sp`` frames; ``DONE``, or ``EXIT`` with the
+    stack depth in ``ret[R_SP]`` (see the module docstring).
 
-    ``ret[0]`` receives the stack depth, ``ret[1]`` the state that Python must expand, ``ret[2]``
-    the byte it needs and ``ret[3]`` how many bytes the trie node branches on (Python computes a
-    single transition for a narrow node, the whole row for a wide one).
-    The caller seeds the stack with the root frame ``(0, start_state, child_ptr[0])``.
+    ``trie`` is ``(child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end)``; the caller
+    seeds the stack with the root frame ``(0, start_state, child_ptr[0])``.
     """
+    child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = trie
+    trans = S[K.S_TRANS]
+    inv_ = S[K.S_INV]
     while sp > 0:
         top = sp - 1
         node = st_node[top]
@@ -63,23 +57,28 @@ def walk_trie(
         if e >= child_ptr[node + 1]:
             sp -= 1
             continue
-        nxt = trans[state, child_byte[e]]
+        b = child_byte[e]
+        nxt = trans[state, b]
         if nxt == -1:
-            ret[0] = sp
-            ret[1] = state
-            ret[2] = child_byte[e]
-            ret[3] = child_ptr[node + 1] - child_ptr[node]
-            return NEED_ROW
+            if child_ptr[node + 1] - child_ptr[node] > wide:
+                r = K.fill_row(S, state)
+            else:
+                r = K.fill_entry(S, state, b)
+            if r == K.FAIL:
+                ret[R_SP] = sp
+                return EXIT
+            nxt = trans[state, b]
         if nxt < 0:
             st_edge[top] = e + 1
             continue
         c = child_node[e]
         if shortcut:
-            inv = plain_inv[nxt]
+            inv = inv_[nxt]
             if inv < 0:
-                ret[0] = sp
-                ret[1] = nxt
-                return NEED_INV
+                inv = K.plain_inv(S, nxt, pseq, plen)
+                if inv < 0:
+                    ret[R_SP] = sp
+                    return EXIT
             if inv == 1:
                 _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
                 st_edge[top] = e + 1
@@ -91,9 +90,55 @@ def walk_trie(
             st_state[sp] = nxt
             st_edge[sp] = child_ptr[c]
             sp += 1
-    ret[0] = 0
-    ret[1] = -1
+    ret[R_SP] = 0
     return DONE
+
+
+@nb.njit(**NJIT_OPTS)
+def compute_mask(S, state, special, plain, plain_bits, pseq, plen, wide, out, st_node, st_state,
+                 st_edge, ret):
+    """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's
+    walk, then the plain trie's (or the whole plain bitset for a plain-invariant state).
+
+    Resumable: the caller sets ``ret[R_PHASE] = PH_START`` once and calls again after each
+    ``EXIT`` until ``DONE``.
+    """
+    S = K.borrow(S)
+    while True:
+        ph = ret[R_PHASE]
+        if ph == PH_START or ph == PH_INV:
+            if ph == PH_INV:
+                v = K.plain_inv(S, state, pseq, plen)
+                if v < 0:
+                    return EXIT
+                if v == 1:
+                    or_words(out, plain_bits)
+                    ret[R_PHASE] = PH_DONE
+                    return DONE
+            trie = special if ph == PH_START else plain
+            if trie[0].shape[0] <= 2:  # a trie with a root only
+                ret[R_PHASE] = PH_INV if ph == PH_START else PH_DONE
+                if ph != PH_START:
+                    return DONE
+                continue
+            st_node[0] = 0
+            st_state[0] = state
+            st_edge[0] = trie[0][0]
+            ret[R_SP] = 1
+            ret[R_PHASE] = PH_SPECIAL if ph == PH_START else PH_PLAIN
+            continue
+        if ph == PH_SPECIAL or ph == PH_PLAIN:
+            trie = special if ph == PH_SPECIAL else plain
+            r = walk_trie(S, trie, ph == PH_PLAIN, out, st_node, st_state, st_edge, ret[R_SP],
+                          ret, pseq, plen, wide)
+            if r == EXIT:
+                return EXIT
+            if ph == PH_PLAIN:
+                ret[R_PHASE] = PH_DONE
+                return DONE
+            ret[R_PHASE] = PH_INV
+            continue
+        return DONE
 
 
 @nb.njit(**NJIT_OPTS)

@@ -1,4 +1,12 @@
-"""A lazily expanded byte automaton for a grammar in the IR (:mod:`dotjson.ir`).
+"""The reference derivative engine: dotjson's pure-Python automaton before the Numba port.
+
+Kept unchanged in meaning (only its imports and its recursion-limit bump differ: it recurses once
+per rule of a rule chain, so tests give it moderate grammars) as the naive twin that
+``tests/test_native_automaton.py`` checks the kernels of :mod:`dotjson.automaton` against. It
+follows the grammar's rule handling: rule families (``property_order="any"``) and lazily
+produced rules with :class:`dotjson.ir.analysis.Analysis`.
+
+A lazily expanded byte automaton for a grammar in the IR (:mod:`dotjson.ir`).
 
 States are *byte-level regular terms* with rule references, interned by structure (hash-consing),
 and transitions are their Brzozowski derivatives (all bytes of a state in one pass, as
@@ -18,8 +26,9 @@ Why derivatives:
   derive component-wise; their (rare) emptiness is checked by a bounded search.
 
 Every state handed out is *live*: a term that cannot reach acceptance is the dead state, never a
-state. For terms without ``AND``/``DIFF`` a syntactically non-empty term is non-empty because
-unproductive rules are removed at compile time; terms with them are checked explicitly.
+state. For terms without ``AND``/``DIFF`` a syntactically non-empty term is non-empty because a
+reference to an unproductive rule is ∅ (decided when the reference is first made, by
+:mod:`dotjson.ir.analysis`); terms with them are checked explicitly.
 
 The transition table ``trans`` (``int32[n_states, 256]``; ``-1`` not yet computed, ``-2`` dead) is
 what the Numba kernels read; they return to Python when they meet a row that is not filled yet.
@@ -27,15 +36,15 @@ what the Numba kernels read; they return to Python when they meet a row that is 
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections import deque
 
 import numpy as np
 
-from . import ir
-from .errors import GrammarError, LimitExceededError
-from .objects_any_order import family_of
+from dotjson import ir
+from dotjson.errors import GrammarError, LimitExceededError
+from dotjson.ir.analysis import Analysis, is_regular
+from dotjson.objects_any_order import rules_with_families
 
 # Term kinds.
 K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
@@ -142,11 +151,13 @@ class Automaton:
         self.EPS = self._mk((K_EPS,), True)
         # rules
         self._rule_index: dict[str, int] = {}
-        self._names = list(grammar.rules)
+        self._names: list[str] = []
         self._compiled: dict[int, tuple] = {}
         self._regular: dict[int, tuple] = {}
         self._rule_body: list[int | None] = []
-        self._rule_nullable: list[bool] = []
+        self._rule_nullable: list[bool | None] = []
+        self._rules = rules_with_families(grammar)
+        self._analysis = Analysis(self._rules, self._setop_productive)
         self._compile_rules()
         # states
         self._state_of: dict[int, int] = {}
@@ -306,112 +317,56 @@ class Automaton:
         return self._mk((K_DIFF, a, b), self._nullable[a] and not self._nullable[b], True, False)
 
     def ref_term(self, name: str) -> int:
-        idx = self._rule_index.get(name)
-        if idx is None:
-            idx = self._family_rule(name)
-        if idx is None:
-            raise GrammarError(f"undefined rule {name!r}")
-        if name not in self._productive:
+        """The term ``REF name``; ∅ when the rule derives no finite text (exact, decided lazily)."""
+        idx = self._rule_id(name)
+        if not self._analysis.productive(name):
             return self.EMPTY
-        return self._mk((K_REF, idx), self._rule_nullable[idx], False, False)
+        nul = self._rule_nullable[idx]
+        if nul is None:
+            nul = self._rule_nullable[idx] = self._analysis.nullable(name)
+        return self._mk((K_REF, idx), nul, False, False)
 
     # ------------------------------------------------------------------ IR → terms
 
+    def _rule_id(self, name: str) -> int:
+        """The index of rule ``name``, assigned on first use (rules may be produced on demand)."""
+        idx = self._rule_index.get(name)
+        if idx is None:
+            if name not in self._rules:
+                raise GrammarError(f"undefined rule {name!r}")
+            idx = len(self._names)
+            self._names.append(name)
+            self._rule_index[name] = idx
+            self._rule_body.append(None)
+            self._rule_nullable.append(None)
+        return idx
+
     def _compile_rules(self) -> None:
-        rules = self.grammar.rules
-        names = list(rules)
-        for i, n in enumerate(names):
-            self._rule_index[n] = i
-        # Only the rules reachable from the start matter; visit them callees first, so that
-        # the fixpoints below settle in one or two passes.
+        """Check the start rule. Everything else is decided lazily, when a rule is first reached
+        (:mod:`dotjson.ir.analysis`: nullable, productive, left recursion). A grammar given as a
+        plain ``dict`` (Lark, regex, a caller's IR) is small: its reachable rules are checked for
+        left recursion up front, so such errors surface at construction."""
+        rules = self._rules
         if self.grammar.start not in rules:
             raise GrammarError(f"undefined start rule {self.grammar.start!r}")
-        order: list[str] = []
-        seen = {self.grammar.start}
-        fam_seen: set[int] = set()
-        scan = _Scanner()
-        stack = [(self.grammar.start, iter(sorted(scan(rules[self.grammar.start])[0])))]
-        while stack:
-            name, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                order.append(name)
-                stack.pop()
-                continue
-            if nxt not in rules:
-                fam = family_of(self.grammar, nxt)
-                if fam is None:
-                    raise GrammarError(f"rule {name!r} references undefined rule {nxt!r}")
-                # a lazy rule family: its rules are made on demand; what they reference is static
-                if id(fam) not in fam_seen:
-                    fam_seen.add(id(fam))
-                    for node in fam.static_nodes():
-                        for r in sorted(scan(node)[0]):
-                            if r not in rules and family_of(self.grammar, r) is None:
-                                raise GrammarError(f"rule {nxt!r} references undefined rule {r!r}")
-                            if r in rules and r not in seen:
-                                seen.add(r)
-                                stack.append((r, iter(sorted(scan(rules[r])[0]))))
-                continue
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append((nxt, iter(sorted(scan(rules[nxt])[0]))))
-        reach = {n: rules[n] for n in order}
-        # Derivatives recurse through chains of rules that start with a reference to the next
-        # one (a 1,000-property object compiles to such a chain); without left recursion the
-        # depth is bounded by the number of rules, so make room for it.
-        need = 2000 + 24 * len(order)
-        if sys.getrecursionlimit() < need:
-            sys.setrecursionlimit(min(need, 400_000))
-        nullable: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
+        if isinstance(rules, dict):
+            seen = {self.grammar.start}
+            order = [self.grammar.start]
             for n in order:
-                if n not in nullable and _ir_nullable(reach[n], nullable):
-                    nullable.add(n)
-                    changed = True
-        self._check_left_recursion(reach, nullable)
-        self._rule_nullable = [n in nullable for n in names]
-        banned: set[str] = set()
-        # Bodies compile lazily (on first expansion), except those holding And/Diff: IR-level
-        # productivity over-approximates them, so they are compiled and checked exactly now, and
-        # rules found empty are dropped until nothing changes.
-        setop_rules = [n for n in order if scan(reach[n])[1]]
-        while True:
-            self._productive = _productive_rules(reach, banned, order, self.grammar.families)
-            # forget family rules registered by a previous round
-            for extra_name in self._names[len(names):]:
-                del self._rule_index[extra_name]
-            del self._names[len(names):]
-            self._rule_nullable = self._rule_nullable[: len(names)]
-            self._rule_body = [None] * len(names)
-            self._compiled.clear()
-            empty = set()
-            for n in setop_rules:
-                if n in self._productive:
-                    body = self._body(self._rule_index[n])
-                    if body == self.EMPTY or (self._hasbool[body] and self.is_empty(body)):
-                        empty.add(n)
-            if not empty:
-                break
-            banned |= empty
-            self._empty.clear()
+                for r in sorted(ir.refs(rules[n])):
+                    if r not in rules:
+                        raise GrammarError(f"rule {n!r} references undefined rule {r!r}")
+                    if r not in seen:
+                        seen.add(r)
+                        order.append(r)
+            for n in order:
+                self._analysis.check_left_recursion(n)
 
-    def _family_rule(self, name: str) -> int | None:
-        """Register a rule of a lazy family (its body is made on first expansion)."""
-        fam = family_of(self.grammar, name)
-        if fam is None:
-            return None
+    def _setop_productive(self, node: ir.Node) -> bool:
+        """Exact non-emptiness of an ``And``/``Diff`` node (for the productive analysis)."""
         with self.lock:
-            idx = self._rule_index.get(name)
-            if idx is None:
-                idx = len(self._names)
-                self._names.append(name)
-                self._rule_index[name] = idx
-                self._rule_nullable.append(fam.nullable(name))
-                self._rule_body.append(None)
-        return idx
+            t = self.compile_node(node)
+            return t != self.EMPTY and not (self._hasbool[t] and self.is_empty(t))
 
     def _body(self, i: int) -> int:
         """The compiled body of rule ``i`` (compiled on first use)."""
@@ -421,45 +376,13 @@ class Automaton:
                 body = self._rule_body[i]
                 if body is None:
                     name = self._names[i]
-                    if name in self._productive:
-                        src = self.grammar.rules.get(name)
-                        if src is None:
-                            src = family_of(self.grammar, name).body(name)
-                        body = self.compile_node(src)
+                    if self._analysis.productive(name):
+                        self._analysis.check_left_recursion(name)
+                        body = self.compile_node(self._rules[name])
                     else:
                         body = self.EMPTY
                     self._rule_body[i] = body
         return body
-
-    def _check_left_recursion(self, rules, nullable: set[str]) -> None:
-        left: dict[str, set[str]] = {n: set() for n in rules}
-        for n, body in rules.items():
-            _left_refs(body, nullable, left[n])
-        # Cycle detection in the left-call graph.
-        color: dict[str, int] = {}
-        for root in rules:
-            if root in color:
-                continue
-            stack = [(root, iter(sorted(left[root])))]
-            color[root] = 1
-            while stack:
-                node, it = stack[-1]
-                nxt = next(it, None)
-                if nxt is None:
-                    color[node] = 2
-                    stack.pop()
-                    continue
-                c = color.get(nxt, 0)
-                if c == 1:
-                    cycle = [s for s, _ in stack] + [nxt]
-                    cycle = cycle[cycle.index(nxt) :]
-                    raise GrammarError(
-                        "left-recursive rules (a rule reaches itself without consuming input): "
-                        + " -> ".join(cycle)
-                    )
-                if c == 0:
-                    color[nxt] = 1
-                    stack.append((nxt, iter(sorted(left[nxt]))))
 
     def compile_node(self, node: ir.Node) -> int:
         # Front ends share sub-grammars by identity (the key language of 1,000 properties is
@@ -473,11 +396,7 @@ class Automaton:
         return t
 
     def _is_regular(self, node: ir.Node) -> bool:
-        hit = self._regular.get(id(node))
-        if hit is None:
-            hit = (node, ir.is_regular(node))
-            self._regular[id(node)] = hit
-        return hit[1]
+        return is_regular(node, self._regular)
 
     def _compile_node(self, node: ir.Node) -> int:
         if isinstance(node, ir.Lit):
@@ -492,8 +411,6 @@ class Automaton:
             hi = INF if node.max is None else node.max
             return self.rep(self.compile_node(node.item), node.min, hi)
         if isinstance(node, ir.Ref):
-            if node.name not in self._productive:
-                return self.EMPTY
             return self.ref_term(node.name)
         if isinstance(node, ir.And):
             if not all(self._is_regular(x) for x in node.items):
@@ -967,139 +884,6 @@ def _mask_to_bytes(mask: int) -> np.ndarray:
     return r
 
 
-def _ir_nullable(node: ir.Node, nullable_rules: set[str]) -> bool:
-    if isinstance(node, ir.Lit):
-        return node.text == ""
-    if isinstance(node, ir.Chars):
-        return False
-    if isinstance(node, ir.Seq):
-        return all(_ir_nullable(x, nullable_rules) for x in node.items)
-    if isinstance(node, ir.Alt):
-        return any(_ir_nullable(x, nullable_rules) for x in node.items)
-    if isinstance(node, ir.Repeat):
-        return node.min == 0 or _ir_nullable(node.item, nullable_rules)
-    if isinstance(node, ir.Ref):
-        return node.name in nullable_rules
-    if isinstance(node, ir.And):
-        return all(_ir_nullable(x, nullable_rules) for x in node.items)
-    if isinstance(node, ir.Diff):
-        return _ir_nullable(node.left, nullable_rules) and not _ir_nullable(
-            node.right, nullable_rules
-        )
-    return False
-
-
-def _productive_rules(rules: dict, banned: set[str], order=None, families=()) -> set[str]:
-    productive: set[str] = _FamilySet(families) if families else set()
-    order = list(rules) if order is None else order
-    changed = True
-    while changed:
-        changed = False
-        for n in order:
-            if n not in productive and n not in banned and _ir_productive(rules[n], productive):
-                productive.add(n)
-                changed = True
-    if families:
-        productive.settle()
-    return productive
-
-
-class _FamilySet(set):
-    """The productive rule names: the static ones as a set, a lazy family's by asking it."""
-
-    def __init__(self, families):
-        super().__init__()
-        self.families = families
-        self.live = True  # during the fixpoint: family answers follow the growing set
-
-    def _member_ok(self, node) -> bool:
-        return _ir_productive(node, self)
-
-    def __contains__(self, name) -> bool:
-        if set.__contains__(self, name):
-            return True
-        for fam in self.families:
-            if fam.owns(name):
-                return fam.productive(name, self._member_ok if self.live else None)
-        return False
-
-    def settle(self) -> None:
-        for fam in self.families:
-            fam.finalize(self._member_ok)
-        self.live = False
-
-
-class _Scanner:
-    """``(rule names referenced, holds And/Diff)`` of IR nodes, each shared sub-tree scanned once
-    (front ends share sub-grammars by identity; a plain walk would revisit them per use)."""
-
-    def __init__(self):
-        self._memo: dict[int, tuple] = {}
-
-    def __call__(self, node: ir.Node) -> tuple[frozenset, bool]:
-        hit = self._memo.get(id(node))
-        if hit is not None:
-            return hit[1]
-        if isinstance(node, ir.Ref):
-            r = (frozenset((node.name,)), False)
-        else:
-            kids = ir.children(node)
-            names: frozenset = frozenset()
-            setop = isinstance(node, (ir.And, ir.Diff))
-            for k in kids:
-                kn, ks = self(k)
-                if kn:
-                    names = names | kn
-                setop = setop or ks
-            r = (names, setop)
-        self._memo[id(node)] = (node, r)
-        return r
-
-
-def _ir_productive(node: ir.Node, productive: set[str]) -> bool:
-    # An over-approximation for And/Diff (their emptiness is checked exactly on terms).
-    if isinstance(node, ir.Lit):
-        return True
-    if isinstance(node, ir.Chars):
-        return bool(node.ranges)
-    if isinstance(node, ir.Seq):
-        return all(_ir_productive(x, productive) for x in node.items)
-    if isinstance(node, ir.Alt):
-        return any(_ir_productive(x, productive) for x in node.items)
-    if isinstance(node, ir.Repeat):
-        return node.min == 0 or _ir_productive(node.item, productive)
-    if isinstance(node, ir.Ref):
-        return node.name in productive
-    if isinstance(node, ir.And):
-        return all(_ir_productive(x, productive) for x in node.items)
-    if isinstance(node, ir.Diff):
-        return _ir_productive(node.left, productive)
-    return False
-
-
-def _left_refs(node: ir.Node, nullable: set[str], out: set[str]) -> bool:
-    """Collect refs reachable before any byte is consumed; return whether ``node`` is nullable."""
-    if isinstance(node, ir.Ref):
-        out.add(node.name)
-        return node.name in nullable
-    if isinstance(node, ir.Seq):
-        for x in node.items:
-            if not _left_refs(x, nullable, out):
-                return False
-        return True
-    if isinstance(node, ir.Alt):
-        r = False
-        for x in node.items:
-            r = _left_refs(x, nullable, out) or r
-        return r
-    if isinstance(node, ir.Repeat):
-        r = _left_refs(node.item, nullable, out)
-        return r or node.min == 0
-    if isinstance(node, (ir.And, ir.Diff)):
-        return _ir_nullable(node, nullable)
-    return _ir_nullable(node, nullable)
-
-
 # ------------------------------------------------------------------------------ persistence
 
 
@@ -1121,7 +905,7 @@ def export_state(a: Automaton) -> dict:
                 "rules": list(a._rule_index),
                 "rule_body": [-1 if b is None else b for b in a._rule_body],
                 "rule_nullable": a._rule_nullable,
-                "productive": sorted(a._productive),
+                "analysis": [sorted(d.items()) for d in a._analysis.known()],
                 "nodes": nodes,
                 "state_terms": a._term_of[:n],
                 "start_term": a.start_term,
@@ -1149,17 +933,14 @@ def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
     a._rows, a._deriv, a._inf, a._empty, a._clamp, a._chars_cache = {}, {}, {}, {}, {}, {}
     a._seqs = {}
     names = [str(x) for x in meta["rules"]]
-    static = list(grammar.rules)
-    if names[: len(static)] != static or any(family_of(grammar, n) is None for n in names[len(static):]):
+    a._rules = rules_with_families(grammar)
+    if len(set(names)) != len(names) or not all(n in a._rules for n in names):
         raise ValueError("rule names do not match the saved grammar")
     a._rule_index = {n: i for i, n in enumerate(names)}
-    a._rule_nullable = [bool(x) for x in meta["rule_nullable"]]
-    if grammar.families:
-        a._productive = _FamilySet(grammar.families)
-        a._productive.update(str(x) for x in meta["productive"])
-        a._productive.settle()
-    else:
-        a._productive = set(str(x) for x in meta["productive"])
+    a._rule_nullable = [None if x is None else bool(x) for x in meta["rule_nullable"]]
+    a._analysis = Analysis(a._rules, a._setop_productive)
+    nul_known, prod_known = meta["analysis"]
+    a._analysis.seed(dict(nul_known), dict(prod_known))
     n_rules = len(names)
     if len(a._rule_nullable) != n_rules:
         raise ValueError("rule table sizes differ")
@@ -1199,6 +980,8 @@ def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
             r = int(raw[1])
             if not 0 <= r < n_rules:
                 raise ValueError("rule index out of range")
+            if a._rule_nullable[r] is None:
+                raise ValueError("a rule reference without its nullability")
             key, nul, hb, hr = (k, r), a._rule_nullable[r], False, False
         elif k == K_DIFF:
             x, y = child(raw[1]), child(raw[2])

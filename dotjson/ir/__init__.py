@@ -1,6 +1,6 @@
 """The internal grammar form: an EBNF tree over Unicode text, shared by every front end.
 
-``dotjson.schema`` (JSON Schema), ``dotjson.grammar`` (Lark text, via Lark's own loader) and
+``dotjson.jsonschema`` (JSON Schema), ``dotjson.grammar`` (Lark text, via Lark's own loader) and
 ``dotjson.regex`` (regular expressions) all produce a :class:`Grammar` made of these nodes; the
 automaton (``dotjson.automaton``) consumes it, and ``dotjson.grammar.to_lark`` renders it as Lark
 text on demand. Nothing here parses text.
@@ -26,6 +26,8 @@ node           language
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
@@ -82,27 +84,90 @@ EPS = Seq(())
 EMPTY = Alt(())
 
 
+class LazyRules(Mapping):
+    """Rule bodies produced on demand: the rules of a grammar that is compiled as it is used.
+
+    ``source`` holds ``rules`` (a dict of the bodies built so far), ``pending`` (the names of the
+    rules not built yet), ``body(name)``, which builds a pending rule, records it in ``rules``
+    and returns it (building may add more rules, built or pending), and
+    ``known_language(name)`` (see :meth:`known_language`). Looking a rule up
+    builds it; iterating, ``len`` and ``items`` build every rule first (rendering a grammar as
+    Lark text or saving it needs them all). Thread-safe.
+    """
+
+    def __init__(self, source) -> None:
+        self._src = source
+        self._lock = threading.RLock()
+
+    def __getitem__(self, name: str) -> Node:
+        body = self._src.rules.get(name)
+        if body is not None:
+            return body
+        with self._lock:
+            body = self._src.rules.get(name)
+            if body is not None:
+                return body
+            if name in self._src.pending:
+                return self._src.body(name)
+        raise KeyError(name)
+
+    def __contains__(self, name) -> bool:
+        return name in self._src.rules or name in self._src.pending
+
+    def known_language(self, name: str) -> tuple:
+        """``(nullable, productive)`` of a rule not built yet, when the source knows them without
+        building it (``None`` for unknown); see :class:`dotjson.ir.analysis.Analysis`."""
+        if name in self._src.rules or name not in self._src.pending:
+            return (None, None)
+        return self._src.known_language(name)
+
+    def __bool__(self) -> bool:
+        return bool(self._src.rules) or bool(self._src.pending)
+
+    def force(self) -> None:
+        """Build every pending rule."""
+        with self._lock:
+            pending = self._src.pending
+            while pending:
+                self._src.body(next(iter(pending)))
+
+    def __iter__(self) -> Iterator[str]:
+        self.force()
+        return iter(list(self._src.rules))
+
+    def __len__(self) -> int:
+        self.force()
+        return len(self._src.rules)
+
+    @property
+    def n_built(self) -> int:
+        """How many rule bodies exist so far (the rest are pending)."""
+        return len(self._src.rules)
+
+
 @dataclass
 class Grammar:
     """A set of named rules and a start rule.
 
     Parameters
     ----------
-    rules : dict of str to Node
+    rules : Mapping of str to Node
         Rule bodies by name. Names are Lark rule names (lower-case, ``[a-z_][a-z0-9_]*``).
+        A :class:`LazyRules` produces the bodies when they are first looked up.
     start : str
         Name of the start rule.
-    families : tuple, optional
+    families : sequence, optional
         Rule families: objects owning a set of rule names too large to write down, whose bodies
-        are produced on demand (:class:`dotjson.objects_any_order.AnyOrderObject`).
+        are produced on demand (:class:`dotjson.objects_any_order.AnyOrderObject`). A lazily
+        compiled schema shares its list, which grows as objects are built.
     """
 
-    rules: dict[str, Node] = field(default_factory=dict)
+    rules: Mapping[str, Node] = field(default_factory=dict)
     start: str = "start"
     families: tuple = ()
 
     def __post_init__(self) -> None:
-        if self.start not in self.rules and self.rules:
+        if self.start not in self.rules and bool(self.rules):
             raise KeyError(f"start rule {self.start!r} is not defined")
 
 
@@ -116,14 +181,26 @@ def lit(text: str) -> Node:
 
 
 def seq(*items: Node) -> Node:
+    """Concatenation: flattens nested sequences, drops ε, and is ∅ when an item is ∅.
+
+    Type checks only, never deep equality: this is the hot path of every front end.
+    """
     out: list[Node] = []
     for it in items:
-        if it == EMPTY or it == Chars(()):
-            return EMPTY
-        if isinstance(it, Seq):
+        t = type(it)
+        if t is Seq:
             out.extend(it.items)
-        elif it == EPS or it == Lit(""):
-            continue
+        elif t is Alt:
+            if not it.items:
+                return EMPTY
+            out.append(it)
+        elif t is Chars:
+            if not it.ranges:
+                return EMPTY
+            out.append(it)
+        elif t is Lit:
+            if it.text:
+                out.append(it)
         else:
             out.append(it)
     if not out:
@@ -134,15 +211,28 @@ def seq(*items: Node) -> Node:
 
 
 def alt(*items: Node) -> Node:
+    """Union: flattens nested alternations, drops ∅, removes duplicates.
+
+    Duplicates are found by value for leaves (``Ref``, ``Lit``, ``Chars``) and by identity for
+    the rest: IR nodes do not cache their hash, and hashing big shared sub-trees would cost more
+    than the duplicates it finds.
+    """
     out: list[Node] = []
-    seen: set[Node] = set()
+    seen: set = set()
     for it in items:
-        parts = it.items if isinstance(it, Alt) else (it,)
+        parts = it.items if type(it) is Alt else (it,)
         for p in parts:
-            if p == Chars(()):
-                continue
-            if p not in seen:
-                seen.add(p)
+            t = type(p)
+            if t is Chars:
+                if not p.ranges:
+                    continue
+                key = p
+            elif t is Ref or t is Lit:
+                key = p
+            else:
+                key = id(p)
+            if key not in seen:
+                seen.add(key)
                 out.append(p)
     if not out:
         return EMPTY

@@ -1,0 +1,659 @@
+"""A lazily expanded byte automaton for a grammar in the IR (:mod:`dotjson.ir`).
+
+States are *byte-level regular terms* with rule references, interned by structure (hash-consing)
+in a store of flat arrays, and transitions are their Brzozowski derivatives, computed by Numba
+kernels (:mod:`.kernels`) only when decoding first needs them.
+
+Why derivatives:
+
+- Exact by construction: the derivative of a term by a byte denotes exactly the suffixes that
+  complete the text so far, so the mask ``{t : derivative(state, t) ≠ ∅}`` forbids nothing valid
+  and allows nothing invalid.
+- Lazy by construction: a state exists only once a derivative produced it; counted repetition
+  ``R{m,M}`` derives to ``R' R{m-1,M-1}``, so a bound of 100000 costs nothing until the output
+  reaches it.
+- Recursion (``$ref`` cycles) is a rule reference ``REF r`` expanded one level per derivative;
+  the pending continuations (``"]"``, ``"}"`` …) pile up in the term, which is the stack.
+- Intersection and difference derive component-wise; their (rare) emptiness is checked by a
+  bounded search.
+
+Every state handed out is *live*: a term that cannot reach acceptance is the dead state, never a
+state. The transition table ``trans`` (``int32[n_states, 256]``; ``-1`` not computed yet, ``-2``
+dead) is what the trie walk reads; it expands missing transitions itself by calling the same
+kernels (:func:`dotjson._kernels.walk.walk_trie`).
+
+Module layout: :mod:`.kernels` (the store's constructors and algorithms, Numba), :mod:`.rules`
+(rule analyses and IR → term compilation, Python), :mod:`.utf8` (code-point ranges as byte
+ranges), and here the :class:`Automaton` that owns the arrays, grows them and holds the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .. import ir
+from ..errors import GrammarError, LimitExceededError
+from . import kernels as K
+from .rules import Rules
+from .utf8 import utf8_sequences
+
+UNKNOWN = K.UNKNOWN
+DEAD = K.DEAD
+INF = K.INF
+K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
+
+#: Store arrays saved by :func:`export_state` (the memo tables are rebuilt on demand).
+_SAVED = ("ti", "tf", "bw", "pool", "rule_body", "term_of", "trans", "accepting", "plain_inv",
+          "row_ready")
+
+
+def _pow2(n: int) -> int:
+    c = 16
+    while c < n:
+        c *= 2
+    return c
+
+
+class Automaton:
+    """Byte automaton of an IR grammar, expanded on demand.
+
+    Parameters
+    ----------
+    grammar : dotjson.ir.Grammar
+        The grammar; its start rule's language is the set of accepted documents.
+    max_states : int
+        Budget on the number of interned states; past it, :class:`LimitExceededError`.
+    fuel : int
+        Budget on the derivative steps of one emptiness search (``AND``/``DIFF`` terms).
+
+    Notes
+    -----
+    Every method that may build terms takes :attr:`lock`. Arrays are replaced whole when they
+    grow, so a reader holding an old ``trans`` keeps valid memory (it merely sees ``-1`` for a
+    transition filled since, and asks again).
+    """
+
+    def __init__(self, grammar: ir.Grammar, *, max_states: int = 1_000_000, fuel: int = 200_000):
+        self._init(grammar, max_states, fuel)
+        self._new_store()
+        self.rules.check()
+        self.start_term = self.rules.ref(grammar.start)
+        if self.is_empty(self.start_term):
+            raise GrammarError("the grammar's language is empty: no document can satisfy it")
+        self.start = self.state(self.start_term)
+
+    def _init(self, grammar, max_states, fuel):
+        self.grammar = grammar
+        self.max_states = int(max_states)
+        self.fuel = int(fuel)
+        self.lock = threading.RLock()
+        self.rules = Rules(grammar, self._build, self.is_empty, self._set_body, self._add_rule)
+        self._ret = np.zeros(4, dtype=np.int64)
+
+    # ------------------------------------------------------------------ the store
+
+    def _new_store(self, terms=1024, states=64):
+        n_rules = len(self.rules.names)
+        self._a = a = {}
+        a["ti"] = np.zeros((terms, 4), dtype=np.int32)
+        a["tf"] = np.zeros(terms, dtype=np.uint8)
+        a["tm"] = np.full((terms, K.N_TM), -1, dtype=np.int32)
+        a["bw"] = np.zeros((max(64, terms // 4), 4), dtype=np.uint64)
+        a["pool"] = np.zeros(max(256, terms), dtype=np.int32)
+        a["ht"] = np.full(_pow2(2 * terms), -1, dtype=np.int32)
+        a["mk"] = np.full(_pow2(4 * terms), -1, dtype=np.int64)
+        a["mv"] = np.zeros(a["mk"].shape[0], dtype=np.int32)
+        a["rcw"] = np.zeros((max(256, terms), 4), dtype=np.uint64)
+        a["rct"] = np.zeros(a["rcw"].shape[0], dtype=np.int32)
+        a["rule_body"] = np.full(n_rules, -1, dtype=np.int32)
+        self._new_states(states)
+        a["ctl"] = ctl = np.zeros(K.N_CTL, dtype=np.int64)
+        ctl[K.C_MAX_STATES] = self.max_states
+        ctl[K.C_FUEL] = self.fuel
+        self._publish()
+        # ∅ and ε first, with their (empty) rows known
+        e = K.mk_simple(self._S, K_EMPTY, 0, 0, 0, 0)
+        p = K.mk_simple(self._S, K_EPS, 0, 0, 0, K.F_NULL)
+        assert (e, p) == (K.EMPTY, K.EPS)
+        a["tm"][: 2, K.M_ROW_OFF] = 0
+        a["tm"][: 2, K.M_ROW_LEN] = 0
+
+    def _new_states(self, cap):
+        a = self._a
+        a["term_of"] = np.full(cap, -1, dtype=np.int32)
+        a["trans"] = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+        a["accepting"] = np.zeros(cap, dtype=np.bool_)
+        a["plain_inv"] = np.full(cap, -1, dtype=np.int8)
+        a["row_ready"] = np.zeros(cap, dtype=np.bool_)
+
+    def _publish(self):
+        a = self._a
+        self._S = (a["ti"], a["tf"], a["tm"], a["bw"], a["pool"], a["ht"], a["mk"], a["mv"],
+                   a["rcw"], a["rct"], a["rule_body"], a["term_of"], a["trans"], a["accepting"],
+                   a["plain_inv"], a["row_ready"], a["ctl"])
+
+    @staticmethod
+    def _grown(arr, cap, fill):
+        out = np.full((cap,) + arr.shape[1:], fill, dtype=arr.dtype)
+        out[: arr.shape[0]] = arr
+        return out
+
+    def _grow(self, status: int, arg: int) -> None:
+        a = self._a
+        if status == K.NEED_GROW_TERMS:
+            cap = 2 * a["ti"].shape[0]
+            if cap > (1 << K.TERM_ID_BITS):
+                raise LimitExceededError(
+                    f"the term store reached its limit of {1 << K.TERM_ID_BITS} terms"
+                )
+            a["ti"] = self._grown(a["ti"], cap, 0)
+            a["tf"] = self._grown(a["tf"], cap, 0)
+            a["tm"] = self._grown(a["tm"], cap, -1)
+            ht = np.full(_pow2(2 * cap), -1, dtype=np.int32)
+            K.rehash_terms(a["ti"], a["bw"], a["pool"], int(a["ctl"][K.C_TERMS]), ht)
+            a["ht"] = ht
+        elif status == K.NEED_GROW_BSETS:
+            a["bw"] = self._grown(a["bw"], 2 * a["bw"].shape[0], 0)
+        elif status == K.NEED_GROW_POOL:
+            a["pool"] = self._grown(a["pool"], 2 * a["pool"].shape[0] + arg, 0)
+        elif status == K.NEED_GROW_RC:
+            cap = 2 * a["rct"].shape[0] + arg
+            a["rcw"] = self._grown(a["rcw"], cap, 0)
+            a["rct"] = self._grown(a["rct"], cap, 0)
+        elif status == K.NEED_GROW_MEMO:
+            cap = 2 * a["mk"].shape[0]
+            mk = np.full(cap, -1, dtype=np.int64)
+            mv = np.zeros(cap, dtype=np.int32)
+            K.rehash_memo(a["mk"], a["mv"], mk, mv)
+            a["mk"], a["mv"] = mk, mv
+        elif status == K.NEED_GROW_STATES:
+            cap = 2 * a["trans"].shape[0]
+            a["term_of"] = self._grown(a["term_of"], cap, -1)
+            a["trans"] = self._grown(a["trans"], cap, UNKNOWN)
+            a["accepting"] = self._grown(a["accepting"], cap, False)
+            a["plain_inv"] = self._grown(a["plain_inv"], cap, -1)
+            a["row_ready"] = self._grown(a["row_ready"], cap, False)
+        else:  # pragma: no cover - a kernel bug
+            raise AssertionError(f"unknown kernel exit {status}")
+        # Publish whole arrays: a kernel or reader on the old ones keeps valid memory.
+        self._publish()
+
+    def handle_exit(self) -> None:
+        """Act on the exit a kernel just reported (call with :attr:`lock` held): grow an array,
+        compile a rule body, or raise for a spent budget."""
+        ctl = self._a["ctl"]
+        status, arg = int(ctl[K.C_STATUS]), int(ctl[K.C_ARG])
+        ctl[K.C_STATUS] = 0
+        if status == K.NEED_RULE:
+            if self._a["rule_body"][arg] < 0:
+                self.rules.body_closure(arg)
+        elif status == K.LIMIT_STATES:
+            raise LimitExceededError(
+                f"the automaton reached its budget of {self.max_states} states "
+                "(Index option max_states)"
+            )
+        elif status == K.LIMIT_FUEL:
+            raise LimitExceededError(
+                f"emptiness search exceeded its fuel ({self.fuel} derivative steps); "
+                "raise `fuel` or simplify the pattern/length combination"
+            )
+        else:
+            self._grow(status, arg)
+
+    def _run(self, kernel, *args) -> int:
+        with self.lock:
+            while True:
+                r = kernel(self._S, *args)
+                if r != K.FAIL:
+                    return int(r)
+                self.handle_exit()
+
+    @property
+    def store(self) -> tuple:
+        """The store's arrays, in the order the kernels take them (current until next growth)."""
+        return self._S
+
+    def _build(self, prog, words, n_slots):
+        p = np.asarray(prog, dtype=np.int64)
+        w = np.asarray(words, dtype=np.uint64).reshape(-1, 4)
+        slots = np.full(max(1, n_slots), -1, dtype=np.int32)
+        t = self._run(K.build, p, w, slots)
+        return t, slots
+
+    def _set_body(self, i: int, t: int) -> None:
+        self._a["rule_body"][i] = t
+
+    def _add_rule(self, n_rules: int) -> None:
+        """Room for ``n_rules`` rule ids (a rule family's rule registered on demand); called with
+        :attr:`lock` held, before any term refers to the new id."""
+        a = self._a
+        if a["rule_body"].shape[0] < n_rules:
+            a["rule_body"] = self._grown(a["rule_body"], _pow2(n_rules), -1)
+            self._publish()
+
+    # ------------------------------------------------------------------ persistence
+
+    @classmethod
+    def from_arrays(cls, grammar: ir.Grammar, meta: dict, arrays: dict) -> "Automaton":
+        """Rebuild an automaton from :func:`export_state`'s output; validates what it reads.
+
+        Raises
+        ------
+        ValueError
+            An id, a shape or a flag is out of range or inconsistent.
+        """
+        self = cls.__new__(cls)
+        self._init(grammar, int(meta["max_states"]), int(meta["fuel"]))
+        names = [str(x) for x in meta["rules"]]
+        src = self.rules.src
+        if len(set(names)) != len(names) or not all(n in src for n in names):
+            raise ValueError("rule names do not match the saved grammar")
+        n_rules = len(names)
+        nullable = meta["rule_nullable"]
+        if len(nullable) != n_rules or not all(isinstance(x, bool) for x in nullable):
+            raise ValueError("rule table sizes differ")
+        known_null, known_prod = meta["analysis"]
+        known_null, known_prod = dict(known_null), dict(known_prod)
+        if not all(isinstance(v, bool) for v in (*known_null.values(), *known_prod.values())):
+            raise ValueError("analysis answers are not booleans")
+        if any(known_prod.get(n) is not True for n in names):
+            raise ValueError("a rule with an id is not known to be productive")
+        if any(known_null.get(n, v) is not v for n, v in zip(names, nullable)):
+            raise ValueError("rule nullability disagrees with the analysis")
+        self.rules.restore(names, nullable, known_null, known_prod)
+        got = {}
+        for name, dt, nd in (("ti", np.int32, 2), ("tf", np.uint8, 1), ("bw", np.uint64, 2),
+                             ("pool", np.int32, 1), ("rule_body", np.int32, 1),
+                             ("term_of", np.int32, 1), ("trans", np.int32, 2),
+                             ("accepting", np.bool_, 1), ("plain_inv", np.int8, 1),
+                             ("row_ready", np.bool_, 1)):
+            x = np.asarray(arrays[name])
+            if x.dtype != dt or x.ndim != nd:
+                raise ValueError(f"{name} has the wrong type or shape")
+            got[name] = x
+        ti, tf, bw, pool = got["ti"], got["tf"], got["bw"], got["pool"]
+        n_terms = ti.shape[0]
+        if ti.shape[1:] != (4,) or tf.shape != (n_terms,) or bw.shape[1:] != (4,):
+            raise ValueError("term store has the wrong shape")
+        if got["rule_body"].shape != (n_rules,):
+            raise ValueError("rule bodies have the wrong shape")
+        flags = _check_terms(ti, bw, pool, got["rule_body"], nullable)
+        if not np.array_equal(flags, tf):
+            raise ValueError("term flags disagree with the terms")
+        n = got["term_of"].shape[0]
+        if got["trans"].shape != (n, 256) or any(
+            got[k].shape != (n,) for k in ("accepting", "plain_inv", "row_ready")
+        ):
+            raise ValueError("state tables have the wrong shape")
+        terms = got["term_of"]
+        if n and (terms.min() < 0 or terms.max() >= n_terms or len(np.unique(terms)) != n):
+            raise ValueError("state terms out of range")
+        if n and (got["trans"].min() < DEAD or got["trans"].max() >= n):
+            raise ValueError("transition table refers to unknown states")
+        if n and (got["plain_inv"].min() < -1 or got["plain_inv"].max() > 1):
+            raise ValueError("plain-invariance flags out of range")
+        if not np.array_equal(got["accepting"], (tf[terms] & K.F_NULL) != 0):
+            raise ValueError("accepting flags disagree with the terms")
+        # the store, with room to grow
+        self._new_store(terms=max(1024, _pow2(n_terms + 1)), states=max(64, _pow2(n + 1)))
+        a = self._a
+        a["ti"][:n_terms] = ti
+        a["tf"][:n_terms] = tf
+        a["tm"][:] = -1
+        a["tm"][:2, K.M_ROW_OFF] = 0
+        a["tm"][:2, K.M_ROW_LEN] = 0
+        if bw.shape[0] > a["bw"].shape[0]:
+            a["bw"] = np.zeros((_pow2(bw.shape[0] + 1), 4), dtype=np.uint64)
+        a["bw"][: bw.shape[0]] = bw
+        if pool.shape[0] > a["pool"].shape[0]:
+            a["pool"] = np.zeros(_pow2(pool.shape[0] + 1), dtype=np.int32)
+        a["pool"][: pool.shape[0]] = pool
+        a["ht"][:] = -1
+        if K.rehash_terms(a["ti"], a["bw"], a["pool"], n_terms, a["ht"]):
+            raise ValueError("the term store holds duplicate terms")
+        a["rule_body"][:] = got["rule_body"]
+        self.rules.mark_compiled(got["rule_body"] >= 0)
+        a["term_of"][:n] = terms
+        a["trans"][:n] = got["trans"]
+        a["accepting"][:n] = got["accepting"]
+        a["plain_inv"][:n] = got["plain_inv"]
+        a["row_ready"][:n] = got["row_ready"]
+        a["tm"][terms, K.M_STATE] = np.arange(n, dtype=np.int32)
+        ctl = a["ctl"]
+        ctl[K.C_TERMS] = n_terms
+        ctl[K.C_BSETS] = bw.shape[0]
+        ctl[K.C_POOL] = pool.shape[0]
+        ctl[K.C_STATES] = n
+        self._publish()
+        self.start_term = int(meta["start_term"])
+        if not 0 <= self.start_term < n_terms or a["tm"][self.start_term, K.M_STATE] < 0:
+            raise ValueError("start state missing")
+        self.start = int(a["tm"][self.start_term, K.M_STATE])
+        return self
+
+    # ------------------------------------------------------------------ terms
+
+    @property
+    def EMPTY(self) -> int:
+        return K.EMPTY
+
+    @property
+    def EPS(self) -> int:
+        return K.EPS
+
+    @property
+    def n_terms(self) -> int:
+        """Terms interned so far."""
+        return int(self._a["ctl"][K.C_TERMS])
+
+    def compile_rules(self) -> None:
+        """Compile the body of every rule reached so far now (otherwise each is compiled on first
+        use; rules met while compiling are compiled too)."""
+        with self.lock:
+            i = 0
+            while i < len(self.rules.names):
+                if self._a["rule_body"][i] < 0:
+                    self.rules.body(i)
+                i += 1
+
+    def nullable(self, t: int) -> bool:
+        return bool(self._a["tf"][t] & K.F_NULL)
+
+    def ref_term(self, name: str) -> int:
+        with self.lock:
+            return self.rules.ref(name)
+
+    def deriv(self, t: int, byte: int) -> int:
+        """The derivative of term ``t`` by one byte (∅ when ``t`` cannot consume it)."""
+        return self._run(K.deriv, t, byte)
+
+    def row_derivs(self, t: int) -> tuple:
+        """All derivatives of ``t``: ``((mask, term), ...)``, disjoint byte masks (Python ints)
+        with distinct non-empty successor terms."""
+        with self.lock:
+            self._run(K.row, t)
+            a = self._a
+            off, n = int(a["tm"][t, K.M_ROW_OFF]), int(a["tm"][t, K.M_ROW_LEN])
+            out = []
+            for i in range(off, off + n):
+                m = 0
+                for w in range(4):
+                    m |= int(a["rcw"][i, w]) << (64 * w)
+                out.append((m, int(a["rct"][i])))
+            return tuple(out)
+
+    def is_empty(self, t: int) -> bool:
+        """True when ``t`` denotes ∅ (exact; a bounded search for AND/DIFF terms)."""
+        return bool(self._run(K.is_empty, t))
+
+    def clamp(self, t: int, limit: int) -> int:
+        """A term with the same one-token behaviour as ``t`` for tokens of at most ``limit - 1``
+        bytes: counters far from their bounds become unbounded, so the states of a long counted
+        repetition share one memoized mask. AND/DIFF sub-terms stay exact."""
+        if not 0 < limit < 65536:
+            raise ValueError(f"clamp limit {limit} out of range (1..65535)")
+        return self._run(K.clamp, t, limit)
+
+    # ------------------------------------------------------------------ states
+
+    def state(self, t: int) -> int:
+        """The state id of live term ``t`` (interned)."""
+        s = int(self._a["tm"][t, K.M_STATE])
+        if s >= 0:
+            return s
+        return self._run(K.state, t)
+
+    def key_state(self, s: int, limit: int) -> int:
+        """The state of the clamped term of state ``s`` (its mask's memo key)."""
+        if not 0 < limit < 65536:
+            raise ValueError(f"clamp limit {limit} out of range (1..65535)")
+        return self._run(K.key_state, s, limit)
+
+    @property
+    def n_states(self) -> int:
+        return int(self._a["ctl"][K.C_STATES])
+
+    @property
+    def n_expanded(self) -> int:
+        """Rows filled so far (whole-row expansions of states)."""
+        return int(self._a["ctl"][K.C_EXPANDED])
+
+    @property
+    def trans(self) -> np.ndarray:
+        return self._a["trans"]
+
+    @property
+    def accepting(self) -> np.ndarray:
+        return self._a["accepting"]
+
+    @property
+    def plain_inv(self) -> np.ndarray:
+        return self._a["plain_inv"]
+
+    @property
+    def row_ready(self) -> np.ndarray:
+        return self._a["row_ready"]
+
+    def term_of(self, s: int) -> int:
+        return int(self._a["term_of"][s])
+
+    def fill_row(self, s: int) -> None:
+        """Compute every byte transition of state ``s``."""
+        if not self._a["row_ready"][s]:
+            self._run(K.fill_row, s)
+
+    def fill_rows(self, states) -> None:
+        """:meth:`fill_row` for many states in one kernel call."""
+        self._run(K.fill_rows, np.asarray(states, dtype=np.int32))
+
+    def fill_entry(self, s: int, byte: int) -> int:
+        """Compute the one transition of state ``s`` on ``byte``."""
+        return self._run(K.fill_entry, s, byte)
+
+    def step(self, s: int, byte: int) -> int:
+        """Successor of state ``s`` on ``byte``, or ``DEAD``."""
+        r = int(self._a["trans"][s, byte])
+        if r == UNKNOWN:
+            r = self.fill_entry(s, byte)
+        return r
+
+    def walk_bytes(self, s: int, data: bytes) -> int:
+        """The state after ``data`` from state ``s``, or ``DEAD``."""
+        trans = self._a["trans"]
+        for i, b in enumerate(data):
+            r = int(trans[s, b])
+            if r == UNKNOWN:
+                break
+            if r < 0:
+                return DEAD
+            s = r
+        else:
+            return s
+        buf = np.frombuffer(bytes(data[i:]), dtype=np.uint8)
+        with self.lock:
+            while True:
+                r = int(K.walk_bytes(self._S, s, buf, self._ret))
+                if r != K.FAIL:
+                    return r
+                s = int(self._ret[1])
+                buf = buf[int(self._ret[0]) :]
+                self.handle_exit()
+
+    def matches(self, data: bytes) -> bool:
+        """True when ``data`` is a complete document of the grammar."""
+        s = self.walk_bytes(self.start, data)
+        return s >= 0 and bool(self.accepting[s])
+
+    def is_prefix(self, data: bytes) -> bool:
+        """True when ``data`` can still be completed into a document."""
+        return self.walk_bytes(self.start, data) >= 0
+
+    def compute_plain_inv(self, s: int, plain_seqs) -> bool:
+        """Is state ``s`` unchanged by every plain JSON string character?
+
+        ``plain_seqs`` are the UTF-8 byte-range sequences of the plain characters (a list of
+        lists of ``(lo, hi)``, or the array pair of :func:`plain_seq_arrays`).
+        """
+        v = int(self._a["plain_inv"][s])
+        if v >= 0:
+            return bool(v)
+        pseq, plen = plain_seqs if isinstance(plain_seqs, tuple) else plain_seq_arrays(plain_seqs)
+        return bool(self._run(K.plain_inv, s, pseq, plen))
+
+    # ------------------------------------------------------------------ debugging
+
+    def describe(self, s: int, limit: int = 400) -> str:
+        """A readable rendering of state ``s``'s term (for debugging)."""
+        return self.show(self.term_of(s), limit)
+
+    def show(self, t: int, limit: int = 400) -> str:
+        """A readable rendering of term ``t``, cut at about ``limit`` characters."""
+        a = self._a
+        ti, pool, bw = a["ti"], a["pool"], a["bw"]
+        out: list[str] = []
+        size = 0
+        stack: list = [t]
+        while stack and size <= limit:
+            x = stack.pop()
+            if isinstance(x, str):
+                out.append(x)
+                size += len(x)
+                continue
+            k, p, q, r = (int(v) for v in ti[x])
+            if k == K_EMPTY:
+                piece = "∅"
+            elif k == K_EPS:
+                piece = "ε"
+            elif k == K_BYTES:
+                m = sum(int(bw[p, w]) << (64 * w) for w in range(4))
+                bs = [b for b in range(256) if (m >> b) & 1]
+                piece = repr(bytes(bs[:1])) if len(bs) == 1 else f"[{len(bs)} bytes]"
+            elif k == K_REF:
+                piece = self.rules.names[p]
+            else:
+                if k == K_SEQ:
+                    items, open_, sep, close = [p, q], "", " ", ""
+                elif k in (K_ALT, K_AND):
+                    items = [int(v) for v in pool[p : p + q]]
+                    open_, sep, close = "(", " | " if k == K_ALT else " & ", ")"
+                elif k == K_REP:
+                    items, open_, sep = [p], "(", ""
+                    close = f"){{{q},{'' if r == INF else r}}}"
+                else:
+                    items, open_, sep, close = [p, q], "(", " - ", ")"
+                seq_ = [open_]
+                for j, c in enumerate(items):
+                    if j:
+                        seq_.append(sep)
+                    seq_.append(c)
+                seq_.append(close)
+                stack.extend(reversed(seq_))
+                continue
+            out.append(piece)
+            size += len(piece)
+        text = "".join(out)
+        return text if len(text) <= limit and not stack else text[:limit] + "…"
+
+
+def plain_seq_arrays(seqs) -> tuple[np.ndarray, np.ndarray]:
+    """UTF-8 byte-range sequences as the ``(pseq, plen)`` arrays :func:`kernels.plain_inv` takes."""
+    pseq = np.zeros((len(seqs), 4, 2), dtype=np.int32)
+    plen = np.zeros(len(seqs), dtype=np.int32)
+    for i, sq in enumerate(seqs):
+        plen[i] = len(sq)
+        for j, (lo, hi) in enumerate(sq):
+            pseq[i, j] = (lo, hi)
+    return pseq, plen
+
+
+def _check_terms(ti, bw, pool, rule_body, rule_nullable) -> np.ndarray:
+    """Validate a saved term store (children before parents, ids and ranges in bounds, sorted
+    distinct list children); returns the recomputed flags."""
+    n = ti.shape[0]
+    if n < 2 or tuple(ti[0]) != (K_EMPTY, 0, 0, 0) or tuple(ti[1]) != (K_EPS, 0, 0, 0):
+        raise ValueError("term store does not start with ∅ and ε")
+    if len(rule_body) and (rule_body.min() < -1 or rule_body.max() >= n):
+        raise ValueError("rule bodies out of range")
+    flags = np.zeros(n, dtype=np.uint8)
+    flags[1] = K.F_NULL
+    n_rules = len(rule_nullable)
+    for i in range(2, n):
+        k, p, q, r = (int(v) for v in ti[i])
+
+        def child(x):
+            if not 0 <= x < i:
+                raise ValueError(f"term {i} refers to term {x}")
+            return int(flags[x])
+
+        if k == K_BYTES:
+            if not 0 <= p < bw.shape[0] or not bw[p].any() or q or r:
+                raise ValueError(f"byte set of term {i} out of range")
+            f = 0
+        elif k == K_SEQ:
+            fa, fb = child(p), child(q)
+            f = ((fa & fb) & K.F_NULL) | ((fa | fb) & (K.F_BOOL | K.F_REP))
+        elif k in (K_ALT, K_AND):
+            if not (0 <= p and 2 <= q and p + q <= pool.shape[0]) or r:
+                raise ValueError(f"children of term {i} out of range")
+            kids = pool[p : p + q]
+            if np.any(np.diff(kids) <= 0):
+                raise ValueError(f"children of term {i} are not sorted")
+            fs = [child(int(x)) for x in kids]
+            if k == K_ALT:
+                f = 0
+                for x in fs:
+                    f |= x
+            else:
+                f = K.F_BOOL | (K.F_NULL if all(x & K.F_NULL for x in fs) else 0)
+        elif k == K_REP:
+            fi = child(p)
+            if q < 0 or r < INF or (r != INF and r < q):
+                raise ValueError("repeat bounds out of range")
+            f = K.F_REP | (fi & K.F_BOOL) | (K.F_NULL if (q == 0 or fi & K.F_NULL) else 0)
+        elif k == K_REF:
+            if not 0 <= p < n_rules or q or r:
+                raise ValueError("rule index out of range")
+            f = K.F_NULL if rule_nullable[p] else 0
+        elif k == K_DIFF:
+            fa, fb = child(p), child(q)
+            f = K.F_BOOL | (K.F_NULL if (fa & K.F_NULL and not fb & K.F_NULL) else 0)
+        else:
+            raise ValueError(f"unknown term kind {k}")
+        flags[i] = f
+    return flags
+
+
+# ------------------------------------------------------------------------------ persistence
+
+
+def export_state(a: Automaton) -> dict:
+    """The automaton's term store and tables, as JSON-able values and arrays."""
+    with a.lock:
+        st = a._a
+        ctl = st["ctl"]
+        n_terms, n_b, n_p, n = (int(ctl[i]) for i in (K.C_TERMS, K.C_BSETS, K.C_POOL, K.C_STATES))
+        size = {"ti": n_terms, "tf": n_terms, "bw": n_b, "pool": n_p, "term_of": n, "trans": n,
+                "accepting": n, "plain_inv": n, "row_ready": n, "rule_body": len(a.rules.names)}
+        arrays = {k: st[k][: size[k]].copy() if k in size else st[k].copy() for k in _SAVED}
+        return {
+            "meta": {
+                "rules": list(a.rules.names),
+                "rule_nullable": list(a.rules.nullable),
+                "analysis": [sorted(d.items()) for d in a.rules.known()],
+                "start_term": a.start_term,
+                "max_states": a.max_states,
+                "fuel": a.fuel,
+            },
+            "arrays": arrays,
+        }
+
+
+def import_state(grammar: ir.Grammar, meta: dict, arrays: dict) -> Automaton:
+    """Rebuild an automaton saved by :func:`export_state`; validates everything it reads."""
+    return Automaton.from_arrays(grammar, meta, arrays)
+
+
+__all__ = ["Automaton", "DEAD", "UNKNOWN", "INF", "utf8_sequences", "export_state",
+           "import_state", "plain_seq_arrays"]

@@ -1,0 +1,1736 @@
+"""Numba kernels over the term store: interning, derivatives, rows, emptiness, clamping, states.
+
+The store is a tuple of flat arrays (see :mod:`dotjson.automaton.store` for the layout), passed
+whole to every kernel. Every kernel is iterative with explicit stacks (a chain of 10,000 rules
+costs a deeper stack array, never a deeper native stack), releases the GIL, and never raises:
+a function that cannot finish returns ``FAIL`` (``-1``) after writing the reason into
+``ctl[C_STATUS]`` and its argument into ``ctl[C_ARG]``:
+
+* ``NEED_GROW_*``: an array is full; Python grows it (×2) and calls again;
+* ``NEED_RULE``: a rule body (``ctl[C_ARG]``) is not compiled yet; Python compiles it, calls again;
+* ``LIMIT_STATES`` / ``LIMIT_FUEL``: a budget is spent; Python raises ``LimitExceededError``.
+
+Interning is idempotent and memo entries are written only once complete, so a call restarted
+from scratch after an exit redoes nothing it had finished and builds the same terms.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+from numba import types
+from numba.extending import intrinsic
+
+from .._config import NJIT_OPTS
+
+try:  # LLVM's cttz; a loop where this private helper is missing
+    from numba.cpython.unsafe.numbers import trailing_zeros as _ctz
+except ImportError:  # pragma: no cover
+    @nb.njit(**NJIT_OPTS)
+    def _ctz(x):
+        n = 0
+        while (x & np.uint64(1)) == 0:
+            x >>= np.uint64(1)
+            n += 1
+        return n
+
+# Term kinds.
+K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
+EMPTY = 0
+EPS = 1
+INF = -1  # no upper bound in a REP term
+
+# Term flags.
+F_NULL = 1
+F_BOOL = 2  # holds AND/DIFF
+F_REP = 4  # holds REP
+
+# Per-term memo columns (``tm``).
+M_ROW_OFF, M_ROW_LEN, M_EMPTY, M_INF, M_STATE = range(5)
+N_TM = 5
+
+# Store tuple slots.
+S_TI, S_TF, S_TM, S_BW, S_POOL, S_HT, S_MK, S_MV, S_RCW, S_RCT, S_RULE, S_TERM_OF, S_TRANS, \
+    S_ACC, S_INV, S_READY, S_CTL = range(17)
+
+# ctl slots.
+C_TERMS, C_BSETS, C_POOL, C_RC, C_STATES, C_MEMO, C_STATUS, C_ARG, C_MAX_STATES, C_FUEL, \
+    C_EXPANDED = range(11)
+N_CTL = 16
+
+# Exit statuses.
+FAIL = -1
+OK = 0
+NEED_GROW_TERMS = 1
+NEED_GROW_BSETS = 2
+NEED_GROW_POOL = 3
+NEED_GROW_RC = 4
+NEED_GROW_STATES = 5
+NEED_GROW_MEMO = 6
+NEED_RULE = 7
+LIMIT_STATES = 8
+LIMIT_FUEL = 9
+
+UNKNOWN = -1
+DEAD = -2
+
+# Memo key tags (bits 58..62 of an int64 key; term ids stay below 2**29).
+TERM_ID_BITS = 29
+_T_DERIV = 1 << 58
+_T_SEQ = 2 << 58
+_T_CLAMP = 3 << 58
+
+_U1 = np.uint64(1)
+_U0 = np.uint64(0)
+
+@intrinsic
+def _data_ptr(typingctx, arr):
+    """The data pointer of an array, typed ``CPointer(dtype)`` (for :func:`borrow`)."""
+    sig = types.CPointer(arr.dtype)(arr)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return ary.data
+
+    return sig, codegen
+
+
+@nb.njit(**NJIT_OPTS)
+def _view(a):
+    return nb.carray(_data_ptr(a), a.shape)
+
+
+@nb.njit(**NJIT_OPTS)
+def borrow(S):
+    """The store tuple as views without reference counts.
+
+    Every array a kernel takes out of the tuple, or passes to a helper, costs an atomic
+    increment and decrement of its reference count; over 17 arrays that was most of the time of
+    an expansion. Views made by ``carray`` carry no memory owner, so those operations become a
+    test of a null pointer. The caller keeps ``S`` (and so the memory) alive for the call.
+    """
+    return (_view(S[0]), _view(S[1]), _view(S[2]), _view(S[3]), _view(S[4]), _view(S[5]),
+            _view(S[6]), _view(S[7]), _view(S[8]), _view(S[9]), _view(S[10]), _view(S[11]),
+            _view(S[12]), _view(S[13]), _view(S[14]), _view(S[15]), _view(S[16]))
+
+
+# Small helpers that take the store tuple are inlined (``inline="always"``): a call boundary
+# costs an atomic reference-count increment and decrement per array of the tuple, which was half
+# of the expansion time before.
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _fail(S, status, arg):
+    ctl = S[S_CTL]
+    ctl[C_STATUS] = status
+    ctl[C_ARG] = arg
+    return -1
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _low(x):
+    """Index of the lowest set bit of a non-zero ``uint64``."""
+    return np.int64(_ctz(x))
+
+
+@nb.njit(**NJIT_OPTS)
+def _grow_i32(a, n):
+    if n < a.shape[0]:
+        return a
+    b = np.empty(max(2 * a.shape[0], n + 1, 16), dtype=np.int32)
+    b[: a.shape[0]] = a
+    return b
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _mix(h, x):
+    h = (h ^ x) * 0x100000001B3
+    return h ^ (h >> 29)
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _hash_simple(kind, a, b, c):
+    h = 0x5BD1E995 + kind
+    h = _mix(h, a)
+    h = _mix(h, b)
+    h = _mix(h, c)
+    return h
+
+
+@nb.njit(**NJIT_OPTS)
+def _hash_words(w0, w1, w2, w3):
+    h = 0x5BD1E995 + K_BYTES
+    h = _mix(h, np.int64(w0))
+    h = _mix(h, np.int64(w1))
+    h = _mix(h, np.int64(w2))
+    h = _mix(h, np.int64(w3))
+    return h
+
+
+@nb.njit(**NJIT_OPTS)
+def _hash_list(kind, buf, n):
+    h = 0x5BD1E995 + kind
+    for i in range(n):
+        h = _mix(h, buf[i])
+    return _mix(h, n)
+
+
+@nb.njit(**NJIT_OPTS)
+def term_hash(ti, bw, pool, t):
+    """The interning hash of stored term ``t`` (the one its constructor probed with)."""
+    k = ti[t, 0]
+    if k == K_BYTES:
+        i = ti[t, 1]
+        return _hash_words(bw[i, 0], bw[i, 1], bw[i, 2], bw[i, 3])
+    if k == K_ALT or k == K_AND:
+        off = ti[t, 1]
+        return _hash_list(k, pool[off : off + ti[t, 2]], ti[t, 2])
+    return _hash_simple(k, ti[t, 1], ti[t, 2], ti[t, 3])
+
+
+@nb.njit(**NJIT_OPTS)
+def rehash_terms(ti, bw, pool, n, ht):
+    """Insert terms ``0..n-1`` into the empty table ``ht``; returns the number of duplicates
+    (0 for a store built by the constructors)."""
+    mask = ht.shape[0] - 1
+    dup = 0
+    for t in range(n):
+        i = term_hash(ti, bw, pool, t) & mask
+        while ht[i] >= 0:
+            u = ht[i]
+            if _same(ti, bw, pool, t, u):
+                dup += 1
+                break
+            i = (i + 1) & mask
+        ht[i] = t
+    return dup
+
+
+@nb.njit(**NJIT_OPTS)
+def _same(ti, bw, pool, t, u):
+    k = ti[t, 0]
+    if ti[u, 0] != k:
+        return False
+    if k == K_BYTES:
+        i, j = ti[t, 1], ti[u, 1]
+        return bw[i, 0] == bw[j, 0] and bw[i, 1] == bw[j, 1] and bw[i, 2] == bw[j, 2] \
+            and bw[i, 3] == bw[j, 3]
+    if k == K_ALT or k == K_AND:
+        n = ti[t, 2]
+        if ti[u, 2] != n:
+            return False
+        for x in range(n):
+            if pool[ti[t, 1] + x] != pool[ti[u, 1] + x]:
+                return False
+        return True
+    return ti[t, 1] == ti[u, 1] and ti[t, 2] == ti[u, 2] and ti[t, 3] == ti[u, 3]
+
+
+@nb.njit(**NJIT_OPTS)
+def rehash_memo(keys, vals, nkeys, nvals):
+    """Insert the live entries of one memo table into an empty larger one."""
+    mask = nkeys.shape[0] - 1
+    for j in range(keys.shape[0]):
+        k = keys[j]
+        if k < 0:
+            continue
+        i = _mix(k, 0x27D4EB2F) & mask
+        while nkeys[i] >= 0:
+            i = (i + 1) & mask
+        nkeys[i] = k
+        nvals[i] = vals[j]
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _mget(S, key):
+    keys = S[S_MK]
+    mask = keys.shape[0] - 1
+    i = _mix(key, 0x27D4EB2F) & mask
+    while True:
+        k = keys[i]
+        if k == key:
+            return S[S_MV][i]
+        if k < 0:
+            return -1
+        i = (i + 1) & mask
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _mput(S, key, val):
+    keys = S[S_MK]
+    ctl = S[S_CTL]
+    if 2 * (ctl[C_MEMO] + 1) > keys.shape[0]:
+        return _fail(S, NEED_GROW_MEMO, 0)
+    mask = keys.shape[0] - 1
+    i = _mix(key, 0x27D4EB2F) & mask
+    while True:
+        k = keys[i]
+        if k == key:
+            S[S_MV][i] = val
+            return 0
+        if k < 0:
+            break
+        i = (i + 1) & mask
+    S[S_MV][i] = val
+    keys[i] = key
+    ctl[C_MEMO] += 1
+    return 0
+
+
+# ----------------------------------------------------------------------------- constructors
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _new_term(S, slot, kind, a, b, c, flags):
+    ti = S[S_TI]
+    ctl = S[S_CTL]
+    n = ctl[C_TERMS]
+    ti[n, 0] = kind
+    ti[n, 1] = a
+    ti[n, 2] = b
+    ti[n, 3] = c
+    S[S_TF][n] = flags
+    tm = S[S_TM]
+    tm[n, M_ROW_OFF] = -1
+    tm[n, M_ROW_LEN] = 0
+    tm[n, M_EMPTY] = -1
+    tm[n, M_INF] = -1
+    tm[n, M_STATE] = -1
+    S[S_HT][slot] = n
+    ctl[C_TERMS] = n + 1
+    return n
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _room(S):
+    ctl = S[S_CTL]
+    n = ctl[C_TERMS]
+    return n < S[S_TI].shape[0] and 2 * (n + 1) <= S[S_HT].shape[0] and n < (1 << TERM_ID_BITS)
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def mk_simple(S, kind, a, b, c, flags):
+    """Intern a SEQ/REP/REF/DIFF (or ∅/ε) node."""
+    ti = S[S_TI]
+    ht = S[S_HT]
+    mask = ht.shape[0] - 1
+    i = _hash_simple(kind, a, b, c) & mask
+    while True:
+        t = ht[i]
+        if t < 0:
+            break
+        if ti[t, 0] == kind and ti[t, 1] == a and ti[t, 2] == b and ti[t, 3] == c:
+            return t
+        i = (i + 1) & mask
+    if not _room(S):
+        return _fail(S, NEED_GROW_TERMS, 0)
+    return _new_term(S, i, kind, a, b, c, flags)
+
+
+@nb.njit(**NJIT_OPTS)
+def mk_bytes(S, w0, w1, w2, w3):
+    """Intern the byte set with words ``w0..w3`` (∅ for no byte)."""
+    if w0 == _U0 and w1 == _U0 and w2 == _U0 and w3 == _U0:
+        return EMPTY
+    ti = S[S_TI]
+    bw = S[S_BW]
+    ht = S[S_HT]
+    mask = ht.shape[0] - 1
+    i = _hash_words(w0, w1, w2, w3) & mask
+    while True:
+        t = ht[i]
+        if t < 0:
+            break
+        if ti[t, 0] == K_BYTES:
+            j = ti[t, 1]
+            if bw[j, 0] == w0 and bw[j, 1] == w1 and bw[j, 2] == w2 and bw[j, 3] == w3:
+                return t
+        i = (i + 1) & mask
+    if not _room(S):
+        return _fail(S, NEED_GROW_TERMS, 0)
+    ctl = S[S_CTL]
+    nb_ = ctl[C_BSETS]
+    if nb_ >= bw.shape[0]:
+        return _fail(S, NEED_GROW_BSETS, 0)
+    bw[nb_, 0] = w0
+    bw[nb_, 1] = w1
+    bw[nb_, 2] = w2
+    bw[nb_, 3] = w3
+    ctl[C_BSETS] = nb_ + 1
+    return _new_term(S, i, K_BYTES, nb_, 0, 0, 0)
+
+
+@nb.njit(**NJIT_OPTS)
+def _mk_list(S, kind, buf, n, flags):
+    """Intern an ALT/AND node over the sorted distinct ids ``buf[:n]``."""
+    ti = S[S_TI]
+    pool = S[S_POOL]
+    ht = S[S_HT]
+    mask = ht.shape[0] - 1
+    i = _hash_list(kind, buf, n) & mask
+    while True:
+        t = ht[i]
+        if t < 0:
+            break
+        if ti[t, 0] == kind and ti[t, 2] == n:
+            off = ti[t, 1]
+            same = True
+            for x in range(n):
+                if pool[off + x] != buf[x]:
+                    same = False
+                    break
+            if same:
+                return t
+        i = (i + 1) & mask
+    if not _room(S):
+        return _fail(S, NEED_GROW_TERMS, 0)
+    ctl = S[S_CTL]
+    off = ctl[C_POOL]
+    if off + n > pool.shape[0]:
+        return _fail(S, NEED_GROW_POOL, n)
+    for x in range(n):
+        pool[off + x] = buf[x]
+    ctl[C_POOL] = off + n
+    return _new_term(S, i, kind, off, n, 0, flags)
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _cons(S, a, b):
+    tf = S[S_TF]
+    fa, fb = tf[a], tf[b]
+    flags = ((fa & fb) & F_NULL) | ((fa | fb) & (F_BOOL | F_REP))
+    return mk_simple(S, K_SEQ, a, b, 0, flags)
+
+
+@nb.njit(**NJIT_OPTS)
+def seq(S, a, b):
+    """Concatenation, kept right-nested (the items of a chain are never sequences)."""
+    if a == EMPTY or b == EMPTY:
+        return EMPTY
+    if a == EPS:
+        return b
+    if b == EPS:
+        return a
+    ti = S[S_TI]
+    if ti[a, 0] != K_SEQ:
+        return _cons(S, a, b)
+    key = _T_SEQ | (np.int64(a) << TERM_ID_BITS) | b
+    r = _mget(S, key)
+    if r >= 0:
+        return r
+    n = 0
+    cur = a
+    while ti[cur, 0] == K_SEQ:
+        n += 1
+        cur = ti[cur, 2]
+    items = np.empty(n + 1, dtype=np.int32)
+    cur = a
+    j = 0
+    while ti[cur, 0] == K_SEQ:
+        items[j] = ti[cur, 1]
+        j += 1
+        cur = ti[cur, 2]
+    items[j] = cur
+    r = b
+    for x in range(n, -1, -1):
+        r = _cons(S, items[x], r)
+        if r < 0:
+            return -1
+    if _mput(S, key, r) < 0:
+        return -1
+    return r
+
+
+@nb.njit(**NJIT_OPTS)
+def seq_list(S, buf, n):
+    """Concatenation of ``buf[:n]``."""
+    r = EPS
+    for x in range(n - 1, -1, -1):
+        r = seq(S, buf[x], r)
+        if r < 0:
+            return -1
+    return r
+
+
+@nb.njit(**NJIT_OPTS)
+def _flatten(S, kind, buf, n):
+    """Sorted distinct ids of ``buf[:n]`` with nested ``kind`` nodes spliced in; ∅ dropped."""
+    ti = S[S_TI]
+    pool = S[S_POOL]
+    tot = 0
+    for x in range(n):
+        t = buf[x]
+        if ti[t, 0] == kind:
+            tot += ti[t, 2]
+        else:
+            tot += 1
+    out = np.empty(tot, dtype=np.int32)
+    m = 0
+    for x in range(n):
+        t = buf[x]
+        if t == EMPTY:
+            continue
+        if ti[t, 0] == kind:
+            off = ti[t, 1]
+            for y in range(ti[t, 2]):
+                out[m] = pool[off + y]
+                m += 1
+        else:
+            out[m] = t
+            m += 1
+    if m > 32:
+        out = np.sort(out[:m])
+    else:
+        for x in range(1, m):  # insertion sort: no allocation for the usual short lists
+            v = out[x]
+            y = x - 1
+            while y >= 0 and out[y] > v:
+                out[y + 1] = out[y]
+                y -= 1
+            out[y + 1] = v
+    k = 0
+    for x in range(m):
+        if k == 0 or out[x] != out[k - 1]:
+            out[k] = out[x]
+            k += 1
+    return out[:k]
+
+
+@nb.njit(**NJIT_OPTS)
+def alt(S, buf, n):
+    """Alternation of ``buf[:n]`` (flattened, deduplicated, single-byte sets merged)."""
+    flat = _flatten(S, K_ALT, buf, n)
+    m = flat.shape[0]
+    if m == 0:
+        return EMPTY
+    if m == 1:
+        return flat[0]
+    ti = S[S_TI]
+    tf = S[S_TF]
+    nbytes = 0
+    for x in range(m):
+        if ti[flat[x], 0] == K_BYTES:
+            nbytes += 1
+    if nbytes > 1:
+        bw = S[S_BW]
+        w0 = w1 = w2 = w3 = _U0
+        k = 0
+        for x in range(m):
+            t = flat[x]
+            if ti[t, 0] == K_BYTES:
+                j = ti[t, 1]
+                w0 |= bw[j, 0]
+                w1 |= bw[j, 1]
+                w2 |= bw[j, 2]
+                w3 |= bw[j, 3]
+            else:
+                flat[k] = t
+                k += 1
+        bt = mk_bytes(S, w0, w1, w2, w3)
+        if bt < 0:
+            return -1
+        if k == 0:
+            return bt
+        # insert the merged byte set at its sorted place
+        y = k - 1
+        while y >= 0 and flat[y] > bt:
+            flat[y + 1] = flat[y]
+            y -= 1
+        flat[y + 1] = bt
+        m = k + 1
+    flags = 0
+    for x in range(m):
+        flags |= tf[flat[x]]
+    return _mk_list(S, K_ALT, flat, m, flags)
+
+
+@nb.njit(**NJIT_OPTS)
+def and_(S, buf, n):
+    """Intersection of ``buf[:n]``."""
+    for x in range(n):
+        if buf[x] == EMPTY:
+            return EMPTY
+    flat = _flatten(S, K_AND, buf, n)
+    m = flat.shape[0]
+    if m == 1:
+        return flat[0]
+    tf = S[S_TF]
+    alln = True
+    for x in range(m):
+        if (tf[flat[x]] & F_NULL) == 0:
+            alln = False
+    if flat[0] == EPS:  # sorted: ε (id 1) comes first after ∅ (absent)
+        return EPS if alln else EMPTY
+    flags = F_BOOL | (F_NULL if alln else 0)
+    return _mk_list(S, K_AND, flat, m, flags)
+
+
+@nb.njit(**NJIT_OPTS)
+def and2(S, a, b):
+    buf = np.empty(2, dtype=np.int32)
+    buf[0] = a
+    buf[1] = b
+    return and_(S, buf, 2)
+
+
+@nb.njit(**NJIT_OPTS)
+def rep(S, item, lo, hi):
+    """``item{lo,hi}``; ``hi == INF`` for no upper bound."""
+    if hi != INF and hi < lo:
+        return EMPTY
+    if item == EMPTY:
+        return EPS if lo == 0 else EMPTY
+    if item == EPS or hi == 0:
+        return EPS
+    fi = S[S_TF][item]
+    if (fi & F_NULL) != 0:
+        lo = 0
+    if lo == 1 and hi == 1:
+        return item
+    flags = F_REP | (fi & F_BOOL) | (F_NULL if (lo == 0 or (fi & F_NULL) != 0) else 0)
+    return mk_simple(S, K_REP, item, lo, hi, flags)
+
+
+@nb.njit(**NJIT_OPTS)
+def diff(S, a, b):
+    if a == EMPTY:
+        return EMPTY
+    if b == EMPTY:
+        return a
+    if a == b:
+        return EMPTY
+    tf = S[S_TF]
+    if b == EPS and (tf[a] & F_NULL) == 0:
+        return a
+    nul = (tf[a] & F_NULL) != 0 and (tf[b] & F_NULL) == 0
+    return mk_simple(S, K_DIFF, a, b, 0, F_BOOL | (F_NULL if nul else 0))
+
+
+@nb.njit(**NJIT_OPTS)
+def ref(S, rule, nullable):
+    return mk_simple(S, K_REF, rule, 0, 0, F_NULL if nullable else 0)
+
+
+# Builder program opcodes (see ``build``).
+OP_EMPTY, OP_EPS, OP_TERM, OP_BYTES, OP_SEQ, OP_ALT, OP_AND, OP_DIFF, OP_REP, OP_REF, OP_SAVE, \
+    OP_LOAD = range(12)
+
+
+@nb.njit(**NJIT_OPTS)
+def build(S, prog, words, slots):
+    """Run a postfix builder program (one compiled rule body) and return its term.
+
+    Opcodes: ``EMPTY``, ``EPS``, ``TERM t``, ``BYTES i`` (``words[i]``), ``SEQ n``, ``ALT n``,
+    ``AND n`` (pop ``n`` values), ``DIFF``, ``REP lo hi``, ``REF rule nullable``, ``SAVE k``
+    (``slots[k] =`` top), ``LOAD k``.
+    """
+    S = borrow(S)
+    st = np.empty(64, dtype=np.int32)
+    sp = 0
+    pc = 0
+    while pc < prog.shape[0]:
+        op = prog[pc]
+        r = 0
+        if op == OP_SAVE:
+            slots[prog[pc + 1]] = st[sp - 1]
+            pc += 2
+            continue
+        if op == OP_EMPTY:
+            r = EMPTY
+            pc += 1
+        elif op == OP_EPS:
+            r = EPS
+            pc += 1
+        elif op == OP_TERM:
+            r = prog[pc + 1]
+            pc += 2
+        elif op == OP_LOAD:
+            r = slots[prog[pc + 1]]
+            pc += 2
+        elif op == OP_BYTES:
+            i = prog[pc + 1]
+            r = mk_bytes(S, words[i, 0], words[i, 1], words[i, 2], words[i, 3])
+            pc += 2
+        elif op == OP_SEQ or op == OP_ALT or op == OP_AND:
+            n = prog[pc + 1]
+            sp -= n
+            if op == OP_SEQ:
+                r = seq_list(S, st[sp:], n)
+            elif op == OP_ALT:
+                r = alt(S, st[sp:], n)
+            else:
+                r = and_(S, st[sp:], n)
+            pc += 2
+        elif op == OP_DIFF:
+            sp -= 2
+            r = diff(S, st[sp], st[sp + 1])
+            pc += 1
+        elif op == OP_REP:
+            sp -= 1
+            r = rep(S, st[sp], prog[pc + 1], prog[pc + 2])
+            pc += 3
+        elif op == OP_REF:
+            r = ref(S, prog[pc + 1], prog[pc + 2] != 0)
+            pc += 3
+        if r < 0:
+            return -1
+        st = _grow_i32(st, sp)
+        st[sp] = r
+        sp += 1
+    return st[0]
+
+
+# ----------------------------------------------------------------------------- derivatives
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _has(words_row, byte):
+    return (words_row[byte >> 6] >> np.uint64(byte & 63)) & _U1
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _dget(S, t, byte):
+    """The memoized derivative of ``t`` by ``byte``, or -1 if not known yet."""
+    ti = S[S_TI]
+    k = ti[t, 0]
+    if k == K_EMPTY or k == K_EPS:
+        return EMPTY
+    if k == K_BYTES:
+        return EPS if _has(S[S_BW][ti[t, 1]], byte) else EMPTY
+    tm = S[S_TM]
+    off = tm[t, M_ROW_OFF]
+    if off >= 0:
+        rcw = S[S_RCW]
+        for i in range(off, off + tm[t, M_ROW_LEN]):
+            if _has(rcw[i], byte):
+                return S[S_RCT][i]
+        return EMPTY
+    return _mget(S, _T_DERIV | (np.int64(t) << 8) | byte)
+
+
+@nb.njit(**NJIT_OPTS)
+def deriv(S, t0, byte):
+    """The derivative of ``t0`` by one byte (memoized; ∅ when it cannot consume it)."""
+    S = borrow(S)
+    r = _dget(S, t0, byte)
+    if r >= 0:
+        return r
+    ti = S[S_TI]
+    tf = S[S_TF]
+    pool = S[S_POOL]
+    rules = S[S_RULE]
+    blk = np.empty(80, dtype=np.int32)
+    st = blk[:64]
+    parts = blk[64:]
+    st[0] = t0
+    sp = 1
+    while sp > 0:
+        t = st[sp - 1]
+        if _dget(S, t, byte) >= 0:
+            sp -= 1
+            continue
+        k = ti[t, 0]
+        top = sp
+        # push what is missing
+        if k == K_SEQ:
+            cur = t
+            while True:
+                if ti[cur, 0] != K_SEQ:
+                    if _dget(S, cur, byte) < 0:
+                        st = _grow_i32(st, sp)
+                        st[sp] = cur
+                        sp += 1
+                    break
+                a = ti[cur, 1]
+                if _dget(S, a, byte) < 0:
+                    st = _grow_i32(st, sp)
+                    st[sp] = a
+                    sp += 1
+                if (tf[a] & F_NULL) == 0:
+                    break
+                cur = ti[cur, 2]
+                if _dget(S, cur, byte) >= 0:
+                    break
+        elif k == K_ALT or k == K_AND:
+            off = ti[t, 1]
+            for x in range(ti[t, 2]):
+                c = pool[off + x]
+                if _dget(S, c, byte) < 0:
+                    st = _grow_i32(st, sp)
+                    st[sp] = c
+                    sp += 1
+        elif k == K_REP:
+            if _dget(S, ti[t, 1], byte) < 0:
+                st = _grow_i32(st, sp)
+                st[sp] = ti[t, 1]
+                sp += 1
+        elif k == K_REF:
+            body = rules[ti[t, 1]]
+            if body < 0:
+                return _fail(S, NEED_RULE, ti[t, 1])
+            if _dget(S, body, byte) < 0:
+                st = _grow_i32(st, sp)
+                st[sp] = body
+                sp += 1
+        elif k == K_DIFF:
+            for c in (ti[t, 1], ti[t, 2]):
+                if _dget(S, c, byte) < 0:
+                    st = _grow_i32(st, sp)
+                    st[sp] = c
+                    sp += 1
+        if sp > top:
+            continue
+        # every dependency is known: compute
+        if k == K_SEQ:
+            n = 0
+            cur = t
+            while True:
+                if ti[cur, 0] != K_SEQ:
+                    parts = _grow_i32(parts, n)
+                    parts[n] = _dget(S, cur, byte)
+                    n += 1
+                    break
+                a, b = ti[cur, 1], ti[cur, 2]
+                d = seq(S, _dget(S, a, byte), b)
+                if d < 0:
+                    return -1
+                parts = _grow_i32(parts, n)
+                parts[n] = d
+                n += 1
+                if (tf[a] & F_NULL) == 0:
+                    break
+                cur = b
+                known = _dget(S, cur, byte)
+                if known >= 0:
+                    parts = _grow_i32(parts, n)
+                    parts[n] = known
+                    n += 1
+                    break
+            r = parts[0] if n == 1 else alt(S, parts, n)
+        elif k == K_ALT or k == K_AND:
+            n = ti[t, 2]
+            off = ti[t, 1]
+            parts = _grow_i32(parts, n)
+            for x in range(n):
+                parts[x] = _dget(S, pool[off + x], byte)
+            r = alt(S, parts, n) if k == K_ALT else and_(S, parts, n)
+        elif k == K_REP:
+            item, lo, hi = ti[t, 1], ti[t, 2], ti[t, 3]
+            d = _dget(S, item, byte)
+            if d == EMPTY:
+                r = EMPTY
+            else:
+                rest = rep(S, item, max(lo - 1, 0), INF if hi == INF else hi - 1)
+                if rest < 0:
+                    return -1
+                r = seq(S, d, rest)
+        elif k == K_REF:
+            r = _dget(S, rules[ti[t, 1]], byte)
+        elif k == K_DIFF:
+            r = diff(S, _dget(S, ti[t, 1], byte), _dget(S, ti[t, 2], byte))
+        else:
+            r = EMPTY
+        if r < 0:
+            return -1
+        if _mput(S, _T_DERIV | (np.int64(t) << 8) | byte, r) < 0:
+            return -1
+        sp -= 1
+    return _dget(S, t0, byte)
+
+
+# ----------------------------------------------------------------------------- rows
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _row_known(S, t):
+    return S[S_TM][t, M_ROW_OFF] >= 0
+
+
+@nb.njit(**NJIT_OPTS)
+def _publish_row(S, t, cw, ct, n):
+    """Store ``n`` classes as the row of ``t``; equal successors are merged first."""
+    # merge classes with the same successor (small n: quadratic is fine)
+    m = 0
+    for i in range(n):
+        j = 0
+        while j < m and ct[j] != ct[i]:
+            j += 1
+        if j < m:
+            for w in range(4):
+                cw[j, w] |= cw[i, w]
+        else:
+            if j != i:
+                ct[j] = ct[i]
+                for w in range(4):
+                    cw[j, w] = cw[i, w]
+            m += 1
+    ctl = S[S_CTL]
+    off = ctl[C_RC]
+    rcw = S[S_RCW]
+    if off + m > rcw.shape[0]:
+        return _fail(S, NEED_GROW_RC, m)
+    rct = S[S_RCT]
+    for i in range(m):
+        for w in range(4):
+            rcw[off + i, w] = cw[i, w]
+        rct[off + i] = ct[i]
+    ctl[C_RC] = off + m
+    tm = S[S_TM]
+    tm[t, M_ROW_LEN] = m
+    tm[t, M_ROW_OFF] = off
+    return 0
+
+
+@nb.njit(**NJIT_OPTS)
+def _union_rows(S, srcw, srct, ns, cw, ct):
+    """Union of derivative classes ``(srcw[i], srct[i])`` for ``i < ns`` (masks may overlap):
+    one partition refinement over all the classes' masks, then one ``alt`` per cell. Writes
+    disjoint classes with distinct non-empty successors into ``cw``/``ct``; returns their number.
+
+    Cells are byte masks with a persistent list of successors (a split shares its tail), so the
+    cost is in the number of classes and cells, not in the 256 bytes."""
+    # fast path: pairwise disjoint masks need no refinement
+    u0 = u1 = u2 = u3 = _U0
+    disjoint = True
+    for i in range(ns):
+        if (u0 & srcw[i, 0]) | (u1 & srcw[i, 1]) | (u2 & srcw[i, 2]) | (u3 & srcw[i, 3]) != _U0:
+            disjoint = False
+            break
+        u0 |= srcw[i, 0]
+        u1 |= srcw[i, 1]
+        u2 |= srcw[i, 2]
+        u3 |= srcw[i, 3]
+    if disjoint:
+        m = 0
+        for i in range(ns):
+            if srct[i] == EMPTY:
+                continue
+            for w in range(4):
+                cw[m, w] = srcw[i, w]
+            ct[m] = srct[i]
+            m += 1
+        return _merge_same(cw, ct, m)
+    nc0 = 4 * ns + 64
+    blk = np.empty(257 + 257 + 2 * nc0 + ns + 1, dtype=np.int32)  # one allocation, sliced
+    cell_head = blk[:257]
+    cons_t = blk[514 : 514 + nc0]
+    cons_n = blk[514 + nc0 : 514 + 2 * nc0]
+    buf = blk[514 + 2 * nc0 :]
+    cm = np.empty((257, 4), dtype=np.uint64)
+    for w in range(4):
+        cm[0, w] = ~_U0
+    cell_head[0] = -1
+    n_cells = 1
+    n_cons = 0
+    for i in range(ns):
+        d = srct[i]
+        nc = n_cells
+        for c in range(nc):
+            x0 = cm[c, 0] & srcw[i, 0]
+            x1 = cm[c, 1] & srcw[i, 1]
+            x2 = cm[c, 2] & srcw[i, 2]
+            x3 = cm[c, 3] & srcw[i, 3]
+            if (x0 | x1 | x2 | x3) == _U0:
+                continue
+            if n_cons + 1 >= cons_t.shape[0]:
+                cons_t = _grow_i32(cons_t, n_cons + 1)
+                cons_n = _grow_i32(cons_n, n_cons + 1)
+            cons_t[n_cons] = d
+            cons_n[n_cons] = cell_head[c]
+            if x0 == cm[c, 0] and x1 == cm[c, 1] and x2 == cm[c, 2] and x3 == cm[c, 3]:
+                cell_head[c] = n_cons
+            else:
+                cm[n_cells, 0] = x0
+                cm[n_cells, 1] = x1
+                cm[n_cells, 2] = x2
+                cm[n_cells, 3] = x3
+                cm[c, 0] &= ~x0
+                cm[c, 1] &= ~x1
+                cm[c, 2] &= ~x2
+                cm[c, 3] &= ~x3
+                cell_head[n_cells] = n_cons
+                n_cells += 1
+            n_cons += 1
+    m = 0
+    for c in range(n_cells):
+        h = cell_head[c]
+        if h < 0:
+            continue
+        n = 0
+        while h >= 0:
+            buf[n] = cons_t[h]  # a cell's list holds at most one entry per class
+            n += 1
+            h = cons_n[h]
+        r = buf[0] if n == 1 else alt(S, buf, n)
+        if r < 0:
+            return -1
+        if r == EMPTY:
+            continue
+        for w in range(4):
+            cw[m, w] = cm[c, w]
+        ct[m] = r
+        m += 1
+    return _merge_same(cw, ct, m)
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _push_row_dep(S, st, sp, x):
+    if not _row_known(S, x):
+        st = _grow_i32(st, sp)
+        st[sp] = x
+        sp += 1
+    return st, sp
+
+
+@nb.njit(**NJIT_OPTS)
+def row(S, t0):
+    """Memoize the derivative classes of ``t0``: disjoint byte masks with distinct non-empty
+    successors (``tm[t0, M_ROW_OFF:M_ROW_LEN]`` into the class pool); 0, or -1 on exit."""
+    S = borrow(S)
+    if _row_known(S, t0):
+        return 0
+    ti = S[S_TI]
+    tf = S[S_TF]
+    tm = S[S_TM]
+    pool = S[S_POOL]
+    rules = S[S_RULE]
+    ib = np.empty(64 + 64 + 257, dtype=np.int32)  # one allocation per call, sliced
+    wb = np.empty((64 + 257) * 4, dtype=np.uint64)
+    st = ib[:64]
+    srct = ib[64:128]
+    ct = ib[128:]
+    srcw = wb[: 64 * 4].reshape((64, 4))
+    cw = wb[64 * 4 :].reshape((257, 4))
+    st[0] = t0
+    sp = 1
+    while sp > 0:
+        t = st[sp - 1]
+        if _row_known(S, t):
+            sp -= 1
+            continue
+        k = ti[t, 0]
+        top = sp
+        if k == K_SEQ:
+            cur = t
+            while True:
+                if ti[cur, 0] != K_SEQ:
+                    st, sp = _push_row_dep(S, st, sp, cur)
+                    break
+                a = ti[cur, 1]
+                st, sp = _push_row_dep(S, st, sp, a)
+                if (tf[a] & F_NULL) == 0:
+                    break
+                cur = ti[cur, 2]
+                if _row_known(S, cur):
+                    break
+        elif k == K_ALT or k == K_AND:
+            off = ti[t, 1]
+            for x in range(ti[t, 2]):
+                st, sp = _push_row_dep(S, st, sp, pool[off + x])
+        elif k == K_REP:
+            st, sp = _push_row_dep(S, st, sp, ti[t, 1])
+        elif k == K_REF:
+            body = rules[ti[t, 1]]
+            if body < 0:
+                return _fail(S, NEED_RULE, ti[t, 1])
+            st, sp = _push_row_dep(S, st, sp, body)
+        elif k == K_DIFF:
+            st, sp = _push_row_dep(S, st, sp, ti[t, 1])
+            st, sp = _push_row_dep(S, st, sp, ti[t, 2])
+        if sp > top:
+            continue
+        rcw = S[S_RCW]
+        rct = S[S_RCT]
+        n = 0
+        if k == K_BYTES:
+            j = ti[t, 1]
+            for w in range(4):
+                cw[0, w] = S[S_BW][j, w]
+            ct[0] = EPS
+            n = 1
+        elif k == K_SEQ or k == K_ALT:
+            ns = 0
+            single = True
+            if k == K_SEQ:
+                cur = t
+                while True:
+                    last = ti[cur, 0] != K_SEQ
+                    a = cur if last else ti[cur, 1]
+                    b = EPS if last else ti[cur, 2]
+                    off = tm[a, M_ROW_OFF]
+                    ln = tm[a, M_ROW_LEN]
+                    if ns + ln > srct.shape[0]:
+                        srcw, srct = _grow_cls(srcw, srct, ns + ln)
+                    for i in range(off, off + ln):
+                        d = seq(S, rct[i], b)
+                        if d < 0:
+                            return -1
+                        for w in range(4):
+                            srcw[ns, w] = rcw[i, w]
+                        srct[ns] = d
+                        ns += 1
+                    if last or (tf[a] & F_NULL) == 0:
+                        break
+                    single = False
+                    cur = b
+                    if _row_known(S, cur):
+                        off = tm[cur, M_ROW_OFF]
+                        ln = tm[cur, M_ROW_LEN]
+                        if ns + ln > srct.shape[0]:
+                            srcw, srct = _grow_cls(srcw, srct, ns + ln)
+                        for i in range(off, off + ln):
+                            for w in range(4):
+                                srcw[ns, w] = rcw[i, w]
+                            srct[ns] = rct[i]
+                            ns += 1
+                        break
+            else:
+                poff = ti[t, 1]
+                for x in range(ti[t, 2]):
+                    a = pool[poff + x]
+                    off = tm[a, M_ROW_OFF]
+                    ln = tm[a, M_ROW_LEN]
+                    if ns + ln > srct.shape[0]:
+                        srcw, srct = _grow_cls(srcw, srct, ns + ln)
+                    for i in range(off, off + ln):
+                        for w in range(4):
+                            srcw[ns, w] = rcw[i, w]
+                        srct[ns] = rct[i]
+                        ns += 1
+            if k == K_SEQ and single:
+                # one part (a non-nullable head): its classes are disjoint already
+                for i in range(ns):
+                    for w in range(4):
+                        cw[i, w] = srcw[i, w]
+                    ct[i] = srct[i]
+                n = ns
+            else:
+                n = _union_rows(S, srcw, srct, ns, cw, ct)
+                if n < 0:
+                    return -1
+        elif k == K_REP:
+            item, lo, hi = ti[t, 1], ti[t, 2], ti[t, 3]
+            rest = rep(S, item, max(lo - 1, 0), INF if hi == INF else hi - 1)
+            if rest < 0:
+                return -1
+            off = tm[item, M_ROW_OFF]
+            for i in range(off, off + tm[item, M_ROW_LEN]):
+                d = seq(S, rct[i], rest)
+                if d < 0:
+                    return -1
+                for w in range(4):
+                    cw[n, w] = rcw[i, w]
+                ct[n] = d
+                n += 1
+        elif k == K_REF:
+            body = rules[ti[t, 1]]
+            tm[t, M_ROW_LEN] = tm[body, M_ROW_LEN]
+            tm[t, M_ROW_OFF] = tm[body, M_ROW_OFF]
+            sp -= 1
+            continue
+        elif k == K_AND:
+            poff = ti[t, 1]
+            a = pool[poff]
+            off = tm[a, M_ROW_OFF]
+            n = tm[a, M_ROW_LEN]
+            for i in range(n):
+                for w in range(4):
+                    cw[i, w] = rcw[off + i, w]
+                ct[i] = rct[off + i]
+            tw = np.empty((257, 4), dtype=np.uint64)
+            tt = np.empty(257, dtype=np.int32)
+            for x in range(1, ti[t, 2]):
+                q = pool[poff + x]
+                qoff = tm[q, M_ROW_OFF]
+                m = 0
+                for i in range(n):
+                    for j in range(qoff, qoff + tm[q, M_ROW_LEN]):
+                        nz = False
+                        for w in range(4):
+                            tw[m, w] = cw[i, w] & rcw[j, w]
+                            if tw[m, w] != _U0:
+                                nz = True
+                        if not nz:
+                            continue
+                        d = and2(S, ct[i], rct[j])
+                        if d < 0:
+                            return -1
+                        if d == EMPTY:
+                            continue
+                        tt[m] = d
+                        m += 1
+                n = _merge_same(tw, tt, m)
+                for i in range(n):
+                    for w in range(4):
+                        cw[i, w] = tw[i, w]
+                    ct[i] = tt[i]
+        elif k == K_DIFF:
+            a, b = ti[t, 1], ti[t, 2]
+            qoff, qn = tm[b, M_ROW_OFF], tm[b, M_ROW_LEN]
+            uq = np.zeros(4, dtype=np.uint64)
+            for j in range(qoff, qoff + qn):
+                for w in range(4):
+                    uq[w] |= rcw[j, w]
+            aoff = tm[a, M_ROW_OFF]
+            for i in range(aoff, aoff + tm[a, M_ROW_LEN]):
+                d1 = rct[i]
+                for j in range(qoff, qoff + qn):
+                    nz = False
+                    for w in range(4):
+                        cw[n, w] = rcw[i, w] & rcw[j, w]
+                        if cw[n, w] != _U0:
+                            nz = True
+                    if not nz:
+                        continue
+                    d = diff(S, d1, rct[j])
+                    if d < 0:
+                        return -1
+                    if d == EMPTY:
+                        continue
+                    ct[n] = d
+                    n += 1
+                nz = False
+                for w in range(4):
+                    cw[n, w] = rcw[i, w] & ~uq[w]
+                    if cw[n, w] != _U0:
+                        nz = True
+                if nz:
+                    ct[n] = d1
+                    n += 1
+            n = _merge_same(cw, ct, n)
+        if _publish_row(S, t, cw, ct, n) < 0:
+            return -1
+        sp -= 1
+    return 0
+
+
+@nb.njit(**NJIT_OPTS)
+def _grow_cls(w, t, n):
+    cap = max(2 * t.shape[0], n + 1)
+    w2 = np.empty((cap, 4), dtype=np.uint64)
+    t2 = np.empty(cap, dtype=np.int32)
+    w2[: t.shape[0]] = w
+    t2[: t.shape[0]] = t
+    return w2, t2
+
+
+@nb.njit(**NJIT_OPTS)
+def _merge_same(cw, ct, n):
+    m = 0
+    for i in range(n):
+        j = 0
+        while j < m and ct[j] != ct[i]:
+            j += 1
+        if j < m:
+            for w in range(4):
+                cw[j, w] |= cw[i, w]
+        else:
+            if j != i:
+                ct[j] = ct[i]
+                for w in range(4):
+                    cw[j, w] = cw[i, w]
+            m += 1
+    return m
+
+
+# ----------------------------------------------------------------------------- emptiness
+
+
+@nb.njit(**NJIT_OPTS)
+def _infinite(S, t0):
+    """For AND/DIFF/REF-free terms: is the language infinite? (memoized in ``tm[:, M_INF]``)"""
+    ti = S[S_TI]
+    tm = S[S_TM]
+    pool = S[S_POOL]
+    if tm[t0, M_INF] >= 0:
+        return tm[t0, M_INF]
+    st = np.empty(64, dtype=np.int32)
+    st[0] = t0
+    sp = 1
+    while sp > 0:
+        t = st[sp - 1]
+        if tm[t, M_INF] >= 0:
+            sp -= 1
+            continue
+        k = ti[t, 0]
+        top = sp
+        if k == K_REP:
+            if ti[t, 3] != INF and tm[ti[t, 1], M_INF] < 0:
+                st = _grow_i32(st, sp)
+                st[sp] = ti[t, 1]
+                sp += 1
+        elif k == K_SEQ:
+            for c in (ti[t, 1], ti[t, 2]):
+                if tm[c, M_INF] < 0:
+                    st = _grow_i32(st, sp)
+                    st[sp] = c
+                    sp += 1
+        elif k == K_ALT:
+            off = ti[t, 1]
+            for x in range(ti[t, 2]):
+                c = pool[off + x]
+                if tm[c, M_INF] < 0:
+                    st = _grow_i32(st, sp)
+                    st[sp] = c
+                    sp += 1
+        if sp > top:
+            continue
+        r = 0
+        if k == K_REP:
+            r = 1 if (ti[t, 3] == INF or tm[ti[t, 1], M_INF] == 1) else 0
+        elif k == K_SEQ:
+            r = 1 if (tm[ti[t, 1], M_INF] == 1 or tm[ti[t, 2], M_INF] == 1) else 0
+        elif k == K_ALT:
+            off = ti[t, 1]
+            for x in range(ti[t, 2]):
+                if tm[pool[off + x], M_INF] == 1:
+                    r = 1
+        tm[t, M_INF] = r
+        sp -= 1
+    return tm[t0, M_INF]
+
+
+@nb.njit(**NJIT_OPTS)
+def _search_nonempty(S, t0):
+    """Bounded breadth-first search for a nullable derivative: 1 found, 0 none, -1 exit."""
+    tf = S[S_TF]
+    tm = S[S_TM]
+    ctl = S[S_CTL]
+    fuel = ctl[C_FUEL]
+    queue = np.empty(64, dtype=np.int32)
+    cap = 64
+    seen = np.full(cap, -1, dtype=np.int32)
+    n_seen = 0
+    queue[0] = t0
+    qh, qt = 0, 1
+    seen[(_mix(t0, 7) & (cap - 1))] = t0
+    n_seen = 1
+    steps = 0
+    while qh < qt:
+        u = queue[qh]
+        qh += 1
+        if (tf[u] & F_NULL) != 0:
+            return 1
+        if row(S, u) < 0:
+            return -1
+        rct = S[S_RCT]
+        off = tm[u, M_ROW_OFF]
+        for i in range(off, off + tm[u, M_ROW_LEN]):
+            v = rct[i]
+            steps += 1
+            if steps > fuel:
+                return _fail(S, LIMIT_FUEL, fuel)
+            # membership in the seen set
+            j = _mix(v, 7) & (cap - 1)
+            found = False
+            while seen[j] >= 0:
+                if seen[j] == v:
+                    found = True
+                    break
+                j = (j + 1) & (cap - 1)
+            if found:
+                continue
+            if (tf[v] & F_BOOL) != 0 and tm[v, M_EMPTY] == 1:
+                continue
+            seen[j] = v
+            n_seen += 1
+            if 2 * n_seen > cap:
+                old = seen
+                cap *= 2
+                seen = np.full(cap, -1, dtype=np.int32)
+                for x in old:
+                    if x >= 0:
+                        jj = _mix(x, 7) & (cap - 1)
+                        while seen[jj] >= 0:
+                            jj = (jj + 1) & (cap - 1)
+                        seen[jj] = x
+            queue = _grow_i32(queue, qt)
+            queue[qt] = v
+            qt += 1
+    return 0
+
+
+@nb.njit(**NJIT_OPTS)
+def is_empty(S, t0):
+    """1 when ``t0`` denotes ∅, 0 when not, -1 on exit (exact; a bounded search for AND/DIFF)."""
+    S = borrow(S)
+    if t0 == EMPTY:
+        return 1
+    ti = S[S_TI]
+    tf = S[S_TF]
+    tm = S[S_TM]
+    pool = S[S_POOL]
+    if (tf[t0] & F_BOOL) == 0:
+        return 0
+    if tm[t0, M_EMPTY] >= 0:
+        return tm[t0, M_EMPTY]
+    st = np.empty(64, dtype=np.int32)
+    st[0] = t0
+    sp = 1
+    while sp > 0:
+        t = st[sp - 1]
+        if tm[t, M_EMPTY] >= 0:
+            sp -= 1
+            continue
+        k = ti[t, 0]
+        r = -1
+        pending = -1
+        if k == K_SEQ or k == K_ALT:
+            # in order, stopping at the first unknown item (short-circuit like any()/all())
+            want = 1 if k == K_SEQ else 0  # the item value that decides the result
+            r = 1 - want
+            if k == K_SEQ:
+                cur = t
+                while True:
+                    c = ti[cur, 1] if ti[cur, 0] == K_SEQ else cur
+                    v = _empty_known(S, c)
+                    if v < 0:
+                        pending = c
+                        break
+                    if v == want:
+                        r = want
+                        break
+                    if ti[cur, 0] != K_SEQ:
+                        break
+                    cur = ti[cur, 2]
+            else:
+                off = ti[t, 1]
+                for x in range(ti[t, 2]):
+                    c = pool[off + x]
+                    v = _empty_known(S, c)
+                    if v < 0:
+                        pending = c
+                        break
+                    if v == want:
+                        r = want
+                        break
+        elif k == K_REP:
+            if ti[t, 2] > 0:
+                v = _empty_known(S, ti[t, 1])
+                if v < 0:
+                    pending = ti[t, 1]
+                else:
+                    r = v
+            else:
+                r = 0
+        else:
+            a, b = ti[t, 1], ti[t, 2]
+            if k == K_DIFF and (tf[a] & F_BOOL) == 0 and (tf[b] & F_BOOL) == 0 \
+                    and _infinite(S, a) == 1 and _infinite(S, b) == 0:
+                r = 0  # an infinite language minus a finite one is never empty
+            else:
+                f = _search_nonempty(S, t)
+                if f < 0:
+                    return -1
+                r = 1 - f
+        if pending >= 0:
+            st = _grow_i32(st, sp)
+            st[sp] = pending
+            sp += 1
+            continue
+        tm[t, M_EMPTY] = r
+        sp -= 1
+    return tm[t0, M_EMPTY]
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _empty_known(S, t):
+    if t == EMPTY:
+        return 1
+    if (S[S_TF][t] & F_BOOL) == 0:
+        return 0
+    return S[S_TM][t, M_EMPTY]
+
+
+# ----------------------------------------------------------------------------- clamping
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _cget(S, t, limit):
+    if (S[S_TF][t] & F_REP) == 0:
+        return t
+    return _mget(S, _T_CLAMP | (np.int64(t) << 16) | limit)
+
+
+@nb.njit(**NJIT_OPTS)
+def clamp(S, t0, limit):
+    """A term with the same one-token behaviour as ``t0`` for tokens of at most ``limit - 1``
+    bytes: counters far from their bounds become unbounded (AND/DIFF sub-terms stay exact)."""
+    S = borrow(S)
+    r = _cget(S, t0, limit)
+    if r >= 0:
+        return r
+    ti = S[S_TI]
+    tf = S[S_TF]
+    pool = S[S_POOL]
+    st = np.empty(64, dtype=np.int32)
+    buf = np.empty(16, dtype=np.int32)
+    st[0] = t0
+    sp = 1
+    while sp > 0:
+        t = st[sp - 1]
+        if _cget(S, t, limit) >= 0:
+            sp -= 1
+            continue
+        k = ti[t, 0]
+        top = sp
+        if k == K_SEQ:
+            cur = t
+            while True:
+                c = ti[cur, 1] if ti[cur, 0] == K_SEQ else cur
+                if _cget(S, c, limit) < 0:
+                    st = _grow_i32(st, sp)
+                    st[sp] = c
+                    sp += 1
+                if ti[cur, 0] != K_SEQ:
+                    break
+                cur = ti[cur, 2]
+        elif k == K_ALT:
+            off = ti[t, 1]
+            for x in range(ti[t, 2]):
+                c = pool[off + x]
+                if _cget(S, c, limit) < 0:
+                    st = _grow_i32(st, sp)
+                    st[sp] = c
+                    sp += 1
+        elif k == K_REP:
+            c = ti[t, 1]
+            if (tf[c] & F_BOOL) == 0 and _cget(S, c, limit) < 0:
+                st = _grow_i32(st, sp)
+                st[sp] = c
+                sp += 1
+        if sp > top:
+            continue
+        if k == K_SEQ:
+            n = 0
+            cur = t
+            while True:
+                c = ti[cur, 1] if ti[cur, 0] == K_SEQ else cur
+                buf = _grow_i32(buf, n)
+                buf[n] = _cget(S, c, limit)
+                n += 1
+                if ti[cur, 0] != K_SEQ:
+                    break
+                cur = ti[cur, 2]
+            r = seq_list(S, buf, n)
+        elif k == K_ALT:
+            off = ti[t, 1]
+            n = ti[t, 2]
+            buf = _grow_i32(buf, n)
+            for x in range(n):
+                buf[x] = _cget(S, pool[off + x], limit)
+            r = alt(S, buf, n)
+        elif k == K_REP:
+            item, lo, hi = ti[t, 1], ti[t, 2], ti[t, 3]
+            if (tf[item] & F_BOOL) == 0:
+                item = _cget(S, item, limit)
+                lo = min(lo, limit)
+                if hi != INF and hi > limit:
+                    hi = INF
+            r = rep(S, item, lo, hi)
+        else:
+            r = t
+        if r < 0:
+            return -1
+        if _mput(S, _T_CLAMP | (np.int64(t) << 16) | limit, r) < 0:
+            return -1
+        sp -= 1
+    return _cget(S, t0, limit)
+
+
+# ----------------------------------------------------------------------------- states
+
+
+@nb.njit(**NJIT_OPTS)
+def state(S, t):
+    """The state id of live term ``t`` (interned), or -1 on exit."""
+    S = borrow(S)
+    tm = S[S_TM]
+    s = tm[t, M_STATE]
+    if s >= 0:
+        return s
+    ctl = S[S_CTL]
+    n = ctl[C_STATES]
+    if n >= ctl[C_MAX_STATES]:
+        return _fail(S, LIMIT_STATES, n)
+    trans = S[S_TRANS]
+    if n >= trans.shape[0]:
+        return _fail(S, NEED_GROW_STATES, 0)
+    S[S_TERM_OF][n] = t
+    S[S_ACC][n] = (S[S_TF][t] & F_NULL) != 0
+    tm[t, M_STATE] = n
+    ctl[C_STATES] = n + 1
+    return n
+
+
+@nb.njit(**NJIT_OPTS)
+def _live_state(S, u):
+    """State of successor term ``u``, ``DEAD`` when it denotes ∅, or -1 (FAIL) on exit."""
+    if u == EMPTY:
+        return DEAD
+    if (S[S_TF][u] & F_BOOL) != 0:
+        e = is_empty(S, u)
+        if e < 0:
+            return FAIL
+        if e == 1:
+            return DEAD
+    return state(S, u)
+
+
+@nb.njit(**NJIT_OPTS)
+def fill_row(S, s):
+    """Compute every byte transition of state ``s``; 0, or -1 on exit."""
+    S = borrow(S)
+    if S[S_READY][s]:
+        return 0
+    t = S[S_TERM_OF][s]
+    if row(S, t) < 0:
+        return -1
+    tm = S[S_TM]
+    off, n = tm[t, M_ROW_OFF], tm[t, M_ROW_LEN]
+    out = np.full(256, DEAD, dtype=np.int32)
+    for i in range(off, off + n):
+        u = S[S_RCT][i]
+        r = _live_state(S, u)
+        if r == FAIL:
+            return -1
+        if r == DEAD:
+            continue
+        rcw = S[S_RCW]
+        for w in range(4):
+            x = rcw[i, w]
+            while x != _U0:
+                out[w * 64 + _low(x)] = r
+                x &= x - _U1
+    trans = S[S_TRANS]
+    for b in range(256):
+        trans[s, b] = out[b]
+    S[S_READY][s] = True
+    S[S_CTL][C_EXPANDED] += 1
+    return 0
+
+
+@nb.njit(**NJIT_OPTS)
+def fill_entry(S, s, byte):
+    """Compute the one transition of state ``s`` on ``byte``; the successor (or DEAD), -1 on exit."""
+    S = borrow(S)
+    trans = S[S_TRANS]
+    r = trans[s, byte]
+    if r != UNKNOWN:
+        return r
+    u = deriv(S, S[S_TERM_OF][s], byte)
+    if u < 0:
+        return FAIL
+    r = _live_state(S, u)
+    if r == FAIL:
+        return FAIL
+    trans[s, byte] = r
+    return r
+
+
+@nb.njit(**NJIT_OPTS)
+def step(S, s, byte):
+    r = S[S_TRANS][s, byte]
+    if r == UNKNOWN:
+        r = fill_entry(S, s, byte)
+    return r
+
+
+@nb.njit(**NJIT_OPTS)
+def walk_bytes(S, s, data, ret):
+    """Advance state ``s`` over ``data``; the final state or DEAD; -1 on exit (``ret[0]`` =
+    the position reached, ``ret[1]`` its state: resume from there)."""
+    S = borrow(S)
+    for i in range(data.shape[0]):
+        r = step(S, s, data[i])
+        if r == FAIL:
+            ret[0] = i
+            ret[1] = s
+            return FAIL
+        if r < 0:
+            return DEAD
+        s = r
+    return s
+
+
+@nb.njit(**NJIT_OPTS)
+def key_state(S, s, limit):
+    """The state of the clamped term of state ``s`` (the key its mask is memoized under)."""
+    S = borrow(S)
+    t = clamp(S, S[S_TERM_OF][s], limit)
+    if t < 0:
+        return -1
+    return state(S, t)
+
+
+@nb.njit(**NJIT_OPTS)
+def plain_inv(S, s, pseq, plen):
+    """Is state ``s`` unchanged by every plain string character? 1/0, or -1 on exit.
+
+    ``pseq[i, :plen[i]]`` are the ``(lo, hi)`` byte ranges of the UTF-8 sequences of the plain
+    characters. Memoized in the store's ``plain_inv`` column.
+    """
+    S = borrow(S)
+    inv = S[S_INV]
+    v = inv[s]
+    if v >= 0:
+        return v
+    # cheap necessary condition first: a plain-invariant state loops on 'a'
+    r = step(S, s, 0x61)
+    if r == FAIL:
+        return -1
+    if r != s:
+        inv[s] = 0
+        return 0
+    front = np.empty(512, dtype=np.int32)
+    nxt = np.empty(512, dtype=np.int32)
+    ok = True
+    for q in range(pseq.shape[0]):
+        front[0] = s
+        nf = 1
+        for p in range(plen[q]):
+            lo, hi = pseq[q, p, 0], pseq[q, p, 1]
+            nn = 0
+            for i in range(nf):
+                u = front[i]
+                if fill_row(S, u) < 0:
+                    return -1
+                trans = S[S_TRANS]
+                for b in range(lo, hi + 1):
+                    x = trans[u, b]
+                    if x < 0:
+                        ok = False
+                        break
+                    j = 0
+                    while j < nn and nxt[j] != x:
+                        j += 1
+                    if j == nn:
+                        if nn == nxt.shape[0]:
+                            ok = False  # more than 512 distinct successors: not invariant
+                            break
+                        nxt[nn] = x
+                        nn += 1
+                if not ok:
+                    break
+            if not ok:
+                break
+            front, nxt = nxt, front
+            nf = nn
+        if not ok or nf != 1 or front[0] != s:
+            ok = False
+            break
+    inv[s] = 1 if ok else 0
+    return inv[s]
+
+
+@nb.njit(**NJIT_OPTS)
+def fill_rows(S, states):
+    """:func:`fill_row` for every state of ``states`` (one call for a whole BFS frontier)."""
+    S = borrow(S)
+    for i in range(states.shape[0]):
+        if fill_row(S, states[i]) < 0:
+            return -1
+    return 0

@@ -1,0 +1,259 @@
+"""Rules: the grammar's rule analyses and the compilation of rule bodies (IR) into terms.
+
+This is the only place that reads the IR grammar. Its interface with the rest of the automaton:
+
+* ``Rules(grammar, build, is_empty, set_body, add_rule)``: ``grammar.rules`` maps a rule's name to
+  its IR body and may produce bodies on demand (:class:`dotjson.ir.LazyRules`); the rules of the
+  grammar's families (:mod:`dotjson.objects_any_order`) are looked up the same way;
+  ``build(prog, words, n_slots)`` runs a builder program in the term store (see
+  :func:`dotjson.automaton.kernels.build`) and returns ``(term, slots)``; ``add_rule(n)`` makes
+  room for ``n`` rule ids in every array indexed by rule id;
+* ``rules.names``, ``rules.index[name]``, ``rules.nullable[i]``: the rules that have an id so far;
+* ``rules.body(i)``: the term of rule ``i``'s body (compiled on first use);
+* ``rules.ref(name)``: the term ``REF name`` (∅ for an unproductive rule).
+
+Everything is decided lazily, when a rule is first reached, by :class:`dotjson.ir.analysis.Analysis`
+(nullable, productive, left recursion; each answer remembered): a rule gets its id when a
+compiled body first refers to it and it is productive (an unproductive reference compiles to ∅);
+its left recursion is checked before its body is compiled. Productivity is exact: an
+``And``/``Diff`` node is compiled in the store and asked of the emptiness kernel
+(:meth:`Rules.setop_productive`). A grammar given as a plain ``dict`` (Lark, regex, a caller's
+IR) is small, and its reachable rules are checked up front (:meth:`Rules.check`), so that an
+undefined or left-recursive rule is an error at construction.
+"""
+
+from __future__ import annotations
+
+
+from .. import ir
+from ..errors import GrammarError
+from ..ir.analysis import Analysis, is_regular
+from ..objects_any_order import rules_with_families
+from . import kernels as K
+from .utf8 import _range_mask, utf8_sequences
+
+_M64 = (1 << 64) - 1
+
+
+def _words(mask: int) -> tuple[int, int, int, int]:
+    return tuple((mask >> (64 * i)) & _M64 for i in range(4))
+
+
+class Rules:
+    """Rule analyses and body compilation for one grammar (see the module docstring)."""
+
+    def __init__(self, grammar: ir.Grammar, build, is_empty, set_body, add_rule):
+        self.grammar = grammar
+        self.src = rules_with_families(grammar)
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.nullable: list[bool] = []
+        self._build = build
+        self._is_empty = is_empty
+        self._set_body = set_body
+        self._add_rule = add_rule
+        self._compiled: dict[int, tuple] = {}
+        self._regular: dict[int, tuple] = {}
+        self._chars: dict[ir.Chars, int] = {}
+        self._done: list[bool] = []
+        self.analysis = Analysis(self.src, self.setop_productive)
+
+    # ------------------------------------------------------------------ analyses
+
+    def check(self) -> None:
+        """The start rule exists; for a plain ``dict`` grammar, every reachable rule is defined
+        and none is left recursive (a lazily produced grammar is checked as it is reached)."""
+        rules = self.src
+        start = self.grammar.start
+        if start not in rules:
+            raise GrammarError(f"undefined start rule {start!r}")
+        if isinstance(rules, dict):
+            seen = {start}
+            order = [start]
+            for n in order:
+                for r in sorted(ir.refs(rules[n])):
+                    if r not in rules:
+                        raise GrammarError(f"rule {n!r} references undefined rule {r!r}")
+                    if r not in seen:
+                        seen.add(r)
+                        order.append(r)
+            for n in order:
+                self.analysis.check_left_recursion(n)
+
+    def setop_productive(self, node: ir.Node) -> bool:
+        """Exact non-emptiness of an ``And``/``Diff`` node: compiled in the store, asked of the
+        emptiness kernel (the analysis calls this; the automaton's lock is held or taken)."""
+        t = self.compile_node(node)
+        return t != K.EMPTY and not self._is_empty(t)
+
+    def productive(self, name: str) -> bool:
+        """Whether rule ``name`` derives some finite text (exact, decided on first question)."""
+        return self.analysis.productive(name)
+
+    def rule_id(self, name: str) -> int | None:
+        """The id of productive rule ``name``, assigned on first use; ``None`` when the rule is
+        unproductive (a reference to it is ∅). Call with the automaton's lock held."""
+        idx = self.index.get(name)
+        if idx is not None:
+            return idx
+        if name not in self.src:
+            raise GrammarError(f"undefined rule {name!r}")
+        if not self.analysis.productive(name):
+            return None
+        nul = self.analysis.nullable(name)
+        idx = self.index.get(name)  # the analyses may compile (And/Diff) and so register rules
+        if idx is not None:
+            return idx
+        idx = len(self.names)
+        self._add_rule(idx + 1)  # arrays indexed by rule id first: a REF term follows
+        self.names.append(name)
+        self.nullable.append(nul)
+        self._done.append(False)
+        self.index[name] = idx
+        return idx
+
+    def known(self) -> tuple[dict, dict]:
+        """``(nullable, productive)`` answers settled so far (saved with the store)."""
+        return self.analysis.known()
+
+    def restore(self, names, nullable, known_nullable, known_productive) -> None:
+        """Install the rule ids and analysis answers of a saved store (validated by the caller)."""
+        self.names = list(names)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.nullable = list(nullable)
+        self._done = [False] * len(self.names)
+        self.analysis.seed(known_nullable, known_productive)
+
+    # ------------------------------------------------------------------ IR → terms
+
+    def ref(self, name: str) -> int:
+        idx = self.rule_id(name)
+        if idx is None:
+            return K.EMPTY
+        t, _ = self._build([K.OP_REF, idx, int(self.nullable[idx])], [], 0)
+        return t
+
+    def body(self, i: int) -> int:
+        """Compile rule ``i``'s body (its left recursion checked first), record it, return its
+        term."""
+        name = self.names[i]
+        self.analysis.check_left_recursion(name)
+        t = self.compile_node(self.src[name])
+        self._set_body(i, t)
+        self._done[i] = True
+        return t
+
+    def mark_compiled(self, done) -> None:
+        """Record which rule bodies a loaded store already holds."""
+        self._done = [bool(x) for x in done]
+
+    def body_closure(self, i: int) -> None:
+        """Compile rule ``i`` and every rule it reaches before consuming a byte (the derivative
+        that asked for ``i`` will ask for those next: one exit to Python, not one per rule of a
+        chain of 10,000)."""
+        stack = [i]
+        while stack:
+            j = stack.pop()
+            if self._done[j]:
+                continue
+            self.body(j)
+            for n in sorted(self.analysis.left_refs(self.src[self.names[j]])):
+                k = self.rule_id(n)
+                if k is not None and not self._done[k]:
+                    stack.append(k)
+
+    def compile_node(self, root: ir.Node) -> int:
+        """The term of an IR node: one builder program, run once in the store.
+
+        Front ends share sub-grammars by identity (the key language of 1,000 properties is one
+        object used in every gap): each object is compiled once (a slot within a program, a
+        memo entry across programs; the memo keeps the node so that its id cannot be reused).
+        """
+        hit = self._compiled.get(id(root))
+        if hit is not None:
+            return hit[1]
+        prog: list[int] = []
+        words: list[tuple] = []
+        slot_nodes: list = []
+        slot_of: dict[int, int] = {}
+        chars_slots: list[tuple] = []
+        stack = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            key = id(node)
+            hit = self._compiled.get(key)
+            if hit is not None:
+                prog += [K.OP_TERM, hit[1]]
+                continue
+            k = slot_of.get(key)
+            if k is not None:
+                prog += [K.OP_LOAD, k]
+                continue
+            if isinstance(node, ir.Lit):
+                data = node.text.encode("utf-8")
+                for b in data:
+                    prog += [K.OP_BYTES, len(words)]
+                    words.append(_words(1 << b))
+                prog += [K.OP_SEQ, len(data)]
+                continue
+            if isinstance(node, ir.Chars):
+                t = self._chars.get(node)
+                if t is not None:
+                    prog += [K.OP_TERM, t]
+                    continue
+                n_alts = 0
+                for lo, hi in node.ranges:
+                    for sq in utf8_sequences(lo, hi):
+                        for a, b in sq:
+                            prog += [K.OP_BYTES, len(words)]
+                            words.append(_words(_range_mask(a, b)))
+                        prog += [K.OP_SEQ, len(sq)]
+                        n_alts += 1
+                prog += [K.OP_ALT, n_alts]
+                chars_slots.append((node, len(slot_nodes)))
+            elif isinstance(node, ir.Ref):
+                i = self.rule_id(node.name)
+                if i is None:
+                    prog.append(K.OP_EMPTY)
+                else:
+                    prog += [K.OP_REF, i, int(self.nullable[i])]
+                continue
+            elif not done:
+                if isinstance(node, ir.And) and not all(self._is_reg(x) for x in node.items):
+                    raise GrammarError("And() operands must be regular (no rule references)")
+                if isinstance(node, ir.Diff) and not (
+                    self._is_reg(node.left) and self._is_reg(node.right)
+                ):
+                    raise GrammarError("Diff() operands must be regular (no rule references)")
+                if not isinstance(node, (ir.Seq, ir.Alt, ir.Repeat, ir.And, ir.Diff)):
+                    raise GrammarError(f"unknown grammar node {node!r}")
+                stack.append((node, True))
+                for c in reversed(ir.children(node)):
+                    stack.append((c, False))
+                continue
+            elif isinstance(node, ir.Seq):
+                prog += [K.OP_SEQ, len(node.items)]
+            elif isinstance(node, ir.Alt):
+                prog += [K.OP_ALT, len(node.items)]
+            elif isinstance(node, ir.Repeat):
+                prog += [K.OP_REP, node.min, K.INF if node.max is None else node.max]
+            elif isinstance(node, ir.And):
+                prog += [K.OP_AND, len(node.items)]
+            else:
+                prog.append(K.OP_DIFF)
+            slot_of[key] = len(slot_nodes)
+            prog += [K.OP_SAVE, len(slot_nodes)]
+            slot_nodes.append(node)
+        if not slot_nodes or slot_nodes[-1] is not root:
+            slot_of[id(root)] = len(slot_nodes)
+            prog += [K.OP_SAVE, len(slot_nodes)]
+            slot_nodes.append(root)
+        t, slots = self._build(prog, words, len(slot_nodes))
+        for k, node in enumerate(slot_nodes):
+            self._compiled[id(node)] = (node, int(slots[k]))
+        for node, k in chars_slots:
+            self._chars[node] = int(slots[k])
+        return t
+
+    def _is_reg(self, node: ir.Node) -> bool:
+        return is_regular(node, self._regular)

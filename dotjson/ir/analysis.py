@@ -1,0 +1,424 @@
+"""Grammar analyses, lazy and incremental: nullable, productive, left recursion.
+
+One home for the analyses that the schema compiler and the automaton both need. They work on any
+``Mapping`` of rule bodies, including one whose bodies are produced on demand
+(:class:`dotjson.ir.LazyRules`): a question about a rule looks at the bodies it needs and no more,
+and every answer is remembered, so the total work over a decoding session is proportional to the
+part of the grammar that session reached.
+
+Both properties are least fixpoints of monotone boolean equations, one per rule (``r`` is
+nullable when its body can derive ε, productive when it can derive some finite text). A question
+is answered in two steps:
+
+1. a depth-first *witness search* from the rule asked about, trying first the alternatives with
+   the fewest unknown rules (an object whose properties are all optional is productive through
+   ``{}`` without looking at any property's schema; a chain of optional members is crossed without
+   opening the members). A ``True`` found this way is final: the equations are monotone.
+2. When the search ends without a witness, an exact fixpoint over the rules it visited (and any
+   it still needs) settles them all. A rule on the search stack counted as ``False`` meanwhile,
+   which is why a plain search cannot conclude ``False`` by itself.
+
+Both steps iterate with explicit stacks: a chain of ten thousand rules costs no recursion.
+
+``And``/``Diff`` operands are regular (no references). Their nullability is computed directly;
+their emptiness is not decidable from the IR alone, so the productive analysis takes a callback
+(the automaton checks it exactly on its terms); without one they count as non-empty (an
+over-approximation that the automaton corrects).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from dotjson.errors import GrammarError
+
+from . import And, Alt, Chars, Diff, Lit, Node, Ref, Repeat, Seq
+
+# A condition is True, False, a rule name, or (is_and, tuple of conditions).
+_AND, _OR = True, False
+
+
+def _mk(is_and: bool, parts: list):
+    out = []
+    for p in parts:
+        if p is True:
+            if is_and:
+                continue
+            return True
+        if p is False:
+            if is_and:
+                return False
+            continue
+        out.append(p)
+    if not out:
+        return is_and  # empty AND is True, empty OR is False
+    if len(out) == 1:
+        return out[0]
+    return (is_and, tuple(out))
+
+
+def _parts(f, items, decisive: bool) -> list:
+    """Conditions of ``items``, stopping at the first one equal to ``decisive`` (``False`` ends
+    a sequence, ``True`` an alternation): a key's spelling is never looked at once its opening
+    quote has decided."""
+    out = []
+    for x in items:
+        c = f(x)
+        out.append(c)
+        if c is decisive:
+            break
+    return out
+
+
+def is_regular(node: Node, memo: dict) -> bool:
+    """True when ``node`` references no rule; shared sub-trees are visited once (``memo``,
+    by identity, holds the nodes it answered for)."""
+    hit = memo.get(id(node))
+    if hit is not None:
+        return hit[1]
+    stack = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if id(n) in memo:
+            continue
+        t = type(n)
+        if t is Ref:
+            memo[id(n)] = (n, False)
+            continue
+        if t is Lit or t is Chars:
+            memo[id(n)] = (n, True)
+            continue
+        kids = (n.item,) if t is Repeat else (n.left, n.right) if t is Diff else n.items
+        if not expanded:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids if id(k) not in memo)
+        else:
+            memo[id(n)] = (n, all(memo[id(k)][1] for k in kids))
+    return memo[id(node)][1]
+
+
+def regular_nullable(node: Node) -> bool:
+    """Nullability of a node without rule references (operands of ``And``/``Diff``)."""
+    t = type(node)
+    if t is Lit:
+        return node.text == ""
+    if t is Chars:
+        return False
+    if t is Seq or t is And:
+        return all(regular_nullable(x) for x in node.items)
+    if t is Alt:
+        return any(regular_nullable(x) for x in node.items)
+    if t is Repeat:
+        return node.min == 0 or regular_nullable(node.item)
+    if t is Diff:
+        return regular_nullable(node.left) and not regular_nullable(node.right)
+    raise GrammarError("And() and Diff() operands must be regular (no rule references)")
+
+
+class _Solver:
+    """Demand-driven least fixpoint of one family of monotone equations over rules."""
+
+    def __init__(self, rules: Mapping, cond_of: Callable[[Node], object], hint=None):
+        self.rules = rules
+        self.cond_of_node = cond_of
+        self.known: dict[str, bool] = {}
+        self._conds: dict[str, object] = {}
+        self._hint = hint
+
+    def get(self, name: str):
+        v = self.known.get(name)
+        if v is None and self._hint is not None:
+            v = self._hint(name)
+            if v is not None:
+                self.known[name] = v
+        return v
+
+    def cond(self, name: str):
+        c = self._conds.get(name)
+        if c is None:
+            try:
+                body = self.rules[name]
+            except KeyError:
+                raise GrammarError(f"undefined rule {name!r}") from None
+            c = self._conds[name] = self.cond_of_node(body)
+        return c
+
+    # Three-valued evaluation: True, False, or None (depends on rules not known yet). Also
+    # returns the cheapest unknown rule to look at next and whether a provisional value was used.
+    def _eval(self, c, prov: set):
+        if c is True or c is False:
+            return c, 0, None, False
+        if type(c) is str:
+            v = self.get(c)
+            if v is not None:
+                return v, 0, None, False
+            if c in prov:
+                return False, 0, None, True
+            return None, 1, c, False
+        is_and, parts = c
+        tainted = False
+        best_cost, best_pick = None, None
+        unknown = False
+        for p in parts:
+            v, cost, pick, tn = self._eval(p, prov)
+            tainted = tainted or tn
+            if v is None:
+                unknown = True
+                if is_and:
+                    best_cost = cost if best_cost is None else best_cost + cost
+                    if best_pick is None:
+                        best_pick = pick
+                elif best_cost is None or cost < best_cost:
+                    best_cost, best_pick = cost, pick
+            elif v is not is_and:  # False in an AND, True in an OR: decided
+                return v, 0, None, tainted and is_and
+        if unknown:
+            return None, best_cost, best_pick, tainted
+        return is_and, 0, None, tainted
+
+    def solve(self, root: str) -> bool:
+        v = self.get(root)
+        if v is not None:
+            return v
+        # 1. witness search
+        prov: set[str] = set()       # on the stack, or failed during this search
+        visited: list[str] = []      # in finishing order
+        stack = [root]
+        prov.add(root)
+        while stack:
+            x = stack[-1]
+            v, _, pick, tainted = self._eval(self.cond(x), prov)
+            if v is None:
+                prov.add(pick)
+                stack.append(pick)
+                continue
+            stack.pop()
+            visited.append(x)
+            if v:
+                self.known[x] = True
+                prov.discard(x)
+            elif not tainted:
+                self.known[x] = False
+                prov.discard(x)
+        v = self.known.get(root)
+        if v is not None:
+            return v
+        # 2. exact fixpoint over what the search saw (and what it still needs)
+        group = [x for x in visited if x not in self.known]
+        members = set(group)
+        proven: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for x in group:
+                if x in proven:
+                    continue
+                r = self._fix_eval(self.cond(x), proven, members, group)
+                if r:
+                    proven.add(x)
+                    changed = True
+        for x in group:
+            self.known[x] = x in proven
+        return self.known[root]
+
+    def _fix_eval(self, c, proven, members, group) -> bool:
+        if c is True or c is False:
+            return c
+        if type(c) is str:
+            v = self.get(c)
+            if v is not None:
+                return v
+            if c in proven:
+                return True
+            if c not in members:
+                members.add(c)
+                group.append(c)  # visited by the ongoing pass, so the fixpoint waits for it
+            return False
+        is_and, parts = c
+        if is_and:
+            return all(self._fix_eval(p, proven, members, group) for p in parts)
+        return any(self._fix_eval(p, proven, members, group) for p in parts)
+
+
+class Analysis:
+    """Lazy nullable / productive / left-recursion analyses of a rule mapping.
+
+    Parameters
+    ----------
+    rules : Mapping of str to Node
+        Rule bodies; may produce them on demand.
+    setop_productive : callable, optional
+        ``f(node) -> bool`` deciding exactly whether an ``And``/``Diff`` node's language is
+        non-empty. Without it they count as non-empty.
+
+    Notes
+    -----
+    When ``rules`` has a method ``known_language(name)`` returning ``(nullable, productive)``
+    (each ``True``, ``False`` or ``None`` for "unknown"), its answers are taken without building
+    the rule: the schema compiler knows that a JSON value is never empty text, and that
+    ``{"type": "string"}`` has values, before it compiles anything.
+    """
+
+    def __init__(self, rules: Mapping, setop_productive: Callable[[Node], bool] | None = None):
+        self.rules = rules
+        self._setop = setop_productive
+        self._nmemo: dict[int, tuple] = {}
+        self._pmemo: dict[int, tuple] = {}
+        known = getattr(rules, "known_language", None)
+        nh = ph = None
+        if known is not None:
+            def nh(name):
+                return known(name)[0]
+
+            def ph(name):
+                return known(name)[1]
+        self._null = _Solver(rules, self._ncond, nh)
+        self._prod = _Solver(rules, self._pcond, ph)
+        bind = getattr(rules, "bind_analysis", None)
+        if bind is not None:
+            bind(self)
+        self._left_ok: set[str] = set()
+
+    # ---------------------------------------------------------------- conditions
+    def _ncond(self, node: Node):
+        hit = self._nmemo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        t = type(node)
+        if t is Ref:
+            c = node.name
+        elif t is Lit:
+            c = node.text == ""
+        elif t is Chars:
+            c = False
+        elif t is Seq:
+            c = _mk(_AND, _parts(self._ncond, node.items, False))
+        elif t is Alt:
+            c = _mk(_OR, _parts(self._ncond, node.items, True))
+        elif t is Repeat:
+            c = True if node.min == 0 else self._ncond(node.item)
+        elif t is And or t is Diff:
+            c = regular_nullable(node)
+        else:
+            raise GrammarError(f"unknown grammar node {node!r}")
+        self._nmemo[id(node)] = (node, c)
+        return c
+
+    def _pcond(self, node: Node):
+        hit = self._pmemo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        t = type(node)
+        if t is Ref:
+            c = node.name
+        elif t is Lit:
+            c = True
+        elif t is Chars:
+            c = bool(node.ranges)
+        elif t is Seq:
+            c = _mk(_AND, _parts(self._pcond, node.items, False))
+        elif t is Alt:
+            c = _mk(_OR, _parts(self._pcond, node.items, True))
+        elif t is Repeat:
+            c = True if node.min == 0 else self._pcond(node.item)
+        elif t is And or t is Diff:
+            c = True if self._setop is None else bool(self._setop(node))
+        else:
+            raise GrammarError(f"unknown grammar node {node!r}")
+        self._pmemo[id(node)] = (node, c)
+        return c
+
+    # ---------------------------------------------------------------- questions
+    def nullable(self, name: str) -> bool:
+        """Whether rule ``name`` derives the empty text."""
+        return self._null.solve(name)
+
+    def productive(self, name: str) -> bool:
+        """Whether rule ``name`` derives at least one finite text (exact)."""
+        return self._prod.solve(name)
+
+    def node_nullable(self, node: Node) -> bool:
+        c = self._ncond(node)
+        return self._eval_with(c, self.nullable)
+
+    def node_productive(self, node: Node) -> bool:
+        c = self._pcond(node)
+        return self._eval_with(c, self.productive)
+
+    @staticmethod
+    def _eval_with(c, ask) -> bool:
+        # conditions are shallow (one rule body): plain recursion
+        def ev(c):
+            if c is True or c is False:
+                return c
+            if type(c) is str:
+                return ask(c)
+            is_and, parts = c
+            return all(ev(p) for p in parts) if is_and else any(ev(p) for p in parts)
+        return ev(c)
+
+    def known(self) -> tuple[dict, dict]:
+        """``(nullable, productive)`` answers settled so far, by rule name."""
+        return dict(self._null.known), dict(self._prod.known)
+
+    def seed(self, nullable: Mapping, productive: Mapping) -> None:
+        """Install answers computed earlier (a saved automaton)."""
+        self._null.known.update({str(k): bool(v) for k, v in nullable.items()})
+        self._prod.known.update({str(k): bool(v) for k, v in productive.items()})
+
+    def left_refs(self, node: Node) -> set[str]:
+        """Rules reachable from ``node`` before any character is consumed."""
+        out: set[str] = set()
+        self._left(node, out)
+        return out
+
+    def _left(self, node: Node, out: set) -> bool:
+        t = type(node)
+        if t is Ref:
+            out.add(node.name)
+            return self.nullable(node.name)
+        if t is Seq:
+            for x in node.items:
+                if not self._left(x, out):
+                    return False
+            return True
+        if t is Alt:
+            r = False
+            for x in node.items:
+                r = self._left(x, out) or r
+            return r
+        if t is Repeat:
+            r = self._left(node.item, out)
+            return r or node.min == 0
+        return self.node_nullable(node)
+
+    def check_left_recursion(self, name: str) -> None:
+        """Raise :class:`GrammarError` when rule ``name`` reaches a rule that reaches itself
+        before consuming input. Incremental: rules already checked are not walked again."""
+        if name in self._left_ok:
+            return
+        colour: dict[str, int] = {name: 1}
+        stack = [(name, iter(sorted(self.left_refs(self.rules[name]))))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                colour[node] = 2
+                self._left_ok.add(node)
+                stack.pop()
+                continue
+            if nxt in self._left_ok:
+                continue
+            c = colour.get(nxt, 0)
+            if c == 1:
+                cycle = [s for s, _ in stack] + [nxt]
+                cycle = cycle[cycle.index(nxt):]
+                raise GrammarError(
+                    "left-recursive rules (a rule reaches itself without consuming input): "
+                    + " -> ".join(cycle)
+                )
+            if c == 0:
+                if nxt not in self.rules:
+                    raise GrammarError(f"rule {node!r} references undefined rule {nxt!r}")
+                colour[nxt] = 1
+                stack.append((nxt, iter(sorted(self.left_refs(self.rules[nxt])))))

@@ -1,0 +1,160 @@
+"""JSON Schema → grammar IR (the package ``dotjson.jsonschema``): the first stage of the pipeline.
+
+:func:`schema_to_grammar` translates a JSON Schema (drafts 4, 6, 7, 2019-09 and 2020-12; ``$schema``
+picks the dialect, 2020-12 by default) into an :class:`~dotjson.ir.Grammar` whose language is the set
+of JSON texts the schema accepts, under dotjson's formatting rules (bounded whitespace between
+tokens, or none). A keyword that cannot be enforced exactly raises
+:class:`~dotjson.errors.UnsupportedSchemaError`; a malformed schema raises
+:class:`~dotjson.errors.SchemaError`. Both carry the JSON pointer of the sub-schema at fault.
+
+How it works
+------------
+Every sub-schema is first normalised into *disjunctive normal form*: a list of branches, each a
+conjunction of *atoms* (``type``, a numeric bound, a string language, one property, one required
+name, ...). ``allOf`` is a product of branches, ``anyOf`` a union, ``oneOf`` a union of branches that
+are proven pairwise disjoint (or rewritten as ``A ∧ ¬B ∨ B ∧ ¬A`` when the negations are
+expressible), ``not`` negates atom by atom (De Morgan), ``if``/``then``/``else`` becomes
+``(if ∧ then) ∨ (¬if ∧ else)``. A branch is then compiled per JSON type:
+
+* numbers: a small DFA over the number's characters (digit-by-digit comparison with each bound,
+  remainders for ``multipleOf``) converted to a regular IR node (or right-linear rules when the
+  DFA has cycles, i.e. ``multipleOf``);
+* strings: ``ir.And``/``ir.Diff`` of the encoded pattern, format, length and enum languages, placed
+  directly between the quotes;
+* arrays: nested optional prefix items, then a counted ``ir.Repeat`` (``minItems: 5000`` is one
+  node), plus a counter automaton for ``contains``;
+* objects: a right-linear automaton over the declared properties in schema order (see
+  ``docs/keywords.md``), extra members allowed between them where the schema allows extras.
+
+Each ``$ref`` target (and every other sub-schema) becomes one named rule, reused everywhere, so
+recursive schemas work to any depth.
+"""
+
+from __future__ import annotations
+
+import json
+
+from dotjson import ir
+from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError  # noqa: F401
+from dotjson.ir import EMPTY, seq
+from dotjson.ir.analysis import Analysis
+from dotjson.jsonschema.compiler import Compiler
+from dotjson.objects_any_order import PROPERTY_ORDERS, rules_with_families
+from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS
+
+__all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
+
+
+def _load(schema):
+    if isinstance(schema, (bytes, bytearray)):
+        schema = schema.decode("utf-8")
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema is not valid JSON: {e}", pointer="") from None
+        except RecursionError:
+            raise LimitExceededError("schema text nested too deeply for the JSON parser") from None
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError(f"a schema must be a JSON object or a boolean, got {type(schema).__name__}", pointer="")
+    return schema
+
+
+def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
+                      lenient: bool = False, resources=None, property_order: str = "schema",
+                      whitespace: str = "bounded") -> ir.Grammar:
+    """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
+
+    Parameters
+    ----------
+    schema : dict, bool or str
+        The schema, as a Python object or JSON text. ``$schema`` selects the dialect (drafts 4, 6,
+        7, 2019-09, 2020-12); without it, 2020-12.
+    disallow_whitespace : bool, default False
+        ``True``: compact JSON, no whitespace anywhere. ``False``: bounded whitespace (the ``ws`` rule
+        of ``grammars/json.lark``) between syntax tokens and around the document.
+    close_objects : bool, default True
+        A generation policy. ``True``: objects that declare ``properties``/``patternProperties``
+        but say nothing about ``additionalProperties`` are closed (no extra keys), as XGrammar and
+        OpenAI's strict mode do. ``False`` follows the specification (extra keys allowed).
+    lenient : bool, default False
+        Downgrade :class:`UnsupportedSchemaError` to a warning for keywords whose neglect still
+        yields valid JSON; the grammar then over-approximates the schema.
+    resources : mapping of str to schema, optional
+        Schemas for remote ``$ref`` URIs (nothing is fetched from the network).
+    property_order : {"schema", "any"}, default "schema"
+        ``"schema"``: declared properties in the schema's order. ``"any"``: in any order, each at
+        most once, built lazily (:mod:`dotjson.objects_any_order`; the grammar then holds rule
+        families, written out by :func:`dotjson.grammar.to_lark` for small objects only).
+    whitespace : {"bounded", "json"}, default "bounded"
+        Without ``disallow_whitespace``: ``"bounded"`` is the ``ws`` rule of ``grammars/json.lark``
+        (one line break, 20 blanks); ``"json"`` is any whitespace JSON allows between tokens.
+
+    Returns
+    -------
+    ir.Grammar
+        Start rule ``"start"``: optional ``ws``, the value, optional ``ws``. Rule bodies share the
+        base rules of :func:`dotjson.grammar.json_base`.
+
+    Raises
+    ------
+    UnsupportedSchemaError
+        A keyword (named, with the JSON pointer of its schema) that cannot be enforced exactly.
+    SchemaError
+        A malformed schema, or one that accepts no value at all.
+    LimitExceededError
+        Sub-schemas nested deeper than 1,000 levels, or applicators deeper than 100 (the JSON
+        pointer is named).
+    """
+    if property_order not in PROPERTY_ORDERS:
+        raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
+    from dotjson.grammar import JSON_WS, WHITESPACE_MODES
+
+    if whitespace not in WHITESPACE_MODES:
+        raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
+    schema = _load(schema)
+    if resources:
+        resources = {k: _load(v) for k, v in resources.items()}
+    try:
+        tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
+                      lenient=lenient, resources=resources, property_order=property_order)
+        if whitespace == "json" and not disallow_whitespace:
+            tr.rules["ws"] = JSON_WS
+        root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
+        tr.prepare(root_expr)                                  # phase 1: the whole reachable schema
+        root = tr.node_of(root_expr)                           # phase 2 starts on demand
+    except RecursionError:
+        raise LimitExceededError("schema nesting too deep to normalise") from None
+    if root == EMPTY:
+        raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
+    tr.rules["start"] = seq(tr.ws, root, tr.ws)
+    rules = ir.LazyRules(tr)
+    # the families list is shared: property_order="any" objects add theirs as they are built
+    grammar = ir.Grammar(rules, "start", families=tr.families)
+    # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the
+    # automaton decides): a witness is found without compiling what it does not need.
+    try:
+        productive = Analysis(rules_with_families(grammar)).productive("start")
+    except RecursionError:
+        raise LimitExceededError("schema nesting too deep to compile") from None
+    if not productive:
+        raise SchemaError("the schema accepts no JSON value (its language is empty: a required value is "
+                          "empty or recurses forever)", pointer="")
+    return grammar
+
+
+def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
+                 lenient: bool = False, resources=None, property_order: str = "schema",
+                 whitespace: str = "bounded") -> None:
+    """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
+
+    Translation is fast (milliseconds), so the check is the translation itself.
+
+    Raises
+    ------
+    UnsupportedSchemaError, SchemaError
+        As :func:`schema_to_grammar`.
+    """
+    schema_to_grammar(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
+                      lenient=lenient, resources=resources, property_order=property_order,
+                      whitespace=whitespace)

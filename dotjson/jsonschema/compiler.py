@@ -1,0 +1,370 @@
+"""Phase 2: the normal form of a sub-schema to grammar rules.
+
+:class:`Compiler` turns the branches of an expression into IR, one JSON type at a time (numbers,
+strings, arrays and objects in their own modules). Sub-schemas referred to by a branch become rule
+references (:meth:`Compiler.node_of`); their bodies are built later, by :meth:`Compiler.body`, when
+someone (the automaton) first asks for them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+from dotjson import ir
+from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
+from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
+from dotjson.jsonschema.arrays import ArrayBuilder
+from dotjson.jsonschema.normalize import Normalizer
+from dotjson.jsonschema.numbers import NumberBuilder
+from dotjson.jsonschema.objects import ObjectBuilder
+from dotjson.jsonschema.strings import StringBuilder
+from dotjson.jsonschema.values import _ENC_CHAR, _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE
+
+# atoms holding a sub-schema expression, and where
+_SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
+           "contains": 1}
+# atoms whose compilation may exceed a limit of the compiler: compiled in phase 1
+_RISKY = frozenset({"num", "mult", "notmult", "unique", "contains", "nprops", "pattern"})
+
+
+class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBuilder):
+    """Builds rule bodies from normal forms (phase 2), on demand.
+
+    ``rules`` holds the bodies built so far (the JSON base rules from the start), ``pending``
+    the names handed out whose bodies are not built yet; :class:`~dotjson.ir.LazyRules` over
+    this object is the grammar's rule mapping.
+    """
+
+    def __init__(self, schema, **options):
+        super().__init__(schema, **options)
+        self.pending: dict = {}       # rule name -> expression, body not built yet
+        self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
+        self.state_hints: dict = {}   # rule name -> (nullable, productive) known to its builder
+        self.known_cache: dict = {}   # expression -> (nullable, productive) from its normal form
+        self.rules.update(self.base)
+
+    def new_name(self, hint: str) -> str:
+        h = _NAME_JUNK.sub("_", hint.lower()).strip("_")[-40:].strip("_")
+        base = f"s_{h}" if h else "s"
+        self.counter += 1
+        name = base
+        while name in self.names_used:
+            self.counter += 1
+            name = f"{base}_{self.counter}"
+        self.names_used.add(name)
+        return name
+
+    def node_of(self, e) -> ir.Node:
+        """A reference to the rule of an expression's language; the body is built later.
+
+        ``TRUE`` and ``FALSE`` are inline (any JSON value, the empty language). Everything else
+        gets a rule name now and a body when :meth:`body` is first asked for it (by the
+        automaton, through :class:`~dotjson.ir.LazyRules`): a property the decoder never opens
+        is never compiled.
+        """
+        if e == TRUE:
+            return Ref("json_value")
+        if e == FALSE:
+            return EMPTY
+        hit = self.rule_of.get(e)
+        if hit is not None:
+            return hit
+        name = self.new_name(self.hint(e))
+        self.pending[name] = e
+        ref = self.rule_of[e] = Ref(name)
+        return ref
+
+    def body(self, name: str) -> ir.Node:
+        """Build the body of the pending rule ``name`` (phase 2), record it, and return it."""
+        e = self.pending[name]
+        if callable(e):
+            # a state of an object/array automaton, or an extra-member rule
+            body = e()
+        elif e in self.fallback:
+            body = Ref("json_value")
+        else:
+            try:
+                body = self.build(e)
+            except UnsupportedSchemaError as err:
+                if not (self.lenient and self.strict == 0):
+                    raise
+                # values sit in positive positions only: any JSON value over-approximates
+                warnings.warn(f"dotjson: ignoring the schema at {self.expr_where(e) or '/'} ({err}); the "
+                              "grammar over-approximates", stacklevel=3)
+                body = Ref("json_value")
+        del self.pending[name]
+        self.rules[name] = body
+        return body
+
+    def known_language(self, name: str) -> tuple:
+        """``(nullable, productive)`` of a pending rule, where phase 1 tells without building it.
+
+        A sub-schema's rule is never nullable (a JSON value is never empty text). It is
+        productive when one branch of its normal form obviously has a value (``null``, a
+        boolean, an unbounded number, an unconstrained string, ``[]`` or ``{}`` allowed);
+        otherwise ``None``: the analysis then builds the rule and looks.
+        """
+        e = self.pending.get(name)
+        if e is None:
+            return (None, None)
+        if callable(e):
+            return self.state_hints.get(name, (None, None))
+        hit = self.known_cache.get(e)
+        if hit is not None:
+            return hit
+        r = (False, None)
+        if e in self.fallback:
+            r = (False, True)
+        else:
+            try:
+                d = self.dnf(e)
+            except UnsupportedSchemaError:
+                d = ()
+            for br in d:
+                if _obviously_inhabited(self.merge(br), br):
+                    r = (False, True)
+                    break
+        self.known_cache[e] = r
+        return r
+
+    # ------------------------------------------------------------------ phase 1 over the document
+    def prepare(self, root) -> None:
+        """Normalise every sub-schema the root can reach, before any rule is built.
+
+        Errors of the schema (malformed or unsupported keywords, unresolvable references, a
+        ``$ref`` cycle that never consumes input) surface here, at :class:`~dotjson.Index`
+        construction, not in the middle of decoding. The walk is iterative and costs the size of
+        the reachable schema; ``$defs`` nobody refers to are never looked at. Sub-schemas whose
+        compilation may hit a limit of the compiler (numeric automata, ``uniqueItems``,
+        ``contains``, ``patternProperties`` classes, property counters) are compiled now too.
+        """
+        seen: set = set()
+        todo = [(root, 0)]
+        alias: dict = {}
+        while todo:
+            e, depth = todo.pop()
+            if e == TRUE or e == FALSE or e in seen:
+                continue
+            if depth > MAX_DEPTH:
+                w = self.expr_where(e)
+                raise LimitExceededError(f"sub-schemas nested deeper than {MAX_DEPTH} levels, at "
+                                         f"{w if len(w) <= 200 else w[:90] + '…' + w[-90:]}")
+            seen.add(e)
+            try:
+                d = self.dnf(e)
+            except UnsupportedSchemaError as err:
+                if not (self.lenient and self.strict == 0):
+                    raise
+                warnings.warn(f"dotjson: ignoring the schema at {self.expr_where(e) or '/'} ({err}); the "
+                              "grammar over-approximates", stacklevel=3)
+                self.fallback.add(e)
+                continue
+            risky = False
+            for br in d:
+                if len(br) == 1 and br[0][0] == "ruleref":
+                    alias.setdefault(e, []).append(br[0][1])
+                else:
+                    # sub-schemas the builders will intersect (allOf of two `items`, a property
+                    # under properties and patternProperties): normalised here too, so that
+                    # what their combination cannot do is also said up front
+                    for c in self._combinations(br, self.expr_where(e)):
+                        todo.append((c, depth + 1))
+                for a in br:
+                    k = a[0]
+                    i = _SUB_AT.get(k)
+                    if i is not None:
+                        # a $ref target starts over: its nesting is counted from where it is
+                        todo.append((a[i], 0 if k == "ruleref" else depth + 1))
+                    if k in _RISKY or (k == "addl" and a[3]):
+                        risky = True
+            if risky:
+                name = self.node_of(e)
+                if isinstance(name, Ref) and name.name in self.pending:
+                    self.body(name.name)
+        self._alias_cycles(alias)
+
+    def _combinations(self, br, where) -> list:
+        """The intersections of sub-schemas that building this branch will compile."""
+        if any(a[0] == "ruleref" for a in br):
+            brs = self.expand_refs(br, where)
+        else:
+            brs = [br]
+        out = []
+        for b in brs:
+            m = self.merge(b)
+            if "array" in m.types:
+                K = max([i + 1 for i in m.pos] + [k for k, _ in m.items] + [0])
+                for i in range(K):
+                    es = list(m.pos.get(i, [])) + [x for k, x in m.items if k <= i]
+                    if len(es) > 1:
+                        out.append(self.and_expr(es))
+                if len(m.items) > 1:
+                    out.append(self.and_expr([x for _, x in m.items]))
+            if "object" in m.types and (m.patterns or m.addls or any(len(v) > 1 for v in m.props.values())):
+                for name, es in m.props.items():
+                    es = list(es)
+                    for p, x in m.patterns:
+                        if self.key_matches(name, p):
+                            es.append(x)
+                    for x, names, pats in m.addls:
+                        if name not in names and not any(self.key_matches(name, q) for q in pats):
+                            es.append(x)
+                    if len(es) > 1:
+                        out.append(self.and_expr(es))
+        return [c for c in out if c != TRUE and c != FALSE]
+
+    def _alias_cycles(self, alias: dict) -> None:
+        """Reject a sub-schema that is, through ``$ref``/``anyOf`` branches alone, itself."""
+        colour: dict = {}
+        for root in alias:
+            if colour.get(root):
+                continue
+            colour[root] = 1
+            stack = [(root, iter(alias.get(root, ())))]
+            while stack:
+                node, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    colour[node] = 2
+                    stack.pop()
+                    continue
+                c = colour.get(nxt, 0)
+                if c == 1:
+                    raise SchemaError("a $ref cycle that never consumes input (left recursion): the schema "
+                                      "refers to itself without descending into a property or item",
+                                      self.expr_where(nxt), "$ref")
+                if c == 0:
+                    colour[nxt] = 1
+                    stack.append((nxt, iter(alias.get(nxt, ()))))
+
+    def hint(self, e) -> str:
+        if e[0] == "loc":
+            toks = [t for t in e[2].split("/") if t and t not in ("properties", "$defs", "definitions", "items")]
+            return "_".join(toks[-2:]) or "root"
+        if e[0] == "not":
+            return "not_" + self.hint(e[1])
+        if e[0] == "and":
+            return "all_" + self.hint(e[1][0])
+        return e[0]
+
+    def build(self, e) -> ir.Node:
+        where = self.expr_where(e)
+        nodes = []
+        for br in self.dnf(e):
+            if len(br) == 1 and br[0][0] == "ruleref":
+                nodes.append(self.node_of(br[0][1]))
+            else:
+                nodes.append(self.build_branch(br, where))
+        return alt(*nodes)
+
+    def build_branch(self, br, where) -> ir.Node:
+        if any(a[0] == "ruleref" for a in br):
+            return alt(*(self.build_branch(b, where) for b in self.expand_refs(br, where)))
+        m = self.merge(br)
+        if m.enum is not None:
+            vals = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], br)]
+            vals.sort(key=repr)
+            if self.syntactic_int and "nonint" not in m.types:
+                # draft 4: an integral enum value under `type: integer` has no `1.0` spelling
+                return alt(*(self.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
+                             if c[0] == "x" else self.literal(c) for c in vals))
+            return alt(*(self.literal(c) for c in vals))
+        out = []
+        ts = m.types
+        if "null" in ts and ("n",) not in m.notenum:
+            out.append(lit("null"))
+        if "boolean" in ts:
+            for b in (True, False):
+                if ("b", b) not in m.notenum:
+                    out.append(lit("true" if b else "false"))
+        if ts & _NUM:
+            out.append(self.build_number(m, "integer" in ts, "nonint" in ts, where))
+        if "string" in ts:
+            out.append(self.build_string(m))
+        if "array" in ts:
+            out.append(self.build_array(m, where))
+        if "object" in ts:
+            out.append(self.build_object(m, where))
+        return alt(*out)
+
+    # ------------------------------------------------------------------ literals
+    def literal(self, c) -> ir.Node:
+        key = ("lit", c)
+        hit = self.literal_cache.get(key)
+        if hit is not None:
+            return hit
+        k = c[0]
+        if k == "n":
+            node = lit("null")
+        elif k == "b":
+            node = lit("true" if c[1] else "false")
+        elif k == "x":
+            node = self.number_node(c[1], False, c[1], False, (), (), (), True, True, "")
+        elif k == "s":
+            node = seq(lit('"'), self.enc_text((c[1])), lit('"'))
+        elif k == "a":
+            if not c[1]:
+                node = seq(lit("["), self.ws, lit("]"))
+            else:
+                items = [self.literal(x) for x in c[1]]
+                body = [items[0]]
+                for x in items[1:]:
+                    body += [self.sep, x]
+                node = seq(lit("["), self.ws, *body, self.ws, lit("]"))
+        else:
+            pairs = c[1]
+            if not pairs:
+                node = seq(lit("{"), self.ws, lit("}"))
+            else:
+                mems = [seq(lit('"'), self.enc_text((kk)), lit('"'), self.colon, self.literal(vv)) for kk, vv in pairs]
+                orders = itertools.permutations(mems) if len(mems) <= 3 else [mems]
+                alts = []
+                for order in orders:
+                    body = [order[0]]
+                    for x in order[1:]:
+                        body += [self.sep, x]
+                    alts.append(seq(lit("{"), self.ws, *body, self.ws, lit("}")))
+                node = alt(*alts)
+        self.literal_cache[key] = node
+        return node
+
+    def enc_text(self, text: str) -> ir.Node:
+        """All JSON spellings of the string ``text`` (between the quotes), cached per character."""
+        parts = []
+        for ch in text:
+            hit = _ENC_CHAR.get(ch)
+            if hit is None:
+                hit = _ENC_CHAR[ch] = self.jsonstr.encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
+            parts.append(hit)
+        return seq(*parts)
+
+    def enc(self, node) -> ir.Node:
+        # keyed by identity: IR nodes do not cache their hash, and format languages are big
+        hit = self.enc_cache.get(id(node))
+        if hit is None:
+            self.keep.append(node)
+            hit = self.enc_cache[id(node)] = self.jsonstr.encode_string_language(node)
+        return hit
+
+
+def _obviously_inhabited(m, br) -> bool:
+    """A merged branch with a value that needs no search: a sufficient test, never a necessary one."""
+    if m.enum is not None or any(a[0] == "ruleref" for a in br):
+        return False
+    ts = m.types
+    if "null" in ts and ("n",) not in m.notenum:
+        return True
+    if "boolean" in ts and not (("b", True) in m.notenum and ("b", False) in m.notenum):
+        return True
+    if ts & _NUM and not m.mults and not m.notmults and (m.lo is None or m.hi is None):
+        return True
+    if "string" in ts and not m.spos and not m.sneg and (m.shi is None or m.slo <= m.shi) \
+            and not any(c[0] == "s" for c in m.notenum):
+        return True
+    if "array" in ts and m.ilo == 0 and not any(c[1] > 0 for c in m.contains):
+        return True
+    if "object" in ts and not m.required and m.plo == 0:
+        return True
+    return False
+

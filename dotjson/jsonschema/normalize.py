@@ -1,0 +1,1069 @@
+"""Phase 1: documents, references and the normal form of every sub-schema.
+
+A sub-schema is an *expression*: ``("loc", doc, pointer)`` (a place in a document), ``("and",
+exprs)``, ``("not", expr)``, or ``TRUE``/``FALSE``. Its normal form (:meth:`Normalizer.dnf`) is a
+list of branches, each a conjunction of typed atoms (``("types", set)``, ``("num", lo, lox, hi,
+hix)``, ``("props", name, expr)``, ``("ruleref", expr)`` ...): ``allOf`` is a product of branches,
+``anyOf`` a union, ``oneOf`` a union of branches proven pairwise disjoint (or ``A ∧ ¬B ∨ B ∧ ¬A``
+when the negations are expressible), ``not`` negates atom by atom, ``if``/``then``/``else`` becomes
+``(if ∧ then) ∨ (¬if ∧ else)``. Sub-schemas below a keyword (a property's schema, ``items`` ...)
+stay unexpanded expressions inside their atom: the normal form of one sub-schema costs the size of
+that sub-schema, not of the schemas under it. Nothing here builds grammar.
+"""
+
+from __future__ import annotations
+
+import warnings
+from urllib.parse import unquote, urldefrag
+
+from dotjson import ir
+from dotjson.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
+from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS
+from dotjson.ir import EPS, Ref, lit, seq
+from dotjson.jsonschema.values import (
+    MAX_APPLICATOR_DEPTH, MAX_DEPTH, MAX_EMPTINESS_DEPTH, _APPLICATORS, _ATOM_TYPES, _DEFAULT_BASE, _DIALECTS, _MISSING, _REGEX_CACHE, _SUBSCHEMA_LISTS,
+    _SUBSCHEMA_MAPS, _SUBSCHEMA_ONE, _TYPE_NAMES, _U, FALSE, IGNORED_KEYWORDS, MAX_BRANCHES, TRUE,
+    _canon, _count, _dec, _esc, _format_node, _ir_match, _join, _nonempty_list, _number, _type_of,
+    _types_of, _unesc,
+)
+
+
+def _short(where: str) -> str:
+    """A JSON pointer for a message, its middle elided when it is very long."""
+    where = where or "/"
+    return where if len(where) <= 200 else f"{where[:90]}…{where[-90:]}"
+
+class _Doc:
+    __slots__ = ("uri", "root", "draft", "label")
+
+    def __init__(self, uri, root, draft, label):
+        self.uri, self.root, self.draft, self.label = uri, root, draft, label
+
+
+def _draft_of(schema, default=2020) -> int:
+    if isinstance(schema, dict):
+        s = schema.get("$schema")
+        if isinstance(s, str):
+            key = s.split("://", 1)[-1].rstrip("#")
+            return _DIALECTS.get(key, default)
+    return default
+
+
+
+class Normalizer:
+    """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
+
+    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema"):
+        from dotjson import grammar as _grammar
+        from dotjson import jsonstr as _jsonstr
+
+        self.jsonstr = _jsonstr
+        self.close_objects = close_objects
+        self.property_order = property_order
+        self.families: list = []         # lazy rule families (property_order="any" objects)
+        self.lenient = lenient
+        self.strict = 0
+        self.base = _grammar.json_base(disallow_whitespace)
+        self.ws = EPS if disallow_whitespace else Ref("ws")
+        self.sep = seq(self.ws, lit(","), self.ws)
+        self.colon = seq(self.ws, lit(":"), self.ws)
+        self.rules: dict[str, ir.Node] = {}
+        self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
+        self.names_used: set[str] = set(self.base) | {"start"}
+        self.dnf_cache: dict = {}
+        self.inlining: set = set()
+        self.docs: dict[str, _Doc] = {}
+        self.resources: dict[str, tuple[str, str]] = {}   # uri -> (doc key, pointer)
+        self.anchors: dict[tuple[str, str], tuple[str, str]] = {}
+        self.dyn_anchor_count: dict[str, int] = {}
+        self.recursive_anchor = False
+        self.base_of: dict[tuple[str, str], str] = {}
+        self.indexed: set = set()        # documents whose identifiers are all registered
+        self.dyn_seen: set = set()
+        self.pending_resources = dict(resources or {})
+        self.regex_cache: dict[str, ir.Node] = {}
+        self.enc_cache: dict = {}
+        self.literal_cache: dict = {}
+        self.number_cache: dict = {}
+        self.string_cache: dict = {}
+        self.formats: dict = {}
+        self.empty_cache: dict = {}
+        self.keep: list = []
+        self.counter = 0
+        self.value_sets: dict = {}
+        self.depth = 0                   # applicator nesting of the normal form being computed
+        self.empty_depth = 0             # nesting of the eager emptiness check
+        root_draft = _draft_of(schema)
+        self.root_draft = root_draft
+        # draft 4: `integer` is a number written without fraction or exponent (1.0 is not one)
+        self.syntactic_int = root_draft == 4
+        base = _DEFAULT_BASE
+        self._add_doc("", schema, base, root_draft, label="")
+
+    # ------------------------------------------------------------------ errors
+    def unsupported(self, msg, ptr, kw):
+        err = UnsupportedSchemaError(msg, pointer=ptr, keyword=kw)
+        if self.lenient and self.strict == 0:
+            warnings.warn(f"dotjson: ignoring {kw!r} ({err}); the grammar over-approximates", stacklevel=4)
+            return None
+        raise err
+
+    def where(self, doc, ptr):
+        label = self.docs[doc].label
+        return f"{label}#{ptr}" if label else ptr
+
+    # ------------------------------------------------------------------ documents and references
+    def _add_doc(self, key, schema, base, draft, label):
+        self.docs[key] = _Doc(base, schema, draft, label)
+        self._scan(key, schema, "", base, draft)   # the root's own identifiers
+        uri = urldefrag(base)[0]
+        self.resources.setdefault(uri, (key, ""))
+
+    def _scan(self, doc, s, ptr, base, draft) -> str:
+        """Register the identifiers of one schema object (``$id``, anchors); return its base URI."""
+        if not isinstance(s, dict):
+            return base
+        idk = "id" if draft == 4 else "$id"
+        sid = s.get(idk)
+        if isinstance(sid, str) and not ("$ref" in s and draft <= 7):
+            if draft <= 7 and sid.startswith("#"):
+                self.anchors[(urldefrag(base)[0], sid[1:])] = (doc, ptr)
+            else:
+                base = _join(base, sid)
+                uri, frag = urldefrag(base)
+                if frag and not frag.startswith("/"):
+                    self.anchors[(uri, frag)] = (doc, ptr)
+                self.resources.setdefault(uri, (doc, ptr))
+                base = uri
+        self.base_of[(doc, ptr)] = base
+        anc = s.get("$anchor")
+        if isinstance(anc, str):
+            self.anchors[(urldefrag(base)[0], anc)] = (doc, ptr)
+        dan = s.get("$dynamicAnchor")
+        if isinstance(dan, str) and (doc, ptr) not in self.dyn_seen:
+            self.dyn_seen.add((doc, ptr))
+            self.anchors.setdefault((urldefrag(base)[0], dan), (doc, ptr))
+            self.dyn_anchor_count[dan] = self.dyn_anchor_count.get(dan, 0) + 1
+        if s.get("$recursiveAnchor") is True and ptr != "":
+            self.recursive_anchor = True
+        return base
+
+    def index_all(self) -> None:
+        """Register the identifiers of every document, everywhere in it.
+
+        Done only when a reference needs it (an embedded resource or an anchor not met on the
+        way to the references seen so far, ``$dynamicRef``, ``$recursiveRef``): a 4 MB schema
+        whose references are JSON pointers is never walked beyond what it uses.
+        """
+        for key, d in list(self.docs.items()):
+            if key not in self.indexed:
+                self.indexed.add(key)
+                self._index(key, d.root, "", d.uri, d.draft)
+
+    def _index(self, doc, s, ptr, base, draft):
+        stack = [(s, ptr, base, 0)]
+        while stack:
+            s, ptr, base, depth = stack.pop()
+            if not isinstance(s, dict):
+                continue
+            if depth > MAX_DEPTH:
+                raise LimitExceededError(f"sub-schemas nested deeper than {MAX_DEPTH} levels, at "
+                                         f"{_short(self.where(doc, ptr))}")
+            depth += 1
+            base = self._scan(doc, s, ptr, base, draft)
+            for kw in _SUBSCHEMA_MAPS:
+                m = s.get(kw)
+                if isinstance(m, dict):
+                    for k, v in m.items():
+                        if isinstance(v, (dict, bool)):
+                            stack.append((v, f"{ptr}/{kw}/{_esc(k)}", base, depth))
+            for kw in _SUBSCHEMA_LISTS:
+                m = s.get(kw)
+                if isinstance(m, list):
+                    for i, v in enumerate(m):
+                        stack.append((v, f"{ptr}/{kw}/{i}", base, depth))
+            for kw in _SUBSCHEMA_ONE:
+                m = s.get(kw)
+                if isinstance(m, dict):
+                    stack.append((m, f"{ptr}/{kw}", base, depth))
+
+    def get(self, doc, ptr):
+        node = self.docs[doc].root
+        if ptr == "":
+            return node
+        for tok in ptr.split("/")[1:]:
+            tok = _unesc(tok)
+            if isinstance(node, dict) and tok in node:
+                node = node[tok]
+            elif isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
+                node = node[int(tok)]
+            else:
+                return _MISSING
+        return node
+
+    def base_uri(self, doc, ptr):
+        """The base URI in force at a schema location: the ``$id``s on the path from the root."""
+        b = self.base_of.get((doc, ptr))
+        if b is not None:
+            return b
+        d = self.docs[doc]
+        node, base, cur = d.root, self.base_of.get((doc, ""), d.uri), ""
+        toks = ptr.split("/")[1:] if ptr else []
+        i = 0
+        while i < len(toks) and isinstance(node, dict):
+            kw = _unesc(toks[i])
+            val = node.get(kw)
+            child, step = _MISSING, 1
+            if kw in _SUBSCHEMA_MAPS and isinstance(val, dict) and i + 1 < len(toks):
+                child, step = val.get(_unesc(toks[i + 1]), _MISSING), 2
+            elif kw in _SUBSCHEMA_LISTS and isinstance(val, list) and i + 1 < len(toks):
+                t = toks[i + 1]
+                child, step = (val[int(t)] if t.isdigit() and int(t) < len(val) else _MISSING), 2
+            elif kw in _SUBSCHEMA_ONE and isinstance(val, (dict, bool)):
+                child = val
+            if child is _MISSING:
+                break  # not a schema position: the base stays that of the last schema
+            cur = cur + "/" + "/".join(toks[i:i + step])
+            i += step
+            hit = self.base_of.get((doc, cur))
+            base = hit if hit is not None else self._scan(doc, child, cur, base, d.draft)
+            node = child
+        self.base_of[(doc, ptr)] = base
+        return base
+
+    def resolve(self, doc, ptr, ref, kw="$ref"):
+        if not isinstance(ref, str):
+            raise SchemaError(f"{kw} must be a string", self.where(doc, ptr), kw)
+        full = _join(self.base_uri(doc, ptr), ref)
+        uri, frag = urldefrag(full)
+        if uri not in self.resources:
+            self.index_all()  # perhaps an embedded resource ($id) not met so far
+        if uri not in self.resources:
+            found = None
+            for cand in (uri, uri.rstrip("#")):
+                if cand in self.pending_resources:
+                    found = cand
+                    break
+            if found is None:
+                return self.unsupported(f"cannot resolve {kw} {ref!r} (no such resource; remote schemas are "
+                                        "not fetched: pass them in `resources`)", self.where(doc, ptr), kw) or TRUE
+            sch = self.pending_resources.pop(found)
+            key = found
+            self._add_doc(key, sch, found, _draft_of(sch, self.root_draft), label=found)
+            self.resources[uri] = (key, "")
+        rdoc, rptr = self.resources[uri]
+        frag = unquote(frag)
+        if frag == "":
+            target = (rdoc, rptr)
+        elif frag.startswith("/"):
+            target = (rdoc, rptr + frag)
+        else:
+            hit = self.anchors.get((uri, frag))
+            if hit is None:
+                self.index_all()
+                hit = self.anchors.get((uri, frag))
+            if hit is None:
+                raise SchemaError(f"{kw} {ref!r}: no anchor {frag!r}", self.where(doc, ptr), kw)
+            target = hit
+        if self.get(*target) is _MISSING:
+            raise SchemaError(f"{kw} {ref!r} points to nothing", self.where(doc, ptr), kw)
+        return ("loc",) + target
+
+    # ------------------------------------------------------------------ expressions
+    @staticmethod
+    def not_expr(e):
+        if e == TRUE:
+            return FALSE
+        if e == FALSE:
+            return TRUE
+        if e[0] == "not":
+            return e[1]
+        return ("not", e)
+
+    @staticmethod
+    def and_expr(exprs):
+        out = []
+        for e in exprs:
+            if e == TRUE:
+                continue
+            if e == FALSE:
+                return FALSE
+            if e[0] == "and":
+                out.extend(e[1])
+            else:
+                out.append(e)
+        out = list(dict.fromkeys(out))
+        if not out:
+            return TRUE
+        if len(out) == 1:
+            return out[0]
+        return ("and", tuple(out))
+
+    def dnf(self, expr):
+        if expr == TRUE:
+            return [()]
+        if expr == FALSE:
+            return []
+        hit = self.dnf_cache.get(expr)
+        if hit is not None:
+            return hit
+        if self.depth >= MAX_APPLICATOR_DEPTH:
+            raise LimitExceededError(f"allOf/anyOf/oneOf/not/if/$ref nested deeper than {MAX_APPLICATOR_DEPTH} "
+                                     f"levels, at {_short(self.expr_where(expr))}")
+        self.depth += 1
+        try:
+            kind = expr[0]
+            if kind == "loc":
+                out = self._dnf_schema(expr[1], expr[2])
+            elif kind == "and":
+                out = [()]
+                for e in expr[1]:
+                    out = self.and2(out, self.dnf(e), self.expr_where(e))
+            elif kind == "not":
+                out = self.negate(self.dnf_strict(expr[1]), self.expr_where(expr[1]))
+            else:  # pragma: no cover
+                raise AssertionError(expr)
+        finally:
+            self.depth -= 1
+        self.dnf_cache[expr] = out
+        return out
+
+    def dnf_strict(self, expr):
+        self.strict += 1
+        try:
+            if self.lenient:
+                # a lenient DNF may have dropped keywords: recompute without the cache
+                saved = self.dnf_cache
+                self.dnf_cache = {}
+                try:
+                    return self.dnf(expr)
+                finally:
+                    self.dnf_cache = saved
+            return self.dnf(expr)
+        finally:
+            self.strict -= 1
+
+    def expr_where(self, e):
+        while e[0] in ("not", "and"):
+            e = e[1] if e[0] == "not" else e[1][0]
+        if e[0] == "loc":
+            return self.where(e[1], e[2])
+        return ""
+
+    def and2(self, A, B, where):
+        out = []
+        for a in A:
+            for b in B:
+                c = a + b if b else a
+                if not _types_of(c):
+                    continue
+                out.append(tuple(dict.fromkeys(c)))
+                if len(out) > MAX_BRANCHES:
+                    raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
+                                                 f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+        res = []
+        for c in out:
+            if len(c) > 1 and any(a[0] == "ruleref" for a in c):
+                res.extend(self.expand_refs(c, where))
+            else:
+                res.append(c)
+            if len(res) > MAX_BRANCHES:
+                raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
+                                             f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+        return res
+
+    def inline(self, target, where):
+        if target in self.inlining:
+            raise UnsupportedSchemaError("a $ref cycle through allOf/not/if cannot be intersected "
+                                         "(recursive schema combined with sibling keywords)",
+                                         pointer=where, keyword="$ref")
+        self.inlining.add(target)
+        try:
+            d = self.dnf(target)
+            res = []
+            for br in d:
+                if len(br) == 1 and br[0][0] == "ruleref":
+                    res.extend(self.inline(br[0][1], where))
+                else:
+                    res.append(br)
+            return res
+        finally:
+            self.inlining.discard(target)
+
+    def expand_refs(self, c, where):
+        # keep the atoms' order: it is the order of the properties in the grammar
+        out = [()]
+        for a in c:
+            if a[0] == "ruleref":
+                out = self.and2(out, self.inline(a[1], where), where)
+            else:
+                out = [b + (a,) for b in out]
+        return out
+
+    # ------------------------------------------------------------------ negation
+    def negate(self, D, where):
+        out = [()]
+        for br in D:
+            nb = []
+            for a in br:
+                nb.extend(self.neg_atom(a, where))
+            out = self.and2(out, nb, where)
+            if not out:
+                break
+        return out
+
+    def neg_atom(self, a, where):
+        k = a[0]
+        if k == "types":
+            return [(("types", _U - a[1]),)]
+        if k == "enum":
+            return [(("notenum", a[1]),)]
+        if k == "notenum":
+            return [(("enum", a[1]),)]
+        if k == "ruleref":
+            return self.negate(self.inline(a[1], where), where)
+        T = _ATOM_TYPES[k]
+        # a typed atom holds for every value of another type: its negation is typed
+        t = ("types", T)
+        if k == "num":
+            _, lo, lox, hi, hix = a
+            res = []
+            if lo is not None:
+                res.append((t, ("num", None, False, lo, not lox)))
+            if hi is not None:
+                res.append((t, ("num", hi, not hix, None, False)))
+            return res
+        if k == "mult":
+            return [(t, ("notmult", a[1]))]
+        if k == "notmult":
+            return [(t, ("mult", a[1]))]
+        if k == "str":
+            return [(t, ("str", a[1], not a[2]))]
+        if k in ("len", "nprops", "nitems"):
+            _, lo, hi = a
+            res = []
+            if lo > 0:
+                res.append((t, (k, 0, lo - 1)))
+            if hi is not None:
+                res.append((t, (k, hi + 1, None)))
+            return res
+        if k == "required":
+            return [(t, ("props", a[1], FALSE))]
+        if k == "props":
+            return [(t, ("required", a[1]), ("props", a[1], self.not_expr(a[2])))]
+        if k == "pos":
+            return [(t, ("nitems", a[1] + 1, None), ("pos", a[1], self.not_expr(a[2])))]
+        if k == "items" and a[1] == 0:
+            return [(t, ("contains", self.not_expr(a[2]), 1, None))]
+        if k == "contains":
+            _, e, lo, hi = a
+            res = []
+            if lo > 0:
+                res.append((t, ("contains", e, 0, lo - 1)))
+            if hi is not None:
+                res.append((t, ("contains", e, hi + 1, None)))
+            return res
+        kwname = {"items": "items", "addl": "additionalProperties", "pattern": "patternProperties",
+                  "pnames": "propertyNames", "unique": "uniqueItems"}.get(k, k)
+        raise UnsupportedSchemaError(f"cannot negate {kwname!r} exactly (under not/oneOf/if)",
+                                     pointer=where, keyword=kwname)
+
+    # ------------------------------------------------------------------ keywords → DNF
+    def _dnf_schema(self, doc, ptr):
+        s = self.get(doc, ptr)
+        where = self.where(doc, ptr)
+        if s is True:
+            return [()]
+        if s is False:
+            return []
+        if not isinstance(s, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, got {type(s).__name__}", where)
+        draft = self.docs[doc].draft
+        atoms: list = []
+        parts: list = []
+        P = f"{ptr}/"
+
+        def sub(kw, *more):
+            p = P + _esc(kw) + "".join("/" + _esc(str(m)) for m in more)
+            v = self.get(doc, p)
+            if not isinstance(v, (dict, bool)):
+                raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
+            if v is True:
+                return TRUE
+            if v is False:
+                return FALSE
+            return ("loc", doc, p)
+
+        if "$ref" in s and draft <= 7:
+            return [(("ruleref", self.resolve(doc, ptr, s["$ref"])),)]
+
+        for kw, val in s.items():
+            try:
+                self._keyword(kw, val, s, doc, ptr, draft, atoms, parts, sub)
+            except UnsupportedSchemaError as e:
+                if self.lenient and self.strict == 0:
+                    warnings.warn(f"dotjson: ignoring {kw!r} at {where or '/'} ({e}); the grammar "
+                                  "over-approximates", stacklevel=3)
+                    continue
+                if e.pointer is None:
+                    raise UnsupportedSchemaError(str(e), pointer=f"{P}{_esc(kw)}", keyword=kw) from None
+                raise
+            except SchemaError as e:
+                if e.pointer is None:
+                    raise SchemaError(str(e), pointer=f"{P}{_esc(kw)}", keyword=kw) from None
+                raise
+        out = [tuple(atoms)]
+        if atoms and not _types_of(out[0]):
+            return []
+        for d in parts:
+            out = self.and2(out, d, where)
+            if not out:
+                break
+        return out
+
+    def _keyword(self, kw, val, s, doc, ptr, draft, atoms, parts, sub):
+        where = self.where(doc, ptr)
+        kwhere = f"{where}/{_esc(kw)}"
+        if kw in IGNORED_KEYWORDS:
+            return
+        if kw == "$ref":
+            target = self.resolve(doc, ptr, val)
+            atoms.append(("ruleref", target))
+        elif kw == "$dynamicRef" and draft >= 2020:
+            self.index_all()  # every $dynamicAnchor counts
+            target = self.resolve(doc, ptr, val, kw)
+            if target != TRUE:
+                frag = urldefrag(val)[1]
+                tgt = self.get(target[1], target[2])
+                name = tgt.get("$dynamicAnchor") if isinstance(tgt, dict) else None
+                if name == frag and self.dyn_anchor_count.get(name, 0) > 1:
+                    self.unsupported("$dynamicRef with several candidate $dynamicAnchors is not supported",
+                                     kwhere, kw)
+                    return
+                atoms.append(("ruleref", target))
+        elif kw == "$recursiveRef" and draft == 2019:
+            self.index_all()
+            if self.recursive_anchor:
+                self.unsupported("$recursiveRef with nested $recursiveAnchor is not supported", kwhere, kw)
+                return
+            atoms.append(("ruleref", self.resolve(doc, ptr, val, kw)))
+        elif kw == "type":
+            names = val if isinstance(val, list) else [val]
+            ts = frozenset()
+            for t in names:
+                if not isinstance(t, str) or t not in _TYPE_NAMES:
+                    raise SchemaError(f"unknown type {t!r}", kwhere, kw)
+                ts |= _TYPE_NAMES[t]
+            atoms.append(("types", ts))
+        elif kw == "enum":
+            if not isinstance(val, list):
+                raise SchemaError("enum must be an array", kwhere, kw)
+            atoms.append(("enum", self.values(val)))
+        elif kw == "const" and draft >= 6:
+            atoms.append(("enum", self.values([val])))
+        elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if kw.startswith("exclusive") and draft == 4:
+                if not isinstance(val, bool):
+                    raise SchemaError(f"{kw} must be a boolean in draft 4", kwhere, kw)
+                return  # read together with minimum/maximum
+            c = _number(val, kwhere, kw)
+            if kw == "minimum":
+                atoms.append(("num", c, draft == 4 and s.get("exclusiveMinimum") is True, None, False))
+            elif kw == "maximum":
+                atoms.append(("num", None, False, c, draft == 4 and s.get("exclusiveMaximum") is True))
+            elif kw == "exclusiveMinimum":
+                atoms.append(("num", c, True, None, False))
+            else:
+                atoms.append(("num", None, False, c, True))
+        elif kw == "multipleOf":
+            c = _number(val, kwhere, kw)
+            if c <= 0:
+                raise SchemaError("multipleOf must be greater than 0", kwhere, kw)
+            atoms.append(("mult", c))
+        elif kw in ("minLength", "maxLength"):
+            n = _count(val, kwhere, kw)
+            atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
+        elif kw == "pattern":
+            self.regex(val, kwhere, kw)
+            atoms.append(("str", ("pattern", val), True))
+        elif kw == "format":
+            if not isinstance(val, str):
+                raise SchemaError("format must be a string", kwhere, kw)
+            if self.format_node(val) is not None:
+                atoms.append(("str", ("format", val), True))
+            elif val in _UNSUPPORTED_FORMATS:
+                self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
+                                 "(lenient=True ignores it)", kwhere, kw)
+        elif kw == "properties":
+            if not isinstance(val, dict):
+                raise SchemaError("properties must be an object", kwhere, kw)
+            for name in val:
+                atoms.append(("props", name, sub(kw, name)))
+        elif kw == "required":
+            if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
+                raise SchemaError("required must be an array of strings", kwhere, kw)
+            for name in val:
+                atoms.append(("required", name))
+        elif kw == "additionalProperties":
+            atoms.append(self.addl_atom(s, sub(kw), kwhere))
+        elif kw == "unevaluatedProperties":
+            e = sub(kw)
+            if e == TRUE or "additionalProperties" in s:
+                return
+            if any(k in s for k in _APPLICATORS):
+                self.unsupported("unevaluatedProperties next to applicators (allOf/anyOf/oneOf/not/if/$ref/"
+                                 "dependentSchemas) is not supported", kwhere, kw)
+                return
+            atoms.append(self.addl_atom(s, e, kwhere))
+        elif kw == "patternProperties":
+            if not isinstance(val, dict):
+                raise SchemaError("patternProperties must be an object", kwhere, kw)
+            for p in val:
+                self.regex(p, f"{kwhere}/{_esc(p)}", kw)
+                atoms.append(("pattern", p, sub(kw, p)))
+        elif kw == "propertyNames" and draft >= 6:
+            atoms.append(("pnames", sub(kw)))
+        elif kw in ("minProperties", "maxProperties"):
+            n = _count(val, kwhere, kw)
+            atoms.append(("nprops", n, None) if kw == "minProperties" else ("nprops", 0, n))
+        elif kw == "dependentRequired" and draft >= 2019 or kw == "dependencies":
+            if not isinstance(val, dict):
+                raise SchemaError(f"{kw} must be an object", kwhere, kw)
+            for name, dep in val.items():
+                absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+                if isinstance(dep, list):
+                    if not all(isinstance(x, str) for x in dep):
+                        raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
+                    present = [(("required", name),) + tuple(("required", d) for d in dep)]
+                    parts.append(absent + present)
+                elif kw == "dependencies" and isinstance(dep, (dict, bool)):
+                    d = self.and2([(("required", name),)], self.dnf(sub(kw, name)), kwhere)
+                    parts.append(absent + d)
+                else:
+                    raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
+        elif kw == "dependentSchemas" and draft >= 2019:
+            if not isinstance(val, dict):
+                raise SchemaError(f"{kw} must be an object", kwhere, kw)
+            for name in val:
+                absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+                d = self.and2([(("required", name),)], self.dnf(sub(kw, name)), kwhere)
+                parts.append(absent + d)
+        elif kw == "prefixItems" and draft >= 2020:
+            if not isinstance(val, list):
+                raise SchemaError("prefixItems must be an array", kwhere, kw)
+            for i in range(len(val)):
+                atoms.append(("pos", i, sub(kw, i)))
+        elif kw == "items":
+            if isinstance(val, list) and draft <= 2019:
+                for i in range(len(val)):
+                    atoms.append(("pos", i, sub(kw, i)))
+            elif isinstance(val, (dict, bool)):
+                start = len(s.get("prefixItems", ())) if draft >= 2020 and isinstance(s.get("prefixItems"), list) else 0
+                atoms.append(("items", start, sub(kw)))
+            else:
+                raise SchemaError("items must be a schema" + (" or an array of schemas" if draft <= 2019 else ""),
+                                  kwhere, kw)
+        elif kw == "additionalItems" and draft <= 2019:
+            if isinstance(s.get("items"), list):
+                atoms.append(("items", len(s["items"]), sub(kw)))
+        elif kw == "unevaluatedItems":
+            e = sub(kw)
+            if e == TRUE:
+                return
+            if any(k in s for k in _APPLICATORS) or "contains" in s:
+                self.unsupported("unevaluatedItems next to applicators or contains is not supported", kwhere, kw)
+                return
+            items = s.get("items")
+            if draft >= 2020:
+                if "items" in s:
+                    return
+                pre = s.get("prefixItems")
+                atoms.append(("items", len(pre) if isinstance(pre, list) else 0, e))
+            else:
+                if isinstance(items, list):
+                    if "additionalItems" in s:
+                        return
+                    atoms.append(("items", len(items), e))
+                elif items is None:
+                    atoms.append(("items", 0, e))
+        elif kw in ("minItems", "maxItems"):
+            n = _count(val, kwhere, kw)
+            atoms.append(("nitems", n, None) if kw == "minItems" else ("nitems", 0, n))
+        elif kw == "contains" and draft >= 6:
+            lo, hi = 1, None
+            if draft >= 2019:
+                if "minContains" in s:
+                    lo = _count(s["minContains"], f"{where}/minContains", "minContains")
+                if "maxContains" in s:
+                    hi = _count(s["maxContains"], f"{where}/maxContains", "maxContains")
+            atoms.append(("contains", sub(kw), lo, hi))
+        elif kw == "uniqueItems":
+            if not isinstance(val, bool):
+                raise SchemaError("uniqueItems must be a boolean", kwhere, kw)
+            if val:
+                atoms.append(("unique", kwhere))
+        elif kw == "allOf":
+            for i in range(_nonempty_list(val, kwhere, kw)):
+                parts.append(self.dnf(sub(kw, i)))
+        elif kw == "anyOf":
+            u = []
+            for i in range(_nonempty_list(val, kwhere, kw)):
+                u.extend(self.dnf(sub(kw, i)))
+            parts.append(u)
+        elif kw == "oneOf":
+            n = _nonempty_list(val, kwhere, kw)
+            parts.append(self.one_of([sub(kw, i) for i in range(n)], kwhere))
+        elif kw == "not":
+            parts.append(self.negate(self.dnf_strict(sub(kw)), kwhere))
+        elif kw == "if" and draft >= 7:
+            then = sub("then") if "then" in s else None
+            els = sub("else") if "else" in s else None
+            if then is None and els is None:
+                return
+            I = self.dnf(sub(kw)) if els is None or then is not None else None
+            if then is None:
+                # (if ∧ true) ∨ (¬if ∧ else)  ≡  if ∨ else
+                parts.append(self.dnf(sub(kw)) + self.dnf(els))
+                return
+            NI = self.negate(self.dnf_strict(sub(kw)), kwhere)
+            T = self.and2(I, self.dnf(then), kwhere)
+            E = NI if els is None else self.and2(NI, self.dnf(els), kwhere)
+            parts.append(T + E)
+        # everything else: not a keyword of this dialect (or an annotation): no constraint
+
+    def addl_atom(self, s, e, where):
+        props = s.get("properties", {})
+        pats = s.get("patternProperties", {})
+        if not isinstance(props, dict) or not isinstance(pats, dict):
+            raise SchemaError("properties/patternProperties must be objects", where)
+        for p in pats:
+            self.regex(p, where, "patternProperties")
+        return ("addl", e, frozenset(props), tuple(sorted(pats)))
+
+    def format_node(self, name):
+        key = ("format", name)
+        if key not in self.formats:
+            self.formats[key] = _format_node(name)
+        return self.formats[key]
+
+
+    def values(self, vals):
+        out = []
+        for v in vals:
+            c = _canon(v)
+            self.literal_cache.setdefault(("v", c), v)
+            out.append(c)
+        return tuple(dict.fromkeys(out))
+
+    def regex(self, pattern, where, kw):
+        hit = self.regex_cache.get(pattern)
+        if hit is not None:
+            return hit
+        hit = _REGEX_CACHE.get(pattern) if isinstance(pattern, str) else None
+        if hit is not None:
+            self.regex_cache[pattern] = hit
+            return hit
+        if not isinstance(pattern, str):
+            raise SchemaError(f"{kw} must be a string", where, kw)
+        from dotjson.regex import regex_to_ir
+
+        try:
+            node = regex_to_ir(pattern, search=True)
+        except UnsupportedSchemaError as e:
+            raise UnsupportedSchemaError(f"pattern {pattern!r}: {e}", pointer=where, keyword=kw) from None
+        except (SchemaError, GrammarError) as e:
+            raise SchemaError(f"pattern {pattern!r}: {e}", pointer=where, keyword=kw) from None
+        self.regex_cache[pattern] = node
+        if len(_REGEX_CACHE) > 4096:
+            _REGEX_CACHE.clear()
+        _REGEX_CACHE[pattern] = node
+        return node
+
+    def one_of(self, exprs, where):
+        Ds = [self.dnf(e) for e in exprs]
+        disjoint = True
+        for i in range(len(Ds)):
+            for j in range(i + 1, len(Ds)):
+                for a in Ds[i]:
+                    for b in Ds[j]:
+                        if not self.branch_empty(a + b):
+                            disjoint = False
+                            break
+                    if not disjoint:
+                        break
+                if not disjoint:
+                    break
+            if not disjoint:
+                break
+        if disjoint:
+            return [br for D in Ds for br in D]
+        # exactly one: A_i ∧ ¬A_j for all j != i
+        try:
+            self.strict += 1
+            negs = [self.negate(self.dnf_strict(e), where) for e in exprs]
+            out = []
+            for i, D in enumerate(Ds):
+                cur = D
+                for j in range(len(Ds)):
+                    if j != i:
+                        cur = self.and2(cur, negs[j], where)
+                out.extend(cur)
+            return out
+        except UnsupportedSchemaError as e:
+            raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
+                                         f"expressible ({e})", pointer=where, keyword="oneOf") from None
+        finally:
+            self.strict -= 1
+
+    # ------------------------------------------------------------------ merging a branch
+    def merge(self, br):
+        m = _Merged()
+        types = _U
+        for a in br:
+            k = a[0]
+            if k == "types":
+                types = types & a[1]
+            elif k == "enum":
+                m.enum = set(a[1]) if m.enum is None else m.enum & set(a[1])
+            elif k == "notenum":
+                m.notenum.update(a[1])
+            elif k == "num":
+                _, lo, lox, hi, hix = a
+                if lo is not None and (m.lo is None or lo > m.lo or (lo == m.lo and lox)):
+                    m.lo, m.lox = lo, lox
+                if hi is not None and (m.hi is None or hi < m.hi or (hi == m.hi and hix)):
+                    m.hi, m.hix = hi, hix
+            elif k == "mult":
+                m.mults.append(a[1])
+            elif k == "notmult":
+                m.notmults.append(a[1])
+            elif k == "str":
+                (m.spos if a[2] else m.sneg).append(a[1])
+            elif k == "len":
+                m.slo = max(m.slo, a[1])
+                if a[2] is not None:
+                    m.shi = a[2] if m.shi is None else min(m.shi, a[2])
+            elif k == "props":
+                m.props.setdefault(a[1], []).append(a[2])
+            elif k == "required":
+                m.required.setdefault(a[1], None)
+            elif k == "addl":
+                m.addls.append(a[1:])
+            elif k == "pattern":
+                m.patterns.append((a[1], a[2]))
+            elif k == "pnames":
+                m.pnames.append(a[1])
+            elif k == "nprops":
+                m.plo = max(m.plo, a[1])
+                if a[2] is not None:
+                    m.phi = a[2] if m.phi is None else min(m.phi, a[2])
+            elif k == "pos":
+                m.pos.setdefault(a[1], []).append(a[2])
+            elif k == "items":
+                m.items.append((a[1], a[2]))
+            elif k == "nitems":
+                m.ilo = max(m.ilo, a[1])
+                if a[2] is not None:
+                    m.ihi = a[2] if m.ihi is None else min(m.ihi, a[2])
+            elif k == "contains":
+                m.contains.append(a[1:])
+            elif k == "unique":
+                m.unique = a[1]
+            elif k == "ruleref":
+                m.rulerefs.append(a[1])
+        m.types = types
+        return m
+
+    def branch_empty(self, br) -> bool:
+        """True when the conjunction provably accepts no value (used for oneOf disjointness)."""
+        if not _types_of(br):
+            return True
+        if any(a[0] == "ruleref" for a in br):
+            try:
+                return all(self.branch_empty(b) for b in self.expand_refs(br, ""))
+            except UnsupportedSchemaError:
+                return False
+        m = self.merge(br)
+        if m.enum is not None:
+            return not any(self.satisfies(self.literal_cache[("v", c)], br) for c in m.enum)
+        for t in m.types:
+            if not self.type_empty(m, t):
+                return False
+        return True
+
+    def type_empty(self, m, t) -> bool:
+        if t == "null":
+            return ("n",) in m.notenum
+        if t == "boolean":
+            return ("b", True) in m.notenum and ("b", False) in m.notenum
+        if t in ("integer", "nonint"):
+            if m.lo is not None and m.hi is not None:
+                if m.lo > m.hi or (m.lo == m.hi and (m.lox or m.hix)):
+                    return True
+                if t == "integer" and not m.lox and not m.hix and not m.mults:
+                    import math
+                    if math.floor(m.hi) < math.ceil(m.lo):
+                        return True
+            return False
+        if t == "string":
+            return m.shi is not None and m.slo > m.shi
+        if t == "array":
+            if m.ihi is not None and m.ilo > m.ihi:
+                return True
+            for i, es in m.pos.items():
+                if i < m.ilo and self.expr_empty(self.and_expr(es)):
+                    return True
+            return False
+        if t == "object":
+            if m.phi is not None and (m.plo > m.phi or len(m.required) > m.phi):
+                return True
+            for name in m.required:
+                es = list(m.props.get(name, []))
+                for e, names, pats in m.addls:
+                    if name not in names and not pats:
+                        es.append(e)
+                if self.expr_empty(self.and_expr(es)):
+                    return True
+            return False
+        return False
+
+    def expr_empty(self, e) -> bool:
+        if e == FALSE:
+            return True
+        if e == TRUE:
+            return False
+        hit = self.empty_cache.get(e)
+        if hit is not None:
+            return hit
+        if self.empty_depth >= MAX_EMPTINESS_DEPTH:
+            # Deeper than this, stay conservative: the grammar analyses decide the rest exactly
+            # (an empty required value makes its object unproductive, never a dead state).
+            return False
+        # a recursive schema re-entering itself: not provably empty (stay conservative)
+        self.empty_cache[e] = False
+        self.empty_depth += 1
+        try:
+            res = all(self.branch_empty(br) for br in self.dnf(e))
+        except UnsupportedSchemaError:
+            res = False
+        finally:
+            self.empty_depth -= 1
+        self.empty_cache[e] = res
+        return res
+
+    # ------------------------------------------------------------------ validating values (enum filters)
+    def validate(self, v, e) -> bool:
+        if e == TRUE:
+            return True
+        if e == FALSE:
+            return False
+        return any(self.satisfies(v, br) for br in self.dnf(e))
+
+    def satisfies(self, v, br) -> bool:
+        t = _type_of(v)
+        for a in br:
+            k = a[0]
+            if k == "types":
+                if t not in a[1]:
+                    return False
+                continue
+            if k == "enum":
+                if _canon(v) not in self.value_set(a[1]):
+                    return False
+                continue
+            if k == "notenum":
+                if _canon(v) in self.value_set(a[1]):
+                    return False
+                continue
+            if k == "ruleref":
+                if not self.validate(v, a[1]):
+                    return False
+                continue
+            if t not in _ATOM_TYPES[k]:
+                continue
+            if not self.sat_atom(v, a):
+                return False
+        return True
+
+    def value_set(self, values: tuple) -> frozenset:
+        """The set of an ``enum`` atom's values (membership in constant time: a 50,000-value
+        enum filters its values in linear time)."""
+        hit = self.value_sets.get(id(values))
+        if hit is None:
+            hit = self.value_sets[id(values)] = (values, frozenset(values))
+        return hit[1]
+
+    def sat_atom(self, v, a) -> bool:
+        k = a[0]
+        if k == "num":
+            x = _dec(v)
+            _, lo, lox, hi, hix = a
+            if lo is not None and (x < lo or (lox and x == lo)):
+                return False
+            if hi is not None and (x > hi or (hix and x == hi)):
+                return False
+            return True
+        if k == "mult":
+            return _dec(v) % a[1] == 0
+        if k == "notmult":
+            return _dec(v) % a[1] != 0
+        if k == "str":
+            return _ir_match(self.str_node(a[1]), v) == a[2]
+        if k == "len":
+            return len(v) >= a[1] and (a[2] is None or len(v) <= a[2])
+        if k == "props":
+            return a[1] not in v or self.validate(v[a[1]], a[2])
+        if k == "required":
+            return a[1] in v
+        if k == "addl":
+            _, e, names, pats = a
+            return all(self.validate(x, e) for key, x in v.items()
+                       if key not in names and not any(self.key_matches(key, p) for p in pats))
+        if k == "pattern":
+            return all(self.validate(x, a[2]) for key, x in v.items() if self.key_matches(key, a[1]))
+        if k == "pnames":
+            return all(self.validate(key, a[1]) for key in v)
+        if k == "nprops" or k == "nitems":
+            return len(v) >= a[1] and (a[2] is None or len(v) <= a[2])
+        if k == "pos":
+            return len(v) <= a[1] or self.validate(v[a[1]], a[2])
+        if k == "items":
+            return all(self.validate(x, a[2]) for x in v[a[1]:])
+        if k == "contains":
+            n = sum(1 for x in v if self.validate(x, a[1]))
+            return n >= a[2] and (a[3] is None or n <= a[3])
+        if k == "unique":
+            cs = [_canon(x) for x in v]
+            return len(set(cs)) == len(cs)
+        return True  # pragma: no cover
+
+    def key_matches(self, key, pattern) -> bool:
+        return _ir_match(self.regex(pattern, "", "patternProperties"), key)
+
+
+
+class _Merged:
+    __slots__ = ("types", "enum", "notenum", "lo", "lox", "hi", "hix", "mults", "notmults", "spos", "sneg",
+                 "slo", "shi", "props", "required", "addls", "patterns", "pnames", "plo", "phi", "pos", "items",
+                 "ilo", "ihi", "contains", "unique", "rulerefs")
+
+    def __init__(self):
+        self.types = _U
+        self.enum = None
+        self.notenum = set()
+        self.lo = self.hi = None
+        self.lox = self.hix = False
+        self.mults, self.notmults = [], []
+        self.spos, self.sneg = [], []
+        self.slo, self.shi = 0, None
+        self.props: dict = {}
+        self.required: dict = {}
+        self.addls, self.patterns, self.pnames = [], [], []
+        self.plo, self.phi = 0, None
+        self.pos: dict = {}
+        self.items = []
+        self.ilo, self.ihi = 0, None
+        self.contains = []
+        self.unique = None
+        self.rulerefs = []
+

@@ -1,0 +1,241 @@
+"""Objects: a right-linear automaton over the declared properties in schema order.
+
+Extra members (keys not declared, split by the ``patternProperties`` they match) may appear between
+the declared ones where the schema allows extras; ``required`` names outside ``properties`` float
+(a bit mask); ``minProperties``/``maxProperties`` are a counter. See ``docs/keywords.md``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from dotjson import ir
+from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
+from dotjson.objects_any_order import any_order_object
+from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
+from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
+
+
+class ObjectBuilder:
+    """Mixin of the compiler: objects."""
+
+    def build_object(self, m, where) -> ir.Node:
+        props = {k: list(v) for k, v in m.props.items()}
+        for r in m.required:
+            props.setdefault(r, [])
+        required = m.required
+        plo, phi = m.plo, m.phi
+        if phi is not None and (plo > phi or len(required) > phi):
+            return EMPTY
+        closed = self.close_objects and not m.addls and (m.props or m.patterns)
+        pn = self.and_expr(m.pnames) if m.pnames else None
+        declared = []
+        for name, es in props.items():
+            es = list(es)
+            for p, e in m.patterns:
+                if self.key_matches(name, p):
+                    es.append(e)
+            for e, names, pats in m.addls:
+                if name not in names and not any(self.key_matches(name, q) for q in pats):
+                    es.append(e)
+            if pn is not None and not self.validate(name, pn):
+                es.append(FALSE)
+            ve = self.and_expr(es)
+            if ve == FALSE or (name in required and self.expr_empty(ve)):
+                if name in required:
+                    return EMPTY
+                continue
+            declared.append((name, ve, name in required))
+        # extra members: keys that are not declared, split by which patterns they match
+        if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
+            pats = list(dict.fromkeys([p for p, _ in m.patterns] + [q for _, _, qs in m.addls for q in qs]))
+            fixed_members, fixed_names = [], []
+            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not same_pattern_schemas(m):
+                # finite patterns (`^SHA-256$`) become listed keys; classes range over the rest
+                split = split_patterns(pats, lambda p: self.regex(p, where, "patternProperties"),
+                                       MAX_PATTERN_CLASSES)
+                if split is not None:
+                    pats = split[1]
+                    fixed_members, fixed_names = fixed_key_members(self, split[0], m, set(props), pn)
+            if 2 ** len(pats) > MAX_PATTERN_CLASSES:
+                groups = {}
+                for p, e in m.patterns:
+                    groups.setdefault(p, []).append(e)
+                same = len({tuple(v) for v in groups.values()}) == 1 and not any(qs for _, _, qs in m.addls)
+                if not same:
+                    r = self.unsupported(f"more than {MAX_PATTERN_CLASSES.bit_length() - 1} patternProperties "
+                                         "with different schemas", where, "patternProperties")
+                    if r is None:
+                        pats = []
+                subsets = [(), tuple(pats)] if same else [()]
+                union_mode = same
+            else:
+                subsets = [T for r in range(len(pats) + 1) for T in itertools.combinations(pats, r)]
+                union_mode = False
+            pn_lang = self.key_language(pn) if pn is not None else None
+            live = []
+            for T in subsets:
+                Tset = set(T)
+                es = [e for p, e in m.patterns if p in Tset]
+                es += [e for e, names, qs in m.addls if not (set(qs) & Tset)]
+                if not T and closed:
+                    es.append(FALSE)
+                ve = self.and_expr(es)
+                if ve == FALSE or pn_lang == EMPTY:
+                    continue
+                live.append((T, ve))
+
+        def extra_member():
+            # built when the automaton first reaches an extra member (phase 2)
+            declared_names = [self.enc_text(n) for n in props]
+            classes = []
+            for T, ve in live:
+                Tset = set(T)
+                if union_mode and T:
+                    pos = [alt(*(self.enc_pattern(p, where) for p in T))]
+                    neg = list(declared_names)
+                else:
+                    pos = [self.enc_pattern(p, where) for p in T]
+                    neg = [self.enc_pattern(q, where) for q in pats if q not in Tset]
+                    neg += declared_names + fixed_names
+                if pn_lang is not None:
+                    pos.append(pn_lang)
+                if not pos:
+                    content = self.jsonstr.json_string_content()
+                elif len(pos) == 1:
+                    content = pos[0]
+                else:
+                    content = ir.And(tuple(pos))
+                if neg:
+                    content = ir.Diff(content, alt(*neg))
+                classes.append(seq(lit('"'), content, lit('"'), self.colon, self.node_of(ve)))
+            classes.extend(fixed_members)
+            return alt(*classes)
+
+        X = None
+        if live or fixed_members:
+            # one rule for "an extra member" (it recurs in every state of the automaton below)
+            self.counter += 1
+            xname = f"extra{self.counter}"
+            self.pending[xname] = extra_member
+            X = Ref(xname)
+        if self.property_order == "any":
+            return any_order_object(self, declared, X, plo, phi)
+        # required names that `properties` does not declare have no schema position: they may
+        # appear anywhere extras may (tracked by a bit mask), when there are few of them
+        floating = [d for d in declared if d[0] not in m.props]
+        if len(floating) > MAX_FLOATING:
+            floating = []
+        chain = [d for d in declared if not floating or d[0] in m.props]
+
+        def member(name, ve):
+            return seq(lit('"'), self.enc_text(name), lit('"'), self.colon, self.node_of(ve))
+
+        members: dict = {}
+        fmembers = [member(name, ve) for name, ve, _ in floating]
+        full = (1 << len(floating)) - 1
+        reqs = [req for _, _, req in chain]
+        n = len(chain)
+        open_ = seq(lit("{"), self.ws)
+        close = seq(self.ws, lit("}"))
+        empty_ok = not any(reqs) and plo == 0 and not floating
+        empty = seq(lit("{"), self.ws, lit("}")) if empty_ok else EMPTY
+        if n == 0 and not floating:
+            if X is None:
+                return empty
+            if phi == 0:
+                return empty
+            rlo = max(plo - 1, 0)
+            rhi = None if phi is None else phi - 1
+            return alt(empty, seq(open_, X, repeat(seq(self.sep, X), rlo, rhi), close))
+        cap = max(1, phi if phi is not None else plo)
+        nstates = (n + 1) * 2 * (cap + 1) * (full + 1)
+        if nstates > MAX_OBJECT_STATES:
+            r = self.unsupported("object too large for its minProperties/maxProperties counter", where,
+                                 "maxProperties")
+            if r is None:
+                plo, phi, cap = 0, None, 1
+        self.counter += 1
+        prefix = f"obj{self.counter}"
+        made: dict = {}
+        # nreq[i]: the first required member at or after i (n when none)
+        nreq = [n] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            nreq[i] = i if reqs[i] else nreq[i + 1]
+
+        def rule(key, make, hint=None):
+            # a rule of the object automaton, built when the automaton first reaches it
+            nm = made.get(key)
+            if nm is None:
+                nm = made[key] = prefix + "_" + "_".join(map(str, key))
+                self.pending[nm] = make
+                if hint is not None:
+                    self.state_hints[nm] = hint
+            return Ref(nm)
+
+        def inc(c):
+            if phi is not None:
+                return c + 1 if c + 1 <= phi else None
+            return min(c + 1, cap)
+
+        def done(i, c, mask):
+            # the object may close here: no required member left, enough members
+            return nreq[i] == n and mask == full and c > 0 and c >= plo
+
+        def state(i, c, mask):
+            # members before i are behind (c of them counted, floating ones in mask). Its
+            # language is nullable exactly when the object may close here (every other
+            # alternative consumes), and then certainly productive: the analyses need not
+            # build it to know.
+            d = done(i, c, mask)
+            return rule(("s", i, c, mask), lambda: state_body(i, c, mask), (d, True if d else None))
+
+        def state_body(i, c, mask):
+            sp = self.sep if c > 0 else EPS
+            alts = []
+            c2 = inc(c)
+            if c2 is not None:
+                if X is not None:
+                    alts.append(seq(sp, X, state(i, c2, mask)))
+                for j, fm in enumerate(fmembers):
+                    if not mask & (1 << j):
+                        alts.append(seq(sp, fm, state(i, c2, mask | (1 << j))))
+                # the next member is any of i .. the first required one (the ones between are
+                # optional and skipped): a few nodes of a balanced tree over the members
+                if i < n:
+                    alts.extend(cover(0, n, i, min(nreq[i], n - 1) + 1, c, c2, mask))
+            if done(i, c, mask):
+                alts.append(EPS)
+            return alt(*alts)
+
+        def leaf(j, c, c2, mask):
+            mb = members.get(j)
+            if mb is None:
+                mb = members[j] = member(chain[j][0], chain[j][1])
+            return seq(self.sep if c > 0 else EPS, mb, state(j + 1, c2, mask))
+
+        def node(lo, hi, c, c2, mask):
+            if hi - lo == 1:
+                return leaf(lo, c, c2, mask)
+            mid = (lo + hi) // 2
+            return rule(("t", lo, hi, c, mask),
+                        lambda: alt(node(lo, mid, c, c2, mask), node(mid, hi, c, c2, mask)))
+
+        def cover(lo, hi, a, b, c, c2, mask):
+            # canonical tree nodes covering members a .. b-1 (O(log n) of them)
+            out = []
+            stack = [(lo, hi)]
+            while stack:
+                lo, hi = stack.pop()
+                if a <= lo and hi <= b:
+                    out.append(node(lo, hi, c, c2, mask))
+                    continue
+                mid = (lo + hi) // 2
+                if b > mid:
+                    stack.append((mid, hi))
+                if a < mid:
+                    stack.append((lo, mid))
+            return out
+
+        return alt(empty, seq(open_, state(0, 0, 0), close))
+

@@ -1,0 +1,95 @@
+"""Strings: patterns, formats, lengths and string ``enum`` values as encoded content languages.
+
+A string's constraints are languages of *decoded* text (a regex, a format, a length); they are
+intersected (``ir.And``) and subtracted (``ir.Diff``) and then encoded into JSON spellings
+(``dotjson.jsonstr``) to sit between the quotes. Formats themselves live in ``dotjson.formats``.
+"""
+
+from __future__ import annotations
+
+from dotjson import ir
+from dotjson.ir import EMPTY, Ref, alt, lit, seq
+from dotjson.jsonschema.values import _ENC_CACHE, FALSE, TRUE
+
+
+class StringBuilder:
+    """Mixin of the compiler: string languages (also the key language of ``propertyNames``)."""
+
+    def enc_pattern(self, p, where):
+        self.regex(p, where, "patternProperties")
+        return self.enc_handle(("pattern", p))
+
+    def enc_handle(self, key):
+        """Encoded (JSON spelling) language of a string-language handle, cached per process."""
+        hit = _ENC_CACHE.get(key)
+        if hit is None:
+            if len(_ENC_CACHE) > 4096:
+                _ENC_CACHE.clear()
+            hit = _ENC_CACHE[key] = self.jsonstr.encode_string_language(self.str_node(key))
+        return hit
+
+    def str_node(self, key):
+        """The decoded-string language of a ('pattern', p) or ('format', name) handle."""
+        if key[0] == "pattern":
+            return self.regex_cache[key[1]]
+        return self.formats[key]
+
+    def string_content(self, m) -> ir.Node:
+        """The encoded content language (between the quotes) of the merged string constraints."""
+        key = (tuple(m.spos), tuple(m.sneg), m.slo, m.shi,
+               tuple(sorted(c[1] for c in m.notenum if c[0] == "s")))
+        hit = self.string_cache.get(key)
+        if hit is not None:
+            return hit
+        pos = [self.enc_handle(h) for h in dict.fromkeys(m.spos)]
+        if m.slo > 0 or m.shi is not None:
+            pos.append(self.jsonstr.string_of_length(m.slo, m.shi))
+        neg = [self.enc_handle(h) for h in dict.fromkeys(m.sneg)] + [self.enc_text((s)) for s in key[4]]
+        if any(p == EMPTY for p in pos):
+            content = EMPTY
+        else:
+            if not pos:
+                content = self.jsonstr.json_string_content()
+            elif len(pos) == 1:
+                content = pos[0]
+            else:
+                content = ir.And(tuple({id(x): x for x in pos}.values()))
+            neg = [x for x in neg if x != EMPTY]
+            if neg:
+                content = ir.Diff(content, alt(*neg))
+        self.string_cache[key] = content
+        return content
+
+    def build_string(self, m) -> ir.Node:
+        if not m.spos and not m.sneg and m.slo == 0 and m.shi is None and not any(c[0] == "s" for c in m.notenum):
+            return Ref("json_string")
+        content = self.string_content(m)
+        if content == EMPTY:
+            return EMPTY
+        return seq(lit('"'), content, lit('"'))
+
+    def key_language(self, e) -> ir.Node:
+        """Encoded content language of the strings an expression accepts (for propertyNames)."""
+        if e == TRUE:
+            return self.jsonstr.json_string_content()
+        if e == FALSE:
+            return EMPTY
+        alts = []
+        branches = []
+        for br in self.dnf(e):
+            if any(a[0] == "ruleref" for a in br):
+                branches.extend(self.inline(br[0][1], self.expr_where(e)) if len(br) == 1
+                                else self.expand_refs(br, self.expr_where(e)))
+            else:
+                branches.append(br)
+        for br in branches:
+            m = self.merge(br)
+            if "string" not in m.types:
+                continue
+            if m.enum is not None:
+                alts.extend(self.enc_text((c[1])) for c in m.enum
+                            if c[0] == "s" and self.satisfies(c[1], br))
+                continue
+            alts.append(self.string_content(m))
+        return alt(*alts)
+

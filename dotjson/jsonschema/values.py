@@ -1,0 +1,268 @@
+"""JSON values, pointers and keyword vocabulary shared by both phases of the schema compiler.
+
+Canonical keys with JSON Schema equality (:func:`_canon`), the JSON type of a value, membership of
+a short string in a regular IR language (:func:`_ir_match`, used to filter ``enum`` values and to
+match declared names against ``patternProperties``), and the argument checks of keywords.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from urllib.parse import urldefrag, urljoin
+
+from dotjson import ir
+from dotjson.errors import GrammarError, SchemaError
+
+# ----------------------------------------------------------------------------- vocabulary
+
+_DIALECTS = {
+    "json-schema.org/draft-04/schema": 4,
+    "json-schema.org/draft-06/schema": 6,
+    "json-schema.org/draft-07/schema": 7,
+    "json-schema.org/draft/2019-09/schema": 2019,
+    "json-schema.org/draft/2020-12/schema": 2020,
+}
+
+#: Keywords that never constrain an instance (annotations, metadata, identifiers); ignored.
+IGNORED_KEYWORDS = frozenset({
+    "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$vocabulary", "$comment",
+    "$defs", "definitions", "title", "description", "default", "examples", "readOnly", "writeOnly",
+    "deprecated", "contentMediaType", "contentEncoding", "contentSchema", "discriminator", "nullable",
+})
+
+#: Keywords dotjson recognises but compiles only in restricted forms (otherwise UnsupportedSchemaError).
+UNSUPPORTED_KEYWORDS = frozenset({
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "uniqueItems",
+})
+
+_U = frozenset({"null", "boolean", "integer", "nonint", "string", "array", "object"})
+_NUM = frozenset({"integer", "nonint"})
+_TYPE_NAMES = {
+    "null": frozenset({"null"}), "boolean": frozenset({"boolean"}), "integer": frozenset({"integer"}),
+    "number": _NUM, "string": frozenset({"string"}), "array": frozenset({"array"}),
+    "object": frozenset({"object"}),
+}
+_ATOM_TYPES = {
+    "num": _NUM, "mult": _NUM, "notmult": _NUM,
+    "str": frozenset({"string"}), "len": frozenset({"string"}),
+    "props": frozenset({"object"}), "required": frozenset({"object"}), "addl": frozenset({"object"}),
+    "pattern": frozenset({"object"}), "pnames": frozenset({"object"}), "nprops": frozenset({"object"}),
+    "pos": frozenset({"array"}), "items": frozenset({"array"}), "nitems": frozenset({"array"}),
+    "contains": frozenset({"array"}), "unique": frozenset({"array"}),
+}
+
+TRUE = ("true",)
+FALSE = ("false",)
+
+MAX_BRANCHES = 256          # DNF branches of one sub-schema
+MAX_DFA_STATES = 4000       # number automaton
+MAX_OBJECT_STATES = 50000   # object automaton states (properties × counter)
+MAX_PATTERN_CLASSES = 16    # key classes from patternProperties (2 ** patterns)
+MAX_DEPTH = 1000           # sub-schemas nested in one another (phase 1 walks them iteratively)
+MAX_APPLICATOR_DEPTH = 100 # allOf/anyOf/oneOf/not/if nested in one another (normalised recursively)
+MAX_EMPTINESS_DEPTH = 40   # required properties followed by the eager emptiness check
+MAX_FLOATING = 4           # required names outside `properties`, placed in any order
+MAX_UNIQUE_VALUES = 8       # uniqueItems over a finite item domain
+_DEFAULT_BASE = "https://dotjson.invalid/schema.json"
+
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_SUBSCHEMA_ONE = ("additionalProperties", "additionalItems", "items", "contains", "not", "if", "then", "else",
+                  "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentSchema")
+
+
+def _esc(token) -> str:
+    token = str(token)
+    if "~" not in token and "/" not in token:
+        return token
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _unesc(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+# ----------------------------------------------------------------------------- JSON values
+
+
+def _dec(v) -> Decimal:
+    if isinstance(v, Decimal):
+        return v
+    if isinstance(v, int):
+        return Decimal(v)
+    return Decimal(repr(v))
+
+
+def _canon(v):
+    """A hashable key with JSON Schema equality (1 == 1.0, true != 1, key order irrelevant)."""
+    if v is None:
+        return ("n",)
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float, Decimal)):
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            raise SchemaError(f"non-finite number {v!r} in a schema")
+        return ("x", _dec(v))
+    if isinstance(v, str):
+        return ("s", v)
+    if isinstance(v, list):
+        return ("a", tuple(_canon(x) for x in v))
+    if isinstance(v, dict):
+        return ("o", tuple(sorted((k, _canon(x)) for k, x in v.items())))
+    raise SchemaError(f"not a JSON value: {type(v).__name__}")
+
+
+def _type_of(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "nonint"
+    if isinstance(v, Decimal):
+        return "integer" if v == v.to_integral_value() else "nonint"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+# ----------------------------------------------------------------------------- IR matcher
+# Membership of a (short) decoded string in a ref-free IR language: used to filter enum values
+# against patterns/formats and to decide which patternProperties a declared name matches.
+
+
+def _ir_match(node: ir.Node, s: str) -> bool:
+    memo: dict = {}
+
+    def ends(n, i):
+        key = (id(n), i)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        if isinstance(n, ir.Lit):
+            out = frozenset({i + len(n.text)}) if s.startswith(n.text, i) else frozenset()
+        elif isinstance(n, ir.Chars):
+            out = frozenset()
+            if i < len(s):
+                cp = ord(s[i])
+                if any(lo <= cp <= hi for lo, hi in n.ranges):
+                    out = frozenset({i + 1})
+        elif isinstance(n, ir.Seq):
+            cur = {i}
+            for it in n.items:
+                nxt = set()
+                for p in cur:
+                    nxt |= ends(it, p)
+                cur = nxt
+                if not cur:
+                    break
+            out = frozenset(cur)
+        elif isinstance(n, ir.Alt):
+            acc = set()
+            for it in n.items:
+                acc |= ends(it, i)
+            out = frozenset(acc)
+        elif isinstance(n, ir.Repeat):
+            cur = frozenset({i})
+            res = set()
+            k = 0
+            while True:
+                if k >= n.min:
+                    before = len(res)
+                    res |= cur
+                    if k > n.min and len(res) == before:
+                        break
+                if n.max is not None and k >= n.max:
+                    break
+                nxt = set()
+                for p in cur:
+                    nxt |= ends(n.item, p)
+                nxt = frozenset(nxt)
+                if not nxt:
+                    break
+                if k < n.min and nxt == cur:
+                    k = n.min  # a fixed point: further repetitions change nothing
+                    continue
+                cur = nxt
+                k += 1
+            out = frozenset(res)
+        elif isinstance(n, ir.And):
+            acc = None
+            for it in n.items:
+                e = ends(it, i)
+                acc = set(e) if acc is None else acc & e
+            out = frozenset(acc or ())
+        elif isinstance(n, ir.Diff):
+            out = ends(n.left, i) - ends(n.right, i)
+        else:
+            raise GrammarError("cannot match a rule reference")
+        memo[key] = out
+        return out
+
+    return len(s) in ends(node, 0)
+
+
+_MISSING = object()
+_NAME_JUNK = re.compile(r"[^a-z0-9_]+")
+# per-process caches of immutable languages (patterns and formats recur across schemas)
+_REGEX_CACHE: dict = {}
+_ENC_CACHE: dict = {}
+_ENC_CHAR: dict = {}
+_APPLICATORS = ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef", "$recursiveRef",
+                "dependentSchemas", "dependencies")
+
+
+
+def _types_of(br) -> frozenset:
+    t = _U
+    for a in br:
+        if a[0] == "types":
+            t = t & a[1]
+    return t
+
+
+def _join(base: str, ref: str) -> str:
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    try:
+        return urljoin(base, ref)
+    except ValueError:
+        return ref
+
+
+def _number(val, where, kw) -> Decimal:
+    if isinstance(val, bool) or not isinstance(val, (int, float)):
+        raise SchemaError(f"{kw} must be a number", where, kw)
+    try:
+        d = _dec(val)
+    except (InvalidOperation, ValueError):
+        raise SchemaError(f"{kw} must be a finite number", where, kw) from None
+    if not d.is_finite():
+        raise SchemaError(f"{kw} must be a finite number", where, kw)
+    return d
+
+
+def _count(val, where, kw) -> int:
+    if isinstance(val, bool) or not isinstance(val, (int, float)) or val < 0 or (
+            isinstance(val, float) and not val.is_integer()):
+        raise SchemaError(f"{kw} must be a non-negative integer", where, kw)
+    return int(val)
+
+
+def _nonempty_list(val, where, kw) -> int:
+    if not isinstance(val, list) or not val:
+        raise SchemaError(f"{kw} must be a non-empty array of schemas", where, kw)
+    return len(val)
+
+
+def _format_node(name: str):
+    try:
+        from dotjson.formats import format_to_ir
+    except ImportError:  # pragma: no cover - formats module not available
+        return None
+    return format_to_ir(name)

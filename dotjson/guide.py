@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,7 +14,7 @@ from .errors import (
     DotjsonValueError,
     TokenNotAllowedError,
 )
-from .index import FINISHED, Index
+from .index import FINISHED, Index, _as_int
 from .tokenset import BatchedTokenSet
 
 _POOL: ThreadPoolExecutor | None = None
@@ -63,15 +62,6 @@ def _as_token_array(sampled_tokens, batch_size: int) -> list[int]:
                 f"in row {int(np.argmax(bad))}"
             )
     return [int(t) for t in flat.tolist()]
-
-
-def _as_int(x, what: str) -> int:
-    if isinstance(x, (bool, np.bool_)):
-        raise DotjsonTypeError(f"Invalid {what}: expected an integer, got bool")
-    try:
-        return operator.index(x)
-    except TypeError:
-        raise DotjsonTypeError(f"Invalid {what}: expected an integer, got {x!r}") from None
 
 
 class Guide:

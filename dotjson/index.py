@@ -9,6 +9,7 @@ to numeric bounds. A state's allowed-token bitset is computed the first time dec
 
 from __future__ import annotations
 
+import operator
 import threading
 from typing import Any
 
@@ -612,8 +613,7 @@ class Index:
 
 
 def _as_int(x, what: str) -> int:
-    import operator
-
+    """``x`` as a Python int (NumPy integers included); a :class:`DotjsonTypeError` for anything else."""
     if isinstance(x, (bool, np.bool_)):
         raise DotjsonTypeError(f"Invalid {what}: expected an integer, got bool")
     try:

@@ -4,7 +4,6 @@ serialization, bounded resources, sharing across threads."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import tracemalloc
@@ -13,7 +12,7 @@ import numpy as np
 import pytest
 from naive import allowed_tokens
 
-from dotjson import Guide, Index, ir
+from dotjson import Guide, Index
 from dotjson.errors import IndexFormatError, LimitExceededError, SchemaError
 
 SCHEMAS = {

@@ -32,7 +32,7 @@ FINISHED = -3
 
 #: Trie nodes branching on more bytes than this get a whole automaton row at once; narrower
 #: ones only the transitions the walk asks for.
-_WIDE_NODE = 6
+_WIDE_NODE = 2
 
 _PLAIN_RANGES = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF)]
 _PLAIN_SEQS = plain_seq_arrays([sq for lo, hi in _PLAIN_RANGES for sq in utf8_sequences(lo, hi)])
@@ -539,7 +539,7 @@ class Index:
     def _scratch(self):
         loc = self._local
         if getattr(loc, "st_node", None) is None:
-            depth = self._limit + 2
+            depth = 256 * (self._limit + 2)  # the walk's stack: fan-outs along one path
             loc.st_node = np.zeros(depth, dtype=np.int32)
             loc.st_state = np.zeros(depth, dtype=np.int32)
             loc.st_edge = np.zeros(depth, dtype=np.int32)

@@ -45,51 +45,61 @@ def walk_trie(S, trie, shortcut, out, st_node, st_state, st_edge, sp, ret, pseq,
 
     ``trie`` is ``(child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end)``; the caller
     seeds the stack with the root frame ``(0, start_state, child_ptr[0])``.
+
+    A frame ``(node, state, edge)`` is popped and its remaining edges are scanned in one tight
+    loop with the state's transition row hot in cache; every live child with children is pushed
+    as a new frame (the order does not matter: the result is an OR of bits). The stack therefore
+    holds at most the fan-outs along one root-to-leaf path: ``256 * (depth + 1)`` frames. On an
+    exit the frame is pushed back at the edge being computed, so a resumed walk redoes nothing.
     """
     child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = trie
     trans = S[K.S_TRANS]
     inv_ = S[K.S_INV]
     while sp > 0:
-        top = sp - 1
-        node = st_node[top]
-        state = st_state[top]
-        e = st_edge[top]
-        if e >= child_ptr[node + 1]:
-            sp -= 1
-            continue
-        b = child_byte[e]
-        nxt = trans[state, b]
-        if nxt == -1:
-            if child_ptr[node + 1] - child_ptr[node] > wide:
-                r = K.fill_row(S, state)
-            else:
-                r = K.fill_entry(S, state, b)
-            if r == K.FAIL:
-                ret[R_SP] = sp
-                return EXIT
+        sp -= 1
+        node = st_node[sp]
+        state = st_state[sp]
+        e = st_edge[sp]
+        end = child_ptr[node + 1]
+        fill_wide = end - child_ptr[node] > wide
+        while e < end:
+            b = child_byte[e]
             nxt = trans[state, b]
-        if nxt < 0:
-            st_edge[top] = e + 1
-            continue
-        c = child_node[e]
-        if shortcut:
-            inv = inv_[nxt]
-            if inv < 0:
-                inv = K.plain_inv(S, nxt, pseq, plen)
-                if inv < 0:
-                    ret[R_SP] = sp
+            if nxt == -1:
+                if fill_wide:
+                    r = K.fill_row(S, state)
+                else:
+                    r = K.fill_entry(S, state, b)
+                if r == K.FAIL:
+                    st_node[sp] = node
+                    st_state[sp] = state
+                    st_edge[sp] = e
+                    ret[R_SP] = sp + 1
                     return EXIT
-            if inv == 1:
-                _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
-                st_edge[top] = e + 1
-                continue
-        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
-        st_edge[top] = e + 1
-        if child_ptr[c + 1] > child_ptr[c]:
-            st_node[sp] = c
-            st_state[sp] = nxt
-            st_edge[sp] = child_ptr[c]
-            sp += 1
+                nxt = trans[state, b]
+            if nxt >= 0:
+                c = child_node[e]
+                if shortcut:
+                    inv = inv_[nxt]
+                    if inv < 0:
+                        inv = K.plain_inv(S, nxt, pseq, plen)
+                        if inv < 0:
+                            st_node[sp] = node
+                            st_state[sp] = state
+                            st_edge[sp] = e
+                            ret[R_SP] = sp + 1
+                            return EXIT
+                    if inv == 1:
+                        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
+                        e += 1
+                        continue
+                _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
+                if child_ptr[c + 1] > child_ptr[c]:
+                    st_node[sp] = c
+                    st_state[sp] = nxt
+                    st_edge[sp] = child_ptr[c]
+                    sp += 1
+            e += 1
     ret[R_SP] = 0
     return DONE
 

@@ -1678,11 +1678,13 @@ def plain_inv(S, s, pseq, plen):
     v = inv[s]
     if v >= 0:
         return v
-    # cheap necessary condition first: a plain-invariant state loops on 'a'
-    r = step(S, s, 0x61)
-    if r == FAIL:
+    # cheap necessary condition first: a plain-invariant state loops on 'a' (asked of the
+    # term, so that a state that is not invariant costs one derivative, not a new state)
+    t = S[S_TERM_OF][s]
+    d = deriv(S, t, 0x61)
+    if d < 0:
         return -1
-    if r != s:
+    if d != t:
         inv[s] = 0
         return 0
     front = np.empty(512, dtype=np.int32)

@@ -259,6 +259,7 @@ class Index:
             (t.child_ptr, t.child_byte, t.child_node, t.tok_ptr, t.tok_ids, t.subtree_end)
             for t in (self._tries.special, self._tries.plain)
         )
+        self._big = vocabulary._plain_big_subtrees()
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
         self._eos = np.asarray(sorted(set(int(t) for t in vocabulary.eos_token_ids)), dtype=np.int64)
@@ -560,7 +561,7 @@ class Index:
         pseq, plen = _PLAIN_SEQS
         while _walk.compute_mask(
             a.store, state, self._trie_arrays[0], self._trie_arrays[1], self._tries.plain_bits,
-            pseq, plen, _WIDE_NODE, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
+            self._big[0], self._big[1], pseq, plen, _WIDE_NODE, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
         ) != _walk.DONE:
             a.handle_exit()
         return out

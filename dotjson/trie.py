@@ -80,6 +80,36 @@ class VocabTries:
     max_len: int
 
 
+BIG_SUBTREE = 1024
+
+
+def big_subtree_bits(trie: TokenTrie, n_words: int,
+                     min_tokens: int = BIG_SUBTREE) -> tuple[np.ndarray, np.ndarray]:
+    """Dense token bitsets of the nodes whose subtree holds at least ``min_tokens`` tokens.
+
+    A walk that takes a whole subtree (a plain-invariant state) sets its tokens' bits one by one;
+    for the few dozen nodes near the root of a large vocabulary's plain trie that would be
+    thousands of scattered writes per node, where OR-ing a precomputed bitset is a short
+    vectorised loop. Llama 3's plain trie has 37 such nodes at 1,024 tokens (~0.6 MB).
+
+    Returns
+    -------
+    index : numpy.ndarray
+        ``int32[n_nodes]``: the row of a node's bitset in ``bits``, ``-1`` for a small subtree.
+    bits : numpy.ndarray
+        ``uint32[n_big, n_words]``.
+    """
+    sizes = trie.tok_ptr[trie.subtree_end] - trie.tok_ptr[:-1]
+    nodes = np.flatnonzero(sizes >= min_tokens)
+    index = np.full(trie.n_nodes, -1, dtype=np.int32)
+    index[nodes] = np.arange(nodes.shape[0], dtype=np.int32)
+    bits = np.zeros((nodes.shape[0], n_words), dtype=np.uint32)
+    for k, c in enumerate(nodes):
+        ids = trie.tok_ids[trie.tok_ptr[c]: trie.tok_ptr[trie.subtree_end[c]]].astype(np.int64)
+        np.bitwise_or.at(bits[k], ids >> 5, np.uint32(1) << (ids & 31).astype(np.uint32))
+    return index, bits
+
+
 def is_plain(b: bytes) -> bool:
     """True when ``b`` is non-empty plain JSON string content (see module docstring)."""
     if not b:

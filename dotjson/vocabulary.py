@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .errors import DotjsonOSError, DotjsonTypeError, IndexFormatError, VocabularyError
-from .trie import TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
+from .trie import big_subtree_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
 
 __all__ = ["Vocabulary", "bytes_to_unicode"]
 
@@ -299,7 +299,8 @@ class Vocabulary:
     (b'b', 3, (2,))
     """
 
-    __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_n_tokens")
+    __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_n_tokens",
+                 "_big")
 
     def __init__(self, blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
                  eos_token_ids: tuple[int, ...], tries: VocabTries | None = None,
@@ -313,6 +314,7 @@ class Vocabulary:
         self._fingerprint: str | None = None
         self._list = token_list
         self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
+        self._big = None
 
     # -- constructors ------------------------------------------------------------------------
 
@@ -689,6 +691,14 @@ class Vocabulary:
             self._tries = _vocab_tries_from_packed(blob, starts, lens, ids.astype(np.int64),
                                                    self.max_token_id())
         return self._tries
+
+    def _plain_big_subtrees(self) -> tuple[np.ndarray, np.ndarray]:
+        """The plain trie's big-subtree bitsets (:func:`dotjson.trie.big_subtree_bits`), derived
+        on first use and kept with the vocabulary (never saved: they follow from the trie)."""
+        if self._big is None:
+            tries = self.tries
+            self._big = big_subtree_bits(tries.plain, tries.n_words)
+        return self._big
 
     def __repr__(self) -> str:
         return (f"Vocabulary({len(self)} tokens, max_token_id={self.max_token_id()}, "

@@ -283,3 +283,24 @@ def test_shared_index_across_threads(tiny_bpe_vocab, tiny_bpe_tokenizer):
         s1 = index._auto.walk_bytes(index.initial_state, prefix)
         s2 = fresh._auto.walk_bytes(fresh.initial_state, prefix)
         assert (index.mask(s1) == fresh.mask(s2)).all()
+
+
+@pytest.mark.parametrize("name", ["person", "any", "open"])
+def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_vocab):
+    """Every subtree taken through a precomputed bitset (threshold 1 token) gives the same masks
+    as the slow reference: the walk's bitset path is exercised on a small vocabulary too."""
+    from dotjson.trie import big_subtree_bits
+
+    vocab = tiny_bpe_vocab
+    saved = vocab._big
+    vocab._big = big_subtree_bits(vocab.tries.plain, vocab.tries.n_words, min_tokens=1)
+    try:
+        assert (vocab._big[0] >= 0).all()
+        index = Index(SCHEMAS[name], vocab, close_objects=False)
+        for doc in DOCS[name]:
+            for prefix in _prefixes(doc):
+                state = index._auto.walk_bytes(index.initial_state, prefix)
+                got = _bits(index.mask(state), vocab.max_token_id())
+                assert got == allowed_tokens(index, vocab, prefix), (name, prefix)
+    finally:
+        vocab._big = saved

@@ -7,7 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from dotjson.trie import TokenTrie, _pack, _plain_mask, build_trie, build_vocab_tries, is_plain
+from dotjson.trie import (
+    TokenTrie, _pack, _plain_mask, big_subtree_bits, build_trie, build_vocab_tries, is_plain,
+)
 
 # --------------------------------------------------------------------------------------------
 # Pure-Python reference
@@ -211,3 +213,20 @@ def test_qwen_tries_against_reference(qwen_vocab):
     tries = qwen_vocab.tries
     assert_trie_equals_reference(tries.plain, [(b, i) for b, i in items if naive_is_plain(b)])
     assert_trie_equals_reference(tries.special, [(b, i) for b, i in items if not naive_is_plain(b)])
+
+
+@pytest.mark.parametrize("min_tokens", [1, 3, 50])
+def test_big_subtree_bits_hold_exactly_the_subtree_tokens(min_tokens):
+    rng = random.Random(min_tokens)
+    items = [(bytes(rng.choice(b"abc") for _ in range(rng.randint(1, 5))), i) for i in range(300)]
+    trie = build_trie(items)
+    n_words = (300 + 31) // 32
+    index, bits = big_subtree_bits(trie, n_words, min_tokens)
+    for node in range(trie.n_nodes):
+        ids = trie.tok_ids[trie.tok_ptr[node]: trie.tok_ptr[trie.subtree_end[node]]]
+        if len(ids) < min_tokens:
+            assert index[node] == -1
+            continue
+        row = bits[index[node]]
+        got = {w * 32 + b for w in range(n_words) for b in range(32) if (int(row[w]) >> b) & 1}
+        assert got == {int(t) for t in ids}

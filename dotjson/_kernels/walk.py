@@ -39,12 +39,15 @@ def _set_bits(out, tok_ids, lo, hi):
 
 
 @nb.njit(**NJIT_OPTS)
-def walk_trie(S, trie, shortcut, out, st_node, st_state, st_edge, sp, ret, pseq, plen, wide):
+def walk_trie(S, trie, shortcut, big, big_bits, out, st_node, st_state, st_edge, sp, ret, pseq, plen,
+              wide):
     """Resume a walk of ``trie`` whose stack holds ``sp`` frames; ``DONE``, or ``EXIT`` with the
     stack depth in ``ret[R_SP]`` (see the module docstring).
 
     ``trie`` is ``(child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end)``; the caller
-    seeds the stack with the root frame ``(0, start_state, child_ptr[0])``.
+    seeds the stack with the root frame ``(0, start_state, child_ptr[0])``. With ``shortcut``, a
+    node reached in a plain-invariant state takes its whole subtree: its precomputed bitset when
+    ``big[node] >= 0`` (a row of ``big_bits``), else its tokens one by one.
 
     A frame ``(node, state, edge)`` is popped and its remaining edges are scanned in one tight
     loop with the state's transition row hot in cache; every live child with children is pushed
@@ -90,7 +93,11 @@ def walk_trie(S, trie, shortcut, out, st_node, st_state, st_edge, sp, ret, pseq,
                             ret[R_SP] = sp + 1
                             return EXIT
                     if inv == 1:
-                        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
+                        k = big[c]
+                        if k >= 0:
+                            or_words(out, big_bits[k])
+                        else:
+                            _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
                         e += 1
                         continue
                 _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
@@ -105,10 +112,11 @@ def walk_trie(S, trie, shortcut, out, st_node, st_state, st_edge, sp, ret, pseq,
 
 
 @nb.njit(**NJIT_OPTS)
-def compute_mask(S, state, special, plain, plain_bits, pseq, plen, wide, out, st_node, st_state,
-                 st_edge, ret):
+def compute_mask(S, state, special, plain, plain_bits, big, big_bits, pseq, plen, wide, out,
+                 st_node, st_state, st_edge, ret):
     """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's
-    walk, then the plain trie's (or the whole plain bitset for a plain-invariant state).
+    walk, then the plain trie's (or the whole plain bitset for a plain-invariant state);
+    ``big``/``big_bits``: the plain trie's big-subtree bitsets (:func:`dotjson.trie.big_subtree_bits`).
 
     Resumable: the caller sets ``ret[R_PHASE] = PH_START`` once and calls again after each
     ``EXIT`` until ``DONE``.
@@ -139,8 +147,8 @@ def compute_mask(S, state, special, plain, plain_bits, pseq, plen, wide, out, st
             continue
         if ph == PH_SPECIAL or ph == PH_PLAIN:
             trie = special if ph == PH_SPECIAL else plain
-            r = walk_trie(S, trie, ph == PH_PLAIN, out, st_node, st_state, st_edge, ret[R_SP],
-                          ret, pseq, plen, wide)
+            r = walk_trie(S, trie, ph == PH_PLAIN, big, big_bits, out, st_node, st_state, st_edge,
+                          ret[R_SP], ret, pseq, plen, wide)
             if r == EXIT:
                 return EXIT
             if ph == PH_PLAIN:

@@ -82,7 +82,8 @@ def walk_trie(S, trie, shortcut, big, big_bits, out, st_node, st_state, st_edge,
                 nxt = trans[state, b]
             if nxt >= 0:
                 c = child_node[e]
-                if shortcut:
+                has_kids = child_ptr[c + 1] > child_ptr[c]
+                if shortcut and has_kids:  # at a leaf the shortcut has nothing to skip
                     inv = inv_[nxt]
                     if inv < 0:
                         inv = K.plain_inv(S, nxt, pseq, plen)
@@ -101,7 +102,7 @@ def walk_trie(S, trie, shortcut, big, big_bits, out, st_node, st_state, st_edge,
                         e += 1
                         continue
                 _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
-                if child_ptr[c + 1] > child_ptr[c]:
+                if has_kids:
                     st_node[sp] = c
                     st_state[sp] = nxt
                     st_edge[sp] = child_ptr[c]

@@ -304,3 +304,20 @@ def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_voca
                 assert got == allowed_tokens(index, vocab, prefix), (name, prefix)
     finally:
         vocab._big = saved
+
+
+@pytest.mark.parametrize("name", ["person", "tree", "open"])
+def test_masks_equal_slow_reference_when_the_store_grows_mid_walk(name, tiny_bpe_vocab, monkeypatch):
+    """A store started nearly empty grows (an exit to Python, then a resumed walk) inside almost
+    every kernel call; the masks must not change."""
+    from dotjson.automaton import Automaton
+
+    monkeypatch.setattr(Automaton, "INITIAL_TERMS", 16)
+    monkeypatch.setattr(Automaton, "INITIAL_STATES", 2)
+    vocab = tiny_bpe_vocab
+    index = Index(SCHEMAS[name], vocab, close_objects=False)
+    for doc in DOCS[name]:
+        for prefix in _prefixes(doc):
+            state = index._auto.walk_bytes(index.initial_state, prefix)
+            got = _bits(index.mask(state), vocab.max_token_id())
+            assert got == allowed_tokens(index, vocab, prefix), (name, prefix)

@@ -94,7 +94,15 @@ class Automaton:
 
     # ------------------------------------------------------------------ the store
 
-    def _new_store(self, terms=1024, states=64):
+    # Initial capacities: a typical schema's first document fits (each growth is an exit to
+    # Python that copies the arrays; ~0.8 MB up front, ~20 µs). Tests shrink them to exercise
+    # growth in the middle of every kernel.
+    INITIAL_TERMS = 4096
+    INITIAL_STATES = 256
+
+    def _new_store(self, terms=None, states=None):
+        terms = self.INITIAL_TERMS if terms is None else terms
+        states = self.INITIAL_STATES if states is None else states
         n_rules = len(self.rules.names)
         self._a = a = {}
         a["ti"] = np.zeros((terms, 4), dtype=np.int32)

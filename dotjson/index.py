@@ -259,7 +259,8 @@ class Index:
             (t.child_ptr, t.child_byte, t.child_node, t.tok_ptr, t.tok_ids, t.subtree_end)
             for t in (self._tries.special, self._tries.plain)
         )
-        self._big = vocabulary._plain_big_subtrees()
+        self._walk_tables = vocabulary._walk_tables()
+        self._special_mode = _walk.WALK_RUNS
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
         self._eos = np.asarray(sorted(set(int(t) for t in vocabulary.eos_token_ids)), dtype=np.int64)
@@ -540,7 +541,8 @@ class Index:
     def _scratch(self):
         loc = self._local
         if getattr(loc, "st_node", None) is None:
-            depth = 256 * (self._limit + 2)  # the walk's stack: fan-outs along one path
+            # the walk's stack: fan-outs along one path, or every node of the special trie
+            depth = 256 * (self._limit + 2) + self._tries.special.n_nodes
             loc.st_node = np.zeros(depth, dtype=np.int32)
             loc.st_state = np.zeros(depth, dtype=np.int32)
             loc.st_edge = np.zeros(depth, dtype=np.int32)
@@ -561,7 +563,8 @@ class Index:
         pseq, plen = _PLAIN_SEQS
         while _walk.compute_mask(
             a.store, state, self._trie_arrays[0], self._trie_arrays[1], self._tries.plain_bits,
-            self._big[0], self._big[1], pseq, plen, _WIDE_NODE, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
+            *self._walk_tables, self._special_mode, pseq, plen, _WIDE_NODE, out, sc.st_node,
+            sc.st_state, sc.st_edge, sc.ret,
         ) != _walk.DONE:
             a.handle_exit()
         return out

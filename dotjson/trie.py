@@ -110,6 +110,80 @@ def big_subtree_bits(trie: TokenTrie, n_words: int,
     return index, bits
 
 
+@numba.njit(**NJIT_OPTS)
+def _ascii_runs_kernel(child_ptr, child_byte, child_node, tok_ptr, tok_ids, is_run, fill,
+                       run_ptr, run_toks, exit_ptr, exit_nodes):
+    """Count (``fill`` False) or write the run tokens and exit nodes of every node (see
+    :func:`ascii_runs`); one bounded depth-first search per node over run bytes only."""
+    n = child_ptr.shape[0] - 1
+    stack = np.empty(n + 1, dtype=np.int32)
+    nr = 0
+    ne = 0
+    for c in range(n):
+        if fill:
+            nr = run_ptr[c]
+            ne = exit_ptr[c]
+        else:
+            run_ptr[c] = nr
+            exit_ptr[c] = ne
+        sp = 1
+        stack[0] = c
+        while sp > 0:
+            sp -= 1
+            x = stack[sp]
+            for e in range(child_ptr[x], child_ptr[x + 1]):
+                d = child_node[e]
+                if is_run[child_byte[e]]:
+                    for i in range(tok_ptr[d], tok_ptr[d + 1]):
+                        if fill:
+                            run_toks[nr] = tok_ids[i]
+                        nr += 1
+                    if child_ptr[d + 1] > child_ptr[d]:
+                        stack[sp] = d
+                        sp += 1
+                else:
+                    if fill:
+                        exit_nodes[ne] = d
+                    ne += 1
+    if not fill:
+        run_ptr[n] = nr
+        exit_ptr[n] = ne
+    return 0
+
+
+_ASCII_RUN = np.array([0x20 <= b <= 0x7E and b not in (0x22, 0x5C) for b in range(256)],
+                      dtype=np.bool_)
+
+
+def ascii_runs(trie: TokenTrie) -> tuple[np.ndarray, ...]:
+    """For every node ``c``, the tokens and exits of the ASCII plain runs below it.
+
+    In a state unchanged by every plain character, the bytes ``0x20..0x7E`` other than ``"`` and
+    ``\\`` leave the state as it is, so below a node ``c`` reached in such a state every token
+    whose remaining bytes are all such bytes is allowed (``run_toks[run_ptr[c]:run_ptr[c+1]]``),
+    and the walk need only continue at the *exits*: the nodes entered by another byte after a
+    run (``exit_nodes[exit_ptr[c]:exit_ptr[c+1]]``), from the same state. In the special trie
+    (tokens holding a quote, a backslash, a control or a partial character) most nodes lie on
+    such runs: ``"name"`` is reached by ``"``, a run ``name`` and the exit ``"``.
+
+    Returns
+    -------
+    in_byte, run_ptr, run_toks, exit_ptr, exit_nodes : numpy.ndarray
+        ``in_byte[d]``: the byte of the edge into node ``d`` (0 at the root).
+    """
+    n = trie.n_nodes
+    in_byte = np.zeros(n, dtype=np.uint8)
+    in_byte[trie.child_node] = trie.child_byte
+    run_ptr = np.zeros(n + 1, dtype=np.int64)
+    exit_ptr = np.zeros(n + 1, dtype=np.int64)
+    args = (trie.child_ptr, trie.child_byte, trie.child_node, trie.tok_ptr, trie.tok_ids, _ASCII_RUN)
+    _ascii_runs_kernel(*args, False, run_ptr, np.zeros(0, np.int32), exit_ptr, np.zeros(0, np.int32))
+    run_toks = np.empty(int(run_ptr[n]), dtype=np.int32)
+    exit_nodes = np.empty(int(exit_ptr[n]), dtype=np.int32)
+    _ascii_runs_kernel(*args, True, run_ptr, run_toks, exit_ptr, exit_nodes)
+    return in_byte, run_ptr, run_toks, exit_ptr, exit_nodes
+
+
 def is_plain(b: bytes) -> bool:
     """True when ``b`` is non-empty plain JSON string content (see module docstring)."""
     if not b:

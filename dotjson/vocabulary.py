@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .errors import DotjsonOSError, DotjsonTypeError, IndexFormatError, VocabularyError
-from .trie import big_subtree_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
+from .trie import ascii_runs, big_subtree_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
 
 __all__ = ["Vocabulary", "bytes_to_unicode"]
 
@@ -300,7 +300,7 @@ class Vocabulary:
     """
 
     __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_n_tokens",
-                 "_big")
+                 "_walk")
 
     def __init__(self, blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
                  eos_token_ids: tuple[int, ...], tries: VocabTries | None = None,
@@ -314,7 +314,7 @@ class Vocabulary:
         self._fingerprint: str | None = None
         self._list = token_list
         self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
-        self._big = None
+        self._walk = None
 
     # -- constructors ------------------------------------------------------------------------
 
@@ -692,13 +692,15 @@ class Vocabulary:
                                                    self.max_token_id())
         return self._tries
 
-    def _plain_big_subtrees(self) -> tuple[np.ndarray, np.ndarray]:
-        """The plain trie's big-subtree bitsets (:func:`dotjson.trie.big_subtree_bits`), derived
-        on first use and kept with the vocabulary (never saved: they follow from the trie)."""
-        if self._big is None:
+    def _walk_tables(self) -> tuple:
+        """Tables the mask walk uses beside the tries, derived on first use and kept with the
+        vocabulary (never saved: they follow from the tries): the plain trie's big-subtree
+        bitsets (:func:`dotjson.trie.big_subtree_bits`) and the special trie's ASCII runs
+        (:func:`dotjson.trie.ascii_runs`), as ``(big_index, big_bits, runs)``."""
+        if self._walk is None:
             tries = self.tries
-            self._big = big_subtree_bits(tries.plain, tries.n_words)
-        return self._big
+            self._walk = (*big_subtree_bits(tries.plain, tries.n_words), ascii_runs(tries.special))
+        return self._walk
 
     def __repr__(self) -> str:
         return (f"Vocabulary({len(self)} tokens, max_token_id={self.max_token_id()}, "

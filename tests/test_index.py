@@ -292,10 +292,10 @@ def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_voca
     from dotjson.trie import big_subtree_bits
 
     vocab = tiny_bpe_vocab
-    saved = vocab._big
-    vocab._big = big_subtree_bits(vocab.tries.plain, vocab.tries.n_words, min_tokens=1)
+    saved = vocab._walk_tables()
+    vocab._walk = (*big_subtree_bits(vocab.tries.plain, vocab.tries.n_words, min_tokens=1), saved[2])
     try:
-        assert (vocab._big[0] >= 0).all()
+        assert (vocab._walk[0] >= 0).all()
         index = Index(SCHEMAS[name], vocab, close_objects=False)
         for doc in DOCS[name]:
             for prefix in _prefixes(doc):
@@ -303,7 +303,7 @@ def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_voca
                 got = _bits(index.mask(state), vocab.max_token_id())
                 assert got == allowed_tokens(index, vocab, prefix), (name, prefix)
     finally:
-        vocab._big = saved
+        vocab._walk = saved
 
 
 @pytest.mark.parametrize("name", ["person", "tree", "open"])
@@ -321,3 +321,23 @@ def test_masks_equal_slow_reference_when_the_store_grows_mid_walk(name, tiny_bpe
             state = index._auto.walk_bytes(index.initial_state, prefix)
             got = _bits(index.mask(state), vocab.max_token_id())
             assert got == allowed_tokens(index, vocab, prefix), (name, prefix)
+
+
+def test_special_trie_run_shortcut_equals_full_walk_real_vocab(llama3_vocab, llama3_tokenizer):
+    """The special trie walked through its ASCII runs and exits gives, at every state of real
+    documents (strings with quotes inside tokens, keys, escapes), the masks of the node-by-node
+    walk."""
+    from dotjson._kernels import walk
+
+    for name in ("person", "open", "any", "tree"):
+        fast = Index(SCHEMAS[name], llama3_vocab, close_objects=False)
+        full = Index(SCHEMAS[name], llama3_vocab, close_objects=False)
+        full._special_mode = walk.WALK_ALL
+        for doc in DOCS[name]:
+            for text in (doc, json.dumps(json.loads(doc), indent=2)):
+                ids = llama3_tokenizer.encode(text, add_special_tokens=False)
+                s = u = fast.initial_state
+                u = full.initial_state
+                for t in ids:
+                    assert np.array_equal(fast.mask(s), full.mask(u)), (name, text)
+                    s, u = fast.next_state(s, t), full.next_state(u, t)

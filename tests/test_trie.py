@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from dotjson.trie import (
-    TokenTrie, _pack, _plain_mask, big_subtree_bits, build_trie, build_vocab_tries, is_plain,
+    TokenTrie, _pack, _plain_mask, ascii_runs, big_subtree_bits, build_trie, build_vocab_tries,
+    is_plain,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -230,3 +231,29 @@ def test_big_subtree_bits_hold_exactly_the_subtree_tokens(min_tokens):
         row = bits[index[node]]
         got = {w * 32 + b for w in range(n_words) for b in range(32) if (int(row[w]) >> b) & 1}
         assert got == {int(t) for t in ids}
+
+
+def test_ascii_runs_against_reference():
+    rng = random.Random(7)
+    alphabet = b'ab"\\\x01 \xc3\xa9'
+    items = [(bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 6))), i) for i in range(400)]
+    trie = build_trie(items)
+    in_byte, run_ptr, run_toks, exit_ptr, exit_nodes = ascii_runs(trie)
+    run = {b for b in range(0x20, 0x7F)} - {0x22, 0x5C}
+    # reference: node -> path bytes, from the trie itself
+    path = {0: b""}
+    for n in range(trie.n_nodes):
+        for e in range(trie.child_ptr[n], trie.child_ptr[n + 1]):
+            path[int(trie.child_node[e])] = path[n] + bytes([trie.child_byte[e]])
+    for c in range(trie.n_nodes):
+        pc = path[c]
+        want_toks, want_exits = set(), set()
+        for d in range(c + 1, trie.subtree_end[c]):
+            rest = path[d][len(pc):]
+            if all(b in run for b in rest):
+                want_toks |= {int(t) for t in trie.tok_ids[trie.tok_ptr[d]: trie.tok_ptr[d + 1]]}
+            elif rest[-1] not in run and all(b in run for b in rest[:-1]):
+                want_exits.add(d)
+        assert set(run_toks[run_ptr[c]: run_ptr[c + 1]].tolist()) == want_toks
+        assert set(exit_nodes[exit_ptr[c]: exit_ptr[c + 1]].tolist()) == want_exits
+        assert all(in_byte[d] == path[d][-1] for d in want_exits)

@@ -29,6 +29,9 @@ EXIT = 1
 # ``ret`` slots of :func:`compute_mask` (a resumable computation).
 R_SP, R_PHASE = 0, 1
 PH_START, PH_SPECIAL, PH_INV, PH_PLAIN, PH_DONE = range(5)
+# walk_trie modes
+WALK_ALL, WALK_PLAIN, WALK_RUNS = range(3)
+RUNS_MIN_NODES = 32  # the special trie's run shortcut is tried below nodes this large
 
 
 @nb.njit(**NJIT_OPTS)
@@ -38,24 +41,41 @@ def _set_bits(out, tok_ids, lo, hi):
         out[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
 
 
+@nb.njit(inline="always", **NJIT_OPTS)
+def _suspend(st_node, st_state, st_edge, sp, node, state, e, ret):
+    st_node[sp] = node
+    st_state[sp] = state
+    st_edge[sp] = e
+    ret[R_SP] = sp + 1
+    return EXIT
+
+
 @nb.njit(**NJIT_OPTS)
-def walk_trie(S, trie, shortcut, big, big_bits, out, st_node, st_state, st_edge, sp, ret, pseq, plen,
-              wide):
+def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge, sp, ret, pseq,
+              plen, wide):
     """Resume a walk of ``trie`` whose stack holds ``sp`` frames; ``DONE``, or ``EXIT`` with the
     stack depth in ``ret[R_SP]`` (see the module docstring).
 
     ``trie`` is ``(child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end)``; the caller
-    seeds the stack with the root frame ``(0, start_state, child_ptr[0])``. With ``shortcut``, a
-    node reached in a plain-invariant state takes its whole subtree: its precomputed bitset when
-    ``big[node] >= 0`` (a row of ``big_bits``), else its tokens one by one.
+    seeds the stack with the root frame ``(0, start_state, child_ptr[0])``. A node with children
+    reached in a plain-invariant state is shortcut by ``mode``:
+
+    * ``WALK_PLAIN`` (the plain trie): it takes its whole subtree, through its precomputed bitset
+      when ``big[node] >= 0`` (a row of ``big_bits``), else its tokens one by one;
+    * ``WALK_RUNS`` (the special trie): it takes the tokens of its ASCII plain runs and the walk
+      goes on at its exits only (``runs``: :func:`dotjson.trie.ascii_runs`), in a frame whose
+      ``edge`` is ``-1 - k`` (the next exit to visit is the ``k``-th);
+    * ``WALK_ALL``: no shortcut (the reference the others are tested against).
 
     A frame ``(node, state, edge)`` is popped and its remaining edges are scanned in one tight
     loop with the state's transition row hot in cache; every live child with children is pushed
-    as a new frame (the order does not matter: the result is an OR of bits). The stack therefore
-    holds at most the fan-outs along one root-to-leaf path: ``256 * (depth + 1)`` frames. On an
-    exit the frame is pushed back at the edge being computed, so a resumed walk redoes nothing.
+    as a new frame (the order does not matter: the result is an OR of bits). A node is pushed at
+    most once per walk, and at most the fan-outs along one path are waiting: the stack needs
+    ``min(n_nodes, 256 * (depth + 1))`` frames. On an exit the frame is pushed back at the edge
+    being computed, so a resumed walk redoes nothing (setting a bit twice is harmless).
     """
     child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = trie
+    in_byte, run_ptr, run_toks, exit_ptr, exit_nodes = runs
     trans = S[K.S_TRANS]
     inv_ = S[K.S_INV]
     while sp > 0:
@@ -63,6 +83,37 @@ def walk_trie(S, trie, shortcut, big, big_bits, out, st_node, st_state, st_edge,
         node = st_node[sp]
         state = st_state[sp]
         e = st_edge[sp]
+        if e < 0:  # the exits of an ASCII-run shortcut, from the k-th on
+            k = -1 - e
+            base = exit_ptr[node]
+            n_exits = exit_ptr[node + 1] - base
+            while k < n_exits:
+                d = exit_nodes[base + k]
+                b = in_byte[d]
+                nxt = trans[state, b]
+                if nxt == -1:
+                    if K.fill_row(S, state) == K.FAIL:
+                        return _suspend(st_node, st_state, st_edge, sp, node, state, -1 - k, ret)
+                    nxt = trans[state, b]
+                if nxt >= 0:
+                    _set_bits(out, tok_ids, tok_ptr[d], tok_ptr[d + 1])
+                    if child_ptr[d + 1] > child_ptr[d]:
+                        inv = inv_[nxt] if subtree_end[d] - d >= RUNS_MIN_NODES else 0
+                        if inv < 0:
+                            inv = K.plain_inv(S, nxt, pseq, plen)
+                            if inv < 0:
+                                return _suspend(st_node, st_state, st_edge, sp, node, state,
+                                                -1 - k, ret)
+                        st_node[sp] = d
+                        st_state[sp] = nxt
+                        if inv == 1:
+                            _set_bits(out, run_toks, run_ptr[d], run_ptr[d + 1])
+                            st_edge[sp] = -1
+                        else:
+                            st_edge[sp] = child_ptr[d]
+                        sp += 1
+                k += 1
+            continue
         end = child_ptr[node + 1]
         fill_wide = end - child_ptr[node] > wide
         while e < end:
@@ -74,38 +125,38 @@ def walk_trie(S, trie, shortcut, big, big_bits, out, st_node, st_state, st_edge,
                 else:
                     r = K.fill_entry(S, state, b)
                 if r == K.FAIL:
-                    st_node[sp] = node
-                    st_state[sp] = state
-                    st_edge[sp] = e
-                    ret[R_SP] = sp + 1
-                    return EXIT
+                    return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
                 nxt = trans[state, b]
             if nxt >= 0:
                 c = child_node[e]
                 has_kids = child_ptr[c + 1] > child_ptr[c]
-                if shortcut and has_kids:  # at a leaf the shortcut has nothing to skip
+                inv = 0
+                # at a leaf a shortcut has nothing to skip; in the special trie a small subtree is
+                # walked faster than the plain-invariance of a new state is decided
+                if has_kids and (mode == WALK_PLAIN or (
+                        mode == WALK_RUNS and subtree_end[c] - c >= RUNS_MIN_NODES)):
                     inv = inv_[nxt]
                     if inv < 0:
                         inv = K.plain_inv(S, nxt, pseq, plen)
                         if inv < 0:
-                            st_node[sp] = node
-                            st_state[sp] = state
-                            st_edge[sp] = e
-                            ret[R_SP] = sp + 1
-                            return EXIT
-                    if inv == 1:
-                        k = big[c]
-                        if k >= 0:
-                            or_words(out, big_bits[k])
-                        else:
-                            _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
-                        e += 1
-                        continue
+                            return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                if inv == 1 and mode == WALK_PLAIN:
+                    kb = big[c]
+                    if kb >= 0:
+                        or_words(out, big_bits[kb])
+                    else:
+                        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
+                    e += 1
+                    continue
                 _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
                 if has_kids:
                     st_node[sp] = c
                     st_state[sp] = nxt
-                    st_edge[sp] = child_ptr[c]
+                    if inv == 1:  # WALK_RUNS
+                        _set_bits(out, run_toks, run_ptr[c], run_ptr[c + 1])
+                        st_edge[sp] = -1
+                    else:
+                        st_edge[sp] = child_ptr[c]
                     sp += 1
             e += 1
     ret[R_SP] = 0
@@ -113,11 +164,13 @@ def walk_trie(S, trie, shortcut, big, big_bits, out, st_node, st_state, st_edge,
 
 
 @nb.njit(**NJIT_OPTS)
-def compute_mask(S, state, special, plain, plain_bits, big, big_bits, pseq, plen, wide, out,
-                 st_node, st_state, st_edge, ret):
+def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, special_mode, pseq, plen,
+                 wide, out, st_node, st_state, st_edge, ret):
     """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's
     walk, then the plain trie's (or the whole plain bitset for a plain-invariant state);
-    ``big``/``big_bits``: the plain trie's big-subtree bitsets (:func:`dotjson.trie.big_subtree_bits`).
+    ``big``/``big_bits``: the plain trie's big-subtree bitsets (:func:`dotjson.trie.big_subtree_bits`);
+    ``runs``: the special trie's ASCII runs (:func:`dotjson.trie.ascii_runs`), used when
+    ``special_mode`` is ``WALK_RUNS`` (``WALK_ALL``: the special trie walked node by node).
 
     Resumable: the caller sets ``ret[R_PHASE] = PH_START`` once and calls again after each
     ``EXIT`` until ``DONE``.
@@ -148,7 +201,8 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, pseq, plen
             continue
         if ph == PH_SPECIAL or ph == PH_PLAIN:
             trie = special if ph == PH_SPECIAL else plain
-            r = walk_trie(S, trie, ph == PH_PLAIN, big, big_bits, out, st_node, st_state, st_edge,
+            mode = WALK_PLAIN if ph == PH_PLAIN else special_mode
+            r = walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
                           ret[R_SP], ret, pseq, plen, wide)
             if r == EXIT:
                 return EXIT

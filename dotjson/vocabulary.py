@@ -28,7 +28,6 @@ import json
 import os
 import re
 import struct
-import zlib
 from pathlib import Path
 from typing import Iterable, Sequence
 

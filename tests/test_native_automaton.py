@@ -236,6 +236,31 @@ def test_nesting_10000_deep():
     assert not a.matches(b"[" * 10_000 + b"x" + b"]" * 9_999)
 
 
+@pytest.mark.parametrize("prefix", [
+    b'{"a":' * 80 + b'{"b":"xy',  # deep stack under a string with maxLength
+    b'{"a":' * 80 + b'{"zz',  # deep stack under a key other than "a" (a Diff: emptiness)
+    b'{"a":' * 80 + b'{"c":[1,',
+])
+def test_deep_stack_masks_equal_reference(prefix, tiny_bpe_vocab):
+    """Clamping and emptiness treat a sequence as cons cells (head, memoized tail): a new state
+    on top of a deep stack costs O(1). The masks stay those of the reference engine."""
+    schema = {"type": "object", "properties": {"a": {"$ref": "#"}, "b": {"type": "string", "maxLength": 5},
+                                               "c": {"type": "array", "maxItems": 300}},
+              "additionalProperties": {"type": "integer"}}
+    vocab = tiny_bpe_vocab
+    index = Index(schema, vocab)
+    ref = naive.Automaton(index.ir)
+    a = index._auto
+    s, r = index.initial_state, ref.start
+    for i in range(len(prefix)):
+        s, r = a.walk_bytes(s, prefix[i : i + 1]), ref.walk_bytes(r, prefix[i : i + 1])
+        assert s >= 0 and r >= 0
+        if i > len(prefix) - 4:
+            m = index.mask(s)
+            got = {t for t in range(vocab.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
+            assert got == _ref_mask(ref, r, vocab)
+
+
 def test_budgets_raise_from_status_codes():
     g = ir.Grammar({"v": ir.Alt((ir.Lit("x"), ir.Seq((ir.Lit("["), ir.Ref("v"), ir.Lit("]")))))},
                    "v")

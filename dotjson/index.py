@@ -18,6 +18,7 @@ import numpy as np
 from . import ir
 from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, plain_seq_arrays, utf8_sequences
+from .automaton import counters as _ctr
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
@@ -29,6 +30,13 @@ from .errors import (
 
 #: State of a row after EOS was sampled.
 FINISHED = -3
+
+#: Counter-carrying state ids (see :mod:`dotjson.automaton.counters`): ``_VIRT | (offset +
+#: _C_BIAS) << 31 | shape``, the shape an automaton state, the offset what its marker counter's
+#: bounds lack from the exact ones. Ordinary state ids are below ``2**31``.
+_VIRT = 1 << 62
+_C_BIAS = 1 << 30
+_LOW31 = (1 << 31) - 1
 
 #: Trie nodes branching on more bytes than this get a whole automaton row at once; narrower
 #: ones only the transitions the walk asks for.
@@ -273,6 +281,11 @@ class Index:
         self._mask_of_key: dict[int, int] = {}
         self._state_row: dict[int, int] = {}  # state -> memo row (a cache of the clamped lookup)
         self._next: dict[int, int] = {}
+        # Counter-carrying states: a counter at least ``_far`` from its bounds cannot reach them
+        # within one token, nor within the next (its mask is the clamped key's either way).
+        self._far = 2 * self._limit + 2
+        self._virt: dict[int, int] = {}  # state without markers -> its id (counter-carrying or itself)
+        self._shape_info: dict[int, tuple[int, int, int]] = {}  # successor of a shape -> (marker min, canonical shape, shift)
         self._grammar_text: str | None = None
         self._local = threading.local()
 
@@ -315,7 +328,7 @@ class Index:
     def is_accepting(self, state: int) -> bool:
         """True when the text that led to ``state`` is a complete document (EOS allowed)."""
         state = self._check_state(state)
-        return state >= 0 and bool(self._auto.accepting[state])
+        return state >= 0 and bool(self._auto.accepting[state & _LOW31])
 
     def accepts(self, text: str | bytes) -> bool:
         """True when ``text`` is a complete valid document for this index."""
@@ -328,6 +341,8 @@ class Index:
     def _check_state(self, state) -> int:
         """``state`` as an int: a state expanded so far, :data:`FINISHED` or ``-2`` (dead)."""
         s = _as_int(state, "state")
+        if s >= _VIRT and self._valid_virtual(s):
+            return s
         if not (s in (FINISHED, DEAD) or 0 <= s < self._auto.n_states):
             raise DotjsonIndexError(
                 f"Invalid state {s}: expected 0 <= state < {self._auto.n_states} (the states "
@@ -398,8 +413,18 @@ class Index:
             return FINISHED if token_id in self._eos_set else DEAD
         if state < 0:
             return DEAD
+        if state >= _VIRT:
+            return self._next_virtual(state, token_id)
         if token_id in self._eos_set:
             return FINISHED if self._auto.accepting[state] else DEAD
+        r = self._step(state, token_id)
+        if r < 0:
+            return r
+        v = self._virt.get(r)
+        return v if v is not None else self._virtualize(r)
+
+    def _step(self, state: int, token_id: int) -> int:
+        """The automaton state after ``token_id`` (no EOS), memoized."""
         key = state * 4_294_967_296 + token_id
         r = self._next.get(key)
         if r is not None:
@@ -411,6 +436,64 @@ class Index:
             r = self._auto.walk_bytes(state, data)
         self._next[key] = r
         return r
+
+    # ------------------------------------------------------------------ counter-carrying states
+
+    def _virtualize(self, s: int) -> int:
+        """The id of state ``s`` (a successor holding no marker): a counter-carrying id when
+        its sequence starts with a counter far from its bounds, else ``s``."""
+        a = self._auto
+        t = a.term_of(s)
+        v = s
+        if a.marker_min(t) == _ctr.NONE:  # a shape reached by a raw state id stays as it is
+            got = a.make_shape(t, self._far)
+            if got is not None:
+                shape, c = got
+                v = _VIRT | (c + _C_BIAS) << 31 | a.state(shape)
+        self._virt[s] = v
+        return v
+
+    def _info(self, s: int) -> tuple[int, int, int]:
+        """``(marker min, canonical shape, shift)`` of automaton state ``s``."""
+        info = self._shape_info.get(s)
+        if info is None:
+            a = self._auto
+            t = a.term_of(s)
+            m = a.marker_min(t)
+            if m == _ctr.NONE or m == _ctr.MARK:
+                info = (m, s, 0)
+            else:
+                d = _ctr.MARK - m
+                info = (m, a.state(a.shift_markers(t, d)), d)
+            self._shape_info[s] = info
+        return info
+
+    def _valid_virtual(self, v: int) -> bool:
+        shape, c = v & _LOW31, ((v >> 31) & _LOW31) - _C_BIAS
+        if v >> 62 != 1 or shape >= self._auto.n_states:
+            return False
+        m, canon, _ = self._info(shape)
+        return m == _ctr.MARK and canon == shape and m + c >= self._far
+
+    def _next_virtual(self, v: int, token_id: int) -> int:
+        """:meth:`_next_state` of counter-carrying id ``v``: the token walked from the shape,
+        the offset updated; exact counts again once a bound is near."""
+        shape, c = v & _LOW31, ((v >> 31) & _LOW31) - _C_BIAS
+        if token_id in self._eos_set:
+            return FINISHED if self._auto.accepting[shape] else DEAD
+        r = self._step(shape, token_id)
+        if r < 0:
+            return r
+        m, canon, d = self._info(r)
+        if m == _ctr.NONE:  # the counted repetition is over
+            v2 = self._virt.get(r)
+            return v2 if v2 is not None else self._virtualize(r)
+        if m + c >= self._far:
+            return _VIRT | (c - d + _C_BIAS) << 31 | canon
+        a = self._auto  # a bound is near: the exact term, ordinary states from here
+        p = a.state(a.shift_markers(a.term_of(r), c))
+        v2 = self._virt.get(p)
+        return v2 if v2 is not None else self._virtualize(p)
 
     # ------------------------------------------------------------------ masks
 
@@ -459,6 +542,8 @@ class Index:
 
     def _fill_masks(self, states, out: np.ndarray, map_fn=None) -> None:
         """:meth:`fill_masks` for arguments already checked."""
+        # a counter-carrying state has its shape's mask (the same clamped key)
+        states = [s & _LOW31 if s >= _VIRT else s for s in states]
         for attempt in range(2):
             with self._lock:
                 rows = self._state_row

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import ir
 from ..errors import GrammarError, LimitExceededError
+from . import counters as _ctr
 from . import kernels as K
 from .rules import Rules
 from .utf8 import utf8_sequences
@@ -395,6 +396,24 @@ class Automaton:
         if not 0 < limit < 65536:
             raise ValueError(f"clamp limit {limit} out of range (1..65535)")
         return self._run(K.clamp, t, limit)
+
+    # ------------------------------------------------------------------ counter-carrying states
+
+    def marker_min(self, t: int) -> int:
+        """The smallest nearest bound of the marker repetitions of ``t`` (see
+        :mod:`.counters`), or :data:`.counters.NONE` when ``t`` holds none."""
+        return self._run(_ctr.marker_min, t)
+
+    def shift_markers(self, t: int, d: int) -> int:
+        """``t`` with ``d`` added to its marker repetitions' bounds (see :mod:`.counters`)."""
+        return self._run(_ctr.shift_markers, t, d)
+
+    def make_shape(self, t: int, far: int) -> tuple[int, int] | None:
+        """``(shape, offset)`` of a term whose sequence starts with a counter at least ``far``
+        from its bounds, or None (see :mod:`.counters`). ``t`` must hold no marker."""
+        out = np.zeros(1, dtype=np.int64)
+        r = self._run(_ctr.make_shape, t, far, out)
+        return None if r == -2 else (r, int(out[0]))
 
     # ------------------------------------------------------------------ states
 

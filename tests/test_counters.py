@@ -1,0 +1,244 @@
+"""Counter-carrying states (``dotjson/automaton/counters.py``): a counted repetition far from its
+bounds is one automaton state (a shape) plus an offset, so ``maxLength: 10**6`` costs what an
+unbounded string costs. Checked against the reference engine (``tests/naive_automaton.py``, which
+has no such states): the same acceptance and masks at every step, exact bounds (N accepted, N+1
+refused), bounded state counts, threads, saved indexes, and forged ids refused.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+
+import numpy as np
+import pytest
+
+import naive_automaton as naive
+from dotjson import Guide, Index
+from dotjson.automaton import counters
+from dotjson.errors import DotjsonIndexError, LimitExceededError
+from dotjson.index import _VIRT
+
+DEAD = -2
+
+
+def _table(vocab) -> dict[bytes, int]:
+    out = {}
+    for t in range(vocab.max_token_id()):
+        if t in vocab.eos_token_ids:
+            continue
+        b = vocab.token_bytes(t)
+        if b and b not in out:
+            out[b] = t
+    return out
+
+
+def _ids(vocab, data: bytes) -> list[int]:
+    """Greedy longest-match token ids spelling ``data`` (any spelling is fine for forcing)."""
+    table = _table(vocab)
+    longest = max(len(b) for b in table)
+    ids, i = [], 0
+    while i < len(data):
+        for n in range(min(longest, len(data) - i), 0, -1):
+            t = table.get(data[i : i + n])
+            if t is not None:
+                ids.append(t)
+                i += n
+                break
+        else:  # pragma: no cover - the tiny vocabulary spells every byte
+            raise AssertionError(f"no token for {data[i:i + 1]!r}")
+    return ids
+
+
+def _walk(index, ids) -> list[int]:
+    states = [index.initial_state]
+    for t in ids:
+        s = index.next_state(states[-1], t)
+        states.append(s)
+        if s == DEAD:
+            break
+    return states
+
+
+def _accepts(index, data: bytes) -> bool:
+    states = _walk(index, _ids(index.vocabulary, data))
+    return states[-1] != DEAD and index.is_accepting(states[-1])
+
+
+def _mask_set(index, s) -> set[int]:
+    m = index.mask(s)
+    return {t for t in range(index.vocabulary.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
+
+
+def _ref_mask(ref, r, vocab) -> set[int]:
+    out = set()
+    for t in range(vocab.max_token_id()):
+        if t in vocab.eos_token_ids:
+            if ref.accepting[r]:
+                out.add(t)
+            continue
+        b = vocab.token_bytes(t)
+        if b and ref.walk_bytes(r, b) >= 0:
+            out.add(t)
+    return out
+
+
+def _string(n: int) -> bytes:
+    return b'"' + b"a" * n + b'"'
+
+
+@pytest.mark.parametrize("n", [3000, 40_000])
+def test_max_length_exact_with_bounded_states(tiny_bpe_vocab, n):
+    index = Index({"type": "string", "maxLength": n}, tiny_bpe_vocab)
+    assert _accepts(index, _string(n))
+    assert _accepts(index, _string(n - 1))
+    assert not _accepts(index, _string(n + 1))
+    assert _accepts(index, b'""')
+    # the counter lives in the state id, not in a state per character
+    assert index.n_states < 300 + 4 * index._far
+    states = _walk(index, _ids(tiny_bpe_vocab, _string(n // 2)[:-1]))
+    assert states[-1] >= _VIRT
+
+
+def test_min_length_and_both_bounds_exact(tiny_bpe_vocab):
+    index = Index({"type": "string", "minLength": 3000}, tiny_bpe_vocab)
+    assert [_accepts(index, _string(n)) for n in (2999, 3000, 3001, 6000)] == [False, True, True, True]
+    index = Index({"type": "string", "minLength": 3000, "maxLength": 3004}, tiny_bpe_vocab)
+    got = [_accepts(index, _string(n)) for n in range(2998, 3007)]
+    assert got == [False, False, True, True, True, True, True, False, False]
+    index = Index({"type": "string", "minLength": 2000, "maxLength": 2000}, tiny_bpe_vocab)
+    assert [_accepts(index, _string(n)) for n in (1999, 2000, 2001)] == [False, True, False]
+
+
+_PIECES = ["a", "é", "€", "😀", "\\n", "\\u00e9", "\\ud83d\\ude00", "\\\"", " ", "z"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mixed_items_same_as_reference(tiny_bpe_vocab, seed):
+    """Items of 1 to 12 bytes (UTF-8 of every length, escapes, surrogate pairs): the counter
+    counts characters exactly; acceptance and masks equal the reference engine's at every step
+    (masks sampled along the way and at every step near the bound)."""
+    rng = random.Random(seed)
+    pieces = [rng.choice(_PIECES) for _ in range(1500)]
+    text = "".join(pieces)
+    n_chars = len(json.loads('"' + text + '"'))
+    vocab = tiny_bpe_vocab
+    index = Index({"type": "string", "maxLength": n_chars}, vocab)
+    ref = naive.Automaton(index.ir)
+    data = ('"' + text + '"').encode()
+    ids = _ids(vocab, data)
+    s, r = index.initial_state, ref.start
+    virtual = 0
+    for i, t in enumerate(ids):
+        s = index.next_state(s, t)
+        r = ref.walk_bytes(r, vocab.token_bytes(t))
+        assert (s == DEAD) == (r < 0)
+        assert s != DEAD, i
+        virtual += s >= _VIRT
+        assert index.is_accepting(s) == bool(ref.accepting[r])
+        if i % 97 == 0 or i > len(ids) - 40:
+            assert _mask_set(index, s) == _ref_mask(ref, r, vocab), i
+    assert index.is_accepting(s)
+    assert virtual > len(ids) // 2
+    one_more = Index({"type": "string", "maxLength": n_chars - 1}, vocab)
+    assert not _accepts(one_more, data)
+
+
+def test_array_max_items(tiny_bpe_vocab):
+    index = Index({"type": "array", "items": {"type": "integer"}, "maxItems": 3000}, tiny_bpe_vocab)
+
+    def doc(n):
+        return ("[" + ",".join(str(i % 97) for i in range(n)) + "]").encode()
+
+    assert _accepts(index, doc(3000)) and _accepts(index, doc(2999))
+    assert not _accepts(index, doc(3001))
+    assert index.n_states < 3000
+
+
+def test_counter_inside_deep_document(tiny_bpe_vocab):
+    """A counter under an object stack, followed by another counted string (an occurrence of
+    the same repetition that must stay exact) and closing brackets."""
+    schema = {"type": "object", "properties": {
+        "s": {"type": "string", "maxLength": 2500}, "t": {"type": "string", "maxLength": 2500},
+        "o": {"$ref": "#"}}, "required": ["s"]}
+    index = Index(schema, tiny_bpe_vocab)
+    inner = '{"s":"' + "b" * 2500 + '","t":"' + "c" * 2500 + '"}'
+    deep = '{"s":"x","o":' * 5 + inner + "}" * 5
+    assert _accepts(index, deep.encode())
+    assert not _accepts(index, deep.replace('"' + "c" * 2500, '"' + "c" * 2501).encode())
+    assert not _accepts(index, deep.replace('"' + "b" * 2500, '"' + "b" * 2501).encode())
+    assert index.n_states < 2500  # three documents of 5,000 counted characters
+
+
+def test_guides_in_threads_share_one_index(tiny_bpe_vocab):
+    index = Index({"type": "array", "items": {"type": "string", "maxLength": 1500}}, tiny_bpe_vocab)
+    docs = [('["' + "a" * (1500 - k) + '","' + "é" * 1500 + '"]').encode() for k in range(4)]
+    ids = [_ids(tiny_bpe_vocab, d) for d in docs]
+    expected = [_walk(index, x) for x in ids]
+    assert all(sum(s >= _VIRT for s in e) > len(e) // 2 for e in expected)
+    results = [None] * 8
+    barrier = threading.Barrier(8)
+
+    def run(k):
+        barrier.wait()
+        g = Guide(index, 1)
+        ts = g.get_start_tokensets()
+        out = [int(g.states[0])]
+        for t in ids[k % 4]:
+            assert ts.contains(t)[0]
+            ts = g.get_next_tokensets([t])
+            out.append(int(g.states[0]))
+        results[k] = (out, bool(g.is_accepting()[0]))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k in range(8):
+        assert results[k] == (expected[k % 4], True)
+
+
+def test_saved_index_continues_a_counter(tiny_bpe_vocab, tmp_path):
+    index = Index({"type": "string", "maxLength": 4000}, tiny_bpe_vocab)
+    ids = _ids(tiny_bpe_vocab, _string(4000))
+    half = len(ids) // 2
+    states = _walk(index, ids[:half])
+    assert states[-1] >= _VIRT
+    index.serialize_to_disk(tmp_path / "ix")
+    again = Index.deserialize_from_disk(tmp_path / "ix", tiny_bpe_vocab)
+    s = states[-1]
+    for t in ids[half:]:
+        s = again.next_state(s, t)
+    assert again.is_accepting(s)
+    s = states[-1]
+    for t in _ids(tiny_bpe_vocab, b"a" * 10) + ids[half:]:
+        s = again.next_state(s, t)
+    assert s == DEAD
+    assert np.array_equal(again.mask(states[-1]), index.mask(states[-1]))
+
+
+def test_forged_counter_ids_are_refused(tiny_bpe_vocab):
+    index = Index({"type": "string", "maxLength": 5000}, tiny_bpe_vocab)
+    v = _walk(index, _ids(tiny_bpe_vocab, b'"' + b"a" * 100))[-1]
+    assert v >= _VIRT
+    shape, c = v & (2**31 - 1), ((v >> 31) & (2**31 - 1)) - 2**30
+    assert c == 5000 - 100 - counters.MARK
+    near = _VIRT | (2**30 - counters.MARK) << 31 | shape  # exact bound 0: a counter never far
+    for bad in (_VIRT | index.initial_state, _VIRT | 12345678, near, 1 << 63, v | 1 << 63):
+        with pytest.raises(DotjsonIndexError):
+            index.next_state(bad, 5)
+        with pytest.raises(DotjsonIndexError):
+            index.mask(bad)
+    assert index.next_state(v, _ids(tiny_bpe_vocab, b"a")[0]) >= _VIRT  # the genuine id still works
+    assert index.is_accepting(v) is False
+
+
+def test_counts_over_the_marker_band_are_refused(tiny_bpe_vocab):
+    # before: maxLength 2**31 + 5 overflowed int32 and refused every string, silently
+    with pytest.raises(LimitExceededError, match="repetition count"):
+        index = Index({"type": "string", "maxLength": 2**31 + 5}, tiny_bpe_vocab)
+        index.mask(index.next_state(index.initial_state, _ids(tiny_bpe_vocab, b'"')[0]))
+    index = Index({"type": "string", "maxLength": counters.BAND - 1}, tiny_bpe_vocab)
+    assert _accepts(index, _string(3000))

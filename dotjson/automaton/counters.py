@@ -91,6 +91,10 @@ def _local_put(keys, vals, count, t, v):
     return keys, vals
 
 
+#: Memo tag of :func:`marker_min` (kernels.py uses tags 1..3; this end of the range is ours).
+_T_MMIN = 29 << 58
+
+
 @nb.njit(inline="always", **NJIT_OPTS)
 def _markers_below(S, t):
     """Can ``t`` hold a marker? Only sequences and alternations of repetitions do."""
@@ -98,59 +102,61 @@ def _markers_below(S, t):
     return (S[K.S_TF][t] & K.F_REP) != 0 and (k == K.K_SEQ or k == K.K_ALT or k == K.K_REP)
 
 
+@nb.njit(inline="always", **NJIT_OPTS)
+def _mmin_get(S, t):
+    """:func:`marker_min` of ``t`` if known (always for terms that cannot hold one), else -1."""
+    if not _markers_below(S, t):
+        return NONE
+    if S[K.S_TI][t, 0] == K.K_REP:
+        lo, hi = S[K.S_TI][t, 2], S[K.S_TI][t, 3]
+        return _marker_low(lo, hi) if _is_marker(lo, hi) else NONE
+    return K._mget(S, _T_MMIN | t)
+
+
 @nb.njit(**NJIT_OPTS)
 def marker_min(S, t0):
-    """The smallest nearest bound over the marker repetitions of ``t0``, :data:`NONE` if none.
+    """The smallest nearest bound over the marker repetitions of ``t0``, :data:`NONE` if none;
+    -1 (FAIL) on exit. Memoized per term: a new cell on a deep stack costs O(1).
 
     Markers only ever occur in sequences and alternations (derivatives of a shape), never
     inside a repetition's item, a rule body or ``And``/``Diff``.
     """
     S = K.borrow(S)
+    r = _mmin_get(S, t0)
+    if r >= 0:
+        return r
     ti = S[K.S_TI]
     pool = S[K.S_POOL]
-    keys, vals = _local_table(16)
-    count = 0
     st = np.empty(64, dtype=np.int32)
     st[0] = t0
     sp = 1
     while sp > 0:
         t = st[sp - 1]
-        if not _markers_below(S, t):
-            sp -= 1
-            continue
-        if _lookup(keys, count, t) >= 0:
+        if _mmin_get(S, t) >= 0:
             sp -= 1
             continue
         k = ti[t, 0]
-        if k == K.K_REP:
-            lo, hi = ti[t, 2], ti[t, 3]
-            r = _marker_low(lo, hi) if _is_marker(lo, hi) else NONE
+        top = sp
+        if k == K.K_SEQ:
+            n, off = 2, -1
         else:
-            top = sp
-            if k == K.K_SEQ:
-                n, off = 2, -1
+            n, off = ti[t, 2], ti[t, 1]
+        r = NONE
+        for x in range(n):
+            c = ti[t, 1 + x] if off < 0 else pool[off + x]
+            v = _mmin_get(S, c)
+            if v < 0:
+                st = K._grow_i32(st, sp)
+                st[sp] = c
+                sp += 1
             else:
-                n, off = ti[t, 2], ti[t, 1]
-            r = NONE
-            for x in range(n):
-                c = ti[t, 1 + x] if off < 0 else pool[off + x]
-                if not _markers_below(S, c):
-                    continue
-                j = _lookup(keys, count, c)
-                if j < 0:
-                    st = K._grow_i32(st, sp)
-                    st[sp] = c
-                    sp += 1
-                else:
-                    r = min(r, vals[j])
-            if sp > top:
-                continue
-        keys, vals = _local_put(keys, vals, count, t, r)
-        count += 1
+                r = min(r, v)
+        if sp > top:
+            continue
+        if K._mput(S, _T_MMIN | t, r) < 0:
+            return -1
         sp -= 1
-    if not _markers_below(S, t0):
-        return NONE
-    return vals[_lookup(keys, count, t0)]
+    return _mmin_get(S, t0)
 
 
 @nb.njit(**NJIT_OPTS)
@@ -159,6 +165,8 @@ def shift_markers(S, t0, d):
     (0 and unbounded stay): the shape at another offset, or, with the state's offset, the exact
     term. The term, or -1 (FAIL) on exit."""
     S = K.borrow(S)
+    if marker_min(S, t0) < 0:
+        return -1
     ti = S[K.S_TI]
     pool = S[K.S_POOL]
     keys, vals = _local_table(16)
@@ -169,7 +177,7 @@ def shift_markers(S, t0, d):
     sp = 1
     while sp > 0:
         t = st[sp - 1]
-        if not _markers_below(S, t) or _lookup(keys, count, t) >= 0:
+        if _mmin_get(S, t) == NONE or _lookup(keys, count, t) >= 0:
             sp -= 1
             continue
         k = ti[t, 0]
@@ -188,7 +196,7 @@ def shift_markers(S, t0, d):
             buf = K._grow_i32(buf, n)
             for x in range(n):
                 c = ti[t, 1 + x] if off < 0 else pool[off + x]
-                if not _markers_below(S, c):
+                if _mmin_get(S, c) == NONE:  # known: marker_min(t0) filled the memo below
                     buf[x] = c
                     continue
                 j = _lookup(keys, count, c)
@@ -206,7 +214,7 @@ def shift_markers(S, t0, d):
         keys, vals = _local_put(keys, vals, count, t, r)
         count += 1
         sp -= 1
-    if not _markers_below(S, t0):
+    if _mmin_get(S, t0) == NONE:
         return t0
     return vals[_lookup(keys, count, t0)]
 

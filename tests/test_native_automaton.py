@@ -261,6 +261,38 @@ def test_deep_stack_masks_equal_reference(prefix, tiny_bpe_vocab):
             assert got == _ref_mask(ref, r, vocab)
 
 
+def test_mask_keys_drop_the_stack_no_token_reaches(tiny_bpe_vocab):
+    """Mask keys are truncated after ``limit`` non-nullable items of a state's sequence
+    (``automaton/keys.py``): states deeper than a token reaches share one key, and their masks
+    (acceptance included) stay the reference engine's on both sides of the cut."""
+    g = ir.Grammar({"v": ir.Alt((ir.Lit("x"), ir.Seq((ir.Lit("["), ir.Ref("v"), ir.Lit("]"))),
+                                 ir.Seq((ir.Lit("("), ir.Ref("v"), ir.Lit(")"), ir.Repeat(ir.Lit(" "), 0, 3)))))},
+                   "v")
+    vocab = tiny_bpe_vocab
+    index = Index.from_grammar(g, vocab)
+    ref = naive.Automaton(g)
+    a = index._auto
+    limit = index._limit
+    rng = random.Random(3)
+    opens = "".join(rng.choice("[(") for _ in range(limit + 6)).encode()
+    for depth in range(limit - 3, limit + 6):
+        data = opens[:depth]
+        close = b"]" if data[-1:] == b"[" else b")"
+        s, r = a.walk_bytes(index.initial_state, data), ref.walk_bytes(ref.start, data)
+        for tail in (b"", b"x", b"x" + close) + ((b"x) ",) if close == b")" else ()):
+            s2, r2 = a.walk_bytes(s, tail), ref.walk_bytes(r, tail)
+            assert s2 >= 0 and r2 >= 0
+            m = index.mask(s2)
+            got = {t for t in range(vocab.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
+            assert got == _ref_mask(ref, r2, vocab), (depth, tail)
+    deep = [a.walk_bytes(index.initial_state, b"[" * d) for d in (limit + 5, limit + 6, 3 * limit)]
+    keys = {a.key_state(s, limit) for s in deep}
+    assert len(keys) == 1  # one key, one mask, one trie walk for every deeper state
+    assert a.key_state(deep[0], limit) != deep[0]
+    assert len({a.key_state(a.walk_bytes(index.initial_state, b"[" * d), limit) for d in range(1, limit)}) \
+        == limit - 1  # shallower ones are all distinct (the whole stack within reach)
+
+
 def test_budgets_raise_from_status_codes():
     g = ir.Grammar({"v": ir.Alt((ir.Lit("x"), ir.Seq((ir.Lit("["), ir.Ref("v"), ir.Lit("]")))))},
                    "v")

@@ -37,6 +37,7 @@ from .. import ir
 from ..errors import GrammarError, LimitExceededError
 from . import counters as _ctr
 from . import kernels as K
+from . import keys as _keys
 from .rules import Rules
 from .utf8 import utf8_sequences
 
@@ -425,10 +426,11 @@ class Automaton:
         return self._run(K.state, t)
 
     def key_state(self, s: int, limit: int) -> int:
-        """The state of the clamped term of state ``s`` (its mask's memo key)."""
+        """The state of the mask key of state ``s``: its term clamped, then truncated where no
+        token reaches (:mod:`.keys`)."""
         if not 0 < limit < 65536:
             raise ValueError(f"clamp limit {limit} out of range (1..65535)")
-        return self._run(K.key_state, s, limit)
+        return self._run(_keys.key_state, s, limit)
 
     @property
     def n_states(self) -> int:

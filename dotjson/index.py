@@ -332,11 +332,33 @@ class Index:
 
     def accepts(self, text: str | bytes) -> bool:
         """True when ``text`` is a complete valid document for this index."""
-        return self._auto.matches(_text_bytes(text))
+        s = self._walk_text(_text_bytes(text))
+        return s >= 0 and bool(self._auto.accepting[s & _LOW31])
 
     def is_prefix(self, text: str | bytes) -> bool:
         """True when ``text`` can still be completed into a valid document."""
-        return self._auto.is_prefix(_text_bytes(text))
+        return self._walk_text(_text_bytes(text)) >= 0
+
+    def _walk_text(self, data: bytes) -> int:
+        """The id after ``data`` from the start, or ``DEAD``: walked a token's length at a time,
+        so a counter far from its bounds stays in the id (no state per character)."""
+        s = self.initial_state
+        step = max(1, self._limit - 1)
+        a = self._auto
+        for i in range(0, len(data), step):
+            chunk = data[i : i + step]
+            if s >= _VIRT:
+                r = a.walk_bytes(s & _LOW31, chunk)
+                s = r if r < 0 else self._resolve(r, ((s >> 31) & _LOW31) - _C_BIAS)
+            else:
+                r = a.walk_bytes(s, chunk)
+                if r >= 0:
+                    v = self._virt.get(r)
+                    r = v if v is not None else self._virtualize(r)
+                s = r
+            if s < 0:
+                return DEAD
+        return s
 
     def _check_state(self, state) -> int:
         """``state`` as an int: a state expanded so far, :data:`FINISHED` or ``-2`` (dead)."""
@@ -482,8 +504,11 @@ class Index:
         if token_id in self._eos_set:
             return FINISHED if self._auto.accepting[shape] else DEAD
         r = self._step(shape, token_id)
-        if r < 0:
-            return r
+        return r if r < 0 else self._resolve(r, c)
+
+    def _resolve(self, r: int, c: int) -> int:
+        """The id of automaton state ``r``, reached from a shape with offset ``c`` by at most a
+        token's length of bytes."""
         m, canon, d = self._info(r)
         if m == _ctr.NONE:  # the counted repetition is over
             v2 = self._virt.get(r)

@@ -101,6 +101,16 @@ def test_max_length_exact_with_bounded_states(tiny_bpe_vocab, n):
     assert states[-1] >= _VIRT
 
 
+def test_accepts_and_is_prefix_walk_counters_too(tiny_bpe_vocab):
+    index = Index({"type": "array", "items": {"type": "string", "maxLength": 30_000}}, tiny_bpe_vocab)
+    doc = '["' + "é" * 30_000 + '","' + "a" * 30_000 + '"]'
+    assert index.accepts(doc) and index.is_prefix(doc[:-1])
+    assert not index.accepts(doc.replace('"a', '"aa'))
+    assert not index.is_prefix('["' + "é" * 30_001)
+    assert index.is_prefix('["' + "é" * 30_000)
+    assert index.n_states < 300 + 8 * index._far
+
+
 def test_min_length_and_both_bounds_exact(tiny_bpe_vocab):
     index = Index({"type": "string", "minLength": 3000}, tiny_bpe_vocab)
     assert [_accepts(index, _string(n)) for n in (2999, 3000, 3001, 6000)] == [False, True, True, True]

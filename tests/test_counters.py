@@ -252,3 +252,31 @@ def test_counts_over_the_marker_band_are_refused(tiny_bpe_vocab):
         index.mask(index.next_state(index.initial_state, _ids(tiny_bpe_vocab, b'"')[0]))
     index = Index({"type": "string", "maxLength": counters.BAND - 1}, tiny_bpe_vocab)
     assert _accepts(index, _string(3000))
+
+
+@pytest.mark.slow
+def test_million_character_string_in_bounded_memory(llama3_vocab, llama3_tokenizer):
+    """Issue 14's case: ``maxLength: 1000000`` accepts a 1,000,000-character string through a
+    Guide (Llama 3 vocabulary, 125,002 tokens) in < 50 MB; 1,000,001 characters are refused."""
+    import tracemalloc
+
+    def ids(n):
+        return llama3_tokenizer.encode('"' + "a" * n + '"', add_special_tokens=False)
+
+    ok, over = ids(1_000_000), ids(1_000_001)
+    tracemalloc.start()
+    index = Index({"type": "string", "maxLength": 1_000_000}, llama3_vocab)
+    g = Guide(index, 1)
+    ts = g.get_start_tokensets()
+    for t in ok:
+        assert ts.contains(t)[0]
+        ts = g.get_next_tokensets([t])
+    assert ts.contains(llama3_vocab.eos_token_ids[0])[0]
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 50 * 2**20, peak
+    assert index.n_states < 5_000
+    s = index.initial_state
+    for t in over:
+        s = index.next_state(s, t)
+    assert s == DEAD

@@ -343,22 +343,38 @@ class Index:
         """The id after ``data`` from the start, or ``DEAD``: walked a token's length at a time,
         so a counter far from its bounds stays in the id (no state per character)."""
         s = self.initial_state
-        step = max(1, self._limit - 1)
-        a = self._auto
+        step = self._text_step
         for i in range(0, len(data), step):
-            chunk = data[i : i + step]
-            if s >= _VIRT:
-                r = a.walk_bytes(s & _LOW31, chunk)
-                s = r if r < 0 else self._resolve(r, ((s >> 31) & _LOW31) - _C_BIAS)
-            else:
-                r = a.walk_bytes(s, chunk)
-                if r >= 0:
-                    v = self._virt.get(r)
-                    r = v if v is not None else self._virtualize(r)
-                s = r
+            s = self._advance_bytes(s, data[i : i + step])
             if s < 0:
                 return DEAD
         return s
+
+    @property
+    def _text_step(self) -> int:
+        """The most bytes :meth:`_advance_bytes` may take at once (a token's length)."""
+        return max(1, self._limit - 1)
+
+    def _advance_bytes(self, s: int, data: bytes) -> int:
+        """The id after ``data`` (at most :attr:`_text_step` bytes) from id ``s``, or ``DEAD``."""
+        a = self._auto
+        if s >= _VIRT:
+            r = a.walk_bytes(s & _LOW31, data)
+            return r if r < 0 else self._resolve(r, ((s >> 31) & _LOW31) - _C_BIAS)
+        r = a.walk_bytes(s, data)
+        if r < 0:
+            return r
+        v = self._virt.get(r)
+        return v if v is not None else self._virtualize(r)
+
+    def _exact(self, s: int) -> int:
+        """The ordinary automaton state of id ``s`` (its exact term; a new state for a
+        counter-carrying id, which is what walking byte by byte needs)."""
+        if s < _VIRT:
+            return s
+        a = self._auto
+        shape, c = s & _LOW31, ((s >> 31) & _LOW31) - _C_BIAS
+        return a.state(a.shift_markers(a.term_of(shape), c))
 
     def _check_state(self, state) -> int:
         """``state`` as an int: a state expanded so far, :data:`FINISHED` or ``-2`` (dead)."""

@@ -111,6 +111,26 @@ def test_accepts_and_is_prefix_walk_counters_too(tiny_bpe_vocab):
     assert index.n_states < 300 + 8 * index._far
 
 
+def test_check_walks_counters_and_reports_the_exact_byte(tiny_bpe_vocab):
+    n = 30_000
+    index = Index({"type": "object", "properties": {"s": {"type": "string", "maxLength": n}}}, tiny_bpe_vocab)
+    small = Index({"type": "object", "properties": {"s": {"type": "string", "maxLength": 5}}}, tiny_bpe_vocab)
+    good = '{"s":"' + "a" * n + '"}'
+    assert index.check(good).ok and index.check(_ids(tiny_bpe_vocab, good.encode())).ok
+    # one character too many: refused at that very byte, with what small bounds report there
+    r, r5 = index.check(good.replace('"a', '"aa')), small.check('{"s":"aaaaaa"}')
+    assert (r.ok, r.reason, r.position) == (False, "rejected", 6 + n)
+    assert r.expected == r5.expected and r.valid_prefix == good.encode()[: 6 + n]
+    ids = _ids(tiny_bpe_vocab, good.replace('"a', '"aa').encode())
+    rt, rt5 = index.check(ids), small.check(_ids(tiny_bpe_vocab, b'{"s":"aaaaaa"}'))
+    assert (rt.ok, rt.reason) == (False, "rejected") and rt.position == 6 + n
+    assert rt.expected == rt5.expected and rt.n_expected_tokens == rt5.n_expected_tokens
+    inc = index.check(good[:-2])
+    assert (inc.ok, inc.reason) == (False, "incomplete") and inc.expected == small.check('{"s":"aaaaa').expected
+    assert index.check(good[:-200]).expected == small.check('{"s":"aa').expected
+    assert index.n_states < 300 + 8 * index._far
+
+
 def test_min_length_and_both_bounds_exact(tiny_bpe_vocab):
     index = Index({"type": "string", "minLength": 3000}, tiny_bpe_vocab)
     assert [_accepts(index, _string(n)) for n in (2999, 3000, 3001, 6000)] == [False, True, True, True]

@@ -300,3 +300,59 @@ def test_million_character_string_in_bounded_memory(llama3_vocab, llama3_tokeniz
     for t in over:
         s = index.next_state(s, t)
     assert s == DEAD
+
+
+# ---------------------------------------------------------------------- differential, random walks
+
+from dotjson import ir  # noqa: E402
+
+_A = ir.Chars(((0x61, 0x63),))  # a-c
+_GRAMMARS = {
+    "string": ir.Grammar({"s": ir.Seq((ir.Lit('"'), ir.Repeat(ir.Alt((_A, ir.Lit("\\n"), ir.Chars(((0xE9, 0xE9),)))),
+                                                             0, 260), ir.Lit('"')))}, "s"),
+    "nested": ir.Grammar({"s": ir.Repeat(ir.Seq((ir.Lit("["), ir.Repeat(_A, 70, 90), ir.Lit("]"))), 2, 140)}, "s"),
+    "both_far": ir.Grammar({"s": ir.Seq((ir.Repeat(ir.Lit("ab"), 120, 125), ir.Lit("!")))}, "s"),
+    "adjacent": ir.Grammar({"s": ir.Seq((ir.Repeat(ir.Lit("ab"), 100, 100), ir.Repeat(ir.Lit("ab"), 0, 60),
+                                          ir.Lit(".")))}, "s"),
+    "ambiguous": ir.Grammar({"s": ir.Seq((ir.Repeat(_A, 0, 150), ir.Repeat(ir.Lit("a"), 0, 150), ir.Lit("!")))}, "s"),
+    "nullable_item": ir.Grammar({"s": ir.Seq((ir.Repeat(ir.Alt((ir.Lit("ab"), ir.Lit(""))), 0, 200), ir.Lit("!")))},
+                                "s"),
+    "recursive": ir.Grammar({"v": ir.Alt((ir.Seq((ir.Lit("("), ir.Repeat(_A, 0, 120), ir.Ref("v"), ir.Lit(")"))),
+                                          ir.Lit("x")))}, "v"),
+}
+#: bytes of the counted items: walks draw tokens made of them 97% of the time, to reach the bounds
+_BODY = {"string": b"abc\\n\xc3\xa9", "nested": b"abc[]", "both_far": b"ab", "adjacent": b"ab", "ambiguous": b"abc",
+         "nullable_item": b"ab", "recursive": b"abc("}
+
+
+@pytest.mark.parametrize("name", sorted(_GRAMMARS))
+def test_random_walks_same_masks_as_reference(tiny_bpe_vocab, name):
+    """Random token walks (tokens drawn from the mask, biased to keep going) on grammars with
+    counters far from their bounds: every mask and acceptance equals the reference engine's,
+    and the counted parts go through counter-carrying ids."""
+    g = _GRAMMARS[name]
+    vocab = tiny_bpe_vocab
+    index = Index.from_grammar(g, vocab)
+    ref = naive.Automaton(g)
+    eos = set(vocab.eos_token_ids)
+    virtual = 0
+    longest = 0
+    body = set(_BODY[name])
+    for seed in range(2):
+        rng = random.Random(seed)
+        s, r = index.initial_state, ref.start
+        for step in range(700):
+            got = _mask_set(index, s)
+            assert got == _ref_mask(ref, r, vocab)
+            assert index.is_accepting(s) == bool(ref.accepting[r])
+            plain = sorted(got - eos)
+            if not plain or (got & eos and rng.random() < 0.01):
+                break
+            inner = [t for t in plain if set(vocab.token_bytes(t)) <= body]
+            t = rng.choice(inner if inner and rng.random() < 0.97 else plain)
+            s, r = index.next_state(s, t), ref.walk_bytes(r, vocab.token_bytes(t))
+            assert s >= 0 and r >= 0
+            virtual += s >= _VIRT
+        longest = max(longest, step)
+    assert virtual > 0
+    assert longest >= 90  # far enough to cross a bound, not just to enter the counter

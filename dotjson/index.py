@@ -377,7 +377,8 @@ class Index:
         return a.state(a.shift_markers(a.term_of(shape), c))
 
     def _check_state(self, state) -> int:
-        """``state`` as an int: a state expanded so far, :data:`FINISHED` or ``-2`` (dead)."""
+        """``state`` as an int: a state expanded so far, a valid counter-carrying id,
+        :data:`FINISHED` or ``-2`` (dead)."""
         s = _as_int(state, "state")
         if s >= _VIRT and self._valid_virtual(s):
             return s
@@ -428,7 +429,10 @@ class Index:
         Parameters
         ----------
         state : int
-            A state of this index (see :meth:`_check_state`), :data:`FINISHED` or ``-2``.
+            A state id this index handed out (see :meth:`_check_state`), :data:`FINISHED` or
+            ``-2``. Ids are opaque integers: an automaton state (below :attr:`n_states`), or,
+            inside a counted repetition far from its bounds, a counter-carrying id (``>= 2**62``;
+            ``docs/ARCHITECTURE.md``), valid on any index loaded from the same saved one.
         token_id : int
             Any integer; ids outside ``[0, vocabulary.max_token_id())`` are forbidden (``-2``).
 

@@ -385,7 +385,8 @@ class Index:
         if not (s in (FINISHED, DEAD) or 0 <= s < self._auto.n_states):
             raise DotjsonIndexError(
                 f"Invalid state {s}: expected 0 <= state < {self._auto.n_states} (the states "
-                f"expanded so far), {FINISHED} (finished) or {DEAD} (dead)"
+                f"expanded so far), {FINISHED} (finished), {DEAD} (dead)"
+                + (" or a counter-carrying id this index handed out" if s >= _VIRT else "")
             )
         return s
 

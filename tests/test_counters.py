@@ -256,8 +256,10 @@ def test_forged_counter_ids_are_refused(tiny_bpe_vocab):
     shape, c = v & (2**31 - 1), ((v >> 31) & (2**31 - 1)) - 2**30
     assert c == 5000 - 100 - counters.MARK
     near = _VIRT | (2**30 - counters.MARK) << 31 | shape  # exact bound 0: a counter never far
+    with pytest.raises(DotjsonIndexError, match="or a counter-carrying id this index handed out"):
+        index.is_accepting(near)
     for bad in (_VIRT | index.initial_state, _VIRT | 12345678, near, 1 << 63, v | 1 << 63):
-        with pytest.raises(DotjsonIndexError):
+        with pytest.raises(DotjsonIndexError, match=f"Invalid state {bad}: expected 0 <= state <"):
             index.next_state(bad, 5)
         with pytest.raises(DotjsonIndexError):
             index.mask(bad)

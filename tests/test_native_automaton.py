@@ -274,8 +274,10 @@ def test_mask_keys_drop_the_stack_no_token_reaches(tiny_bpe_vocab):
     a = index._auto
     limit = index._limit
     rng = random.Random(3)
-    opens = "".join(rng.choice("[(") for _ in range(limit + 6)).encode()
-    for depth in range(limit - 3, limit + 6):
+    from dotjson.automaton.keys import BLOCK
+
+    opens = "".join(rng.choice("[(") for _ in range(limit + 3 * BLOCK + 6)).encode()
+    for depth in list(range(limit - 3, limit + 6)) + list(range(limit + BLOCK - 3, limit + 3 * BLOCK + 6, 3)):
         data = opens[:depth]
         close = b"]" if data[-1:] == b"[" else b")"
         s, r = a.walk_bytes(index.initial_state, data), ref.walk_bytes(ref.start, data)
@@ -285,10 +287,14 @@ def test_mask_keys_drop_the_stack_no_token_reaches(tiny_bpe_vocab):
             m = index.mask(s2)
             got = {t for t in range(vocab.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
             assert got == _ref_mask(ref, r2, vocab), (depth, tail)
-    deep = [a.walk_bytes(index.initial_state, b"[" * d) for d in (limit + 5, limit + 6, 3 * limit)]
-    keys = {a.key_state(s, limit) for s in deep}
-    assert len(keys) == 1  # one key, one mask, one trie walk for every deeper state
-    assert a.key_state(deep[0], limit) != deep[0]
+    # cuts at multiples of BLOCK non-nullable items from the bottom: a periodic stack has at
+    # most BLOCK keys however deep it goes, and each key repeats every BLOCK levels
+    lo = limit + 2 * BLOCK
+    deep = {d: a.walk_bytes(index.initial_state, b"[" * d) for d in range(lo, lo + 3 * BLOCK)}
+    keys = {d: a.key_state(s, limit) for d, s in deep.items()}
+    assert len(set(keys.values())) <= BLOCK
+    assert all(keys[d] == keys[d + BLOCK] for d in range(lo, lo + 2 * BLOCK))
+    assert all(keys[d] != s for d, s in deep.items())  # cut
     assert len({a.key_state(a.walk_bytes(index.initial_state, b"[" * d), limit) for d in range(1, limit)}) \
         == limit - 1  # shallower ones are all distinct (the whole stack within reach)
 

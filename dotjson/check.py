@@ -115,6 +115,22 @@ def _walk(auto, state: int, data: bytes):
     return state, len(data)
 
 
+def _walk_text(index, auto, data: bytes):
+    """:func:`_walk` through the index's ids, a token's length at a time (a counter far from
+    its bounds stays in the id); byte by byte from the exact state only in a refused chunk.
+    Returns (ordinary state after the longest allowed prefix, its length)."""
+    step = index._text_step
+    s = index.initial_state
+    for i in range(0, len(data), step):
+        chunk = data[i : i + step]
+        s2 = index._advance_bytes(s, chunk)
+        if s2 < 0:
+            e, n = _walk(auto, index._exact(s), chunk)
+            return e, i + n
+        s = s2
+    return index._exact(s), len(data)
+
+
 def check(index, doc) -> CheckResult:
     """Check ``doc`` (text, bytes, or a sequence of token ids) against ``index``.
 
@@ -123,7 +139,7 @@ def check(index, doc) -> CheckResult:
     auto = index._auto
     if isinstance(doc, (str, bytes, bytearray, memoryview)):
         data = doc.encode("utf-8") if isinstance(doc, str) else bytes(doc)
-        s, n = _walk(auto, auto.start, data)
+        s, n = _walk_text(index, auto, data)
         if n < len(data):
             return CheckResult(False, "rejected", n, None, data[:n], expected_bytes(auto, s))
         if auto.accepting[s]:
@@ -135,30 +151,31 @@ def check(index, doc) -> CheckResult:
 def _check_tokens(index, auto, ids: list[int]) -> CheckResult:
     vocab = index.vocabulary
     eos = set(int(t) for t in vocab.eos_token_ids)
-    s = auto.start
+    s = index.initial_state  # an index id: a counter far from its bounds stays in it
     pos = 0
     done: list[bytes] = []
     for k, tok in enumerate(ids):
-        prefix = b"".join(done)
         if tok in eos:
-            if not auto.accepting[s]:
+            prefix = b"".join(done)
+            if not index.is_accepting(s):
                 return _rejected_token(index, auto, s, k, pos, prefix)
             if k + 1 < len(ids):
                 return CheckResult(False, "after_eos", pos, k + 1, prefix)
             return CheckResult(True, "ok", pos, None, prefix)
         data = vocab.token_bytes(tok) if 0 <= tok < vocab.max_token_id() else b""
         if not data:  # an unknown id or a special token: never text
-            return _rejected_token(index, auto, s, k, pos, prefix)
-        s2, n = _walk(auto, s, data)
-        if n < len(data):
-            return _rejected_token(index, auto, s, k, pos + n, prefix + data[:n], inner=s2)
+            return _rejected_token(index, auto, s, k, pos, b"".join(done))
+        s2 = index._next_state(s, tok)
+        if s2 < 0:
+            inner, n = _walk(auto, index._exact(s), data)
+            return _rejected_token(index, auto, s, k, pos + n, b"".join(done) + data[:n], inner=inner)
         s = s2
         pos += len(data)
         done.append(data)
     text = b"".join(done)
-    if auto.accepting[s]:
+    if index.is_accepting(s):
         return CheckResult(True, "ok", pos, None, text)
-    return CheckResult(False, "incomplete", pos, None, text, expected_bytes(auto, s))
+    return CheckResult(False, "incomplete", pos, None, text, expected_bytes(auto, index._exact(s)))
 
 
 def _rejected_token(index, auto, s, k, pos, prefix, inner=None) -> CheckResult:
@@ -169,5 +186,5 @@ def _rejected_token(index, auto, s, k, pos, prefix, inner=None) -> CheckResult:
     toks = tuple((int(t), vocab.token_bytes(int(t)) if int(t) < vocab.max_token_id() else b"")
                  for t in allowed[:MAX_EXPECTED])
     # the bytes: at the failing byte inside the token (the token's allowed part already walked)
-    at = inner if inner is not None else s
+    at = inner if inner is not None else index._exact(s)
     return CheckResult(False, "rejected", pos, k, prefix, expected_bytes(auto, at), toks, int(len(allowed)))

@@ -109,7 +109,8 @@ class Guide:
 
     @property
     def states(self) -> np.ndarray:
-        """Current automaton state of each row (``-3`` for a finished row); a copy."""
+        """Current state id of each row (``-3`` for a finished row; see
+        :meth:`Index.next_state` for what an id is); a copy."""
         return np.asarray([h[-1] for h in self._history], dtype=np.int64)
 
     def reset(self) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 from . import ir
 from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, plain_seq_arrays, utf8_sequences
+from .automaton import counters as _ctr
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
@@ -29,6 +30,13 @@ from .errors import (
 
 #: State of a row after EOS was sampled.
 FINISHED = -3
+
+#: Counter-carrying state ids (see :mod:`dotjson.automaton.counters`): ``_VIRT | (offset +
+#: _C_BIAS) << 31 | shape``, the shape an automaton state, the offset what its marker counter's
+#: bounds lack from the exact ones. Ordinary state ids are below ``2**31``.
+_VIRT = 1 << 62
+_C_BIAS = 1 << 30
+_LOW31 = (1 << 31) - 1
 
 #: Trie nodes branching on more bytes than this get a whole automaton row at once; narrower
 #: ones only the transitions the walk asks for.
@@ -275,6 +283,11 @@ class Index:
         self._mask_of_key: dict[int, int] = {}
         self._state_row: dict[int, int] = {}  # state -> memo row (a cache of the clamped lookup)
         self._next: dict[int, int] = {}
+        # Counter-carrying states: a counter at least ``_far`` from its bounds cannot reach them
+        # within one token, nor within the next (its mask is the clamped key's either way).
+        self._far = 2 * self._limit + 2
+        self._virt: dict[int, int] = {}  # state without markers -> its id (counter-carrying or itself)
+        self._shape_info: dict[int, tuple[int, int, int]] = {}  # successor of a shape -> (marker min, canonical shape, shift)
         self._grammar_text: str | None = None
         self._local = threading.local()
 
@@ -317,23 +330,65 @@ class Index:
     def is_accepting(self, state: int) -> bool:
         """True when the text that led to ``state`` is a complete document (EOS allowed)."""
         state = self._check_state(state)
-        return state >= 0 and bool(self._auto.accepting[state])
+        return state >= 0 and bool(self._auto.accepting[state & _LOW31])
 
     def accepts(self, text: str | bytes) -> bool:
         """True when ``text`` is a complete valid document for this index."""
-        return self._auto.matches(_text_bytes(text))
+        s = self._walk_text(_text_bytes(text))
+        return s >= 0 and bool(self._auto.accepting[s & _LOW31])
 
     def is_prefix(self, text: str | bytes) -> bool:
         """True when ``text`` can still be completed into a valid document."""
-        return self._auto.is_prefix(_text_bytes(text))
+        return self._walk_text(_text_bytes(text)) >= 0
+
+    def _walk_text(self, data: bytes) -> int:
+        """The id after ``data`` from the start, or ``DEAD``: walked a token's length at a time,
+        so a counter far from its bounds stays in the id (no state per character)."""
+        s = self.initial_state
+        step = self._text_step
+        for i in range(0, len(data), step):
+            s = self._advance_bytes(s, data[i : i + step])
+            if s < 0:
+                return DEAD
+        return s
+
+    @property
+    def _text_step(self) -> int:
+        """The most bytes :meth:`_advance_bytes` may take at once (a token's length)."""
+        return max(1, self._limit - 1)
+
+    def _advance_bytes(self, s: int, data: bytes) -> int:
+        """The id after ``data`` (at most :attr:`_text_step` bytes) from id ``s``, or ``DEAD``."""
+        a = self._auto
+        if s >= _VIRT:
+            r = a.walk_bytes(s & _LOW31, data)
+            return r if r < 0 else self._resolve(r, ((s >> 31) & _LOW31) - _C_BIAS)
+        r = a.walk_bytes(s, data)
+        if r < 0:
+            return r
+        v = self._virt.get(r)
+        return v if v is not None else self._virtualize(r)
+
+    def _exact(self, s: int) -> int:
+        """The ordinary automaton state of id ``s`` (its exact term; a new state for a
+        counter-carrying id, which is what walking byte by byte needs)."""
+        if s < _VIRT:
+            return s
+        a = self._auto
+        shape, c = s & _LOW31, ((s >> 31) & _LOW31) - _C_BIAS
+        return a.state(a.shift_markers(a.term_of(shape), c))
 
     def _check_state(self, state) -> int:
-        """``state`` as an int: a state expanded so far, :data:`FINISHED` or ``-2`` (dead)."""
+        """``state`` as an int: a state expanded so far, a valid counter-carrying id,
+        :data:`FINISHED` or ``-2`` (dead)."""
         s = _as_int(state, "state")
+        if s >= _VIRT and self._valid_virtual(s):
+            return s
         if not (s in (FINISHED, DEAD) or 0 <= s < self._auto.n_states):
             raise DotjsonIndexError(
                 f"Invalid state {s}: expected 0 <= state < {self._auto.n_states} (the states "
-                f"expanded so far), {FINISHED} (finished) or {DEAD} (dead)"
+                f"expanded so far), {FINISHED} (finished), {DEAD} (dead)"
+                + (" or a counter-carrying id this index handed out" if s >= _VIRT else "")
             )
         return s
 
@@ -377,7 +432,10 @@ class Index:
         Parameters
         ----------
         state : int
-            A state of this index (see :meth:`_check_state`), :data:`FINISHED` or ``-2``.
+            A state id this index handed out (see :meth:`_check_state`), :data:`FINISHED` or
+            ``-2``. Ids are opaque integers: an automaton state (below :attr:`n_states`), or,
+            inside a counted repetition far from its bounds, a counter-carrying id (``>= 2**62``;
+            ``docs/ARCHITECTURE.md``), valid on any index loaded from the same saved one.
         token_id : int
             Any integer; ids outside ``[0, vocabulary.max_token_id())`` are forbidden (``-2``).
 
@@ -400,8 +458,18 @@ class Index:
             return FINISHED if token_id in self._eos_set else DEAD
         if state < 0:
             return DEAD
+        if state >= _VIRT:
+            return self._next_virtual(state, token_id)
         if token_id in self._eos_set:
             return FINISHED if self._auto.accepting[state] else DEAD
+        r = self._step(state, token_id)
+        if r < 0:
+            return r
+        v = self._virt.get(r)
+        return v if v is not None else self._virtualize(r)
+
+    def _step(self, state: int, token_id: int) -> int:
+        """The automaton state after ``token_id`` (no EOS), memoized."""
         key = state * 4_294_967_296 + token_id
         r = self._next.get(key)
         if r is not None:
@@ -413,6 +481,67 @@ class Index:
             r = self._auto.walk_bytes(state, data)
         self._next[key] = r
         return r
+
+    # ------------------------------------------------------------------ counter-carrying states
+
+    def _virtualize(self, s: int) -> int:
+        """The id of state ``s`` (a successor holding no marker): a counter-carrying id when
+        its sequence starts with a counter far from its bounds, else ``s``."""
+        a = self._auto
+        t = a.term_of(s)
+        v = s
+        if a.marker_min(t) == _ctr.NONE:  # a shape reached by a raw state id stays as it is
+            got = a.make_shape(t, self._far)
+            if got is not None:
+                shape, c = got
+                v = _VIRT | (c + _C_BIAS) << 31 | a.state(shape)
+        self._virt[s] = v
+        return v
+
+    def _info(self, s: int) -> tuple[int, int, int]:
+        """``(marker min, canonical shape, shift)`` of automaton state ``s``."""
+        info = self._shape_info.get(s)
+        if info is None:
+            a = self._auto
+            t = a.term_of(s)
+            m = a.marker_min(t)
+            if m == _ctr.NONE or m == _ctr.MARK:
+                info = (m, s, 0)
+            else:
+                d = _ctr.MARK - m
+                info = (m, a.state(a.shift_markers(t, d)), d)
+            self._shape_info[s] = info
+        return info
+
+    def _valid_virtual(self, v: int) -> bool:
+        shape, c = v & _LOW31, ((v >> 31) & _LOW31) - _C_BIAS
+        if v >> 62 != 1 or shape >= self._auto.n_states:
+            return False
+        m, canon, _ = self._info(shape)
+        return m == _ctr.MARK and canon == shape and m + c >= self._far
+
+    def _next_virtual(self, v: int, token_id: int) -> int:
+        """:meth:`_next_state` of counter-carrying id ``v``: the token walked from the shape,
+        the offset updated; exact counts again once a bound is near."""
+        shape, c = v & _LOW31, ((v >> 31) & _LOW31) - _C_BIAS
+        if token_id in self._eos_set:
+            return FINISHED if self._auto.accepting[shape] else DEAD
+        r = self._step(shape, token_id)
+        return r if r < 0 else self._resolve(r, c)
+
+    def _resolve(self, r: int, c: int) -> int:
+        """The id of automaton state ``r``, reached from a shape with offset ``c`` by at most a
+        token's length of bytes."""
+        m, canon, d = self._info(r)
+        if m == _ctr.NONE:  # the counted repetition is over
+            v2 = self._virt.get(r)
+            return v2 if v2 is not None else self._virtualize(r)
+        if m + c >= self._far:
+            return _VIRT | (c - d + _C_BIAS) << 31 | canon
+        a = self._auto  # a bound is near: the exact term, ordinary states from here
+        p = a.state(a.shift_markers(a.term_of(r), c))
+        v2 = self._virt.get(p)
+        return v2 if v2 is not None else self._virtualize(p)
 
     # ------------------------------------------------------------------ masks
 
@@ -461,6 +590,8 @@ class Index:
 
     def _fill_masks(self, states, out: np.ndarray, map_fn=None) -> None:
         """:meth:`fill_masks` for arguments already checked."""
+        # a counter-carrying state has its shape's mask (the same clamped key)
+        states = [s & _LOW31 if s >= _VIRT else s for s in states]
         for attempt in range(2):
             with self._lock:
                 rows = self._state_row

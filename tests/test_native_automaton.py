@@ -246,6 +246,69 @@ def test_nesting_10000_deep():
     assert not a.matches(b"[" * 10_000 + b"x" + b"]" * 9_999)
 
 
+@pytest.mark.parametrize("prefix", [
+    b'{"a":' * 80 + b'{"b":"xy',  # deep stack under a string with maxLength
+    b'{"a":' * 80 + b'{"zz',  # deep stack under a key other than "a" (a Diff: emptiness)
+    b'{"a":' * 80 + b'{"c":[1,',
+])
+def test_deep_stack_masks_equal_reference(prefix, tiny_bpe_vocab):
+    """Clamping and emptiness treat a sequence as cons cells (head, memoized tail): a new state
+    on top of a deep stack costs O(1). The masks stay those of the reference engine."""
+    schema = {"type": "object", "properties": {"a": {"$ref": "#"}, "b": {"type": "string", "maxLength": 5},
+                                               "c": {"type": "array", "maxItems": 300}},
+              "additionalProperties": {"type": "integer"}}
+    vocab = tiny_bpe_vocab
+    index = Index(schema, vocab)
+    ref = naive.Automaton(index.ir)
+    a = index._auto
+    s, r = index.initial_state, ref.start
+    for i in range(len(prefix)):
+        s, r = a.walk_bytes(s, prefix[i : i + 1]), ref.walk_bytes(r, prefix[i : i + 1])
+        assert s >= 0 and r >= 0
+        if i > len(prefix) - 4:
+            m = index.mask(s)
+            got = {t for t in range(vocab.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
+            assert got == _ref_mask(ref, r, vocab)
+
+
+def test_mask_keys_drop_the_stack_no_token_reaches(tiny_bpe_vocab):
+    """Mask keys are truncated after ``limit`` non-nullable items of a state's sequence
+    (``automaton/keys.py``): states deeper than a token reaches share one key, and their masks
+    (acceptance included) stay the reference engine's on both sides of the cut."""
+    g = ir.Grammar({"v": ir.Alt((ir.Lit("x"), ir.Seq((ir.Lit("["), ir.Ref("v"), ir.Lit("]"))),
+                                 ir.Seq((ir.Lit("("), ir.Ref("v"), ir.Lit(")"), ir.Repeat(ir.Lit(" "), 0, 3)))))},
+                   "v")
+    vocab = tiny_bpe_vocab
+    index = Index.from_grammar(g, vocab)
+    ref = naive.Automaton(g)
+    a = index._auto
+    limit = index._limit
+    rng = random.Random(3)
+    from dotjson.automaton.keys import BLOCK
+
+    opens = "".join(rng.choice("[(") for _ in range(limit + 3 * BLOCK + 6)).encode()
+    for depth in list(range(limit - 3, limit + 6)) + list(range(limit + BLOCK - 3, limit + 3 * BLOCK + 6, 3)):
+        data = opens[:depth]
+        close = b"]" if data[-1:] == b"[" else b")"
+        s, r = a.walk_bytes(index.initial_state, data), ref.walk_bytes(ref.start, data)
+        for tail in (b"", b"x", b"x" + close) + ((b"x) ",) if close == b")" else ()):
+            s2, r2 = a.walk_bytes(s, tail), ref.walk_bytes(r, tail)
+            assert s2 >= 0 and r2 >= 0
+            m = index.mask(s2)
+            got = {t for t in range(vocab.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
+            assert got == _ref_mask(ref, r2, vocab), (depth, tail)
+    # cuts at multiples of BLOCK non-nullable items from the bottom: a periodic stack has at
+    # most BLOCK keys however deep it goes, and each key repeats every BLOCK levels
+    lo = limit + 2 * BLOCK
+    deep = {d: a.walk_bytes(index.initial_state, b"[" * d) for d in range(lo, lo + 3 * BLOCK)}
+    keys = {d: a.key_state(s, limit) for d, s in deep.items()}
+    assert len(set(keys.values())) <= BLOCK
+    assert all(keys[d] == keys[d + BLOCK] for d in range(lo, lo + 2 * BLOCK))
+    assert all(keys[d] != s for d, s in deep.items())  # cut
+    assert len({a.key_state(a.walk_bytes(index.initial_state, b"[" * d), limit) for d in range(1, limit)}) \
+        == limit - 1  # shallower ones are all distinct (the whole stack within reach)
+
+
 def test_budgets_raise_from_status_codes():
     g = ir.Grammar({"v": ir.Alt((ir.Lit("x"), ir.Seq((ir.Lit("["), ir.Ref("v"), ir.Lit("]")))))},
                    "v")

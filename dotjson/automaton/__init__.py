@@ -35,7 +35,9 @@ import numpy as np
 
 from .. import ir
 from ..errors import GrammarError, LimitExceededError
+from . import counters as _ctr
 from . import kernels as K
+from . import keys as _keys
 from .rules import Rules
 from .utf8 import utf8_sequences
 
@@ -404,6 +406,24 @@ class Automaton:
             raise ValueError(f"clamp limit {limit} out of range (1..65535)")
         return self._run(K.clamp, t, limit)
 
+    # ------------------------------------------------------------------ counter-carrying states
+
+    def marker_min(self, t: int) -> int:
+        """The smallest nearest bound of the marker repetitions of ``t`` (see
+        :mod:`.counters`), or :data:`.counters.NONE` when ``t`` holds none."""
+        return self._run(_ctr.marker_min, t)
+
+    def shift_markers(self, t: int, d: int) -> int:
+        """``t`` with ``d`` added to its marker repetitions' bounds (see :mod:`.counters`)."""
+        return self._run(_ctr.shift_markers, t, d)
+
+    def make_shape(self, t: int, far: int) -> tuple[int, int] | None:
+        """``(shape, offset)`` of a term whose sequence starts with a counter at least ``far``
+        from its bounds, or None (see :mod:`.counters`). ``t`` must hold no marker."""
+        out = np.zeros(1, dtype=np.int64)
+        r = self._run(_ctr.make_shape, t, far, out)
+        return None if r == -2 else (r, int(out[0]))
+
     # ------------------------------------------------------------------ states
 
     def state(self, t: int) -> int:
@@ -414,10 +434,11 @@ class Automaton:
         return self._run(K.state, t)
 
     def key_state(self, s: int, limit: int) -> int:
-        """The state of the clamped term of state ``s`` (its mask's memo key)."""
+        """The state of the mask key of state ``s``: its term clamped, then truncated where no
+        token reaches (:mod:`.keys`)."""
         if not 0 < limit < 65536:
             raise ValueError(f"clamp limit {limit} out of range (1..65535)")
-        return self._run(K.key_state, s, limit)
+        return self._run(_keys.key_state, s, limit)
 
     @property
     def n_states(self) -> int:

@@ -1383,9 +1383,9 @@ def is_empty(S, t0):
             want = 1 if k == K_SEQ else 0  # the item value that decides the result
             r = 1 - want
             if k == K_SEQ:
-                cur = t
-                while True:
-                    c = ti[cur, 1] if ti[cur, 0] == K_SEQ else cur
+                # a cons cell (head, tail): the tail's emptiness is memoized on the tail, so a
+                # new term on top of a deep stack costs O(1), not O(depth)
+                for c in (ti[t, 1], ti[t, 2]):
                     v = _empty_known(S, c)
                     if v < 0:
                         pending = c
@@ -1393,9 +1393,6 @@ def is_empty(S, t0):
                     if v == want:
                         r = want
                         break
-                    if ti[cur, 0] != K_SEQ:
-                        break
-                    cur = ti[cur, 2]
             else:
                 off = ti[t, 1]
                 for x in range(ti[t, 2]):
@@ -1478,16 +1475,13 @@ def clamp(S, t0, limit):
         k = ti[t, 0]
         top = sp
         if k == K_SEQ:
-            cur = t
-            while True:
-                c = ti[cur, 1] if ti[cur, 0] == K_SEQ else cur
+            # a cons cell (head, tail): the tail is a term of its own whose clamp is memoized,
+            # so a new state on top of a deep stack costs O(1), not O(depth)
+            for c in (ti[t, 1], ti[t, 2]):
                 if _cget(S, c, limit) < 0:
                     st = _grow_i32(st, sp)
                     st[sp] = c
                     sp += 1
-                if ti[cur, 0] != K_SEQ:
-                    break
-                cur = ti[cur, 2]
         elif k == K_ALT:
             off = ti[t, 1]
             for x in range(ti[t, 2]):
@@ -1505,17 +1499,7 @@ def clamp(S, t0, limit):
         if sp > top:
             continue
         if k == K_SEQ:
-            n = 0
-            cur = t
-            while True:
-                c = ti[cur, 1] if ti[cur, 0] == K_SEQ else cur
-                buf = _grow_i32(buf, n)
-                buf[n] = _cget(S, c, limit)
-                n += 1
-                if ti[cur, 0] != K_SEQ:
-                    break
-                cur = ti[cur, 2]
-            r = seq_list(S, buf, n)
+            r = seq(S, _cget(S, ti[t, 1], limit), _cget(S, ti[t, 2], limit))
         elif k == K_ALT:
             off = ti[t, 1]
             n = ti[t, 2]

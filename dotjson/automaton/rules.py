@@ -26,10 +26,11 @@ from __future__ import annotations
 
 
 from .. import ir
-from ..errors import GrammarError
+from ..errors import GrammarError, LimitExceededError
 from ..ir.analysis import Analysis, is_regular
 from ..objects_any_order import rules_with_families
 from . import kernels as K
+from .counters import BAND as COUNT_LIMIT  # larger counts are the markers of counter-carrying states
 from .utf8 import _range_mask, utf8_sequences
 
 _M64 = (1 << 64) - 1
@@ -236,6 +237,13 @@ class Rules:
             elif isinstance(node, ir.Alt):
                 prog += [K.OP_ALT, len(node.items)]
             elif isinstance(node, ir.Repeat):
+                for bound in (node.min, node.max):
+                    if bound is not None and bound >= COUNT_LIMIT:
+                        raise LimitExceededError(
+                            f"repetition count {bound} is over the automaton's limit of "
+                            f"{COUNT_LIMIT - 1} (a minLength/maxLength/minItems/maxItems or a "
+                            f"regex quantifier)"
+                        )
                 prog += [K.OP_REP, node.min, K.INF if node.max is None else node.max]
             elif isinstance(node, ir.And):
                 prog += [K.OP_AND, len(node.items)]

@@ -1,0 +1,269 @@
+"""Counter-carrying states: a long counted repetition without an automaton state per count.
+
+``R{m,M}`` derives to ``R' R{m-1,M-1}``, so a term denotes its exact remaining counts and a
+string of ``maxLength: 1000000`` would visit a million distinct terms, each an automaton state
+(a transition row, memo entries). Far from its bounds a counter does not change what one token
+can do (the clamped mask key already relies on it), so the index keeps such a state as a pair:
+
+* a **shape**: the term with that one counter moved into a reserved band of counts (a *marker*
+  ``REP`` whose nearest bound is :data:`MARK`); an ordinary automaton state, shared by every
+  count;
+* an **offset** ``c``: the exact bounds are the marker's bounds plus ``c``.
+
+A token is walked from the shape (memoized transitions, as for any state); the successor term
+holds the marker with bounds ``MARK - j`` (``j`` items started). If the exact nearest bound is
+still at least ``far`` (more than a token's length away), the successor is shifted back to the
+canonical shape and ``c`` absorbs ``j``; otherwise the exact term is rebuilt (the marker's bounds
+plus ``c``: ordinary counts again) and decoding continues with ordinary states near the bound.
+Only the first repetition of a state's sequence (within its first items, outside ``And``/``Diff``)
+is made a marker, and only in a term holding no marker yet, so one offset per state is exact.
+
+Kernels here follow :mod:`.kernels`: iterative, never raising, ``FAIL`` with a status in ``ctl``
+when the store must grow (the caller handles the exit and calls again; interning is idempotent).
+Real repetition counts stay below :data:`BAND` (the rule compiler rejects larger ones).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .._config import NJIT_OPTS
+from . import kernels as K
+
+#: Counts at or above this are markers; real counts stay below it.
+BAND = 1 << 29
+#: The nearest bound of a marker in a canonical shape (a token's length below it stays a marker).
+MARK = BAND + (1 << 20)
+#: :func:`marker_min` of a term without markers.
+NONE = (1 << 31) - 1
+#: Sequence items searched for a far repetition (the head, a partial item before it, ...).
+SPINE_ITEMS = 3
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _is_marker(lo, hi):
+    return lo >= BAND or (hi != K.INF and hi >= BAND)
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _marker_low(lo, hi):
+    """The nearest bound of marker ``{lo,hi}`` (``lo`` unless it is 0)."""
+    return lo if lo >= BAND else hi
+
+
+@nb.njit(**NJIT_OPTS)
+def _lookup(keys, n_keys, t):
+    mask = keys.shape[0] - 1
+    i = (t * 0x9E3779B1) & mask
+    while True:
+        k = keys[i]
+        if k == t:
+            return i
+        if k < 0:
+            return -1 - i
+        i = (i + 1) & mask
+
+
+@nb.njit(**NJIT_OPTS)
+def _local_table(n):
+    cap = 64
+    while cap < 4 * n:
+        cap *= 2
+    return np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int32)
+
+
+@nb.njit(**NJIT_OPTS)
+def _local_put(keys, vals, count, t, v):
+    """Insert ``t -> v`` (``t`` absent); returns the tables, grown when half full."""
+    if 2 * (count + 1) > keys.shape[0]:
+        nk = np.full(2 * keys.shape[0], -1, dtype=np.int32)
+        nv = np.zeros(2 * keys.shape[0], dtype=np.int32)
+        for j in range(keys.shape[0]):
+            if keys[j] >= 0:
+                i = -1 - _lookup(nk, 0, keys[j])
+                nk[i] = keys[j]
+                nv[i] = vals[j]
+        keys, vals = nk, nv
+    i = -1 - _lookup(keys, 0, t)
+    keys[i] = t
+    vals[i] = v
+    return keys, vals
+
+
+#: Memo tag of :func:`marker_min` (kernels.py uses tags 1..3; this end of the range is ours).
+_T_MMIN = 29 << 58
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _markers_below(S, t):
+    """Can ``t`` hold a marker? Only sequences and alternations of repetitions do."""
+    k = S[K.S_TI][t, 0]
+    return (S[K.S_TF][t] & K.F_REP) != 0 and (k == K.K_SEQ or k == K.K_ALT or k == K.K_REP)
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _mmin_get(S, t):
+    """:func:`marker_min` of ``t`` if known (always for terms that cannot hold one), else -1."""
+    if not _markers_below(S, t):
+        return NONE
+    if S[K.S_TI][t, 0] == K.K_REP:
+        lo, hi = S[K.S_TI][t, 2], S[K.S_TI][t, 3]
+        return _marker_low(lo, hi) if _is_marker(lo, hi) else NONE
+    return K._mget(S, _T_MMIN | t)
+
+
+@nb.njit(**NJIT_OPTS)
+def marker_min(S, t0):
+    """The smallest nearest bound over the marker repetitions of ``t0``, :data:`NONE` if none;
+    -1 (FAIL) on exit. Memoized per term: a new cell on a deep stack costs O(1).
+
+    Markers only ever occur in sequences and alternations (derivatives of a shape), never
+    inside a repetition's item, a rule body or ``And``/``Diff``.
+    """
+    S = K.borrow(S)
+    r = _mmin_get(S, t0)
+    if r >= 0:
+        return r
+    ti = S[K.S_TI]
+    pool = S[K.S_POOL]
+    st = np.empty(64, dtype=np.int32)
+    st[0] = t0
+    sp = 1
+    while sp > 0:
+        t = st[sp - 1]
+        if _mmin_get(S, t) >= 0:
+            sp -= 1
+            continue
+        k = ti[t, 0]
+        top = sp
+        if k == K.K_SEQ:
+            n, off = 2, -1
+        else:
+            n, off = ti[t, 2], ti[t, 1]
+        r = NONE
+        for x in range(n):
+            c = ti[t, 1 + x] if off < 0 else pool[off + x]
+            v = _mmin_get(S, c)
+            if v < 0:
+                st = K._grow_i32(st, sp)
+                st[sp] = c
+                sp += 1
+            else:
+                r = min(r, v)
+        if sp > top:
+            continue
+        if K._mput(S, _T_MMIN | t, r) < 0:
+            return -1
+        sp -= 1
+    return _mmin_get(S, t0)
+
+
+@nb.njit(**NJIT_OPTS)
+def shift_markers(S, t0, d):
+    """``t0`` with ``d`` added to the bounds of every marker repetition that lie in the band
+    (0 and unbounded stay): the shape at another offset, or, with the state's offset, the exact
+    term. The term, or -1 (FAIL) on exit."""
+    S = K.borrow(S)
+    if marker_min(S, t0) < 0:
+        return -1
+    ti = S[K.S_TI]
+    pool = S[K.S_POOL]
+    keys, vals = _local_table(16)
+    count = 0
+    st = np.empty(64, dtype=np.int32)
+    buf = np.empty(16, dtype=np.int32)
+    st[0] = t0
+    sp = 1
+    while sp > 0:
+        t = st[sp - 1]
+        if _mmin_get(S, t) == NONE or _lookup(keys, count, t) >= 0:
+            sp -= 1
+            continue
+        k = ti[t, 0]
+        if k == K.K_REP:
+            item, lo, hi = ti[t, 1], ti[t, 2], ti[t, 3]
+            if _is_marker(lo, hi):
+                r = K.rep(S, item, lo + d if lo >= BAND else lo, hi + d if (hi != K.INF and hi >= BAND) else hi)
+            else:
+                r = t
+        else:
+            top = sp
+            if k == K.K_SEQ:
+                n, off = 2, -1
+            else:
+                n, off = ti[t, 2], ti[t, 1]
+            buf = K._grow_i32(buf, n)
+            for x in range(n):
+                c = ti[t, 1 + x] if off < 0 else pool[off + x]
+                if _mmin_get(S, c) == NONE:  # known: marker_min(t0) filled the memo below
+                    buf[x] = c
+                    continue
+                j = _lookup(keys, count, c)
+                if j < 0:
+                    st = K._grow_i32(st, sp)
+                    st[sp] = c
+                    sp += 1
+                else:
+                    buf[x] = vals[j]
+            if sp > top:
+                continue
+            r = K.seq(S, buf[0], buf[1]) if k == K.K_SEQ else K.alt(S, buf, n)
+        if r < 0:
+            return -1
+        keys, vals = _local_put(keys, vals, count, t, r)
+        count += 1
+        sp -= 1
+    if _mmin_get(S, t0) == NONE:
+        return t0
+    return vals[_lookup(keys, count, t0)]
+
+
+@nb.njit(**NJIT_OPTS)
+def make_shape(S, t, far, out):
+    """Move the first far counter of ``t``'s sequence into the marker band.
+
+    Looks at the first :data:`SPINE_ITEMS` items of the sequence ``t`` (or ``t`` itself) for a
+    repetition ``R{lo,hi}`` whose item holds no ``And``/``Diff``, with ``lo`` 0 or at least
+    ``far`` and ``hi`` unbounded or at least ``far`` (not both 0 and unbounded). Returns the
+    shape (that occurrence shifted so its nearest bound is :data:`MARK`; the rest of the term
+    shared) with the offset in ``out[0]`` (exact bounds = marker bounds + offset); -2 when there
+    is no such counter; -1 (FAIL) on exit. ``t`` must hold no marker.
+    """
+    S = K.borrow(S)
+    ti = S[K.S_TI]
+    tf = S[K.S_TF]
+    items = np.empty(SPINE_ITEMS, dtype=np.int32)
+    cur = t
+    p = -1
+    for x in range(SPINE_ITEMS):
+        last = ti[cur, 0] != K.K_SEQ
+        a = cur if last else ti[cur, 1]
+        items[x] = a
+        if ti[a, 0] == K.K_REP and (tf[ti[a, 1]] & K.F_BOOL) == 0:
+            lo, hi = ti[a, 2], ti[a, 3]
+            if (lo == 0 or lo >= far) and (hi == K.INF or hi >= far) and not (lo == 0 and hi == K.INF) \
+                    and not _is_marker(lo, hi):
+                p = x
+                break
+        if last:
+            break
+        cur = ti[cur, 2]
+    if p < 0:
+        return -2
+    a = items[p]
+    item, lo, hi = ti[a, 1], ti[a, 2], ti[a, 3]
+    c = (lo if lo > 0 else hi) - MARK
+    r = K.rep(S, item, lo - c if lo > 0 else 0, hi if hi == K.INF else hi - c)
+    if r < 0:
+        return -1
+    if ti[cur, 0] == K.K_SEQ:  # the repetition is the head of cell ``cur``
+        r = K.seq(S, r, ti[cur, 2])
+        if r < 0:
+            return -1
+    for x in range(p - 1, -1, -1):
+        r = K.seq(S, items[x], r)
+        if r < 0:
+            return -1
+    out[0] = c
+    return r

@@ -374,6 +374,10 @@ class Analysis:
 
     def _left(self, node: Node, out: set) -> bool:
         t = type(node)
+        if t is Lit:
+            return not node.text
+        if t is Chars:
+            return False
         if t is Ref:
             out.add(node.name)
             return self.nullable(node.name)

@@ -42,6 +42,11 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
         self.state_hints: dict = {}   # rule name -> (nullable, productive) known to its builder
         self.known_cache: dict = {}   # expression -> (nullable, productive) from its normal form
+        self.inhabited_cache: dict = {}  # normal-form branch -> obviously inhabited (shared by equal schemas)
+        # False while the automaton asks for rules one by one; True once the whole grammar is
+        # being built (rendering, saving: LazyRules.force), where wide objects take the shape
+        # that is smallest written out in full (see ObjectBuilder.build_object)
+        self.whole = False
         self.rules.update(self.base)
 
     def new_name(self, hint: str) -> str:
@@ -110,9 +115,19 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             return (None, None)
         if callable(e):
             return self.state_hints.get(name, (None, None))
+        return self.expr_known(e)
+
+    def expr_known(self, e) -> tuple:
+        """``(nullable, productive)`` of the rule of expression ``e`` as far as its normal form
+        tells (see :meth:`known_language`); remembered per expression, and per normal-form
+        branch, so that a thousand properties with the same schema are looked at once."""
         hit = self.known_cache.get(e)
         if hit is not None:
             return hit
+        if e == TRUE:
+            return (False, True)
+        if e == FALSE:
+            return (False, False)
         r = (False, None)
         if e in self.fallback:
             r = (False, True)
@@ -121,12 +136,24 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 d = self.dnf(e)
             except UnsupportedSchemaError:
                 d = ()
+            cache = self.inhabited_cache
             for br in d:
-                if _obviously_inhabited(self.merge(br), br):
+                try:
+                    ok = cache.get(br)
+                except TypeError:  # an atom holding an unhashable value: not shared
+                    ok = _obviously_inhabited(self.merge(br), br)
+                else:
+                    if ok is None:
+                        ok = cache[br] = _obviously_inhabited(self.merge(br), br)
+                if ok:
                     r = (False, True)
                     break
         self.known_cache[e] = r
         return r
+
+    def build_all(self) -> None:
+        """Called by :meth:`~dotjson.ir.LazyRules.force` before it builds every rule."""
+        self.whole = True
 
     # ------------------------------------------------------------------ phase 1 over the document
     def prepare(self, root) -> None:

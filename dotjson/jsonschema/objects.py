@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
+from dotjson.key_trie import KeyTrie
 from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
@@ -150,7 +153,8 @@ class ObjectBuilder:
             return alt(empty, seq(open_, X, repeat(seq(self.sep, X), rlo, rhi), close))
         cap = max(1, phi if phi is not None else plo)
         nstates = (n + 1) * 2 * (cap + 1) * (full + 1)
-        if nstates > MAX_OBJECT_STATES:
+        # without a counter the states are linear in the members, and built only when reached
+        if (plo > 0 or phi is not None) and nstates > MAX_OBJECT_STATES:
             r = self.unsupported("object too large for its minProperties/maxProperties counter", where,
                                  "maxProperties")
             if r is None:
@@ -201,12 +205,53 @@ class ObjectBuilder:
                     if not mask & (1 << j):
                         alts.append(seq(sp, fm, state(i, c2, mask | (1 << j))))
                 # the next member is any of i .. the first required one (the ones between are
-                # optional and skipped): a few nodes of a balanced tree over the members
+                # optional and skipped): for the automaton, a trie of their names (a byte of a
+                # key follows one branch); written out whole, a few nodes of a balanced tree
+                # over the members (O(n) rules for all the states together)
                 if i < n:
-                    alts.extend(cover(0, n, i, min(nreq[i], n - 1) + 1, c, c2, mask))
+                    if self.whole:
+                        alts.extend(cover(0, n, i, min(nreq[i], n - 1) + 1, c, c2, mask))
+                    else:
+                        alts.append(seq(sp, lit('"'), key_choice(i, c2, mask)))
             if done(i, c, mask):
                 alts.append(EPS)
             return alt(*alts)
+
+        tries: list = []
+
+        def key_choice(i, c2, mask):
+            # after the opening quote: the rest of member j's name, for j in i .. the first
+            # required member, then its value and state(j + 1, c2, mask)
+            if not tries:
+                tries.append(KeyTrie([d[0] for d in chain]))
+            trie = tries[0]
+            return trie.choice(0, 0, trie.positions(0, 0, i, min(nreq[i], n - 1) + 1),
+                               lambda j: tail(j, c2, mask), lambda q, d, pos: sub(q, d, pos, c2, mask),
+                               self.enc_text)
+
+        def tail(j, c2, mask):
+            # after member j's name: the closing quote, its value, the next state; one rule per
+            # member and continuation, shared by every state that offers the member
+            d = done(j + 1, c2, mask)
+            return seq(lit('"'), rule(("m", j, c2, mask),
+                                      lambda: seq(self.colon, self.node_of(chain[j][1]), state(j + 1, c2, mask)),
+                                      (False, True if d and self.expr_known(chain[j][1])[1] else None)))
+
+        def sub(q, d, pos, c2, mask):
+            # the sub-trie of prefix keys[q][:d] offering the names at pos: the members of that
+            # prefix between the least and the greatest offered one (a state offers a range of
+            # members), so every state offering the same ones shares it
+            trie = tries[0]
+            js = trie.member[pos]
+            lo, hi = int(js.min()), int(js.max()) + 1
+            # productive when one offered member certainly completes the object; otherwise the
+            # analysis builds it and looks (never a dead state)
+            j = int(js[0])
+            sure = True if self.expr_known(chain[j][1])[1] and done(j + 1, c2, mask) else None
+            return rule(("k", q, d, lo, hi, c2, mask),
+                        lambda: trie.choice(q, d, trie.positions(q, d, lo, hi), lambda j: tail(j, c2, mask),
+                                            lambda q2, d2, pos2: sub(q2, d2, pos2, c2, mask), self.enc_text),
+                        (False, sure))
 
         def leaf(j, c, c2, mask):
             mb = members.get(j)

@@ -53,8 +53,14 @@ class KeyTrie:
         key = (p, d)
         hit = self._ends.get(key)
         if hit is None:
-            hit = self._ends[key] = bisect.bisect_right(self.keys, self.keys[p][:d], lo=p,
-                                                        key=lambda x: x[:d])
+            prefix = self.keys[p][:d]
+            last = ord(prefix[-1])
+            if last < 0x10FFFF:
+                # the names with this prefix are exactly those below its successor
+                hit = bisect.bisect_left(self.keys, prefix[:-1] + chr(last + 1), lo=p)
+            else:
+                hit = bisect.bisect_right(self.keys, prefix, lo=p, key=lambda x: x[:d])
+            self._ends[key] = hit
         return hit
 
     def positions(self, p: int, d: int, lo: int, hi: int) -> np.ndarray:

@@ -24,6 +24,8 @@ from dotjson.jsonschema.values import _ENC_CHAR, _NAME_JUNK, _NUM, FALSE, MAX_DE
 # atoms holding a sub-schema expression, and where
 _SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
            "contains": 1}
+# atoms whose sub-schemas building a branch may intersect (see Compiler._combinations)
+_COMBINED = frozenset({"pos", "items", "props", "pattern", "addl"})
 # atoms whose compilation may exceed a limit of the compiler: compiled in phase 1
 _RISKY = frozenset({"num", "mult", "notmult", "unique", "contains", "nprops", "pattern"})
 
@@ -47,6 +49,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         # being built (rendering, saving: LazyRules.force), where wide objects take the shape
         # that is smallest written out in full (see ObjectBuilder.build_object)
         self.whole = False
+        self.enc_short: dict = {}     # short text -> its JSON spellings (see enc_text)
         self.rules.update(self.base)
 
     def new_name(self, hint: str) -> str:
@@ -219,6 +222,8 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             brs = [br]
         out = []
         for b in brs:
+            if not any(a[0] in _COMBINED for a in b):
+                continue  # nothing here is intersected (most leaves of a schema)
             m = self.merge(b)
             if "array" in m.types:
                 K = max([i + 1 for i in m.pos] + [k for k, _ in m.items] + [0])
@@ -357,7 +362,17 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         return node
 
     def enc_text(self, text: str) -> ir.Node:
-        """All JSON spellings of the string ``text`` (between the quotes), cached per character."""
+        """All JSON spellings of the string ``text`` (between the quotes), cached per character
+        and per short text (the tails of names in a key trie recur in every state: one node,
+        compiled once)."""
+        if len(text) <= 8:
+            hit = self.enc_short.get(text)
+            if hit is None:
+                hit = self.enc_short[text] = self._enc_text(text)
+            return hit
+        return self._enc_text(text)
+
+    def _enc_text(self, text: str) -> ir.Node:
         parts = []
         for ch in text:
             hit = _ENC_CHAR.get(ch)

@@ -218,6 +218,7 @@ class ObjectBuilder:
             return alt(*alts)
 
         tries: list = []
+        quote = lit('"')
 
         def key_choice(i, c2, mask):
             # after the opening quote: the rest of member j's name, for j in i .. the first
@@ -229,13 +230,18 @@ class ObjectBuilder:
                                lambda j: tail(j, c2, mask), lambda q, d, pos: sub(q, d, pos, c2, mask),
                                self.enc_text)
 
+        tails: dict = {}
+
         def tail(j, c2, mask):
             # after member j's name: the closing quote, its value, the next state; one rule per
-            # member and continuation, shared by every state that offers the member
-            d = done(j + 1, c2, mask)
-            return seq(lit('"'), rule(("m", j, c2, mask),
-                                      lambda: seq(self.colon, self.node_of(chain[j][1]), state(j + 1, c2, mask)),
-                                      (False, True if d and self.expr_known(chain[j][1])[1] else None)))
+            # member and continuation, shared (node and all) by every state that offers it
+            hit = tails.get((j, c2, mask))
+            if hit is None:
+                d = done(j + 1, c2, mask)
+                hit = tails[(j, c2, mask)] = seq(quote, rule(
+                    ("m", j, c2, mask), lambda: seq(self.colon, self.node_of(chain[j][1]), state(j + 1, c2, mask)),
+                    (False, True if d and self.expr_known(chain[j][1])[1] else None)))
+            return hit
 
         def sub(q, d, pos, c2, mask):
             # the sub-trie of prefix keys[q][:d] offering the names at pos: the members of that

@@ -20,9 +20,9 @@ import bisect
 
 import numpy as np
 
-from dotjson import ir
+from dotjson import ir, jsonstr
 
-__all__ = ["INLINE", "KeyTrie"]
+__all__ = ["INLINE", "KeyTrie", "enc_text"]
 
 #: a sub-trie offering at most this many names is written out in place, not as a rule
 INLINE = 8
@@ -96,3 +96,25 @@ class KeyTrie:
             alts.append(ir.seq(enc_text(key[d]), node))
             k = k2
         return ir.alt(*alts)
+
+
+_CHAR: dict = {}
+_SHORT: dict = {}
+
+
+def enc_text(text: str) -> ir.Node:
+    """All JSON spellings of ``text`` (between the quotes): per character, short texts cached
+    (the tails of names recur in every state of a wide object: one node, compiled once)."""
+    hit = _SHORT.get(text)
+    if hit is not None:
+        return hit
+    parts = []
+    for ch in text:
+        p = _CHAR.get(ch)
+        if p is None:
+            p = _CHAR[ch] = jsonstr.encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
+        parts.append(p)
+    node = ir.seq(*parts)
+    if len(text) <= 8 and len(_SHORT) < 100_000:
+        _SHORT[text] = node
+    return node

@@ -175,3 +175,62 @@ def test_index_round_trip_after_lazy_use(tmp_path, llama3_vocab):
     assert (again.mask(s2) == before).all()
     assert again.accepts(doc) and again.accepts('{"p150": 0, "p151": 1}')
     assert not again.accepts('{"p151": 1, "p150": 0}') and not again.accepts('{"p3": 1, "p299": 3}')
+
+
+def _ref_any_order(doc, names, required=(), plo=0, phi=None, closed=True):
+    """A reference for property_order="any" objects of integers: each declared name at most
+    once, in any order; undeclared names only when open."""
+    try:
+        pairs = json.loads(doc, object_pairs_hook=lambda p: p)
+    except ValueError:
+        return False
+    if not isinstance(pairs, list):
+        return False
+    seen = [k for k, _ in pairs if k in names]
+    if len(set(seen)) != len(seen) or not set(required) <= set(seen):
+        return False
+    if any(k in names and type(v) is not int for k, v in pairs):
+        return False
+    if closed and any(k not in names for k, _ in pairs):
+        return False
+    return plo <= len(pairs) and (phi is None or len(pairs) <= phi)
+
+
+@pytest.mark.parametrize("close_objects", [True, False])
+def test_any_order_trie_against_reference(close_objects):
+    rng = random.Random(11)
+    names = list(NAMES)
+    rng.shuffle(names)
+    props = {k: {"type": "integer"} for k in names}
+    cases = [({}, {}), ({"required": [names[3], names[50]]}, {"required": [names[3], names[50]]}),
+             ({"minProperties": 2, "maxProperties": 3}, {"plo": 2, "phi": 3})]
+    for extra, ref in cases:
+        schema = {"type": "object", "properties": props, **extra}
+        a = Automaton(schema_to_grammar(schema, property_order="any", close_objects=close_objects))
+        docs = _probes(names, rng, extra.get("required", ()))
+        # orders other than the schema's
+        docs += [_doc([(json.dumps(names[j]), j) for j in rng.sample(range(len(names)), 4)]) for _ in range(60)]
+        accepted = 0
+        for d in docs:
+            want = _ref_any_order(d, set(names), closed=close_objects, **ref)
+            assert a.matches(d.encode()) == want, (extra, d)
+            accepted += want
+        assert 10 < accepted < len(docs) - 10, (extra, accepted)
+
+
+def test_any_order_ten_thousand_properties_exact():
+    n = 10_000
+    schema = _wide(n, required=["p5000", "p17"])
+    a = Automaton(schema_to_grammar(schema, property_order="any"))
+    keys = [9999, 17, 4999, 5000, 0, 1000, 1]
+    good = "{" + ",".join(f'"p{i}":{i}' for i in keys) + "}"
+    assert a.matches(good.encode())
+    assert a.matches(b'{"p5000":1,"p17":2}') and a.matches(b'{"p17":2,"p5000":1}')
+    assert not a.matches(good.replace('"p17":17,', "").encode())                 # required missing
+    assert not a.matches(b'{"p17":2,"p5000":1,"p17":3}')                          # duplicate
+    assert not a.matches(b'{"p17":2,"p5000":1,"p10000":3}')                       # undeclared (closed)
+    assert not a.matches(b'{"p17":2,"p5000":1,"p":3}')                            # a prefix of names
+    # a seen name is no longer offered, its prefix still is where other names extend it
+    assert a.walk_bytes(a.start, b'{"p17":2,"p17"') < 0
+    assert a.walk_bytes(a.start, b'{"p17":2,"p17') >= 0                           # p170 ..
+    assert len(a.rules.names) < 2000

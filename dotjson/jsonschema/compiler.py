@@ -155,8 +155,12 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         return r
 
     def build_all(self) -> None:
-        """Called by :meth:`~dotjson.ir.LazyRules.force` before it builds every rule."""
+        """Called by :meth:`~dotjson.ir.LazyRules.force` before it builds every rule: from now
+        on objects are built in the shape meant for writing out, and the value rules of every
+        ``property_order="any"`` object exist (its family makes them on first use otherwise)."""
         self.whole = True
+        for fam in self.families:
+            fam.materialize()
 
     # ------------------------------------------------------------------ phase 1 over the document
     def prepare(self, root) -> None:

@@ -137,6 +137,12 @@ def test_ten_thousand_properties_exact():
     b = Automaton(schema_to_grammar(schema, close_objects=False))
     assert b.matches(b'{"p10000":1,"p5000":1}') and b.matches(b'{"p5000":1,"zz":[1]}')
     assert not b.matches(b'{"p5000":1,"p5000":2}')
+    # undeclared keys around the declared ones: prefixes, extensions, the empty key; a declared
+    # name spelled with an escape is that name (here a duplicate), never an extra
+    assert b.matches(b'{"p":1,"p5000":1}') and b.matches(b'{"p5000":1,"p50000":2,"":3,"p5x":[]}')
+    assert not b.matches(b'{"p5000":1,"p\\u0035000":2}')
+    assert b.matches(b'{"p5000":1,"p\\u00355000":2}')
+    assert not b.matches(b'{"p5000":1,"p5":2}')  # p5 is declared: not after p5000, not as an extra
     # what was built is a sliver of the object: a few sub-tries and the members the text named
     assert len(a.rules.names) < 1000
 

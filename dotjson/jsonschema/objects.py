@@ -18,6 +18,10 @@ from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
+#: objects declaring more names than this reach their undeclared keys through a trie of the
+#: names (below, the "any key but these" difference is small enough)
+WIDE_EXTRA = 64
+
 
 class ObjectBuilder:
     """Mixin of the compiler: objects."""
@@ -90,8 +94,14 @@ class ObjectBuilder:
 
         def extra_member():
             # built when the automaton first reaches an extra member (phase 2)
-            declared_names = [self.enc_text(n) for n in props]
             classes = []
+            if not self.whole and len(props) > WIDE_EXTRA and not pats and pn_lang is None and not fixed_names:
+                # "any key but these thousands" as a lazy complement of their trie: a byte of
+                # the key follows one branch, and starting it builds a rule, not every name
+                for T, ve in live:
+                    classes.append(seq(lit('"'), undeclared_key(KeyTrie(list(props)), ve)))
+                return alt(*classes)
+            declared_names = [self.enc_text(n) for n in props]
             for T, ve in live:
                 Tset = set(T)
                 if union_mode and T:
@@ -114,6 +124,52 @@ class ObjectBuilder:
                 classes.append(seq(lit('"'), content, lit('"'), self.colon, self.node_of(ve)))
             classes.extend(fixed_members)
             return alt(*classes)
+
+        def undeclared_key(trie, ve):
+            # after `"`: the rest of a key that is not a declared name, its closing quote, `:`
+            # and the value. After the prefix P = keys[q][:d] (a prefix of some name): a
+            # character no name continues P with, then any content; or one that some name does
+            # (recursively); or the end, unless P is itself a name.
+            after = seq(lit('"'), self.colon, self.node_of(ve))
+            sure = True if self.expr_known(ve)[1] else None
+            content = self.jsonstr.json_string_content()
+            others: dict = {}  # characters continuing P -> the node for every other one
+
+            def node(q, d):
+                nm = f"{xname}_nk_{q}_{d}"
+                if nm not in self.rules and nm not in self.pending:
+                    self.pending[nm] = lambda: body(q, d)
+                    self.state_hints[nm] = (False, sure)
+                return Ref(nm)
+
+            def body(q, d):
+                e = trie.end(q, d)
+                alts, used = [], []
+                k = q
+                if len(trie.keys[q]) == d:  # P is a name: the key may not end here
+                    k += 1
+                else:
+                    alts.append(after)
+                while k < e:
+                    ch = trie.keys[k][d]
+                    used.append(ord(ch))
+                    alts.append(seq(self.enc_text(ch), node(k, d + 1)))
+                    k = trie.end(k, d + 1)
+                rest = others.get(tuple(used))
+                if rest is None:
+                    other, lo = [], 0
+                    for cp in used:  # ascending: the names are sorted
+                        if cp > lo:
+                            other.append((lo, cp - 1))
+                        lo = cp + 1
+                    if lo <= ir.MAX_CODEPOINT:
+                        other.append((lo, ir.MAX_CODEPOINT))
+                    rest = others[tuple(used)] = seq(self.jsonstr.encode_chars(ir.Chars(tuple(other))), content,
+                                                     after)
+                alts.append(rest)
+                return alt(*alts)
+
+            return node(0, 0)
 
         X = None
         if live or fixed_members:

@@ -127,8 +127,15 @@ class AnyOrderObject:
 
     # ------------------------------------------------------------------ names
     def owns(self, name: str) -> bool:
-        return name.startswith(self._own) and (name.startswith(self.tag) or name.startswith(self._key_tag)
-                                               or name.startswith(self._tail_tag))
+        """Whether ``name`` is a well-formed rule of this family (a saved index naming anything
+        else is refused when loaded, not when decoding reaches it)."""
+        if not name.startswith(self._own):
+            return False
+        try:
+            self.parse(name)
+        except ValueError:
+            return False
+        return True
 
     @staticmethod
     def _set(seen) -> str:

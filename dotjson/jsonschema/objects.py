@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.key_trie import KeyTrie

@@ -4,11 +4,13 @@ With ``property_order="any"`` an object's declared properties may appear in any 
 most once, with extra members (where the schema allows them) anywhere. The grammar state must
 remember which declared properties were seen: ``2**n`` sets for ``n`` properties, far too many to
 write down. So the object is not a set of rules but a *rule family*, :class:`AnyOrderObject`:
-its rules are named ``<prefix>__seen_<mask>_<count>`` (the hexadecimal bit mask of the declared
-properties seen so far, and the member count, capped, for ``minProperties``/``maxProperties``)
+its rules are named ``<prefix>__seen_<count>_<j>_<j>...`` (the member count, capped, for
+``minProperties``/``maxProperties``, and the indices of the declared properties seen so far)
 and their bodies are produced on demand, when the automaton first expands the name. Only the
-sets a document actually visits are ever built; starting a 1,000-property object costs one rule
-body (its 1,000 alternatives), as in schema order.
+sets a document actually visits are ever built. The key of the next member is a trie of the
+names not seen yet (``__key_`` rules, :mod:`dotjson.key_trie`) and what follows a completed name
+a ``__tail_`` rule, so a byte of a key follows one branch and starting a 10,000-property object
+costs a few rule bodies; a member's productivity is asked only when a rule depends on it.
 
 Exactness: ``required`` (every required property seen before the object closes),
 ``minProperties``/``maxProperties`` (the count), ``patternProperties``/``additionalProperties``
@@ -17,16 +19,19 @@ declared, split by the patterns it matches) and ``dependentRequired`` (distribut
 branches by the translator before objects are built) are all kept. As in schema order, two extra
 members may share a key (a context-free grammar cannot exclude that in general).
 
-Every body alternative starts with ``,`` or a key's ``"``, so family rules are never left
-recursive and none is nullable except by its end-of-object alternative.
+Every body alternative starts with ``,``, a key's ``"``, a key character or ``:``, so family
+rules are never left recursive and none is nullable except by its end-of-object alternative.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from dotjson import ir
 from dotjson.ir import EPS, Ref
+from dotjson.key_trie import INLINE, KeyTrie, enc_text
 
 __all__ = ["AnyOrderObject", "any_order_object", "expand_families", "family_of", "rules_with_families"]
 
@@ -37,13 +42,25 @@ def any_order_object(tr, declared, extra, plo: int, phi) -> ir.Node:
     """The object node for the schema translator: ``{}`` where allowed, else ``{`` family ``}``.
 
     ``declared``: ``(name, value expression, required)`` per declared property (required names
-    outside ``properties`` included); ``extra``: the extra-member node or ``None``.
+    outside ``properties`` included); ``extra``: the extra-member node or ``None``. A member's
+    value rule is made when a document first completes its name (``tr.node_of``).
     """
-    members = [ir.seq(ir.lit('"'), tr.enc_text(name), ir.lit('"'), tr.colon, tr.node_of(ve))
-               for name, ve, _ in declared]
+    exprs = [ve for _, ve, _ in declared]
+    values: dict = {}
+
+    def value(j):
+        v = values.get(j)
+        if v is None:
+            v = values[j] = tr.node_of(exprs[j])
+        return v
+
     tr.counter += 1
-    fam = AnyOrderObject(f"obj{tr.counter}", members, [req for _, _, req in declared], extra, tr.sep, plo, phi)
+    fam = AnyOrderObject(f"obj{tr.counter}", [name for name, _, _ in declared], value,
+                         [req for _, _, req in declared], extra, tr.sep, tr.colon, plo, phi,
+                         value_known=lambda j: tr.expr_known(exprs[j])[1])
     tr.families.append(fam)
+    if tr.whole:
+        fam.materialize()  # the grammar is being built whole: every value rule now
     empty_ok = plo == 0 and not any(req for _, _, req in declared)
     empty = ir.seq(ir.lit("{"), tr.ws, ir.lit("}")) if empty_ok else ir.EMPTY
     return ir.alt(empty, ir.seq(ir.lit("{"), tr.ws, Ref(fam.start), tr.ws, ir.lit("}")))
@@ -52,58 +69,123 @@ def any_order_object(tr, declared, extra, plo: int, phi) -> ir.Node:
 class AnyOrderObject:
     """A rule family: the members of one object in any order, each declared one at most once.
 
+    Its rules, for a set ``S`` of the declared members seen (their indices, ascending) and a
+    member count ``c`` (capped, for ``minProperties``/``maxProperties``):
+
+    * ``<prefix>__seen_<c>[_<j>...]``: the rest of the object (a separator, then a member, or
+      the end where the object may close);
+    * ``<prefix>__key_<q>_<d>_<c>[_<j>...]``: after ``"`` and the prefix ``keys[q][:d]`` of a
+      name (:class:`~dotjson.key_trie.KeyTrie` positions), the rest of the name of a member not
+      in ``S``: one alternative per next character, so a byte of a key follows one branch;
+    * ``<prefix>__tail_<j>_<c>[_<j>...]``: after member ``j``'s name: ``"``-closing quote is
+      behind, then ``:``, its value, and the state with ``j`` added to ``S``.
+
     Parameters
     ----------
     prefix : str
-        Unique rule-name prefix; the family owns the names ``<prefix>__seen_...``.
-    members : list of ir.Node
-        One node per declared property: ``"key" ws : ws value``.
+        Unique rule-name prefix; the family owns the names ``<prefix>__...``.
+    names : list of str
+        The declared names, in schema order.
+    value : callable or list of ir.Node
+        ``value(j)``: the node of member ``j``'s value (made on first use), or the list of them.
     required : list of bool
         Whether each member must appear.
     extra : ir.Node or None
         One extra (undeclared) member, or ``None`` when the object allows none.
-    sep : ir.Node
-        The separator between members (``ws , ws``).
+    sep, colon : ir.Node
+        The separator between members (``ws , ws``) and between a key and its value.
     plo, phi : int, int or None
         ``minProperties`` / ``maxProperties``.
+    value_known : callable, optional
+        ``value_known(j)``: ``True`` when member ``j``'s value certainly has a text, else
+        ``None`` (a hint; the analysis settles the rest).
     """
 
-    def __init__(self, prefix, members, required, extra, sep, plo=0, phi=None):
+    def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None):
         self.prefix = prefix
         self.tag = f"{prefix}__seen_"
-        self.members = list(members)
+        self._key_tag = f"{prefix}__key_"
+        self._tail_tag = f"{prefix}__tail_"
+        self._own = f"{prefix}__"
+        self.names = list(names)
+        self.n = len(self.names)
+        self._value = value if callable(value) else list(value).__getitem__
+        self._value_known = value_known
         self.required = [bool(r) for r in required]
         self.extra = extra
         self.sep = sep
+        self.colon = colon
         self.plo = plo
         self.phi = phi
         self.cap = max(1, phi if phi is not None else plo)
-        self.req_mask = sum(1 << j for j, r in enumerate(self.required) if r)
-        self.n = len(self.members)
-        # which members (and the extra rule) can derive a text: structurally here, exactly once
-        # the automaton knows its rules' productivity (finalize)
-        self.finalize(lambda m: m != ir.EMPTY)
-        self._bodies: dict = {}
+        self.req = [j for j, r in enumerate(self.required) if r]
+        self.trie = KeyTrie(self.names)
+        rank = np.empty(self.n, dtype=np.int64)
+        rank[self.trie.member] = np.arange(self.n)
+        self.rank = rank
+        self.bind(None)
 
     # ------------------------------------------------------------------ names
     def owns(self, name: str) -> bool:
-        return name.startswith(self.tag)
+        """Whether ``name`` is a well-formed rule of this family (a saved index naming anything
+        else is refused when loaded, not when decoding reaches it)."""
+        if not name.startswith(self._own):
+            return False
+        try:
+            self.parse(name)
+        except ValueError:
+            return False
+        return True
 
-    def name(self, mask: int, c: int) -> str:
-        return f"{self.tag}{mask:x}_{c}"
+    @staticmethod
+    def _set(seen) -> str:
+        return "".join(f"_{j}" for j in seen)
 
-    def parse(self, name: str) -> tuple[int, int]:
-        m, c = name[len(self.tag):].split("_")
-        return int(m, 16), int(c)
+    def name(self, seen: tuple, c: int) -> str:
+        return f"{self.tag}{c}{self._set(seen)}"
+
+    def _key_name(self, q, d, c, seen) -> str:
+        return f"{self._key_tag}{q}_{d}_{c}{self._set(seen)}"
+
+    def _tail_name(self, j, c, seen) -> str:
+        return f"{self._tail_tag}{j}_{c}{self._set(seen)}"
+
+    def parse(self, name: str) -> tuple:
+        """``("seen", S, c)``, ``("key", S, c, q, d)`` or ``("tail", S, c, j)``; ``ValueError``
+        for a name the family does not own."""
+        for kind, tag, k in (("seen", self.tag, 1), ("key", self._key_tag, 3), ("tail", self._tail_tag, 2)):
+            if name.startswith(tag):
+                parts = [int(x) for x in name[len(tag):].split("_")]
+                if len(parts) < k or any(x < 0 for x in parts):
+                    break
+                head, seen = parts[:k], tuple(parts[k:])
+                if list(seen) != sorted(set(seen)) or any(j >= self.n for j in seen):
+                    break
+                if kind == "seen":
+                    return ("seen", seen, head[0])
+                if kind == "key":
+                    q, d, c = head
+                    if q >= self.n or d > len(self.trie.keys[q]):
+                        break
+                    return ("key", seen, c, q, d)
+                j, c = head
+                if j >= self.n or j in seen:
+                    break
+                return ("tail", seen, c, j)
+        raise ValueError(f"not a rule of {self.prefix}: {name!r}")
 
     @property
     def start(self) -> str:
         """The rule of an object with no member read yet (its caller wraps it in ``{`` ... ``}``)."""
-        return self.name(0, 0)
+        return self.name((), 0)
 
-    def static_nodes(self) -> list:
-        """Every IR node the family's bodies are made of (their rule references are static)."""
-        return self.members + ([self.extra] if self.extra is not None else []) + [self.sep]
+    def value(self, j: int) -> ir.Node:
+        return self._value(j)
+
+    def materialize(self) -> None:
+        """Make every member's value node (and so its rule) now: before a whole grammar is built."""
+        for j in range(self.n):
+            self._value(j)
 
     # ------------------------------------------------------------------ rules
     def _inc(self, c: int):
@@ -115,84 +197,161 @@ class AnyOrderObject:
         hit = self._bodies.get(name)
         if hit is not None:
             return hit
-        mask, c = self.parse(name)
+        kind, seen, c, *rest = self.parse(name)
+        if kind == "seen":
+            node = self._state_body(seen, c)
+        elif kind == "key":
+            q, d = rest
+            node = self._choice(q, d, seen, c)
+        else:
+            (j,) = rest
+            nxt = tuple(sorted(seen + (j,)))
+            node = ir.seq(self.colon, self.value(j), Ref(self.name(nxt, c)))
+        self._bodies[name] = node
+        return node
+
+    def _state_body(self, seen, c) -> ir.Node:
         sp = self.sep if c > 0 else EPS
         alts = []
         c2 = self._inc(c)
         if c2 is not None:
-            if self._extra_ok and self.productive(self.name(mask, c2)):
-                alts.append(ir.seq(sp, self.extra, Ref(self.name(mask, c2))))
-            ok = self._ok_mask & ~mask
-            for j in range(self.n):
-                if ok >> j & 1 and self.productive(self.name(mask | 1 << j, c2)):
-                    alts.append(ir.seq(sp, self.members[j], Ref(self.name(mask | 1 << j, c2))))
-        if self.nullable(name):
+            if self.extra is not None:  # (an unproductive reference compiles to nothing)
+                alts.append(ir.seq(sp, self.extra, Ref(self.name(seen, c2))))
+            if len(seen) < self.n:
+                alts.append(ir.seq(sp, ir.lit('"'), self._choice(0, 0, seen, c2)))
+        if self._nullable(seen, c):
             alts.append(EPS)
-        node = ir.alt(*alts)
-        self._bodies[name] = node
-        return node
+        return ir.alt(*alts)
 
-    def nullable(self, name: str) -> bool:
-        mask, c = self.parse(name)
-        return c > 0 and c >= self.plo and self.req_mask & ~mask == 0
+    def _offered(self, q, d, seen) -> np.ndarray:
+        e = self.trie.end(q, d)
+        pos = np.arange(q, e, dtype=np.int64)
+        if seen:
+            pos = np.setdiff1d(pos, self.rank[list(seen)], assume_unique=True)
+        return pos
 
-    def productive(self, name: str, member_ok=None) -> bool:
-        """Can the object still be completed from this rule? ``member_ok(node)``: productivity of
-        a member node (during the automaton's fixpoint); by default, :meth:`finalize`'s answer."""
-        mask, c = self.parse(name)
-        if member_ok is None:
-            ok_mask, extra_ok = self._ok_mask, self._extra_ok
+    def _choice(self, q, d, seen, c2) -> ir.Node:
+        # the rest of a name after keys[q][:d]: members not seen yet, then their tails
+        if self.n <= INLINE:
+            def leaf(j):  # small objects: written out, as a grammar text would be
+                nxt = tuple(sorted(seen + (j,)))
+                return ir.seq(ir.lit('"'), self.colon, self.value(j), Ref(self.name(nxt, c2)))
         else:
-            ok_mask = sum(1 << j for j, m in enumerate(self.members) if member_ok(m))
-            extra_ok = self.extra is not None and member_ok(self.extra)
-        missing = self.req_mask & ~mask
-        if missing & ~ok_mask:
-            return False  # a required member left to read has no value at all
-        need = missing.bit_count()
+            def leaf(j):
+                return ir.seq(ir.lit('"'), Ref(self._tail_name(j, c2, seen)))
+        return self.trie.choice(q, d, self._offered(q, d, seen), leaf,
+                                lambda q2, d2, pos: Ref(self._key_name(q2, d2, c2, seen)), enc_text)
+
+    # ------------------------------------------------------------------ analyses
+    def nullable(self, name: str) -> bool:
+        kind, seen, c, *_ = self.parse(name)
+        return kind == "seen" and self._nullable(seen, c)
+
+    def _nullable(self, seen, c) -> bool:
+        return c > 0 and c >= self.plo and all(j in seen for j in self.req)
+
+    def productive(self, name: str):
+        """Can the object still be completed from this rule? ``None`` while the productivity of
+        a member it depends on is being settled (a recursive schema asking about itself)."""
+        kind, seen, c, *rest = self.parse(name)
+        try:
+            if kind == "seen":
+                return self._productive(seen, c)
+            if kind == "tail":
+                (j,) = rest
+                return bool(self._member_ok(j)) and self._productive(tuple(sorted(seen + (j,))), c)
+            q, d = rest
+            for p in self._offered(q, d, seen).tolist():
+                j = int(self.trie.member[p])
+                if self._member_ok(j) and self._productive(tuple(sorted(seen + (j,))), c):
+                    return True
+            return False
+        except _Unsettled:
+            return None
+
+    def _productive(self, seen, c) -> bool:
+        # required members left must have values; then counts (extras or unseen members fill
+        # up to minProperties, required ones must fit under maxProperties)
+        seen_set = set(seen)
+        missing = [j for j in self.req if j not in seen_set]
+        if not all(self._member_ok(j) for j in missing):
+            return False
+        need = len(missing)
         low = max(self.plo, 1 if c == 0 else 0)
         if self.phi is not None and c + need > self.phi:
             return False
-        if extra_ok:
-            return self.phi is None or max(low, c + need) <= self.phi
-        avail = (ok_mask & ~mask).bit_count()
-        return c + avail >= low and (self.phi is None or max(low, c + need) <= self.phi)
+        fits = self.phi is None or max(low, c + need) <= self.phi
+        if self.extra is not None and self._member_ok(None):
+            return fits
+        want = low - c  # members still to come, at least
+        if want > 0:
+            have = 0
+            for j in range(self.n):
+                if j not in seen_set and self._member_ok(j):
+                    have += 1
+                    if have >= want:
+                        break
+            if have < want:
+                return False
+        return fits
 
-    def finalize(self, member_ok) -> None:
-        """Fix which members can derive a text (once the static rules' productivity is known)."""
-        self._bodies = {}
-        self._ok_mask = sum(1 << j for j, m in enumerate(self.members) if member_ok(m))
-        self._extra_ok = self.extra is not None and member_ok(self.extra)
+    def _member_ok(self, j):
+        """Whether member ``j`` (``None``: the extra member) has a value at all."""
+        hit = self._ok.get(j)
+        if hit is None:
+            node = self.extra if j is None else self.value(j)
+            if self._ask is None:
+                hit = node != ir.EMPTY  # structural, before an analysis is bound
+            else:
+                if j is not None and self._value_known is not None and self._value_known(j):
+                    hit = True
+                else:
+                    if self._asking:
+                        raise _Unsettled
+                    self._asking = True
+                    try:
+                        hit = bool(self._ask(node))
+                    finally:
+                        self._asking = False
+            self._ok[j] = hit
+        return hit
 
-    def substitute(self, fn) -> None:
-        """Rewrite the member and extra nodes (the translator's pruning of dead rules)."""
-        self.members = [fn(m) for m in self.members]
-        if self.extra is not None:
-            self.extra = fn(self.extra)
-        self.finalize(lambda m: m != ir.EMPTY)
-        self._bodies.clear()
-
+    def bind(self, node_productive) -> None:
+        """Answer member productivity with ``node_productive`` (exact; the automaton's analysis),
+        or structurally with ``None``."""
+        self._ask = node_productive
+        self._asking = False
+        self._ok: dict = {}
+        self._bodies: dict = {}
 
     # ------------------------------------------------------------------ persistence
     def to_json(self, enc) -> dict:
         """Plain JSON values (``enc``: IR node to JSON, as :mod:`dotjson.serialization` writes)."""
-        return {"kind": "any_order_object", "prefix": self.prefix, "members": [enc(m) for m in self.members],
-                "required": self.required, "extra": None if self.extra is None else enc(self.extra),
-                "sep": enc(self.sep), "plo": self.plo, "phi": self.phi}
+        return {"kind": "any_order_object", "prefix": self.prefix, "names": self.names,
+                "values": [enc(self.value(j)) for j in range(self.n)], "required": self.required,
+                "extra": None if self.extra is None else enc(self.extra), "sep": enc(self.sep),
+                "colon": enc(self.colon), "plo": self.plo, "phi": self.phi}
 
     @classmethod
     def from_json(cls, d: dict, dec) -> "AnyOrderObject":
         """The family :meth:`to_json` wrote (``dec``: JSON to IR node); ``ValueError`` if malformed."""
         if not isinstance(d, dict) or d.get("kind") != "any_order_object":
             raise ValueError("unknown rule family")
-        members = [dec(m) for m in d["members"]]
-        required = d["required"]
+        names, required = d["names"], d["required"]
+        values = [dec(v) for v in d["values"]]
         plo, phi = d["plo"], d["phi"]
-        if (not isinstance(d["prefix"], str) or not isinstance(required, list) or len(required) != len(members)
+        if (not isinstance(d["prefix"], str) or not isinstance(names, list) or not isinstance(required, list)
+                or not all(isinstance(x, str) for x in names) or len(set(names)) != len(names)
+                or len(required) != len(names) or len(values) != len(names)
                 or not all(isinstance(r, bool) for r in required) or not isinstance(plo, int)
                 or not (phi is None or isinstance(phi, int))):
             raise ValueError("malformed rule family")
         extra = None if d["extra"] is None else dec(d["extra"])
-        return cls(d["prefix"], members, required, extra, dec(d["sep"]), plo, phi)
+        return cls(d["prefix"], names, values, required, extra, dec(d["sep"]), dec(d["colon"]), plo, phi)
+
+
+class _Unsettled(Exception):
+    """A member's productivity is being settled further up the stack (recursive schema)."""
 
 
 def family_of(grammar: ir.Grammar, name: str):
@@ -213,7 +372,6 @@ class _FamilyRules(Mapping):
         self._known = getattr(rules, "known_language", None)
         self._analysis = None
         self._final: set = set()
-        self._finalizing: set = set()
 
     def bind_analysis(self, analysis) -> None:
         """The analysis that asks (:class:`dotjson.ir.analysis.Analysis` calls this): a family's
@@ -250,18 +408,14 @@ class _FamilyRules(Mapping):
         if fam is not None:
             if fam.nullable(name):
                 return (True, True)
-            if self._analysis is None or id(fam) in self._finalizing:
+            if self._analysis is None:
                 return (False, None)
             if id(fam) not in self._final:
-                # which members have a value at all, exactly (a recursive schema may ask about
-                # this family meanwhile: it then gets "unknown" and the analysis searches)
-                self._finalizing.add(id(fam))
-                try:
-                    fam.finalize(self._analysis.node_productive)
-                finally:
-                    self._finalizing.discard(id(fam))
+                # members' productivity, exactly and one member at a time, from this analysis
+                fam.bind(self._analysis.node_productive)
                 self._final.add(id(fam))
-            # the count and required-member arithmetic of AnyOrderObject.productive, exact now
+            # the count and required-member arithmetic of AnyOrderObject.productive (None while
+            # a member's own productivity is being settled: the analysis then searches)
             return (False, fam.productive(name))
         return self._known(name) if self._known is not None else (None, None)
 

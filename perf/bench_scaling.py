@@ -9,7 +9,8 @@ Measurements (and the ratio issue 14 names):
 
 * ``width``: per-token time of teacher forcing a valid document through a ``Guide`` at 10, 1,000
   and 10,000 declared properties (the document holds 10 of them, spread over the declaration
-  order, so every width forces about the same tokens); ratio to the 10-property case (target <= 2x).
+  order, so every width forces about the same tokens); ratio to the 10-property case (target <= 2x);
+  then the same with ``property_order="any"`` and the members out of schema order.
 * ``depth``: the same at nesting depth 10, 1,000 and 10,000 of a recursive ``$ref`` array
   (``[[[...]]]``) and object (``{"a":{"a":...}}``); ratio to depth 10 (target <= 2x).
 * ``string``: peak memory (tracemalloc peak and RSS growth) of ``{"type": "string", "maxLength":
@@ -97,9 +98,11 @@ def _warm_up(Guide, Index, vocab, tok) -> None:
     _force(Guide, Index(schema, vocab), vocab, _ids(tok, '{"w":["warm","up"]}'))
 
 
-def _width_case(n: int):
+def _width_case(n: int, any_order: bool = False):
     schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)}}
     keys = sorted({round(k * (n - 1) / 9) for k in range(10)})
+    if any_order:
+        keys = keys[::2] + keys[1::2]  # not the schema's order
     doc = "{" + ",".join(f'"p{i}":{i}' for i in keys) + "}"
     return schema, doc
 
@@ -119,12 +122,13 @@ def _per_token(kind: str, n: int) -> dict:
     _warm_up(Guide, Index, vocab, tok)
     # the smallest case's own document through another index: the kernels and rules this kind
     # of document reaches are loaded and compiled once here, not charged to the first size
-    small = _width_case(10) if kind == "width" else _depth_case(kind, 10)
-    _force(Guide, Index(small[0], vocab), vocab, _ids(tok, small[1]))
-    schema, doc = _width_case(n) if kind == "width" else _depth_case(kind, n)
+    opts = {"property_order": "any"} if kind == "width-any" else {}
+    small = _width_case(10, kind == "width-any") if kind.startswith("width") else _depth_case(kind, 10)
+    _force(Guide, Index(small[0], vocab, **opts), vocab, _ids(tok, small[1]))
+    schema, doc = _width_case(n, kind == "width-any") if kind.startswith("width") else _depth_case(kind, n)
     ids = _ids(tok, doc)
     t0 = time.perf_counter()
-    index = Index(schema, vocab)
+    index = Index(schema, vocab, **({"property_order": "any"} if kind == "width-any" else {}))
     compile_s = time.perf_counter() - t0
     first = _force(Guide, index, vocab, ids)
     second = _force(Guide, index, vocab, ids)
@@ -214,7 +218,7 @@ def _defs_case(target_bytes: int) -> dict:
 
 
 def _child(case: str, arg: str) -> None:
-    if case in ("width", "array", "object"):
+    if case in ("width", "width-any", "array", "object"):
         out = _per_token(case, int(arg))
     elif case == "string":
         bound, n = arg.split(":")
@@ -321,6 +325,8 @@ def main(argv=None) -> None:
 
     if "width" in only:
         per_token_table("Per-token time vs. declared properties (document: 10 of them)", "width",
+                        widths, "properties")
+        per_token_table('The same with property_order="any" (the 10 members out of schema order)', "width-any",
                         widths, "properties")
     if "depth" in only:
         per_token_table("Per-token time vs. nesting depth: recursive $ref array `[[[...]]]`", "array",

@@ -40,6 +40,9 @@ def _words(mask: int) -> tuple[int, int, int, int]:
     return tuple((mask >> (64 * i)) & _M64 for i in range(4))
 
 
+_BYTE_WORDS = [_words(1 << b) for b in range(256)]
+
+
 class Rules:
     """Rule analyses and body compilation for one grammar (see the module docstring)."""
 
@@ -194,7 +197,7 @@ class Rules:
                 data = node.text.encode("utf-8")
                 for b in data:
                     prog += [K.OP_BYTES, len(words)]
-                    words.append(_words(1 << b))
+                    words.append(_BYTE_WORDS[b])
                 prog += [K.OP_SEQ, len(data)]
                 continue
             if isinstance(node, ir.Chars):

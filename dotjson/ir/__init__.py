@@ -128,6 +128,9 @@ class LazyRules(Mapping):
         """Build every pending rule."""
         with self._lock:
             pending = self._src.pending
+            whole = getattr(self._src, "build_all", None)
+            if whole is not None and pending:
+                whole()  # the source may build rules in a shape meant for writing out in full
             while pending:
                 self._src.body(next(iter(pending)))
 

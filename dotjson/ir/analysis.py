@@ -267,11 +267,19 @@ class Analysis:
         known = getattr(rules, "known_language", None)
         nh = ph = None
         if known is not None:
+            # one question to the rules answers both analyses (a new rule is asked both)
+            last = [None, None]
+
+            def both(name):
+                if last[0] != name:
+                    last[0], last[1] = name, known(name)
+                return last[1]
+
             def nh(name):
-                return known(name)[0]
+                return both(name)[0]
 
             def ph(name):
-                return known(name)[1]
+                return both(name)[1]
         self._null = _Solver(rules, self._ncond, nh)
         self._prod = _Solver(rules, self._pcond, ph)
         bind = getattr(rules, "bind_analysis", None)
@@ -374,6 +382,10 @@ class Analysis:
 
     def _left(self, node: Node, out: set) -> bool:
         t = type(node)
+        if t is Lit:
+            return not node.text
+        if t is Chars:
+            return False
         if t is Ref:
             out.add(node.name)
             return self.nullable(node.name)

@@ -24,6 +24,8 @@ from dotjson.jsonschema.values import _ENC_CHAR, _NAME_JUNK, _NUM, FALSE, MAX_DE
 # atoms holding a sub-schema expression, and where
 _SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
            "contains": 1}
+# atoms whose sub-schemas building a branch may intersect (see Compiler._combinations)
+_COMBINED = frozenset({"pos", "items", "props", "pattern", "addl"})
 # atoms whose compilation may exceed a limit of the compiler: compiled in phase 1
 _RISKY = frozenset({"num", "mult", "notmult", "unique", "contains", "nprops", "pattern"})
 
@@ -42,6 +44,12 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
         self.state_hints: dict = {}   # rule name -> (nullable, productive) known to its builder
         self.known_cache: dict = {}   # expression -> (nullable, productive) from its normal form
+        self.inhabited_cache: dict = {}  # normal-form branch -> obviously inhabited (shared by equal schemas)
+        # False while the automaton asks for rules one by one; True once the whole grammar is
+        # being built (rendering, saving: LazyRules.force), where wide objects take the shape
+        # that is smallest written out in full (see ObjectBuilder.build_object)
+        self.whole = False
+        self.enc_short: dict = {}     # short text -> its JSON spellings (see enc_text)
         self.rules.update(self.base)
 
     def new_name(self, hint: str) -> str:
@@ -110,9 +118,19 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             return (None, None)
         if callable(e):
             return self.state_hints.get(name, (None, None))
+        return self.expr_known(e)
+
+    def expr_known(self, e) -> tuple:
+        """``(nullable, productive)`` of the rule of expression ``e`` as far as its normal form
+        tells (see :meth:`known_language`); remembered per expression, and per normal-form
+        branch, so that a thousand properties with the same schema are looked at once."""
         hit = self.known_cache.get(e)
         if hit is not None:
             return hit
+        if e == TRUE:
+            return (False, True)
+        if e == FALSE:
+            return (False, False)
         r = (False, None)
         if e in self.fallback:
             r = (False, True)
@@ -121,12 +139,28 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 d = self.dnf(e)
             except UnsupportedSchemaError:
                 d = ()
+            cache = self.inhabited_cache
             for br in d:
-                if _obviously_inhabited(self.merge(br), br):
+                try:
+                    ok = cache.get(br)
+                except TypeError:  # an atom holding an unhashable value: not shared
+                    ok = _obviously_inhabited(self.merge(br), br)
+                else:
+                    if ok is None:
+                        ok = cache[br] = _obviously_inhabited(self.merge(br), br)
+                if ok:
                     r = (False, True)
                     break
         self.known_cache[e] = r
         return r
+
+    def build_all(self) -> None:
+        """Called by :meth:`~dotjson.ir.LazyRules.force` before it builds every rule: from now
+        on objects are built in the shape meant for writing out, and the value rules of every
+        ``property_order="any"`` object exist (its family makes them on first use otherwise)."""
+        self.whole = True
+        for fam in self.families:
+            fam.materialize()
 
     # ------------------------------------------------------------------ phase 1 over the document
     def prepare(self, root) -> None:
@@ -192,6 +226,8 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             brs = [br]
         out = []
         for b in brs:
+            if not any(a[0] in _COMBINED for a in b):
+                continue  # nothing here is intersected (most leaves of a schema)
             m = self.merge(b)
             if "array" in m.types:
                 K = max([i + 1 for i in m.pos] + [k for k, _ in m.items] + [0])
@@ -330,7 +366,17 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         return node
 
     def enc_text(self, text: str) -> ir.Node:
-        """All JSON spellings of the string ``text`` (between the quotes), cached per character."""
+        """All JSON spellings of the string ``text`` (between the quotes), cached per character
+        and per short text (the tails of names in a key trie recur in every state: one node,
+        compiled once)."""
+        if len(text) <= 8:
+            hit = self.enc_short.get(text)
+            if hit is None:
+                hit = self.enc_short[text] = self._enc_text(text)
+            return hit
+        return self._enc_text(text)
+
+    def _enc_text(self, text: str) -> ir.Node:
         parts = []
         for ch in text:
             hit = _ENC_CHAR.get(ch)

@@ -71,6 +71,8 @@ class Normalizer:
         self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}
+        self._ptr_cache: dict = {}       # (document, JSON pointer) -> the object or array there
+        self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
         self.inlining: set = set()
         self.docs: dict[str, _Doc] = {}
         self.resources: dict[str, tuple[str, str]] = {}   # uri -> (doc key, pointer)
@@ -188,9 +190,34 @@ class Normalizer:
                     stack.append((m, f"{ptr}/{kw}", base, depth))
 
     def get(self, doc, ptr):
-        node = self.docs[doc].root
         if ptr == "":
-            return node
+            return self.docs[doc].root
+        # the parent of a sub-schema was almost always looked up just before (a property's
+        # pointer after its object's): one step from it, not a walk from the root per name
+        cache = self._ptr_cache
+        hit = cache.get((doc, ptr))
+        if hit is not None:
+            return hit
+        parent, _, tok = ptr.rpartition("/")
+        node = self.docs[doc].root if parent == "" else cache.get((doc, parent))
+        if node is not None:
+            node = self._step(node, _unesc(tok))
+        else:
+            node = self._walk(doc, ptr)
+        if node is not _MISSING and isinstance(node, (dict, list)):
+            cache[(doc, ptr)] = node
+        return node
+
+    @staticmethod
+    def _step(node, tok):
+        if isinstance(node, dict) and tok in node:
+            return node[tok]
+        if isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
+            return node[int(tok)]
+        return _MISSING
+
+    def _walk(self, doc, ptr):
+        node = self.docs[doc].root
         for tok in ptr.split("/")[1:]:
             tok = _unesc(tok)
             if isinstance(node, dict) and tok in node:
@@ -817,6 +844,17 @@ class Normalizer:
 
     # ------------------------------------------------------------------ merging a branch
     def merge(self, br):
+        # remembered by identity (branches live in dnf_cache; the memo keeps them alive): the
+        # branch of a 10,000-property object is merged once, not once per question about it.
+        # Callers only read the result.
+        hit = self._merged.get(id(br))
+        if hit is not None and hit[0] is br:
+            return hit[1]
+        m = self._merge(br)
+        self._merged[id(br)] = (br, m)
+        return m
+
+    def _merge(self, br):
         m = _Merged()
         types = _U
         for a in br:

@@ -11,9 +11,14 @@ import itertools
 
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
+from dotjson.key_trie import KeyTrie
 from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
+
+#: objects declaring more names than this reach their undeclared keys through a trie of the
+#: names (below, the "any key but these" difference is small enough)
+WIDE_EXTRA = 64
 
 
 class ObjectBuilder:
@@ -87,8 +92,14 @@ class ObjectBuilder:
 
         def extra_member():
             # built when the automaton first reaches an extra member (phase 2)
-            declared_names = [self.enc_text(n) for n in props]
             classes = []
+            if not self.whole and len(props) > WIDE_EXTRA and not pats and pn_lang is None and not fixed_names:
+                # "any key but these thousands" as a lazy complement of their trie: a byte of
+                # the key follows one branch, and starting it builds a rule, not every name
+                for T, ve in live:
+                    classes.append(seq(lit('"'), undeclared_key(KeyTrie(list(props)), ve)))
+                return alt(*classes)
+            declared_names = [self.enc_text(n) for n in props]
             for T, ve in live:
                 Tset = set(T)
                 if union_mode and T:
@@ -111,6 +122,52 @@ class ObjectBuilder:
                 classes.append(seq(lit('"'), content, lit('"'), self.colon, self.node_of(ve)))
             classes.extend(fixed_members)
             return alt(*classes)
+
+        def undeclared_key(trie, ve):
+            # after `"`: the rest of a key that is not a declared name, its closing quote, `:`
+            # and the value. After the prefix P = keys[q][:d] (a prefix of some name): a
+            # character no name continues P with, then any content; or one that some name does
+            # (recursively); or the end, unless P is itself a name.
+            after = seq(lit('"'), self.colon, self.node_of(ve))
+            sure = True if self.expr_known(ve)[1] else None
+            content = self.jsonstr.json_string_content()
+            others: dict = {}  # characters continuing P -> the node for every other one
+
+            def node(q, d):
+                nm = f"{xname}_nk_{q}_{d}"
+                if nm not in self.rules and nm not in self.pending:
+                    self.pending[nm] = lambda: body(q, d)
+                    self.state_hints[nm] = (False, sure)
+                return Ref(nm)
+
+            def body(q, d):
+                e = trie.end(q, d)
+                alts, used = [], []
+                k = q
+                if len(trie.keys[q]) == d:  # P is a name: the key may not end here
+                    k += 1
+                else:
+                    alts.append(after)
+                while k < e:
+                    ch = trie.keys[k][d]
+                    used.append(ord(ch))
+                    alts.append(seq(self.enc_text(ch), node(k, d + 1)))
+                    k = trie.end(k, d + 1)
+                rest = others.get(tuple(used))
+                if rest is None:
+                    other, lo = [], 0
+                    for cp in used:  # ascending: the names are sorted
+                        if cp > lo:
+                            other.append((lo, cp - 1))
+                        lo = cp + 1
+                    if lo <= ir.MAX_CODEPOINT:
+                        other.append((lo, ir.MAX_CODEPOINT))
+                    rest = others[tuple(used)] = seq(self.jsonstr.encode_chars(ir.Chars(tuple(other))), content,
+                                                     after)
+                alts.append(rest)
+                return alt(*alts)
+
+            return node(0, 0)
 
         X = None
         if live or fixed_members:
@@ -150,7 +207,8 @@ class ObjectBuilder:
             return alt(empty, seq(open_, X, repeat(seq(self.sep, X), rlo, rhi), close))
         cap = max(1, phi if phi is not None else plo)
         nstates = (n + 1) * 2 * (cap + 1) * (full + 1)
-        if nstates > MAX_OBJECT_STATES:
+        # without a counter the states are linear in the members, and built only when reached
+        if (plo > 0 or phi is not None) and nstates > MAX_OBJECT_STATES:
             r = self.unsupported("object too large for its minProperties/maxProperties counter", where,
                                  "maxProperties")
             if r is None:
@@ -201,12 +259,59 @@ class ObjectBuilder:
                     if not mask & (1 << j):
                         alts.append(seq(sp, fm, state(i, c2, mask | (1 << j))))
                 # the next member is any of i .. the first required one (the ones between are
-                # optional and skipped): a few nodes of a balanced tree over the members
+                # optional and skipped): for the automaton, a trie of their names (a byte of a
+                # key follows one branch); written out whole, a few nodes of a balanced tree
+                # over the members (O(n) rules for all the states together)
                 if i < n:
-                    alts.extend(cover(0, n, i, min(nreq[i], n - 1) + 1, c, c2, mask))
+                    if self.whole:
+                        alts.extend(cover(0, n, i, min(nreq[i], n - 1) + 1, c, c2, mask))
+                    else:
+                        alts.append(seq(sp, lit('"'), key_choice(i, c2, mask)))
             if done(i, c, mask):
                 alts.append(EPS)
             return alt(*alts)
+
+        tries: list = []
+        quote = lit('"')
+
+        def key_choice(i, c2, mask):
+            # after the opening quote: the rest of member j's name, for j in i .. the first
+            # required member, then its value and state(j + 1, c2, mask)
+            if not tries:
+                tries.append(KeyTrie([d[0] for d in chain]))
+            trie = tries[0]
+            return trie.choice(0, 0, trie.positions(0, 0, i, min(nreq[i], n - 1) + 1),
+                               lambda j: tail(j, c2, mask), lambda q, d, pos: sub(q, d, pos, c2, mask),
+                               self.enc_text)
+
+        tails: dict = {}
+
+        def tail(j, c2, mask):
+            # after member j's name: the closing quote, its value, the next state; one rule per
+            # member and continuation, shared (node and all) by every state that offers it
+            hit = tails.get((j, c2, mask))
+            if hit is None:
+                d = done(j + 1, c2, mask)
+                hit = tails[(j, c2, mask)] = seq(quote, rule(
+                    ("m", j, c2, mask), lambda: seq(self.colon, self.node_of(chain[j][1]), state(j + 1, c2, mask)),
+                    (False, True if d and self.expr_known(chain[j][1])[1] else None)))
+            return hit
+
+        def sub(q, d, pos, c2, mask):
+            # the sub-trie of prefix keys[q][:d] offering the names at pos: the members of that
+            # prefix between the least and the greatest offered one (a state offers a range of
+            # members), so every state offering the same ones shares it
+            trie = tries[0]
+            js = trie.member[pos]
+            lo, hi = int(js.min()), int(js.max()) + 1
+            # productive when one offered member certainly completes the object; otherwise the
+            # analysis builds it and looks (never a dead state)
+            j = int(js[0])
+            sure = True if self.expr_known(chain[j][1])[1] and done(j + 1, c2, mask) else None
+            return rule(("k", q, d, lo, hi, c2, mask),
+                        lambda: trie.choice(q, d, trie.positions(q, d, lo, hi), lambda j: tail(j, c2, mask),
+                                            lambda q2, d2, pos2: sub(q2, d2, pos2, c2, mask), self.enc_text),
+                        (False, sure))
 
         def leaf(j, c, c2, mask):
             mb = members.get(j)

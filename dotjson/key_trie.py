@@ -1,0 +1,120 @@
+"""Prefix-factored choices among many property names: the key position of a wide object.
+
+An object state offers "the next member is one of these declared properties". Written as an
+alternation of whole members, the derivative of that state by one byte of a key looks at every
+name it still offers (thousands), and building it compiles every member. :class:`KeyTrie` sorts
+the names once; :meth:`KeyTrie.choice` then writes the rest of a key after a prefix as one
+alternative per *next character*, so a derivative by a byte follows one branch. Sub-tries are
+rules made on demand by the caller (``sub``), and a sub-trie offering at most ``inline`` names
+is written out in place (the names' remaining characters, then their member tails).
+
+Nodes are named by a position in the sorted names and a depth: ``(p, d)`` is the prefix
+``keys[p][:d]``. A choice offers the names at given sorted positions (a state of a schema-order
+object offers a range of members); only those appear, so the language is exact and no branch
+leads to a dead end.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from dotjson import ir, jsonstr
+
+__all__ = ["INLINE", "KeyTrie", "enc_text"]
+
+#: a sub-trie offering at most this many names is written out in place, not as a rule
+INLINE = 8
+
+
+class KeyTrie:
+    """The names of an object's declared properties, sorted for prefix queries.
+
+    Parameters
+    ----------
+    names : sequence of str
+        One name per member, in member order (distinct).
+    """
+
+    def __init__(self, names) -> None:
+        self.names = list(names)
+        self.n = len(self.names)
+        order = sorted(range(self.n), key=self.names.__getitem__)
+        self.keys = [self.names[j] for j in order]
+        self.member = np.asarray(order, dtype=np.int64)
+        self._ends: dict = {}
+
+    def end(self, p: int, d: int) -> int:
+        """One past the last sorted position whose name starts with ``keys[p][:d]`` (``p`` is at
+        or after the first one)."""
+        if d == 0:
+            return self.n
+        key = (p, d)
+        hit = self._ends.get(key)
+        if hit is None:
+            prefix = self.keys[p][:d]
+            last = ord(prefix[-1])
+            if last < 0x10FFFF:
+                # the names with this prefix are exactly those below its successor
+                hit = bisect.bisect_left(self.keys, prefix[:-1] + chr(last + 1), lo=p)
+            else:
+                hit = bisect.bisect_right(self.keys, prefix, lo=p, key=lambda x: x[:d])
+            self._ends[key] = hit
+        return hit
+
+    def positions(self, p: int, d: int, lo: int, hi: int) -> np.ndarray:
+        """Sorted positions of the names with prefix ``keys[p][:d]`` of members ``lo .. hi - 1``."""
+        m = self.member[p:self.end(p, d)]
+        return p + np.flatnonzero((m >= lo) & (m < hi))
+
+    def choice(self, p: int, d: int, pos: np.ndarray, leaf, sub, enc_text, inline: int = INLINE) -> ir.Node:
+        """The rest of a key after the prefix ``keys[p][:d]``, offering the names at ``pos``.
+
+        ``leaf(j)``: what follows member ``j``'s name (its closing quote onwards);
+        ``sub(q, d2, pos2)``: a reference to the sub-trie of prefix ``keys[q][:d2]`` offering
+        the names at ``pos2`` (``q = pos2[0]``); ``enc_text(s)``: the JSON spellings of ``s``.
+        """
+        keys, member = self.keys, self.member
+        if len(pos) <= inline:
+            return ir.alt(*(ir.seq(enc_text(keys[q][d:]), leaf(int(member[q]))) for q in pos.tolist()))
+        alts = []
+        k, m = 0, len(pos)
+        while k < m:
+            q = int(pos[k])
+            key = keys[q]
+            if len(key) == d:  # the prefix itself is a name (it sorts first)
+                alts.append(leaf(int(member[q])))
+                k += 1
+                continue
+            k2 = int(np.searchsorted(pos, self.end(q, d + 1)))
+            rest = pos[k:k2]
+            if k2 - k <= inline:
+                node = ir.alt(*(ir.seq(enc_text(keys[r][d + 1:]), leaf(int(member[r]))) for r in rest.tolist()))
+            else:
+                node = sub(q, d + 1, rest)
+            alts.append(ir.seq(enc_text(key[d]), node))
+            k = k2
+        return ir.alt(*alts)
+
+
+_CHAR: dict = {}
+_SHORT: dict = {}
+
+
+def enc_text(text: str) -> ir.Node:
+    """All JSON spellings of ``text`` (between the quotes): per character, short texts cached
+    (the tails of names recur in every state of a wide object: one node, compiled once)."""
+    hit = _SHORT.get(text)
+    if hit is not None:
+        return hit
+    parts = []
+    for ch in text:
+        p = _CHAR.get(ch)
+        if p is None:
+            p = _CHAR[ch] = jsonstr.encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
+        parts.append(p)
+    node = ir.seq(*parts)
+    if len(text) <= 8 and len(_SHORT) < 100_000:
+        _SHORT[text] = node
+    return node

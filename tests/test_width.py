@@ -1,0 +1,242 @@
+"""Wide objects: the key position is a trie of the names a state offers (issues 10 and 14).
+
+The automaton asks for an object's rules one by one and gets, at a key, one alternative per next
+character (``dotjson/key_trie.py``); a grammar built whole (rendering, saving) takes the balanced
+tree of members instead. Both must denote the same language: these tests compare them on
+documents that probe every edge of a name set (prefixes of names, extensions, escapes, order,
+duplicates, required members, counters), and check the 10,000-property object exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from dotjson.automaton import Automaton
+from dotjson.grammar import lark_parses, to_lark
+from dotjson.key_trie import INLINE, KeyTrie
+from dotjson.schema import schema_to_grammar
+
+# names sharing prefixes at every depth, one the empty string, some needing escapes, non-ASCII
+NAMES = (["", "a", "ab", "abc", "abd", "abcd", "b", "ba", "bab", "é", "é1", "日本", "日本語", 'q"uote', "back\\s",
+          "tab\tx", "\U0001f600", "\U0001f600x"]
+         + [f"p{i}" for i in range(60)] + [f"item_{i:03d}" for i in range(0, 300, 7)])
+
+
+def _lazy_and_whole(schema, **kw):
+    """An automaton over the lazily built grammar (tries) and one over the grammar built whole
+    first (the balanced tree of members), for the same schema."""
+    lazy = Automaton(schema_to_grammar(schema, **kw))
+    g = schema_to_grammar(schema, **kw)
+    g.rules.force()
+    return lazy, Automaton(g), g
+
+
+def _doc(pairs) -> str:
+    return "{" + ",".join(f"{k}:{v}" for k, v in pairs) + "}"
+
+
+def _probes(names, rng, must=(), n_docs=150):
+    """Documents around a name list: valid ones in schema order and near misses (``must``: the
+    required names, put in most documents)."""
+    keys = [json.dumps(k) for k in names]
+    need = [names.index(k) for k in must if k in names]
+    out = []
+    for _ in range(n_docs):
+        picked = rng.sample(range(len(names)), rng.randint(0, min(6, len(names))))
+        picked = sorted(set(picked) | (set(need) if rng.random() < 0.8 else set()))
+        pairs = [(keys[j], j) for j in picked]
+        for k in must:
+            if k not in names and rng.random() < 0.8:  # a floating required name: anywhere
+                pairs.insert(rng.randint(0, len(pairs)), (json.dumps(k), 0))
+        out.append(_doc(pairs))
+        if len(pairs) >= 2:
+            swapped = list(pairs)
+            swapped[0], swapped[-1] = swapped[-1], swapped[0]
+            out.append(_doc(swapped))                       # out of schema order
+            out.append(_doc(pairs + [pairs[0]]))            # a duplicate key
+        if pairs:
+            k, v = pairs[rng.randrange(len(pairs))]
+            name = json.loads(k)
+            out.append(_doc(pairs + [(json.dumps(name + "z"), 0)]))           # an extension
+            if name:
+                out.append(_doc([(json.dumps(name[:-1]), 0)] + pairs[1:]))    # a proper prefix
+                # the same name spelled with a \u escape for its first character
+                esc = '"\\u%04x' % ord(name[0]) + json.dumps(name)[2:] if ord(name[0]) < 0x10000 else k
+                out.append(_doc([(esc, v)] + pairs[1:]))
+            out.append(_doc([(k, '"not an int"')]))
+    out += ["{}", '{"":0}', '{"zz":1}', '{"p1":1,"zz":2}']
+    return list(dict.fromkeys(out))
+
+
+@pytest.mark.parametrize("close_objects", [True, False])
+def test_trie_and_tree_agree_on_probes(close_objects):
+    rng = random.Random(7)
+    names = list(NAMES)
+    rng.shuffle(names)  # member order unrelated to sorted order
+    props = {k: {"type": "integer"} for k in names}
+    schemas = [
+        {"type": "object", "properties": props},
+        {"type": "object", "properties": props, "required": [names[5], names[40], names[-1]]},
+        {"type": "object", "properties": props, "minProperties": 2, "maxProperties": 4},
+        # a required name outside `properties` (allowed by a pattern) floats among the members
+        {"type": "object", "properties": props, "required": ["ab", "floating"], "patternProperties": {"^fl": {}}},
+        {"type": "object", "properties": props, "patternProperties": {"^x": {"type": "string"}}},
+    ]
+    for schema in schemas:
+        lazy, whole, _ = _lazy_and_whole(schema, close_objects=close_objects)
+        docs = _probes(names, rng, schema.get("required", ()))
+        docs += ['{"x1":"s"}', '{"x1":1}', '{"ab":1,"floating":2}', '{"floating":2,"ab":1}']
+        accepted = 0
+        for d in docs:
+            want = whole.matches(d.encode())
+            assert lazy.matches(d.encode()) == want, (schema.keys(), d)
+            accepted += want
+        assert 10 < accepted < len(docs) - 10, (schema.keys(), accepted)  # both sides probed
+
+
+def test_lark_oracle_on_a_wide_object():
+    names = [f"k{i}" for i in range(40)] + ["k", "k1x"]
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in names}, "required": ["k30"]}
+    g = schema_to_grammar(schema)
+    lazy = Automaton(g)
+    text = to_lark(schema_to_grammar(schema))
+    for d in ['{"k30":1}', '{"k1":0,"k30":1}', '{"k1":0,"k1x":2,"k30":1}', '{"k":0,"k30":1,"k39":2}',
+              '{"k3":0,"k30":1}', '{"k30":1,"k3":0}', '{"k1":0}', '{"k1x":0,"k1":0,"k30":1}', '{"k4":0,"k30":1,"k30":1}']:
+        assert lazy.matches(d.encode()) == lark_parses(text, d), d
+
+
+def _wide(n, **extra):
+    return {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)}, **extra}
+
+
+def test_ten_thousand_properties_exact():
+    n = 10_000
+    schema = _wide(n, required=["p5000"])
+    a = Automaton(schema_to_grammar(schema))
+    keys = [0, 1, 17, 999, 1000, 4999, 5000, 5001, 9998, 9999]
+    good = "{" + ",".join(f'"p{i}":{i}' for i in keys) + "}"
+    assert a.matches(good.encode())
+    assert a.matches(b'{"p5000":1}')
+    assert not a.matches(good.replace('"p5000":5000,', "").encode())          # required missing
+    assert not a.matches(b'{"p5000":1,"p5000":2}')                               # duplicate
+    assert not a.matches(b'{"p1":1,"p1":1,"p5000":1}')                           # duplicate
+    assert not a.matches(b'{"p10000":1,"p5000":1}')                              # undeclared (closed)
+    assert not a.matches(b'{"p":1,"p5000":1}')                                   # a prefix of names
+    assert not a.matches(b'{"p50000":1}')                                        # an extension
+    assert not a.matches(b'{"p5001":1,"p5000":1}')                               # out of order
+    assert not a.matches(b'{"p5000":"x"}')                                       # wrong value
+    # after p5000 only p5001 .. p9999 may follow: a key prefix none of them has is dead at once
+    assert a.walk_bytes(a.start, b'{"p5000":1,"p60') >= 0    # p6000 ..
+    assert a.walk_bytes(a.start, b'{"p5000":1,"p4') < 0
+    assert a.walk_bytes(a.start, b'{"p5000":1,"p5000') < 0
+    assert a.walk_bytes(a.start, b'{"p5000":1,"p5001"') >= 0
+    # open objects take the undeclared key
+    b = Automaton(schema_to_grammar(schema, close_objects=False))
+    assert b.matches(b'{"p10000":1,"p5000":1}') and b.matches(b'{"p5000":1,"zz":[1]}')
+    assert not b.matches(b'{"p5000":1,"p5000":2}')
+    # undeclared keys around the declared ones: prefixes, extensions, the empty key; a declared
+    # name spelled with an escape is that name (here a duplicate), never an extra
+    assert b.matches(b'{"p":1,"p5000":1}') and b.matches(b'{"p5000":1,"p50000":2,"":3,"p5x":[]}')
+    assert not b.matches(b'{"p5000":1,"p\\u0035000":2}')
+    assert b.matches(b'{"p5000":1,"p\\u00355000":2}')
+    assert not b.matches(b'{"p5000":1,"p5":2}')  # p5 is declared: not after p5000, not as an extra
+    # what was built is a sliver of the object: a few sub-tries and the members the text named
+    assert len(a.rules.names) < 1000
+
+
+def test_key_trie_positions_and_choice_shape():
+    names = ["b", "a", "ab", "abc", "ac"] + [f"z{i}" for i in range(20)]
+    t = KeyTrie(names)
+    assert t.keys == sorted(names)
+    p = t.keys.index("a")
+    assert t.end(p, 1) == t.keys.index("b")
+    assert [t.keys[q] for q in t.positions(p, 1, 0, 3)] == ["a", "ab"]  # members 0..2 with prefix "a"
+    subs = []
+
+    def sub(q, d, pos):
+        subs.append((t.keys[q][:d], len(pos)))
+        return "ref"
+
+    from dotjson import ir
+    t.choice(0, 0, t.positions(0, 0, 0, len(names)), lambda j: ir.lit(f"<{j}>"),
+             lambda q, d, pos: sub(q, d, pos) and ir.Ref("s"), lambda s: ir.lit(s))
+    assert subs == [("z", 20)] and 20 > INLINE  # the 5 names under "a"/"b" are written in place
+
+
+def test_index_round_trip_after_lazy_use(tmp_path, llama3_vocab):
+    from dotjson import Index
+
+    schema = _wide(300, required=["p150"])
+    index = Index(schema, llama3_vocab)
+    doc = '{"p3": 1, "p150": 2, "p299": 3}'
+    assert index.accepts(doc) and not index.accepts('{"p3": 1, "p299": 3}')
+    s = index._auto.walk_bytes(index.initial_state, b'{"p3": 1, "p1')
+    before = index.mask(s)
+    index.serialize_to_disk(tmp_path / "ix")
+    again = Index.deserialize_from_disk(tmp_path / "ix", llama3_vocab)
+    s2 = again._auto.walk_bytes(again.initial_state, b'{"p3": 1, "p1')
+    assert (again.mask(s2) == before).all()
+    assert again.accepts(doc) and again.accepts('{"p150": 0, "p151": 1}')
+    assert not again.accepts('{"p151": 1, "p150": 0}') and not again.accepts('{"p3": 1, "p299": 3}')
+
+
+def _ref_any_order(doc, names, required=(), plo=0, phi=None, closed=True):
+    """A reference for property_order="any" objects of integers: each declared name at most
+    once, in any order; undeclared names only when open."""
+    try:
+        pairs = json.loads(doc, object_pairs_hook=lambda p: p)
+    except ValueError:
+        return False
+    if not isinstance(pairs, list):
+        return False
+    seen = [k for k, _ in pairs if k in names]
+    if len(set(seen)) != len(seen) or not set(required) <= set(seen):
+        return False
+    if any(k in names and type(v) is not int for k, v in pairs):
+        return False
+    if closed and any(k not in names for k, _ in pairs):
+        return False
+    return plo <= len(pairs) and (phi is None or len(pairs) <= phi)
+
+
+@pytest.mark.parametrize("close_objects", [True, False])
+def test_any_order_trie_against_reference(close_objects):
+    rng = random.Random(11)
+    names = list(NAMES)
+    rng.shuffle(names)
+    props = {k: {"type": "integer"} for k in names}
+    cases = [({}, {}), ({"required": [names[3], names[50]]}, {"required": [names[3], names[50]]}),
+             ({"minProperties": 2, "maxProperties": 3}, {"plo": 2, "phi": 3})]
+    for extra, ref in cases:
+        schema = {"type": "object", "properties": props, **extra}
+        a = Automaton(schema_to_grammar(schema, property_order="any", close_objects=close_objects))
+        docs = _probes(names, rng, extra.get("required", ()))
+        # orders other than the schema's
+        docs += [_doc([(json.dumps(names[j]), j) for j in rng.sample(range(len(names)), 4)]) for _ in range(60)]
+        accepted = 0
+        for d in docs:
+            want = _ref_any_order(d, set(names), closed=close_objects, **ref)
+            assert a.matches(d.encode()) == want, (extra, d)
+            accepted += want
+        assert 10 < accepted < len(docs) - 10, (extra, accepted)
+
+
+def test_any_order_ten_thousand_properties_exact():
+    n = 10_000
+    schema = _wide(n, required=["p5000", "p17"])
+    a = Automaton(schema_to_grammar(schema, property_order="any"))
+    keys = [9999, 17, 4999, 5000, 0, 1000, 1]
+    good = "{" + ",".join(f'"p{i}":{i}' for i in keys) + "}"
+    assert a.matches(good.encode())
+    assert a.matches(b'{"p5000":1,"p17":2}') and a.matches(b'{"p17":2,"p5000":1}')
+    assert not a.matches(good.replace('"p17":17,', "").encode())                 # required missing
+    assert not a.matches(b'{"p17":2,"p5000":1,"p17":3}')                          # duplicate
+    assert not a.matches(b'{"p17":2,"p5000":1,"p10000":3}')                       # undeclared (closed)
+    assert not a.matches(b'{"p17":2,"p5000":1,"p":3}')                            # a prefix of names
+    # a seen name is no longer offered, its prefix still is where other names extend it
+    assert a.walk_bytes(a.start, b'{"p17":2,"p17"') < 0
+    assert a.walk_bytes(a.start, b'{"p17":2,"p17') >= 0                           # p170 ..
+    assert len(a.rules.names) < 2000

@@ -108,7 +108,6 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     """
     if property_order not in PROPERTY_ORDERS:
         raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
-    from dotjson._config import gc_paused
     from dotjson.grammar import JSON_WS, WHITESPACE_MODES
 
     if whitespace not in WHITESPACE_MODES:
@@ -122,8 +121,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         if whitespace == "json" and not disallow_whitespace:
             tr.rules["ws"] = JSON_WS
         root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
-        with gc_paused():                                      # nothing collectable is made here
-            tr.prepare(root_expr)                              # phase 1: the whole reachable schema
+        tr.prepare(root_expr)                                  # phase 1: the whole reachable schema
         root = tr.node_of(root_expr)                           # phase 2 starts on demand
     except RecursionError:
         raise LimitExceededError("schema nesting too deep to normalise") from None

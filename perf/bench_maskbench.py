@@ -114,6 +114,11 @@ def _worker(conn, engine_name, tokenizer, mem_limit_gb, verbose=False):
         # warm-up: imports, JIT (numba's on-disk cache for dotjson), allocator pools
         c = engine.compile(WARMUP_SCHEMA)
         _force(c, tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
+        if os.environ.get("BENCH_GC_FREEZE") == "1":
+            import gc
+
+            gc.collect()
+            gc.freeze()  # --gc-freeze: setup's objects out of the collector's sight, every engine
         conn.send(("ready", engine.vocab_prep_s, engine.mode, engine.version))
     except BaseException as e:  # noqa: BLE001
         conn.send(("dead", f"{type(e).__name__}: {e}\n{traceback.format_exc()[-2000:]}"))
@@ -549,6 +554,10 @@ def main(argv=None):
     ap.add_argument("--mem-limit-gb", type=float, default=12.0,
                     help="address-space limit of each worker (0: none; default 12)")
     ap.add_argument("--no-warm", action="store_true", help="skip the warm pass")
+    ap.add_argument("--gc-freeze", action="store_true",
+                    help="each worker calls gc.freeze() after its setup (tokenizer, engine, warm-up), "
+                         "as inference servers do after loading a model: CPython's full collections "
+                         "then walk only what the run itself allocates (every engine alike)")
     ap.add_argument("--tokenizer", default="llama3",
                     help="'llama3' (default) or a Hugging Face tokenizer directory")
     ap.add_argument("--data", default=str(DATA), help="MaskBench folder (one .jsonl per category)")
@@ -559,6 +568,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     peers.set_single_thread_env()
+    if args.gc_freeze:
+        os.environ["BENCH_GC_FREEZE"] = "1"  # read by the spawned workers
     engines = [e for e in args.engines.split(",") if e]
     for e in engines:
         if e not in peers.ENGINES + peers.EXTRA_ENGINES:

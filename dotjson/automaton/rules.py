@@ -161,7 +161,7 @@ class Rules:
             if self._done[j]:
                 continue
             self.body(j)
-            for n in sorted(self.analysis.left_refs(self.src[self.names[j]])):
+            for n in self.analysis.left_refs(self.src[self.names[j]]):
                 k = self.rule_id(n)
                 if k is not None and not self._done[k]:
                     stack.append(k)

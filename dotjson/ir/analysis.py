@@ -286,6 +286,7 @@ class Analysis:
         if bind is not None:
             bind(self)
         self._left_ok: set[str] = set()
+        self._lmemo: dict[int, tuple] = {}
 
     # ---------------------------------------------------------------- conditions
     def _ncond(self, node: Node):
@@ -374,20 +375,26 @@ class Analysis:
         self._null.known.update({str(k): bool(v) for k, v in nullable.items()})
         self._prod.known.update({str(k): bool(v) for k, v in productive.items()})
 
-    def left_refs(self, node: Node) -> set[str]:
-        """Rules reachable from ``node`` before any character is consumed."""
-        out: set[str] = set()
+    def left_refs(self, node: Node) -> list[str]:
+        """Rules reachable from ``node`` before any character is consumed, once each, in the
+        order the node meets them (deterministic without sorting)."""
+        hit = self._lmemo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        out: dict[str, None] = {}
         self._left(node, out)
-        return out
+        refs = list(out)
+        self._lmemo[id(node)] = (node, refs)  # the node kept: its id cannot be reused
+        return refs
 
-    def _left(self, node: Node, out: set) -> bool:
+    def _left(self, node: Node, out: dict) -> bool:
         t = type(node)
         if t is Lit:
             return not node.text
         if t is Chars:
             return False
         if t is Ref:
-            out.add(node.name)
+            out[node.name] = None
             return self.nullable(node.name)
         if t is Seq:
             for x in node.items:
@@ -410,7 +417,7 @@ class Analysis:
         if name in self._left_ok:
             return
         colour: dict[str, int] = {name: 1}
-        stack = [(name, iter(sorted(self.left_refs(self.rules[name]))))]
+        stack = [(name, iter(self.left_refs(self.rules[name])))]
         while stack:
             node, it = stack[-1]
             nxt = next(it, None)
@@ -433,4 +440,4 @@ class Analysis:
                 if nxt not in self.rules:
                     raise GrammarError(f"rule {node!r} references undefined rule {nxt!r}")
                 colour[nxt] = 1
-                stack.append((nxt, iter(sorted(self.left_refs(self.rules[nxt])))))
+                stack.append((nxt, iter(self.left_refs(self.rules[nxt]))))

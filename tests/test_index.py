@@ -74,13 +74,8 @@ DOCS = {
 def test_masks_equal_slow_reference(name, tiny_bpe_vocab):
     vocab = tiny_bpe_vocab
     index = Index(SCHEMAS[name], vocab, close_objects=False)  # "open" is the spec's open object
-    for doc in DOCS[name]:
-        assert index.accepts(doc)
-        for prefix in _prefixes(doc):
-            state = index._auto.walk_bytes(index.initial_state, prefix)
-            assert state >= 0, prefix
-            got = _bits(index.mask(state), vocab.max_token_id())
-            assert got == allowed_tokens(index, vocab, prefix), (name, prefix)
+    assert all(index.accepts(doc) for doc in DOCS[name])
+    _assert_masks_equal_reference(index, vocab, name)
 
 
 def _teacher_force(index: Index, vocab, tokenizer, doc: str) -> int:
@@ -285,6 +280,16 @@ def test_shared_index_across_threads(tiny_bpe_vocab, tiny_bpe_tokenizer):
         assert (index.mask(s1) == fresh.mask(s2)).all()
 
 
+def _assert_masks_equal_reference(index, vocab, name):
+    """At every byte prefix of the documents of ``name``, the mask equals the slow reference."""
+    for doc in DOCS[name]:
+        for prefix in _prefixes(doc):
+            state = index._auto.walk_bytes(index.initial_state, prefix)
+            assert state >= 0, prefix
+            got = _bits(index.mask(state), vocab.max_token_id())
+            assert got == allowed_tokens(index, vocab, prefix), (name, prefix)
+
+
 @pytest.mark.parametrize("name", ["person", "any", "open"])
 def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_vocab):
     """Every subtree taken through a precomputed bitset (threshold 1 token) gives the same masks
@@ -297,11 +302,7 @@ def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_voca
     try:
         assert (vocab._walk[0] >= 0).all()
         index = Index(SCHEMAS[name], vocab, close_objects=False)
-        for doc in DOCS[name]:
-            for prefix in _prefixes(doc):
-                state = index._auto.walk_bytes(index.initial_state, prefix)
-                got = _bits(index.mask(state), vocab.max_token_id())
-                assert got == allowed_tokens(index, vocab, prefix), (name, prefix)
+        _assert_masks_equal_reference(index, vocab, name)
     finally:
         vocab._walk = saved
 
@@ -316,11 +317,7 @@ def test_masks_equal_slow_reference_when_the_store_grows_mid_walk(name, tiny_bpe
     monkeypatch.setattr(Automaton, "INITIAL_STATES", 2)
     vocab = tiny_bpe_vocab
     index = Index(SCHEMAS[name], vocab, close_objects=False)
-    for doc in DOCS[name]:
-        for prefix in _prefixes(doc):
-            state = index._auto.walk_bytes(index.initial_state, prefix)
-            got = _bits(index.mask(state), vocab.max_token_id())
-            assert got == allowed_tokens(index, vocab, prefix), (name, prefix)
+    _assert_masks_equal_reference(index, vocab, name)
 
 
 def test_special_trie_run_shortcut_equals_full_walk_real_vocab(llama3_vocab, llama3_tokenizer):

@@ -50,6 +50,20 @@ def _suspend(st_node, st_state, st_edge, sp, node, state, e, ret):
     return EXIT
 
 
+@nb.njit(inline="always", **NJIT_OPTS)
+def _push(st_node, st_state, st_edge, sp, c, state, inv, child_ptr, out, run_toks, run_ptr):
+    """Push node ``c`` in ``state``: its child edges, or (``inv == 1``, the special trie's run
+    shortcut) its run tokens now and its exits later; returns the new depth."""
+    st_node[sp] = c
+    st_state[sp] = state
+    if inv == 1:
+        _set_bits(out, run_toks, run_ptr[c], run_ptr[c + 1])
+        st_edge[sp] = -1
+    else:
+        st_edge[sp] = child_ptr[c]
+    return sp + 1
+
+
 @nb.njit(**NJIT_OPTS)
 def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge, sp, ret, pseq,
               plen, wide):
@@ -104,14 +118,8 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                             if inv < 0:
                                 return _suspend(st_node, st_state, st_edge, sp, node, state,
                                                 -1 - k, ret)
-                        st_node[sp] = d
-                        st_state[sp] = nxt
-                        if inv == 1:
-                            _set_bits(out, run_toks, run_ptr[d], run_ptr[d + 1])
-                            st_edge[sp] = -1
-                        else:
-                            st_edge[sp] = child_ptr[d]
-                        sp += 1
+                        sp = _push(st_node, st_state, st_edge, sp, d, nxt, inv, child_ptr, out,
+                                   run_toks, run_ptr)
                 k += 1
             continue
         end = child_ptr[node + 1]
@@ -149,15 +157,9 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                     e += 1
                     continue
                 _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
-                if has_kids:
-                    st_node[sp] = c
-                    st_state[sp] = nxt
-                    if inv == 1:  # WALK_RUNS
-                        _set_bits(out, run_toks, run_ptr[c], run_ptr[c + 1])
-                        st_edge[sp] = -1
-                    else:
-                        st_edge[sp] = child_ptr[c]
-                    sp += 1
+                if has_kids:  # (inv == 1 here: WALK_RUNS)
+                    sp = _push(st_node, st_state, st_edge, sp, c, nxt, inv, child_ptr, out,
+                               run_toks, run_ptr)
             e += 1
     ret[R_SP] = 0
     return DONE

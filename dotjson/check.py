@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .automaton import DEAD
 
 __all__ = ["CheckResult", "check"]
 

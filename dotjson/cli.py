@@ -132,14 +132,6 @@ def _progress(total=None, desc="", unit="it", disable=False):
     return tqdm(total=total, desc=desc, unit=unit, disable=disable, file=sys.stderr, leave=True)
 
 
-def _progress(total=None, desc="", unit="it", disable=False):
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return _SimpleBar(total=total, desc=desc, unit=unit, disable=disable)
-    return tqdm(total=total, desc=desc, unit=unit, disable=disable, file=sys.stderr, leave=True)
-
-
 def _finish_bar(bar) -> None:
     """A finished run ends at 100%: the total becomes the count actually generated."""
     if bar.n and bar.total != bar.n:

@@ -119,7 +119,7 @@ class _LarkToIR:
 
     # --- trees
     def node(self, t, env: dict[str, ir.Node]) -> ir.Node:
-        Tree, Token = self.Tree, self.Token
+        Token = self.Token
         from lark.grammar import NonTerminal, Terminal
 
         if isinstance(t, Terminal):

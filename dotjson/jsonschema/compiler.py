@@ -13,7 +13,7 @@ import warnings
 
 from dotjson import ir
 from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
-from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
+from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.jsonschema.arrays import ArrayBuilder
 from dotjson.jsonschema.normalize import Normalizer
 from dotjson.jsonschema.numbers import NumberBuilder

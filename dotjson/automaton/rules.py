@@ -56,7 +56,8 @@ class Rules:
         self._is_empty = is_empty
         self._set_body = set_body
         self._add_rule = add_rule
-        self._compiled: dict[int, tuple] = {}
+        self._compiled: dict[int, int] = {}  # id(node) -> term; the nodes kept in _keep
+        self._keep: list = []
         self._regular: dict[int, tuple] = {}
         self._chars: dict[ir.Chars, int] = {}
         self._done: list[bool] = []
@@ -175,7 +176,7 @@ class Rules:
         """
         hit = self._compiled.get(id(root))
         if hit is not None:
-            return hit[1]
+            return hit
         prog: list[int] = []
         words: list[tuple] = []
         slot_nodes: list = []
@@ -187,7 +188,7 @@ class Rules:
             key = id(node)
             hit = self._compiled.get(key)
             if hit is not None:
-                prog += [K.OP_TERM, hit[1]]
+                prog += [K.OP_TERM, hit]
                 continue
             k = slot_of.get(key)
             if k is not None:
@@ -261,7 +262,8 @@ class Rules:
             slot_nodes.append(root)
         t, slots = self._build(prog, words, len(slot_nodes))
         for k, node in enumerate(slot_nodes):
-            self._compiled[id(node)] = (node, int(slots[k]))
+            self._compiled[id(node)] = int(slots[k])
+        self._keep.extend(slot_nodes)
         for node, k in chars_slots:
             self._chars[node] = int(slots[k])
         return t

@@ -115,6 +115,9 @@ def regular_nullable(node: Node) -> bool:
     raise GrammarError("And() and Diff() operands must be regular (no rule references)")
 
 
+_MISS = object()
+
+
 class _Solver:
     """Demand-driven least fixpoint of one family of monotone equations over rules."""
 
@@ -262,8 +265,11 @@ class Analysis:
     def __init__(self, rules: Mapping, setop_productive: Callable[[Node], bool] | None = None):
         self.rules = rules
         self._setop = setop_productive
-        self._nmemo: dict[int, tuple] = {}
-        self._pmemo: dict[int, tuple] = {}
+        # memos keyed by node identity; ``_keep`` holds the nodes (an id cannot be reused) so
+        # that an entry is a plain value, not one more tracked tuple for the collector to walk
+        self._nmemo: dict[int, object] = {}
+        self._pmemo: dict[int, object] = {}
+        self._keep: list = []
         known = getattr(rules, "known_language", None)
         nh = ph = None
         if known is not None:
@@ -290,9 +296,9 @@ class Analysis:
 
     # ---------------------------------------------------------------- conditions
     def _ncond(self, node: Node):
-        hit = self._nmemo.get(id(node))
-        if hit is not None:
-            return hit[1]
+        hit = self._nmemo.get(id(node), _MISS)
+        if hit is not _MISS:
+            return hit
         t = type(node)
         if t is Ref:
             c = node.name
@@ -310,13 +316,14 @@ class Analysis:
             c = regular_nullable(node)
         else:
             raise GrammarError(f"unknown grammar node {node!r}")
-        self._nmemo[id(node)] = (node, c)
+        self._nmemo[id(node)] = c
+        self._keep.append(node)
         return c
 
     def _pcond(self, node: Node):
-        hit = self._pmemo.get(id(node))
-        if hit is not None:
-            return hit[1]
+        hit = self._pmemo.get(id(node), _MISS)
+        if hit is not _MISS:
+            return hit
         t = type(node)
         if t is Ref:
             c = node.name
@@ -334,7 +341,8 @@ class Analysis:
             c = True if self._setop is None else bool(self._setop(node))
         else:
             raise GrammarError(f"unknown grammar node {node!r}")
-        self._pmemo[id(node)] = (node, c)
+        self._pmemo[id(node)] = c
+        self._keep.append(node)
         return c
 
     # ---------------------------------------------------------------- questions
@@ -375,16 +383,17 @@ class Analysis:
         self._null.known.update({str(k): bool(v) for k, v in nullable.items()})
         self._prod.known.update({str(k): bool(v) for k, v in productive.items()})
 
-    def left_refs(self, node: Node) -> list[str]:
+    def left_refs(self, node: Node) -> tuple[str, ...]:
         """Rules reachable from ``node`` before any character is consumed, once each, in the
         order the node meets them (deterministic without sorting)."""
         hit = self._lmemo.get(id(node))
         if hit is not None:
-            return hit[1]
+            return hit
         out: dict[str, None] = {}
         self._left(node, out)
-        refs = list(out)
-        self._lmemo[id(node)] = (node, refs)  # the node kept: its id cannot be reused
+        refs = tuple(out)  # of strings: untracked by the collector
+        self._lmemo[id(node)] = refs
+        self._keep.append(node)
         return refs
 
     def _left(self, node: Node, out: dict) -> bool:

@@ -239,13 +239,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                     out.append(self.and_expr([x for _, x in m.items]))
             if "object" in m.types and (m.patterns or m.addls or any(len(v) > 1 for v in m.props.values())):
                 for name, es in m.props.items():
-                    es = list(es)
-                    for p, x in m.patterns:
-                        if self.key_matches(name, p):
-                            es.append(x)
-                    for x, names, pats in m.addls:
-                        if name not in names and not any(self.key_matches(name, q) for q in pats):
-                            es.append(x)
+                    es = self.member_schemas(m, name, es)
                     if len(es) > 1:
                         out.append(self.and_expr(es))
         return [c for c in out if c != TRUE and c != FALSE]

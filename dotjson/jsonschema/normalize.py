@@ -1078,6 +1078,19 @@ class Normalizer:
     def key_matches(self, key, pattern) -> bool:
         return _ir_match(self.regex(pattern, "", "patternProperties"), key)
 
+    def member_schemas(self, m, name: str, es) -> list:
+        """The schemas the value of declared property ``name`` of merged object ``m`` must
+        satisfy: its own ``es``, every ``patternProperties`` schema whose pattern matches the
+        name, and the ``additionalProperties`` schema of every branch that neither declares nor
+        matches it."""
+        es = list(es)
+        for p, x in m.patterns:
+            if self.key_matches(name, p):
+                es.append(x)
+        for x, names, pats in m.addls:
+            if name not in names and not any(self.key_matches(name, q) for q in pats):
+                es.append(x)
+        return es
 
 
 class _Merged:

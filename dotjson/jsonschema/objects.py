@@ -36,13 +36,7 @@ class ObjectBuilder:
         pn = self.and_expr(m.pnames) if m.pnames else None
         declared = []
         for name, es in props.items():
-            es = list(es)
-            for p, e in m.patterns:
-                if self.key_matches(name, p):
-                    es.append(e)
-            for e, names, pats in m.addls:
-                if name not in names and not any(self.key_matches(name, q) for q in pats):
-                    es.append(e)
+            es = self.member_schemas(m, name, es)
             if pn is not None and not self.validate(name, pn):
                 es.append(FALSE)
             ve = self.and_expr(es)

@@ -34,6 +34,7 @@ import numpy as np
 from . import ir
 from .automaton import export_state, import_state
 from .errors import DotjsonError, DotjsonOSError, DotjsonTypeError, IndexFormatError
+from .vocabulary import _as_path
 
 FORMAT = "dotjson-index"
 #: Version 2 added ``manifest.json``; version 3 the term store as flat arrays
@@ -115,12 +116,7 @@ def grammar_from_json(d: dict) -> ir.Grammar:
 
 
 def save_index(index, path) -> None:
-    try:
-        path = Path(os.fspath(path))
-    except TypeError:
-        raise DotjsonTypeError(
-            f"Invalid path: expected a str or os.PathLike, got {type(path).__name__}"
-        ) from None
+    path = _as_path(path, "path")
     try:
         _save_index(index, path)
     except OSError as exc:
@@ -263,12 +259,7 @@ def _grammar_text(index):
 def load_index(cls, path, vocabulary=None):
     from .vocabulary import Vocabulary
 
-    try:
-        path = Path(os.fspath(path))
-    except TypeError:
-        raise DotjsonTypeError(
-            f"Invalid path: expected a str or os.PathLike, got {type(path).__name__}"
-        ) from None
+    path = _as_path(path, "path")
     if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
         raise DotjsonTypeError(
             f"Invalid vocabulary: expected a dotjson.Vocabulary or None, got {type(vocabulary).__name__}"

@@ -15,3 +15,18 @@ def allowed_tokens(index, vocab, prefix: bytes) -> set[int]:
         if b and index.is_prefix(prefix + b):
             out.add(t)
     return out
+
+
+def reference_mask(ref, state: int, vocab) -> set[int]:
+    """The tokens allowed in ``state`` of the reference automaton ``ref``
+    (``naive_automaton.Automaton``): EOS when it accepts, every token whose bytes it can walk."""
+    out = set()
+    for t in range(vocab.max_token_id()):
+        if t in vocab.eos_token_ids:
+            if ref.accepting[state]:
+                out.add(t)
+            continue
+        b = vocab.token_bytes(t)
+        if b and ref.walk_bytes(state, b) >= 0:
+            out.add(t)
+    return out

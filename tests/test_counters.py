@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import naive_automaton as naive
+from naive import reference_mask
 from dotjson import Guide, Index
 from dotjson.automaton import counters
 from dotjson.errors import DotjsonIndexError, LimitExceededError
@@ -69,19 +70,6 @@ def _accepts(index, data: bytes) -> bool:
 def _mask_set(index, s) -> set[int]:
     m = index.mask(s)
     return {t for t in range(index.vocabulary.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
-
-
-def _ref_mask(ref, r, vocab) -> set[int]:
-    out = set()
-    for t in range(vocab.max_token_id()):
-        if t in vocab.eos_token_ids:
-            if ref.accepting[r]:
-                out.add(t)
-            continue
-        b = vocab.token_bytes(t)
-        if b and ref.walk_bytes(r, b) >= 0:
-            out.add(t)
-    return out
 
 
 def _string(n: int) -> bytes:
@@ -168,7 +156,7 @@ def test_mixed_items_same_as_reference(tiny_bpe_vocab, seed):
         virtual += s >= _VIRT
         assert index.is_accepting(s) == bool(ref.accepting[r])
         if i % 97 == 0 or i > len(ids) - 40:
-            assert _mask_set(index, s) == _ref_mask(ref, r, vocab), i
+            assert _mask_set(index, s) == reference_mask(ref, r, vocab), i
     assert index.is_accepting(s)
     assert virtual > len(ids) // 2
     one_more = Index({"type": "string", "maxLength": n_chars - 1}, vocab)
@@ -345,7 +333,7 @@ def test_random_walks_same_masks_as_reference(tiny_bpe_vocab, name):
         s, r = index.initial_state, ref.start
         for step in range(700):
             got = _mask_set(index, s)
-            assert got == _ref_mask(ref, r, vocab)
+            assert got == reference_mask(ref, r, vocab)
             assert index.is_accepting(s) == bool(ref.accepting[r])
             plain = sorted(got - eos)
             if not plain or (got & eos and rng.random() < 0.01):

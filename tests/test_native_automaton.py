@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import naive_automaton as naive
+from naive import reference_mask
 from dotjson import Index, ir
 from dotjson.automaton import DEAD, Automaton
 from dotjson.errors import DotjsonError, GrammarError, LimitExceededError, SchemaError
@@ -161,19 +162,6 @@ def test_suite_schemas_same_language(name):
 # ---------------------------------------------------------------------- masks (clamped keys)
 
 
-def _ref_mask(ref, r, vocab) -> set[int]:
-    out = set()
-    for t in range(vocab.max_token_id()):
-        if t in vocab.eos_token_ids:
-            if ref.accepting[r]:
-                out.add(t)
-            continue
-        b = vocab.token_bytes(t)
-        if b and ref.walk_bytes(r, b) >= 0:
-            out.add(t)
-    return out
-
-
 _ANY_ORDER = [
     {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 3},
                                       "c": {"type": "boolean"}}, "required": ["a", "c"]},
@@ -214,7 +202,7 @@ def test_masks_equal_reference(schema, tiny_bpe_vocab):
         for _ in range(40):
             m = index.mask(s)
             got = {t for t in range(n) if (int(m[t >> 5]) >> (t & 31)) & 1}
-            assert got == _ref_mask(ref, r, vocab)
+            assert got == reference_mask(ref, r, vocab)
             plain = [t for t in got if t not in vocab.eos_token_ids]
             if not plain:
                 break
@@ -268,7 +256,7 @@ def test_deep_stack_masks_equal_reference(prefix, tiny_bpe_vocab):
         if i > len(prefix) - 4:
             m = index.mask(s)
             got = {t for t in range(vocab.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
-            assert got == _ref_mask(ref, r, vocab)
+            assert got == reference_mask(ref, r, vocab)
 
 
 def test_mask_keys_drop_the_stack_no_token_reaches(tiny_bpe_vocab):
@@ -296,7 +284,7 @@ def test_mask_keys_drop_the_stack_no_token_reaches(tiny_bpe_vocab):
             assert s2 >= 0 and r2 >= 0
             m = index.mask(s2)
             got = {t for t in range(vocab.max_token_id()) if (int(m[t >> 5]) >> (t & 31)) & 1}
-            assert got == _ref_mask(ref, r2, vocab), (depth, tail)
+            assert got == reference_mask(ref, r2, vocab), (depth, tail)
     # cuts at multiples of BLOCK non-nullable items from the bottom: a periodic stack has at
     # most BLOCK keys however deep it goes, and each key repeats every BLOCK levels
     lo = limit + 2 * BLOCK

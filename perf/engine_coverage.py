@@ -444,11 +444,7 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
             for e in engines}
     infos = {}
     try:
-        for w in pool.values():  # start them together: model loading overlaps
-            w.start()
-        for e, w in pool.items():
-            w.ensure()
-            infos[e] = w.info
+        infos = workers.start_pool(pool)
         log(f"{len(rows)} schemas, engines {engines}, workers ready in "
             f"{time.perf_counter() - t_start:.0f} s")
         results = []

@@ -108,11 +108,7 @@ def run(engines=peers.ENGINES, sizes=None, tokenizer: str = "llama3", time_limit
     rows, infos = [], {}
     t0 = time.perf_counter()
     try:
-        for w in pool.values():
-            w.start()
-        for e, w in pool.items():
-            w.ensure()
-            infos[e] = w.info
+        infos.update(workers.start_pool(pool))
         for family, ns in sizes.items():
             for n in ns:
                 schema, inst = case(family, n)

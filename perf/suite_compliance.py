@@ -100,11 +100,7 @@ def run(files=None, engines=peers.ENGINES, tokenizer: str | None = None,
     table = {}
     infos = {}
     try:
-        for w in pool.values():
-            w.start()
-        for e, w in pool.items():
-            w.ensure()
-            infos[e] = w.info
+        infos.update(workers.start_pool(pool))
         for rel in files:
             counts = {e: dict.fromkeys(OUTCOMES, 0) for e in engines}
             misses = {e: [] for e in engines}

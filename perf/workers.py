@@ -187,3 +187,15 @@ class Worker:
                 break
         res["wall_s"] = time.monotonic() - t0
         return res
+
+
+def start_pool(pool: dict) -> dict:
+    """Start every worker of ``pool`` (engine -> :class:`Worker`) at once, so that their setups
+    (a model's loading) overlap, then wait for each; returns engine -> its ``info``."""
+    for w in pool.values():
+        w.start()
+    infos = {}
+    for e, w in pool.items():
+        w.ensure()
+        infos[e] = w.info
+    return infos

@@ -458,6 +458,10 @@ def test_schema_bytes_that_are_not_utf8(smollm2_vocab):
         ({"const": "\ud800"}, "D800"),
         ({"enum": ["a", "x\udc00y"]}, "DC00"),
         ({"type": "object", "properties": {"\udbff": {}}, "required": ["\udbff"]}, "DBFF"),
+        # below the root, or optional: refused at construction too, not when decoding reaches it
+        ({"type": "object", "properties": {"a": {"const": "\ud800"}}}, "D800"),
+        ({"properties": {"a": {"properties": {"\udbff": {}}}}}, "DBFF"),
+        ({"items": {"enum": [{"k": ["\udc00"]}]}}, "DC00"),
     ],
 )
 def test_lone_surrogates_in_string_values_are_refused(smollm2_vocab, schema, cp):

@@ -50,6 +50,28 @@ def _draft_of(schema, default=2020) -> int:
 
 
 
+def _scalar_text(value, where, kw) -> None:
+    """Refuse, at construction, a string of a schema value (``const``, ``enum``, a property or
+    required name) holding a lone surrogate: no UTF-8 text carries one, and its only JSON
+    spelling, a lone ``\\uD8xx`` escape, decodes to a string that is not Unicode (RFC 8259
+    §8.2). Found here, not when decoding first reaches the value."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise SchemaError(f"a string holds the lone surrogate U+{ord(v[e.start]):04X}: expected "
+                                  "Unicode scalar values (a JSON document generated as UTF-8 cannot carry "
+                                  "an unpaired surrogate)", where, kw) from None
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v)
+            stack.extend(v.values())
+
+
 class Normalizer:
     """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
 
@@ -585,8 +607,10 @@ class Normalizer:
         elif kw == "enum":
             if not isinstance(val, list):
                 raise SchemaError("enum must be an array", kwhere, kw)
+            _scalar_text(val, kwhere, kw)
             atoms.append(("enum", self.values(val)))
         elif kw == "const" and draft >= 6:
+            _scalar_text(val, kwhere, kw)
             atoms.append(("enum", self.values([val])))
         elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             if kw.startswith("exclusive") and draft == 4:
@@ -624,11 +648,13 @@ class Normalizer:
         elif kw == "properties":
             if not isinstance(val, dict):
                 raise SchemaError("properties must be an object", kwhere, kw)
+            _scalar_text(list(val), kwhere, kw)
             for name in val:
                 atoms.append(("props", name, sub(kw, name)))
         elif kw == "required":
             if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
                 raise SchemaError("required must be an array of strings", kwhere, kw)
+            _scalar_text(val, kwhere, kw)
             for name in val:
                 atoms.append(("required", name))
         elif kw == "additionalProperties":

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import ir
 from ._kernels import walk as _walk
-from .automaton import DEAD, Automaton, plain_seq_arrays, utf8_sequences
+from .automaton import DEAD, Automaton, EmptyLanguageError, plain_seq_arrays, utf8_sequences
 from .automaton import counters as _ctr
 from .errors import (
     DotjsonIndexError,
@@ -133,7 +133,7 @@ class Index:
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
     ):
-        from .jsonschema import schema_to_grammar
+        from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
 
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -155,6 +155,7 @@ class Index:
             property_order=property_order,
             whitespace=whitespace,
             resources=resources,
+            check_language=False,  # the automaton decides it, exactly, building the start state
         )
         self._options = {
             "source": "schema",
@@ -166,6 +167,8 @@ class Index:
         }
         try:
             self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+        except EmptyLanguageError:
+            raise SchemaError(EMPTY_LANGUAGE, pointer="") from None
         except GrammarError as exc:
             # The grammar came from the schema: what it cannot do is the schema's (e.g. patterns
             # no string matches together, which leave the language empty).

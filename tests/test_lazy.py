@@ -128,3 +128,68 @@ def test_index_resources_for_remote_refs(tiny_bpe_vocab):
     mask = np.zeros((int(tiny_bpe_vocab.max_token_id()) + 32) // 32, dtype=np.uint32)
     index.fill_mask(index.initial_state, mask)
     assert mask.any()
+
+
+def test_index_decides_an_empty_language_exactly_once(llama3_vocab):
+    # the required chain never ends: the object-state conditions lead the search to the
+    # recursion, not to a built state
+    inf = {"$defs": {"foo": {"type": "object", "properties": {"c": {"$ref": "#/$defs/foo"}},
+                             "required": ["c"]}}}
+    with pytest.raises(SchemaError, match="accepts no JSON value"):
+        Index({**inf, "$ref": "#/$defs/foo"}, llama3_vocab)
+    # an And/Diff language that is empty (the pattern wants one character, the length two):
+    # the analysis of schema_to_grammar alone counts it non-empty, the automaton knows better
+    contra = {"type": "object", "required": ["a"],
+              "properties": {"a": {"type": "string", "pattern": "^[ab]$", "minLength": 2}}}
+    with pytest.raises(SchemaError, match="accepts no JSON value"):
+        Index(contra, llama3_vocab)
+    # a required member after optional ones, each with required members of its own
+    deep = {"type": "object", "required": ["z"], "properties": {
+        "a": {"type": "integer"},
+        "z": {"type": "object", "required": ["y"], "properties": {"y": {"$ref": "#/properties/z"}}}}}
+    with pytest.raises(SchemaError, match="accepts no JSON value"):
+        Index(deep, llama3_vocab)
+    ok = {"type": "object", "required": ["z"], "properties": {
+        "a": {"type": "integer"},
+        "z": {"type": "object", "required": ["y"], "properties": {"y": {"enum": [1]}}}}}
+    assert Index(ok, llama3_vocab).accepts('{"z":{"y":1}}')
+
+
+def test_object_states_are_not_built_to_know_they_are_productive():
+    # every member required, every value an object with required members: the search goes
+    # from state to value through the states' conditions; no state body is built
+    leaf = {"type": "object", "properties": {"v": {"type": "integer"}}, "required": ["v"]}
+    mid = {"type": "object", "properties": {f"m{i}": leaf for i in range(5)}, "required": [f"m{i}" for i in range(5)]}
+    g = schema_to_grammar({"type": "object", "properties": {f"p{i}": mid for i in range(5)},
+                           "required": [f"p{i}" for i in range(5)]})
+    built = set(g.rules._src.rules)
+    assert not any(name.startswith("obj") for name in built), sorted(built)
+    a = Automaton(g)
+    doc = "{" + ",".join(f'"p{i}":' + "{" + ",".join(f'"m{j}":{{"v":{j}}}' for j in range(5)) + "}"
+                         for i in range(5)) + "}"
+    assert a.matches(doc.encode()) and not a.matches(doc.replace('"v":4', '"w":4').encode())
+
+
+@pytest.mark.parametrize("schema, docs", [
+    ({"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
+      "required": ["name"]}, ['{"name":"x","n":1}', '{"name":"\\u0041"}', '{"n":1}', '{"other":1,"name":"y"}']),
+    ({"type": "array", "items": {"enum": ["a", "b\\u00e9", 3]}}, ['["a",3]', '["b\\u00e9"]', '["c"]', '[]']),
+    ({"type": "string", "pattern": "^[a-z]+$", "maxLength": 4}, ['"abcd"', '"abcde"', '"A"']),
+])
+def test_automata_from_the_base_image_behave_as_freshly_compiled_ones(monkeypatch, schema, docs):
+    # the reference: the same grammar compiled into an empty store, no shared image
+    fresh = Automaton(schema_to_grammar(schema, close_objects=False))
+    monkeypatch.setattr(Automaton, "_image_for", lambda self, grammar: None)
+    ref = Automaton(schema_to_grammar(schema, close_objects=False))
+    monkeypatch.undo()
+    assert fresh.rules.names[:5] != [] and ref.rules.names != fresh.rules.names  # the image's ids come first
+    for doc in docs:
+        for k in range(len(doc) + 1):
+            s1 = fresh.walk_bytes(fresh.start, doc[:k].encode())
+            s2 = ref.walk_bytes(ref.start, doc[:k].encode())
+            assert (s1 == -2) == (s2 == -2), (doc, k)
+            if s1 != -2:
+                assert fresh.accepting[s1] == ref.accepting[s2], (doc, k)
+                row1 = [fresh.deriv(fresh.term_of(s1), b) != fresh.EMPTY for b in range(256)]
+                row2 = [ref.deriv(ref.term_of(s2), b) != ref.EMPTY for b in range(256)]
+                assert row1 == row2, (doc, k)

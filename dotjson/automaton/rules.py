@@ -121,6 +121,25 @@ class Rules:
         """``(nullable, productive)`` answers settled so far (saved with the store)."""
         return self.analysis.known()
 
+    def snapshot(self) -> tuple:
+        """The rule ids, compiled nodes and analysis answers so far (see
+        :func:`dotjson.automaton.base_image`); the nodes stay alive with this object."""
+        return (list(self.names), dict(self.index), list(self.nullable), list(self._done),
+                dict(self._compiled), dict(self._chars), dict(self._regular), self.analysis.snapshot())
+
+    def start_from(self, snap: tuple) -> None:
+        """Continue from a :meth:`snapshot` taken over the same shared rules and nodes, whose
+        terms are in this automaton's store (copied from the snapshot's)."""
+        names, index, nullable, done, compiled, chars, regular, analysis = snap
+        self.names = list(names)
+        self.index = dict(index)
+        self.nullable = list(nullable)
+        self._done = list(done)
+        self._compiled = dict(compiled)
+        self._chars = dict(chars)
+        self._regular = dict(regular)
+        self.analysis.restore(analysis)
+
     def restore(self, names, nullable, known_nullable, known_productive) -> None:
         """Install the rule ids and analysis answers of a saved store (validated by the caller)."""
         self.names = list(names)

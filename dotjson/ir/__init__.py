@@ -163,11 +163,17 @@ class Grammar:
         Rule families: objects owning a set of rule names too large to write down, whose bodies
         are produced on demand (:class:`dotjson.objects_any_order.AnyOrderObject`). A lazily
         compiled schema shares its list, which grows as objects are built.
+    shared : tuple, optional
+        ``(rules, nodes)``: rules of ``rules`` (same names, same body objects) and nodes that
+        many grammars share, such as the JSON base rules and the spellings of a string's
+        characters. An automaton starts from a store where they are compiled once per process
+        (:func:`dotjson.automaton.base_image`) instead of compiling them again.
     """
 
     rules: Mapping[str, Node] = field(default_factory=dict)
     start: str = "start"
     families: tuple = ()
+    shared: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.start not in self.rules and bool(self.rules):

@@ -57,6 +57,13 @@ def _mk(is_and: bool, parts: list):
     return (is_and, tuple(out))
 
 
+def all_of(*conds):
+    """The condition "every one of ``conds``" (each ``True``, ``False``, a rule name or a
+    condition): what a builder may answer for a rule's productivity instead of a boolean (see
+    :class:`Analysis`)."""
+    return _mk(_AND, list(conds))
+
+
 def _parts(f, items, decisive: bool) -> list:
     """Conditions of ``items``, stopping at the first one equal to ``decisive`` (``False`` ends
     a sequence, ``True`` an alternation): a key's spelling is never looked at once its opening
@@ -132,8 +139,14 @@ class _Solver:
         v = self.known.get(name)
         if v is None and self._hint is not None:
             v = self._hint(name)
-            if v is not None:
+            if v is True or v is False:
                 self.known[name] = v
+            elif v is not None:
+                # a condition the rule's builder knows to be equivalent to its body's: the
+                # search goes on through it without building the body
+                if name not in self._conds:
+                    self._conds[name] = v
+                v = None
         return v
 
     def cond(self, name: str):
@@ -259,7 +272,11 @@ class Analysis:
     When ``rules`` has a method ``known_language(name)`` returning ``(nullable, productive)``
     (each ``True``, ``False`` or ``None`` for "unknown"), its answers are taken without building
     the rule: the schema compiler knows that a JSON value is never empty text, and that
-    ``{"type": "string"}`` has values, before it compiles anything.
+    ``{"type": "string"}`` has values, before it compiles anything. A productivity answer may also
+    be a condition (:func:`all_of` over rule names) that the rule's builder guarantees to be
+    equivalent to its body's: an object's state is productive exactly when the value of its next
+    required member and the state after that member are; the search then goes on through the
+    condition and the body is built only when the automaton reaches the rule.
     """
 
     def __init__(self, rules: Mapping, setop_productive: Callable[[Node], bool] | None = None):
@@ -373,6 +390,26 @@ class Analysis:
             is_and, parts = c
             return all(ev(p) for p in parts) if is_and else any(ev(p) for p in parts)
         return ev(c)
+
+    def snapshot(self) -> tuple:
+        """Everything settled so far, for :meth:`restore` into an analysis of a grammar that
+        holds the same rules (same names, same body objects: the memos are keyed by node
+        identity, and the nodes stay alive with this analysis)."""
+        return (dict(self._null.known), dict(self._prod.known), dict(self._null._conds),
+                dict(self._prod._conds), dict(self._nmemo), dict(self._pmemo), dict(self._lmemo),
+                set(self._left_ok))
+
+    def restore(self, snap: tuple) -> None:
+        """Start from a :meth:`snapshot` (copied: this analysis goes on alone)."""
+        nk, pk, nc, pc, nm, pm, lm, ok = snap
+        self._null.known.update(nk)
+        self._prod.known.update(pk)
+        self._null._conds.update(nc)
+        self._prod._conds.update(pc)
+        self._nmemo.update(nm)
+        self._pmemo.update(pm)
+        self._lmemo.update(lm)
+        self._left_ok.update(ok)
 
     def known(self) -> tuple[dict, dict]:
         """``(nullable, productive)`` answers settled so far, by rule name."""

@@ -40,7 +40,7 @@ from dotjson.ir import EMPTY, seq
 from dotjson.ir.analysis import Analysis
 from dotjson.jsonschema.compiler import Compiler
 from dotjson.objects_any_order import PROPERTY_ORDERS, rules_with_families
-from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS
+from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS, enc_char
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
 
@@ -60,9 +60,23 @@ def _load(schema):
     return schema
 
 
+_SHARED_NODES: tuple = ()
+
+
+def shared_nodes() -> tuple:
+    """Nodes that most compiled schemas use besides the base rules: any string character, and
+    the spellings of the printable ASCII characters that names and literals are made of."""
+    global _SHARED_NODES
+    if not _SHARED_NODES:
+        from dotjson.jsonstr import JSON_STRING_CHAR
+
+        _SHARED_NODES = (JSON_STRING_CHAR,) + tuple(enc_char(chr(c)) for c in range(0x20, 0x7F))
+    return _SHARED_NODES
+
+
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                       lenient: bool = False, resources=None, property_order: str = "schema",
-                      whitespace: str = "bounded") -> ir.Grammar:
+                      whitespace: str = "bounded", check_language: bool = True) -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
 
     Parameters
@@ -89,6 +103,11 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     whitespace : {"bounded", "json"}, default "bounded"
         Without ``disallow_whitespace``: ``"bounded"`` is the ``ws`` rule of ``grammars/json.lark``
         (one line break, 20 blanks); ``"json"`` is any whitespace JSON allows between tokens.
+    check_language : bool, default True
+        Decide here that the language is not empty (:class:`SchemaError` otherwise).
+        :class:`~dotjson.Index` passes ``False``: its automaton decides the same question
+        exactly (``And``/``Diff`` included) when it builds the start state, and the analysis is
+        then done once.
 
     Returns
     -------
@@ -130,7 +149,10 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     tr.rules["start"] = seq(tr.ws, root, tr.ws)
     rules = ir.LazyRules(tr)
     # the families list is shared: property_order="any" objects add theirs as they are built
-    grammar = ir.Grammar(rules, "start", families=tr.families)
+    grammar = ir.Grammar(rules, "start", families=tr.families,
+                         shared=({k: tr.rules[k] for k in tr.base}, shared_nodes()))
+    if not check_language:
+        return grammar
     # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the
     # automaton decides): a witness is found without compiling what it does not need.
     try:
@@ -138,9 +160,13 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     except RecursionError:
         raise LimitExceededError("schema nesting too deep to compile") from None
     if not productive:
-        raise SchemaError("the schema accepts no JSON value (its language is empty: a required value is "
-                          "empty or recurses forever)", pointer="")
+        raise SchemaError(EMPTY_LANGUAGE, pointer="")
     return grammar
+
+
+#: What :func:`schema_to_grammar` and :class:`~dotjson.Index` say of a schema no document satisfies.
+EMPTY_LANGUAGE = ("the schema accepts no JSON value (its language is empty: a required value is empty or "
+                  "recurses forever, or constraints contradict each other)")
 
 
 def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,

@@ -19,7 +19,7 @@ from dotjson.jsonschema.normalize import Normalizer
 from dotjson.jsonschema.numbers import NumberBuilder
 from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder
-from dotjson.jsonschema.values import _ENC_CHAR, _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE
+from dotjson.jsonschema.values import _ENC_CHAR, _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE, enc_char
 
 # atoms holding a sub-schema expression, and where
 _SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
@@ -27,7 +27,23 @@ _SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos"
 # atoms whose sub-schemas building a branch may intersect (see Compiler._combinations)
 _COMBINED = frozenset({"pos", "items", "props", "pattern", "addl"})
 # atoms whose compilation may exceed a limit of the compiler: compiled in phase 1
-_RISKY = frozenset({"num", "mult", "notmult", "unique", "contains", "nprops", "pattern"})
+_RISKY = frozenset({"mult", "notmult", "unique", "contains", "nprops", "pattern"})
+# A numeric bound's automaton has ~5 states per digit of the bound (two bounds and `integer`
+# together: 40 digits, ~270 states), far below MAX_DFA_STATES unless a bound is written with
+# hundreds of digits (`maximum: 1e308`): only those are compiled in phase 1.
+_LONG_BOUND = 100
+
+
+def _risky(a) -> bool:
+    k = a[0]
+    if k == "num":
+        for c in (a[1], a[3]):
+            if c is not None:
+                t = c.as_tuple()  # (the digits written out number at most these)
+                if not isinstance(t.exponent, int) or len(t.digits) + abs(t.exponent) > _LONG_BOUND:
+                    return True
+        return False
+    return k in _RISKY or (k == "addl" and a[3])
 
 
 class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBuilder):
@@ -42,7 +58,8 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         super().__init__(schema, **options)
         self.pending: dict = {}       # rule name -> expression, body not built yet
         self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
-        self.state_hints: dict = {}   # rule name -> (nullable, productive) known to its builder
+        # rule name -> (nullable, productive) known to its builder, or a function computing it
+        self.state_hints: dict = {}
         self.known_cache: dict = {}   # expression -> (nullable, productive) from its normal form
         self.inhabited_cache: dict = {}  # normal-form branch -> obviously inhabited (shared by equal schemas)
         # False while the automaton asks for rules one by one; True once the whole grammar is
@@ -117,7 +134,10 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         if e is None:
             return (None, None)
         if callable(e):
-            return self.state_hints.get(name, (None, None))
+            h = self.state_hints.get(name, (None, None))
+            if callable(h):  # a builder's hint computed when first asked
+                h = self.state_hints[name] = h()
+            return h
         return self.expr_known(e)
 
     def expr_known(self, e) -> tuple:
@@ -210,7 +230,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                     if i is not None:
                         # a $ref target starts over: its nesting is counted from where it is
                         todo.append((a[i], 0 if k == "ruleref" else depth + 1))
-                    if k in _RISKY or (k == "addl" and a[3]):
+                    if _risky(a):
                         risky = True
             if risky:
                 name = self.node_of(e)
@@ -374,9 +394,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         parts = []
         for ch in text:
             hit = _ENC_CHAR.get(ch)
-            if hit is None:
-                hit = _ENC_CHAR[ch] = self.jsonstr.encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
-            parts.append(hit)
+            parts.append(enc_char(ch) if hit is None else hit)
         return seq(*parts)
 
     def enc(self, node) -> ir.Node:

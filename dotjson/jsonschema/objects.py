@@ -11,6 +11,7 @@ import itertools
 
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
+from dotjson.ir.analysis import all_of
 from dotjson.key_trie import KeyTrie
 from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
@@ -234,13 +235,65 @@ class ObjectBuilder:
             # the object may close here: no required member left, enough members
             return nreq[i] == n and mask == full and c > 0 and c >= plo
 
+        req_after: dict = {}  # i -> (every required member from i on certainly has a value, how many)
+
+        def required_after(i):
+            path = []  # (k, the first required member at or after k)
+            k = i
+            while k not in req_after:
+                j = nreq[k]
+                if j == n:
+                    req_after[k] = (True, 0)
+                    break
+                path.append((k, j))
+                k = j + 1
+            ok, cnt = req_after[k]
+            for k, j in reversed(path):  # the last required member first
+                ok = ok and bool(self.expr_known(chain[j][1])[1])
+                cnt += 1
+                req_after[k] = (ok, cnt)
+            return req_after[i]
+
+        def sure(i, c, mask):
+            # True when the object certainly completes from state (i, c, mask): the required
+            # members left (in the chain and floating) have values by their normal forms, and
+            # placing just them satisfies the counter; None: the analysis builds and looks
+            if done(i, c, mask):
+                return True
+            ok, cnt = required_after(i)
+            if not ok:
+                return None
+            left = [fl[1] for k, fl in enumerate(floating) if not mask >> k & 1]
+            if not all(self.expr_known(v)[1] for v in left):
+                return None
+            least = c + cnt + len(left)
+            if least == 0 or least < plo or (phi is not None and least > phi):
+                return None  # an optional member is needed, or the bound decides: look
+            return True
+
+        def state_known(i, c, mask):
+            # (nullable, productive) of a state where the object may not close yet
+            j = nreq[i]
+            if j < n and not floating and plo == 0 and phi is None:
+                # no counter, no floating name: productive exactly when the next required
+                # member's value and the state after that member are (the optional members
+                # before it may all be skipped) - a condition, so the search goes on to the
+                # value's own rule without building this state
+                v = chain[j][1]
+                val = True if self.expr_known(v)[1] else self.node_of(v)
+                if val is not True:
+                    val = val.name if isinstance(val, Ref) else False
+                return (False, all_of(val, state(j + 1, inc(c), mask).name))
+            return (False, sure(i, c, mask))
+
         def state(i, c, mask):
             # members before i are behind (c of them counted, floating ones in mask). Its
             # language is nullable exactly when the object may close here (every other
-            # alternative consumes), and then certainly productive: the analyses need not
-            # build it to know.
+            # alternative consumes), and then productive; otherwise `state_known` tells when
+            # asked: the analyses need not build the state to know.
             d = done(i, c, mask)
-            return rule(("s", i, c, mask), lambda: state_body(i, c, mask), (d, True if d else None))
+            return rule(("s", i, c, mask), lambda: state_body(i, c, mask),
+                        (d, True) if d else (lambda: state_known(i, c, mask)))
 
         def state_body(i, c, mask):
             sp = self.sep if c > 0 else EPS

@@ -41,7 +41,9 @@ class ObjectBuilder:
             if pn is not None and not self.validate(name, pn):
                 es.append(FALSE)
             ve = self.and_expr(es)
-            if ve == FALSE or (name in required and self.expr_empty(ve)):
+            # (a required value that is empty by its normal form is found by the productivity
+            # analysis, exactly, when the object's states are asked about: not searched here)
+            if ve == FALSE:
                 if name in required:
                     return EMPTY
                 continue

@@ -123,6 +123,7 @@ class AnyOrderObject:
         rank = np.empty(self.n, dtype=np.int64)
         rank[self.trie.member] = np.arange(self.n)
         self.rank = rank
+        self._parsed: dict = {}
         self.bind(None)
 
     # ------------------------------------------------------------------ names
@@ -141,18 +142,32 @@ class AnyOrderObject:
     def _set(seen) -> str:
         return "".join(f"_{j}" for j in seen)
 
+    # a name made here is remembered with its parts (what parse() would return)
     def name(self, seen: tuple, c: int) -> str:
-        return f"{self.tag}{c}{self._set(seen)}"
+        nm = f"{self.tag}{c}{self._set(seen)}"
+        self._parsed.setdefault(nm, ("seen", seen, c))
+        return nm
 
     def _key_name(self, q, d, c, seen) -> str:
-        return f"{self._key_tag}{q}_{d}_{c}{self._set(seen)}"
+        nm = f"{self._key_tag}{q}_{d}_{c}{self._set(seen)}"
+        self._parsed.setdefault(nm, ("key", seen, c, q, d))
+        return nm
 
     def _tail_name(self, j, c, seen) -> str:
-        return f"{self._tail_tag}{j}_{c}{self._set(seen)}"
+        nm = f"{self._tail_tag}{j}_{c}{self._set(seen)}"
+        self._parsed.setdefault(nm, ("tail", seen, c, j))
+        return nm
 
     def parse(self, name: str) -> tuple:
         """``("seen", S, c)``, ``("key", S, c, q, d)`` or ``("tail", S, c, j)``; ``ValueError``
-        for a name the family does not own."""
+        for a name the family does not own. Remembered per name: every lookup of a family rule
+        (ownership, body, productivity) asks."""
+        hit = self._parsed.get(name)
+        if hit is None:
+            hit = self._parsed[name] = self._parse(name)
+        return hit
+
+    def _parse(self, name: str) -> tuple:
         for kind, tag, k in (("seen", self.tag, 1), ("key", self._key_tag, 3), ("tail", self._tail_tag, 2)):
             if name.startswith(tag):
                 parts = [int(x) for x in name[len(tag):].split("_")]
@@ -261,17 +276,25 @@ class AnyOrderObject:
                 (j,) = rest
                 return bool(self._member_ok(j)) and self._productive(tuple(sorted(seen + (j,))), c)
             q, d = rest
+            free = self._free(c)
             for p in self._offered(q, d, seen).tolist():
                 j = int(self.trie.member[p])
-                if self._member_ok(j) and self._productive(tuple(sorted(seen + (j,))), c):
+                if self._member_ok(j) and (free or self._productive(tuple(sorted(seen + (j,))), c)):
                     return True
             return False
         except _Unsettled:
             return None
 
+    def _free(self, c) -> bool:
+        """Nothing required, no maximum, and ``c`` members (at least one) are enough: the object
+        may close whatever else was seen."""
+        return not self.req and self.phi is None and c > 0 and c >= self.plo
+
     def _productive(self, seen, c) -> bool:
         # required members left must have values; then counts (extras or unseen members fill
         # up to minProperties, required ones must fit under maxProperties)
+        if self._free(c):
+            return True
         seen_set = set(seen)
         missing = [j for j in self.req if j not in seen_set]
         if not all(self._member_ok(j) for j in missing):

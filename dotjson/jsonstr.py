@@ -19,7 +19,8 @@ import functools
 from dotjson import ir
 from dotjson.errors import DotjsonTypeError, GrammarError, SchemaError
 
-__all__ = ["encode_string_language", "encode_chars", "json_string_content", "string_of_length", "JSON_STRING_CHAR"]
+__all__ = ["encode_string_language", "encode_chars", "enc_char", "json_string_content", "string_of_length",
+           "JSON_STRING_CHAR"]
 
 _SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x2F: "\\/", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 # characters that may appear unescaped in a JSON string
@@ -214,6 +215,20 @@ def encode_string_language(node: ir.Node) -> ir.Node:
 
 
 JSON_STRING_CHAR = encode_chars(ir.ANY_CHAR)
+
+
+#: per-process: character -> every JSON spelling of it (see :func:`enc_char`)
+ENC_CHAR: dict = {}
+
+
+def enc_char(ch: str) -> ir.Node:
+    """Every JSON spelling of the character ``ch`` as string content: one node per character and
+    process, shared by every schema (names, literals, key tries), so that an automaton compiles it
+    once (the printable ASCII ones are in the store image every automaton starts from)."""
+    hit = ENC_CHAR.get(ch)
+    if hit is None:
+        hit = ENC_CHAR[ch] = encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
+    return hit
 
 
 def json_string_content() -> ir.Node:

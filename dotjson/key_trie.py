@@ -98,7 +98,6 @@ class KeyTrie:
         return ir.alt(*alts)
 
 
-_CHAR: dict = {}
 _SHORT: dict = {}
 
 
@@ -108,13 +107,7 @@ def enc_text(text: str) -> ir.Node:
     hit = _SHORT.get(text)
     if hit is not None:
         return hit
-    parts = []
-    for ch in text:
-        p = _CHAR.get(ch)
-        if p is None:
-            p = _CHAR[ch] = jsonstr.encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
-        parts.append(p)
-    node = ir.seq(*parts)
+    node = ir.seq(*(jsonstr.enc_char(ch) for ch in text))
     if len(text) <= 8 and len(_SHORT) < 100_000:
         _SHORT[text] = node
     return node

@@ -40,7 +40,8 @@ from dotjson.ir import EMPTY, seq
 from dotjson.ir.analysis import Analysis
 from dotjson.jsonschema.compiler import Compiler
 from dotjson.objects_any_order import PROPERTY_ORDERS, rules_with_families
-from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS, enc_char
+from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS
+from dotjson.jsonstr import enc_char
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
 

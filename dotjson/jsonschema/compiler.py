@@ -19,7 +19,8 @@ from dotjson.jsonschema.normalize import Normalizer
 from dotjson.jsonschema.numbers import NumberBuilder
 from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder
-from dotjson.jsonschema.values import _ENC_CHAR, _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE, enc_char
+from dotjson.jsonschema.values import _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE
+from dotjson.jsonstr import ENC_CHAR as _ENC_CHAR, enc_char
 
 # atoms holding a sub-schema expression, and where
 _SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,

@@ -212,17 +212,6 @@ _NAME_JUNK = re.compile(r"[^a-z0-9_]+")
 # per-process caches of immutable languages (patterns and formats recur across schemas)
 _REGEX_CACHE: dict = {}
 _ENC_CACHE: dict = {}
-_ENC_CHAR: dict = {}
-
-
-def enc_char(ch: str):
-    """Every JSON spelling of the character ``ch`` (one node per character and process)."""
-    hit = _ENC_CHAR.get(ch)
-    if hit is None:
-        from dotjson import jsonstr
-
-        hit = _ENC_CHAR[ch] = jsonstr.encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
-    return hit
 
 
 _APPLICATORS = ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef", "$recursiveRef",

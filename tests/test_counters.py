@@ -346,3 +346,56 @@ def test_random_walks_same_masks_as_reference(tiny_bpe_vocab, name):
         longest = max(longest, step)
     assert virtual > 0
     assert longest >= 90  # far enough to cross a bound, not just to enter the counter
+
+
+# --------------------------------------------------------------------------- counters in an intersection
+
+
+@pytest.mark.parametrize("schema, text", [
+    # a pattern with a length: the states of the string share their mask keys
+    ({"type": "string", "pattern": "^[a-z ]*$", "maxLength": 400}, "ab cd" * 79),
+    # the pattern itself needs a long tail (b{40}): far from the bound the counter is free,
+    # closer than the pattern's distance to acceptance it must stay exact
+    ({"type": "string", "pattern": "^a*b{40}$", "maxLength": 300}, "a" * 250 + "b" * 40),
+    ({"type": "string", "pattern": "^a*b{40}$", "maxLength": 300}, "a" * 200),
+    # a lower bound far away: left exact
+    ({"type": "string", "pattern": "^[ab]*$", "minLength": 150, "maxLength": 400}, "ab" * 100),
+    ({"type": "string", "format": "date-time", "maxLength": 300}, "2020-01-01T00:00:00Z"),
+    ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^x[0-9]*$", "maxLength": 250}}},
+     None),
+])
+def test_counters_inside_an_intersection_same_as_reference(tiny_bpe_vocab, schema, text):
+    """A length counter intersected with a pattern is clamped in the mask key only where that
+    cannot change a token's fate (the bound at least a token plus the pattern's largest distance
+    to acceptance away): the masks equal the reference engine's at every step."""
+    vocab = tiny_bpe_vocab
+    index = Index(schema, vocab)
+    ref = naive.Automaton(index.ir)
+    if text is None:
+        data = b'{"s":"x' + b"0123456789" * 24 + b'"}'
+    else:
+        data = ('"' + text + '"').encode()
+    ids = _ids(vocab, data)
+    s, r = index.initial_state, ref.start
+    for i, t in enumerate(ids):
+        s = index.next_state(s, t)
+        r = ref.walk_bytes(r, vocab.token_bytes(t))
+        assert (s == DEAD) == (r < 0), i
+        if s == DEAD:
+            break
+        assert index.is_accepting(s) == bool(ref.accepting[r]), i
+        assert _mask_set(index, s) == reference_mask(ref, r, vocab), i
+
+
+def test_a_long_string_with_a_pattern_shares_its_masks(tiny_bpe_vocab):
+    vocab = tiny_bpe_vocab
+    index = Index({"type": "string", "pattern": "^[a-z]*$", "maxLength": 100_000}, vocab)
+    states = _walk(index, _ids(vocab, b'"' + b"abc" * 1000))
+    assert states[-1] != DEAD
+    for s in states[1:]:
+        index.mask(s)
+    # one mask per pattern state near the start, not one per character
+    assert index.n_masks < 20, index.n_masks
+    assert _accepts(index, b'"' + b"abc" * 1000 + b'"')
+    assert not _accepts(Index({"type": "string", "pattern": "^[a-z]*$", "maxLength": 2999}, vocab),
+                        b'"' + b"abc" * 1000 + b'"')

@@ -704,6 +704,8 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable) -> np.ndarray:
                     f |= x
             else:
                 f = K.F_BOOL | (K.F_NULL if all(x & K.F_NULL for x in fs) else 0)
+                for x in fs:
+                    f |= x & K.F_REP
         elif k == K_REP:
             fi = child(p)
             if q < 0 or r < INF or (r != INF and r < q):

@@ -79,6 +79,15 @@ TERM_ID_BITS = 29
 _T_DERIV = 1 << 58
 _T_SEQ = 2 << 58
 _T_CLAMP = 3 << 58
+_T_RADIUS = 4 << 58
+_T_FARHI = 5 << 58
+#: :func:`_far_hi` of a term whose counters a clamp leaves alone.
+NO_FAR = (1 << 31) - 1
+
+#: Terms of a derivative closure explored by :func:`radius` before it answers "unknown".
+RADIUS_FUEL = 512
+#: :func:`radius` of a term whose closure is larger than :data:`RADIUS_FUEL` terms.
+R_UNKNOWN = 1 << 30
 
 _U1 = np.uint64(1)
 _U0 = np.uint64(0)
@@ -559,12 +568,15 @@ def and_(S, buf, n):
         return flat[0]
     tf = S[S_TF]
     alln = True
+    reps = 0
     for x in range(m):
         if (tf[flat[x]] & F_NULL) == 0:
             alln = False
+        reps |= tf[flat[x]] & F_REP
     if flat[0] == EPS:  # sorted: ε (id 1) comes first after ∅ (absent)
         return EPS if alln else EMPTY
-    flags = F_BOOL | (F_NULL if alln else 0)
+    # F_REP: an operand holds a counter (clamp looks inside; see _clamp_and)
+    flags = F_BOOL | reps | (F_NULL if alln else 0)
     return _mk_list(S, K_AND, flat, m, flags)
 
 
@@ -1453,9 +1465,165 @@ def _cget(S, t, limit):
 
 
 @nb.njit(**NJIT_OPTS)
+def radius(S, t0):
+    """How far a term can be from acceptance: the largest, over the terms reachable from ``t0``
+    by derivatives (``t0`` included), of the length in bytes of the shortest text taking that
+    term to acceptance (terms that never accept are left out). :data:`R_UNKNOWN` when more than
+    :data:`RADIUS_FUEL` terms are reachable; -1 on exit. For REF-free terms; memoized per term."""
+    S = borrow(S)
+    r = _mget(S, _T_RADIUS | t0)
+    if r >= 0:
+        return r
+    tm = S[S_TM]
+    tf = S[S_TF]
+    cap = 1024  # a power of two above 2 * RADIUS_FUEL: the local index of the closure
+    hkeys = np.full(cap, -1, dtype=np.int32)
+    hvals = np.empty(cap, dtype=np.int32)
+    terms = np.empty(RADIUS_FUEL, dtype=np.int32)
+    esrc = np.empty(256, dtype=np.int32)
+    edst = np.empty(256, dtype=np.int32)
+    ne = 0
+    terms[0] = t0
+    h = _mix(np.int64(t0), 0x27D4EB2F) & (cap - 1)
+    hkeys[h] = t0
+    hvals[h] = 0
+    n = 1
+    i = 0
+    while i < n:
+        t = terms[i]
+        if row(S, t) < 0:
+            return -1
+        off, ln = tm[t, M_ROW_OFF], tm[t, M_ROW_LEN]
+        for x in range(off, off + ln):
+            u = S[S_RCT][x]
+            h = _mix(np.int64(u), 0x27D4EB2F) & (cap - 1)
+            while hkeys[h] >= 0 and hkeys[h] != u:
+                h = (h + 1) & (cap - 1)
+            if hkeys[h] < 0:
+                if n >= RADIUS_FUEL:
+                    if _mput(S, _T_RADIUS | t0, R_UNKNOWN) < 0:
+                        return -1
+                    return R_UNKNOWN
+                hkeys[h] = u
+                hvals[h] = n
+                terms[n] = u
+                n += 1
+            esrc = _grow_i32(esrc, ne)
+            edst = _grow_i32(edst, ne)
+            esrc[ne] = i
+            edst[ne] = hvals[h]
+            ne += 1
+        i += 1
+    # shortest distance to acceptance: a breadth-first search from the accepting terms along
+    # reversed edges (every edge is one byte)
+    start = np.zeros(n + 1, dtype=np.int32)
+    for e in range(ne):
+        start[edst[e] + 1] += 1
+    for v in range(n):
+        start[v + 1] += start[v]
+    fill = start[:n].copy()
+    radj = np.empty(max(ne, 1), dtype=np.int32)
+    for e in range(ne):
+        v = edst[e]
+        radj[fill[v]] = esrc[e]
+        fill[v] += 1
+    dist = np.full(n, -1, dtype=np.int32)
+    queue = np.empty(n, dtype=np.int32)
+    qh, qt = 0, 0
+    for v in range(n):
+        if (tf[terms[v]] & F_NULL) != 0:
+            dist[v] = 0
+            queue[qt] = v
+            qt += 1
+    while qh < qt:
+        v = queue[qh]
+        qh += 1
+        for y in range(start[v], start[v + 1]):
+            u = radj[y]
+            if dist[u] < 0:
+                dist[u] = dist[v] + 1
+                queue[qt] = u
+                qt += 1
+    r = 0
+    for v in range(n):
+        if dist[v] > r:
+            r = dist[v]
+    if _mput(S, _T_RADIUS | t0, r) < 0:
+        return -1
+    return r
+
+
+@nb.njit(**NJIT_OPTS)
+def _far_hi(S, t0, limit):
+    """Over the counters of ``t0`` (REF-free, AND/DIFF-free): the least upper bound that
+    :func:`clamp` at ``limit`` makes unbounded, or ``NO_FAR`` when it changes none; 0 when
+    it would change a lower bound or ``t0`` holds AND/DIFF (no exact clamp then); -1 on exit."""
+    ti = S[S_TI]
+    tf = S[S_TF]
+    pool = S[S_POOL]
+    st = np.empty(64, dtype=np.int32)
+    st[0] = t0
+    sp = 1
+    while sp > 0:
+        t = st[sp - 1]
+        if (tf[t] & F_REP) == 0 or _mget(S, _T_FARHI | (np.int64(t) << 16) | limit) >= 0:
+            sp -= 1
+            continue
+        if (tf[t] & F_BOOL) != 0:
+            if _mput(S, _T_FARHI | (np.int64(t) << 16) | limit, 0) < 0:
+                return -1
+            sp -= 1
+            continue
+        k = ti[t, 0]
+        top = sp
+        if k == K_SEQ:
+            n, off = 2, -1
+        elif k == K_ALT:
+            n, off = ti[t, 2], ti[t, 1]
+        else:  # K_REP
+            n, off = 1, -2
+        for x in range(n):
+            c = ti[t, 1 + x] if off == -1 else (ti[t, 1] if off == -2 else pool[off + x])
+            if (tf[c] & F_REP) != 0 and _mget(S, _T_FARHI | (np.int64(c) << 16) | limit) < 0:
+                st = _grow_i32(st, sp)
+                st[sp] = c
+                sp += 1
+        if sp > top:
+            continue
+        r = NO_FAR
+        if k == K_REP:
+            lo, hi = ti[t, 2], ti[t, 3]
+            if lo > limit:
+                r = 0
+            elif hi != INF and hi > limit:
+                r = hi
+        for x in range(n):
+            if r == 0:
+                break
+            c = ti[t, 1 + x] if off == -1 else (ti[t, 1] if off == -2 else pool[off + x])
+            if (tf[c] & F_REP) != 0:
+                v = _mget(S, _T_FARHI | (np.int64(c) << 16) | limit)
+                r = min(r, v)
+        if _mput(S, _T_FARHI | (np.int64(t) << 16) | limit, r) < 0:
+            return -1
+        sp -= 1
+    if (tf[t0] & F_REP) == 0:
+        return NO_FAR
+    return _mget(S, _T_FARHI | (np.int64(t0) << 16) | limit)
+
+
+@nb.njit(**NJIT_OPTS)
 def clamp(S, t0, limit):
     """A term with the same one-token behaviour as ``t0`` for tokens of at most ``limit - 1``
-    bytes: counters far from their bounds become unbounded (AND/DIFF sub-terms stay exact)."""
+    bytes: counters far from their bounds become unbounded.
+
+    Inside an intersection the counters may only become unbounded where that cannot change
+    which tokens have a completion: with ``A'`` the intersection so clamped (lower bounds
+    untouched) and ``R`` the :func:`radius` of ``A'``, a token ``w`` with a completion in
+    ``A'`` has one of at most ``limit - 1 + R`` bytes, which iterates no counter more than that
+    many times; when every upper bound made unbounded is at least ``limit + R``, that
+    completion is in the exact intersection too. Otherwise (and for AND/DIFF nested in an
+    intersection, and DIFF) the sub-term stays exact."""
     S = borrow(S)
     r = _cget(S, t0, limit)
     if r >= 0:
@@ -1496,6 +1664,14 @@ def clamp(S, t0, limit):
                 st = _grow_i32(st, sp)
                 st[sp] = c
                 sp += 1
+        elif k == K_AND:
+            off = ti[t, 1]
+            for x in range(ti[t, 2]):
+                c = pool[off + x]
+                if (tf[c] & F_BOOL) == 0 and _cget(S, c, limit) < 0:
+                    st = _grow_i32(st, sp)
+                    st[sp] = c
+                    sp += 1
         if sp > top:
             continue
         if k == K_SEQ:
@@ -1515,6 +1691,8 @@ def clamp(S, t0, limit):
                 if hi != INF and hi > limit:
                     hi = INF
             r = rep(S, item, lo, hi)
+        elif k == K_AND:
+            r = _clamp_and(S, t, limit)
         else:
             r = t
         if r < 0:
@@ -1523,6 +1701,43 @@ def clamp(S, t0, limit):
             return -1
         sp -= 1
     return _cget(S, t0, limit)
+
+
+@nb.njit(**NJIT_OPTS)
+def _clamp_and(S, t, limit):
+    """The clamp of intersection ``t`` whose operands are clamped already (see :func:`clamp`):
+    the clamped intersection when that is exact, else ``t``; -1 on exit."""
+    ti = S[S_TI]
+    tf = S[S_TF]
+    pool = S[S_POOL]
+    off, n = ti[t, 1], ti[t, 2]
+    least = NO_FAR
+    for x in range(n):
+        c = pool[off + x]
+        if (tf[c] & F_BOOL) != 0:
+            return t
+        v = _far_hi(S, c, limit)
+        if v < 0:
+            return -1
+        if v == 0:
+            return t
+        least = min(least, v)
+    if least == NO_FAR:
+        return t
+    buf = np.empty(n, dtype=np.int32)
+    for x in range(n):
+        buf[x] = _cget(S, pool[off + x], limit)
+    a2 = and_(S, buf, n)
+    if a2 < 0:
+        return -1
+    if a2 == t:
+        return t
+    r = radius(S, a2)
+    if r < 0:
+        return -1
+    if least >= limit + r:
+        return a2
+    return t
 
 
 # ----------------------------------------------------------------------------- states

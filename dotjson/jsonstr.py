@@ -19,8 +19,8 @@ import functools
 from dotjson import ir
 from dotjson.errors import DotjsonTypeError, GrammarError, SchemaError
 
-__all__ = ["encode_string_language", "encode_chars", "enc_char", "json_string_content", "string_of_length",
-           "JSON_STRING_CHAR"]
+__all__ = ["encode_string_language", "encode_chars", "enc_char", "enc_text", "json_string_content",
+           "string_of_length", "JSON_STRING_CHAR"]
 
 _SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x2F: "\\/", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 # characters that may appear unescaped in a JSON string
@@ -229,6 +229,22 @@ def enc_char(ch: str) -> ir.Node:
     if hit is None:
         hit = ENC_CHAR[ch] = encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
     return hit
+
+
+_SHORT_TEXT: dict = {}
+
+
+def enc_text(text: str) -> ir.Node:
+    """All JSON spellings of ``text`` (between the quotes): a sequence of :func:`enc_char` nodes,
+    short texts cached per process (the tails of names in a key trie recur in every state of a
+    wide object, literals recur across schemas: one node each, compiled once per automaton)."""
+    hit = _SHORT_TEXT.get(text)
+    if hit is not None:
+        return hit
+    node = ir.seq(*(enc_char(ch) for ch in text))
+    if len(text) <= 8 and len(_SHORT_TEXT) < 100_000:
+        _SHORT_TEXT[text] = node
+    return node
 
 
 def json_string_content() -> ir.Node:

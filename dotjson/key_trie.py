@@ -20,7 +20,8 @@ import bisect
 
 import numpy as np
 
-from dotjson import ir, jsonstr
+from dotjson import ir
+from dotjson.jsonstr import enc_text
 
 __all__ = ["INLINE", "KeyTrie", "enc_text"]
 
@@ -96,18 +97,3 @@ class KeyTrie:
             alts.append(ir.seq(enc_text(key[d]), node))
             k = k2
         return ir.alt(*alts)
-
-
-_SHORT: dict = {}
-
-
-def enc_text(text: str) -> ir.Node:
-    """All JSON spellings of ``text`` (between the quotes): per character, short texts cached
-    (the tails of names recur in every state of a wide object: one node, compiled once)."""
-    hit = _SHORT.get(text)
-    if hit is not None:
-        return hit
-    node = ir.seq(*(jsonstr.enc_char(ch) for ch in text))
-    if len(text) <= 8 and len(_SHORT) < 100_000:
-        _SHORT[text] = node
-    return node

@@ -20,7 +20,7 @@ from dotjson.jsonschema.numbers import NumberBuilder
 from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder
 from dotjson.jsonschema.values import _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE
-from dotjson.jsonstr import ENC_CHAR as _ENC_CHAR, enc_char
+from dotjson.jsonstr import enc_text
 
 # atoms holding a sub-schema expression, and where
 _SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
@@ -67,7 +67,6 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         # being built (rendering, saving: LazyRules.force), where wide objects take the shape
         # that is smallest written out in full (see ObjectBuilder.build_object)
         self.whole = False
-        self.enc_short: dict = {}     # short text -> its JSON spellings (see enc_text)
         self.rules.update(self.base)
 
     def new_name(self, hint: str) -> str:
@@ -380,23 +379,9 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         self.literal_cache[key] = node
         return node
 
-    def enc_text(self, text: str) -> ir.Node:
-        """All JSON spellings of the string ``text`` (between the quotes), cached per character
-        and per short text (the tails of names in a key trie recur in every state: one node,
-        compiled once)."""
-        if len(text) <= 8:
-            hit = self.enc_short.get(text)
-            if hit is None:
-                hit = self.enc_short[text] = self._enc_text(text)
-            return hit
-        return self._enc_text(text)
-
-    def _enc_text(self, text: str) -> ir.Node:
-        parts = []
-        for ch in text:
-            hit = _ENC_CHAR.get(ch)
-            parts.append(enc_char(ch) if hit is None else hit)
-        return seq(*parts)
+    #: All JSON spellings of a string's text (:func:`dotjson.jsonstr.enc_text`, shared with the
+    #: key tries).
+    enc_text = staticmethod(enc_text)
 
     def enc(self, node) -> ir.Node:
         # keyed by identity: IR nodes do not cache their hash, and format languages are big

@@ -212,8 +212,6 @@ _NAME_JUNK = re.compile(r"[^a-z0-9_]+")
 # per-process caches of immutable languages (patterns and formats recur across schemas)
 _REGEX_CACHE: dict = {}
 _ENC_CACHE: dict = {}
-
-
 _APPLICATORS = ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef", "$recursiveRef",
                 "dependentSchemas", "dependencies")
 

@@ -1576,14 +1576,14 @@ def _far_hi(S, t0, limit):
             continue
         k = ti[t, 0]
         top = sp
-        if k == K_SEQ:
-            n, off = 2, -1
-        elif k == K_ALT:
+        # children: a sequence's head and tail, a repetition's item (fields 1.., inline), an
+        # alternation's list in the pool
+        if k == K_ALT:
             n, off = ti[t, 2], ti[t, 1]
-        else:  # K_REP
-            n, off = 1, -2
+        else:
+            n, off = (2 if k == K_SEQ else 1), -1
         for x in range(n):
-            c = ti[t, 1 + x] if off == -1 else (ti[t, 1] if off == -2 else pool[off + x])
+            c = ti[t, 1 + x] if off < 0 else pool[off + x]
             if (tf[c] & F_REP) != 0 and _mget(S, _T_FARHI | (np.int64(c) << 16) | limit) < 0:
                 st = _grow_i32(st, sp)
                 st[sp] = c
@@ -1600,7 +1600,7 @@ def _far_hi(S, t0, limit):
         for x in range(n):
             if r == 0:
                 break
-            c = ti[t, 1 + x] if off == -1 else (ti[t, 1] if off == -2 else pool[off + x])
+            c = ti[t, 1 + x] if off < 0 else pool[off + x]
             if (tf[c] & F_REP) != 0:
                 v = _mget(S, _T_FARHI | (np.int64(c) << 16) | limit)
                 r = min(r, v)

@@ -257,11 +257,10 @@ class ObjectBuilder:
             return req_after[i]
 
         def sure(i, c, mask):
-            # True when the object certainly completes from state (i, c, mask): the required
-            # members left (in the chain and floating) have values by their normal forms, and
-            # placing just them satisfies the counter; None: the analysis builds and looks
-            if done(i, c, mask):
-                return True
+            # True when the object certainly completes from state (i, c, mask), where it may not
+            # close yet: the required members left (in the chain and floating) have values by
+            # their normal forms, and placing just them satisfies the counter; None: the
+            # analysis builds and looks
             ok, cnt = required_after(i)
             if not ok:
                 return None

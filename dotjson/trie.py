@@ -29,6 +29,7 @@ import numba
 import numpy as np
 
 from ._config import NJIT_OPTS
+from ._kernels.group import group_by
 from .errors import VocabularyError
 
 _NON_PLAIN_ASCII = frozenset(range(0x20)) | {0x22, 0x5C}
@@ -338,32 +339,14 @@ def _build_trie_kernel(blob, starts, lens, ids, order, max_len):
         prev_s = s
         prev_l = ln
 
-    child_ptr = np.zeros(n + 1, dtype=np.int32)
-    for v in range(1, n):
-        child_ptr[parent[v] + 1] += 1
-    for v in range(n):
-        child_ptr[v + 1] += child_ptr[v]
-    fill = child_ptr[:n].copy()
-    child_byte = np.empty(max(n - 1, 0), dtype=np.uint8)
-    child_node = np.empty(max(n - 1, 0), dtype=np.int32)
-    for v in range(1, n):
-        p = parent[v]
-        pos = fill[p]
-        fill[p] += 1
-        child_byte[pos] = edge_byte[v]
-        child_node[pos] = v
-
-    tok_ptr = np.zeros(n + 1, dtype=np.int32)
-    for k in range(m):
-        tok_ptr[node_of[k] + 1] += 1
-    for v in range(n):
-        tok_ptr[v + 1] += tok_ptr[v]
-    tfill = tok_ptr[:n].copy()
+    # children grouped by parent (in id order: byte order), tokens by their node
+    child_ptr, kids = group_by(parent[1:n], n)
+    child_byte = edge_byte[1:n][kids]
+    child_node = (kids + 1).astype(np.int32)
+    tok_ptr, toks = group_by(node_of, n)
     tok_ids = np.empty(m, dtype=np.int32)
-    for k in range(m):
-        v = node_of[k]
-        tok_ids[tfill[v]] = ids[order[k]]
-        tfill[v] += 1
+    for x in range(m):
+        tok_ids[x] = ids[order[toks[x]]]
 
     size = np.ones(n, dtype=np.int32)
     for v in range(n - 1, 0, -1):

@@ -22,6 +22,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from .._config import NJIT_OPTS
+from .._kernels.group import group_by
 
 try:  # LLVM's cttz; a loop where this private helper is missing
     from numba.cpython.unsafe.numbers import trailing_zeros as _ctz
@@ -1516,17 +1517,8 @@ def radius(S, t0):
         i += 1
     # shortest distance to acceptance: a breadth-first search from the accepting terms along
     # reversed edges (every edge is one byte)
-    start = np.zeros(n + 1, dtype=np.int32)
-    for e in range(ne):
-        start[edst[e] + 1] += 1
-    for v in range(n):
-        start[v + 1] += start[v]
-    fill = start[:n].copy()
-    radj = np.empty(max(ne, 1), dtype=np.int32)
-    for e in range(ne):
-        v = edst[e]
-        radj[fill[v]] = esrc[e]
-        fill[v] += 1
+    start, into = group_by(edst[:ne], n)
+    radj = esrc[:ne][into]
     dist = np.full(n, -1, dtype=np.int32)
     queue = np.empty(n, dtype=np.int32)
     qh, qt = 0, 0

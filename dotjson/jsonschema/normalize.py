@@ -331,6 +331,10 @@ class Normalizer:
 
     @staticmethod
     def and_expr(exprs):
+        if len(exprs) == 1:  # one schema (a declared property's, most often): itself
+            e = exprs[0]
+            if e[0] not in ("and", "true"):
+                return e
         out = []
         for e in exprs:
             if e == TRUE:

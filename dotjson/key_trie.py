@@ -21,9 +21,9 @@ import bisect
 import numpy as np
 
 from dotjson import ir
-from dotjson.jsonstr import enc_text
+from dotjson.jsonstr import enc_char, enc_text
 
-__all__ = ["INLINE", "KeyTrie", "enc_text"]
+__all__ = ["INLINE", "KeySet", "KeyTrie", "enc_text"]
 
 #: a sub-trie offering at most this many names is written out in place, not as a rule
 INLINE = 8
@@ -97,3 +97,40 @@ class KeyTrie:
             alts.append(ir.seq(enc_text(key[d]), node))
             k = k2
         return ir.alt(*alts)
+
+
+class KeySet:
+    """A key trie's names as the automaton's native key set (:func:`dotjson.automaton.kernels.keys_root`).
+
+    The automaton writes the sorted names into its term store once and answers a key position's
+    derivatives by narrowing ranges of them; it asks this object only what depends on the members'
+    values: whether a member can complete (once per member, for all the members a state offers
+    at once), and the rule of what follows a member's name (once per member whose name decoding
+    reaches).
+
+    Parameters
+    ----------
+    trie : KeyTrie
+        The names.
+    alive_many : callable
+        ``alive_many(js)``: for each member ``j`` of the list ``js``, True when it certainly
+        completes the object (known without building anything), False when that is not known
+        cheaply.
+    tail : callable
+        ``tail(j)``: the name of the rule of what follows member ``j``'s closing quote (its value
+        and the rest of the object); the member can complete exactly when that rule is
+        productive.
+    """
+
+    __slots__ = ("trie", "alive_many", "tail", "asked")
+
+    def __init__(self, trie: KeyTrie, alive_many, tail) -> None:
+        self.trie = trie
+        self.alive_many = alive_many
+        self.tail = tail
+        self.asked = np.zeros(trie.n, dtype=np.bool_)  # members alive_many has answered for
+
+    @staticmethod
+    def spelling(ch: str) -> ir.Node:
+        """Every JSON spelling of the name character ``ch`` (as :func:`enc_text` writes it)."""
+        return enc_char(ch)

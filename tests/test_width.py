@@ -240,3 +240,124 @@ def test_any_order_ten_thousand_properties_exact():
     assert a.walk_bytes(a.start, b'{"p17":2,"p17"') < 0
     assert a.walk_bytes(a.start, b'{"p17":2,"p17') >= 0                           # p170 ..
     assert len(a.rules.names) < 2000
+
+
+# --------------------------------------------------------------------------------------------
+# Native key sets (kernels.K_KEYS): the key position of an object without counters or floating
+# names is built from the sorted names in the term store, not from the trie of rules that is
+# still its IR body. The trie of rules is the reference.
+
+
+def _trie_rules_index(schema, vocab, monkeypatch, **kw):
+    """An Index whose automaton compiles every key position from its IR body (no key sets)."""
+    from dotjson import Index, ir
+
+    with monkeypatch.context() as m:
+        m.setattr(ir.LazyRules, "native", lambda self, name: None)
+        return Index(schema, vocab, **kw)
+
+
+def _prefix_states(index, doc: bytes):
+    a = index._auto
+    out = []
+    for i in range(len(doc) + 1):
+        s = a.walk_bytes(index.initial_state, doc[:i])
+        if s < 0:
+            break
+        out.append((i, s))
+    return out
+
+
+@pytest.mark.parametrize("close_objects", [True, False])
+def test_key_sets_mask_like_trie_rules(llama3_vocab, monkeypatch, close_objects):
+    from dotjson import Index
+
+    rng = random.Random(11)
+    names = list(NAMES)
+    rng.shuffle(names)
+    props = {k: {"type": "integer"} for k in names}
+    # a member whose value has no instance: never offered (its name is a dead end)
+    props["dead"] = {"type": "integer", "minimum": 5, "maximum": 1}
+    props["deaf"] = {"type": "integer"}
+    schemas = [
+        {"type": "object", "properties": props},
+        {"type": "object", "properties": props, "required": [names[5], names[40], names[-1]]},
+        {"type": "object", "properties": {"a": {"type": "object", "properties": props}, "b": {}}},
+    ]
+    docs = [b'{"' + json.dumps(k).encode()[1:] + b':1}' for k in names] + [
+        b'{"p1":1,"p10":2,"p5":3,"deaf":4}', b'{"\\u0070\\u00351":1}', b'{"\\u00e9":1,"\\u65e5\\u672c":2}',
+        b'{"q\\"uote":1,"back\\\\s":2,"tab\\tx":3}', b'{"\\ud83d\\ude00x":1}', b'{"a":{"p3":1,"p30":2},"b":[]}',
+        b'{"dea', b'{"item_007":1,"item_105":2,"item_294":3}',
+    ]
+    for schema in schemas:
+        native = Index(schema, llama3_vocab, close_objects=close_objects)
+        ref = _trie_rules_index(schema, llama3_vocab, monkeypatch, close_objects=close_objects)
+        for doc in docs:
+            ours, theirs = _prefix_states(native, doc), _prefix_states(ref, doc)
+            assert [i for i, _ in ours] == [i for i, _ in theirs], doc
+            for (i, s), (_, t) in zip(ours, theirs):
+                assert (native.mask(s) == ref.mask(t)).all(), (doc[:i], schema.keys())
+            if len(ours) == len(doc) + 1:
+                assert native.accepts(doc) == ref.accepts(doc), doc
+        assert native._auto._ktab, "the key sets were not used"
+        a = native._auto
+        if "a" not in schema["properties"]:
+            assert a.walk_bytes(native.initial_state, b'{"dead') < 0  # no instance: never offered
+            assert a.walk_bytes(native.initial_state, b'{"deaf"') >= 0
+
+
+def test_key_sets_are_shared_and_settled_lazily(llama3_vocab):
+    from dotjson import Index
+
+    n = 2000
+    index = Index(_wide(n), llama3_vocab)
+    a = index._auto
+    assert index.accepts('{"p1":1,"p1500":2}')
+    (T,) = a._ktab.values()
+    keyset = a._kpy[T]
+    pool = a._a["pool"]
+    alive = pool[pool[T + 4] : pool[T + 4] + n]  # KT_ALIVE
+    tails = pool[pool[T + 5] : pool[T + 5] + n]  # KT_TAIL
+    # settled: the members the decoded states offered; tails: only names the text reached
+    assert (alive == 1).sum() >= 2 and 2 <= (tails >= 0).sum() <= 8
+    assert keyset.asked.any()
+    # the states after p1 offer p2 .. p1999: a range of names they all offer is one term
+    s1 = a.walk_bytes(index.initial_state, b'{"p1":1,"p19')
+    s2 = a.walk_bytes(index.initial_state, b'{"p2":1,"p19')
+    assert s1 >= 0 and s2 >= 0 and a.term_of(s1) == a.term_of(s2)
+
+
+def test_saved_key_sets_are_validated(tmp_path, llama3_vocab):
+    import numpy as np
+
+    from dotjson import Index
+    from dotjson.automaton import _check_keysets, export_state
+    from dotjson.automaton import kernels as K
+
+    index = Index(_wide(50), llama3_vocab)
+    assert index.accepts('{"p7":1}')
+    st = export_state(index._auto)
+    ks, pool, n_terms = st["meta"]["keysets"], st["arrays"]["pool"], st["arrays"]["ti"].shape[0]
+    assert ks and _check_keysets(ks, pool, n_terms)
+    (T, _), = ks
+    alive = pool[pool[T + K.KT_ALIVE] : pool[T + K.KT_ALIVE] + 50]
+    assert set(alive.tolist()) == {1}  # settled before saving: a loaded index asks no builder
+    for edit in ("swap", "member", "alive", "context"):
+        bad = pool.copy()
+        if edit == "swap":  # names out of order: "p0" becomes "pz", before "p1"
+            bad[bad[T + K.KT_BLOB] + 1] = 0x7A
+        elif edit == "member":
+            o = bad[T + K.KT_MEMBER]
+            bad[o] = bad[o + 1]
+        elif edit == "alive":
+            bad[bad[T + K.KT_ALIVE]] = -1
+        else:
+            bad[bad[T + K.KT_FULL] + 2] = 51
+        with pytest.raises(ValueError):
+            _check_keysets(ks, bad, n_terms)
+    with pytest.raises(ValueError):
+        _check_keysets([[len(pool), []]], pool, n_terms)
+    index.serialize_to_disk(tmp_path / "ix")
+    again = Index.deserialize_from_disk(tmp_path / "ix", llama3_vocab)
+    assert again.accepts('{"p7":1,"p49":2}') and not again.accepts('{"p49":2,"p7":1}')
+    assert np.array_equal(again.mask(again.initial_state), index.mask(index.initial_state))

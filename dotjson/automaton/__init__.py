@@ -140,8 +140,14 @@ class Automaton:
         self.max_states = int(max_states)
         self.fuel = int(fuel)
         self.lock = threading.RLock()
-        self.rules = Rules(grammar, self._build, self.is_empty, self._set_body, self._add_rule)
+        self.rules = Rules(grammar, self._build, self.is_empty, self._set_body, self._add_rule,
+                           self._keys_body)
         self._ret = np.zeros(4, dtype=np.int64)
+        # key sets (see kernels.K_KEYS): pool offset of each table, by its Python object and
+        # back, and of each context (table, members offered)
+        self._ktab: dict[int, int] = {}
+        self._kpy: dict[int, object] = {}
+        self._kctx: dict[tuple, int] = {}
 
     # ------------------------------------------------------------------ the store
 
@@ -267,6 +273,10 @@ class Automaton:
         if status == K.NEED_RULE:
             if self._a["rule_body"][arg] < 0:
                 self.rules.body_closure(arg)
+        elif status == K.NEED_KEY_ALIVE:
+            self._key_alive(arg, int(ctl[K.C_ARG2]), int(ctl[K.C_ARG3]), int(ctl[K.C_ARG4]))
+        elif status == K.NEED_KEY_TAIL:
+            self._key_tail(arg, int(ctl[K.C_ARG2]))
         elif status == K.LIMIT_STATES:
             raise LimitExceededError(
                 f"the automaton reached its budget of {self.max_states} states "
@@ -299,6 +309,121 @@ class Automaton:
         slots = np.full(max(1, n_slots), -1, dtype=np.int32)
         t = self._run(K.build, p, w, slots)
         return t, slots
+
+    # ------------------------------------------------------------------ key sets
+
+    def _pool_alloc(self, size: int) -> int:
+        """``size`` entries at the end of the pool (grown when full); their offset."""
+        a = self._a
+        off = int(a["ctl"][K.C_POOL])
+        if off + size > a["pool"].shape[0]:
+            a["pool"] = self._grown(a["pool"], max(2 * a["pool"].shape[0], _pow2(off + size + 1)), 0)
+            self._publish()
+        a["ctl"][K.C_POOL] = off + size
+        return off
+
+    def _keys_body(self, spec) -> int:
+        """The term of a key position built natively: ``spec = (keyset, lo, hi)``, a
+        :class:`dotjson.key_trie.KeySet` and the members ``lo .. hi - 1`` it offers. Called with
+        :attr:`lock` held, for a rule the analysis found productive (so some offered member can
+        complete and the term is not empty)."""
+        keyset, lo, hi = spec
+        T = self._key_table(keyset)
+        C = self._kctx.get((T, lo, hi))
+        if C is None:
+            C = self._pool_alloc(3)
+            self._a["pool"][C : C + 3] = (T, lo, hi)
+            self._kctx[(T, lo, hi)] = C
+        return self._run(K.keys_root, C)
+
+    def _key_table(self, keyset) -> int:
+        """The pool offset of ``keyset``'s table, written on first use (see ``kernels.KT_*``)."""
+        T = self._ktab.get(id(keyset))
+        if T is not None:
+            return T
+        keys = keyset.trie.keys
+        n = len(keys)
+        joined = "".join(keys)
+        if joined.isascii():
+            blob = np.frombuffer(joined.encode(), dtype=np.uint8)
+            lens = np.fromiter(map(len, keys), dtype=np.int64, count=n)
+        else:
+            enc = [k.encode("utf-8") for k in keys]
+            blob = np.frombuffer(b"".join(enc), dtype=np.uint8)
+            lens = np.fromiter(map(len, enc), dtype=np.int64, count=n)
+        chars = sorted(set(joined))
+        esc, raw = [], []
+        for ch in chars:
+            t = self.rules.compile_node(keyset.spelling(ch))
+            esc.append(self.deriv(t, 0x5C))
+            raw.append(int(self.deriv(t, ch.encode("utf-8")[0]) != K.EMPTY))
+        ncp = len(chars)
+        parts = [np.zeros(n + 1, dtype=np.int32), blob, keyset.trie.member, np.full(n, -1), np.full(n, -1),
+                 np.fromiter(map(ord, chars), dtype=np.int64, count=ncp), np.asarray(esc, dtype=np.int64),
+                 np.asarray(raw, dtype=np.int64)]
+        np.cumsum(lens, out=parts[0][1:])
+        T = self._pool_alloc(K.N_KT + sum(len(x) for x in parts) + 3)
+        offs = []
+        at = T + K.N_KT
+        pool = self._a["pool"]
+        for x in parts:
+            offs.append(at)
+            pool[at : at + len(x)] = x
+            at += len(x)
+        o_start, o_blob, o_member, o_alive, o_tail, o_cp, o_esc, o_raw = offs
+        full = at  # the context offering every member
+        pool[full : full + 3] = (T, 0, n)
+        self._kctx[(T, 0, n)] = full
+        pool[T : T + K.N_KT] = (n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full)
+        self._ktab[id(keyset)] = T
+        self._kpy[T] = keyset
+        return T
+
+    def _keyset_of(self, T: int):
+        keyset = self._kpy.get(T)
+        if keyset is None:  # a loaded store's tables are complete: no kernel asks
+            raise GrammarError(f"the key set at {T} of a loaded index is incomplete")
+        return keyset
+
+    def _key_alive(self, T: int, m: int, lo: int, hi: int) -> None:
+        """Settle whether member ``m`` of key set ``T`` can complete (a kernel asked), with every
+        member of ``lo .. hi - 1`` (those the asking state offers: the scan that asked goes on
+        to them) whose builder knows it cheaply, in one call."""
+        keyset = self._keyset_of(T)
+        o = int(self._a["pool"][T + K.KT_ALIVE])
+        js = lo + np.flatnonzero(~keyset.asked[lo:hi])
+        if len(js):
+            sure = np.asarray(keyset.alive_many(js.tolist()), dtype=np.bool_)
+            keyset.asked[js] = True
+            pool = self._a["pool"]
+            seg = pool[o + js]
+            pool[o + js[(seg < 0) & sure]] = 1
+        if self._a["pool"][o + m] < 0:
+            v = 1 if self.rules.productive(keyset.tail(m)) else 0  # may grow the pool
+            self._a["pool"][o + m] = v
+
+    def _key_tail(self, T: int, m: int) -> None:
+        """The term of what follows member ``m``'s name in key set ``T`` (a kernel asked)."""
+        keyset = self._keyset_of(T)
+        t = self.rules.ref(keyset.tail(m))  # may grow the pool
+        pool = self._a["pool"]
+        pool[int(pool[T + K.KT_TAIL]) + m] = t
+        if t == K.EMPTY:
+            pool[int(pool[T + K.KT_ALIVE]) + m] = 0
+
+    def _complete_keys(self) -> None:
+        """Settle every member of every key set (before saving: a loaded store has no builder
+        to ask)."""
+        for T in list(self._kpy):
+            pool = self._a["pool"]
+            n = int(pool[T + K.KT_N])
+            for m in range(n):
+                pool = self._a["pool"]
+                if pool[int(pool[T + K.KT_ALIVE]) + m] < 0:
+                    self._key_alive(T, m, m, m + 1)
+                pool = self._a["pool"]
+                if pool[int(pool[T + K.KT_ALIVE]) + m] == 1 and pool[int(pool[T + K.KT_TAIL]) + m] < 0:
+                    self._key_tail(T, m)
 
     def _set_body(self, i: int, t: int) -> None:
         self._a["rule_body"][i] = t
@@ -357,7 +482,8 @@ class Automaton:
             raise ValueError("term store has the wrong shape")
         if got["rule_body"].shape != (n_rules,):
             raise ValueError("rule bodies have the wrong shape")
-        flags = _check_terms(ti, bw, pool, got["rule_body"], nullable)
+        contexts = _check_keysets(meta.get("keysets", []), pool, n_terms)
+        flags = _check_terms(ti, bw, pool, got["rule_body"], nullable, contexts)
         if not np.array_equal(flags, tf):
             raise ValueError("term flags disagree with the terms")
         n = got["term_of"].shape[0]
@@ -629,6 +755,8 @@ class Automaton:
                 piece = repr(bytes(bs[:1])) if len(bs) == 1 else f"[{len(bs)} bytes]"
             elif k == K_REF:
                 piece = self.rules.names[p]
+            elif k == K.K_KEYS:
+                piece = f"keys[{p}:{q}:{r}]"
             else:
                 if k == K_SEQ:
                     items, open_, sep, close = [p, q], "", " ", ""
@@ -665,9 +793,70 @@ def plain_seq_arrays(seqs) -> tuple[np.ndarray, np.ndarray]:
     return pseq, plen
 
 
-def _check_terms(ti, bw, pool, rule_body, rule_nullable) -> np.ndarray:
+def _check_keysets(keysets, pool, n_terms) -> dict:
+    """Validate the key set tables of a saved pool (every offset and size in bounds, names
+    sorted and distinct, members a permutation, every member settled); returns
+    ``{context: name lengths}`` for :func:`_check_terms`."""
+    if not isinstance(keysets, list):
+        raise ValueError("key sets are not a list")
+    P = pool.shape[0]
+    out: dict = {}
+
+    def region(o, size, what):
+        if not (K.N_KT <= o and size >= 0 and o + size <= P):
+            raise ValueError(f"key set {what} out of range")
+        return pool[o : o + size]
+
+    for item in keysets:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+            raise ValueError("key set entry malformed")
+        T, cs = int(item[0]), [int(c) for c in item[1]]
+        if not 0 <= T <= P - K.N_KT:
+            raise ValueError("key set table out of range")
+        n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full = (
+            int(x) for x in pool[T : T + K.N_KT])
+        if n < 1 or ncp < 0:
+            raise ValueError("key set sizes out of range")
+        starts = region(o_start, n + 1, "name offsets").astype(np.int64)
+        if starts[0] != 0 or np.any(np.diff(starts) < 0):
+            raise ValueError("key set name offsets not ascending")
+        blob = region(o_blob, int(starts[-1]), "names")
+        if len(blob) and (blob.min() < 0 or blob.max() > 255):
+            raise ValueError("key set name bytes out of range")
+        raw_names = blob.astype(np.uint8).tobytes()
+        names = [raw_names[starts[i] : starts[i + 1]] for i in range(n)]
+        if any(names[i] >= names[i + 1] for i in range(n - 1)):
+            raise ValueError("key set names not sorted and distinct")
+        member = region(o_member, n, "members")
+        if not np.array_equal(np.sort(member), np.arange(n)):
+            raise ValueError("key set members not a permutation")
+        alive = region(o_alive, n, "liveness")
+        tail = region(o_tail, n, "tails")
+        if not np.all((alive == 0) | (alive == 1)):
+            raise ValueError("key set members not settled")
+        if np.any(alive == 1) and (tail[alive == 1].min() < 2 or tail[alive == 1].max() >= n_terms):
+            raise ValueError("key set tails out of range")
+        cps = region(o_cp, ncp, "characters")
+        if ncp and (np.any(np.diff(cps) <= 0) or cps[0] < 0 or cps[-1] > ir.MAX_CODEPOINT):
+            raise ValueError("key set characters not sorted")
+        esc = region(o_esc, ncp, "escapes")
+        raw = region(o_raw, ncp, "raw flags")
+        if ncp and (esc.min() < 0 or esc.max() >= n_terms or not np.all((raw == 0) | (raw == 1))):
+            raise ValueError("key set escapes out of range")
+        lens = np.diff(starts)
+        for C in cs + [full]:
+            if not 0 <= C <= P - 3 or int(pool[C]) != T or not 0 <= pool[C + 1] <= pool[C + 2] <= n:
+                raise ValueError("key set context out of range")
+            out[C] = lens
+        if tuple(int(x) for x in pool[full : full + 3]) != (T, 0, n):
+            raise ValueError("key set's full context malformed")
+    return out
+
+
+def _check_terms(ti, bw, pool, rule_body, rule_nullable, contexts=None) -> np.ndarray:
     """Validate a saved term store (children before parents, ids and ranges in bounds, sorted
-    distinct list children); returns the recomputed flags."""
+    distinct list children; a key set term's context, name and depth, ``contexts`` from
+    :func:`_check_keysets`); returns the recomputed flags."""
     n = ti.shape[0]
     if n < 2 or tuple(ti[0]) != (K_EMPTY, 0, 0, 0) or tuple(ti[1]) != (K_EPS, 0, 0, 0):
         raise ValueError("term store does not start with ∅ and ε")
@@ -718,6 +907,11 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable) -> np.ndarray:
         elif k == K_DIFF:
             fa, fb = child(p), child(q)
             f = K.F_BOOL | (K.F_NULL if (fa & K.F_NULL and not fb & K.F_NULL) else 0)
+        elif k == K.K_KEYS:
+            lens = (contexts or {}).get(p)
+            if lens is None or not 0 <= q < len(lens) or not 0 <= r <= lens[q]:
+                raise ValueError(f"key set term {i} out of range")
+            f = 0
         else:
             raise ValueError(f"unknown term kind {k}")
         flags[i] = f
@@ -730,6 +924,7 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable) -> np.ndarray:
 def export_state(a: Automaton) -> dict:
     """The automaton's term store and tables, as JSON-able values and arrays."""
     with a.lock:
+        a._complete_keys()  # a loaded store has no builder to ask about a member
         st = a._a
         ctl = st["ctl"]
         n_terms, n_b, n_p, n = (int(ctl[i]) for i in (K.C_TERMS, K.C_BSETS, K.C_POOL, K.C_STATES))
@@ -742,6 +937,9 @@ def export_state(a: Automaton) -> dict:
                 "rule_nullable": list(a.rules.nullable),
                 "analysis": [sorted(d.items()) for d in a.rules.known()],
                 "start_term": a.start_term,
+                # key set tables in the pool, each with its contexts (see kernels.K_KEYS)
+                "keysets": [[T, sorted(C for (T2, _, _), C in a._kctx.items() if T2 == T)]
+                            for T in sorted(a._ktab.values())],
                 "max_states": a.max_states,
                 "fuel": a.fuel,
             },

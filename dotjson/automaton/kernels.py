@@ -8,6 +8,10 @@ a function that cannot finish returns ``FAIL`` (``-1``) after writing the reason
 
 * ``NEED_GROW_*``: an array is full; Python grows it (×2) and calls again;
 * ``NEED_RULE``: a rule body (``ctl[C_ARG]``) is not compiled yet; Python compiles it, calls again;
+* ``NEED_KEY_ALIVE`` / ``NEED_KEY_TAIL``: whether member ``ctl[C_ARG2]`` of the key set at pool
+  offset ``ctl[C_ARG]`` can complete, or the term of what follows its name, is not known yet
+  (``ctl[C_ARG3:C_ARG4 + 1]``: the members the asking state offers); Python answers (it builds
+  the member's rule), calls again;
 * ``LIMIT_STATES`` / ``LIMIT_FUEL``: a budget is spent; Python raises ``LimitExceededError``.
 
 Interning is idempotent and memo entries are written only once complete, so a call restarted
@@ -36,7 +40,7 @@ except ImportError:  # pragma: no cover
         return n
 
 # Term kinds.
-K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
+K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF, K_KEYS = range(10)
 EMPTY = 0
 EPS = 1
 INF = -1  # no upper bound in a REP term
@@ -56,7 +60,7 @@ S_TI, S_TF, S_TM, S_BW, S_POOL, S_HT, S_MK, S_MV, S_RCW, S_RCT, S_RULE, S_TERM_O
 
 # ctl slots.
 C_TERMS, C_BSETS, C_POOL, C_RC, C_STATES, C_MEMO, C_STATUS, C_ARG, C_MAX_STATES, C_FUEL, \
-    C_EXPANDED = range(11)
+    C_EXPANDED, C_ARG2, C_ARG3, C_ARG4 = range(14)
 N_CTL = 16
 
 # Exit statuses.
@@ -71,6 +75,8 @@ NEED_GROW_MEMO = 6
 NEED_RULE = 7
 LIMIT_STATES = 8
 LIMIT_FUEL = 9
+NEED_KEY_ALIVE = 10
+NEED_KEY_TAIL = 11
 
 UNKNOWN = -1
 DEAD = -2
@@ -627,6 +633,306 @@ def ref(S, rule, nullable):
     return mk_simple(S, K_REF, rule, 0, 0, F_NULL if nullable else 0)
 
 
+# ----------------------------------------------------------------------------- key sets
+#
+# The key position of a wide object, natively: "the rest of one of these names (every JSON
+# spelling of it), its closing quote, then what follows that member". Written as grammar rules it
+# is a trie of rules, each compiled in Python when the automaton first reaches it (~110 rules for
+# the first mask after ``"p`` among 10,000 names ``p0 .. p9999``); here a derivative narrows a
+# range of sorted names by binary search, so a fresh key position costs what any state costs.
+#
+# A key set's table is stored in the pool at offset T: ``pool[T + KT_*]`` are its size and the
+# pool offsets of its arrays: the names' UTF-8 bytes (sorted by bytes; ``KT_START``: n + 1 byte
+# offsets into ``KT_BLOB``), the member of each sorted name (``KT_MEMBER``), per member whether
+# it can complete (``KT_ALIVE``: 1, 0, or -1 not known yet) and the term of what follows its
+# name (``KT_TAIL``: -1 not known yet), and per code point of the names (sorted, ``KT_CP``) the
+# rest of its escaped spellings after the backslash (``KT_ESC``) and whether it may be written
+# raw (``KT_RAW``). A context at pool offset C is ``(T, mlo, mhi)``: the members a state offers;
+# ``KT_FULL`` is the context offering them all. A derivative whose names are all offered takes
+# that one (``_k_ctx``), so the key positions of one object share every term but those of the
+# few ranges their windows cut: a later key position of a wide object is mostly memoized.
+# Term ``K_KEYS(C, p, d)``: the names sharing the first ``d`` bytes of sorted name ``p`` (``p`` the
+# first of them) whose member is offered and can complete, their remaining bytes from ``d`` on.
+# Such a term is made only when one of its names is offered and can complete: like every term
+# without AND/DIFF, it is never empty.
+KT_N, KT_START, KT_BLOB, KT_MEMBER, KT_ALIVE, KT_TAIL, KT_CP, KT_NCP, KT_ESC, KT_RAW, KT_FULL = range(11)
+N_KT = 11
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _klen(pool, st, q):
+    return pool[st + q + 1] - pool[st + q]
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_block_end(pool, T, p, d):
+    """One past the last sorted name sharing the first ``d`` bytes of name ``p``."""
+    n = pool[T + KT_N]
+    if d == 0:
+        return n
+    st = pool[T + KT_START]
+    bl = pool[T + KT_BLOB]
+    s0 = pool[st + p]
+    lo = p + 1
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        sm = pool[st + mid]
+        same = pool[st + mid + 1] - sm >= d
+        if same:
+            for x in range(d - 1, -1, -1):  # the last byte differs first
+                if pool[bl + sm + x] != pool[bl + s0 + x]:
+                    same = False
+                    break
+        if same:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_bound(pool, st, bl, lo, hi, d, b, strict):
+    """First name in ``[lo, hi)`` whose byte ``d`` is ``>= b`` (``> b`` when ``strict``); the
+    names there are longer than ``d`` and their bytes ``d`` ascend."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        x = pool[bl + pool[st + mid] + d]
+        if x < b or (strict and x == b):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_decode(pool, st, bl, q, d):
+    """The code point starting at byte ``d`` of name ``q``, and its length in bytes."""
+    o = bl + pool[st + q] + d
+    b0 = pool[o]
+    if b0 < 0x80:
+        return b0, 1
+    if b0 < 0xE0:
+        return ((b0 & 0x1F) << 6) | (pool[o + 1] & 0x3F), 2
+    if b0 < 0xF0:
+        return ((b0 & 0x0F) << 12) | ((pool[o + 1] & 0x3F) << 6) | (pool[o + 2] & 0x3F), 3
+    return (((b0 & 0x07) << 18) | ((pool[o + 1] & 0x3F) << 12) | ((pool[o + 2] & 0x3F) << 6)
+            | (pool[o + 3] & 0x3F)), 4
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_cp(pool, T, cp):
+    """Index of code point ``cp`` in the table's sorted list, -1 when absent."""
+    o = pool[T + KT_CP]
+    n = pool[T + KT_NCP]
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if pool[o + mid] < cp:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < n and pool[o + lo] == cp else -1
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_any(S, T, C, q1, q2):
+    """1 when a name of sorted ``[q1, q2)`` is offered by context ``C`` and can complete, 0 when
+    none, -1 on exit (whether an offered member can complete is not known yet)."""
+    pool = S[S_POOL]
+    mlo = pool[C + 1]
+    mhi = pool[C + 2]
+    mem = pool[T + KT_MEMBER]
+    al = pool[T + KT_ALIVE]
+    for q in range(q1, q2):
+        m = pool[mem + q]
+        if m < mlo or m >= mhi:
+            continue
+        a = pool[al + m]
+        if a == 1:
+            return 1
+        if a < 0:
+            ctl = S[S_CTL]
+            ctl[C_ARG2] = m
+            ctl[C_ARG3] = mlo  # the members offered: the ones worth answering for too
+            ctl[C_ARG4] = mhi
+            return _fail(S, NEED_KEY_ALIVE, T)
+    return 0
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_ctx(pool, T, C, q1, q2):
+    """The context of a key set term over names ``[q1, q2)`` under context ``C``: the full one
+    when ``C`` offers all of them (the same language, shared), else ``C``."""
+    full = pool[T + KT_FULL]
+    if C == full:
+        return C
+    mlo = pool[C + 1]
+    mhi = pool[C + 2]
+    mem = pool[T + KT_MEMBER]
+    for q in range(q1, q2):
+        m = pool[mem + q]
+        if m < mlo or m >= mhi:
+            return C
+    return full
+
+
+@nb.njit(**NJIT_OPTS)
+def keys_root(S, C):
+    """The key set term of context ``C`` (all its names, from their first byte); the caller
+    knows it is not empty."""
+    S = borrow(S)
+    return mk_simple(S, K_KEYS, C, 0, 0, 0)
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_escapes(S, T, C, s, e, d):
+    """The derivative by a backslash of the names ``[s, e)`` (byte ``d`` starts a character in
+    each): per character, the rest of its escaped spellings, then the names' rest after it."""
+    pool = S[S_POOL]
+    st = pool[T + KT_START]
+    bl = pool[T + KT_BLOB]
+    parts = np.empty(16, dtype=np.int32)
+    n = 0
+    q = s
+    while q < e:
+        cp, ln = _k_decode(pool, st, bl, q, d)
+        q2 = _k_block_end(pool, T, q, d + ln)
+        f = _k_any(S, T, C, q, q2)
+        if f < 0:
+            return -1
+        i = _k_cp(pool, T, cp)
+        if f == 1 and i >= 0:
+            esc = pool[pool[T + KT_ESC] + i]
+            if esc != EMPTY:
+                kt = mk_simple(S, K_KEYS, _k_ctx(pool, T, C, q, q2), q, d + ln, 0)
+                if kt < 0:
+                    return -1
+                r = seq(S, esc, kt)
+                if r < 0:
+                    return -1
+                parts = _grow_i32(parts, n)
+                parts[n] = r
+                n += 1
+        q = q2
+    if n == 0:
+        return EMPTY
+    if n == 1:
+        return parts[0]
+    return alt(S, parts, n)
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_deriv(S, t, b):
+    """The derivative of key set term ``t`` by byte ``b`` (-1 on exit)."""
+    ti = S[S_TI]
+    pool = S[S_POOL]
+    C = ti[t, 1]
+    p = ti[t, 2]
+    d = ti[t, 3]
+    T = pool[C]
+    st = pool[T + KT_START]
+    bl = pool[T + KT_BLOB]
+    e = _k_block_end(pool, T, p, d)
+    s = p
+    if _klen(pool, st, p) == d:  # name p ends here (it sorts first)
+        s = p + 1
+        if b == 34:  # its closing quote: what follows member m's name
+            m = pool[pool[T + KT_MEMBER] + p]
+            if m < pool[C + 1] or m >= pool[C + 2]:
+                return EMPTY
+            a = pool[pool[T + KT_ALIVE] + m]
+            if a < 0:
+                ctl = S[S_CTL]
+                ctl[C_ARG2] = m
+                ctl[C_ARG3] = m
+                ctl[C_ARG4] = m + 1
+                return _fail(S, NEED_KEY_ALIVE, T)
+            if a == 0:
+                return EMPTY
+            r = pool[pool[T + KT_TAIL] + m]
+            if r < 0:
+                S[S_CTL][C_ARG2] = m
+                return _fail(S, NEED_KEY_TAIL, T)
+            return r
+    if s >= e or b < 32 or b == 34:
+        return EMPTY
+    boundary = (pool[bl + pool[st + s] + d] & 0xC0) != 0x80
+    if b == 92:
+        return _k_escapes(S, T, C, s, e, d) if boundary else EMPTY
+    q1 = _k_bound(pool, st, bl, s, e, d, b, False)
+    q2 = _k_bound(pool, st, bl, q1, e, d, b, True)
+    if q1 == q2:
+        return EMPTY
+    if boundary:
+        # a character starts here: written raw only where JSON allows it raw
+        cp, ln = _k_decode(pool, st, bl, q1, d)
+        i = _k_cp(pool, T, cp)
+        if i < 0 or pool[pool[T + KT_RAW] + i] == 0:
+            return EMPTY
+    f = _k_any(S, T, C, q1, q2)
+    if f < 0:
+        return -1
+    if f == 0:
+        return EMPTY
+    return mk_simple(S, K_KEYS, _k_ctx(pool, T, C, q1, q2), q1, d + 1, 0)
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_row(S, t, cw, ct):
+    """The derivative classes of key set term ``t`` (one byte each) into ``cw``/``ct``; their
+    number, or -1 on exit."""
+    ti = S[S_TI]
+    pool = S[S_POOL]
+    C = ti[t, 1]
+    p = ti[t, 2]
+    d = ti[t, 3]
+    T = pool[C]
+    st = pool[T + KT_START]
+    bl = pool[T + KT_BLOB]
+    e = _k_block_end(pool, T, p, d)
+    n = 0
+    s = p
+    if _klen(pool, st, p) == d:
+        s = p + 1
+        r = _k_deriv(S, t, 34)
+        if r < 0:
+            return -1
+        if r != EMPTY:
+            _k_class(cw, ct, n, 34, r)
+            n += 1
+    if s < e:
+        if (pool[bl + pool[st + s] + d] & 0xC0) != 0x80:
+            r = _k_deriv(S, t, 92)
+            if r < 0:
+                return -1
+            if r != EMPTY:
+                _k_class(cw, ct, n, 92, r)
+                n += 1
+        q = s
+        while q < e:
+            b = pool[bl + pool[st + q] + d]
+            q2 = _k_bound(pool, st, bl, q, e, d, b, True)
+            if b >= 32 and b != 34 and b != 92:
+                r = _k_deriv(S, t, b)
+                if r < 0:
+                    return -1
+                if r != EMPTY:
+                    _k_class(cw, ct, n, b, r)
+                    n += 1
+            q = q2
+    return n
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_class(cw, ct, n, b, r):
+    for w in range(4):
+        cw[n, w] = _U0
+    cw[n, b >> 6] = _U1 << np.uint64(b & 63)
+    ct[n] = r
+
+
 # Builder program opcodes (see ``build``).
 OP_EMPTY, OP_EPS, OP_TERM, OP_BYTES, OP_SEQ, OP_ALT, OP_AND, OP_DIFF, OP_REP, OP_REF, OP_SAVE, \
     OP_LOAD = range(12)
@@ -844,6 +1150,8 @@ def deriv(S, t0, byte):
             r = _dget(S, rules[ti[t, 1]], byte)
         elif k == K_DIFF:
             r = diff(S, _dget(S, ti[t, 1], byte), _dget(S, ti[t, 2], byte))
+        elif k == K_KEYS:
+            r = _k_deriv(S, t, byte)
         else:
             r = EMPTY
         if r < 0:
@@ -1064,6 +1372,10 @@ def row(S, t0):
                 cw[0, w] = S[S_BW][j, w]
             ct[0] = EPS
             n = 1
+        elif k == K_KEYS:
+            n = _k_row(S, t, cw, ct)
+            if n < 0:
+                return -1
         elif k == K_SEQ or k == K_ALT:
             ns = 0
             single = True

@@ -46,9 +46,13 @@ _BYTE_WORDS = [_words(1 << b) for b in range(256)]
 class Rules:
     """Rule analyses and body compilation for one grammar (see the module docstring)."""
 
-    def __init__(self, grammar: ir.Grammar, build, is_empty, set_body, add_rule):
+    def __init__(self, grammar: ir.Grammar, build, is_empty, set_body, add_rule, native=None):
         self.grammar = grammar
         self.src = rules_with_families(grammar)
+        # rules the automaton builds natively, not from their IR body (a wide object's key
+        # position: :func:`dotjson.automaton.kernels.keys_root`); ``native(spec)`` makes the term
+        self._native_of = getattr(grammar.rules, "native", None) if native is not None else None
+        self._native_body = native
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.nullable: list[bool] = []
@@ -161,11 +165,21 @@ class Rules:
         """Compile rule ``i``'s body (its left recursion checked first), record it, return its
         term."""
         name = self.names[i]
-        self.analysis.check_left_recursion(name)
-        t = self.compile_node(self.src[name])
+        spec = self.native_spec(name)
+        if spec is not None:
+            t = self._native_body(spec)  # its IR body is never built (the analyses may build it)
+        else:
+            self.analysis.check_left_recursion(name)
+            t = self.compile_node(self.src[name])
         self._set_body(i, t)
         self._done[i] = True
         return t
+
+    def native_spec(self, name: str):
+        """What the automaton builds rule ``name``'s body from natively, or ``None`` (see
+        :meth:`dotjson.ir.LazyRules.native`)."""
+        f = self._native_of
+        return None if f is None else f(name)
 
     def mark_compiled(self, done) -> None:
         """Record which rule bodies a loaded store already holds."""
@@ -181,6 +195,8 @@ class Rules:
             if self._done[j]:
                 continue
             self.body(j)
+            if self.native_spec(self.names[j]) is not None:
+                continue  # a key set consumes a byte before it reaches any rule
             for n in self.analysis.left_refs(self.src[self.names[j]]):
                 k = self.rule_id(n)
                 if k is not None and not self._done[k]:

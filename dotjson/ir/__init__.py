@@ -121,6 +121,13 @@ class LazyRules(Mapping):
             return (None, None)
         return self._src.known_language(name)
 
+    def native(self, name: str):
+        """A description of rule ``name`` the automaton builds natively instead of compiling its
+        IR body (the source's ``native`` mapping; ``None`` for ordinary rules). The IR body
+        denotes the same language: the analyses, rendering and saving read it."""
+        nat = getattr(self._src, "native", None)
+        return None if nat is None else nat.get(name)
+
     def __bool__(self) -> bool:
         return bool(self._src.rules) or bool(self._src.pending)
 

@@ -61,6 +61,9 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
         # rule name -> (nullable, productive) known to its builder, or a function computing it
         self.state_hints: dict = {}
+        # rule name -> what the automaton builds natively in place of its IR body (a wide
+        # object's key position: see ObjectBuilder.build_object, dotjson.key_trie.KeySet)
+        self.native: dict = {}
         self.known_cache: dict = {}   # expression -> (nullable, productive) from its normal form
         self.inhabited_cache: dict = {}  # normal-form branch -> obviously inhabited (shared by equal schemas)
         # False while the automaton asks for rules one by one; True once the whole grammar is

@@ -12,7 +12,7 @@ import itertools
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
-from dotjson.key_trie import KeyTrie
+from dotjson.key_trie import KeySet, KeyTrie
 from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
@@ -36,8 +36,10 @@ class ObjectBuilder:
         closed = self.close_objects and not m.addls and (m.props or m.patterns)
         pn = self.and_expr(m.pnames) if m.pnames else None
         declared = []
+        own = not m.patterns and not m.addls  # a value's schemas are the property's own
         for name, es in props.items():
-            es = self.member_schemas(m, name, es)
+            if not own:
+                es = self.member_schemas(m, name, es)
             if pn is not None and not self.validate(name, pn):
                 es.append(FALSE)
             ve = self.and_expr(es)
@@ -313,6 +315,8 @@ class ObjectBuilder:
                 if i < n:
                     if self.whole:
                         alts.extend(cover(0, n, i, min(nreq[i], n - 1) + 1, c, c2, mask))
+                    elif native_ok:
+                        alts.append(seq(sp, quote, keys_rule(i, c2, mask)))
                     else:
                         alts.append(seq(sp, lit('"'), key_choice(i, c2, mask)))
             if done(i, c, mask):
@@ -334,16 +338,57 @@ class ObjectBuilder:
 
         tails: dict = {}
 
+        def member_rule(j, c2, mask):
+            # after member j's closing quote: its value, the next state
+            d = done(j + 1, c2, mask)
+            return rule(("m", j, c2, mask), lambda: seq(self.colon, self.node_of(chain[j][1]), state(j + 1, c2, mask)),
+                        (False, True if d and self.expr_known(chain[j][1])[1] else None))
+
         def tail(j, c2, mask):
             # after member j's name: the closing quote, its value, the next state; one rule per
             # member and continuation, shared (node and all) by every state that offers it
             hit = tails.get((j, c2, mask))
             if hit is None:
-                d = done(j + 1, c2, mask)
-                hit = tails[(j, c2, mask)] = seq(quote, rule(
-                    ("m", j, c2, mask), lambda: seq(self.colon, self.node_of(chain[j][1]), state(j + 1, c2, mask)),
-                    (False, True if d and self.expr_known(chain[j][1])[1] else None)))
+                hit = tails[(j, c2, mask)] = seq(quote, member_rule(j, c2, mask))
             return hit
+
+        # Without a counter or a floating name, the key position of state i offers members i ..
+        # the first required one, each followed by member_rule(j, 1, 0): the automaton builds it
+        # natively from the sorted names (a KeySet), not as a trie of rules (key_choice, still
+        # the rule's IR body: the analyses, rendering and saving read that). A member certainly
+        # completes when its value is known to have one and so are the required members after it.
+        native_ok = not fmembers and plo == 0 and phi is None
+        keysets: list = []
+        ok_from: list = []
+
+        def alive_fast(j):
+            return bool(self.expr_known(chain[j][1])[1]) and required_after(j + 1)[0]
+
+        def alive_many(js):
+            # required_after(k)[0] holds from some k on (the required members from k on all
+            # have values by their normal forms): found once, by bisection
+            if not ok_from:
+                a, b = 0, n
+                while a < b:
+                    mid = (a + b) // 2
+                    if required_after(mid)[0]:
+                        b = mid
+                    else:
+                        a = mid + 1
+                ok_from.append(a)
+            known, ek, k = self.known_cache, self.expr_known, ok_from[0] - 1
+            return [j >= k and (known.get(e) or ek(e))[1] is True
+                    for j, e in zip(js, [chain[j][1] for j in js])]
+
+        def keys_rule(i, c2, mask):
+            if not keysets:
+                if not tries:
+                    tries.append(KeyTrie([d[0] for d in chain]))
+                keysets.append(KeySet(tries[0], alive_many, lambda j: member_rule(j, 1, 0).name))
+            ref = rule(("K", i, c2, mask), lambda: key_choice(i, c2, mask),
+                       (False, True if alive_fast(i) else None))
+            self.native[ref.name] = (keysets[0], i, min(nreq[i], n - 1) + 1)
+            return ref
 
         def sub(q, d, pos, c2, mask):
             # the sub-trie of prefix keys[q][:d] offering the names at pos: the members of that

@@ -43,3 +43,14 @@ def warmup() -> None:
     guide.get_next_tokensets([0, 5])
     index.accepts("[1,[1]]")  # single transitions outside a mask
     index._auto.compile_rules()
+    # a JSON Schema object: the key set kernels (a key position decoded natively)
+    obj = Index({"type": "object", "properties": {"a": {"type": "integer"}, "é": {}}}, vocab)
+    Guide(obj, batch_size=1).get_start_tokensets()
+    obj.accepts('{"a":1,"\\u00e9":[1]}')
+    # the store's growth: its rehashing kernels (a wide schema's first requests grow the store)
+    auto = obj._auto
+    with auto.lock:
+        from .automaton import kernels as K
+
+        auto._grow(K.NEED_GROW_TERMS, 0)
+        auto._grow(K.NEED_GROW_MEMO, 0)

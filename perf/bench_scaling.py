@@ -94,6 +94,9 @@ def _force(Guide, index, vocab, ids) -> float:
 
 
 def _warm_up(Guide, Index, vocab, tok) -> None:
+    from dotjson.warmup import warmup
+
+    warmup()  # every kernel loaded (store growth included), as a server does at start-up
     schema = {"type": "object", "properties": {"w": {"type": "array", "items": {"type": "string"}}}}
     _force(Guide, Index(schema, vocab), vocab, _ids(tok, '{"w":["warm","up"]}'))
 

@@ -14,6 +14,7 @@ that sub-schema, not of the schemas under it. Nothing here builds grammar.
 from __future__ import annotations
 
 import warnings
+from types import MappingProxyType
 from urllib.parse import unquote, urldefrag
 
 from dotjson import ir
@@ -93,7 +94,7 @@ class Normalizer:
         self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}
-        self._ptr_cache: dict = {}       # (document, JSON pointer) -> the object or array there
+        self._ptr_cache: dict = {}       # document -> {JSON pointer -> the object or array there}
         self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
         self.inlining: set = set()
         self.docs: dict[str, _Doc] = {}
@@ -216,18 +217,20 @@ class Normalizer:
             return self.docs[doc].root
         # the parent of a sub-schema was almost always looked up just before (a property's
         # pointer after its object's): one step from it, not a walk from the root per name
-        cache = self._ptr_cache
-        hit = cache.get((doc, ptr))
+        cache = self._ptr_cache.get(doc)
+        if cache is None:
+            cache = self._ptr_cache[doc] = {}
+        hit = cache.get(ptr)
         if hit is not None:
             return hit
         parent, _, tok = ptr.rpartition("/")
-        node = self.docs[doc].root if parent == "" else cache.get((doc, parent))
+        node = self.docs[doc].root if parent == "" else cache.get(parent)
         if node is not None:
             node = self._step(node, _unesc(tok))
         else:
             node = self._walk(doc, ptr)
         if node is not _MISSING and isinstance(node, (dict, list)):
-            cache[(doc, ptr)] = node
+            cache[ptr] = node
         return node
 
     @staticmethod
@@ -520,22 +523,33 @@ class Normalizer:
     # ------------------------------------------------------------------ keywords → DNF
     def _dnf_schema(self, doc, ptr):
         s = self.get(doc, ptr)
-        where = self.where(doc, ptr)
         if s is True:
             return [()]
         if s is False:
             return []
         if not isinstance(s, dict):
-            raise SchemaError(f"a schema must be an object or a boolean, got {type(s).__name__}", where)
+            raise SchemaError(f"a schema must be an object or a boolean, got {type(s).__name__}",
+                              self.where(doc, ptr))
         draft = self.docs[doc].draft
         atoms: list = []
         parts: list = []
         P = f"{ptr}/"
 
         def sub(kw, *more):
-            p = P + _esc(kw) + "".join("/" + _esc(str(m)) for m in more)
-            v = self.get(doc, p)
-            if not isinstance(v, (dict, bool)):
+            # ``s[kw][m]...`` is what ``self.get`` would find at the pointer (every caller has
+            # checked the containers on the way): taken directly, and remembered for the
+            # normal form of the sub-schema, which looks its pointer up next
+            v = s[kw]
+            p = P + _esc(kw)
+            for m in more:
+                v = v[m]
+                p = f"{p}/{_esc(m)}"
+            if isinstance(v, dict):
+                cache = self._ptr_cache.get(doc)
+                if cache is None:
+                    cache = self._ptr_cache[doc] = {}
+                cache[p] = v
+            elif not isinstance(v, bool):
                 raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
             if v is True:
                 return TRUE
@@ -551,8 +565,8 @@ class Normalizer:
                 self._keyword(kw, val, s, doc, ptr, draft, atoms, parts, sub)
             except UnsupportedSchemaError as e:
                 if self.lenient and self.strict == 0:
-                    warnings.warn(f"dotjson: ignoring {kw!r} at {where or '/'} ({e}); the grammar "
-                                  "over-approximates", stacklevel=3)
+                    warnings.warn(f"dotjson: ignoring {kw!r} at {self.where(doc, ptr) or '/'} ({e}); the "
+                                  "grammar over-approximates", stacklevel=3)
                     continue
                 if e.pointer is None:
                     raise UnsupportedSchemaError(str(e), pointer=f"{P}{_esc(kw)}", keyword=kw) from None
@@ -564,17 +578,60 @@ class Normalizer:
         out = [tuple(atoms)]
         if atoms and not _types_of(out[0]):
             return []
-        for d in parts:
-            out = self.and2(out, d, where)
-            if not out:
-                break
+        if parts:
+            where = self.where(doc, ptr)
+            for d in parts:
+                out = self.and2(out, d, where)
+                if not out:
+                    break
         return out
 
+    def _kw_where(self, doc, ptr, kw) -> str:
+        """Where keyword ``kw`` of the schema at ``ptr`` sits, as a message gives it."""
+        return f"{self.where(doc, ptr)}/{_esc(kw)}"
+
     def _keyword(self, kw, val, s, doc, ptr, draft, atoms, parts, sub):
-        where = self.where(doc, ptr)
-        kwhere = f"{where}/{_esc(kw)}"
         if kw in IGNORED_KEYWORDS:
             return
+        # The four most frequent keywords (three in four of a typical schema's) first, their
+        # pointer spelled only for an error: spelling it for every keyword showed in profiles.
+        if kw == "type":
+            if isinstance(val, str) and val in _TYPE_NAMES:
+                atoms.append(("types", _TYPE_NAMES[val]))  # shared, not a new set per schema
+                return
+            names = val if isinstance(val, list) else [val]
+            ts = frozenset()
+            for t in names:
+                if not isinstance(t, str) or t not in _TYPE_NAMES:
+                    raise SchemaError(f"unknown type {t!r}", self._kw_where(doc, ptr, kw), kw)
+                ts |= _TYPE_NAMES[t]
+            atoms.append(("types", ts))
+            return
+        if kw == "minLength" or kw == "maxLength":
+            if isinstance(val, int) and not isinstance(val, bool) and val >= 0:
+                n = int(val)
+            else:
+                n = _count(val, self._kw_where(doc, ptr, kw), kw)
+            atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
+            return
+        if kw == "properties":
+            if not isinstance(val, dict):
+                raise SchemaError("properties must be an object", self._kw_where(doc, ptr, kw), kw)
+            if not "".join(val).isascii():  # ASCII holds no surrogate
+                _scalar_text(list(val), self._kw_where(doc, ptr, kw), kw)
+            for name in val:
+                atoms.append(("props", name, sub(kw, name)))
+            return
+        if kw == "required":
+            if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
+                raise SchemaError("required must be an array of strings", self._kw_where(doc, ptr, kw), kw)
+            if not "".join(val).isascii():
+                _scalar_text(val, self._kw_where(doc, ptr, kw), kw)
+            for name in val:
+                atoms.append(("required", name))
+            return
+        where = self.where(doc, ptr)
+        kwhere = f"{where}/{_esc(kw)}"
         if kw == "$ref":
             target = self.resolve(doc, ptr, val)
             atoms.append(("ruleref", target))
@@ -596,14 +653,6 @@ class Normalizer:
                 self.unsupported("$recursiveRef with nested $recursiveAnchor is not supported", kwhere, kw)
                 return
             atoms.append(("ruleref", self.resolve(doc, ptr, val, kw)))
-        elif kw == "type":
-            names = val if isinstance(val, list) else [val]
-            ts = frozenset()
-            for t in names:
-                if not isinstance(t, str) or t not in _TYPE_NAMES:
-                    raise SchemaError(f"unknown type {t!r}", kwhere, kw)
-                ts |= _TYPE_NAMES[t]
-            atoms.append(("types", ts))
         elif kw == "enum":
             if not isinstance(val, list):
                 raise SchemaError("enum must be an array", kwhere, kw)
@@ -631,9 +680,6 @@ class Normalizer:
             if c <= 0:
                 raise SchemaError("multipleOf must be greater than 0", kwhere, kw)
             atoms.append(("mult", c))
-        elif kw in ("minLength", "maxLength"):
-            n = _count(val, kwhere, kw)
-            atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
         elif kw == "pattern":
             self.regex(val, kwhere, kw)
             atoms.append(("str", ("pattern", val), True))
@@ -645,18 +691,6 @@ class Normalizer:
             elif val in _UNSUPPORTED_FORMATS:
                 self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
                                  "(lenient=True ignores it)", kwhere, kw)
-        elif kw == "properties":
-            if not isinstance(val, dict):
-                raise SchemaError("properties must be an object", kwhere, kw)
-            _scalar_text(list(val), kwhere, kw)
-            for name in val:
-                atoms.append(("props", name, sub(kw, name)))
-        elif kw == "required":
-            if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
-                raise SchemaError("required must be an array of strings", kwhere, kw)
-            _scalar_text(val, kwhere, kw)
-            for name in val:
-                atoms.append(("required", name))
         elif kw == "additionalProperties":
             atoms.append(self.addl_atom(s, sub(kw), kwhere))
         elif kw == "unevaluatedProperties":
@@ -883,13 +917,30 @@ class Normalizer:
     def _merge(self, br):
         m = _Merged()
         types = _U
+        # A container is made when the branch first has an atom of its kind (most branches use
+        # two or three kinds): the merged branches stay in a memo for the compiler's lifetime,
+        # and every container left empty would be one more object for the collector to track.
         for a in br:
             k = a[0]
-            if k == "types":
+            if k == "props":
+                if not m.props:
+                    m.props = {}
+                es = m.props.get(a[1])
+                if es is None:
+                    m.props[a[1]] = [a[2]]
+                else:
+                    es.append(a[2])
+            elif k == "required":
+                if not m.required:
+                    m.required = {}
+                m.required[a[1]] = None
+            elif k == "types":
                 types = types & a[1]
             elif k == "enum":
                 m.enum = set(a[1]) if m.enum is None else m.enum & set(a[1])
             elif k == "notenum":
+                if not m.notenum:
+                    m.notenum = set()
                 m.notenum.update(a[1])
             elif k == "num":
                 _, lo, lox, hi, hix = a
@@ -898,42 +949,67 @@ class Normalizer:
                 if hi is not None and (m.hi is None or hi < m.hi or (hi == m.hi and hix)):
                     m.hi, m.hix = hi, hix
             elif k == "mult":
+                if not m.mults:
+                    m.mults = []
                 m.mults.append(a[1])
             elif k == "notmult":
+                if not m.notmults:
+                    m.notmults = []
                 m.notmults.append(a[1])
             elif k == "str":
-                (m.spos if a[2] else m.sneg).append(a[1])
+                if a[2]:
+                    if not m.spos:
+                        m.spos = []
+                    m.spos.append(a[1])
+                else:
+                    if not m.sneg:
+                        m.sneg = []
+                    m.sneg.append(a[1])
             elif k == "len":
                 m.slo = max(m.slo, a[1])
                 if a[2] is not None:
                     m.shi = a[2] if m.shi is None else min(m.shi, a[2])
-            elif k == "props":
-                m.props.setdefault(a[1], []).append(a[2])
-            elif k == "required":
-                m.required.setdefault(a[1], None)
             elif k == "addl":
+                if not m.addls:
+                    m.addls = []
                 m.addls.append(a[1:])
             elif k == "pattern":
+                if not m.patterns:
+                    m.patterns = []
                 m.patterns.append((a[1], a[2]))
             elif k == "pnames":
+                if not m.pnames:
+                    m.pnames = []
                 m.pnames.append(a[1])
             elif k == "nprops":
                 m.plo = max(m.plo, a[1])
                 if a[2] is not None:
                     m.phi = a[2] if m.phi is None else min(m.phi, a[2])
             elif k == "pos":
-                m.pos.setdefault(a[1], []).append(a[2])
+                if not m.pos:
+                    m.pos = {}
+                es = m.pos.get(a[1])
+                if es is None:
+                    m.pos[a[1]] = [a[2]]
+                else:
+                    es.append(a[2])
             elif k == "items":
+                if not m.items:
+                    m.items = []
                 m.items.append((a[1], a[2]))
             elif k == "nitems":
                 m.ilo = max(m.ilo, a[1])
                 if a[2] is not None:
                     m.ihi = a[2] if m.ihi is None else min(m.ihi, a[2])
             elif k == "contains":
+                if not m.contains:
+                    m.contains = []
                 m.contains.append(a[1:])
             elif k == "unique":
                 m.unique = a[1]
             elif k == "ruleref":
+                if not m.rulerefs:
+                    m.rulerefs = []
                 m.rulerefs.append(a[1])
         m.types = types
         return m
@@ -1119,7 +1195,15 @@ class Normalizer:
         return es
 
 
+# The empty containers every merged branch starts with (read-only, shared; see _merge).
+_NO_MAP = MappingProxyType({})
+_NO_SET: frozenset = frozenset()
+
+
 class _Merged:
+    """The atoms of a branch merged by kind (read-only for everyone but
+    :meth:`Normalizer._merge`): an attribute left empty is a shared empty container."""
+
     __slots__ = ("types", "enum", "notenum", "lo", "lox", "hi", "hix", "mults", "notmults", "spos", "sneg",
                  "slo", "shi", "props", "required", "addls", "patterns", "pnames", "plo", "phi", "pos", "items",
                  "ilo", "ihi", "contains", "unique", "rulerefs")
@@ -1127,20 +1211,20 @@ class _Merged:
     def __init__(self):
         self.types = _U
         self.enum = None
-        self.notenum = set()
+        self.notenum = _NO_SET
         self.lo = self.hi = None
         self.lox = self.hix = False
-        self.mults, self.notmults = [], []
-        self.spos, self.sneg = [], []
+        self.mults = self.notmults = ()
+        self.spos = self.sneg = ()
         self.slo, self.shi = 0, None
-        self.props: dict = {}
-        self.required: dict = {}
-        self.addls, self.patterns, self.pnames = [], [], []
+        self.props = _NO_MAP      # name -> [expr, ...]
+        self.required = _NO_MAP   # name -> None (an ordered set)
+        self.addls = self.patterns = self.pnames = ()
         self.plo, self.phi = 0, None
-        self.pos: dict = {}
-        self.items = []
+        self.pos = _NO_MAP        # index -> [expr, ...]
+        self.items = ()
         self.ilo, self.ihi = 0, None
-        self.contains = []
+        self.contains = ()
         self.unique = None
-        self.rulerefs = []
+        self.rulerefs = ()
 

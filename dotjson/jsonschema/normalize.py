@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from types import MappingProxyType
-from urllib.parse import unquote, urldefrag
+from urllib.parse import unquote
 
 from dotjson import ir
 from dotjson.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
@@ -24,7 +24,7 @@ from dotjson.ir import EPS, Ref, lit, seq
 from dotjson.jsonschema.values import (
     MAX_APPLICATOR_DEPTH, MAX_DEPTH, MAX_EMPTINESS_DEPTH, _APPLICATORS, _ATOM_TYPES, _DEFAULT_BASE, _DIALECTS, _MISSING, _REGEX_CACHE, _SUBSCHEMA_LISTS,
     _SUBSCHEMA_MAPS, _SUBSCHEMA_ONE, _TYPE_NAMES, _U, FALSE, IGNORED_KEYWORDS, MAX_BRANCHES, TRUE,
-    _canon, _count, _dec, _esc, _format_node, _ir_match, _join, _nonempty_list, _number, _type_of,
+    _canon, _count, _dec, _defrag, _esc, _format_node, _ir_match, _join, _nonempty_list, _number, _type_of,
     _types_of, _unesc,
 )
 
@@ -141,7 +141,7 @@ class Normalizer:
     def _add_doc(self, key, schema, base, draft, label):
         self.docs[key] = _Doc(base, schema, draft, label)
         self._scan(key, schema, "", base, draft)   # the root's own identifiers
-        uri = urldefrag(base)[0]
+        uri = _defrag(base)[0]
         self.resources.setdefault(uri, (key, ""))
 
     def _scan(self, doc, s, ptr, base, draft) -> str:
@@ -152,10 +152,10 @@ class Normalizer:
         sid = s.get(idk)
         if isinstance(sid, str) and not ("$ref" in s and draft <= 7):
             if draft <= 7 and sid.startswith("#"):
-                self.anchors[(urldefrag(base)[0], sid[1:])] = (doc, ptr)
+                self.anchors[(_defrag(base)[0], sid[1:])] = (doc, ptr)
             else:
                 base = _join(base, sid)
-                uri, frag = urldefrag(base)
+                uri, frag = _defrag(base)
                 if frag and not frag.startswith("/"):
                     self.anchors[(uri, frag)] = (doc, ptr)
                 self.resources.setdefault(uri, (doc, ptr))
@@ -163,11 +163,11 @@ class Normalizer:
         self.base_of[(doc, ptr)] = base
         anc = s.get("$anchor")
         if isinstance(anc, str):
-            self.anchors[(urldefrag(base)[0], anc)] = (doc, ptr)
+            self.anchors[(_defrag(base)[0], anc)] = (doc, ptr)
         dan = s.get("$dynamicAnchor")
         if isinstance(dan, str) and (doc, ptr) not in self.dyn_seen:
             self.dyn_seen.add((doc, ptr))
-            self.anchors.setdefault((urldefrag(base)[0], dan), (doc, ptr))
+            self.anchors.setdefault((_defrag(base)[0], dan), (doc, ptr))
             self.dyn_anchor_count[dan] = self.dyn_anchor_count.get(dan, 0) + 1
         if s.get("$recursiveAnchor") is True and ptr != "":
             self.recursive_anchor = True
@@ -287,7 +287,7 @@ class Normalizer:
         if not isinstance(ref, str):
             raise SchemaError(f"{kw} must be a string", self.where(doc, ptr), kw)
         full = _join(self.base_uri(doc, ptr), ref)
-        uri, frag = urldefrag(full)
+        uri, frag = _defrag(full)
         if uri not in self.resources:
             self.index_all()  # perhaps an embedded resource ($id) not met so far
         if uri not in self.resources:
@@ -540,10 +540,10 @@ class Normalizer:
             # checked the containers on the way): taken directly, and remembered for the
             # normal form of the sub-schema, which looks its pointer up next
             v = s[kw]
-            p = P + _esc(kw)
+            p = P + kw  # (a keyword this module names: no ~ or / to escape)
             for m in more:
                 v = v[m]
-                p = f"{p}/{_esc(m)}"
+                p = f"{p}/{m if type(m) is int else _esc(m)}"
             if isinstance(v, dict):
                 cache = self._ptr_cache.get(doc)
                 if cache is None:
@@ -639,7 +639,7 @@ class Normalizer:
             self.index_all()  # every $dynamicAnchor counts
             target = self.resolve(doc, ptr, val, kw)
             if target != TRUE:
-                frag = urldefrag(val)[1]
+                frag = _defrag(val)[1]
                 tgt = self.get(target[1], target[2])
                 name = tgt.get("$dynamicAnchor") if isinstance(tgt, dict) else None
                 if name == frag and self.dyn_anchor_count.get(name, 0) > 1:

@@ -29,6 +29,10 @@ from dotjson.jsonschema.values import (
 )
 
 
+# the atom of `type: <name>` (atoms are immutable: one per process)
+_TYPE_ATOMS = {name: ("types", ts) for name, ts in _TYPE_NAMES.items()}
+
+
 def _short(where: str) -> str:
     """A JSON pointer for a message, its middle elided when it is very long."""
     where = where or "/"
@@ -533,47 +537,24 @@ class Normalizer:
         draft = self.docs[doc].draft
         atoms: list = []
         parts: list = []
-        P = f"{ptr}/"
-
-        def sub(kw, *more):
-            # ``s[kw][m]...`` is what ``self.get`` would find at the pointer (every caller has
-            # checked the containers on the way): taken directly, and remembered for the
-            # normal form of the sub-schema, which looks its pointer up next
-            v = s[kw]
-            p = P + kw  # (a keyword this module names: no ~ or / to escape)
-            for m in more:
-                v = v[m]
-                p = f"{p}/{m if type(m) is int else _esc(m)}"
-            if isinstance(v, dict):
-                cache = self._ptr_cache.get(doc)
-                if cache is None:
-                    cache = self._ptr_cache[doc] = {}
-                cache[p] = v
-            elif not isinstance(v, bool):
-                raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
-            if v is True:
-                return TRUE
-            if v is False:
-                return FALSE
-            return ("loc", doc, p)
 
         if "$ref" in s and draft <= 7:
             return [(("ruleref", self.resolve(doc, ptr, s["$ref"])),)]
 
         for kw, val in s.items():
             try:
-                self._keyword(kw, val, s, doc, ptr, draft, atoms, parts, sub)
+                self._keyword(kw, val, s, doc, ptr, draft, atoms, parts)
             except UnsupportedSchemaError as e:
                 if self.lenient and self.strict == 0:
                     warnings.warn(f"dotjson: ignoring {kw!r} at {self.where(doc, ptr) or '/'} ({e}); the "
                                   "grammar over-approximates", stacklevel=3)
                     continue
                 if e.pointer is None:
-                    raise UnsupportedSchemaError(str(e), pointer=f"{P}{_esc(kw)}", keyword=kw) from None
+                    raise UnsupportedSchemaError(str(e), pointer=f"{ptr}/{_esc(kw)}", keyword=kw) from None
                 raise
             except SchemaError as e:
                 if e.pointer is None:
-                    raise SchemaError(str(e), pointer=f"{P}{_esc(kw)}", keyword=kw) from None
+                    raise SchemaError(str(e), pointer=f"{ptr}/{_esc(kw)}", keyword=kw) from None
                 raise
         out = [tuple(atoms)]
         if atoms and not _types_of(out[0]):
@@ -590,14 +571,39 @@ class Normalizer:
         """Where keyword ``kw`` of the schema at ``ptr`` sits, as a message gives it."""
         return f"{self.where(doc, ptr)}/{_esc(kw)}"
 
-    def _keyword(self, kw, val, s, doc, ptr, draft, atoms, parts, sub):
+    def _sub(self, s, doc, ptr, kw, *more):
+        """The expression of the sub-schema ``s[kw][m]...`` of the schema ``s`` at ``ptr``.
+
+        That is what ``self.get`` would find at its pointer (every caller has checked the
+        containers on the way): taken directly, and remembered for the normal form of the
+        sub-schema, which looks its pointer up next. A method, not a closure per schema.
+        """
+        v = s[kw]
+        p = f"{ptr}/{kw}"  # (a keyword this module names: no ~ or / to escape)
+        for m in more:
+            v = v[m]
+            p = f"{p}/{m if type(m) is int else _esc(m)}"
+        if isinstance(v, dict):
+            cache = self._ptr_cache.get(doc)
+            if cache is None:
+                cache = self._ptr_cache[doc] = {}
+            cache[p] = v
+        elif not isinstance(v, bool):
+            raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
+        if v is True:
+            return TRUE
+        if v is False:
+            return FALSE
+        return ("loc", doc, p)
+
+    def _keyword(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if kw in IGNORED_KEYWORDS:
             return
         # The four most frequent keywords (three in four of a typical schema's) first, their
         # pointer spelled only for an error: spelling it for every keyword showed in profiles.
         if kw == "type":
-            if isinstance(val, str) and val in _TYPE_NAMES:
-                atoms.append(("types", _TYPE_NAMES[val]))  # shared, not a new set per schema
+            if isinstance(val, str) and val in _TYPE_ATOMS:
+                atoms.append(_TYPE_ATOMS[val])  # shared, not a new atom per schema
                 return
             names = val if isinstance(val, list) else [val]
             ts = frozenset()
@@ -620,7 +626,7 @@ class Normalizer:
             if not "".join(val).isascii():  # ASCII holds no surrogate
                 _scalar_text(list(val), self._kw_where(doc, ptr, kw), kw)
             for name in val:
-                atoms.append(("props", name, sub(kw, name)))
+                atoms.append(("props", name, self._sub(s, doc, ptr, kw, name)))
             return
         if kw == "required":
             if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
@@ -692,9 +698,9 @@ class Normalizer:
                 self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
                                  "(lenient=True ignores it)", kwhere, kw)
         elif kw == "additionalProperties":
-            atoms.append(self.addl_atom(s, sub(kw), kwhere))
+            atoms.append(self.addl_atom(s, self._sub(s, doc, ptr, kw), kwhere))
         elif kw == "unevaluatedProperties":
-            e = sub(kw)
+            e = self._sub(s, doc, ptr, kw)
             if e == TRUE or "additionalProperties" in s:
                 return
             if any(k in s for k in _APPLICATORS):
@@ -707,9 +713,9 @@ class Normalizer:
                 raise SchemaError("patternProperties must be an object", kwhere, kw)
             for p in val:
                 self.regex(p, f"{kwhere}/{_esc(p)}", kw)
-                atoms.append(("pattern", p, sub(kw, p)))
+                atoms.append(("pattern", p, self._sub(s, doc, ptr, kw, p)))
         elif kw == "propertyNames" and draft >= 6:
-            atoms.append(("pnames", sub(kw)))
+            atoms.append(("pnames", self._sub(s, doc, ptr, kw)))
         elif kw in ("minProperties", "maxProperties"):
             n = _count(val, kwhere, kw)
             atoms.append(("nprops", n, None) if kw == "minProperties" else ("nprops", 0, n))
@@ -724,7 +730,7 @@ class Normalizer:
                     present = [(("required", name),) + tuple(("required", d) for d in dep)]
                     parts.append(absent + present)
                 elif kw == "dependencies" and isinstance(dep, (dict, bool)):
-                    d = self.and2([(("required", name),)], self.dnf(sub(kw, name)), kwhere)
+                    d = self.and2([(("required", name),)], self.dnf(self._sub(s, doc, ptr, kw, name)), kwhere)
                     parts.append(absent + d)
                 else:
                     raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
@@ -733,28 +739,28 @@ class Normalizer:
                 raise SchemaError(f"{kw} must be an object", kwhere, kw)
             for name in val:
                 absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
-                d = self.and2([(("required", name),)], self.dnf(sub(kw, name)), kwhere)
+                d = self.and2([(("required", name),)], self.dnf(self._sub(s, doc, ptr, kw, name)), kwhere)
                 parts.append(absent + d)
         elif kw == "prefixItems" and draft >= 2020:
             if not isinstance(val, list):
                 raise SchemaError("prefixItems must be an array", kwhere, kw)
             for i in range(len(val)):
-                atoms.append(("pos", i, sub(kw, i)))
+                atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
         elif kw == "items":
             if isinstance(val, list) and draft <= 2019:
                 for i in range(len(val)):
-                    atoms.append(("pos", i, sub(kw, i)))
+                    atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
             elif isinstance(val, (dict, bool)):
                 start = len(s.get("prefixItems", ())) if draft >= 2020 and isinstance(s.get("prefixItems"), list) else 0
-                atoms.append(("items", start, sub(kw)))
+                atoms.append(("items", start, self._sub(s, doc, ptr, kw)))
             else:
                 raise SchemaError("items must be a schema" + (" or an array of schemas" if draft <= 2019 else ""),
                                   kwhere, kw)
         elif kw == "additionalItems" and draft <= 2019:
             if isinstance(s.get("items"), list):
-                atoms.append(("items", len(s["items"]), sub(kw)))
+                atoms.append(("items", len(s["items"]), self._sub(s, doc, ptr, kw)))
         elif kw == "unevaluatedItems":
-            e = sub(kw)
+            e = self._sub(s, doc, ptr, kw)
             if e == TRUE:
                 return
             if any(k in s for k in _APPLICATORS) or "contains" in s:
@@ -783,7 +789,7 @@ class Normalizer:
                     lo = _count(s["minContains"], f"{where}/minContains", "minContains")
                 if "maxContains" in s:
                     hi = _count(s["maxContains"], f"{where}/maxContains", "maxContains")
-            atoms.append(("contains", sub(kw), lo, hi))
+            atoms.append(("contains", self._sub(s, doc, ptr, kw), lo, hi))
         elif kw == "uniqueItems":
             if not isinstance(val, bool):
                 raise SchemaError("uniqueItems must be a boolean", kwhere, kw)
@@ -791,28 +797,28 @@ class Normalizer:
                 atoms.append(("unique", kwhere))
         elif kw == "allOf":
             for i in range(_nonempty_list(val, kwhere, kw)):
-                parts.append(self.dnf(sub(kw, i)))
+                parts.append(self.dnf(self._sub(s, doc, ptr, kw, i)))
         elif kw == "anyOf":
             u = []
             for i in range(_nonempty_list(val, kwhere, kw)):
-                u.extend(self.dnf(sub(kw, i)))
+                u.extend(self.dnf(self._sub(s, doc, ptr, kw, i)))
             parts.append(u)
         elif kw == "oneOf":
             n = _nonempty_list(val, kwhere, kw)
-            parts.append(self.one_of([sub(kw, i) for i in range(n)], kwhere))
+            parts.append(self.one_of([self._sub(s, doc, ptr, kw, i) for i in range(n)], kwhere))
         elif kw == "not":
-            parts.append(self.negate(self.dnf_strict(sub(kw)), kwhere))
+            parts.append(self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), kwhere))
         elif kw == "if" and draft >= 7:
-            then = sub("then") if "then" in s else None
-            els = sub("else") if "else" in s else None
+            then = self._sub(s, doc, ptr, "then") if "then" in s else None
+            els = self._sub(s, doc, ptr, "else") if "else" in s else None
             if then is None and els is None:
                 return
-            I = self.dnf(sub(kw)) if els is None or then is not None else None
+            I = self.dnf(self._sub(s, doc, ptr, kw)) if els is None or then is not None else None
             if then is None:
                 # (if ∧ true) ∨ (¬if ∧ else)  ≡  if ∨ else
-                parts.append(self.dnf(sub(kw)) + self.dnf(els))
+                parts.append(self.dnf(self._sub(s, doc, ptr, kw)) + self.dnf(els))
                 return
-            NI = self.negate(self.dnf_strict(sub(kw)), kwhere)
+            NI = self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), kwhere)
             T = self.and2(I, self.dnf(then), kwhere)
             E = NI if els is None else self.and2(NI, self.dnf(els), kwhere)
             parts.append(T + E)

@@ -19,6 +19,8 @@ from . import ir
 from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, EmptyLanguageError, plain_seq_arrays, utf8_sequences
 from .automaton import counters as _ctr
+from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
+from .vocabulary import Vocabulary
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
@@ -133,8 +135,6 @@ class Index:
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
     ):
-        from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
-
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
                 schema = bytes(schema).decode("utf-8")
@@ -289,14 +289,15 @@ class Index:
         self._special_mode = _walk.WALK_RUNS
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
-        self._eos = np.asarray(sorted(set(int(t) for t in vocabulary.eos_token_ids)), dtype=np.int64)
-        self._eos_set = frozenset(int(t) for t in self._eos)
+        self._eos, self._eos_set = _eos_of(vocabulary.eos_token_ids)
         self._max_cache_bytes = int(max_cache_bytes)
         self._auto = automaton if automaton is not None else Automaton(
             grammar, max_states=max_states, fuel=fuel
         )
         self._lock = self._auto.lock
-        self._masks = np.zeros((16, self._n_words), dtype=np.uint32)
+        # one row to start with (an index often serves one mask first; 16 rows of a 128k
+        # vocabulary are 256 KiB to zero): _mask_row grows it to 16 rows, then doubles
+        self._masks = np.zeros((1, self._n_words), dtype=np.uint32)
         self._n_masks = 0
         self._mask_of_key: dict[int, int] = {}
         self._state_row: dict[int, int] = {}  # state -> memo row (a cache of the clamped lookup)
@@ -575,7 +576,10 @@ class Index:
     def fill_mask(self, state: int, out: np.ndarray) -> None:
         """Write the allowed-token bitset of ``state`` into ``out`` (``uint32[n_words]``)."""
         self._check_out(out, 1, one_row=True)
-        self.fill_masks([state], out.reshape(1, -1))
+        if type(state) is int:  # the usual call: checked here, without fill_masks' array checks
+            self._fill_masks([self._check_state(state)], out.reshape(1, -1))
+        else:
+            self.fill_masks([state], out.reshape(1, -1))
 
     def fill_masks(self, states, out: np.ndarray, map_fn=None) -> None:
         """Write the bitsets of ``states`` into the rows of ``out`` (``uint32[len, n_words]``).
@@ -591,7 +595,9 @@ class Index:
         DotjsonValueError
             ``out`` is not a writeable ``uint32`` array of shape ``(len(states), n_words)``.
         """
-        if isinstance(states, (str, bytes)) or np.ndim(states) != 1:
+        if not (type(states) is list and all(type(s) is int for s in states)) and (
+                isinstance(states, (str, bytes)) or np.ndim(states) != 1):
+            # (a list of ints, the usual argument, is one-dimensional: np.ndim costs ~4 µs)
             raise DotjsonTypeError(f"Invalid states: expected a sequence of state ids, got {states!r}")
         states = [self._check_state(s) for s in states]
         self._check_out(out, len(states))
@@ -758,6 +764,24 @@ class Index:
         )
 
 
+_EOS_OF: dict = {}
+
+
+def _eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
+    """The sorted EOS ids (a read-only array shared by the indexes of a vocabulary) and their
+    set: made once per process and EOS tuple, not once per index."""
+    key = tuple(eos_token_ids)
+    hit = _EOS_OF.get(key)
+    if hit is None:
+        ids = sorted(set(int(t) for t in key))
+        arr = np.asarray(ids, dtype=np.int64)
+        arr.flags.writeable = False
+        hit = (arr, frozenset(ids))
+        if len(_EOS_OF) < 64:  # a handful of vocabularies per process
+            _EOS_OF[key] = hit
+    return hit
+
+
 def _as_int(x, what: str) -> int:
     """``x`` as a Python int (NumPy integers included); a :class:`DotjsonTypeError` for anything else."""
     if isinstance(x, (bool, np.bool_)):
@@ -782,8 +806,6 @@ def _text_bytes(text) -> bytes:
 
 
 def _check_vocabulary(vocabulary) -> None:
-    from .vocabulary import Vocabulary
-
     if not isinstance(vocabulary, Vocabulary):
         raise DotjsonTypeError(
             f"Invalid vocabulary: expected a dotjson.Vocabulary, got {type(vocabulary).__name__}"

@@ -517,6 +517,35 @@ def test_number_dfa_exponents_with_zero_bounds_and_negations():
             assert _run_dfa(dfa, text) == (Decimal(text) % Decimal(m) != 0), (m, text)
 
 
+def test_equal_node_matches_the_equality_dfa():
+    # an enum/const number is written directly (numbers._equal_node), not through the DFA of
+    # `eq c`: the same language, an exponent only for 0, on every spelling over c's digits
+    import itertools
+    import re
+    from decimal import Decimal
+
+    from dotjson.jsonschema import numbers as S
+    from dotjson.jsonschema.values import _ir_match
+
+    json_number = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+    for text in ("0", "-0.0", "1", "-1", "2.50", "10", "1E+2", "0.001", "1E-7", "-3.75", "90.09", "3.14159"):
+        c = Decimal(text)
+        dfa = S._minimize(*S._number_dfa([S._CmpTracker(c, "eq")], c == 0))
+        node = S._equal_node(c)
+        ip, _, fp = format(abs(c), "f").partition(".")
+        digits = sorted(set("09") | set(ip + fp))
+        ints = {"0", ip.lstrip("0") or "0", (ip.lstrip("0") or "0") + "0"} | {
+            a + "".join(r) for a in digits if a != "0" for k in range(3) for r in itertools.product(digits, repeat=k)}
+        fracs = {"".join(r) for k in range(1, 4) for r in itertools.product(digits, repeat=k)}
+        fracs |= {fp.rstrip("0"), fp.rstrip("0") + "0", fp.rstrip("0") + "1"} - {""}
+        for sign, i, f, e in itertools.product(("", "-"), sorted(ints), [None, *sorted(fracs)],
+                                               ("", "e0", "E+1", "e-0")):
+            t = sign + i + ("" if f is None else "." + f) + e
+            want = bool(json_number.fullmatch(t)) and Decimal(t) == c and (c == 0 or not e)
+            assert _run_dfa(dfa, t) == want, (text, t)
+            assert _ir_match(node, t) == want, (text, t)
+
+
 def test_unproductive_recursion():
     # Foo requires a Foo: no finite instance
     inf = {"$defs": {"foo": {"type": "object", "properties": {"c": {"$ref": "#/$defs/foo"}}, "required": ["c"]}}}

@@ -35,6 +35,10 @@ _RISKY = frozenset({"mult", "notmult", "unique", "contains", "nprops", "pattern"
 _LONG_BOUND = 100
 
 
+# the atoms _risky may say yes to
+_MAYBE_RISKY = _RISKY | {"num", "addl"}
+
+
 def _risky(a) -> bool:
     k = a[0]
     if k == "num":
@@ -221,30 +225,38 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             for br in d:
                 if len(br) == 1 and br[0][0] == "ruleref":
                     alias.setdefault(e, []).append(br[0][1])
-                else:
-                    # sub-schemas the builders will intersect (allOf of two `items`, a property
-                    # under properties and patternProperties): normalised here too, so that
-                    # what their combination cannot do is also said up front
-                    for c in self._combinations(br, self.expr_where(e)):
-                        todo.append((c, depth + 1))
+                    todo.append((br[0][1], 0))  # a $ref target starts over: see below
+                    continue
+                subs = []
+                combined = False
                 for a in br:
                     k = a[0]
                     i = _SUB_AT.get(k)
                     if i is not None:
                         # a $ref target starts over: its nesting is counted from where it is
-                        todo.append((a[i], 0 if k == "ruleref" else depth + 1))
-                    if _risky(a):
+                        subs.append((a[i], 0 if k == "ruleref" else depth + 1))
+                        if k == "ruleref" or k in _COMBINED:
+                            combined = True
+                    if k in _MAYBE_RISKY and _risky(a):
                         risky = True
+                if combined:  # (nothing to intersect without one of those: most leaves)
+                    # sub-schemas the builders will intersect (allOf of two `items`, a property
+                    # under properties and patternProperties): normalised here too, so that
+                    # what their combination cannot do is also said up front
+                    for c in self._combinations(br, e):
+                        todo.append((c, depth + 1))
+                todo += subs
             if risky:
                 name = self.node_of(e)
                 if isinstance(name, Ref) and name.name in self.pending:
                     self.body(name.name)
         self._alias_cycles(alias)
 
-    def _combinations(self, br, where) -> list:
-        """The intersections of sub-schemas that building this branch will compile."""
+    def _combinations(self, br, e) -> list:
+        """The intersections of sub-schemas that building this branch (of expression ``e``)
+        will compile."""
         if any(a[0] == "ruleref" for a in br):
-            brs = self.expand_refs(br, where)
+            brs = self.expand_refs(br, self.expr_where(e))
         else:
             brs = [br]
         out = []

@@ -14,7 +14,8 @@ that sub-schema, not of the schemas under it. Nothing here builds grammar.
 from __future__ import annotations
 
 import warnings
-from urllib.parse import unquote, urldefrag
+from types import MappingProxyType
+from urllib.parse import unquote
 
 from dotjson import ir
 from dotjson.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
@@ -23,9 +24,13 @@ from dotjson.ir import EPS, Ref, lit, seq
 from dotjson.jsonschema.values import (
     MAX_APPLICATOR_DEPTH, MAX_DEPTH, MAX_EMPTINESS_DEPTH, _APPLICATORS, _ATOM_TYPES, _DEFAULT_BASE, _DIALECTS, _MISSING, _REGEX_CACHE, _SUBSCHEMA_LISTS,
     _SUBSCHEMA_MAPS, _SUBSCHEMA_ONE, _TYPE_NAMES, _U, FALSE, IGNORED_KEYWORDS, MAX_BRANCHES, TRUE,
-    _canon, _count, _dec, _esc, _format_node, _ir_match, _join, _nonempty_list, _number, _type_of,
+    _canon, _count, _dec, _defrag, _esc, _format_node, _ir_match, _join, _nonempty_list, _number, _type_of,
     _types_of, _unesc,
 )
+
+
+# the atom of `type: <name>` (atoms are immutable: one per process)
+_TYPE_ATOMS = {name: ("types", ts) for name, ts in _TYPE_NAMES.items()}
 
 
 def _short(where: str) -> str:
@@ -93,7 +98,7 @@ class Normalizer:
         self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}
-        self._ptr_cache: dict = {}       # (document, JSON pointer) -> the object or array there
+        self._ptr_cache: dict = {}       # document -> {JSON pointer -> the object or array there}
         self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
         self.inlining: set = set()
         self.docs: dict[str, _Doc] = {}
@@ -140,7 +145,7 @@ class Normalizer:
     def _add_doc(self, key, schema, base, draft, label):
         self.docs[key] = _Doc(base, schema, draft, label)
         self._scan(key, schema, "", base, draft)   # the root's own identifiers
-        uri = urldefrag(base)[0]
+        uri = _defrag(base)[0]
         self.resources.setdefault(uri, (key, ""))
 
     def _scan(self, doc, s, ptr, base, draft) -> str:
@@ -151,10 +156,10 @@ class Normalizer:
         sid = s.get(idk)
         if isinstance(sid, str) and not ("$ref" in s and draft <= 7):
             if draft <= 7 and sid.startswith("#"):
-                self.anchors[(urldefrag(base)[0], sid[1:])] = (doc, ptr)
+                self.anchors[(_defrag(base)[0], sid[1:])] = (doc, ptr)
             else:
                 base = _join(base, sid)
-                uri, frag = urldefrag(base)
+                uri, frag = _defrag(base)
                 if frag and not frag.startswith("/"):
                     self.anchors[(uri, frag)] = (doc, ptr)
                 self.resources.setdefault(uri, (doc, ptr))
@@ -162,11 +167,11 @@ class Normalizer:
         self.base_of[(doc, ptr)] = base
         anc = s.get("$anchor")
         if isinstance(anc, str):
-            self.anchors[(urldefrag(base)[0], anc)] = (doc, ptr)
+            self.anchors[(_defrag(base)[0], anc)] = (doc, ptr)
         dan = s.get("$dynamicAnchor")
         if isinstance(dan, str) and (doc, ptr) not in self.dyn_seen:
             self.dyn_seen.add((doc, ptr))
-            self.anchors.setdefault((urldefrag(base)[0], dan), (doc, ptr))
+            self.anchors.setdefault((_defrag(base)[0], dan), (doc, ptr))
             self.dyn_anchor_count[dan] = self.dyn_anchor_count.get(dan, 0) + 1
         if s.get("$recursiveAnchor") is True and ptr != "":
             self.recursive_anchor = True
@@ -216,18 +221,20 @@ class Normalizer:
             return self.docs[doc].root
         # the parent of a sub-schema was almost always looked up just before (a property's
         # pointer after its object's): one step from it, not a walk from the root per name
-        cache = self._ptr_cache
-        hit = cache.get((doc, ptr))
+        cache = self._ptr_cache.get(doc)
+        if cache is None:
+            cache = self._ptr_cache[doc] = {}
+        hit = cache.get(ptr)
         if hit is not None:
             return hit
         parent, _, tok = ptr.rpartition("/")
-        node = self.docs[doc].root if parent == "" else cache.get((doc, parent))
+        node = self.docs[doc].root if parent == "" else cache.get(parent)
         if node is not None:
             node = self._step(node, _unesc(tok))
         else:
             node = self._walk(doc, ptr)
         if node is not _MISSING and isinstance(node, (dict, list)):
-            cache[(doc, ptr)] = node
+            cache[ptr] = node
         return node
 
     @staticmethod
@@ -284,7 +291,7 @@ class Normalizer:
         if not isinstance(ref, str):
             raise SchemaError(f"{kw} must be a string", self.where(doc, ptr), kw)
         full = _join(self.base_uri(doc, ptr), ref)
-        uri, frag = urldefrag(full)
+        uri, frag = _defrag(full)
         if uri not in self.resources:
             self.index_all()  # perhaps an embedded resource ($id) not met so far
         if uri not in self.resources:
@@ -524,61 +531,117 @@ class Normalizer:
     # ------------------------------------------------------------------ keywords → DNF
     def _dnf_schema(self, doc, ptr):
         s = self.get(doc, ptr)
-        where = self.where(doc, ptr)
         if s is True:
             return [()]
         if s is False:
             return []
         if not isinstance(s, dict):
-            raise SchemaError(f"a schema must be an object or a boolean, got {type(s).__name__}", where)
+            raise SchemaError(f"a schema must be an object or a boolean, got {type(s).__name__}",
+                              self.where(doc, ptr))
         draft = self.docs[doc].draft
         atoms: list = []
         parts: list = []
-        P = f"{ptr}/"
-
-        def sub(kw, *more):
-            p = P + _esc(kw) + "".join("/" + _esc(str(m)) for m in more)
-            v = self.get(doc, p)
-            if not isinstance(v, (dict, bool)):
-                raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
-            if v is True:
-                return TRUE
-            if v is False:
-                return FALSE
-            return ("loc", doc, p)
 
         if "$ref" in s and draft <= 7:
             return [(("ruleref", self.resolve(doc, ptr, s["$ref"])),)]
 
         for kw, val in s.items():
             try:
-                self._keyword(kw, val, s, doc, ptr, draft, atoms, parts, sub)
+                self._keyword(kw, val, s, doc, ptr, draft, atoms, parts)
             except UnsupportedSchemaError as e:
                 if self.lenient and self.strict == 0:
-                    warnings.warn(f"dotjson: ignoring {kw!r} at {where or '/'} ({e}); the grammar "
-                                  "over-approximates", stacklevel=3)
+                    warnings.warn(f"dotjson: ignoring {kw!r} at {self.where(doc, ptr) or '/'} ({e}); the "
+                                  "grammar over-approximates", stacklevel=3)
                     continue
                 if e.pointer is None:
-                    raise UnsupportedSchemaError(str(e), pointer=f"{P}{_esc(kw)}", keyword=kw) from None
+                    raise UnsupportedSchemaError(str(e), pointer=f"{ptr}/{_esc(kw)}", keyword=kw) from None
                 raise
             except SchemaError as e:
                 if e.pointer is None:
-                    raise SchemaError(str(e), pointer=f"{P}{_esc(kw)}", keyword=kw) from None
+                    raise SchemaError(str(e), pointer=f"{ptr}/{_esc(kw)}", keyword=kw) from None
                 raise
         out = [tuple(atoms)]
         if atoms and not _types_of(out[0]):
             return []
-        for d in parts:
-            out = self.and2(out, d, where)
-            if not out:
-                break
+        if parts:
+            where = self.where(doc, ptr)
+            for d in parts:
+                out = self.and2(out, d, where)
+                if not out:
+                    break
         return out
 
-    def _keyword(self, kw, val, s, doc, ptr, draft, atoms, parts, sub):
-        where = self.where(doc, ptr)
-        kwhere = f"{where}/{_esc(kw)}"
+    def _kw_where(self, doc, ptr, kw) -> str:
+        """Where keyword ``kw`` of the schema at ``ptr`` sits, as a message gives it."""
+        return f"{self.where(doc, ptr)}/{_esc(kw)}"
+
+    def _sub(self, s, doc, ptr, kw, *more):
+        """The expression of the sub-schema ``s[kw][m]...`` of the schema ``s`` at ``ptr``.
+
+        That is what ``self.get`` would find at its pointer (every caller has checked the
+        containers on the way): taken directly, and remembered for the normal form of the
+        sub-schema, which looks its pointer up next. A method, not a closure per schema.
+        """
+        v = s[kw]
+        p = f"{ptr}/{kw}"  # (a keyword this module names: no ~ or / to escape)
+        for m in more:
+            v = v[m]
+            p = f"{p}/{m if type(m) is int else _esc(m)}"
+        if isinstance(v, dict):
+            cache = self._ptr_cache.get(doc)
+            if cache is None:
+                cache = self._ptr_cache[doc] = {}
+            cache[p] = v
+        elif not isinstance(v, bool):
+            raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
+        if v is True:
+            return TRUE
+        if v is False:
+            return FALSE
+        return ("loc", doc, p)
+
+    def _keyword(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if kw in IGNORED_KEYWORDS:
             return
+        # The four most frequent keywords (three in four of a typical schema's) first, their
+        # pointer spelled only for an error: spelling it for every keyword showed in profiles.
+        if kw == "type":
+            if isinstance(val, str) and val in _TYPE_ATOMS:
+                atoms.append(_TYPE_ATOMS[val])  # shared, not a new atom per schema
+                return
+            names = val if isinstance(val, list) else [val]
+            ts = frozenset()
+            for t in names:
+                if not isinstance(t, str) or t not in _TYPE_NAMES:
+                    raise SchemaError(f"unknown type {t!r}", self._kw_where(doc, ptr, kw), kw)
+                ts |= _TYPE_NAMES[t]
+            atoms.append(("types", ts))
+            return
+        if kw == "minLength" or kw == "maxLength":
+            if isinstance(val, int) and not isinstance(val, bool) and val >= 0:
+                n = int(val)
+            else:
+                n = _count(val, self._kw_where(doc, ptr, kw), kw)
+            atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
+            return
+        if kw == "properties":
+            if not isinstance(val, dict):
+                raise SchemaError("properties must be an object", self._kw_where(doc, ptr, kw), kw)
+            if not "".join(val).isascii():  # ASCII holds no surrogate
+                _scalar_text(list(val), self._kw_where(doc, ptr, kw), kw)
+            for name in val:
+                atoms.append(("props", name, self._sub(s, doc, ptr, kw, name)))
+            return
+        if kw == "required":
+            if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
+                raise SchemaError("required must be an array of strings", self._kw_where(doc, ptr, kw), kw)
+            if not "".join(val).isascii():
+                _scalar_text(val, self._kw_where(doc, ptr, kw), kw)
+            for name in val:
+                atoms.append(("required", name))
+            return
+        where = self.where(doc, ptr)
+        kwhere = f"{where}/{_esc(kw)}"
         if kw == "$ref":
             target = self.resolve(doc, ptr, val)
             atoms.append(("ruleref", target))
@@ -586,7 +649,7 @@ class Normalizer:
             self.index_all()  # every $dynamicAnchor counts
             target = self.resolve(doc, ptr, val, kw)
             if target != TRUE:
-                frag = urldefrag(val)[1]
+                frag = _defrag(val)[1]
                 tgt = self.get(target[1], target[2])
                 name = tgt.get("$dynamicAnchor") if isinstance(tgt, dict) else None
                 if name == frag and self.dyn_anchor_count.get(name, 0) > 1:
@@ -600,14 +663,6 @@ class Normalizer:
                 self.unsupported("$recursiveRef with nested $recursiveAnchor is not supported", kwhere, kw)
                 return
             atoms.append(("ruleref", self.resolve(doc, ptr, val, kw)))
-        elif kw == "type":
-            names = val if isinstance(val, list) else [val]
-            ts = frozenset()
-            for t in names:
-                if not isinstance(t, str) or t not in _TYPE_NAMES:
-                    raise SchemaError(f"unknown type {t!r}", kwhere, kw)
-                ts |= _TYPE_NAMES[t]
-            atoms.append(("types", ts))
         elif kw == "enum":
             if not isinstance(val, list):
                 raise SchemaError("enum must be an array", kwhere, kw)
@@ -635,9 +690,6 @@ class Normalizer:
             if c <= 0:
                 raise SchemaError("multipleOf must be greater than 0", kwhere, kw)
             atoms.append(("mult", c))
-        elif kw in ("minLength", "maxLength"):
-            n = _count(val, kwhere, kw)
-            atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
         elif kw == "pattern":
             self.regex(val, kwhere, kw)
             atoms.append(("str", ("pattern", val), True))
@@ -649,22 +701,10 @@ class Normalizer:
             elif val in _UNSUPPORTED_FORMATS:
                 self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
                                  "(lenient=True ignores it)", kwhere, kw)
-        elif kw == "properties":
-            if not isinstance(val, dict):
-                raise SchemaError("properties must be an object", kwhere, kw)
-            _scalar_text(list(val), kwhere, kw)
-            for name in val:
-                atoms.append(("props", name, sub(kw, name)))
-        elif kw == "required":
-            if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
-                raise SchemaError("required must be an array of strings", kwhere, kw)
-            _scalar_text(val, kwhere, kw)
-            for name in val:
-                atoms.append(("required", name))
         elif kw == "additionalProperties":
-            atoms.append(self.addl_atom(s, sub(kw), kwhere))
+            atoms.append(self.addl_atom(s, self._sub(s, doc, ptr, kw), kwhere))
         elif kw == "unevaluatedProperties":
-            e = sub(kw)
+            e = self._sub(s, doc, ptr, kw)
             if e == TRUE or "additionalProperties" in s:
                 return
             if any(k in s for k in _APPLICATORS):
@@ -677,9 +717,9 @@ class Normalizer:
                 raise SchemaError("patternProperties must be an object", kwhere, kw)
             for p in val:
                 self.regex(p, f"{kwhere}/{_esc(p)}", kw)
-                atoms.append(("pattern", p, sub(kw, p)))
+                atoms.append(("pattern", p, self._sub(s, doc, ptr, kw, p)))
         elif kw == "propertyNames" and draft >= 6:
-            atoms.append(("pnames", sub(kw)))
+            atoms.append(("pnames", self._sub(s, doc, ptr, kw)))
         elif kw in ("minProperties", "maxProperties"):
             n = _count(val, kwhere, kw)
             atoms.append(("nprops", n, None) if kw == "minProperties" else ("nprops", 0, n))
@@ -694,7 +734,7 @@ class Normalizer:
                     present = [(("required", name),) + tuple(("required", d) for d in dep)]
                     parts.append(absent + present)
                 elif kw == "dependencies" and isinstance(dep, (dict, bool)):
-                    d = self.and2([(("required", name),)], self.dnf(sub(kw, name)), kwhere)
+                    d = self.and2([(("required", name),)], self.dnf(self._sub(s, doc, ptr, kw, name)), kwhere)
                     parts.append(absent + d)
                 else:
                     raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
@@ -703,28 +743,28 @@ class Normalizer:
                 raise SchemaError(f"{kw} must be an object", kwhere, kw)
             for name in val:
                 absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
-                d = self.and2([(("required", name),)], self.dnf(sub(kw, name)), kwhere)
+                d = self.and2([(("required", name),)], self.dnf(self._sub(s, doc, ptr, kw, name)), kwhere)
                 parts.append(absent + d)
         elif kw == "prefixItems" and draft >= 2020:
             if not isinstance(val, list):
                 raise SchemaError("prefixItems must be an array", kwhere, kw)
             for i in range(len(val)):
-                atoms.append(("pos", i, sub(kw, i)))
+                atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
         elif kw == "items":
             if isinstance(val, list) and draft <= 2019:
                 for i in range(len(val)):
-                    atoms.append(("pos", i, sub(kw, i)))
+                    atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
             elif isinstance(val, (dict, bool)):
                 start = len(s.get("prefixItems", ())) if draft >= 2020 and isinstance(s.get("prefixItems"), list) else 0
-                atoms.append(("items", start, sub(kw)))
+                atoms.append(("items", start, self._sub(s, doc, ptr, kw)))
             else:
                 raise SchemaError("items must be a schema" + (" or an array of schemas" if draft <= 2019 else ""),
                                   kwhere, kw)
         elif kw == "additionalItems" and draft <= 2019:
             if isinstance(s.get("items"), list):
-                atoms.append(("items", len(s["items"]), sub(kw)))
+                atoms.append(("items", len(s["items"]), self._sub(s, doc, ptr, kw)))
         elif kw == "unevaluatedItems":
-            e = sub(kw)
+            e = self._sub(s, doc, ptr, kw)
             if e == TRUE:
                 return
             if any(k in s for k in _APPLICATORS) or "contains" in s:
@@ -753,7 +793,7 @@ class Normalizer:
                     lo = _count(s["minContains"], f"{where}/minContains", "minContains")
                 if "maxContains" in s:
                     hi = _count(s["maxContains"], f"{where}/maxContains", "maxContains")
-            atoms.append(("contains", sub(kw), lo, hi))
+            atoms.append(("contains", self._sub(s, doc, ptr, kw), lo, hi))
         elif kw == "uniqueItems":
             if not isinstance(val, bool):
                 raise SchemaError("uniqueItems must be a boolean", kwhere, kw)
@@ -761,28 +801,28 @@ class Normalizer:
                 atoms.append(("unique", kwhere))
         elif kw == "allOf":
             for i in range(_nonempty_list(val, kwhere, kw)):
-                parts.append(self.dnf(sub(kw, i)))
+                parts.append(self.dnf(self._sub(s, doc, ptr, kw, i)))
         elif kw == "anyOf":
             u = []
             for i in range(_nonempty_list(val, kwhere, kw)):
-                u.extend(self.dnf(sub(kw, i)))
+                u.extend(self.dnf(self._sub(s, doc, ptr, kw, i)))
             parts.append(u)
         elif kw == "oneOf":
             n = _nonempty_list(val, kwhere, kw)
-            parts.append(self.one_of([sub(kw, i) for i in range(n)], kwhere))
+            parts.append(self.one_of([self._sub(s, doc, ptr, kw, i) for i in range(n)], kwhere))
         elif kw == "not":
-            parts.append(self.negate(self.dnf_strict(sub(kw)), kwhere))
+            parts.append(self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), kwhere))
         elif kw == "if" and draft >= 7:
-            then = sub("then") if "then" in s else None
-            els = sub("else") if "else" in s else None
+            then = self._sub(s, doc, ptr, "then") if "then" in s else None
+            els = self._sub(s, doc, ptr, "else") if "else" in s else None
             if then is None and els is None:
                 return
-            I = self.dnf(sub(kw)) if els is None or then is not None else None
+            I = self.dnf(self._sub(s, doc, ptr, kw)) if els is None or then is not None else None
             if then is None:
                 # (if ∧ true) ∨ (¬if ∧ else)  ≡  if ∨ else
-                parts.append(self.dnf(sub(kw)) + self.dnf(els))
+                parts.append(self.dnf(self._sub(s, doc, ptr, kw)) + self.dnf(els))
                 return
-            NI = self.negate(self.dnf_strict(sub(kw)), kwhere)
+            NI = self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), kwhere)
             T = self.and2(I, self.dnf(then), kwhere)
             E = NI if els is None else self.and2(NI, self.dnf(els), kwhere)
             parts.append(T + E)
@@ -887,13 +927,30 @@ class Normalizer:
     def _merge(self, br):
         m = _Merged()
         types = _U
+        # A container is made when the branch first has an atom of its kind (most branches use
+        # two or three kinds): the merged branches stay in a memo for the compiler's lifetime,
+        # and every container left empty would be one more object for the collector to track.
         for a in br:
             k = a[0]
-            if k == "types":
+            if k == "props":
+                if not m.props:
+                    m.props = {}
+                es = m.props.get(a[1])
+                if es is None:
+                    m.props[a[1]] = [a[2]]
+                else:
+                    es.append(a[2])
+            elif k == "required":
+                if not m.required:
+                    m.required = {}
+                m.required[a[1]] = None
+            elif k == "types":
                 types = types & a[1]
             elif k == "enum":
                 m.enum = set(a[1]) if m.enum is None else m.enum & set(a[1])
             elif k == "notenum":
+                if not m.notenum:
+                    m.notenum = set()
                 m.notenum.update(a[1])
             elif k == "num":
                 _, lo, lox, hi, hix = a
@@ -902,42 +959,67 @@ class Normalizer:
                 if hi is not None and (m.hi is None or hi < m.hi or (hi == m.hi and hix)):
                     m.hi, m.hix = hi, hix
             elif k == "mult":
+                if not m.mults:
+                    m.mults = []
                 m.mults.append(a[1])
             elif k == "notmult":
+                if not m.notmults:
+                    m.notmults = []
                 m.notmults.append(a[1])
             elif k == "str":
-                (m.spos if a[2] else m.sneg).append(a[1])
+                if a[2]:
+                    if not m.spos:
+                        m.spos = []
+                    m.spos.append(a[1])
+                else:
+                    if not m.sneg:
+                        m.sneg = []
+                    m.sneg.append(a[1])
             elif k == "len":
                 m.slo = max(m.slo, a[1])
                 if a[2] is not None:
                     m.shi = a[2] if m.shi is None else min(m.shi, a[2])
-            elif k == "props":
-                m.props.setdefault(a[1], []).append(a[2])
-            elif k == "required":
-                m.required.setdefault(a[1], None)
             elif k == "addl":
+                if not m.addls:
+                    m.addls = []
                 m.addls.append(a[1:])
             elif k == "pattern":
+                if not m.patterns:
+                    m.patterns = []
                 m.patterns.append((a[1], a[2]))
             elif k == "pnames":
+                if not m.pnames:
+                    m.pnames = []
                 m.pnames.append(a[1])
             elif k == "nprops":
                 m.plo = max(m.plo, a[1])
                 if a[2] is not None:
                     m.phi = a[2] if m.phi is None else min(m.phi, a[2])
             elif k == "pos":
-                m.pos.setdefault(a[1], []).append(a[2])
+                if not m.pos:
+                    m.pos = {}
+                es = m.pos.get(a[1])
+                if es is None:
+                    m.pos[a[1]] = [a[2]]
+                else:
+                    es.append(a[2])
             elif k == "items":
+                if not m.items:
+                    m.items = []
                 m.items.append((a[1], a[2]))
             elif k == "nitems":
                 m.ilo = max(m.ilo, a[1])
                 if a[2] is not None:
                     m.ihi = a[2] if m.ihi is None else min(m.ihi, a[2])
             elif k == "contains":
+                if not m.contains:
+                    m.contains = []
                 m.contains.append(a[1:])
             elif k == "unique":
                 m.unique = a[1]
             elif k == "ruleref":
+                if not m.rulerefs:
+                    m.rulerefs = []
                 m.rulerefs.append(a[1])
         m.types = types
         return m
@@ -1123,7 +1205,15 @@ class Normalizer:
         return es
 
 
+# The empty containers every merged branch starts with (read-only, shared; see _merge).
+_NO_MAP = MappingProxyType({})
+_NO_SET: frozenset = frozenset()
+
+
 class _Merged:
+    """The atoms of a branch merged by kind (read-only for everyone but
+    :meth:`Normalizer._merge`): an attribute left empty is a shared empty container."""
+
     __slots__ = ("types", "enum", "notenum", "lo", "lox", "hi", "hix", "mults", "notmults", "spos", "sneg",
                  "slo", "shi", "props", "required", "addls", "patterns", "pnames", "plo", "phi", "pos", "items",
                  "ilo", "ihi", "contains", "unique", "rulerefs")
@@ -1131,20 +1221,20 @@ class _Merged:
     def __init__(self):
         self.types = _U
         self.enum = None
-        self.notenum = set()
+        self.notenum = _NO_SET
         self.lo = self.hi = None
         self.lox = self.hix = False
-        self.mults, self.notmults = [], []
-        self.spos, self.sneg = [], []
+        self.mults = self.notmults = ()
+        self.spos = self.sneg = ()
         self.slo, self.shi = 0, None
-        self.props: dict = {}
-        self.required: dict = {}
-        self.addls, self.patterns, self.pnames = [], [], []
+        self.props = _NO_MAP      # name -> [expr, ...]
+        self.required = _NO_MAP   # name -> None (an ordered set)
+        self.addls = self.patterns = self.pnames = ()
         self.plo, self.phi = 0, None
-        self.pos: dict = {}
-        self.items = []
+        self.pos = _NO_MAP        # index -> [expr, ...]
+        self.items = ()
         self.ilo, self.ihi = 0, None
-        self.contains = []
+        self.contains = ()
         self.unique = None
-        self.rulerefs = []
+        self.rulerefs = ()
 

@@ -7,6 +7,7 @@ match declared names against ``patternProperties``), and the argument checks of 
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal, InvalidOperation
 from urllib.parse import urldefrag, urljoin
@@ -225,9 +226,18 @@ def _types_of(br) -> frozenset:
     return t
 
 
+@functools.lru_cache(maxsize=4096)
+def _defrag(url: str) -> tuple[str, str]:
+    """``urllib.parse.urldefrag(url)`` as a ``(url, fragment)`` pair, remembered: a pure
+    function of the text (~2.5 µs a call), asked of the same few base URIs for every
+    reference of every schema."""
+    u, f = urldefrag(url)
+    return u, f
+
+
 def _join(base: str, ref: str) -> str:
     if ref.startswith("#"):
-        return urldefrag(base)[0] + ref
+        return _defrag(base)[0] + ref
     try:
         return urljoin(base, ref)
     except ValueError:

@@ -753,11 +753,7 @@ def _k_any(S, T, C, q1, q2):
         if a == 1:
             return 1
         if a < 0:
-            ctl = S[S_CTL]
-            ctl[C_ARG2] = m
-            ctl[C_ARG3] = mlo  # the members offered: the ones worth answering for too
-            ctl[C_ARG4] = mhi
-            return _fail(S, NEED_KEY_ALIVE, T)
+            return _k_ask_alive(S, T, m, mlo, mhi)  # the others offered: worth answering for too
     return 0
 
 
@@ -823,18 +819,34 @@ def _k_escapes(S, T, C, s, e, d):
     return alt(S, parts, n)
 
 
-@nb.njit(**NJIT_OPTS)
-def _k_deriv(S, t, b):
-    """The derivative of key set term ``t`` by byte ``b`` (-1 on exit)."""
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_open(S, t):
+    """Key set term ``t``'s pool, context, first name, depth, table, the table's name offsets
+    and bytes, and one past the last name of its range."""
     ti = S[S_TI]
     pool = S[S_POOL]
     C = ti[t, 1]
     p = ti[t, 2]
     d = ti[t, 3]
     T = pool[C]
-    st = pool[T + KT_START]
-    bl = pool[T + KT_BLOB]
-    e = _k_block_end(pool, T, p, d)
+    return pool, C, p, d, T, pool[T + KT_START], pool[T + KT_BLOB], _k_block_end(pool, T, p, d)
+
+
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_ask_alive(S, T, m, lo, hi):
+    """Exit: whether member ``m`` of table ``T`` can complete (``lo .. hi - 1``: the members
+    the asking state offers)."""
+    ctl = S[S_CTL]
+    ctl[C_ARG2] = m
+    ctl[C_ARG3] = lo
+    ctl[C_ARG4] = hi
+    return _fail(S, NEED_KEY_ALIVE, T)
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_deriv(S, t, b):
+    """The derivative of key set term ``t`` by byte ``b`` (-1 on exit)."""
+    pool, C, p, d, T, st, bl, e = _k_open(S, t)
     s = p
     if _klen(pool, st, p) == d:  # name p ends here (it sorts first)
         s = p + 1
@@ -844,11 +856,7 @@ def _k_deriv(S, t, b):
                 return EMPTY
             a = pool[pool[T + KT_ALIVE] + m]
             if a < 0:
-                ctl = S[S_CTL]
-                ctl[C_ARG2] = m
-                ctl[C_ARG3] = m
-                ctl[C_ARG4] = m + 1
-                return _fail(S, NEED_KEY_ALIVE, T)
+                return _k_ask_alive(S, T, m, m, m + 1)
             if a == 0:
                 return EMPTY
             r = pool[pool[T + KT_TAIL] + m]
@@ -883,45 +891,35 @@ def _k_deriv(S, t, b):
 def _k_row(S, t, cw, ct):
     """The derivative classes of key set term ``t`` (one byte each) into ``cw``/``ct``; their
     number, or -1 on exit."""
-    ti = S[S_TI]
-    pool = S[S_POOL]
-    C = ti[t, 1]
-    p = ti[t, 2]
-    d = ti[t, 3]
-    T = pool[C]
-    st = pool[T + KT_START]
-    bl = pool[T + KT_BLOB]
-    e = _k_block_end(pool, T, p, d)
-    n = 0
+    pool, C, p, d, T, st, bl, e = _k_open(S, t)
+    # the bytes with a derivative to compute: the closing quote where name p ends, a backslash
+    # where a character starts, each distinct raw byte the names have at depth d
+    cand = np.empty(258, dtype=np.int32)
+    k = 0
     s = p
     if _klen(pool, st, p) == d:
         s = p + 1
-        r = _k_deriv(S, t, 34)
-        if r < 0:
-            return -1
-        if r != EMPTY:
-            _k_class(cw, ct, n, 34, r)
-            n += 1
+        cand[k] = 34
+        k += 1
     if s < e:
         if (pool[bl + pool[st + s] + d] & 0xC0) != 0x80:
-            r = _k_deriv(S, t, 92)
-            if r < 0:
-                return -1
-            if r != EMPTY:
-                _k_class(cw, ct, n, 92, r)
-                n += 1
+            cand[k] = 92
+            k += 1
         q = s
         while q < e:
             b = pool[bl + pool[st + q] + d]
-            q2 = _k_bound(pool, st, bl, q, e, d, b, True)
             if b >= 32 and b != 34 and b != 92:
-                r = _k_deriv(S, t, b)
-                if r < 0:
-                    return -1
-                if r != EMPTY:
-                    _k_class(cw, ct, n, b, r)
-                    n += 1
-            q = q2
+                cand[k] = b
+                k += 1
+            q = _k_bound(pool, st, bl, q, e, d, b, True)
+    n = 0
+    for i in range(k):
+        r = _k_deriv(S, t, cand[i])
+        if r < 0:
+            return -1
+        if r != EMPTY:
+            _k_class(cw, ct, n, cand[i], r)
+            n += 1
     return n
 
 

@@ -300,6 +300,7 @@ def test_key_sets_mask_like_trie_rules(llama3_vocab, monkeypatch, close_objects)
             if len(ours) == len(doc) + 1:
                 assert native.accepts(doc) == ref.accepts(doc), doc
         assert native._auto._ktab, "the key sets were not used"
+        _assert_interned(native._auto)
         a = native._auto
         if "a" not in schema["properties"]:
             assert a.walk_bytes(native.initial_state, b'{"dead') < 0  # no instance: never offered
@@ -325,6 +326,21 @@ def test_key_sets_are_shared_and_settled_lazily(llama3_vocab):
     s1 = a.walk_bytes(index.initial_state, b'{"p1":1,"p19')
     s2 = a.walk_bytes(index.initial_state, b'{"p2":1,"p19')
     assert s1 >= 0 and s2 >= 0 and a.term_of(s1) == a.term_of(s2)
+    _assert_interned(a)
+
+
+def _assert_interned(a):
+    """Every term is where its constructor's probe finds it (so no term is ever built twice)."""
+    from dotjson.automaton import kernels as K
+
+    st = a._a
+    ti, bw, pool, ht = st["ti"], st["bw"], st["pool"], st["ht"]
+    mask = ht.shape[0] - 1
+    for t in range(a.n_terms):
+        i = K.term_hash(ti, bw, pool, t) & mask
+        while ht[i] != t:
+            assert ht[i] >= 0, f"term {t} ({ti[t].tolist()}) is not where its hash leads"
+            i = (i + 1) & mask
 
 
 def test_saved_key_sets_are_validated(tmp_path, llama3_vocab):

@@ -14,6 +14,7 @@ that sub-schema, not of the schemas under it. Nothing here builds grammar.
 from __future__ import annotations
 
 import warnings
+from collections import defaultdict
 from types import MappingProxyType
 from urllib.parse import unquote
 
@@ -98,7 +99,7 @@ class Normalizer:
         self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}
-        self._ptr_cache: dict = {}       # document -> {JSON pointer -> the object or array there}
+        self._ptr_cache = defaultdict(dict)  # document -> {JSON pointer -> the object or array there}
         self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
         self.inlining: set = set()
         self.docs: dict[str, _Doc] = {}
@@ -221,9 +222,7 @@ class Normalizer:
             return self.docs[doc].root
         # the parent of a sub-schema was almost always looked up just before (a property's
         # pointer after its object's): one step from it, not a walk from the root per name
-        cache = self._ptr_cache.get(doc)
-        if cache is None:
-            cache = self._ptr_cache[doc] = {}
+        cache = self._ptr_cache[doc]
         hit = cache.get(ptr)
         if hit is not None:
             return hit
@@ -588,10 +587,7 @@ class Normalizer:
             v = v[m]
             p = f"{p}/{m if type(m) is int else _esc(m)}"
         if isinstance(v, dict):
-            cache = self._ptr_cache.get(doc)
-            if cache is None:
-                cache = self._ptr_cache[doc] = {}
-            cache[p] = v
+            self._ptr_cache[doc][p] = v
         elif not isinstance(v, bool):
             raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
         if v is True:
@@ -933,13 +929,7 @@ class Normalizer:
         for a in br:
             k = a[0]
             if k == "props":
-                if not m.props:
-                    m.props = {}
-                es = m.props.get(a[1])
-                if es is None:
-                    m.props[a[1]] = [a[2]]
-                else:
-                    es.append(a[2])
+                m.props = _put(m.props, a[1], a[2])
             elif k == "required":
                 if not m.required:
                     m.required = {}
@@ -959,68 +949,42 @@ class Normalizer:
                 if hi is not None and (m.hi is None or hi < m.hi or (hi == m.hi and hix)):
                     m.hi, m.hix = hi, hix
             elif k == "mult":
-                if not m.mults:
-                    m.mults = []
-                m.mults.append(a[1])
+                m.mults = _push(m.mults, a[1])
             elif k == "notmult":
-                if not m.notmults:
-                    m.notmults = []
-                m.notmults.append(a[1])
+                m.notmults = _push(m.notmults, a[1])
             elif k == "str":
                 if a[2]:
-                    if not m.spos:
-                        m.spos = []
-                    m.spos.append(a[1])
+                    m.spos = _push(m.spos, a[1])
                 else:
-                    if not m.sneg:
-                        m.sneg = []
-                    m.sneg.append(a[1])
+                    m.sneg = _push(m.sneg, a[1])
             elif k == "len":
                 m.slo = max(m.slo, a[1])
                 if a[2] is not None:
                     m.shi = a[2] if m.shi is None else min(m.shi, a[2])
             elif k == "addl":
-                if not m.addls:
-                    m.addls = []
-                m.addls.append(a[1:])
+                m.addls = _push(m.addls, a[1:])
             elif k == "pattern":
-                if not m.patterns:
-                    m.patterns = []
-                m.patterns.append((a[1], a[2]))
+                m.patterns = _push(m.patterns, (a[1], a[2]))
             elif k == "pnames":
-                if not m.pnames:
-                    m.pnames = []
-                m.pnames.append(a[1])
+                m.pnames = _push(m.pnames, a[1])
             elif k == "nprops":
                 m.plo = max(m.plo, a[1])
                 if a[2] is not None:
                     m.phi = a[2] if m.phi is None else min(m.phi, a[2])
             elif k == "pos":
-                if not m.pos:
-                    m.pos = {}
-                es = m.pos.get(a[1])
-                if es is None:
-                    m.pos[a[1]] = [a[2]]
-                else:
-                    es.append(a[2])
+                m.pos = _put(m.pos, a[1], a[2])
             elif k == "items":
-                if not m.items:
-                    m.items = []
-                m.items.append((a[1], a[2]))
+                m.items = _push(m.items, (a[1], a[2]))
             elif k == "nitems":
                 m.ilo = max(m.ilo, a[1])
                 if a[2] is not None:
                     m.ihi = a[2] if m.ihi is None else min(m.ihi, a[2])
             elif k == "contains":
-                if not m.contains:
-                    m.contains = []
-                m.contains.append(a[1:])
+                m.contains = _push(m.contains, a[1:])
             elif k == "unique":
                 m.unique = a[1]
             elif k == "ruleref":
-                if not m.rulerefs:
-                    m.rulerefs = []
-                m.rulerefs.append(a[1])
+                m.rulerefs = _push(m.rulerefs, a[1])
         m.types = types
         return m
 
@@ -1208,6 +1172,27 @@ class Normalizer:
 # The empty containers every merged branch starts with (read-only, shared; see _merge).
 _NO_MAP = MappingProxyType({})
 _NO_SET: frozenset = frozenset()
+
+
+def _push(seq, x) -> list:
+    """``seq`` with ``x`` appended: ``seq`` itself, or a new list in place of a shared empty one."""
+    if seq:
+        seq.append(x)
+        return seq
+    return [x]
+
+
+def _put(mapping, key, x) -> dict:
+    """``mapping`` with ``x`` appended to ``mapping[key]`` (a list): ``mapping`` itself, or a new
+    dict in place of the shared empty one."""
+    if not mapping:
+        return {key: [x]}
+    es = mapping.get(key)
+    if es is None:
+        mapping[key] = [x]
+    else:
+        es.append(x)
+    return mapping
 
 
 class _Merged:

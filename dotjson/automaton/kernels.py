@@ -163,8 +163,11 @@ def _grow_i32(a, n):
 
 @nb.njit(inline="always", **NJIT_OPTS)
 def _mix(h, x):
-    h = (h ^ x) * 0x100000001B3
-    return h ^ (h >> 29)
+    # in uint64, where a product wraps: Numba's signed products are `mul nsw`, whose overflow
+    # LLVM may assume never happens, so the same hash inlined into two kernels could differ
+    # (a term interned off the slot its lookup probes, made again on every lookup)
+    u = (np.uint64(h) ^ np.uint64(x)) * np.uint64(0x100000001B3)
+    return np.int64(u ^ (u >> np.uint64(29)))
 
 
 @nb.njit(inline="always", **NJIT_OPTS)

@@ -326,6 +326,14 @@ def test_key_sets_are_shared_and_settled_lazily(llama3_vocab):
     s1 = a.walk_bytes(index.initial_state, b'{"p1":1,"p19')
     s2 = a.walk_bytes(index.initial_state, b'{"p2":1,"p19')
     assert s1 >= 0 and s2 >= 0 and a.term_of(s1) == a.term_of(s2)
+    # ... and so is a range whose offered members are the same, whichever the states offer
+    # elsewhere: after p1100 and after p1200 the names under "p15" offer p1500 .. p1999 (the
+    # kernels make the context of those alone, interned)
+    s1 = a.walk_bytes(index.initial_state, b'{"p1100":1,"p15')
+    s2 = a.walk_bytes(index.initial_state, b'{"p1200":1,"p15')
+    s3 = a.walk_bytes(index.initial_state, b'{"p1550":1,"p15')
+    assert s1 >= 0 and s2 >= 0 and a.term_of(s1) == a.term_of(s2) != a.term_of(s3)
+    assert index.accepts('{"p1100":1,"p1500":2}') and not index.accepts('{"p1200":1,"p150":2}')
     _assert_interned(a)
 
 

@@ -144,10 +144,9 @@ class Automaton:
                            self._keys_body)
         self._ret = np.zeros(4, dtype=np.int64)
         # key sets (see kernels.K_KEYS): pool offset of each table, by its Python object and
-        # back, and of each context (table, members offered)
+        # back (their contexts are interned by the kernels, in the memo)
         self._ktab: dict[int, int] = {}
         self._kpy: dict[int, object] = {}
-        self._kctx: dict[tuple, int] = {}
 
     # ------------------------------------------------------------------ the store
 
@@ -328,13 +327,7 @@ class Automaton:
         :attr:`lock` held, for a rule the analysis found productive (so some offered member can
         complete and the term is not empty)."""
         keyset, lo, hi = spec
-        T = self._key_table(keyset)
-        C = self._kctx.get((T, lo, hi))
-        if C is None:
-            C = self._pool_alloc(3)
-            self._a["pool"][C : C + 3] = (T, lo, hi)
-            self._kctx[(T, lo, hi)] = C
-        return self._run(K.keys_root, C)
+        return self._run(K.keys_root, self._key_table(keyset), lo, hi)
 
     def _key_table(self, keyset) -> int:
         """The pool offset of ``keyset``'s table, written on first use (see ``kernels.KT_*``)."""
@@ -373,7 +366,6 @@ class Automaton:
         o_start, o_blob, o_member, o_alive, o_tail, o_cp, o_esc, o_raw = offs
         full = at  # the context offering every member
         pool[full : full + 3] = (T, 0, n)
-        self._kctx[(T, 0, n)] = full
         pool[T : T + K.N_KT] = (n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full)
         self._ktab[id(keyset)] = T
         self._kpy[T] = keyset
@@ -535,6 +527,8 @@ class Automaton:
         if not 0 <= self.start_term < n_terms or a["tm"][self.start_term, K.M_STATE] < 0:
             raise ValueError("start state missing")
         self.start = int(a["tm"][self.start_term, K.M_STATE])
+        for C in sorted(contexts):  # (the memo that interns them is not saved)
+            self._run(K.keys_register, C)
         return self
 
     # ------------------------------------------------------------------ terms
@@ -921,6 +915,14 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable, contexts=None) -> np.nd
 # ------------------------------------------------------------------------------ persistence
 
 
+def _keysets_meta(a: Automaton, ti, pool) -> list:
+    """``[[table, [context, ...]], ...]``: every key set table, with the contexts its terms
+    use (made by the kernels: see ``kernels._k_intern``)."""
+    used = np.unique(ti[ti[:, 0] == K.K_KEYS, 1])
+    tables = pool[used] if len(used) else used
+    return [[int(T), [int(C) for C in used[tables == T]]] for T in sorted(a._ktab.values())]
+
+
 def export_state(a: Automaton) -> dict:
     """The automaton's term store and tables, as JSON-able values and arrays."""
     with a.lock:
@@ -937,9 +939,9 @@ def export_state(a: Automaton) -> dict:
                 "rule_nullable": list(a.rules.nullable),
                 "analysis": [sorted(d.items()) for d in a.rules.known()],
                 "start_term": a.start_term,
-                # key set tables in the pool, each with its contexts (see kernels.K_KEYS)
-                "keysets": [[T, sorted(C for (T2, _, _), C in a._kctx.items() if T2 == T)]
-                            for T in sorted(a._ktab.values())],
+                # key set tables in the pool, each with the contexts its terms use (see
+                # kernels.K_KEYS)
+                "keysets": _keysets_meta(a, arrays["ti"], arrays["pool"]),
                 "max_states": a.max_states,
                 "fuel": a.fuel,
             },

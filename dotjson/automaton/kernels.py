@@ -88,6 +88,7 @@ _T_SEQ = 2 << 58
 _T_CLAMP = 3 << 58
 _T_RADIUS = 4 << 58
 _T_FARHI = 5 << 58
+_T_KCTX = 6 << 58
 #: :func:`_far_hi` of a term whose counters a clamp leaves alone.
 NO_FAR = (1 << 31) - 1
 
@@ -760,29 +761,104 @@ def _k_any(S, T, C, q1, q2):
     return 0
 
 
+#: a key set of more members than this keeps its contexts as made (not interned in the memo,
+#: whose keys hold a context's bounds in 22 bits each)
+K_CTX_MEMBERS = 1 << 22
+
+
 @nb.njit(inline="always", **NJIT_OPTS)
-def _k_ctx(pool, T, C, q1, q2):
-    """The context of a key set term over names ``[q1, q2)`` under context ``C``: the full one
-    when ``C`` offers all of them (the same language, shared), else ``C``."""
+def _k_ctx_key(T, lo, hi):
+    return _T_KCTX | (np.int64(T & 0x3FFF) << 44) | (np.int64(lo) << 22) | np.int64(hi)
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_intern(S, T, lo, hi):
+    """The context ``(T, lo, hi)`` (members ``lo .. hi - 1`` of table ``T`` offered): the table's
+    full one, else the one made before (found in the memo), else a new one in the pool; -1 on
+    exit. Every maker of contexts comes here, so a context is one pool offset and the key set
+    terms over it are shared."""
+    pool = S[S_POOL]
+    n = pool[T + KT_N]
+    if lo == 0 and hi == n:
+        return pool[T + KT_FULL]
+    interned = n < K_CTX_MEMBERS
+    key = _k_ctx_key(T, lo, hi)
+    if interned:
+        c = _mget(S, key)
+        if c >= 0 and pool[c] == T and pool[c + 1] == lo and pool[c + 2] == hi:
+            return c
+        if c >= 0:  # another table's context under the same key: this one is made, not kept
+            interned = False
+    ctl = S[S_CTL]
+    if interned and 2 * (ctl[C_MEMO] + 1) > S[S_MK].shape[0]:
+        return _fail(S, NEED_GROW_MEMO, 0)
+    off = ctl[C_POOL]
+    if off + 3 > pool.shape[0]:
+        return _fail(S, NEED_GROW_POOL, 3)
+    pool[off] = T
+    pool[off + 1] = lo
+    pool[off + 2] = hi
+    ctl[C_POOL] = off + 3
+    if interned:
+        _mput(S, key, off)  # (room checked above)
+    return off
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_ctx(S, pool, T, C, q1, q2):
+    """The context of a key set term over names ``[q1, q2)`` under context ``C``: the least one
+    offering the same members of them, from the least to the greatest offered (the full one
+    when ``C`` offers all of them): the terms of every state offering the same members of a
+    range are shared, whichever members the states offer elsewhere. -1 on exit."""
     full = pool[T + KT_FULL]
     if C == full:
         return C
     mlo = pool[C + 1]
     mhi = pool[C + 2]
     mem = pool[T + KT_MEMBER]
+    a = mhi
+    b = mlo - 1
+    whole = True
     for q in range(q1, q2):
         m = pool[mem + q]
         if m < mlo or m >= mhi:
-            return C
-    return full
+            whole = False
+        else:
+            if m < a:
+                a = m
+            if m > b:
+                b = m
+    if whole:
+        return full
+    if a == mlo and b + 1 == mhi:
+        return C
+    return _k_intern(S, T, a, b + 1)
 
 
 @nb.njit(**NJIT_OPTS)
-def keys_root(S, C):
-    """The key set term of context ``C`` (all its names, from their first byte); the caller
-    knows it is not empty."""
+def keys_root(S, T, lo, hi):
+    """The key set term of table ``T`` offering members ``lo .. hi - 1`` (all its names, from
+    their first byte); the caller knows it is not empty."""
     S = borrow(S)
+    C = _k_intern(S, T, lo, hi)
+    if C < 0:
+        return -1
     return mk_simple(S, K_KEYS, C, 0, 0, 0)
+
+
+@nb.njit(**NJIT_OPTS)
+def keys_register(S, C):
+    """Put context ``C`` of a loaded store back in the memo (which is not saved), so contexts
+    made from now on find it instead of making a copy; -1 on exit."""
+    S = borrow(S)
+    pool = S[S_POOL]
+    T = pool[C]
+    if pool[T + KT_N] >= K_CTX_MEMBERS or C == pool[T + KT_FULL]:
+        return 0
+    key = _k_ctx_key(T, pool[C + 1], pool[C + 2])
+    if _mget(S, key) >= 0:
+        return 0
+    return _mput(S, key, C)
 
 
 @nb.njit(**NJIT_OPTS)
@@ -805,7 +881,10 @@ def _k_escapes(S, T, C, s, e, d):
         if f == 1 and i >= 0:
             esc = pool[pool[T + KT_ESC] + i]
             if esc != EMPTY:
-                kt = mk_simple(S, K_KEYS, _k_ctx(pool, T, C, q, q2), q, d + ln, 0)
+                c = _k_ctx(S, pool, T, C, q, q2)
+                if c < 0:
+                    return -1
+                kt = mk_simple(S, K_KEYS, c, q, d + ln, 0)
                 if kt < 0:
                     return -1
                 r = seq(S, esc, kt)
@@ -887,7 +966,10 @@ def _k_deriv(S, t, b):
         return -1
     if f == 0:
         return EMPTY
-    return mk_simple(S, K_KEYS, _k_ctx(pool, T, C, q1, q2), q1, d + 1, 0)
+    c = _k_ctx(S, pool, T, C, q1, q2)
+    if c < 0:
+        return -1
+    return mk_simple(S, K_KEYS, c, q1, d + 1, 0)
 
 
 @nb.njit(**NJIT_OPTS)

@@ -30,7 +30,10 @@ def test_unused_defs_are_never_compiled():
 
 
 def test_property_schemas_are_built_when_reached():
-    g = schema_to_grammar(_props(1000))
+    schema = _props(1000)
+    for i, v in enumerate(schema["properties"].values()):
+        v["maximum"] = i + 10  # (1,000 different schemas: identical ones would be one rule)
+    g = schema_to_grammar(schema)
     a = Automaton(g)
     s = a.walk_bytes(a.start, b'{"p5":')
     assert s >= 0
@@ -41,6 +44,29 @@ def test_property_schemas_are_built_when_reached():
     assert [n for n in g.rules._src.rules if n.startswith("s_p")] == ["s_p5"]
     assert a.matches(b'{"p5":1,"p999":2}')
     assert not a.matches(b'{"p999":2,"p5":1}')  # schema order
+
+
+def test_identical_leaf_schemas_are_one_expression():
+    from dotjson.jsonschema.compiler import Compiler
+
+    # 1,000 properties of one leaf schema (annotations aside) normalise to one expression and
+    # one value rule; values that differ by JSON type (1, 1.0, true) or that hold a sub-schema,
+    # a reference or an identifier do not merge
+    props = {f"p{i}": {"type": "integer", "description": f"#{i}"} for i in range(1000)}
+    props.update({"c1": {"const": 1}, "c2": {"const": True}, "c3": {"const": 1.0}, "c4": {"const": 1},
+                  "r1": {"$ref": "#/$defs/x"}, "r2": {"$ref": "#/$defs/x"},
+                  "o1": {"type": "object", "properties": {}}, "o2": {"type": "object", "properties": {}}})
+    schema = {"type": "object", "properties": props, "$defs": {"x": {"type": "string"}}}
+    g = schema_to_grammar(schema)
+    a = Automaton(g)
+    assert a.matches(b'{"p3":1,"p999":2,"c1":1,"c2":true,"c3":1,"c4":1,"r1":"a","o2":{}}')
+    assert not a.matches(b'{"c2":1}') and not a.matches(b'{"c1":true}') and not a.matches(b'{"p5":1.5}')
+    c = Compiler(schema, disallow_whitespace=False, close_objects=False, lenient=False, resources=None)
+    s = c.docs[""].root
+    exprs = {k: c._sub(s["properties"], "", "/properties", k) for k in props}
+    assert len({exprs[f"p{i}"] for i in range(1000)}) == 1
+    assert exprs["c1"] == exprs["c4"] and len({exprs[k] for k in ("c1", "c2", "c3")}) == 3
+    assert exprs["r1"] != exprs["r2"] and exprs["o1"] != exprs["o2"]
 
 
 def test_errors_surface_in_phase_one_even_for_unreached_parts():

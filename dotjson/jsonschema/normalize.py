@@ -34,6 +34,36 @@ from dotjson.jsonschema.values import (
 _TYPE_ATOMS = {name: ("types", ts) for name, ts in _TYPE_NAMES.items()}
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _leaf_key(s: dict):
+    """The content of schema ``s`` as a hashable key when it is a leaf: every keyword's value a
+    scalar or a list of scalars (no sub-schema), no ``$``-keyword (identifiers, references, a
+    dialect) and no ``id``; annotations left out. ``None`` otherwise. Types are part of the key
+    (``1``, ``1.0`` and ``True`` are equal in Python, not in a schema)."""
+    out = []
+    for k, x in s.items():
+        if type(k) is not str or k[:1] == "$" or k == "id":
+            return None
+        if k in IGNORED_KEYWORDS:
+            continue
+        t = type(x)
+        if t in _SCALARS:
+            out.append((k, t, x))
+        elif t is list:
+            items = []
+            for y in x:
+                ty = type(y)
+                if ty not in _SCALARS:
+                    return None
+                items.append((ty, y))
+            out.append((k, list, tuple(items)))
+        else:
+            return None
+    return tuple(out)
+
+
 def _short(where: str) -> str:
     """A JSON pointer for a message, its middle elided when it is very long."""
     where = where or "/"
@@ -100,6 +130,7 @@ class Normalizer:
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}
         self._ptr_cache = defaultdict(dict)  # document -> {JSON pointer -> the object or array there}
+        self._leaves = defaultdict(dict)  # document -> {a leaf schema's content -> its expression}
         self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
         self.inlining: set = set()
         self.docs: dict[str, _Doc] = {}
@@ -587,6 +618,18 @@ class Normalizer:
             v = v[m]
             p = f"{p}/{m if type(m) is int else _esc(m)}"
         if isinstance(v, dict):
+            key = _leaf_key(v)
+            if key is not None:
+                # a leaf (no sub-schema, no identifier or reference) means the same wherever it
+                # sits in its document: its first place stands for all (10,000 properties of
+                # `{"type": "integer"}` are one expression, normalised and decided once)
+                leaves = self._leaves[doc]
+                e = leaves.get(key)
+                if e is not None:
+                    return e
+                e = leaves[key] = ("loc", doc, p)
+                self._ptr_cache[doc][p] = v
+                return e
             self._ptr_cache[doc][p] = v
         elif not isinstance(v, bool):
             raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)

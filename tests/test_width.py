@@ -21,7 +21,7 @@ from dotjson.schema import schema_to_grammar
 
 # names sharing prefixes at every depth, one the empty string, some needing escapes, non-ASCII
 NAMES = (["", "a", "ab", "abc", "abd", "abcd", "b", "ba", "bab", "é", "é1", "日本", "日本語", 'q"uote', "back\\s",
-          "tab\tx", "\U0001f600", "\U0001f600x"]
+          "tab\tx", "\U0001f600", "\U0001f600x", "sl/ash", "nl\nx", "nl\ry", "\b\f", "\x7f", "u\u2028"]
          + [f"p{i}" for i in range(60)] + [f"item_{i:03d}" for i in range(0, 300, 7)])
 
 
@@ -286,7 +286,8 @@ def test_key_sets_mask_like_trie_rules(llama3_vocab, monkeypatch, close_objects)
     ]
     docs = [b'{"' + json.dumps(k).encode()[1:] + b':1}' for k in names] + [
         b'{"p1":1,"p10":2,"p5":3,"deaf":4}', b'{"\\u0070\\u00351":1}', b'{"\\u00e9":1,"\\u65e5\\u672c":2}',
-        b'{"q\\"uote":1,"back\\\\s":2,"tab\\tx":3}', b'{"\\ud83d\\ude00x":1}', b'{"a":{"p3":1,"p30":2},"b":[]}',
+        b'{"q\\"uote":1,"back\\\\s":2,"tab\\tx":3}', b'{"\\ud83d\\ude00x":1}', b'{"sl\\/ash":1,"nl\\nx":2,"nl\\u000Dy":3,"\\b\\u000c":4,"\x7f":5,"u\\u2028":6}',
+        b'{"sl/ash":1,"nl\\u000ax":2,"\\u0062\\f":3}', b'{"a":{"p3":1,"p30":2},"b":[]}',
         b'{"dea', b'{"item_007":1,"item_105":2,"item_294":3}',
     ]
     for schema in schemas:

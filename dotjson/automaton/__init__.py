@@ -345,15 +345,21 @@ class Automaton:
             blob = np.frombuffer(b"".join(enc), dtype=np.uint8)
             lens = np.fromiter(map(len, enc), dtype=np.int64, count=n)
         chars = sorted(set(joined))
-        esc, raw = [], []
+        esc, short, raw = [], [], []
         for ch in chars:
             t = self.rules.compile_node(keyset.spelling(ch))
-            esc.append(self.deriv(t, 0x5C))
+            after = self.deriv(t, 0x5C)  # its escapes, after the backslash: u + 4 hex digits
+            esc.append(self.deriv(after, 0x75))
+            # ... or one byte (JSON's short escapes: the quote, the backslash, \/ \b \f \n \r \t)
+            sh = [b for b in _SHORT_ESCAPES if self.deriv(after, b) != K.EMPTY]
+            if len(sh) > 1 or (sh and self.deriv(after, sh[0]) != K.EPS):
+                raise GrammarError(f"key character {ch!r} has an escape that is not JSON's")
+            short.append(sh[0] if sh else -1)
             raw.append(int(self.deriv(t, ch.encode("utf-8")[0]) != K.EMPTY))
         ncp = len(chars)
         parts = [np.zeros(n + 1, dtype=np.int32), blob, keyset.trie.member, np.full(n, -1), np.full(n, -1),
                  np.fromiter(map(ord, chars), dtype=np.int64, count=ncp), np.asarray(esc, dtype=np.int64),
-                 np.asarray(raw, dtype=np.int64)]
+                 np.asarray(raw, dtype=np.int64), np.asarray(short, dtype=np.int64)]
         np.cumsum(lens, out=parts[0][1:])
         T = self._pool_alloc(K.N_KT + sum(len(x) for x in parts) + 3)
         offs = []
@@ -363,10 +369,11 @@ class Automaton:
             offs.append(at)
             pool[at : at + len(x)] = x
             at += len(x)
-        o_start, o_blob, o_member, o_alive, o_tail, o_cp, o_esc, o_raw = offs
+        o_start, o_blob, o_member, o_alive, o_tail, o_cp, o_esc, o_raw, o_short = offs
         full = at  # the context offering every member
         pool[full : full + 3] = (T, 0, n)
-        pool[T : T + K.N_KT] = (n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full)
+        pool[T : T + K.N_KT] = (n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full,
+                                o_short)
         self._ktab[id(keyset)] = T
         self._kpy[T] = keyset
         return T
@@ -787,6 +794,10 @@ def plain_seq_arrays(seqs) -> tuple[np.ndarray, np.ndarray]:
     return pseq, plen
 
 
+#: the bytes of JSON's one-byte escapes after a backslash (RFC 8259 §7)
+_SHORT_ESCAPES = tuple(b'"\\/bfnrt')
+
+
 def _check_keysets(keysets, pool, n_terms) -> dict:
     """Validate the key set tables of a saved pool (every offset and size in bounds, names
     sorted and distinct, members a permutation, every member settled); returns
@@ -807,7 +818,7 @@ def _check_keysets(keysets, pool, n_terms) -> dict:
         T, cs = int(item[0]), [int(c) for c in item[1]]
         if not 0 <= T <= P - K.N_KT:
             raise ValueError("key set table out of range")
-        n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full = (
+        n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full, o_short = (
             int(x) for x in pool[T : T + K.N_KT])
         if n < 1 or ncp < 0:
             raise ValueError("key set sizes out of range")
@@ -835,7 +846,9 @@ def _check_keysets(keysets, pool, n_terms) -> dict:
             raise ValueError("key set characters not sorted")
         esc = region(o_esc, ncp, "escapes")
         raw = region(o_raw, ncp, "raw flags")
-        if ncp and (esc.min() < 0 or esc.max() >= n_terms or not np.all((raw == 0) | (raw == 1))):
+        short = region(o_short, ncp, "short escapes")
+        if ncp and (esc.min() < 0 or esc.max() >= n_terms or not np.all((raw == 0) | (raw == 1))
+                    or not np.all((short == -1) | np.isin(short, _SHORT_ESCAPES))):
             raise ValueError("key set escapes out of range")
         lens = np.diff(starts)
         for C in cs + [full]:
@@ -903,7 +916,9 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable, contexts=None) -> np.nd
             f = K.F_BOOL | (K.F_NULL if (fa & K.F_NULL and not fb & K.F_NULL) else 0)
         elif k == K.K_KEYS:
             lens = (contexts or {}).get(p)
-            if lens is None or not 0 <= q < len(lens) or not 0 <= r <= lens[q]:
+            esc = r >= K.KD_ESC  # just after a backslash: a character starts at r - KD_ESC
+            d = r - K.KD_ESC if esc else r
+            if lens is None or not 0 <= q < len(lens) or not 0 <= d <= lens[q] - esc:
                 raise ValueError(f"key set term {i} out of range")
             f = 0
         else:

@@ -650,17 +650,24 @@ def ref(S, rule, nullable):
 # offsets into ``KT_BLOB``), the member of each sorted name (``KT_MEMBER``), per member whether
 # it can complete (``KT_ALIVE``: 1, 0, or -1 not known yet) and the term of what follows its
 # name (``KT_TAIL``: -1 not known yet), and per code point of the names (sorted, ``KT_CP``) the
-# rest of its escaped spellings after the backslash (``KT_ESC``) and whether it may be written
-# raw (``KT_RAW``). A context at pool offset C is ``(T, mlo, mhi)``: the members a state offers;
+# rest of its ``\\u`` spellings after the backslash and the ``u`` (``KT_ESC``), the byte of its
+# short escape (``KT_SHORT``: ``n`` for a newline, ``"`` for a quote; -1 when it has none) and
+# whether it may be written raw (``KT_RAW``). A context at pool offset C is ``(T, mlo, mhi)``: the members a state offers;
 # ``KT_FULL`` is the context offering them all. A derivative whose names are all offered takes
 # that one (``_k_ctx``), so the key positions of one object share every term but those of the
 # few ranges their windows cut: a later key position of a wide object is mostly memoized.
 # Term ``K_KEYS(C, p, d)``: the names sharing the first ``d`` bytes of sorted name ``p`` (``p`` the
 # first of them) whose member is offered and can complete, their remaining bytes from ``d`` on.
 # Such a term is made only when one of its names is offered and can complete: like every term
-# without AND/DIFF, it is never empty.
-KT_N, KT_START, KT_BLOB, KT_MEMBER, KT_ALIVE, KT_TAIL, KT_CP, KT_NCP, KT_ESC, KT_RAW, KT_FULL = range(11)
-N_KT = 11
+# without AND/DIFF, it is never empty. ``K_KEYS(C, s, d + KD_ESC)`` is the same names just after a
+# backslash that starts their character at byte ``d`` (``s`` the first name with one): one term
+# for the backslash class of every row, its characters' escapes spelled only when a byte after
+# the backslash is asked for.
+KT_N, KT_START, KT_BLOB, KT_MEMBER, KT_ALIVE, KT_TAIL, KT_CP, KT_NCP, KT_ESC, KT_RAW, KT_FULL, \
+    KT_SHORT = range(12)
+N_KT = 12
+#: depth flag of a key set term just after a backslash (see ``_k_esc_deriv``)
+KD_ESC = 1 << 28
 
 
 @nb.njit(inline="always", **NJIT_OPTS)
@@ -862,43 +869,121 @@ def keys_register(S, C):
 
 
 @nb.njit(**NJIT_OPTS)
-def _k_escapes(S, T, C, s, e, d):
+def _k_backslash(S, T, C, s, e, d):
     """The derivative by a backslash of the names ``[s, e)`` (byte ``d`` starts a character in
-    each): per character, the rest of its escaped spellings, then the names' rest after it."""
+    each): the escape-mode term over them when one of their characters with an escape starts an
+    offered member that can complete, else ∅; -1 on exit."""
     pool = S[S_POOL]
     st = pool[T + KT_START]
     bl = pool[T + KT_BLOB]
+    q = s
+    while q < e:
+        cp, ln = _k_decode(pool, st, bl, q, d)
+        q2 = _k_block_end(pool, T, q, d + ln)
+        i = _k_cp(pool, T, cp)
+        if i >= 0 and (pool[pool[T + KT_ESC] + i] != EMPTY or pool[pool[T + KT_SHORT] + i] >= 0):
+            f = _k_any(S, T, C, q, q2)
+            if f < 0:
+                return -1
+            if f == 1:
+                c = _k_ctx(S, pool, T, C, s, e)
+                if c < 0:
+                    return -1
+                return mk_simple(S, K_KEYS, c, s, d + KD_ESC, 0)
+        q = q2
+    return EMPTY
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_esc_deriv(S, t, b):
+    """The derivative of escape-mode key set term ``t`` by byte ``b``: ``u`` leads, per
+    character, to the rest of its ``\\u`` spellings then the names' rest after it; a short
+    escape's byte to the rest of the names of its one character. -1 on exit."""
+    ti = S[S_TI]
+    pool = S[S_POOL]
+    C = ti[t, 1]
+    s = ti[t, 2]
+    d = ti[t, 3] - KD_ESC
+    T = pool[C]
+    st = pool[T + KT_START]
+    bl = pool[T + KT_BLOB]
+    e = _k_block_end(pool, T, s, d)
     parts = np.empty(16, dtype=np.int32)
     n = 0
     q = s
     while q < e:
         cp, ln = _k_decode(pool, st, bl, q, d)
         q2 = _k_block_end(pool, T, q, d + ln)
-        f = _k_any(S, T, C, q, q2)
-        if f < 0:
-            return -1
         i = _k_cp(pool, T, cp)
-        if f == 1 and i >= 0:
-            esc = pool[pool[T + KT_ESC] + i]
-            if esc != EMPTY:
-                c = _k_ctx(S, pool, T, C, q, q2)
-                if c < 0:
+        if i >= 0:
+            head = EMPTY
+            if b == 117:
+                head = pool[pool[T + KT_ESC] + i]
+            elif pool[pool[T + KT_SHORT] + i] == b:
+                head = EPS
+            if head != EMPTY:
+                f = _k_any(S, T, C, q, q2)
+                if f < 0:
                     return -1
-                kt = mk_simple(S, K_KEYS, c, q, d + ln, 0)
-                if kt < 0:
-                    return -1
-                r = seq(S, esc, kt)
-                if r < 0:
-                    return -1
-                parts = _grow_i32(parts, n)
-                parts[n] = r
-                n += 1
+                if f == 1:
+                    c = _k_ctx(S, pool, T, C, q, q2)
+                    if c < 0:
+                        return -1
+                    kt = mk_simple(S, K_KEYS, c, q, d + ln, 0)
+                    if kt < 0:
+                        return -1
+                    r = seq(S, head, kt)
+                    if r < 0:
+                        return -1
+                    parts = _grow_i32(parts, n)
+                    parts[n] = r
+                    n += 1
         q = q2
     if n == 0:
         return EMPTY
     if n == 1:
         return parts[0]
     return alt(S, parts, n)
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_esc_row(S, t, cw, ct):
+    """The derivative classes of escape-mode key set term ``t``: ``u`` and the short escape
+    bytes of its characters. Their number, or -1 on exit."""
+    ti = S[S_TI]
+    pool = S[S_POOL]
+    C = ti[t, 1]
+    s = ti[t, 2]
+    d = ti[t, 3] - KD_ESC
+    T = pool[C]
+    st = pool[T + KT_START]
+    bl = pool[T + KT_BLOB]
+    e = _k_block_end(pool, T, s, d)
+    seen = np.zeros(256, dtype=np.bool_)
+    seen[117] = True
+    cand = np.empty(257, dtype=np.int32)
+    cand[0] = 117
+    k = 1
+    q = s
+    while q < e:
+        cp, ln = _k_decode(pool, st, bl, q, d)
+        i = _k_cp(pool, T, cp)
+        if i >= 0:
+            x = pool[pool[T + KT_SHORT] + i]
+            if x >= 0 and not seen[x]:
+                seen[x] = True
+                cand[k] = x
+                k += 1
+        q = _k_block_end(pool, T, q, d + ln)
+    n = 0
+    for j in range(k):
+        r = _k_esc_deriv(S, t, cand[j])
+        if r < 0:
+            return -1
+        if r != EMPTY:
+            _k_class(cw, ct, n, cand[j], r)
+            n += 1
+    return n
 
 
 @nb.njit(inline="always", **NJIT_OPTS)
@@ -928,6 +1013,8 @@ def _k_ask_alive(S, T, m, lo, hi):
 @nb.njit(**NJIT_OPTS)
 def _k_deriv(S, t, b):
     """The derivative of key set term ``t`` by byte ``b`` (-1 on exit)."""
+    if S[S_TI][t, 3] >= KD_ESC:
+        return _k_esc_deriv(S, t, b)
     pool, C, p, d, T, st, bl, e = _k_open(S, t)
     s = p
     if _klen(pool, st, p) == d:  # name p ends here (it sorts first)
@@ -950,7 +1037,7 @@ def _k_deriv(S, t, b):
         return EMPTY
     boundary = (pool[bl + pool[st + s] + d] & 0xC0) != 0x80
     if b == 92:
-        return _k_escapes(S, T, C, s, e, d) if boundary else EMPTY
+        return _k_backslash(S, T, C, s, e, d) if boundary else EMPTY
     q1 = _k_bound(pool, st, bl, s, e, d, b, False)
     q2 = _k_bound(pool, st, bl, q1, e, d, b, True)
     if q1 == q2:
@@ -976,6 +1063,8 @@ def _k_deriv(S, t, b):
 def _k_row(S, t, cw, ct):
     """The derivative classes of key set term ``t`` (one byte each) into ``cw``/``ct``; their
     number, or -1 on exit."""
+    if S[S_TI][t, 3] >= KD_ESC:
+        return _k_esc_row(S, t, cw, ct)
     pool, C, p, d, T, st, bl, e = _k_open(S, t)
     # the bytes with a derivative to compute: the closing quote where name p ends, a backslash
     # where a character starts, each distinct raw byte the names have at depth d

@@ -916,9 +916,12 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable, contexts=None) -> np.nd
             f = K.F_BOOL | (K.F_NULL if (fa & K.F_NULL and not fb & K.F_NULL) else 0)
         elif k == K.K_KEYS:
             lens = (contexts or {}).get(p)
-            esc = r >= K.KD_ESC  # just after a backslash: a character starts at r - KD_ESC
-            d = r - K.KD_ESC if esc else r
-            if lens is None or not 0 <= q < len(lens) or not 0 <= d <= lens[q] - esc:
+            # just after a backslash: a character starts at r - KD_ESC; after the closing quote of
+            # name q: r is KD_END
+            end = r >= K.KD_END
+            esc = not end and r >= K.KD_ESC
+            d = r - (K.KD_END if end else K.KD_ESC if esc else 0)
+            if lens is None or not 0 <= q < len(lens) or not 0 <= d <= lens[q] - esc or (end and d):
                 raise ValueError(f"key set term {i} out of range")
             f = 0
         else:

@@ -662,12 +662,16 @@ def ref(S, rule, nullable):
 # without AND/DIFF, it is never empty. ``K_KEYS(C, s, d + KD_ESC)`` is the same names just after a
 # backslash that starts their character at byte ``d`` (``s`` the first name with one): one term
 # for the backslash class of every row, its characters' escapes spelled only when a byte after
-# the backslash is asked for.
+# the backslash is asked for. ``K_KEYS(full, p, KD_END)`` is what follows the closing quote of name ``p``
+# (its member's tail) before the tail is made: a row's quote class costs no rule until a byte
+# after the quote is asked for (then it derives as the tail, like a rule reference its body).
 KT_N, KT_START, KT_BLOB, KT_MEMBER, KT_ALIVE, KT_TAIL, KT_CP, KT_NCP, KT_ESC, KT_RAW, KT_FULL, \
     KT_SHORT = range(12)
 N_KT = 12
 #: depth flag of a key set term just after a backslash (see ``_k_esc_deriv``)
 KD_ESC = 1 << 28
+#: depth of a key set term just after the closing quote of a name (see ``_k_end``)
+KD_END = 1 << 29
 
 
 @nb.njit(inline="always", **NJIT_OPTS)
@@ -1010,10 +1014,24 @@ def _k_ask_alive(S, T, m, lo, hi):
     return _fail(S, NEED_KEY_ALIVE, T)
 
 
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_end(S, t):
+    """The tail of the name of end-mode key set term ``t`` (``K_KEYS(full, p, KD_END)``);
+    -1 on exit (Python makes it)."""
+    pool = S[S_POOL]
+    T = pool[S[S_TI][t, 1]]
+    m = pool[pool[T + KT_MEMBER] + S[S_TI][t, 2]]
+    r = pool[pool[T + KT_TAIL] + m]
+    if r < 0:
+        S[S_CTL][C_ARG2] = m
+        return _fail(S, NEED_KEY_TAIL, T)
+    return r
+
+
 @nb.njit(**NJIT_OPTS)
 def _k_deriv(S, t, b):
     """The derivative of key set term ``t`` by byte ``b`` (-1 on exit)."""
-    if S[S_TI][t, 3] >= KD_ESC:
+    if S[S_TI][t, 3] >= KD_ESC:  # (never KD_END: deriv takes those)
         return _k_esc_deriv(S, t, b)
     pool, C, p, d, T, st, bl, e = _k_open(S, t)
     s = p
@@ -1029,9 +1047,8 @@ def _k_deriv(S, t, b):
             if a == 0:
                 return EMPTY
             r = pool[pool[T + KT_TAIL] + m]
-            if r < 0:
-                S[S_CTL][C_ARG2] = m
-                return _fail(S, NEED_KEY_TAIL, T)
+            if r < 0:  # not made yet: made when a byte after the quote is asked for
+                return mk_simple(S, K_KEYS, pool[T + KT_FULL], p, KD_END, 0)
             return r
     if s >= e or b < 32 or b == 34:
         return EMPTY
@@ -1063,7 +1080,7 @@ def _k_deriv(S, t, b):
 def _k_row(S, t, cw, ct):
     """The derivative classes of key set term ``t`` (one byte each) into ``cw``/``ct``; their
     number, or -1 on exit."""
-    if S[S_TI][t, 3] >= KD_ESC:
+    if S[S_TI][t, 3] >= KD_ESC:  # (never KD_END: row takes those)
         return _k_esc_row(S, t, cw, ct)
     pool, C, p, d, T, st, bl, e = _k_open(S, t)
     # the bytes with a derivative to compute: the closing quote where name p ends, a backslash
@@ -1272,6 +1289,14 @@ def deriv(S, t0, byte):
                     st = _grow_i32(st, sp)
                     st[sp] = c
                     sp += 1
+        elif k == K_KEYS and ti[t, 3] >= KD_END:
+            body = _k_end(S, t)
+            if body < 0:
+                return -1
+            if _dget(S, body, byte) < 0:
+                st = _grow_i32(st, sp)
+                st[sp] = body
+                sp += 1
         if sp > top:
             continue
         # every dependency is known: compute
@@ -1323,7 +1348,10 @@ def deriv(S, t0, byte):
         elif k == K_DIFF:
             r = diff(S, _dget(S, ti[t, 1], byte), _dget(S, ti[t, 2], byte))
         elif k == K_KEYS:
-            r = _k_deriv(S, t, byte)
+            if ti[t, 3] >= KD_END:
+                r = _dget(S, _k_end(S, t), byte)
+            else:
+                r = _k_deriv(S, t, byte)
         else:
             r = EMPTY
         if r < 0:
@@ -1533,6 +1561,11 @@ def row(S, t0):
         elif k == K_DIFF:
             st, sp = _push_row_dep(S, st, sp, ti[t, 1])
             st, sp = _push_row_dep(S, st, sp, ti[t, 2])
+        elif k == K_KEYS and ti[t, 3] >= KD_END:
+            body = _k_end(S, t)
+            if body < 0:
+                return -1
+            st, sp = _push_row_dep(S, st, sp, body)
         if sp > top:
             continue
         rcw = S[S_RCW]
@@ -1544,6 +1577,12 @@ def row(S, t0):
                 cw[0, w] = S[S_BW][j, w]
             ct[0] = EPS
             n = 1
+        elif k == K_KEYS and ti[t, 3] >= KD_END:  # shares its tail's row
+            body = _k_end(S, t)
+            tm[t, M_ROW_LEN] = tm[body, M_ROW_LEN]
+            tm[t, M_ROW_OFF] = tm[body, M_ROW_OFF]
+            sp -= 1
+            continue
         elif k == K_KEYS:
             n = _k_row(S, t, cw, ct)
             if n < 0:

@@ -42,7 +42,7 @@ class KeyTrie:
         self.names = list(names)
         self.n = len(self.names)
         order = sorted(range(self.n), key=self.names.__getitem__)
-        self.keys = [self.names[j] for j in order]
+        self.keys = list(map(self.names.__getitem__, order))
         self.member = np.asarray(order, dtype=np.int64)
         self._ends: dict = {}
 

@@ -340,21 +340,23 @@ class Automaton:
         if joined.isascii():
             blob = np.frombuffer(joined.encode(), dtype=np.uint8)
             lens = np.fromiter(map(len, keys), dtype=np.int64, count=n)
+            # the characters: a count of the bytes (not a set of 50,000 characters)
+            chars = [chr(c) for c in np.flatnonzero(np.bincount(blob, minlength=128))]
         else:
             enc = [k.encode("utf-8") for k in keys]
             blob = np.frombuffer(b"".join(enc), dtype=np.uint8)
             lens = np.fromiter(map(len, enc), dtype=np.int64, count=n)
-        chars = sorted(set(joined))
+            chars = sorted(set(joined))
         esc, short, raw = [], [], []
         for ch in chars:
             t = self.rules.compile_node(keyset.spelling(ch))
             after = self.deriv(t, 0x5C)  # its escapes, after the backslash: u + 4 hex digits
             esc.append(self.deriv(after, 0x75))
             # ... or one byte (JSON's short escapes: the quote, the backslash, \/ \b \f \n \r \t)
-            sh = [b for b in _SHORT_ESCAPES if self.deriv(after, b) != K.EMPTY]
-            if len(sh) > 1 or (sh and self.deriv(after, sh[0]) != K.EPS):
-                raise GrammarError(f"key character {ch!r} has an escape that is not JSON's")
-            short.append(sh[0] if sh else -1)
+            sh = _SHORT_ESCAPE_OF.get(ch, -1)
+            if sh >= 0 and self.deriv(after, sh) != K.EPS:
+                raise GrammarError(f"key character {ch!r} has no short escape")
+            short.append(sh)
             raw.append(int(self.deriv(t, ch.encode("utf-8")[0]) != K.EMPTY))
         ncp = len(chars)
         parts = [np.zeros(n + 1, dtype=np.int32), blob, keyset.trie.member, np.full(n, -1), np.full(n, -1),
@@ -796,6 +798,7 @@ def plain_seq_arrays(seqs) -> tuple[np.ndarray, np.ndarray]:
 
 #: the bytes of JSON's one-byte escapes after a backslash (RFC 8259 §7)
 _SHORT_ESCAPES = tuple(b'"\\/bfnrt')
+_SHORT_ESCAPE_OF = dict(zip('"\\/\b\f\n\r\t', _SHORT_ESCAPES))
 
 
 def _check_keysets(keysets, pool, n_terms) -> dict:

@@ -324,9 +324,9 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         return alt(*nodes)
 
     def build_branch(self, br, where) -> ir.Node:
-        if any(a[0] == "ruleref" for a in br):
+        m = self.merge(br)  # (remembered: a 10,000-atom branch is scanned once)
+        if m.rulerefs:
             return alt(*(self.build_branch(b, where) for b in self.expand_refs(br, where)))
-        m = self.merge(br)
         if m.enum is not None:
             vals = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], br)]
             vals.sort(key=repr)

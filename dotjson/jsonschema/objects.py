@@ -39,11 +39,20 @@ class ObjectBuilder:
         closed = self.close_objects and not m.addls and (m.props or m.patterns)
         pn = self.and_expr(m.pnames) if m.pnames else None
         rq = set(required)
+        ae = self.and_expr
+        empty_values = []  # (a schema `false`, a contradiction the normal form shows)
+
+        def value(es):
+            ve = ae(es)
+            if ve == FALSE:
+                empty_values.append(ve)
+            return ve
+
         if not m.patterns and not m.addls and pn is None:
             # each value is its property's own schemas (most objects; one pass, as lean as it
             # goes: a 10,000-property object pays it at its first mask)
-            ae = self.and_expr
-            declared = [(name, ae(es), name in rq) for name, es in props.items()]
+            declared = [(name, es[0] if len(es) == 1 and es[0][0] == "loc" else value(es), name in rq)
+                        for name, es in props.items()]
         else:
             declared = []
             own = not m.patterns and not m.addls  # a value's schemas are the property's own
@@ -52,10 +61,10 @@ class ObjectBuilder:
                     es = self.member_schemas(m, name, es)
                 if pn is not None and not self.validate(name, pn):
                     es = [*es, FALSE]
-                declared.append((name, self.and_expr(es), name in rq))
+                declared.append((name, value(es), name in rq))
         # (a required value that is empty by its normal form is found by the productivity
         # analysis, exactly, when the object's states are asked about: not searched here)
-        if FALSE in [d[1] for d in declared]:
+        if empty_values:
             if any(d[2] and d[1] == FALSE for d in declared):
                 return EMPTY
             declared = [d for d in declared if d[1] != FALSE]

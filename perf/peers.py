@@ -459,6 +459,9 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False) -> Engine:
     prep = time.perf_counter() - t0
     eos = tuple(int(e) for e in vocab.eos_token_ids)
     n_words = (int(vocab.max_token_id()) + 31) // 32
+    # what a server does at start-up (README): every kernel loaded once, so that no schema's
+    # first mask pays for loading one from Numba's cache (~0.8 ms each, first use only)
+    dotjson.warmup()
 
     class Low(Matcher):
         """The low-level path: ``Index.next_state`` + ``Index.fill_mask`` into a bitmask,
@@ -537,7 +540,8 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False) -> Engine:
     ws = "no whitespace (disallow_whitespace=True)" if compact else "bounded whitespace"
     return Engine(name, compile, prep,
                   f"Index(schema, vocabulary, close_objects=False): {ws}, extra properties "
-                  f"per JSON Schema; timed through {how}", dotjson.__version__)
+                  f"per JSON Schema; timed through {how}; dotjson.warmup() at start-up",
+                  dotjson.__version__)
 
 
 def make_engine(name: str, hf_tokenizer) -> Engine:

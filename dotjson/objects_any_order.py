@@ -123,6 +123,8 @@ class AnyOrderObject:
         rank = np.empty(self.n, dtype=np.int64)
         rank[self.trie.member] = np.arange(self.n)
         self.rank = rank
+        self._ranks: dict = {}
+        self._sets: dict = {}
         self._parsed: dict = {}
         self.bind(None)
 
@@ -138,9 +140,11 @@ class AnyOrderObject:
             return False
         return True
 
-    @staticmethod
-    def _set(seen) -> str:
-        return "".join(f"_{j}" for j in seen)
+    def _set(self, seen) -> str:
+        hit = self._sets.get(seen)  # (spelled in every rule name of a set: once per set)
+        if hit is None:
+            hit = self._sets[seen] = "".join(f"_{j}" for j in seen)
+        return hit
 
     # a name made here is remembered with its parts (what parse() would return)
     def name(self, seen: tuple, c: int) -> str:
@@ -242,8 +246,17 @@ class AnyOrderObject:
         e = self.trie.end(q, d)
         pos = np.arange(q, e, dtype=np.int64)
         if seen:
-            pos = np.setdiff1d(pos, self.rank[list(seen)], assume_unique=True)
+            out = [r - q for r in self._seen_ranks(seen) if q <= r < e]
+            if out:
+                pos = np.delete(pos, out)
         return pos
+
+    def _seen_ranks(self, seen) -> list:
+        """The sorted positions of the names of ``seen`` (a handful; remembered per set)."""
+        hit = self._ranks.get(seen)
+        if hit is None:
+            hit = self._ranks[seen] = sorted(int(self.rank[j]) for j in seen)
+        return hit
 
     def _choice(self, q, d, seen, c2) -> ir.Node:
         # the rest of a name after keys[q][:d]: members not seen yet, then their tails
@@ -277,8 +290,14 @@ class AnyOrderObject:
                 return bool(self._member_ok(j)) and self._productive(tuple(sorted(seen + (j,))), c)
             q, d = rest
             free = self._free(c)
-            for p in self._offered(q, d, seen).tolist():
-                j = int(self.trie.member[p])
+            # the offered names one by one, the seen ones skipped (most often the first answers:
+            # asked of every key rule a body refers to, this must not cost the range)
+            skip = set(self._seen_ranks(seen)) if seen else ()
+            member = self.trie.member
+            for p in range(q, self.trie.end(q, d)):
+                if p in skip:
+                    continue
+                j = int(member[p])
                 if self._member_ok(j) and (free or self._productive(tuple(sorted(seen + (j,))), c)):
                     return True
             return False
@@ -395,6 +414,7 @@ class _FamilyRules(Mapping):
         self._known = getattr(rules, "known_language", None)
         self._analysis = None
         self._final: set = set()
+        self._owner: dict = {}  # rule name -> its family (None: no family's)
 
     def bind_analysis(self, analysis) -> None:
         """The analysis that asks (:class:`dotjson.ir.analysis.Analysis` calls this): a family's
@@ -402,10 +422,16 @@ class _FamilyRules(Mapping):
         self._analysis = analysis
 
     def _family(self, name):
+        hit = self._owner.get(name, False)
+        if hit is not False:
+            return hit
         for fam in self._families:
             if fam.owns(name):
-                return fam
-        return None
+                break
+        else:
+            fam = None
+        self._owner[name] = fam  # (asked of every family rule by every lookup)
+        return fam
 
     def __getitem__(self, name):
         if name in self._rules:

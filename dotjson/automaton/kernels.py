@@ -872,6 +872,22 @@ def keys_register(S, C):
     return _mput(S, key, C)
 
 
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_open(S, t):
+    """Key set term ``t``'s pool, context, first name, depth (an escape-mode term's: the byte
+    its backslash stands before), table, the table's name offsets and bytes, and one past the
+    last name of its range."""
+    ti = S[S_TI]
+    pool = S[S_POOL]
+    C = ti[t, 1]
+    p = ti[t, 2]
+    d = ti[t, 3]
+    if d >= KD_ESC:  # (end-mode terms never come here: deriv and row take them)
+        d -= KD_ESC
+    T = pool[C]
+    return pool, C, p, d, T, pool[T + KT_START], pool[T + KT_BLOB], _k_block_end(pool, T, p, d)
+
+
 @nb.njit(**NJIT_OPTS)
 def _k_backslash(S, T, C, s, e, d):
     """The derivative by a backslash of the names ``[s, e)`` (byte ``d`` starts a character in
@@ -903,15 +919,7 @@ def _k_esc_deriv(S, t, b):
     """The derivative of escape-mode key set term ``t`` by byte ``b``: ``u`` leads, per
     character, to the rest of its ``\\u`` spellings then the names' rest after it; a short
     escape's byte to the rest of the names of its one character. -1 on exit."""
-    ti = S[S_TI]
-    pool = S[S_POOL]
-    C = ti[t, 1]
-    s = ti[t, 2]
-    d = ti[t, 3] - KD_ESC
-    T = pool[C]
-    st = pool[T + KT_START]
-    bl = pool[T + KT_BLOB]
-    e = _k_block_end(pool, T, s, d)
+    pool, C, s, d, T, st, bl, e = _k_open(S, t)
     parts = np.empty(16, dtype=np.int32)
     n = 0
     q = s
@@ -954,15 +962,7 @@ def _k_esc_deriv(S, t, b):
 def _k_esc_row(S, t, cw, ct):
     """The derivative classes of escape-mode key set term ``t``: ``u`` and the short escape
     bytes of its characters. Their number, or -1 on exit."""
-    ti = S[S_TI]
-    pool = S[S_POOL]
-    C = ti[t, 1]
-    s = ti[t, 2]
-    d = ti[t, 3] - KD_ESC
-    T = pool[C]
-    st = pool[T + KT_START]
-    bl = pool[T + KT_BLOB]
-    e = _k_block_end(pool, T, s, d)
+    pool, C, s, d, T, st, bl, e = _k_open(S, t)
     seen = np.zeros(256, dtype=np.bool_)
     seen[117] = True
     cand = np.empty(257, dtype=np.int32)
@@ -979,28 +979,7 @@ def _k_esc_row(S, t, cw, ct):
                 cand[k] = x
                 k += 1
         q = _k_block_end(pool, T, q, d + ln)
-    n = 0
-    for j in range(k):
-        r = _k_esc_deriv(S, t, cand[j])
-        if r < 0:
-            return -1
-        if r != EMPTY:
-            _k_class(cw, ct, n, cand[j], r)
-            n += 1
-    return n
-
-
-@nb.njit(inline="always", **NJIT_OPTS)
-def _k_open(S, t):
-    """Key set term ``t``'s pool, context, first name, depth, table, the table's name offsets
-    and bytes, and one past the last name of its range."""
-    ti = S[S_TI]
-    pool = S[S_POOL]
-    C = ti[t, 1]
-    p = ti[t, 2]
-    d = ti[t, 3]
-    T = pool[C]
-    return pool, C, p, d, T, pool[T + KT_START], pool[T + KT_BLOB], _k_block_end(pool, T, p, d)
+    return _k_classes(S, t, cand, k, cw, ct)
 
 
 @nb.njit(inline="always", **NJIT_OPTS)
@@ -1103,6 +1082,13 @@ def _k_row(S, t, cw, ct):
                 cand[k] = b
                 k += 1
             q = _k_bound(pool, st, bl, q, e, d, b, True)
+    return _k_classes(S, t, cand, k, cw, ct)
+
+
+@nb.njit(**NJIT_OPTS)
+def _k_classes(S, t, cand, k, cw, ct):
+    """The derivatives of key set term ``t`` (either mode) by the bytes ``cand[:k]``, the
+    non-empty ones as one-byte classes into ``cw``/``ct``; their number, or -1 on exit."""
     n = 0
     for i in range(k):
         r = _k_deriv(S, t, cand[i])

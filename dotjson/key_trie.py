@@ -120,15 +120,20 @@ class KeySet:
         ``tail(j)``: the name of the rule of what follows member ``j``'s closing quote (its value
         and the rest of the object); the member can complete exactly when that rule is
         productive.
+    excluded : sequence of int, optional
+        Members never offered (an object in any order: the ones already seen). Key sets over one
+        trie share its names in the automaton's store; only which members complete, and their
+        tails, are their own.
     """
 
-    __slots__ = ("trie", "alive_many", "tail", "asked")
+    __slots__ = ("trie", "alive_many", "tail", "asked", "excluded")
 
-    def __init__(self, trie: KeyTrie, alive_many, tail) -> None:
+    def __init__(self, trie: KeyTrie, alive_many, tail, excluded=()) -> None:
         self.trie = trie
         self.alive_many = alive_many
         self.tail = tail
         self.asked = np.zeros(trie.n, dtype=np.bool_)  # members alive_many has answered for
+        self.excluded = np.asarray(sorted(excluded), dtype=np.int64)
 
     @staticmethod
     def spelling(ch: str) -> ir.Node:

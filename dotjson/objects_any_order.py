@@ -31,7 +31,7 @@ import numpy as np
 
 from dotjson import ir
 from dotjson.ir import EPS, Ref
-from dotjson.key_trie import INLINE, KeyTrie, enc_text
+from dotjson.key_trie import INLINE, KeySet, KeyTrie, enc_text
 
 __all__ = ["AnyOrderObject", "any_order_object", "expand_families", "family_of", "rules_with_families"]
 
@@ -57,7 +57,8 @@ def any_order_object(tr, declared, extra, plo: int, phi) -> ir.Node:
     tr.counter += 1
     fam = AnyOrderObject(f"obj{tr.counter}", [name for name, _, _ in declared], value,
                          [req for _, _, req in declared], extra, tr.sep, tr.colon, plo, phi,
-                         value_known=lambda j: tr.expr_known(exprs[j])[1])
+                         value_known=lambda j: tr.expr_known(exprs[j])[1],
+                         native=getattr(tr, "native", None))
     tr.families.append(fam)
     if tr.whole:
         fam.materialize()  # the grammar is being built whole: every value rule now
@@ -101,7 +102,8 @@ class AnyOrderObject:
         ``None`` (a hint; the analysis settles the rest).
     """
 
-    def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None):
+    def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None,
+                 native=None):
         self.prefix = prefix
         self.tag = f"{prefix}__seen_"
         self._key_tag = f"{prefix}__key_"
@@ -111,6 +113,11 @@ class AnyOrderObject:
         self.n = len(self.names)
         self._value = value if callable(value) else list(value).__getitem__
         self._value_known = value_known
+        # the compiler's mapping of rules the automaton builds natively: a wide family's key
+        # positions are key sets (one per set seen and count; see _key_start)
+        self._native = native
+        self._keysets: dict = {}
+        self._known = np.full(self.n, -1, dtype=np.int8)  # value_known per member, once
         self.required = [bool(r) for r in required]
         self.extra = extra
         self.sep = sep
@@ -237,10 +244,42 @@ class AnyOrderObject:
             if self.extra is not None:  # (an unproductive reference compiles to nothing)
                 alts.append(ir.seq(sp, self.extra, Ref(self.name(seen, c2))))
             if len(seen) < self.n:
-                alts.append(ir.seq(sp, ir.lit('"'), self._choice(0, 0, seen, c2)))
+                alts.append(ir.seq(sp, ir.lit('"'), self._key_start(seen, c2)))
         if self._nullable(seen, c):
             alts.append(EPS)
         return ir.alt(*alts)
+
+    def _key_start(self, seen, c2) -> ir.Node:
+        """The names not seen yet, after the opening quote: in place for a small family; for a
+        wide one the rule ``__key_0_0_<c2>_<S>``, which the automaton builds natively as a key set
+        (its IR body, the trie of the names, stays what the analyses and rendering read)."""
+        if self._native is None or self.n <= INLINE:
+            return self._choice(0, 0, seen, c2)
+        name = self._key_name(0, 0, c2, seen)
+        if name not in self._native:
+            self._native[name] = (self._keyset(seen, c2), 0, self.n)
+        return Ref(name)
+
+    def _keyset(self, seen, c2) -> KeySet:
+        ks = self._keysets.get((seen, c2))
+        if ks is None:
+            ks = self._keysets[(seen, c2)] = KeySet(
+                self.trie, lambda js: self._alive_many(js, c2), lambda j: self._tail_name(j, c2, seen),
+                excluded=seen)
+        return ks
+
+    def _alive_many(self, js, c2) -> list:
+        """For a key set of this family (members ``js``, none of them seen): True where the
+        member certainly completes the object, known without building anything (its value has
+        an instance by its normal form and nothing else is needed); False otherwise (the
+        automaton then asks the member's tail rule, exactly)."""
+        if not self._free(c2) or self._value_known is None:
+            return [False] * len(js)
+        js = np.asarray(js, dtype=np.int64)
+        known = self._known
+        for j in js[known[js] < 0].tolist():
+            known[j] = 1 if self._value_known(j) else 0
+        return (known[js] == 1).tolist()
 
     def _offered(self, q, d, seen) -> np.ndarray:
         e = self.trie.end(q, d)

@@ -308,6 +308,47 @@ def test_key_sets_mask_like_trie_rules(llama3_vocab, monkeypatch, close_objects)
             assert a.walk_bytes(native.initial_state, b'{"deaf"') >= 0
 
 
+@pytest.mark.parametrize("variant", ["free", "required", "max", "open"])
+def test_any_order_key_sets_mask_like_trie_rules(llama3_vocab, monkeypatch, variant, tmp_path):
+    from dotjson import Index
+
+    # property_order="any": every key position (a set of members seen) is a key set of its own
+    # over the object's names, the seen members excluded; same masks as the trie of rules
+    rng = random.Random(5)
+    names = list(NAMES)
+    rng.shuffle(names)
+    props = {k: {"type": "integer"} for k in names}
+    props["dead"] = {"type": "integer", "minimum": 5, "maximum": 1}
+    schema = {"type": "object", "properties": props}
+    if variant == "required":
+        schema["required"] = [names[3], "p7"]
+    elif variant == "max":
+        schema["maxProperties"] = 3
+    kw = {"property_order": "any", "close_objects": variant != "open"}
+    docs = [b'{"p7":1,"p3":2,"' + json.dumps(names[3]).encode()[1:] + b':3}', b'{"p3":1,"p3":2}',
+            b'{"\\u0070\\u00351":1,"p50":2,"p5":3}', b'{"\\u00e9":1,"\\u65e5\\u672c":2,"a":3}',
+            b'{"q\"uote":1,"back\\s":2,"tab\tx":3,"nl\nx":4}', b'{"dead":1}', b'{"dea', b'{"zz":1,"p1":2}',
+            b'{"item_105":1,"item_007":2,"p59":3,"p5":4,"p7":5}']
+    native = Index(schema, llama3_vocab, **kw)
+    ref = _trie_rules_index(schema, llama3_vocab, monkeypatch, **kw)
+    for doc in docs:
+        ours, theirs = _prefix_states(native, doc), _prefix_states(ref, doc)
+        assert [i for i, _ in ours] == [i for i, _ in theirs], doc
+        for (i, s), (_, t) in zip(ours, theirs):
+            assert (native.mask(s) == ref.mask(t)).all(), (doc[:i], variant)
+        if len(ours) == len(doc) + 1:
+            assert native.accepts(doc) == ref.accepts(doc), doc
+    assert len(native._auto._ktab) >= 3, "the key positions were not key sets"
+    assert not native.accepts(b'{"p3":1,"p3":2}')  # each member at most once
+    assert native.accepts(b'{"p7":1,"p3":2}') == (variant != "required")
+    _assert_interned(native._auto)
+    # saved with its key set tables settled, loaded, and it goes on deciding the same
+    native.serialize_to_disk(tmp_path / "ix")
+    loaded = Index.deserialize_from_disk(tmp_path / "ix", llama3_vocab)
+    for doc in docs[:3]:
+        assert loaded.accepts(doc) == ref.accepts(doc), doc
+
+
 def test_key_sets_are_shared_and_settled_lazily(llama3_vocab):
     from dotjson import Index
 

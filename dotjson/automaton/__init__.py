@@ -147,6 +147,7 @@ class Automaton:
         # back (their contexts are interned by the kernels, in the memo)
         self._ktab: dict[int, int] = {}
         self._kpy: dict[int, object] = {}
+        self._knames: dict[int, tuple] = {}  # id(trie) -> pool offsets of its names' arrays
 
     # ------------------------------------------------------------------ the store
 
@@ -334,6 +335,31 @@ class Automaton:
         T = self._ktab.get(id(keyset))
         if T is not None:
             return T
+        names = self._knames.get(id(keyset.trie))
+        if names is None:
+            names = self._knames[id(keyset.trie)] = self._key_names(keyset)
+        n = keyset.trie.n
+        # the header, then this key set's own arrays (which members complete, their tails) and
+        # its full context; the names' arrays are the trie's, shared by its key sets
+        T = self._pool_alloc(K.N_KT + 2 * n + 3)
+        pool = self._a["pool"]
+        o_alive, o_tail, full = T + K.N_KT, T + K.N_KT + n, T + K.N_KT + 2 * n
+        pool[o_alive : o_alive + n] = -1
+        pool[o_tail : o_tail + n] = -1
+        if len(keyset.excluded):
+            pool[o_alive + keyset.excluded] = 0
+            keyset.asked[keyset.excluded] = True
+        pool[full : full + 3] = (T, 0, n)
+        o_start, o_blob, o_member, o_cp, ncp, o_esc, o_raw, o_short = names
+        pool[T : T + K.N_KT] = (n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full,
+                                o_short)
+        self._ktab[id(keyset)] = T
+        self._kpy[T] = keyset
+        return T
+
+    def _key_names(self, keyset) -> tuple:
+        """The pool offsets of a key trie's names (UTF-8, sorted), members, characters and their
+        escapes, written once per trie (see ``kernels.KT_*``)."""
         keys = keyset.trie.keys
         n = len(keys)
         joined = "".join(keys)
@@ -359,26 +385,19 @@ class Automaton:
             short.append(sh)
             raw.append(int(self.deriv(t, ch.encode("utf-8")[0]) != K.EMPTY))
         ncp = len(chars)
-        parts = [np.zeros(n + 1, dtype=np.int32), blob, keyset.trie.member, np.full(n, -1), np.full(n, -1),
+        parts = [np.zeros(n + 1, dtype=np.int32), blob, keyset.trie.member,
                  np.fromiter(map(ord, chars), dtype=np.int64, count=ncp), np.asarray(esc, dtype=np.int64),
                  np.asarray(raw, dtype=np.int64), np.asarray(short, dtype=np.int64)]
         np.cumsum(lens, out=parts[0][1:])
-        T = self._pool_alloc(K.N_KT + sum(len(x) for x in parts) + 3)
+        at = self._pool_alloc(sum(len(x) for x in parts))
         offs = []
-        at = T + K.N_KT
         pool = self._a["pool"]
         for x in parts:
             offs.append(at)
             pool[at : at + len(x)] = x
             at += len(x)
-        o_start, o_blob, o_member, o_alive, o_tail, o_cp, o_esc, o_raw, o_short = offs
-        full = at  # the context offering every member
-        pool[full : full + 3] = (T, 0, n)
-        pool[T : T + K.N_KT] = (n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full,
-                                o_short)
-        self._ktab[id(keyset)] = T
-        self._kpy[T] = keyset
-        return T
+        o_start, o_blob, o_member, o_cp, o_esc, o_raw, o_short = offs
+        return o_start, o_blob, o_member, o_cp, ncp, o_esc, o_raw, o_short
 
     def _keyset_of(self, T: int):
         keyset = self._kpy.get(T)

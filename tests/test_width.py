@@ -349,6 +349,22 @@ def test_any_order_key_sets_mask_like_trie_rules(llama3_vocab, monkeypatch, vari
         assert loaded.accepts(doc) == ref.accepts(doc), doc
 
 
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_a_loaded_index_with_key_sets_saves_again(llama3_vocab, tmp_path, order):
+    from dotjson import Index
+
+    # the saved key set tables are those the terms use, not only the ones this process made
+    # (a loaded index made none: saved again, it once wrote no table and could not be loaded)
+    index = Index(_wide(200), llama3_vocab, property_order=order)
+    assert index.accepts('{"p1":1,"p150":2}') and index._auto._ktab
+    index.serialize_to_disk(tmp_path / "a")
+    loaded = Index.deserialize_from_disk(tmp_path / "a", llama3_vocab)
+    loaded.serialize_to_disk(tmp_path / "b")
+    again = Index.deserialize_from_disk(tmp_path / "b", llama3_vocab)
+    assert again.accepts('{"p1":1,"p150":2}')
+    assert again.accepts('{"p150":1,"p1":2}') == (order == "any")
+
+
 def test_key_sets_are_shared_and_settled_lazily(llama3_vocab):
     from dotjson import Index
 

@@ -957,10 +957,12 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable, contexts=None) -> np.nd
 
 def _keysets_meta(a: Automaton, ti, pool) -> list:
     """``[[table, [context, ...]], ...]``: every key set table, with the contexts its terms
-    use (made by the kernels: see ``kernels._k_intern``)."""
+    use (made by the kernels: see ``kernels._k_intern``). The tables are those of this
+    automaton's key sets and those its terms use (a loaded store's: saved again, it keeps them)."""
     used = np.unique(ti[ti[:, 0] == K.K_KEYS, 1])
     tables = pool[used] if len(used) else used
-    return [[int(T), [int(C) for C in used[tables == T]]] for T in sorted(a._ktab.values())]
+    every = sorted(set(a._ktab.values()) | {int(T) for T in tables})
+    return [[T, [int(C) for C in used[tables == T]]] for T in every]
 
 
 def export_state(a: Automaton) -> dict:

@@ -453,7 +453,7 @@ class _FamilyRules(Mapping):
         self._known = getattr(rules, "known_language", None)
         self._analysis = None
         self._final: set = set()
-        self._owner: dict = {}  # rule name -> its family (None: no family's)
+        self._owner: dict = {}  # family rule name -> its family
 
     def bind_analysis(self, analysis) -> None:
         """The analysis that asks (:class:`dotjson.ir.analysis.Analysis` calls this): a family's
@@ -461,16 +461,14 @@ class _FamilyRules(Mapping):
         self._analysis = analysis
 
     def _family(self, name):
-        hit = self._owner.get(name, False)
-        if hit is not False:
+        hit = self._owner.get(name)
+        if hit is not None:
             return hit
         for fam in self._families:
             if fam.owns(name):
-                break
-        else:
-            fam = None
-        self._owner[name] = fam  # (asked of every family rule by every lookup)
-        return fam
+                self._owner[name] = fam  # (asked of every family rule by every lookup)
+                return fam
+        return None  # (not remembered: the list of families may still grow)
 
     def __getitem__(self, name):
         if name in self._rules:

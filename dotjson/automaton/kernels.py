@@ -652,19 +652,21 @@ def ref(S, rule, nullable):
 # name (``KT_TAIL``: -1 not known yet), and per code point of the names (sorted, ``KT_CP``) the
 # rest of its ``\\u`` spellings after the backslash and the ``u`` (``KT_ESC``), the byte of its
 # short escape (``KT_SHORT``: ``n`` for a newline, ``"`` for a quote; -1 when it has none) and
-# whether it may be written raw (``KT_RAW``). A context at pool offset C is ``(T, mlo, mhi)``: the members a state offers;
-# ``KT_FULL`` is the context offering them all. A derivative whose names are all offered takes
-# that one (``_k_ctx``), so the key positions of one object share every term but those of the
-# few ranges their windows cut: a later key position of a wide object is mostly memoized.
+# whether it may be written raw (``KT_RAW``); the arrays of the names may be shared by several
+# tables over the same names (an object in any order: a table per set of members seen). A
+# context at pool offset C is ``(T, mlo, mhi)``: the members a state offers; ``KT_FULL`` is the
+# context offering them all. A derivative takes the least context offering the same members of
+# its range (``_k_ctx``, interned by ``_k_intern``), so key positions whose states offer the same
+# members of a range share its terms: a later key position of a wide object is mostly memoized.
 # Term ``K_KEYS(C, p, d)``: the names sharing the first ``d`` bytes of sorted name ``p`` (``p`` the
 # first of them) whose member is offered and can complete, their remaining bytes from ``d`` on.
 # Such a term is made only when one of its names is offered and can complete: like every term
-# without AND/DIFF, it is never empty. ``K_KEYS(C, s, d + KD_ESC)`` is the same names just after a
-# backslash that starts their character at byte ``d`` (``s`` the first name with one): one term
+# without AND/DIFF, it is never empty. ``K_KEYS(C, s, d + KD_ESC)`` is the same names just after
+# a backslash that starts their character at byte ``d`` (``s`` the first name with one): one term
 # for the backslash class of every row, its characters' escapes spelled only when a byte after
-# the backslash is asked for. ``K_KEYS(full, p, KD_END)`` is what follows the closing quote of name ``p``
-# (its member's tail) before the tail is made: a row's quote class costs no rule until a byte
-# after the quote is asked for (then it derives as the tail, like a rule reference its body).
+# the backslash is asked for. ``K_KEYS(full, p, KD_END)`` is what follows the closing quote of
+# name ``p`` (its member's tail) before the tail is made: a row's quote class costs no rule until
+# a byte after the quote is asked for (then it derives as the tail, like a reference its body).
 KT_N, KT_START, KT_BLOB, KT_MEMBER, KT_ALIVE, KT_TAIL, KT_CP, KT_NCP, KT_ESC, KT_RAW, KT_FULL, \
     KT_SHORT = range(12)
 N_KT = 12

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
+
 import pytest
 
 from dotjson.automaton import Automaton
@@ -443,3 +445,49 @@ def test_saved_key_sets_are_validated(tmp_path, llama3_vocab):
     again = Index.deserialize_from_disk(tmp_path / "ix", llama3_vocab)
     assert again.accepts('{"p7":1,"p49":2}') and not again.accepts('{"p49":2,"p7":1}')
     assert np.array_equal(again.mask(again.initial_state), index.mask(index.initial_state))
+
+
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
+def test_key_sets_random_walks_like_trie_rules(llama3_vocab, monkeypatch, tmp_path, seed):
+    from dotjson import Index
+
+    # random names (escapes, non-ASCII, astral), values, required members, nesting, open objects
+    # and both property orders; random walks through the native index, masks compared with the
+    # trie of rules at every step, the native index saved and loaded halfway
+    rng = random.Random(seed)
+    alphabet = list("abcp0123456789_") + ['"', "\\", "/", "\n", "\t", "\b", "é", "日", "\U0001f600", "\x7f",
+                                           "\u2028", " "]
+    for trial in range(4):
+        n = rng.choice([70, 150, 400])
+        names: set = set()
+        while len(names) < n:
+            pool = alphabet[:15] if rng.random() < 0.8 else alphabet
+            names.add("".join(rng.choice(pool) for _ in range(rng.randint(0, 6))))
+        names = sorted(names)
+        rng.shuffle(names)
+        props = {k: rng.choice([{"type": "integer"}, {"type": "string", "maxLength": 3}, {"type": "boolean"},
+                                {"enum": [1, "x"]}]) for k in names}
+        schema = {"type": "object", "properties": props,
+                  "required": rng.sample(names, rng.randint(0, 3)) if rng.random() < 0.5 else []}
+        if rng.random() < 0.3:
+            schema = {"type": "object", "properties": {"o": schema, "z": {"type": "null"}}}
+        kw = {"close_objects": rng.random() < 0.85, "property_order": rng.choice(["any", "schema"])}
+        native = Index(schema, llama3_vocab, **kw)
+        ref = _trie_rules_index(schema, llama3_vocab, monkeypatch, **kw)
+        for walk in range(4):
+            s1, s2 = native.initial_state, ref.initial_state
+            for _ in range(60):
+                m1 = native.mask(s1)
+                assert (m1 == ref.mask(s2)).all(), (trial, walk, kw)
+                allowed = [t for t in np.flatnonzero(np.unpackbits(m1.view(np.uint8), bitorder="little"))
+                           if t < 128256]
+                if not allowed:
+                    break
+                plain = [t for t in allowed if llama3_vocab.token_bytes(t)[:1] not in (b" ", b"\t", b"\n", b"\r")]
+                t = int(rng.choice(plain if plain and rng.random() < 0.97 else allowed))
+                if t in llama3_vocab.eos_token_ids:
+                    break
+                s1, s2 = native.next_state(s1, t), ref.next_state(s2, t)
+            if walk == 1:
+                native.serialize_to_disk(tmp_path / f"{trial}")
+                native = Index.deserialize_from_disk(tmp_path / f"{trial}", llama3_vocab)

@@ -23,7 +23,7 @@ import numpy as np
 from dotjson import ir
 from dotjson.jsonstr import enc_char, enc_text
 
-__all__ = ["INLINE", "KeySet", "KeyTrie", "enc_text"]
+__all__ = ["INLINE", "KeySet", "KeyTrie", "enc_text", "known_by_member"]
 
 #: a sub-trie offering at most this many names is written out in place, not as a rule
 INLINE = 8
@@ -99,6 +99,17 @@ class KeyTrie:
         return ir.alt(*alts)
 
 
+def known_by_member(values, known_at) -> np.ndarray:
+    """A bool per member: ``known_at(i)`` asked for one member ``i`` of each distinct object of
+    ``values`` (the members' value expressions) and shared by the others. The values of 10,000
+    properties of one leaf schema are one expression: one question, not 10,000 (identity is
+    enough: the list holds the objects)."""
+    ids = np.fromiter(map(id, values), dtype=np.int64, count=len(values))
+    _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    answers = np.fromiter((bool(known_at(i)) for i in first.tolist()), dtype=np.bool_, count=len(first))
+    return answers[inv.reshape(-1)]
+
+
 class KeySet:
     """A key trie's names as the automaton's native key set (:func:`dotjson.automaton.kernels.keys_root`).
 
@@ -113,7 +124,7 @@ class KeySet:
     trie : KeyTrie
         The names.
     alive_many : callable
-        ``alive_many(js)``: for each member ``j`` of the list ``js``, True when it certainly
+        ``alive_many(js)``: for each member ``j`` of the int array ``js``, True when it certainly
         completes the object (known without building anything), False when that is not known
         cheaply.
     tail : callable

@@ -31,7 +31,7 @@ import numpy as np
 
 from dotjson import ir
 from dotjson.ir import EPS, Ref
-from dotjson.key_trie import INLINE, KeySet, KeyTrie, enc_text
+from dotjson.key_trie import INLINE, KeySet, KeyTrie, enc_text, known_by_member
 
 __all__ = ["AnyOrderObject", "any_order_object", "expand_families", "family_of", "rules_with_families"]
 
@@ -58,7 +58,7 @@ def any_order_object(tr, declared, extra, plo: int, phi) -> ir.Node:
     fam = AnyOrderObject(f"obj{tr.counter}", [name for name, _, _ in declared], value,
                          [req for _, _, req in declared], extra, tr.sep, tr.colon, plo, phi,
                          value_known=lambda j: tr.expr_known(exprs[j])[1],
-                         native=getattr(tr, "native", None))
+                         native=getattr(tr, "native", None), value_exprs=exprs)
     tr.families.append(fam)
     if tr.whole:
         fam.materialize()  # the grammar is being built whole: every value rule now
@@ -100,10 +100,15 @@ class AnyOrderObject:
     value_known : callable, optional
         ``value_known(j)``: ``True`` when member ``j``'s value certainly has a text, else
         ``None`` (a hint; the analysis settles the rest).
+    native : dict, optional
+        The compiler's mapping of rules the automaton builds natively: given, a family of more
+        than ``INLINE`` names makes each key position a key set (:class:`~dotjson.key_trie.KeySet`).
+    value_exprs : sequence, optional
+        Each member's value expression: members with the same object share ``value_known``.
     """
 
     def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None,
-                 native=None):
+                 native=None, value_exprs=None):
         self.prefix = prefix
         self.tag = f"{prefix}__seen_"
         self._key_tag = f"{prefix}__key_"
@@ -113,11 +118,12 @@ class AnyOrderObject:
         self.n = len(self.names)
         self._value = value if callable(value) else list(value).__getitem__
         self._value_known = value_known
+        self._value_exprs = value_exprs  # members with the same object here share value_known
         # the compiler's mapping of rules the automaton builds natively: a wide family's key
         # positions are key sets (one per set seen and count; see _key_start)
         self._native = native
         self._keysets: dict = {}
-        self._known = np.full(self.n, -1, dtype=np.int8)  # value_known per member, once
+        self._known = None  # value_known of every member (a bool array), made on first use
         self.required = [bool(r) for r in required]
         self.extra = extra
         self.sep = sep
@@ -274,12 +280,16 @@ class AnyOrderObject:
         an instance by its normal form and nothing else is needed); False otherwise (the
         automaton then asks the member's tail rule, exactly)."""
         if not self._free(c2) or self._value_known is None:
-            return [False] * len(js)
-        js = np.asarray(js, dtype=np.int64)
-        known = self._known
-        for j in js[known[js] < 0].tolist():
-            known[j] = 1 if self._value_known(j) else 0
-        return (known[js] == 1).tolist()
+            return np.zeros(len(js), dtype=np.bool_)
+        if self._known is None:  # once per family: asked once per distinct value expression
+            self._known = self._value_known_all()
+        return self._known[js]
+
+    def _value_known_all(self) -> np.ndarray:
+        if self._value_exprs is None:
+            return np.fromiter((bool(self._value_known(j)) for j in range(self.n)), dtype=np.bool_,
+                               count=self.n)
+        return known_by_member(self._value_exprs, self._value_known)
 
     def _offered(self, q, d, seen) -> np.ndarray:
         e = self.trie.end(q, d)

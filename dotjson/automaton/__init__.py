@@ -413,7 +413,7 @@ class Automaton:
         o = int(self._a["pool"][T + K.KT_ALIVE])
         js = lo + np.flatnonzero(~keyset.asked[lo:hi])
         if len(js):
-            sure = np.asarray(keyset.alive_many(js.tolist()), dtype=np.bool_)
+            sure = np.asarray(keyset.alive_many(js), dtype=np.bool_)
             keyset.asked[js] = True
             pool = self._a["pool"]
             seg = pool[o + js]

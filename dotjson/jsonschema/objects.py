@@ -8,11 +8,12 @@ the declared ones where the schema allows extras; ``required`` names outside ``p
 from __future__ import annotations
 
 import itertools
+from operator import itemgetter
 
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
-from dotjson.key_trie import KeySet, KeyTrie
+from dotjson.key_trie import KeySet, KeyTrie, known_by_member
 from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
@@ -378,7 +379,7 @@ class ObjectBuilder:
         # completes when its value is known to have one and so are the required members after it.
         native_ok = not fmembers and plo == 0 and phi is None
         keysets: list = []
-        ok_from: list = []
+        ok_from: list = []  # [which members certainly complete], made on first use
 
         def alive_fast(j):
             return bool(self.expr_known(chain[j][1])[1]) and required_after(j + 1)[0]
@@ -394,10 +395,13 @@ class ObjectBuilder:
                         b = mid
                     else:
                         a = mid + 1
-                ok_from.append(a)
-            known, ek, k = self.known_cache, self.expr_known, ok_from[0] - 1
-            return [j >= k and (known.get(e) or ek(e))[1] is True
-                    for j, e in zip(js, [chain[j][1] for j in js])]
+                # members whose value has an instance by its normal form, asked once per
+                # distinct value expression; a member completes from a - 1 on
+                vals = list(map(itemgetter(1), chain))
+                ok = known_by_member(vals, lambda i: self.expr_known(vals[i])[1] is True)
+                ok[: max(a - 1, 0)] = False
+                ok_from.append(ok)
+            return ok_from[0][js]
 
         def keys_rule(i, c2, mask):
             if not keysets:

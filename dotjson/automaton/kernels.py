@@ -753,6 +753,14 @@ def _k_cp(pool, T, cp):
     return lo if lo < n and pool[o + lo] == cp else -1
 
 
+@nb.njit(inline="always", **NJIT_OPTS)
+def _k_char(pool, T, st, bl, q, d):
+    """The character block at byte ``d`` starting with name ``q``: the index of its code point
+    in the table (-1 when absent), its length in bytes, and one past its last name."""
+    cp, ln = _k_decode(pool, st, bl, q, d)
+    return _k_cp(pool, T, cp), ln, _k_block_end(pool, T, q, d + ln)
+
+
 @nb.njit(**NJIT_OPTS)
 def _k_any(S, T, C, q1, q2):
     """1 when a name of sorted ``[q1, q2)`` is offered by context ``C`` and can complete, 0 when
@@ -900,9 +908,7 @@ def _k_backslash(S, T, C, s, e, d):
     bl = pool[T + KT_BLOB]
     q = s
     while q < e:
-        cp, ln = _k_decode(pool, st, bl, q, d)
-        q2 = _k_block_end(pool, T, q, d + ln)
-        i = _k_cp(pool, T, cp)
+        i, _, q2 = _k_char(pool, T, st, bl, q, d)
         if i >= 0 and (pool[pool[T + KT_ESC] + i] != EMPTY or pool[pool[T + KT_SHORT] + i] >= 0):
             f = _k_any(S, T, C, q, q2)
             if f < 0:
@@ -926,9 +932,7 @@ def _k_esc_deriv(S, t, b):
     n = 0
     q = s
     while q < e:
-        cp, ln = _k_decode(pool, st, bl, q, d)
-        q2 = _k_block_end(pool, T, q, d + ln)
-        i = _k_cp(pool, T, cp)
+        i, ln, q2 = _k_char(pool, T, st, bl, q, d)
         if i >= 0:
             head = EMPTY
             if b == 117:
@@ -972,15 +976,14 @@ def _k_esc_row(S, t, cw, ct):
     k = 1
     q = s
     while q < e:
-        cp, ln = _k_decode(pool, st, bl, q, d)
-        i = _k_cp(pool, T, cp)
+        i, _, q2 = _k_char(pool, T, st, bl, q, d)
         if i >= 0:
             x = pool[pool[T + KT_SHORT] + i]
             if x >= 0 and not seen[x]:
                 seen[x] = True
                 cand[k] = x
                 k += 1
-        q = _k_block_end(pool, T, q, d + ln)
+        q = q2
     return _k_classes(S, t, cand, k, cw, ct)
 
 

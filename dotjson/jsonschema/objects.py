@@ -381,10 +381,9 @@ class ObjectBuilder:
         keysets: list = []
         ok_from: list = []  # [which members certainly complete], made on first use
 
-        def alive_fast(j):
-            return bool(self.expr_known(chain[j][1])[1]) and required_after(j + 1)[0]
-
         def alive_many(js):
+            # whether members js (an array, or one member) certainly complete the object: their
+            # value is known to have an instance, and so are the required members after them.
             # required_after(k)[0] holds from some k on (the required members from k on all
             # have values by their normal forms): found once, by bisection
             if not ok_from:
@@ -409,7 +408,7 @@ class ObjectBuilder:
                     tries.append(KeyTrie([d[0] for d in chain]))
                 keysets.append(KeySet(tries[0], alive_many, lambda j: member_rule(j, 1, 0).name))
             ref = rule(("K", i, c2, mask), lambda: key_choice(i, c2, mask),
-                       (False, True if alive_fast(i) else None))
+                       (False, True if alive_many(i) else None))
             self.native[ref.name] = (keysets[0], i, min(nreq[i], n - 1) + 1)
             return ref
 

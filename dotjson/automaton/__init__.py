@@ -316,9 +316,8 @@ class Automaton:
         """``size`` entries at the end of the pool (grown when full); their offset."""
         a = self._a
         off = int(a["ctl"][K.C_POOL])
-        if off + size > a["pool"].shape[0]:
-            a["pool"] = self._grown(a["pool"], max(2 * a["pool"].shape[0], _pow2(off + size + 1)), 0)
-            self._publish()
+        if off + size > a["pool"].shape[0]:  # grown as when a kernel asks for the room
+            self._grow(K.NEED_GROW_POOL, off + size - a["pool"].shape[0])
         a["ctl"][K.C_POOL] = off + size
         return off
 

@@ -618,20 +618,20 @@ class Normalizer:
             v = v[m]
             p = f"{p}/{m if type(m) is int else _esc(m)}"
         if isinstance(v, dict):
+            # a leaf (no sub-schema, no identifier or reference) means the same wherever it sits
+            # in its document: its first place stands for all (10,000 properties of
+            # `{"type": "integer"}` are one expression, normalised and decided once)
             key = _leaf_key(v)
             if key is not None:
-                # a leaf (no sub-schema, no identifier or reference) means the same wherever it
-                # sits in its document: its first place stands for all (10,000 properties of
-                # `{"type": "integer"}` are one expression, normalised and decided once)
-                leaves = self._leaves[doc]
-                e = leaves.get(key)
+                e = self._leaves[doc].get(key)
                 if e is not None:
                     return e
-                e = leaves[key] = ("loc", doc, p)
-                self._ptr_cache[doc][p] = v
-                return e
             self._ptr_cache[doc][p] = v
-        elif not isinstance(v, bool):
+            e = ("loc", doc, p)
+            if key is not None:
+                self._leaves[doc][key] = e
+            return e
+        if not isinstance(v, bool):
             raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
         if v is True:
             return TRUE

@@ -13,6 +13,7 @@ def warmup() -> None:
     import numpy as np
 
     from . import ir
+    from .automaton import kernels as K
     from .guide import Guide
     from .index import Index
     from .processor import LogitsProcessor, warmup_kernels
@@ -50,7 +51,5 @@ def warmup() -> None:
     # the store's growth: its rehashing kernels (a wide schema's first requests grow the store)
     auto = obj._auto
     with auto.lock:
-        from .automaton import kernels as K
-
         auto._grow(K.NEED_GROW_TERMS, 0)
         auto._grow(K.NEED_GROW_MEMO, 0)

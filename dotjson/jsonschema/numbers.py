@@ -324,7 +324,8 @@ def _dfa_to_ir(trans, accept, rule_prefix: str, rules: dict) -> ir.Node:
 
 
 _DIGIT = ir.chars((0x30, 0x39))
-_ZEROS = repeat(ir.chars((0x30, 0x30)), 1, None)
+_ZERO_DIGIT = ir.chars((0x30, 0x30))
+_ZEROS = repeat(_ZERO_DIGIT, 1, None)
 # `.0`, `.00`, ... : fraction digits that leave a number's value unchanged
 _ZERO_FRACTION = ir.opt(seq(ir.lit("."), _ZEROS))
 # every JSON spelling of zero: a sign, zero fraction digits and any exponent change nothing
@@ -359,7 +360,7 @@ def _equal_node(c: Decimal) -> ir.Node:
     fp = fp.rstrip("0")
     sign = ir.lit("-") if c < 0 else EPS
     if fp:
-        return seq(sign, ir.lit(f"{ip}.{fp}"), repeat(ir.chars((0x30, 0x30)), 0, None))
+        return seq(sign, ir.lit(f"{ip}.{fp}"), repeat(_ZERO_DIGIT, 0, None))
     return seq(sign, ir.lit(ip), _ZERO_FRACTION)
 
 

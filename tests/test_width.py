@@ -270,6 +270,17 @@ def _prefix_states(index, doc: bytes):
     return out
 
 
+def _assert_same_on_prefixes(native, ref, doc: bytes, what) -> None:
+    """The two indexes reach states at the same prefixes of ``doc``, with the same masks there,
+    and agree on ``doc`` when both read it whole."""
+    ours, theirs = _prefix_states(native, doc), _prefix_states(ref, doc)
+    assert [i for i, _ in ours] == [i for i, _ in theirs], doc
+    for (i, s), (_, t) in zip(ours, theirs):
+        assert (native.mask(s) == ref.mask(t)).all(), (doc[:i], what)
+    if len(ours) == len(doc) + 1:
+        assert native.accepts(doc) == ref.accepts(doc), doc
+
+
 @pytest.mark.parametrize("close_objects", [True, False])
 def test_key_sets_mask_like_trie_rules(llama3_vocab, monkeypatch, close_objects):
     from dotjson import Index
@@ -296,12 +307,7 @@ def test_key_sets_mask_like_trie_rules(llama3_vocab, monkeypatch, close_objects)
         native = Index(schema, llama3_vocab, close_objects=close_objects)
         ref = _trie_rules_index(schema, llama3_vocab, monkeypatch, close_objects=close_objects)
         for doc in docs:
-            ours, theirs = _prefix_states(native, doc), _prefix_states(ref, doc)
-            assert [i for i, _ in ours] == [i for i, _ in theirs], doc
-            for (i, s), (_, t) in zip(ours, theirs):
-                assert (native.mask(s) == ref.mask(t)).all(), (doc[:i], schema.keys())
-            if len(ours) == len(doc) + 1:
-                assert native.accepts(doc) == ref.accepts(doc), doc
+            _assert_same_on_prefixes(native, ref, doc, schema.keys())
         assert native._auto._ktab, "the key sets were not used"
         _assert_interned(native._auto)
         a = native._auto
@@ -334,12 +340,7 @@ def test_any_order_key_sets_mask_like_trie_rules(llama3_vocab, monkeypatch, vari
     native = Index(schema, llama3_vocab, **kw)
     ref = _trie_rules_index(schema, llama3_vocab, monkeypatch, **kw)
     for doc in docs:
-        ours, theirs = _prefix_states(native, doc), _prefix_states(ref, doc)
-        assert [i for i, _ in ours] == [i for i, _ in theirs], doc
-        for (i, s), (_, t) in zip(ours, theirs):
-            assert (native.mask(s) == ref.mask(t)).all(), (doc[:i], variant)
-        if len(ours) == len(doc) + 1:
-            assert native.accepts(doc) == ref.accepts(doc), doc
+        _assert_same_on_prefixes(native, ref, doc, variant)
     assert len(native._auto._ktab) >= 3, "the key positions were not key sets"
     assert not native.accepts(b'{"p3":1,"p3":2}')  # each member at most once
     assert native.accepts(b'{"p7":1,"p3":2}') == (variant != "required")

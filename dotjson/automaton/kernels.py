@@ -882,6 +882,21 @@ def keys_register(S, C):
     return _mput(S, key, C)
 
 
+@nb.njit(**NJIT_OPTS)
+def _k_term(S, pool, T, C, q1, q2, d):
+    """The key set term of names ``[q1, q2)`` from byte ``d`` on, under context ``C`` (made
+    canonical): ∅ when none of them is offered and can complete; -1 on exit."""
+    f = _k_any(S, T, C, q1, q2)
+    if f < 0:
+        return -1
+    if f == 0:
+        return EMPTY
+    c = _k_ctx(S, pool, T, C, q1, q2)
+    if c < 0:
+        return -1
+    return mk_simple(S, K_KEYS, c, q1, d, 0)
+
+
 @nb.njit(inline="always", **NJIT_OPTS)
 def _k_open(S, t):
     """Key set term ``t``'s pool, context, first name, depth (an escape-mode term's: the byte
@@ -940,16 +955,10 @@ def _k_esc_deriv(S, t, b):
             elif pool[pool[T + KT_SHORT] + i] == b:
                 head = EPS
             if head != EMPTY:
-                f = _k_any(S, T, C, q, q2)
-                if f < 0:
+                kt = _k_term(S, pool, T, C, q, q2, d + ln)
+                if kt < 0:
                     return -1
-                if f == 1:
-                    c = _k_ctx(S, pool, T, C, q, q2)
-                    if c < 0:
-                        return -1
-                    kt = mk_simple(S, K_KEYS, c, q, d + ln, 0)
-                    if kt < 0:
-                        return -1
+                if kt != EMPTY:
                     r = seq(S, head, kt)
                     if r < 0:
                         return -1
@@ -1049,15 +1058,7 @@ def _k_deriv(S, t, b):
         i = _k_cp(pool, T, cp)
         if i < 0 or pool[pool[T + KT_RAW] + i] == 0:
             return EMPTY
-    f = _k_any(S, T, C, q1, q2)
-    if f < 0:
-        return -1
-    if f == 0:
-        return EMPTY
-    c = _k_ctx(S, pool, T, C, q1, q2)
-    if c < 0:
-        return -1
-    return mk_simple(S, K_KEYS, c, q1, d + 1, 0)
+    return _k_term(S, pool, T, C, q1, q2, d + 1)
 
 
 @nb.njit(**NJIT_OPTS)

@@ -323,6 +323,13 @@ def json_base(disallow_whitespace: bool = False) -> dict[str, ir.Node]:
     return dict(_json_base(bool(disallow_whitespace)))
 
 
+def json_base_items(disallow_whitespace: bool = False) -> tuple[tuple[str, ir.Node], ...]:
+    """:func:`json_base` as the process's one immutable tuple of ``(name, body)`` pairs: the same
+    object at every call, so that it can stand for the base rules in a cache key
+    (:func:`dotjson.automaton.base_image`)."""
+    return _json_base(bool(disallow_whitespace))
+
+
 #: ``whitespace=`` modes: ``"bounded"`` (the ``ws`` rule of ``grammars/json.lark``) and ``"json"``
 #: (RFC 8259: any run of space, tab, line feed and carriage return between tokens).
 WHITESPACE_MODES = ("bounded", "json")

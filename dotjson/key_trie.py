@@ -104,6 +104,15 @@ def known_by_member(values, known_at) -> np.ndarray:
     ``values`` (the members' value expressions) and shared by the others. The values of 10,000
     properties of one leaf schema are one expression: one question, not 10,000 (identity is
     enough: the list holds the objects)."""
+    if len(values) <= 64:  # a typical object: a dict is cheaper than sorting in NumPy
+        seen: dict = {}
+        out = np.empty(len(values), dtype=np.bool_)
+        for i, v in enumerate(values):
+            a = seen.get(id(v))
+            if a is None:
+                a = seen[id(v)] = bool(known_at(i))
+            out[i] = a
+        return out
     ids = np.fromiter(map(id, values), dtype=np.int64, count=len(values))
     _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
     answers = np.fromiter((bool(known_at(i)) for i in first.tolist()), dtype=np.bool_, count=len(first))

@@ -79,16 +79,30 @@ _IMAGES: dict = {}
 _IMAGES_LOCK = threading.Lock()
 
 
-def base_image(rules: dict, nodes: tuple, terms: int, states: int) -> _Image:
-    """The store image of shared ``rules`` and ``nodes`` (built on first use, once per process
-    and capacity; keyed by the identity of the bodies and nodes, which the image keeps alive)."""
-    key = (tuple((k, id(v)) for k, v in rules.items()), tuple(map(id, nodes)), terms, states)
+_IMAGE_OF_TUPLE: dict = {}
+
+
+def base_image(rules, nodes: tuple, terms: int, states: int) -> _Image:
+    """The store image of shared ``rules`` (a mapping, or a tuple of ``(name, body)`` pairs) and
+    ``nodes`` (built on first use, once per process and capacity; keyed by the identity of the
+    bodies and nodes, which the image keeps alive). Given the same tuples again (the JSON
+    base rules of :func:`dotjson.grammar.json_base_items`), the image is found by their
+    identity alone."""
+    fast = isinstance(rules, tuple) and isinstance(nodes, tuple)
+    if fast:
+        hit = _IMAGE_OF_TUPLE.get((id(rules), id(nodes), terms, states))
+        if hit is not None and hit[0] is rules and hit[1] is nodes:
+            return hit[2]
+    items = rules if isinstance(rules, tuple) else tuple(rules.items())
+    key = (tuple((k, id(v)) for k, v in items), tuple(map(id, nodes)), terms, states)
     img = _IMAGES.get(key)
     if img is None:
         with _IMAGES_LOCK:
             img = _IMAGES.get(key)
             if img is None:
-                img = _IMAGES[key] = _Image(rules, nodes, terms, states)
+                img = _IMAGES[key] = _Image(dict(items), nodes, terms, states)
+    if fast and len(_IMAGE_OF_TUPLE) < 64:  # (the tuples are kept alive with the entry)
+        _IMAGE_OF_TUPLE[(id(rules), id(nodes), terms, states)] = (rules, nodes, img)
     return img
 
 
@@ -151,11 +165,13 @@ class Automaton:
 
     # ------------------------------------------------------------------ the store
 
-    # Initial capacities: a typical schema's first document fits (each growth is an exit to
-    # Python that copies the arrays; ~0.8 MB up front, ~20 µs). Tests shrink them to exercise
-    # growth in the middle of every kernel.
-    INITIAL_TERMS = 4096
-    INITIAL_STATES = 256
+    # Initial capacities: the shared rules (~850 terms) and a typical schema's first mask
+    # (~1,000 terms, 30-100 states, a few hundred memo entries) fit; a document grows them by
+    # doubling (an exit to Python that copies the arrays). Every index starts with a copy of the
+    # store (~0.2 MB): copying four times that cost ~60 µs of each index's time to first mask.
+    # Tests shrink them to exercise growth in the middle of every kernel.
+    INITIAL_TERMS = 2048
+    INITIAL_STATES = 64
 
     def _new_store(self, terms=None, states=None):
         terms = self.INITIAL_TERMS if terms is None else terms
@@ -168,9 +184,9 @@ class Automaton:
         a["bw"] = np.zeros((max(64, terms // 4), 4), dtype=np.uint64)
         a["pool"] = np.zeros(max(256, terms), dtype=np.int32)
         a["ht"] = np.full(_pow2(2 * terms), -1, dtype=np.int32)
-        a["mk"] = np.full(_pow2(4 * terms), -1, dtype=np.int64)
+        a["mk"] = np.full(_pow2(terms), -1, dtype=np.int64)
         a["mv"] = np.zeros(a["mk"].shape[0], dtype=np.int32)
-        a["rcw"] = np.zeros((max(256, terms), 4), dtype=np.uint64)
+        a["rcw"] = np.zeros((max(256, terms // 4), 4), dtype=np.uint64)
         a["rct"] = np.zeros(a["rcw"].shape[0], dtype=np.int32)
         a["rule_body"] = np.full(n_rules, -1, dtype=np.int32)
         self._new_states(states)
@@ -192,7 +208,7 @@ class Automaton:
             return None
         shared, nodes = grammar.shared
         src = grammar.rules
-        for name, body in shared.items():
+        for name, body in (shared if isinstance(shared, tuple) else shared.items()):
             if src.get(name) is not body:
                 return None
         return base_image(shared, nodes, self.INITIAL_TERMS, self.INITIAL_STATES)

@@ -149,9 +149,15 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
     tr.rules["start"] = seq(tr.ws, root, tr.ws)
     rules = ir.LazyRules(tr)
+    # the base rules the automaton finds precompiled: the process's own tuple of them (one
+    # image lookup by identity) unless `whitespace="json"` replaced `ws`
+    from dotjson.grammar import json_base_items
+
+    base = json_base_items(disallow_whitespace)
+    if any(tr.rules[k] is not v for k, v in base):
+        base = {k: tr.rules[k] for k in tr.base}
     # the families list is shared: property_order="any" objects add theirs as they are built
-    grammar = ir.Grammar(rules, "start", families=tr.families,
-                         shared=({k: tr.rules[k] for k in tr.base}, shared_nodes()))
+    grammar = ir.Grammar(rules, "start", families=tr.families, shared=(base, shared_nodes()))
     if not check_language:
         return grammar
     # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the

@@ -218,6 +218,29 @@ def test_unsupported_unevaluated_with_applicators():
     check({"properties": {"a": {}}, "unevaluatedProperties": False}, [{"a": 1}], [{"b": 1}])
 
 
+@pytest.mark.parametrize("schema, pointer", [
+    ({"type": "object", "additionalProperties": False, "not": {"const": {}}}, ""),
+    ({"properties": {"p": {"type": "array", "not": {"enum": [[], [1]]}}}}, "/properties/p"),
+    # oneOf's second branch is "an object other than {"a": 1}"
+    ({"oneOf": [{"const": {"a": 1}}, {"type": "object"}]}, ""),
+])
+def test_excluding_an_object_or_array_value_is_refused(schema, pointer):
+    # (these were ignored: `{}` was accepted by the first schema)
+    with pytest.raises(UnsupportedSchemaError, match="excluding an object or array value") as ei:
+        schema_to_grammar(schema)
+    assert ei.value.keyword == "not" and ei.value.pointer == pointer
+    with pytest.warns(UserWarning, match="excluding an object or array value"):
+        g = schema_to_grammar(schema, lenient=True)
+    assert g is not None
+
+
+def test_excluding_scalars_beside_an_object_value():
+    # the excluded object cannot occur where only integers are allowed: nothing to refuse
+    check({"type": "integer", "not": {"enum": [{"a": 1}, 2]}}, [1, 3], [2, {"a": 1}])
+    check({"type": ["string", "object"], "not": {"const": "x"}, "enum": [{"a": 1}, "x", "y"]},
+          [{"a": 1}, "y"], ["x"])
+
+
 def test_lenient_warns_and_over_approximates():
     schema = {"type": "array", "uniqueItems": True}
     with pytest.warns(UserWarning, match="uniqueItems"):

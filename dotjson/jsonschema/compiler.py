@@ -35,6 +35,10 @@ _RISKY = frozenset({"mult", "notmult", "unique", "contains", "nprops", "pattern"
 _LONG_BOUND = 100
 
 
+# How deep expr_known follows required members into their values before it says "not known".
+_KNOWN_DEPTH = 32
+
+
 # the atoms _risky may say yes to
 _MAYBE_RISKY = _RISKY | {"num", "addl"}
 
@@ -69,6 +73,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         # object's key position: see ObjectBuilder.build_object, dotjson.key_trie.KeySet)
         self.native: dict = {}
         self.known_cache: dict = {}   # expression -> (nullable, productive) from its normal form
+        self.known_depth = 0          # nesting of expr_known (required members within members)
         self.inhabited_cache: dict = {}  # normal-form branch -> obviously inhabited (shared by equal schemas)
         # False while the automaton asks for rules one by one; True once the whole grammar is
         # being built (rendering, saving: LazyRules.force), where wide objects take the shape
@@ -162,24 +167,61 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         if e in self.fallback:
             r = (False, True)
         else:
+            if self.known_depth >= _KNOWN_DEPTH:
+                return r  # (not remembered: asked from nearer the top, it may be known)
+            # a schema met again inside itself (a required member of its own type): not known
+            # from there; the analysis decides it
+            self.known_cache[e] = r
+            self.known_depth += 1
             try:
                 d = self.dnf(e)
             except UnsupportedSchemaError:
                 d = ()
-            cache = self.inhabited_cache
-            for br in d:
-                try:
-                    ok = cache.get(br)
-                except TypeError:  # an atom holding an unhashable value: not shared
-                    ok = _obviously_inhabited(self.merge(br), br)
-                else:
-                    if ok is None:
-                        ok = cache[br] = _obviously_inhabited(self.merge(br), br)
-                if ok:
-                    r = (False, True)
-                    break
+            try:
+                cache = self.inhabited_cache
+                for br in d:
+                    try:
+                        ok = cache.get(br)
+                    except TypeError:  # an atom holding an unhashable value: not shared
+                        ok = self._inhabited(self.merge(br), br)
+                    else:
+                        if ok is None:
+                            ok = cache[br] = self._inhabited(self.merge(br), br)
+                    if ok:
+                        r = (False, True)
+                        break
+            finally:
+                self.known_depth -= 1
         self.known_cache[e] = r
         return r
+
+    def _inhabited(self, m, br) -> bool:
+        """A merged branch with a value that needs no search (a sufficient test): a scalar or
+        an empty container it allows (:func:`_obviously_inhabited`), or an object whose required
+        members are all declared, within its property counts, and each of whose values has
+        one by the same test. An index's start then needs no rule built to know that its
+        language is not empty, and a required sub-object is compiled when decoding reaches it."""
+        if _obviously_inhabited(m, br):
+            return True
+        ts = m.types
+        if "object" not in ts or m.enum is not None or m.rulerefs or m.pnames or not m.required:
+            return False
+        req = m.required
+        if m.plo > len(req) or (m.phi is not None and len(req) > m.phi):
+            return False
+        if any(c[0] == "o" for c in m.notenum):
+            return False
+        own = not m.patterns and not m.addls
+        props = m.props
+        for name in req:
+            es = props.get(name)
+            if es is None:
+                return False  # a required name without a position (see ObjectBuilder)
+            if not own:
+                es = self.member_schemas(m, name, es)
+            if self.expr_known(self.and_expr(es))[1] is not True:
+                return False
+        return True
 
     def build_all(self) -> None:
         """Called by :meth:`~dotjson.ir.LazyRules.force` before it builds every rule: from now

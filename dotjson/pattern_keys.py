@@ -116,16 +116,16 @@ def split_patterns(patterns, regex_of, max_classes: int):
     return finite, rest
 
 
-def same_pattern_schemas(m) -> bool:
+def same_pattern_schemas(o) -> bool:
     """Every pattern has the same schema and no ``additionalProperties`` names patterns (the
     translator's union mode, which needs no split)."""
     groups: dict = {}
-    for p, e in m.patterns:
+    for p, e in o.patterns:
         groups.setdefault(p, []).append(e)
-    return len({tuple(v) for v in groups.values()}) == 1 and not any(qs for _, _, qs in m.addls)
+    return len({tuple(v) for v in groups.values()}) == 1 and not any(qs for _, _, qs in o.additional)
 
 
-def fixed_key_members(tr, fixed: dict, m, declared: set, pn) -> tuple[list, list]:
+def fixed_key_members(tr, fixed: dict, o, declared: set, pn) -> tuple[list, list]:
     """The members of the listed keys, and their encoded names (to exclude from the classes).
 
     Each listed key gets the schemas of every pattern it matches, and of every
@@ -140,8 +140,8 @@ def fixed_key_members(tr, fixed: dict, m, declared: set, pn) -> tuple[list, list
         names.append(tr.enc_text(s))
         if pn is not None and not tr.validate(s, pn):
             continue
-        es = [e for p, e in m.patterns if tr.key_matches(s, p)]
-        es += [e for e, nm, qs in m.addls if s not in nm and not any(tr.key_matches(s, q) for q in qs)]
+        es = [e for p, e in o.patterns if tr.key_matches(s, p)]
+        es += [e for e, nm, qs in o.additional if s not in nm and not any(tr.key_matches(s, q) for q in qs)]
         ve = tr.and_expr(es)
         if ve == ("false",):
             continue

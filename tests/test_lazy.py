@@ -196,6 +196,58 @@ def test_object_states_are_not_built_to_know_they_are_productive():
     assert a.matches(doc.encode()) and not a.matches(doc.replace('"v":4', '"w":4').encode())
 
 
+def test_required_objects_are_known_inhabited_without_building_them():
+    # a schema whose required members are objects with required members: its language is known
+    # not empty from the normal forms, and nothing of the objects is built before decoding
+    leaf = {"type": "object", "properties": {"v": {"type": "integer"}}, "required": ["v"]}
+    schema = {"type": "object", "properties": {"a": leaf, "b": {"type": "object", "properties": {"c": leaf},
+                                                                "required": ["c"]}},
+              "required": ["a", "b"]}
+    g = schema_to_grammar(schema)
+    assert g.rules.n_built == len(g.rules._src.base) + 1  # the base rules and the start
+    a = Automaton(g)
+    assert a.matches(b'{"a":{"v":1},"b":{"c":{"v":2}}}') and not a.matches(b'{"a":{"v":1},"b":{"c":{}}}')
+    # not when a required value is empty, recursive, outside `properties` or over the counts
+    for bad in ({"properties": {"a": leaf, "b": {"type": "string", "minLength": 2, "maxLength": 1}},
+                 "required": ["a", "b"]},
+                {"$defs": {"r": {"type": "object", "properties": {"r": {"$ref": "#/$defs/r"}}, "required": ["r"]}},
+                 "properties": {"x": {"$ref": "#/$defs/r"}}, "required": ["x"]},
+                {"properties": {"a": leaf}, "required": ["a", "z"]},
+                {"properties": {"a": leaf}, "required": ["a"], "minProperties": 2}):
+        schema = {"type": "object", **bad}
+        g = schema_to_grammar(schema, check_language=False)
+        assert g.rules._src.expr_known(("loc", "", ""))[1] is None, bad
+
+
+def test_a_branch_merges_into_typed_nodes():
+    from decimal import Decimal
+
+    from dotjson.jsonschema.compiler import Compiler
+    from dotjson.jsonschema.nodes import NO_ARRAY, NO_OBJECT, NO_STRING, Branch, NumberNode, ObjectNode
+
+    schema = {"allOf": [{"type": ["integer", "object"], "minimum": 2, "maximum": 9, "multipleOf": 3,
+                         "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                        {"exclusiveMaximum": 9, "maxProperties": 4, "not": {"const": 6}}]}
+    c = Compiler(schema, disallow_whitespace=False, close_objects=False, lenient=False, resources=None)
+    (br,) = c.dnf(("loc", "", ""))
+    m = c.merge(br)
+    assert isinstance(m, Branch) and m.types == {"integer", "object"} and m.enum is None
+    assert m.not_enum == {("x", Decimal(6))}
+    assert isinstance(m.number, NumberNode) and (m.number.lo, m.number.lo_excl) == (2, False)
+    assert (m.number.hi, m.number.hi_excl) == (9, True) and m.number.multiples == [3]
+    assert isinstance(m.object, ObjectNode) and list(m.object.properties) == ["a"]
+    assert list(m.object.required) == ["a"] and m.object.max_properties == 4
+    # kinds the branch does not constrain share the empty nodes, which stay empty
+    assert m.string is NO_STRING and m.array is NO_ARRAY
+    assert c.merge(br) is m  # remembered
+    assert NO_OBJECT.properties == {} and not NO_OBJECT.required and NO_STRING.patterns == ()
+    # and the compiled language is the schema's
+    g = schema_to_grammar(schema, close_objects=False)
+    text = to_lark(g)
+    assert lark_parses(text, "3") and not lark_parses(text, "6") and not lark_parses(text, "9")
+    assert lark_parses(text, '{"a":"x"}') and not lark_parses(text, '{"a":1}')
+
+
 @pytest.mark.parametrize("schema, docs", [
     ({"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
       "required": ["name"]}, ['{"name":"x","n":1}', '{"name":"\\u0041"}', '{"n":1}', '{"other":1,"name":"y"}']),

@@ -5,21 +5,22 @@ from __future__ import annotations
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.errors import UnsupportedSchemaError
+from dotjson.jsonschema.nodes import ArrayNode
 from dotjson.jsonschema.values import FALSE, MAX_UNIQUE_VALUES, TRUE
 
 
 class ArrayBuilder:
     """Mixin of the compiler: arrays."""
 
-    def build_array(self, m, where) -> ir.Node:
-        lo, hi = m.ilo, m.ihi
-        K = max([i + 1 for i in m.pos] + [k for k, _ in m.items] + [0])
+    def build_array(self, a: ArrayNode, where) -> ir.Node:
+        lo, hi = a.min_items, a.max_items
+        K = max([i + 1 for i in a.prefix] + [k for k, _ in a.items] + [0])
         pos_exprs = []
         for i in range(K):
-            es = list(m.pos.get(i, []))
-            es += [e for k, e in m.items if k <= i]
+            es = list(a.prefix.get(i, []))
+            es += [e for k, e in a.items if k <= i]
             pos_exprs.append(self.and_expr(es))
-        rest = self.and_expr([e for _, e in m.items])
+        rest = self.and_expr([e for _, e in a.items])
         for i, e in enumerate(pos_exprs):
             if e == FALSE:
                 hi = i if hi is None else min(hi, i)
@@ -28,13 +29,13 @@ class ArrayBuilder:
             hi = K if hi is None else min(hi, K)
         if hi is not None and lo > hi:
             return EMPTY
-        contains = [c for c in m.contains if not (c[1] == 0 and c[2] is None)]
-        if m.unique and not (hi is not None and hi <= 1):
-            node = self.unique_array(m, pos_exprs, rest, lo, hi, contains, where)
+        contains = [c for c in a.contains if not (c[1] == 0 and c[2] is None)]
+        if a.unique and not (hi is not None and hi <= 1):
+            node = self.unique_array(a, pos_exprs, rest, lo, hi, contains, where)
             if node is not None:
                 return node
         if contains:
-            node = self.contains_array(m, pos_exprs, rest, lo, hi, contains, where)
+            node = self.contains_array(pos_exprs, rest, lo, hi, contains, where)
             if node is not None:
                 return node
         ws, sep = self.ws, self.sep
@@ -87,7 +88,7 @@ class ArrayBuilder:
                     for c in ([("n",)] if "null" in m.types else []) + \
                              ([("b", True), ("b", False)] if "boolean" in m.types else []):
                         self.literal_cache.setdefault(("v", c), None if c[0] == "n" else c[1])
-                        if c not in m.notenum:
+                        if c not in m.not_enum:
                             cs.append(c)
                 else:
                     return None
@@ -95,13 +96,13 @@ class ArrayBuilder:
                     out[c] = None
         return list(out)
 
-    def unique_array(self, m, pos_exprs, rest, lo, hi, contains, where):
+    def unique_array(self, a: ArrayNode, pos_exprs, rest, lo, hi, contains, where):
         vals = None
         if not pos_exprs and not contains:
             vals = self.finite_values(rest)
         if vals is None or len(vals) > MAX_UNIQUE_VALUES:
             self.unsupported("uniqueItems is only supported for items drawn from a small finite set "
-                             "(enum, const, boolean, null)", m.unique, "uniqueItems")
+                             "(enum, const, boolean, null)", a.unique, "uniqueItems")
             return None
         vals = sorted(vals, key=repr)
         lits = [self.literal(c) for c in vals]
@@ -129,7 +130,7 @@ class ArrayBuilder:
         empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, *(seq(lit("["), self.ws, f, self.ws, lit("]")) for f in firsts))
 
-    def contains_array(self, m, pos_exprs, rest, lo, hi, contains, where):
+    def contains_array(self, pos_exprs, rest, lo, hi, contains, where):
         if len(contains) > 1 or pos_exprs or hi is not None:
             self.unsupported("contains is supported without prefixItems/maxItems and only once per array",
                              where, "contains")

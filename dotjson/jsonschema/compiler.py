@@ -15,6 +15,7 @@ from dotjson import ir
 from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.jsonschema.arrays import ArrayBuilder
+from dotjson.jsonschema.nodes import Branch
 from dotjson.jsonschema.normalize import Normalizer
 from dotjson.jsonschema.numbers import NumberBuilder
 from dotjson.jsonschema.objects import ObjectBuilder
@@ -195,7 +196,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         self.known_cache[e] = r
         return r
 
-    def _inhabited(self, m, br) -> bool:
+    def _inhabited(self, m: Branch, br) -> bool:
         """A merged branch with a value that needs no search (a sufficient test): a scalar or
         an empty container it allows (:func:`_obviously_inhabited`), or an object whose required
         members are all declared, within its property counts, and each of whose values has
@@ -203,22 +204,21 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         language is not empty, and a required sub-object is compiled when decoding reaches it."""
         if _obviously_inhabited(m, br):
             return True
-        ts = m.types
-        if "object" not in ts or m.enum is not None or m.rulerefs or m.pnames or not m.required:
+        o = m.object
+        if "object" not in m.types or m.enum is not None or m.refs or o.property_names or not o.required:
             return False
-        req = m.required
-        if m.plo > len(req) or (m.phi is not None and len(req) > m.phi):
+        req = o.required
+        if o.min_properties > len(req) or (o.max_properties is not None and len(req) > o.max_properties):
             return False
-        if any(c[0] == "o" for c in m.notenum):
+        if any(c[0] == "o" for c in m.not_enum):
             return False
-        own = not m.patterns and not m.addls
-        props = m.props
+        own = not o.patterns and not o.additional
         for name in req:
-            es = props.get(name)
+            es = o.properties.get(name)
             if es is None:
                 return False  # a required name without a position (see ObjectBuilder)
             if not own:
-                es = self.member_schemas(m, name, es)
+                es = self.member_schemas(o, name, es)
             if self.expr_known(self.and_expr(es))[1] is not True:
                 return False
         return True
@@ -304,7 +304,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         if m.enum is not None:
             return  # the allowed values are listed, and each is checked against the branch
         ts = m.types
-        if any((c[0] == "o" and "object" in ts) or (c[0] == "a" and "array" in ts) for c in m.notenum):
+        if any((c[0] == "o" and "object" in ts) or (c[0] == "a" and "array" in ts) for c in m.not_enum):
             self.unsupported("excluding an object or array value (`not` over `const`/`enum`) is not "
                              "supported: only null, boolean, number and string values can be excluded",
                              self.expr_where(e), "not")
@@ -322,16 +322,18 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 continue  # nothing here is intersected (most leaves of a schema)
             m = self.merge(b)
             if "array" in m.types:
-                K = max([i + 1 for i in m.pos] + [k for k, _ in m.items] + [0])
+                a = m.array
+                K = max([i + 1 for i in a.prefix] + [k for k, _ in a.items] + [0])
                 for i in range(K):
-                    es = list(m.pos.get(i, [])) + [x for k, x in m.items if k <= i]
+                    es = list(a.prefix.get(i, [])) + [x for k, x in a.items if k <= i]
                     if len(es) > 1:
                         out.append(self.and_expr(es))
-                if len(m.items) > 1:
-                    out.append(self.and_expr([x for _, x in m.items]))
-            if "object" in m.types and (m.patterns or m.addls or any(len(v) > 1 for v in m.props.values())):
-                for name, es in m.props.items():
-                    es = self.member_schemas(m, name, es)
+                if len(a.items) > 1:
+                    out.append(self.and_expr([x for _, x in a.items]))
+            o = m.object
+            if "object" in m.types and (o.patterns or o.additional or any(len(v) > 1 for v in o.properties.values())):
+                for name, es in o.properties.items():
+                    es = self.member_schemas(o, name, es)
                     if len(es) > 1:
                         out.append(self.and_expr(es))
         return [c for c in out if c != TRUE and c != FALSE]
@@ -382,7 +384,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
 
     def build_branch(self, br, where) -> ir.Node:
         m = self.merge(br)  # (remembered: a 10,000-atom branch is scanned once)
-        if m.rulerefs:
+        if m.refs:
             return alt(*(self.build_branch(b, where) for b in self.expand_refs(br, where)))
         if m.enum is not None:
             vals = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], br)]
@@ -394,20 +396,20 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             return alt(*(self.literal(c) for c in vals))
         out = []
         ts = m.types
-        if "null" in ts and ("n",) not in m.notenum:
+        if "null" in ts and ("n",) not in m.not_enum:
             out.append(lit("null"))
         if "boolean" in ts:
             for b in (True, False):
-                if ("b", b) not in m.notenum:
+                if ("b", b) not in m.not_enum:
                     out.append(lit("true" if b else "false"))
         if ts & _NUM:
-            out.append(self.build_number(m, "integer" in ts, "nonint" in ts, where))
+            out.append(self.build_number(m.number, m.not_enum, "integer" in ts, "nonint" in ts, where))
         if "string" in ts:
-            out.append(self.build_string(m))
+            out.append(self.build_string(m.string, m.not_enum))
         if "array" in ts:
-            out.append(self.build_array(m, where))
+            out.append(self.build_array(m.array, where))
         if "object" in ts:
-            out.append(self.build_object(m, where))
+            out.append(self.build_object(m.object, where))
         return alt(*out)
 
     # ------------------------------------------------------------------ literals
@@ -464,23 +466,25 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         return hit
 
 
-def _obviously_inhabited(m, br) -> bool:
+def _obviously_inhabited(m: Branch, br) -> bool:
     """A merged branch with a value that needs no search: a sufficient test, never a necessary one."""
     if m.enum is not None or any(a[0] == "ruleref" for a in br):
         return False
     ts = m.types
-    if "null" in ts and ("n",) not in m.notenum:
+    if "null" in ts and ("n",) not in m.not_enum:
         return True
-    if "boolean" in ts and not (("b", True) in m.notenum and ("b", False) in m.notenum):
+    if "boolean" in ts and not (("b", True) in m.not_enum and ("b", False) in m.not_enum):
         return True
-    if ts & _NUM and not m.mults and not m.notmults and (m.lo is None or m.hi is None):
+    n = m.number
+    if ts & _NUM and not n.multiples and not n.not_multiples and (n.lo is None or n.hi is None):
         return True
-    if "string" in ts and not m.spos and not m.sneg and (m.shi is None or m.slo <= m.shi) \
-            and not any(c[0] == "s" for c in m.notenum):
+    t = m.string
+    if "string" in ts and not t.patterns and not t.not_patterns and (t.max_length is None or t.min_length <= t.max_length) \
+            and not any(c[0] == "s" for c in m.not_enum):
         return True
-    if "array" in ts and m.ilo == 0 and not any(c[1] > 0 for c in m.contains):
+    if "array" in ts and m.array.min_items == 0 and not any(c[1] > 0 for c in m.array.contains):
         return True
-    if "object" in ts and not m.required and m.plo == 0:
+    if "object" in ts and not m.object.required and m.object.min_properties == 0:
         return True
     return False
 

@@ -2,8 +2,10 @@
 
 A sub-schema is an *expression*: ``("loc", doc, pointer)`` (a place in a document), ``("and",
 exprs)``, ``("not", expr)``, or ``TRUE``/``FALSE``. Its normal form (:meth:`Normalizer.dnf`) is a
-list of branches, each a conjunction of typed atoms (``("types", set)``, ``("num", lo, lox, hi,
-hix)``, ``("props", name, expr)``, ``("ruleref", expr)`` ...): ``allOf`` is a product of branches,
+list of branches, each a conjunction of keyword atoms (``("types", set)``, ``("num", lo, lox, hi,
+hix)``, ``("props", name, expr)``, ``("ruleref", expr)`` ...), which :meth:`Normalizer.merge`
+turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a number, string,
+array and object node) for the compiler to read: ``allOf`` is a product of branches,
 ``anyOf`` a union, ``oneOf`` a union of branches proven pairwise disjoint (or ``A ∧ ¬B ∨ B ∧ ¬A``
 when the negations are expressible), ``not`` negates atom by atom, ``if``/``then``/``else`` becomes
 ``(if ∧ then) ∨ (¬if ∧ else)``. Sub-schemas below a keyword (a property's schema, ``items`` ...)
@@ -15,13 +17,15 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from types import MappingProxyType
 from urllib.parse import unquote
 
 from dotjson import ir
 from dotjson.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS
 from dotjson.ir import EPS, Ref, lit, seq
+from dotjson.jsonschema.nodes import (
+    NO_ARRAY, NO_NUMBER, NO_OBJECT, NO_STRING, ArrayNode, Branch, NumberNode, ObjectNode, StringNode,
+)
 from dotjson.jsonschema.values import (
     MAX_APPLICATOR_DEPTH, MAX_DEPTH, MAX_EMPTINESS_DEPTH, _APPLICATORS, _ATOM_TYPES, _DEFAULT_BASE, _DIALECTS, _MISSING, _REGEX_CACHE, _SUBSCHEMA_LISTS,
     _SUBSCHEMA_MAPS, _SUBSCHEMA_ONE, _TYPE_NAMES, _U, FALSE, IGNORED_KEYWORDS, MAX_BRANCHES, TRUE,
@@ -952,10 +956,11 @@ class Normalizer:
             self.strict -= 1
 
     # ------------------------------------------------------------------ merging a branch
-    def merge(self, br):
+    def merge(self, br) -> Branch:
+        """The typed node of normal-form branch ``br`` (:class:`~dotjson.jsonschema.nodes.Branch`:
+        its atoms merged, one node per JSON type it constrains). Callers only read it."""
         # remembered by identity (branches live in dnf_cache; the memo keeps them alive): the
-        # branch of a 10,000-property object is merged once, not once per question about it.
-        # Callers only read the result.
+        # branch of a 10,000-property object is merged once, not once per question about it
         hit = self._merged.get(id(br))
         if hit is not None and hit[0] is br:
             return hit[1]
@@ -963,73 +968,90 @@ class Normalizer:
         self._merged[id(br)] = (br, m)
         return m
 
-    def _merge(self, br):
-        m = _Merged()
+    def _merge(self, br) -> Branch:
+        b = Branch(_U)
         types = _U
-        # A container is made when the branch first has an atom of its kind (most branches use
-        # two or three kinds): the merged branches stay in a memo for the compiler's lifetime,
-        # and every container left empty would be one more object for the collector to track.
+        # A node is made when the branch first has an atom of its kind (most branches use two
+        # or three kinds), and so is each container: merged branches stay in a memo for the
+        # compiler's lifetime, and every container left empty would be one more object for the
+        # collector to track.
         for a in br:
             k = a[0]
-            if k == "props":
-                m.props = _put(m.props, a[1], a[2])
-            elif k == "required":
-                if not m.required:
-                    m.required = {}
-                m.required[a[1]] = None
-            elif k == "types":
+            if k == "types":
                 types = types & a[1]
             elif k == "enum":
-                m.enum = set(a[1]) if m.enum is None else m.enum & set(a[1])
+                b.enum = set(a[1]) if b.enum is None else b.enum & set(a[1])
             elif k == "notenum":
-                if not m.notenum:
-                    m.notenum = set()
-                m.notenum.update(a[1])
-            elif k == "num":
-                _, lo, lox, hi, hix = a
-                if lo is not None and (m.lo is None or lo > m.lo or (lo == m.lo and lox)):
-                    m.lo, m.lox = lo, lox
-                if hi is not None and (m.hi is None or hi < m.hi or (hi == m.hi and hix)):
-                    m.hi, m.hix = hi, hix
-            elif k == "mult":
-                m.mults = _push(m.mults, a[1])
-            elif k == "notmult":
-                m.notmults = _push(m.notmults, a[1])
-            elif k == "str":
-                if a[2]:
-                    m.spos = _push(m.spos, a[1])
-                else:
-                    m.sneg = _push(m.sneg, a[1])
-            elif k == "len":
-                m.slo = max(m.slo, a[1])
-                if a[2] is not None:
-                    m.shi = a[2] if m.shi is None else min(m.shi, a[2])
-            elif k == "addl":
-                m.addls = _push(m.addls, a[1:])
-            elif k == "pattern":
-                m.patterns = _push(m.patterns, (a[1], a[2]))
-            elif k == "pnames":
-                m.pnames = _push(m.pnames, a[1])
-            elif k == "nprops":
-                m.plo = max(m.plo, a[1])
-                if a[2] is not None:
-                    m.phi = a[2] if m.phi is None else min(m.phi, a[2])
-            elif k == "pos":
-                m.pos = _put(m.pos, a[1], a[2])
-            elif k == "items":
-                m.items = _push(m.items, (a[1], a[2]))
-            elif k == "nitems":
-                m.ilo = max(m.ilo, a[1])
-                if a[2] is not None:
-                    m.ihi = a[2] if m.ihi is None else min(m.ihi, a[2])
-            elif k == "contains":
-                m.contains = _push(m.contains, a[1:])
-            elif k == "unique":
-                m.unique = a[1]
+                if not b.not_enum:
+                    b.not_enum = set()
+                b.not_enum.update(a[1])
             elif k == "ruleref":
-                m.rulerefs = _push(m.rulerefs, a[1])
-        m.types = types
-        return m
+                b.refs = _push(b.refs, a[1])
+            elif k in _OBJECT_ATOMS:
+                o = b.object
+                if o is NO_OBJECT:
+                    o = b.object = ObjectNode()
+                if k == "props":
+                    o.properties = _put(o.properties, a[1], a[2])
+                elif k == "required":
+                    if not o.required:
+                        o.required = {}
+                    o.required[a[1]] = None
+                elif k == "addl":
+                    o.additional = _push(o.additional, a[1:])
+                elif k == "pattern":
+                    o.patterns = _push(o.patterns, (a[1], a[2]))
+                elif k == "pnames":
+                    o.property_names = _push(o.property_names, a[1])
+                else:  # nprops
+                    o.min_properties = max(o.min_properties, a[1])
+                    if a[2] is not None:
+                        o.max_properties = a[2] if o.max_properties is None else min(o.max_properties, a[2])
+            elif k in _NUMBER_ATOMS:
+                n = b.number
+                if n is NO_NUMBER:
+                    n = b.number = NumberNode()
+                if k == "num":
+                    _, lo, lox, hi, hix = a
+                    if lo is not None and (n.lo is None or lo > n.lo or (lo == n.lo and lox)):
+                        n.lo, n.lo_excl = lo, lox
+                    if hi is not None and (n.hi is None or hi < n.hi or (hi == n.hi and hix)):
+                        n.hi, n.hi_excl = hi, hix
+                elif k == "mult":
+                    n.multiples = _push(n.multiples, a[1])
+                else:  # notmult
+                    n.not_multiples = _push(n.not_multiples, a[1])
+            elif k == "str" or k == "len":
+                t = b.string
+                if t is NO_STRING:
+                    t = b.string = StringNode()
+                if k == "str":
+                    if a[2]:
+                        t.patterns = _push(t.patterns, a[1])
+                    else:
+                        t.not_patterns = _push(t.not_patterns, a[1])
+                else:
+                    t.min_length = max(t.min_length, a[1])
+                    if a[2] is not None:
+                        t.max_length = a[2] if t.max_length is None else min(t.max_length, a[2])
+            elif k in _ARRAY_ATOMS:
+                r = b.array
+                if r is NO_ARRAY:
+                    r = b.array = ArrayNode()
+                if k == "pos":
+                    r.prefix = _put(r.prefix, a[1], a[2])
+                elif k == "items":
+                    r.items = _push(r.items, (a[1], a[2]))
+                elif k == "nitems":
+                    r.min_items = max(r.min_items, a[1])
+                    if a[2] is not None:
+                        r.max_items = a[2] if r.max_items is None else min(r.max_items, a[2])
+                elif k == "contains":
+                    r.contains = _push(r.contains, a[1:])
+                else:  # unique
+                    r.unique = a[1]
+        b.types = types
+        return b
 
     def branch_empty(self, br) -> bool:
         """True when the conjunction provably accepts no value (used for oneOf disjointness)."""
@@ -1048,35 +1070,39 @@ class Normalizer:
                 return False
         return True
 
-    def type_empty(self, m, t) -> bool:
+    def type_empty(self, m: Branch, t) -> bool:
+        """True when branch ``m`` provably has no value of type ``t`` (a sufficient test)."""
         if t == "null":
-            return ("n",) in m.notenum
+            return ("n",) in m.not_enum
         if t == "boolean":
-            return ("b", True) in m.notenum and ("b", False) in m.notenum
+            return ("b", True) in m.not_enum and ("b", False) in m.not_enum
         if t in ("integer", "nonint"):
-            if m.lo is not None and m.hi is not None:
-                if m.lo > m.hi or (m.lo == m.hi and (m.lox or m.hix)):
+            n = m.number
+            if n.lo is not None and n.hi is not None:
+                if n.lo > n.hi or (n.lo == n.hi and (n.lo_excl or n.hi_excl)):
                     return True
-                if t == "integer" and not m.lox and not m.hix and not m.mults:
+                if t == "integer" and not n.lo_excl and not n.hi_excl and not n.multiples:
                     import math
-                    if math.floor(m.hi) < math.ceil(m.lo):
+                    if math.floor(n.hi) < math.ceil(n.lo):
                         return True
             return False
         if t == "string":
-            return m.shi is not None and m.slo > m.shi
+            return m.string.max_length is not None and m.string.min_length > m.string.max_length
         if t == "array":
-            if m.ihi is not None and m.ilo > m.ihi:
+            a = m.array
+            if a.max_items is not None and a.min_items > a.max_items:
                 return True
-            for i, es in m.pos.items():
-                if i < m.ilo and self.expr_empty(self.and_expr(es)):
+            for i, es in a.prefix.items():
+                if i < a.min_items and self.expr_empty(self.and_expr(es)):
                     return True
             return False
         if t == "object":
-            if m.phi is not None and (m.plo > m.phi or len(m.required) > m.phi):
+            o = m.object
+            if o.max_properties is not None and (o.min_properties > o.max_properties or len(o.required) > o.max_properties):
                 return True
-            for name in m.required:
-                es = list(m.props.get(name, []))
-                for e, names, pats in m.addls:
+            for name in o.required:
+                es = list(o.properties.get(name, []))
+                for e, names, pats in o.additional:
                     if name not in names and not pats:
                         es.append(e)
                 if self.expr_empty(self.and_expr(es)):
@@ -1197,24 +1223,25 @@ class Normalizer:
     def key_matches(self, key, pattern) -> bool:
         return _ir_match(self.regex(pattern, "", "patternProperties"), key)
 
-    def member_schemas(self, m, name: str, es) -> list:
-        """The schemas the value of declared property ``name`` of merged object ``m`` must
+    def member_schemas(self, o: ObjectNode, name: str, es) -> list:
+        """The schemas the value of declared property ``name`` of object node ``o`` must
         satisfy: its own ``es``, every ``patternProperties`` schema whose pattern matches the
         name, and the ``additionalProperties`` schema of every branch that neither declares nor
         matches it."""
         es = list(es)
-        for p, x in m.patterns:
+        for p, x in o.patterns:
             if self.key_matches(name, p):
                 es.append(x)
-        for x, names, pats in m.addls:
+        for x, names, pats in o.additional:
             if name not in names and not any(self.key_matches(name, q) for q in pats):
                 es.append(x)
         return es
 
 
-# The empty containers every merged branch starts with (read-only, shared; see _merge).
-_NO_MAP = MappingProxyType({})
-_NO_SET: frozenset = frozenset()
+# the atoms of each typed node (see _merge)
+_OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops"})
+_NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
+_ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})
 
 
 def _push(seq, x) -> list:
@@ -1227,7 +1254,7 @@ def _push(seq, x) -> list:
 
 def _put(mapping, key, x) -> dict:
     """``mapping`` with ``x`` appended to ``mapping[key]`` (a list): ``mapping`` itself, or a new
-    dict in place of the shared empty one."""
+    dict in place of the shared empty one (:data:`~dotjson.jsonschema.nodes.NO_ENTRIES`)."""
     if not mapping:
         return {key: [x]}
     es = mapping.get(key)
@@ -1236,33 +1263,3 @@ def _put(mapping, key, x) -> dict:
     else:
         es.append(x)
     return mapping
-
-
-class _Merged:
-    """The atoms of a branch merged by kind (read-only for everyone but
-    :meth:`Normalizer._merge`): an attribute left empty is a shared empty container."""
-
-    __slots__ = ("types", "enum", "notenum", "lo", "lox", "hi", "hix", "mults", "notmults", "spos", "sneg",
-                 "slo", "shi", "props", "required", "addls", "patterns", "pnames", "plo", "phi", "pos", "items",
-                 "ilo", "ihi", "contains", "unique", "rulerefs")
-
-    def __init__(self):
-        self.types = _U
-        self.enum = None
-        self.notenum = _NO_SET
-        self.lo = self.hi = None
-        self.lox = self.hix = False
-        self.mults = self.notmults = ()
-        self.spos = self.sneg = ()
-        self.slo, self.shi = 0, None
-        self.props = _NO_MAP      # name -> [expr, ...]
-        self.required = _NO_MAP   # name -> None (an ordered set)
-        self.addls = self.patterns = self.pnames = ()
-        self.plo, self.phi = 0, None
-        self.pos = _NO_MAP        # index -> [expr, ...]
-        self.items = ()
-        self.ilo, self.ihi = 0, None
-        self.contains = ()
-        self.unique = None
-        self.rulerefs = ()
-

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, repeat, seq
+from dotjson.jsonschema.nodes import NumberNode
 from dotjson.jsonschema.values import MAX_DFA_STATES
 
 # ----------------------------------------------------------------------------- numbers
@@ -367,9 +368,11 @@ def _equal_node(c: Decimal) -> ir.Node:
 class NumberBuilder:
     """Mixin of the compiler: numbers (``type: number/integer``, bounds, ``multipleOf``)."""
 
-    def build_number(self, m, allow_int, allow_nonint, where) -> ir.Node:
-        ne = tuple(sorted(c[1] for c in m.notenum if c[0] == "x"))
-        return self.number_node(m.lo, m.lox, m.hi, m.hix, tuple(m.mults), tuple(m.notmults), ne,
+    def build_number(self, n: NumberNode, not_enum, allow_int, allow_nonint, where) -> ir.Node:
+        """The numbers of node ``n`` (integers, others, or both) but the values ``not_enum``
+        excludes."""
+        ne = tuple(sorted(c[1] for c in not_enum if c[0] == "x"))
+        return self.number_node(n.lo, n.lo_excl, n.hi, n.hi_excl, tuple(n.multiples), tuple(n.not_multiples), ne,
                                 allow_int, allow_nonint, where)
 
     def number_node(self, lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where) -> ir.Node:

@@ -16,6 +16,7 @@ from dotjson.ir.analysis import all_of
 from dotjson.key_trie import KeySet, KeyTrie, known_by_member
 from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
+from dotjson.jsonschema.nodes import ObjectNode
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
 #: objects declaring more names than this reach their undeclared keys through a trie of the
@@ -26,19 +27,19 @@ WIDE_EXTRA = 64
 class ObjectBuilder:
     """Mixin of the compiler: objects."""
 
-    def build_object(self, m, where) -> ir.Node:
+    def build_object(self, o: ObjectNode, where) -> ir.Node:
         # the declared names (a required one outside `properties` too), each with its schemas;
-        # the lists are m's own, read only (a copy per property was 10,000 lists for the
+        # the lists are o's own, read only (a copy per property was 10,000 lists for the
         # collector to track in a 10,000-property object)
-        props = dict(m.props)
-        for r in m.required:
+        props = dict(o.properties)
+        for r in o.required:
             props.setdefault(r, ())
-        required = m.required
-        plo, phi = m.plo, m.phi
+        required = o.required
+        plo, phi = o.min_properties, o.max_properties
         if phi is not None and (plo > phi or len(required) > phi):
             return EMPTY
-        closed = self.close_objects and not m.addls and (m.props or m.patterns)
-        pn = self.and_expr(m.pnames) if m.pnames else None
+        closed = self.close_objects and not o.additional and (o.properties or o.patterns)
+        pn = self.and_expr(o.property_names) if o.property_names else None
         rq = set(required)
         ae = self.and_expr
         empty_values = []  # (a schema `false`, a contradiction the normal form shows)
@@ -49,17 +50,17 @@ class ObjectBuilder:
                 empty_values.append(ve)
             return ve
 
-        if not m.patterns and not m.addls and pn is None:
+        if not o.patterns and not o.additional and pn is None:
             # each value is its property's own schemas (most objects; one pass, as lean as it
             # goes: a 10,000-property object pays it at its first mask)
             declared = [(name, es[0] if len(es) == 1 and es[0][0] == "loc" else value(es), name in rq)
                         for name, es in props.items()]
         else:
             declared = []
-            own = not m.patterns and not m.addls  # a value's schemas are the property's own
+            own = not o.patterns and not o.additional  # a value's schemas are the property's own
             for name, es in props.items():
                 if not own:
-                    es = self.member_schemas(m, name, es)
+                    es = self.member_schemas(o, name, es)
                 if pn is not None and not self.validate(name, pn):
                     es = [*es, FALSE]
                 declared.append((name, value(es), name in rq))
@@ -71,20 +72,20 @@ class ObjectBuilder:
             declared = [d for d in declared if d[1] != FALSE]
         # extra members: keys that are not declared, split by which patterns they match
         if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
-            pats = list(dict.fromkeys([p for p, _ in m.patterns] + [q for _, _, qs in m.addls for q in qs]))
+            pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]))
             fixed_members, fixed_names = [], []
-            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not same_pattern_schemas(m):
+            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not same_pattern_schemas(o):
                 # finite patterns (`^SHA-256$`) become listed keys; classes range over the rest
                 split = split_patterns(pats, lambda p: self.regex(p, where, "patternProperties"),
                                        MAX_PATTERN_CLASSES)
                 if split is not None:
                     pats = split[1]
-                    fixed_members, fixed_names = fixed_key_members(self, split[0], m, set(props), pn)
+                    fixed_members, fixed_names = fixed_key_members(self, split[0], o, set(props), pn)
             if 2 ** len(pats) > MAX_PATTERN_CLASSES:
                 groups = {}
-                for p, e in m.patterns:
+                for p, e in o.patterns:
                     groups.setdefault(p, []).append(e)
-                same = len({tuple(v) for v in groups.values()}) == 1 and not any(qs for _, _, qs in m.addls)
+                same = len({tuple(v) for v in groups.values()}) == 1 and not any(qs for _, _, qs in o.additional)
                 if not same:
                     r = self.unsupported(f"more than {MAX_PATTERN_CLASSES.bit_length() - 1} patternProperties "
                                          "with different schemas", where, "patternProperties")
@@ -99,8 +100,8 @@ class ObjectBuilder:
             live = []
             for T in subsets:
                 Tset = set(T)
-                es = [e for p, e in m.patterns if p in Tset]
-                es += [e for e, names, qs in m.addls if not (set(qs) & Tset)]
+                es = [e for p, e in o.patterns if p in Tset]
+                es += [e for e, names, qs in o.additional if not (set(qs) & Tset)]
                 if not T and closed:
                     es.append(FALSE)
                 ve = self.and_expr(es)
@@ -198,10 +199,10 @@ class ObjectBuilder:
             return any_order_object(self, declared, X, plo, phi)
         # required names that `properties` does not declare have no schema position: they may
         # appear anywhere extras may (tracked by a bit mask), when there are few of them
-        floating = [d for d in declared if d[0] not in m.props] if len(props) > len(m.props) else []
+        floating = [d for d in declared if d[0] not in o.properties] if len(props) > len(o.properties) else []
         if len(floating) > MAX_FLOATING:
             floating = []
-        chain = [d for d in declared if d[0] in m.props] if floating else declared
+        chain = [d for d in declared if d[0] in o.properties] if floating else declared
 
         def member(name, ve):
             return seq(lit('"'), self.enc_text(name), lit('"'), self.colon, self.node_of(ve))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dotjson import ir
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
+from dotjson.jsonschema.nodes import StringNode
 from dotjson.jsonschema.values import _ENC_CACHE, FALSE, TRUE
 
 
@@ -34,17 +35,18 @@ class StringBuilder:
             return self.regex_cache[key[1]]
         return self.formats[key]
 
-    def string_content(self, m) -> ir.Node:
-        """The encoded content language (between the quotes) of the merged string constraints."""
-        key = (tuple(m.spos), tuple(m.sneg), m.slo, m.shi,
-               tuple(sorted(c[1] for c in m.notenum if c[0] == "s")))
+    def string_content(self, t: StringNode, not_enum) -> ir.Node:
+        """The encoded content language (between the quotes) of string node ``t``, but the
+        strings ``not_enum`` excludes."""
+        key = (tuple(t.patterns), tuple(t.not_patterns), t.min_length, t.max_length,
+               tuple(sorted(c[1] for c in not_enum if c[0] == "s")))
         hit = self.string_cache.get(key)
         if hit is not None:
             return hit
-        pos = [self.enc_handle(h) for h in dict.fromkeys(m.spos)]
-        if m.slo > 0 or m.shi is not None:
-            pos.append(self.jsonstr.string_of_length(m.slo, m.shi))
-        neg = [self.enc_handle(h) for h in dict.fromkeys(m.sneg)] + [self.enc_text((s)) for s in key[4]]
+        pos = [self.enc_handle(h) for h in dict.fromkeys(t.patterns)]
+        if t.min_length > 0 or t.max_length is not None:
+            pos.append(self.jsonstr.string_of_length(t.min_length, t.max_length))
+        neg = [self.enc_handle(h) for h in dict.fromkeys(t.not_patterns)] + [self.enc_text((s)) for s in key[4]]
         if any(p == EMPTY for p in pos):
             content = EMPTY
         else:
@@ -60,10 +62,11 @@ class StringBuilder:
         self.string_cache[key] = content
         return content
 
-    def build_string(self, m) -> ir.Node:
-        if not m.spos and not m.sneg and m.slo == 0 and m.shi is None and not any(c[0] == "s" for c in m.notenum):
+    def build_string(self, t: StringNode, not_enum) -> ir.Node:
+        if not t.patterns and not t.not_patterns and t.min_length == 0 and t.max_length is None \
+                and not any(c[0] == "s" for c in not_enum):
             return Ref("json_string")
-        content = self.string_content(m)
+        content = self.string_content(t, not_enum)
         if content == EMPTY:
             return EMPTY
         return seq(lit('"'), content, lit('"'))
@@ -90,6 +93,6 @@ class StringBuilder:
                 alts.extend(self.enc_text((c[1])) for c in m.enum
                             if c[0] == "s" and self.satisfies(c[1], br))
                 continue
-            alts.append(self.string_content(m))
+            alts.append(self.string_content(m.string, m.not_enum))
         return alt(*alts)
 

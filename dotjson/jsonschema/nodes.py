@@ -1,0 +1,123 @@
+"""Phase 1's typed nodes: a branch of a sub-schema's normal form, merged, one node per JSON type.
+
+The normal form of a sub-schema (:meth:`~dotjson.jsonschema.normalize.Normalizer.dnf`) is a
+union of branches, the ``anyOf`` of the schema: ``oneOf`` becomes branches proven pairwise
+disjoint (or rewritten with negations), ``allOf`` a product, ``not`` negated atom by atom. Each
+branch is a conjunction of keyword atoms; :meth:`~dotjson.jsonschema.normalize.Normalizer.merge`
+turns it into one :class:`Branch`:
+
+* what every value must satisfy whatever its type: the allowed ``types``, the ``enum`` values
+  (``None``: any), the values excluded (``not_enum``), and the ``$ref`` targets it must satisfy
+  too (``refs``, expressions the compiler expands);
+* one node per JSON type with constraints of that type: :class:`NumberNode`,
+  :class:`StringNode`, :class:`ArrayNode`, :class:`ObjectNode`. A type without constraints
+  shares its empty node (``NO_NUMBER`` ...), so a branch costs one object per kind it uses.
+
+Sub-schemas below a keyword (a property's schema, ``items`` ...) stay *expressions* (see
+:mod:`dotjson.jsonschema.normalize`): a node refers to them, and the compiler makes each a
+rule reference whose body is built when the automaton first reaches it. Nothing here builds
+grammar. Nodes are read-only once merged (the empty nodes are shared by every branch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+
+class _NoEntries(Mapping):
+    """The empty, read-only mapping a node holds until it has an entry of that kind."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__  # one shared instance: a dataclass default must be hashable
+
+    def __getitem__(self, key):
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def get(self, key, default=None):
+        return default
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+NO_ENTRIES: Mapping = _NoEntries()
+
+
+@dataclass(slots=True, eq=False)
+class NumberNode:
+    """Numeric constraints: the tightest bounds, and the divisors a number must (not) have."""
+
+    lo: Decimal | None = None
+    lo_excl: bool = False
+    hi: Decimal | None = None
+    hi_excl: bool = False
+    multiples: list = ()       # multipleOf, each
+    not_multiples: list = ()   # negated multipleOf, each
+
+
+@dataclass(slots=True, eq=False)
+class StringNode:
+    """String constraints: the languages a string's text must (not) be in (pattern, format,
+    ``const`` of a string under ``not`` ...: handles of :meth:`Normalizer.str_node`) and its
+    length in characters."""
+
+    patterns: list = ()        # handles of languages the text must be in
+    not_patterns: list = ()    # ... must not be in
+    min_length: int = 0
+    max_length: int | None = None
+
+
+@dataclass(slots=True, eq=False)
+class ArrayNode:
+    """Array constraints: schemas by position, of the items from a position on, the item count,
+    ``contains`` counters and ``uniqueItems``."""
+
+    prefix: Mapping = NO_ENTRIES   # index -> [expr, ...] (prefixItems, items as a list)
+    items: list = ()               # (first index, expr): items from there on
+    min_items: int = 0
+    max_items: int | None = None
+    contains: list = ()            # (expr, min, max)
+    unique: object = None          # the uniqueItems keyword's place, when true
+
+
+@dataclass(slots=True, eq=False)
+class ObjectNode:
+    """Object constraints: declared properties and their schemas (in schema order), required
+    names, the extra-member schemas of each ``additionalProperties`` (with the names and patterns
+    it leaves out), ``patternProperties``, ``propertyNames`` and the member count."""
+
+    properties: Mapping = NO_ENTRIES   # name -> [expr, ...]
+    required: Mapping = NO_ENTRIES     # name -> None (an ordered set)
+    additional: list = ()              # (expr, declared names, patterns)
+    patterns: list = ()                # (pattern, expr)
+    property_names: list = ()          # expr, each
+    min_properties: int = 0
+    max_properties: int | None = None
+
+
+NO_NUMBER = NumberNode()
+NO_STRING = StringNode()
+NO_ARRAY = ArrayNode()
+NO_OBJECT = ObjectNode()
+
+
+@dataclass(slots=True, eq=False)
+class Branch:
+    """One branch of a normal form, merged (see the module docstring)."""
+
+    types: frozenset
+    enum: set | None = None
+    not_enum: frozenset | set = frozenset()
+    refs: list = ()                    # $ref targets (expressions) the value must satisfy too
+    number: NumberNode = NO_NUMBER
+    string: StringNode = NO_STRING
+    array: ArrayNode = NO_ARRAY
+    object: ObjectNode = NO_OBJECT

@@ -298,7 +298,18 @@ class Normalizer:
             return b
         d = self.docs[doc]
         node, base, cur = d.root, self.base_of.get((doc, ""), d.uri), ""
-        toks = ptr.split("/")[1:] if ptr else []
+        # from the nearest enclosing schema whose base is known (the walk of phase 1 goes top
+        # down: most often the parent's), not from the root for every reference
+        j = len(ptr)
+        while j > 0:
+            j = ptr.rfind("/", 0, j)
+            if j <= 0:
+                break
+            hit = self.base_of.get((doc, ptr[:j]))
+            if hit is not None:
+                node, base, cur = self.get(doc, ptr[:j]), hit, ptr[:j]
+                break
+        toks = ptr[len(cur):].split("/")[1:] if ptr else []
         i = 0
         while i < len(toks) and isinstance(node, dict):
             kw = _unesc(toks[i])

@@ -69,6 +69,8 @@ class _Image:
             for node in nodes:
                 a.rules.compile_node(node)
                 a.rules._is_reg(node)  # operands of And/Diff (a key other than the declared ones)
+            if "ws" in a.rules.index:
+                a._whitespace_rows()
         assert int(a._a["ctl"][K.C_STATES]) == 0
         self.owner = a  # keeps the nodes whose identities the memos hold alive
         self.arrays = {k: v.copy() for k, v in a._a.items()}
@@ -588,6 +590,22 @@ class Automaton:
     def n_terms(self) -> int:
         """Terms interned so far."""
         return int(self._a["ctl"][K.C_TERMS])
+
+    def _whitespace_rows(self) -> None:
+        """The derivative classes of the whitespace between tokens, and of each of its
+        derivatives by a blank or a line break: every document starts with it, so the first mask
+        of every index walks its ~40 states first, and these parts of their rows are the same
+        for every schema (computed once, in the base image)."""
+        ws = self.rules.ref("ws")
+        todo, seen = [ws], {ws}
+        while todo:
+            t = todo.pop()
+            self._run(K.row, t)
+            for byte in b" \t\n\r":
+                u = self._run(K.deriv, t, byte)
+                if u != K.EMPTY and u not in seen:
+                    seen.add(u)
+                    todo.append(u)
 
     def compile_rules(self) -> None:
         """Compile the body of every rule reached so far now (otherwise each is compiled on first

@@ -237,6 +237,9 @@ def test_excluding_an_object_or_array_value_is_refused(schema, pointer):
 def test_excluding_scalars_beside_an_object_value():
     # the excluded object cannot occur where only integers are allowed: nothing to refuse
     check({"type": "integer", "not": {"enum": [{"a": 1}, 2]}}, [1, 3], [2, {"a": 1}])
+    # ... nor where a reference leaves only integers
+    check({"$defs": {"i": {"type": "integer"}}, "$ref": "#/$defs/i", "not": {"enum": [{"a": 1}, 2]}},
+          [1], [2, {"a": 1}])
     check({"type": ["string", "object"], "not": {"const": "x"}, "enum": [{"a": 1}, "x", "y"]},
           [{"a": 1}, "y"], ["x"])
 

@@ -301,6 +301,10 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         ``enum``) where it allows that type: the builders exclude only null, boolean, number and
         string values (one object out of an object automaton is not a language they make)."""
         m = self.merge(br)
+        if m.refs:  # the types the references leave
+            for b in self.expand_refs(br, self.expr_where(e)):
+                self._structured_notenum(b, e)
+            return
         if m.enum is not None:
             return  # the allowed values are listed, and each is checked against the branch
         ts = m.types

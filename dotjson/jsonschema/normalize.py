@@ -1015,9 +1015,7 @@ class Normalizer:
                 elif k == "pnames":
                     o.property_names = _push(o.property_names, a[1])
                 else:  # nprops
-                    o.min_properties = max(o.min_properties, a[1])
-                    if a[2] is not None:
-                        o.max_properties = a[2] if o.max_properties is None else min(o.max_properties, a[2])
+                    o.min_properties, o.max_properties = _narrowed(o.min_properties, o.max_properties, a)
             elif k in _NUMBER_ATOMS:
                 n = b.number
                 if n is NO_NUMBER:
@@ -1042,9 +1040,7 @@ class Normalizer:
                     else:
                         t.not_patterns = _push(t.not_patterns, a[1])
                 else:
-                    t.min_length = max(t.min_length, a[1])
-                    if a[2] is not None:
-                        t.max_length = a[2] if t.max_length is None else min(t.max_length, a[2])
+                    t.min_length, t.max_length = _narrowed(t.min_length, t.max_length, a)
             elif k in _ARRAY_ATOMS:
                 r = b.array
                 if r is NO_ARRAY:
@@ -1054,9 +1050,7 @@ class Normalizer:
                 elif k == "items":
                     r.items = _push(r.items, (a[1], a[2]))
                 elif k == "nitems":
-                    r.min_items = max(r.min_items, a[1])
-                    if a[2] is not None:
-                        r.max_items = a[2] if r.max_items is None else min(r.max_items, a[2])
+                    r.min_items, r.max_items = _narrowed(r.min_items, r.max_items, a)
                 elif k == "contains":
                     r.contains = _push(r.contains, a[1:])
                 else:  # unique
@@ -1253,6 +1247,12 @@ class Normalizer:
 _OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops"})
 _NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
 _ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})
+
+
+def _narrowed(lo, hi, a) -> tuple:
+    """Count bounds ``lo``, ``hi`` (``None``: unbounded) narrowed by a count atom ``(kind, lo, hi)``
+    (``len``, ``nitems``, ``nprops``)."""
+    return max(lo, a[1]), (hi if a[2] is None else a[2] if hi is None else min(hi, a[2]))
 
 
 def _push(seq, x) -> list:

@@ -25,11 +25,13 @@ rules are never left recursive and none is nullable except by its end-of-object 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 
 import numpy as np
 
 from dotjson import ir
+from dotjson._weak import weak_method
 from dotjson.ir import EPS, Ref
 from dotjson.key_trie import INLINE, KeySet, KeyTrie, enc_text, known_by_member
 
@@ -468,7 +470,7 @@ class _FamilyRules(Mapping):
     def bind_analysis(self, analysis) -> None:
         """The analysis that asks (:class:`dotjson.ir.analysis.Analysis` calls this): a family's
         members are settled with its exact productivity before the family answers for itself."""
-        self._analysis = analysis
+        self._analysis = weakref.ref(analysis)  # (it holds these rules: no cycle)
 
     def _family(self, name):
         hit = self._owner.get(name)
@@ -504,11 +506,12 @@ class _FamilyRules(Mapping):
         if fam is not None:
             if fam.nullable(name):
                 return (True, True)
-            if self._analysis is None:
+            analysis = self._analysis() if self._analysis is not None else None
+            if analysis is None:
                 return (False, None)
             if id(fam) not in self._final:
                 # members' productivity, exactly and one member at a time, from this analysis
-                fam.bind(self._analysis.node_productive)
+                fam.bind(weak_method(analysis.node_productive))
                 self._final.add(id(fam))
             # the count and required-member arithmetic of AnyOrderObject.productive (None while
             # a member's own productivity is being settled: the analysis then searches)

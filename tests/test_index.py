@@ -338,3 +338,23 @@ def test_special_trie_run_shortcut_equals_full_walk_real_vocab(llama3_vocab, lla
                 for t in ids:
                     assert np.array_equal(fast.mask(s), full.mask(u)), (name, text)
                     s, u = fast.next_state(s, t), full.next_state(u, t)
+
+
+def test_a_dropped_index_frees_its_automaton_at_once(tiny_bpe_vocab, tmp_path):
+    # no reference cycle through the automaton, its rules or their analysis: the store is freed
+    # when the index is dropped, not by a later pass of the cycle collector (which ran inside the
+    # next index's compile); loaded indexes and indexes that compiled rules and masks alike
+    import weakref
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "array",
+              "items": {"type": "integer"}}}, "required": ["a"]}
+    index = Index(schema, tiny_bpe_vocab)
+    g = Guide(index, batch_size=1)
+    g.get_start_tokensets()
+    assert index.accepts('{"a":"x","b":[1,2]}')
+    index.serialize_to_disk(tmp_path / "ix")
+    loaded = Index.deserialize_from_disk(tmp_path / "ix", tiny_bpe_vocab)
+    assert loaded.accepts('{"a":"y"}')
+    refs = [weakref.ref(index._auto), weakref.ref(loaded._auto)]
+    del g, index, loaded
+    assert [r() for r in refs] == [None, None]

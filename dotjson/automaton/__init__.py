@@ -34,6 +34,7 @@ import threading
 import numpy as np
 
 from .. import ir
+from .._weak import weak_method
 from ..errors import GrammarError, LimitExceededError
 from . import counters as _ctr
 from . import kernels as K
@@ -156,8 +157,10 @@ class Automaton:
         self.max_states = int(max_states)
         self.fuel = int(fuel)
         self.lock = threading.RLock()
-        self.rules = Rules(grammar, self._build, self.is_empty, self._set_body, self._add_rule,
-                           self._keys_body)
+        # (callbacks that hold this automaton weakly: no cycle, see dotjson._weak)
+        self.rules = Rules(grammar, weak_method(self._build), weak_method(self.is_empty),
+                           weak_method(self._set_body), weak_method(self._add_rule),
+                           weak_method(self._keys_body))
         self._ret = np.zeros(4, dtype=np.int64)
         # key sets (see kernels.K_KEYS): pool offset of each table, by its Python object and
         # back (their contexts are interned by the kernels, in the memo)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 
 from .. import ir
+from .._weak import weak_method
 from ..errors import GrammarError, LimitExceededError
 from ..ir.analysis import Analysis, is_regular
 from ..objects_any_order import rules_with_families
@@ -64,8 +65,14 @@ class Rules:
         self._keep: list = []
         self._regular: dict[int, tuple] = {}
         self._chars: dict[ir.Chars, int] = {}
+        # the same memos of the base image this store started from (start_from), read-only and
+        # shared by every automaton that starts from it: looked up after this one's own (a
+        # copy per automaton was ~1,200 entries for the collector to walk while they are young)
+        self._base_compiled: dict[int, int] = {}
+        self._base_regular: dict[int, tuple] = {}
+        self._base_chars: dict[ir.Chars, int] = {}
         self._done: list[bool] = []
-        self.analysis = Analysis(self.src, self.setop_productive)
+        self.analysis = Analysis(self.src, weak_method(self.setop_productive))
 
     # ------------------------------------------------------------------ analyses
 
@@ -129,7 +136,8 @@ class Rules:
         """The rule ids, compiled nodes and analysis answers so far (see
         :func:`dotjson.automaton.base_image`); the nodes stay alive with this object."""
         return (list(self.names), dict(self.index), list(self.nullable), list(self._done),
-                dict(self._compiled), dict(self._chars), dict(self._regular), self.analysis.snapshot())
+                {**self._base_compiled, **self._compiled}, {**self._base_chars, **self._chars},
+                {**self._base_regular, **self._regular}, self.analysis.snapshot())
 
     def start_from(self, snap: tuple) -> None:
         """Continue from a :meth:`snapshot` taken over the same shared rules and nodes, whose
@@ -139,9 +147,8 @@ class Rules:
         self.index = dict(index)
         self.nullable = list(nullable)
         self._done = list(done)
-        self._compiled = dict(compiled)
-        self._chars = dict(chars)
-        self._regular = dict(regular)
+        self._base_compiled, self._base_chars, self._base_regular = compiled, chars, regular
+        self._compiled, self._chars, self._regular = {}, {}, {}
         self.analysis.restore(analysis)
 
     def restore(self, names, nullable, known_nullable, known_productive) -> None:
@@ -209,7 +216,10 @@ class Rules:
         object used in every gap): each object is compiled once (a slot within a program, a
         memo entry across programs; the memo keeps the node so that its id cannot be reused).
         """
-        hit = self._compiled.get(id(root))
+        compiled, base = self._compiled, self._base_compiled
+        hit = compiled.get(id(root))
+        if hit is None:
+            hit = base.get(id(root))
         if hit is not None:
             return hit
         prog: list[int] = []
@@ -221,7 +231,9 @@ class Rules:
         while stack:
             node, done = stack.pop()
             key = id(node)
-            hit = self._compiled.get(key)
+            hit = compiled.get(key)
+            if hit is None:
+                hit = base.get(key)
             if hit is not None:
                 prog += [K.OP_TERM, hit]
                 continue
@@ -238,6 +250,8 @@ class Rules:
                 continue
             if isinstance(node, ir.Chars):
                 t = self._chars.get(node)
+                if t is None:
+                    t = self._base_chars.get(node)
                 if t is not None:
                     prog += [K.OP_TERM, t]
                     continue
@@ -304,4 +318,4 @@ class Rules:
         return t
 
     def _is_reg(self, node: ir.Node) -> bool:
-        return is_regular(node, self._regular)
+        return is_regular(node, self._regular, self._base_regular)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
+from dotjson._weak import weak_method
 from dotjson.errors import GrammarError
 
 from . import And, Alt, Chars, Diff, Lit, Node, Ref, Repeat, Seq
@@ -77,16 +78,25 @@ def _parts(f, items, decisive: bool) -> list:
     return out
 
 
-def is_regular(node: Node, memo: dict) -> bool:
+_NO_MEMO: Mapping = {}  # (read only)
+
+
+def is_regular(node: Node, memo: dict, base: Mapping = _NO_MEMO) -> bool:
     """True when ``node`` references no rule; shared sub-trees are visited once (``memo``,
-    by identity, holds the nodes it answered for)."""
+    by identity, holds the nodes it answered for; ``base``, read-only, more of them)."""
     hit = memo.get(id(node))
+    if hit is None:
+        hit = base.get(id(node))
     if hit is not None:
         return hit[1]
     stack = [(node, False)]
     while stack:
         n, expanded = stack.pop()
         if id(n) in memo:
+            continue
+        hit = base.get(id(n))
+        if hit is not None:
+            memo[id(n)] = hit
             continue
         t = type(n)
         if t is Ref:
@@ -303,8 +313,9 @@ class Analysis:
 
             def ph(name):
                 return both(name)[1]
-        self._null = _Solver(rules, self._ncond, nh)
-        self._prod = _Solver(rules, self._pcond, ph)
+        # (the solvers call back into this analysis weakly: no cycle, see dotjson._weak)
+        self._null = _Solver(rules, weak_method(self._ncond), nh)
+        self._prod = _Solver(rules, weak_method(self._pcond), ph)
         bind = getattr(rules, "bind_analysis", None)
         if bind is not None:
             bind(self)

@@ -271,3 +271,31 @@ def test_automata_from_the_base_image_behave_as_freshly_compiled_ones(monkeypatc
                 row1 = [fresh.deriv(fresh.term_of(s1), b) != fresh.EMPTY for b in range(256)]
                 row2 = [ref.deriv(ref.term_of(s2), b) != ref.EMPTY for b in range(256)]
                 assert row1 == row2, (doc, k)
+
+
+def test_number_languages_are_shared_across_schemas_exactly():
+    import warnings
+
+    from dotjson.jsonschema.compiler import Compiler
+
+    # the digit automaton of a bound pair is built once per process and reused by every schema
+    # (as IR, which is immutable); a language made leniently (a constraint dropped) is not shared
+    def node(schema, **kw):
+        opts = dict(disallow_whitespace=False, close_objects=True, lenient=False, resources=None)
+        opts.update(kw)
+        c = Compiler(schema, **opts)
+        (br,) = c.dnf(("loc", "", ""))
+        m = c.merge(br)
+        return c.build_number(m.number, m.not_enum, "integer" in m.types, "nonint" in m.types, "")
+
+    a = node({"type": "number", "minimum": 0.125, "maximum": 17.5})
+    assert node({"type": "number", "maximum": 17.5, "minimum": 0.125}) is a
+    assert node({"type": "integer", "minimum": 0.125, "maximum": 17.5}) is not a
+    text = to_lark(schema_to_grammar({"type": "number", "minimum": 0.125, "maximum": 17.5}))
+    assert lark_parses(text, "0.125") and lark_parses(text, "17.5") and not lark_parses(text, "17.51")
+    bad = {"type": "integer", "multipleOf": 123457, "minimum": 0, "maximum": 10}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema_to_grammar(bad, lenient=True)
+    with pytest.raises(UnsupportedSchemaError, match="multipleOf"):
+        schema_to_grammar(bad)

@@ -365,6 +365,15 @@ def _equal_node(c: Decimal) -> ir.Node:
     return seq(sign, ir.lit(ip), _ZERO_FRACTION)
 
 
+# The languages of numeric constraints already built in this process, by their constraints:
+# bounds recur across schemas (of the 3,405 bounded numbers of MaskBench's development split,
+# 473 distinct constraints), and a bound's digit automaton costs 0.5-2 ms to build. Only regular
+# nodes (IR is immutable) are shared; an automaton with cycles (multipleOf) is rules of one
+# compiler and stays there.
+_NUMBER_LANGUAGES: dict = {}
+_MAX_SHARED_NUMBERS = 4096
+
+
 class NumberBuilder:
     """Mixin of the compiler: numbers (``type: number/integer``, bounds, ``multipleOf``)."""
 
@@ -382,6 +391,11 @@ class NumberBuilder:
         key = (lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint)
         hit = self.number_cache.get(key)
         if hit is not None:
+            return hit
+        shared_key = key + (self.syntactic_int,)
+        hit = _NUMBER_LANGUAGES.get(shared_key)
+        if hit is not None:
+            self.number_cache[key] = hit
             return hit
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lox or hix))):
             self.number_cache[key] = EMPTY
@@ -410,6 +424,7 @@ class NumberBuilder:
             trackers.append(_IntTracker(False, self.syntactic_int))
         elif not allow_int:
             trackers.append(_IntTracker(True, self.syntactic_int))
+        dropped = False
         for mm, neg in [(x, False) for x in mults] + [(x, True) for x in notmults]:
             sign, digits, exp = mm.normalize().as_tuple()
             a = int("".join(map(str, digits)) or "0")
@@ -420,6 +435,7 @@ class NumberBuilder:
                 r = self.unsupported(f"multipleOf {mm} needs a remainder automaton with more than 10000 states",
                                      where, "multipleOf")
                 if r is None:
+                    dropped = True  # (lenient: this language over-approximates; not shared)
                     continue
             trackers.append(_ModTracker(a, s, neg))
         allow_exp = allow_int and allow_nonint and not mults and not notmults and all(c == 0 for c in consts)
@@ -433,7 +449,12 @@ class NumberBuilder:
                 node = EMPTY
             else:
                 self.counter += 1
+                n_rules = len(self.rules)
                 node = _dfa_to_ir(mn[0], mn[1], f"num{self.counter}", self.rules)
+                if len(self.rules) == n_rules and not dropped:  # a regular node, exact
+                    if len(_NUMBER_LANGUAGES) >= _MAX_SHARED_NUMBERS:
+                        _NUMBER_LANGUAGES.clear()
+                    _NUMBER_LANGUAGES[shared_key] = node
         self.number_cache[key] = node
         return node
 

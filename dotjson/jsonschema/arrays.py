@@ -14,13 +14,10 @@ class ArrayBuilder:
 
     def build_array(self, a: ArrayNode, where) -> ir.Node:
         lo, hi = a.min_items, a.max_items
-        K = max([i + 1 for i in a.prefix] + [k for k, _ in a.items] + [0])
-        pos_exprs = []
-        for i in range(K):
-            es = list(a.prefix.get(i, []))
-            es += [e for k, e in a.items if k <= i]
-            pos_exprs.append(self.and_expr(es))
-        rest = self.and_expr([e for _, e in a.items])
+        by_position, after = a.positions()
+        pos_exprs = [self.and_expr(es) for es in by_position]
+        K = len(pos_exprs)
+        rest = self.and_expr(after)
         for i, e in enumerate(pos_exprs):
             if e == FALSE:
                 hi = i if hi is None else min(hi, i)

@@ -326,14 +326,10 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 continue  # nothing here is intersected (most leaves of a schema)
             m = self.merge(b)
             if "array" in m.types:
-                a = m.array
-                K = max([i + 1 for i in a.prefix] + [k for k, _ in a.items] + [0])
-                for i in range(K):
-                    es = list(a.prefix.get(i, [])) + [x for k, x in a.items if k <= i]
-                    if len(es) > 1:
-                        out.append(self.and_expr(es))
-                if len(a.items) > 1:
-                    out.append(self.and_expr([x for _, x in a.items]))
+                by_position, after = m.array.positions()
+                out += [self.and_expr(es) for es in by_position if len(es) > 1]
+                if len(after) > 1:
+                    out.append(self.and_expr(after))
             o = m.object
             if "object" in m.types and (o.patterns or o.additional or any(len(v) > 1 for v in o.properties.values())):
                 for name, es in o.properties.items():

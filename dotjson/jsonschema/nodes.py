@@ -87,6 +87,13 @@ class ArrayNode:
     contains: list = ()            # (expr, min, max)
     unique: object = None          # the uniqueItems keyword's place, when true
 
+    def positions(self) -> tuple[list, list]:
+        """The schemas of each item position up to the last one ``prefix`` or ``items`` names
+        (a list of expressions per position), and those of every item after them."""
+        k = max([i + 1 for i in self.prefix] + [j for j, _ in self.items] + [0])
+        return ([list(self.prefix.get(i, ())) + [e for j, e in self.items if j <= i] for i in range(k)],
+                [e for _, e in self.items])
+
 
 @dataclass(slots=True, eq=False)
 class ObjectNode:

@@ -82,10 +82,7 @@ class ObjectBuilder:
                     pats = split[1]
                     fixed_members, fixed_names = fixed_key_members(self, split[0], o, set(props), pn)
             if 2 ** len(pats) > MAX_PATTERN_CLASSES:
-                groups = {}
-                for p, e in o.patterns:
-                    groups.setdefault(p, []).append(e)
-                same = len({tuple(v) for v in groups.values()}) == 1 and not any(qs for _, _, qs in o.additional)
+                same = same_pattern_schemas(o)
                 if not same:
                     r = self.unsupported(f"more than {MAX_PATTERN_CLASSES.bit_length() - 1} patternProperties "
                                          "with different schemas", where, "patternProperties")

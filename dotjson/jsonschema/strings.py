@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dotjson import ir
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
+from dotjson.jsonstr import encode_string_language
 from dotjson.jsonschema.nodes import StringNode
 from dotjson.jsonschema.values import _ENC_CACHE, FALSE, TRUE
 
@@ -18,14 +19,22 @@ def warm_format_languages() -> None:
     text): ~20 ms once, instead of a few ms in the first schema that names each format (called
     by :func:`dotjson.warmup`)."""
     from dotjson.formats import SUPPORTED_FORMATS, format_to_ir
-    from dotjson.jsonstr import encode_string_language
 
     for name in sorted(SUPPORTED_FORMATS):
-        key = ("format", name)
-        if key not in _ENC_CACHE:
-            node = format_to_ir(name)
-            if node is not None:
-                _ENC_CACHE[key] = encode_string_language(node)
+        node = format_to_ir(name)
+        if node is not None:
+            _encoded(("format", name), lambda: node)
+
+
+def _encoded(key, decoded):
+    """The encoded (JSON spelling) language of string-language handle ``key``: the process's
+    cached one, or the encoding of ``decoded()`` (its decoded language), cached."""
+    hit = _ENC_CACHE.get(key)
+    if hit is None:
+        if len(_ENC_CACHE) > 4096:
+            _ENC_CACHE.clear()
+        hit = _ENC_CACHE[key] = encode_string_language(decoded())
+    return hit
 
 
 class StringBuilder:
@@ -37,12 +46,7 @@ class StringBuilder:
 
     def enc_handle(self, key):
         """Encoded (JSON spelling) language of a string-language handle, cached per process."""
-        hit = _ENC_CACHE.get(key)
-        if hit is None:
-            if len(_ENC_CACHE) > 4096:
-                _ENC_CACHE.clear()
-            hit = _ENC_CACHE[key] = self.jsonstr.encode_string_language(self.str_node(key))
-        return hit
+        return _encoded(key, lambda: self.str_node(key))
 
     def str_node(self, key):
         """The decoded-string language of a ('pattern', p) or ('format', name) handle."""

@@ -472,13 +472,98 @@ def test_required_names_outside_properties_in_any_order():
 
 
 def _run_dfa(dfa, text):
+    """Run a number automaton: rows ``target -> character bits`` (numbers._number_dfa) or, for
+    the per-character reference (tests/naive_numbers.py), ``character -> target``."""
+    from dotjson.jsonschema.numbers import _BIT
+
     trans, accept = dfa
     s = 0
     for ch in text:
-        s = trans[s].get(ch)
+        row = trans[s]
+        if ch in row:
+            s = row[ch]
+            continue
+        s = next((t for t, bits in row.items() if isinstance(t, int) and bits & _BIT[ch]), None)
         if s is None:
             return False
     return accept[s]
+
+
+def _canonical_dfa(trans, accept, per_char: bool):
+    """A minimal DFA numbered in breadth-first order over the alphabet (two minimal DFAs of one
+    language are then equal)."""
+    from dotjson.jsonschema.numbers import _BIT, _NUM_ALPHABET
+
+    def step(s, ch):
+        if per_char:
+            return trans[s].get(ch)
+        return next((t for t, bits in trans[s].items() if bits & _BIT[ch]), None)
+
+    order = {0: 0}
+    queue = [0]
+    out = []
+    for s in queue:
+        row = []
+        for ch in _NUM_ALPHABET:
+            t = step(s, ch)
+            if t is not None and t not in order:
+                order[t] = len(order)
+                queue.append(t)
+            row.append(None if t is None else order[t])
+        out.append((accept[s], tuple(row)))
+    return out
+
+
+def _random_number_constraint(rng):
+    from decimal import Decimal
+
+    from dotjson.jsonschema import numbers as S
+
+    def rand_number():
+        sign = rng.choice(["", "", "-"])
+        ip = rng.choice(["0", str(rng.randint(1, 9)), str(rng.randint(10, 999)), str(rng.randint(1000, 10 ** 6))])
+        frac = rng.choice(["", "", "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 4)))])
+        return sign + ip + frac
+
+    trackers = []
+    if rng.random() < 0.8:
+        trackers.append(S._CmpTracker(Decimal(rand_number()), rng.choice(["gt", "ge"])))
+    if rng.random() < 0.8:
+        trackers.append(S._CmpTracker(Decimal(rand_number()), rng.choice(["lt", "le"])))
+    if rng.random() < 0.2:
+        trackers.append(S._CmpTracker(Decimal(rand_number()), rng.choice(["eq", "ne"])))
+    if rng.random() < 0.3:
+        trackers.append(S._IntTracker(rng.random() < 0.3, rng.random() < 0.3))
+    if rng.random() < 0.3:
+        trackers.append(S._ModTracker(rng.choice([1, 3, 5, 7, 25]), rng.choice([0, 1, 2]), rng.random() < 0.3))
+    return trackers
+
+
+def test_number_dfa_with_digit_classes_matches_the_per_character_construction():
+    # numbers._number_dfa steps one digit per class its trackers tell apart; the reference
+    # (tests/naive_numbers.py) steps every character: the minimal automata must be equal
+    import random
+    from decimal import Decimal
+
+    import naive_numbers
+    from dotjson.jsonschema import numbers as S
+
+    rng = random.Random(3)
+    cases = [[S._CmpTracker(Decimal(c), op)] for c in ("0", "1", "100", "-90", "4.294967295", "1E-9", "0.05")
+             for op in ("gt", "ge", "lt", "le", "eq", "ne")]
+    cases += [_random_number_constraint(rng) for _ in range(150)]
+    for trackers in cases:
+        for allow_exp in (False, True):
+            new = S._number_dfa(trackers, allow_exp)
+            ref = naive_numbers.number_dfa(trackers, allow_exp)
+            assert (new is None) == (ref is None)
+            if new is None:
+                continue
+            a, b = S._minimize(*new), naive_numbers.minimize(*ref)
+            assert (a is None) == (b is None), trackers
+            if a is not None:
+                assert _canonical_dfa(*a, per_char=False) == _canonical_dfa(*b, per_char=True), (
+                    [(type(t).__name__, vars(t)) for t in trackers], allow_exp)
 
 
 def test_number_dfa_matches_decimal_semantics():

@@ -85,6 +85,21 @@ class _CmpTracker:
             return (neg, zero and ch == "0", "f", 0, j, st)
         return ts
 
+    def cuts(self, ts, ph2) -> int:
+        """Where the digits' steps may differ (see :func:`_number_dfa`): bit ``d`` (1-9) set when
+        digits ``d - 1`` and ``d`` may lead ``ts`` to different states in phase ``ph2``."""
+        neg, zero, stage, a, j, st = ts
+        if ph2 == "I":
+            if a < len(self.CI) and st == 0:
+                return _AROUND[int(self.CI[a])]
+            return 0
+        if ph2 == "F":
+            zcut = 2 if zero else 0  # the zero flag tells 0 from 1-9
+            if a != 0 or st != 0:
+                return zcut
+            return zcut | _AROUND[int(self.CF[j]) if j < len(self.CF) else 0]
+        return 0
+
     def _final_int(self, n, st):
         L = len(self.CI)
         if n < L:
@@ -148,6 +163,11 @@ class _IntTracker:
             return None if not self.negate else True
         return ts
 
+    def cuts(self, ts, ph2) -> int:
+        if self.syntactic or ph2 != "F":
+            return 0
+        return 2  # a nonzero fraction digit
+
     def accept(self, ts) -> bool:
         return ts if self.negate else True
 
@@ -174,6 +194,14 @@ class _ModTracker:
             return None if not self.negate else (0, 0, True)
         return ts
 
+    def cuts(self, ts, ph2) -> int:
+        r, j, dead = ts
+        if dead or ph2 not in ("Z", "I", "F"):
+            return 0
+        if ph2 != "F" or j < self.s:
+            return 0 if self.a == 1 else _ALL_CUTS  # every digit its own remainder
+        return 2  # past the scale: a nonzero digit
+
     def accept(self, ts) -> bool:
         r, j, dead = ts
         ok = (r * pow(10, self.s - j, self.a)) % self.a == 0
@@ -182,33 +210,88 @@ class _ModTracker:
         return ok
 
 
+# Character classes: a transition is labelled with a bit set over the number alphabet (bit k:
+# _NUM_ALPHABET[k]); the ten digits are bits 5-14.
+_BIT = {c: 1 << k for k, c in enumerate(_NUM_ALPHABET)}
+_ALL_CUTS = 0b1111111110  # digits 1-9 each start a class
+# cuts that put digit c in a class of its own (with those below and those above it)
+_AROUND = [((1 << c) | (1 << (c + 1))) & _ALL_CUTS for c in range(10)]
+
+
+def _syntax_groups():
+    """Per syntax phase: its moves ``(ph2, char, lo, hi)``, a non-digit ``char`` alone
+    (``lo = hi = -1``) or the digits ``lo``-``hi`` that all lead to ``ph2``."""
+    out = {}
+    for ph, row in _SYNTAX.items():
+        moves = [(ph2, ch, -1, -1) for ch, ph2 in row.items() if not ch.isdigit()]
+        d = 0
+        while d < 10:
+            ph2 = row.get(str(d))
+            if ph2 is None:
+                d += 1
+                continue
+            e = d
+            while e + 1 < 10 and row.get(str(e + 1)) == ph2:
+                e += 1
+            moves.append((ph2, None, d, e))
+            d = e + 1
+        out[ph] = moves
+    return out
+
+
+_MOVES = _syntax_groups()
+_DIGIT_CHARS = "0123456789"
+
+
 def _number_dfa(trackers, allow_exp: bool):
+    """The product of the syntax automaton and ``trackers``: ``(trans, accept)``, ``trans[s]`` a
+    dict ``target -> character bits`` (see ``_BIT``), or ``None`` past ``MAX_DFA_STATES``.
+
+    The digits of one syntax move are split only where some tracker tells them apart (its
+    ``cuts``: a comparison with a constant's digit, the zero flag, a remainder), and one
+    representative digit is stepped per class: a bound's automaton takes ~3 steps per state
+    where stepping each of the ten digits took ten (``tests/naive_numbers.py`` is the
+    per-character construction this one is tested against).
+    """
     init = ("S", tuple(t.init for t in trackers))
     index = {init: 0}
     states = [init]
-    trans: list[dict[str, int]] = []
+    trans: list[dict[int, int]] = []
     k = 0
     while k < len(states):
         ph, tss = states[k]
-        row: dict[str, int] = {}
-        for ch, ph2 in _SYNTAX[ph].items():
+        row: dict[int, int] = {}
+        for ph2, ch, lo, hi in _MOVES[ph]:
             if ph2 in _EXP_PHASES and not allow_exp:
                 continue
-            new = []
-            for t, ts in zip(trackers, tss):
-                ns = t.step(ts, ph, ch, ph2)
-                if ns is None:
-                    break
-                new.append(ns)
+            if ch is not None:
+                classes = ((ch, _BIT[ch]),)
             else:
-                key = (ph2, tuple(new))
-                idx = index.get(key)
-                if idx is None:
-                    idx = index[key] = len(states)
-                    states.append(key)
-                    if len(states) > MAX_DFA_STATES:
-                        return None
-                row[ch] = idx
+                cut = 0
+                for t, ts in zip(trackers, tss):
+                    cut |= t.cuts(ts, ph2)
+                classes = []
+                start = lo
+                for d in range(lo + 1, hi + 2):
+                    if d > hi or (cut >> d) & 1:
+                        classes.append((_DIGIT_CHARS[start], ((1 << (d - start)) - 1) << (5 + start)))
+                        start = d
+            for c, bits in classes:
+                new = []
+                for t, ts in zip(trackers, tss):
+                    ns = t.step(ts, ph, c, ph2)
+                    if ns is None:
+                        break
+                    new.append(ns)
+                else:
+                    key = (ph2, tuple(new))
+                    idx = index.get(key)
+                    if idx is None:
+                        idx = index[key] = len(states)
+                        states.append(key)
+                        if len(states) > MAX_DFA_STATES:
+                            return None
+                    row[idx] = row.get(idx, 0) | bits
         trans.append(row)
         k += 1
     accept = [ph in _SYNTAX_ACCEPT and all(t.accept(ts) for t, ts in zip(trackers, tss)) for ph, tss in states]
@@ -216,11 +299,13 @@ def _number_dfa(trackers, allow_exp: bool):
 
 
 def _minimize(trans, accept):
+    """The minimal DFA of ``(trans, accept)`` (rows ``target -> bits``, start 0), its start
+    renumbered 0; ``None`` when the language is empty."""
     n = len(trans)
     # keep only states that can reach an accepting state
     rev: list[list[int]] = [[] for _ in range(n)]
     for s, row in enumerate(trans):
-        for t in row.values():
+        for t in row:
             rev[t].append(s)
     live = set(i for i in range(n) if accept[i])
     stack = list(live)
@@ -232,37 +317,55 @@ def _minimize(trans, accept):
                 stack.append(s)
     if 0 not in live:
         return None
-    trans = [{c: t for c, t in row.items() if t in live} for row in trans]
+    order_live = sorted(live)
+    rows = [{t: b for t, b in trans[i].items() if t in live} for i in range(n)]
     block = [1 if accept[i] else 0 for i in range(n)]
     nblocks = len(set(block[i] for i in live))
     while True:
         sigs = {}
         newblock = [0] * n
-        for i in sorted(live):
-            sig = (block[i], tuple(sorted((c, block[t]) for c, t in trans[i].items())))
+        for i in order_live:
+            by: dict[int, int] = {}
+            for t, b in rows[i].items():
+                bt = block[t]
+                by[bt] = by.get(bt, 0) | b
+            sig = (block[i], tuple(sorted(by.items())))
             newblock[i] = sigs.setdefault(sig, len(sigs))
+        block = newblock
         if len(sigs) == nblocks:
-            block = newblock
             break
         nblocks = len(sigs)
-        block = newblock
     # renumber so the start state is 0
     order = {block[0]: 0}
-    for i in sorted(live):
+    for i in order_live:
         order.setdefault(block[i], len(order))
     m = len(order)
-    mtrans: list[dict[str, int]] = [dict() for _ in range(m)]
+    mtrans: list[dict[int, int]] = [dict() for _ in range(m)]
     macc = [False] * m
-    for i in live:
+    done = [False] * m
+    for i in order_live:
         b = order[block[i]]
+        if done[b]:
+            continue
+        done[b] = True
         macc[b] = accept[i]
-        for c, t in trans[i].items():
-            mtrans[b][c] = order[block[t]]
+        row = mtrans[b]
+        for t, bits in rows[i].items():
+            bt = order[block[t]]
+            row[bt] = row.get(bt, 0) | bits
     return mtrans, macc
 
 
-def _chars_of(cs) -> ir.Node:
-    return ir.chars(*((ord(c), ord(c)) for c in cs))
+# character bits -> their Chars node (shared by every number automaton of the process)
+_CHARS_OF_BITS: dict[int, ir.Node] = {}
+
+
+def _chars_of(bits: int) -> ir.Node:
+    node = _CHARS_OF_BITS.get(bits)
+    if node is None:
+        node = _CHARS_OF_BITS[bits] = ir.chars(
+            *((ord(c), ord(c)) for k, c in enumerate(_NUM_ALPHABET) if (bits >> k) & 1))
+    return node
 
 
 def _dfa_to_ir(trans, accept, rule_prefix: str, rules: dict) -> ir.Node:
@@ -271,7 +374,7 @@ def _dfa_to_ir(trans, accept, rule_prefix: str, rules: dict) -> ir.Node:
     # cycle detection ignoring self-loops
     color = [0] * n
     cyclic = False
-    stack = [(0, iter(trans[0].values()))]
+    stack = [(0, iter(trans[0]))]
     color[0] = 1
     while stack and not cyclic:
         s, it = stack[-1]
@@ -283,17 +386,11 @@ def _dfa_to_ir(trans, accept, rule_prefix: str, rules: dict) -> ir.Node:
                 break
             if color[t] == 0:
                 color[t] = 1
-                stack.append((t, iter(trans[t].values())))
+                stack.append((t, iter(trans[t])))
                 break
         else:
             color[s] = 2
             stack.pop()
-
-    def grouped(s):
-        by: dict[int, list[str]] = {}
-        for c, t in trans[s].items():
-            by.setdefault(t, []).append(c)
-        return sorted(by.items())
 
     if not cyclic:
         memo: dict[int, ir.Node] = {}
@@ -304,11 +401,11 @@ def _dfa_to_ir(trans, accept, rule_prefix: str, rules: dict) -> ir.Node:
                 return hit
             loop = None
             outs = []
-            for t, cs in grouped(s):
+            for t, bits in sorted(trans[s].items()):
                 if t == s:
-                    loop = _chars_of(cs)
+                    loop = _chars_of(bits)
                 else:
-                    outs.append(seq(_chars_of(cs), expr(t)))
+                    outs.append(seq(_chars_of(bits), expr(t)))
             body = alt(*(([EPS] if accept[s] else []) + outs))
             if loop is not None:
                 body = seq(repeat(loop, 0, None), body)
@@ -318,7 +415,7 @@ def _dfa_to_ir(trans, accept, rule_prefix: str, rules: dict) -> ir.Node:
         return expr(0)
     names = [f"{rule_prefix}_{i}" for i in range(n)]
     for s in range(n):
-        outs = [seq(_chars_of(cs), Ref(names[t])) for t, cs in grouped(s)]
+        outs = [seq(_chars_of(bits), Ref(names[t])) for t, bits in sorted(trans[s].items())]
         rules[names[s]] = alt(*(([EPS] if accept[s] else []) + outs))
     return Ref(names[0])
 

@@ -219,6 +219,36 @@ def test_required_objects_are_known_inhabited_without_building_them():
         assert g.rules._src.expr_known(("loc", "", ""))[1] is None, bad
 
 
+def test_extra_members_are_known_productive_without_asking_the_automaton():
+    # any key but the declared names leaves infinitely many keys: an extra member exists when its
+    # value does, known without compiling the Diff of keys and searching it for emptiness
+    from dotjson.automaton.rules import Rules
+
+    calls = []
+    orig = Rules.setop_productive
+
+    def spy(self, node):
+        calls.append(node)
+        return orig(self, node)
+
+    Rules.setop_productive = spy
+    try:
+        s = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+             "required": ["name"]}
+        a = Automaton(schema_to_grammar(s, close_objects=False))
+        assert a.matches(b'{"name":"x","zz":1}') and a.matches(b'{"zz":[],"name":"x"}')
+        assert not a.matches(b'{"age":1}')
+        assert calls == []
+        # with patterns, or a propertyNames language, the keys left are the automaton's question
+        for extra in ({"patternProperties": {"^a": {"type": "integer"}}},
+                      {"propertyNames": {"pattern": "^[a-z]+$"}}):
+            a = Automaton(schema_to_grammar({**s, **extra}, close_objects=False))
+            assert a.matches(b'{"name":"x","zz":1}')
+        assert calls
+    finally:
+        Rules.setop_productive = orig
+
+
 def test_a_branch_merges_into_typed_nodes():
     from decimal import Decimal
 

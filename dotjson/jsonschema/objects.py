@@ -191,6 +191,12 @@ class ObjectBuilder:
             self.counter += 1
             xname = f"extra{self.counter}"
             self.pending[xname] = extra_member
+            if not pats and pn_lang is None:
+                # any key but the declared names (finitely many: infinitely many keys are left),
+                # so an extra member exists when its value does: known without building the
+                # Diff of keys and asking the automaton whether it is empty
+                self.state_hints[xname] = lambda: (
+                    False, True if any(self.expr_known(ve)[1] for _, ve in live) else None)
             X = Ref(xname)
         if self.property_order == "any":
             return any_order_object(self, declared, X, plo, phi)

@@ -117,6 +117,16 @@ def test_every_format_is_ref_free_and_cached():
         assert format_to_ir(name) is node
 
 
+def test_every_format_has_strings():
+    # the schema compiler takes a required `{"type": "string", "format": f}` member as having a
+    # value without building its language (Compiler._inhabited): every format must have one
+    from dotjson.automaton import Automaton
+
+    for name in sorted(SUPPORTED_FORMATS):
+        g = schema_to_grammar({"type": "string", "format": name}, check_language=False)
+        Automaton(g)  # raises EmptyLanguageError on an empty language
+
+
 def test_leap_seconds_exhaustive():
     rx = re.compile(to_python_regex(format_to_ir("time")))
     for hh in range(24):

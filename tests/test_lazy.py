@@ -219,6 +219,39 @@ def test_required_objects_are_known_inhabited_without_building_them():
         assert g.rules._src.expr_known(("loc", "", ""))[1] is None, bad
 
 
+def test_formats_enums_arrays_and_aliases_are_known_inhabited_without_building_them():
+    # required members whose values are a format, a const/enum, a short non-empty array or a
+    # plain `$ref`: the start is known productive from the normal forms, nothing is built
+    defs = {"tag": {"type": "string", "const": "ping"}}
+    good = {"date": {"type": "string", "format": "date"},
+            "method": {"type": "string", "const": "ping"},
+            "kind": {"enum": [1, "a", None]},
+            "list": {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                     "minItems": 2},
+            "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"$ref": "#/$defs/tag"}],
+                     "minItems": 2, "maxItems": 2},
+            "alias": {"$ref": "#/$defs/tag"}}
+    schema = {"$defs": defs, "type": "object", "properties": good, "required": list(good)}
+    g = schema_to_grammar(schema)
+    assert g.rules.n_built == len(g.rules._src.base) + 1  # the base rules and the start
+    a = Automaton(g)
+    doc = b'{"date":"2024-02-29","method":"ping","kind":"a","list":[["x"],["y","z"]],"pair":[1,"ping"],' \
+          b'"alias":"ping"}'
+    assert a.matches(doc) and not a.matches(doc.replace(b"2024-02-29", b"2023-02-29"))
+    # not when no enum value fits, the items must differ, an item is empty, or the counts cross
+    for bad in ({"enum": ["a", "b"], "type": "integer"},
+                {"type": "array", "minItems": 2, "uniqueItems": True, "items": {"const": 1}},
+                {"type": "array", "minItems": 1, "items": False},
+                {"type": "array", "minItems": 3, "maxItems": 2},
+                {"type": "array", "minItems": 1, "contains": {"type": "string"}},
+                {"type": "string", "format": "date", "maxLength": 5},
+                {"$ref": "#/$defs/none"}):
+        s = {"$defs": {"none": {"type": "string", "minLength": 3, "maxLength": 2}}, "type": "object",
+             "properties": {"x": bad}, "required": ["x"]}
+        g = schema_to_grammar(s, check_language=False)
+        assert g.rules._src.expr_known(("loc", "", ""))[1] is None, bad
+
+
 def test_extra_members_are_known_productive_without_asking_the_automaton():
     # any key but the declared names leaves infinitely many keys: an extra member exists when its
     # value does, known without compiling the Diff of keys and searching it for emptiness

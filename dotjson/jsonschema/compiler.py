@@ -38,6 +38,9 @@ _LONG_BOUND = 100
 
 # How deep expr_known follows required members into their values before it says "not known".
 _KNOWN_DEPTH = 32
+# enum values tried, and array items required, by the inhabitation test (beyond: the analysis looks)
+_KNOWN_ENUM = 16
+_KNOWN_ITEMS = 64
 
 
 # the atoms _risky may say yes to
@@ -204,8 +207,22 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         language is not empty, and a required sub-object is compiled when decoding reaches it."""
         if _obviously_inhabited(m, br):
             return True
+        if m.refs or any(a[0] == "ruleref" for a in br):
+            # a reference alone (`{"$ref": ...}`): its target's value
+            return len(br) == 1 and br[0][0] == "ruleref" and self.expr_known(br[0][1])[1] is True
+        if m.enum is not None:
+            # the values the branch builds are those that satisfy it (build_branch)
+            return any(self.satisfies(self.literal_cache[("v", c)], br)
+                       for c in itertools.islice(m.enum, _KNOWN_ENUM))
+        ts = m.types
+        t = m.string
+        if "string" in ts and len(t.patterns) == 1 and t.patterns[0][0] == "format" and not t.not_patterns \
+                and t.min_length == 0 and t.max_length is None and not any(c[0] == "s" for c in m.not_enum):
+            return True  # a supported format alone (each has strings: test_formats)
+        if "array" in ts and self._array_inhabited(m.array):
+            return True
         o = m.object
-        if "object" not in m.types or m.enum is not None or m.refs or o.property_names or not o.required:
+        if "object" not in ts or o.property_names or not o.required:
             return False
         req = o.required
         if o.min_properties > len(req) or (o.max_properties is not None and len(req) > o.max_properties):
@@ -222,6 +239,20 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             if self.expr_known(self.and_expr(es))[1] is not True:
                 return False
         return True
+
+    def _array_inhabited(self, a) -> bool:
+        """An array node with a value by the test of :meth:`_inhabited`: its first
+        ``minItems`` positions each have one (few of them), within ``maxItems``, no ``contains``
+        to satisfy, and no two items that must differ."""
+        if a.min_items > _KNOWN_ITEMS or (a.max_items is not None and a.min_items > a.max_items):
+            return False
+        if any(c[1] > 0 for c in a.contains) or (a.unique is not None and a.min_items > 1):
+            return False
+        pos, rest = a.positions()
+        for i in range(min(a.min_items, len(pos))):
+            if self.expr_known(self.and_expr(pos[i]))[1] is not True:
+                return False
+        return a.min_items <= len(pos) or self.expr_known(self.and_expr(rest))[1] is True
 
     def build_all(self) -> None:
         """Called by :meth:`~dotjson.ir.LazyRules.force` before it builds every rule: from now

@@ -219,9 +219,10 @@ def test_required_objects_are_known_inhabited_without_building_them():
         assert g.rules._src.expr_known(("loc", "", ""))[1] is None, bad
 
 
-def test_formats_enums_arrays_and_aliases_are_known_inhabited_without_building_them():
-    # required members whose values are a format, a const/enum, a short non-empty array or a
-    # plain `$ref`: the start is known productive from the normal forms, nothing is built
+def test_formats_patterns_enums_ranges_arrays_and_aliases_are_known_inhabited_without_building_them():
+    # required members whose values are a format or a pattern, a const/enum, a number range, a
+    # short non-empty array or a plain `$ref`: the start is known productive from the normal
+    # forms, nothing is built
     defs = {"tag": {"type": "string", "const": "ping"}}
     good = {"date": {"type": "string", "format": "date"},
             "method": {"type": "string", "const": "ping"},
@@ -230,13 +231,16 @@ def test_formats_enums_arrays_and_aliases_are_known_inhabited_without_building_t
                      "minItems": 2},
             "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"$ref": "#/$defs/tag"}],
                      "minItems": 2, "maxItems": 2},
-            "alias": {"$ref": "#/$defs/tag"}}
+            "alias": {"$ref": "#/$defs/tag"},
+            "rating": {"type": "integer", "minimum": 1, "maximum": 5},
+            "share": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "ip": {"type": "string", "pattern": "^$|^([0-9]{1,3}\\.){3}[0-9]{1,3}$"}}
     schema = {"$defs": defs, "type": "object", "properties": good, "required": list(good)}
     g = schema_to_grammar(schema)
     assert g.rules.n_built == len(g.rules._src.base) + 1  # the base rules and the start
     a = Automaton(g)
     doc = b'{"date":"2024-02-29","method":"ping","kind":"a","list":[["x"],["y","z"]],"pair":[1,"ping"],' \
-          b'"alias":"ping"}'
+          b'"alias":"ping","rating":5,"share":0.5,"ip":"10.0.0.1"}'
     assert a.matches(doc) and not a.matches(doc.replace(b"2024-02-29", b"2023-02-29"))
     # not when no enum value fits, the items must differ, an item is empty, or the counts cross
     for bad in ({"enum": ["a", "b"], "type": "integer"},
@@ -245,6 +249,11 @@ def test_formats_enums_arrays_and_aliases_are_known_inhabited_without_building_t
                 {"type": "array", "minItems": 3, "maxItems": 2},
                 {"type": "array", "minItems": 1, "contains": {"type": "string"}},
                 {"type": "string", "format": "date", "maxLength": 5},
+                {"type": "string", "pattern": "^a$", "minLength": 2},
+                {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                {"type": "integer", "minimum": 0.5, "maximum": 0.7},
+                {"type": "number", "minimum": 2, "maximum": 1},
+                {"type": "integer", "minimum": 0, "maximum": 9, "multipleOf": 11},
                 {"$ref": "#/$defs/none"}):
         s = {"$defs": {"none": {"type": "string", "minLength": 3, "maxLength": 2}}, "type": "object",
              "properties": {"x": bad}, "required": ["x"]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from decimal import ROUND_CEILING
 
 from dotjson import ir
 from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
@@ -17,7 +18,7 @@ from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.jsonschema.arrays import ArrayBuilder
 from dotjson.jsonschema.nodes import Branch
 from dotjson.jsonschema.normalize import Normalizer
-from dotjson.jsonschema.numbers import NumberBuilder
+from dotjson.jsonschema.numbers import NumberBuilder, _digits
 from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder
 from dotjson.jsonschema.values import _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE
@@ -216,9 +217,17 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                        for c in itertools.islice(m.enum, _KNOWN_ENUM))
         ts = m.types
         t = m.string
-        if "string" in ts and len(t.patterns) == 1 and t.patterns[0][0] == "format" and not t.not_patterns \
-                and t.min_length == 0 and t.max_length is None and not any(c[0] == "s" for c in m.not_enum):
-            return True  # a supported format alone (each has strings: test_formats)
+        if "string" in ts and len(t.patterns) == 1 and not t.not_patterns and t.min_length == 0 \
+                and t.max_length is None and not any(c[0] == "s" for c in m.not_enum):
+            kind, what = t.patterns[0]
+            if kind == "format":
+                return True  # a supported format alone (each has strings: test_formats)
+            if _has_text(self.regex_cache[what]):
+                return True  # a pattern alone whose language plainly has a string
+        n = m.number
+        if ts & _NUM and not n.multiples and not n.not_multiples and not any(c[0] == "x" for c in m.not_enum) \
+                and _range_has_value(n, "integer" in ts, "nonint" in ts):
+            return True
         if "array" in ts and self._array_inhabited(m.array):
             return True
         o = m.object
@@ -495,6 +504,58 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             self.keep.append(node)
             hit = self.enc_cache[id(node)] = self.jsonstr.encode_string_language(node)
         return hit
+
+
+def _range_has_value(n, allow_int: bool, allow_nonint: bool) -> bool:
+    """A number within the bounds of ``n`` (both set: one is :func:`_obviously_inhabited`'s)
+    that the types allow; bounds of many digits are left to the number automaton (its size
+    limit decides them)."""
+    lo, hi = n.lo, n.hi
+    if lo is None or hi is None or max(_digits(lo), _digits(hi)) > _LONG_BOUND:
+        return False
+    if lo == hi:
+        if n.lo_excl or n.hi_excl:
+            return False
+        return allow_int if lo == lo.to_integral_value() else allow_nonint
+    if lo > hi:
+        return False
+    if allow_nonint:
+        return True  # non-integers between any two distinct numbers
+    k = lo.to_integral_value(rounding=ROUND_CEILING)
+    if n.lo_excl and k == lo:
+        k += 1
+    return allow_int and (k < hi or (k == hi and not n.hi_excl))
+
+
+def _has_text(node) -> bool:
+    """Whether a ref-free string language plainly has a string (``And``/``Diff`` not looked into:
+    ``False`` means "not known")."""
+    memo: dict[int, bool] = {}
+    stack = [(node, False)]
+    while stack:
+        x, done = stack.pop()
+        if id(x) in memo:
+            continue
+        t = type(x)
+        if t is ir.Lit:
+            memo[id(x)] = True
+        elif t is ir.Chars:
+            memo[id(x)] = bool(x.ranges)
+        elif t is ir.Seq or t is ir.Alt or t is ir.Repeat:
+            kids = (x.item,) if t is ir.Repeat else x.items
+            if not done:
+                stack.append((x, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            if t is ir.Seq:
+                memo[id(x)] = all(memo[id(k)] for k in kids)
+            elif t is ir.Alt:
+                memo[id(x)] = any(memo[id(k)] for k in kids)
+            else:
+                memo[id(x)] = x.min == 0 or memo[id(x.item)]
+        else:
+            memo[id(x)] = False
+    return memo[id(node)]
 
 
 def _obviously_inhabited(m: Branch, br) -> bool:

@@ -113,6 +113,10 @@ class EmptyLanguageError(GrammarError):
     """The grammar's start rule derives no document (raised when the automaton is built)."""
 
 
+# the byte sets of a builder program without any (never written: the kernel only reads them)
+_NO_WORDS = np.zeros((0, 4), dtype=np.uint64)
+
+
 def _pow2(n: int) -> int:
     c = 16
     while c < n:
@@ -326,8 +330,9 @@ class Automaton:
 
     def _build(self, prog, words, n_slots):
         p = np.asarray(prog, dtype=np.int64)
-        w = np.asarray(words, dtype=np.uint64).reshape(-1, 4)
-        slots = np.full(max(1, n_slots), -1, dtype=np.int32)
+        w = np.asarray(words, dtype=np.uint64) if words else _NO_WORDS
+        slots = np.empty(max(1, n_slots), dtype=np.int32)
+        slots.fill(-1)
         t = self._run(K.build, p, w, slots)
         return t, slots
 

@@ -291,6 +291,42 @@ def test_extra_members_are_known_productive_without_asking_the_automaton():
         Rules.setop_productive = orig
 
 
+def test_a_pattern_every_key_matches_is_in_every_class_of_keys():
+    # `.*` (a search for a nullable pattern) matches every key: no class of keys lacks it, so
+    # the automaton is never asked to find "keys matching no pattern" empty (~1 ms of kernel
+    # search through the escapes of the pattern's language), and its schema applies to every key
+    from dotjson.automaton.rules import Rules
+    from dotjson.jsonschema.strings import matches_every_string
+    from dotjson.regex import regex_to_ir
+
+    assert all(matches_every_string(regex_to_ir(p)) for p in (".*", "", "[\\s\\S]*", "x*", "^a*"))
+    assert not any(matches_every_string(regex_to_ir(p)) for p in ("^.*$", ".+", "^a+", "a"))
+    calls = []
+    orig = Rules.setop_productive
+
+    def spy(self, node):
+        calls.append(node)
+        return orig(self, node)
+
+    Rules.setop_productive = spy
+    try:
+        for close in (False, True):
+            for extra in ({}, {"additionalProperties": False}, {"additionalProperties": {"type": "integer"}}):
+                s = {"patternProperties": {".*": {"type": "string"}}, "properties": {"basic": {"type": "string"}},
+                     "required": ["basic"], **extra}
+                a = Automaton(schema_to_grammar(s, close_objects=close))
+                assert a.matches(b'{"basic":"x","other":"y","a\\nb":""}'), (close, extra)
+                assert not a.matches(b'{"basic":"x","other":1}') and not a.matches(b'{"basic":1}')
+                assert not a.matches(b'{"other":"y"}')
+        assert calls == []
+        # `^.*$` stops at a line break: a key holding one matches no pattern
+        s = {"patternProperties": {"^.*$": {"type": "integer"}}, "additionalProperties": False}
+        a = Automaton(schema_to_grammar(s))
+        assert a.matches(b'{"ab":1}') and not a.matches(b'{"a\\nb":1}') and not a.matches(b'{"ab":"x"}')
+    finally:
+        Rules.setop_productive = orig
+
+
 def test_a_branch_merges_into_typed_nodes():
     from decimal import Decimal
 

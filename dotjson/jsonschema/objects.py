@@ -17,6 +17,7 @@ from dotjson.key_trie import KeySet, KeyTrie, known_by_member
 from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.nodes import ObjectNode
+from dotjson.jsonschema.strings import matches_every_string
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
 #: objects declaring more names than this reach their undeclared keys through a trie of the
@@ -73,6 +74,12 @@ class ObjectBuilder:
         # extra members: keys that are not declared, split by which patterns they match
         if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
             pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]))
+            # a pattern every key matches (`.*`, `^.*$`, ``) is in every class: no class lacks it,
+            # and it narrows no key (its language, with escapes, in an And/Diff of the key cost
+            # the automaton hundreds of states to find the class without it empty)
+            univ = {p for p in pats if matches_every_string(self.regex(p, where, "patternProperties"))}
+            if univ:
+                pats = [p for p in pats if p not in univ]
             fixed_members, fixed_names = [], []
             if 2 ** len(pats) > MAX_PATTERN_CLASSES and not same_pattern_schemas(o):
                 # finite patterns (`^SHA-256$`) become listed keys; classes range over the rest
@@ -96,10 +103,10 @@ class ObjectBuilder:
             pn_lang = self.key_language(pn) if pn is not None else None
             live = []
             for T in subsets:
-                Tset = set(T)
+                Tset = set(T) | univ
                 es = [e for p, e in o.patterns if p in Tset]
                 es += [e for e, names, qs in o.additional if not (set(qs) & Tset)]
-                if not T and closed:
+                if not Tset and closed:
                     es.append(FALSE)
                 ve = self.and_expr(es)
                 if ve == FALSE or pn_lang == EMPTY:

@@ -8,7 +8,9 @@ intersected (``ir.And``) and subtracted (``ir.Diff``) and then encoded into JSON
 from __future__ import annotations
 
 from dotjson import ir
+from dotjson.errors import GrammarError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
+from dotjson.ir.analysis import regular_nullable
 from dotjson.jsonstr import encode_string_language
 from dotjson.jsonschema.nodes import StringNode
 from dotjson.jsonschema.values import _ENC_CACHE, FALSE, TRUE
@@ -24,6 +26,27 @@ def warm_format_languages() -> None:
         node = format_to_ir(name)
         if node is not None:
             _encoded(("format", name), lambda: node)
+
+
+_ANY_SCALAR = ((0, 0xD7FF), (0xE000, ir.MAX_CODEPOINT))
+
+
+def matches_every_string(node: ir.Node) -> bool:
+    """Whether a decoded-string language (a ``pattern``'s) plainly holds every string: ``X*`` of
+    every character, or a sequence of nullable parts with one of them (a search for a nullable
+    pattern, as for ``.*``). A sufficient test."""
+    def every(n) -> bool:
+        return (type(n) is ir.Repeat and n.min == 0 and n.max is None and type(n.item) is ir.Chars
+                and n.item.ranges in (_ANY_SCALAR, ((0, ir.MAX_CODEPOINT),)))
+
+    if every(node):
+        return True
+    if type(node) is not ir.Seq or not any(every(x) for x in node.items):
+        return False
+    try:
+        return all(regular_nullable(x) for x in node.items)
+    except GrammarError:
+        return False  # (a rule reference: not a pattern's language)
 
 
 def _encoded(key, decoded):

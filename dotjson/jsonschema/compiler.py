@@ -20,7 +20,7 @@ from dotjson.jsonschema.nodes import Branch
 from dotjson.jsonschema.normalize import Normalizer
 from dotjson.jsonschema.numbers import NumberBuilder, _digits
 from dotjson.jsonschema.objects import ObjectBuilder
-from dotjson.jsonschema.strings import StringBuilder
+from dotjson.jsonschema.strings import StringBuilder, has_some_string
 from dotjson.jsonschema.values import _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE
 from dotjson.jsonstr import enc_text
 
@@ -222,7 +222,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             kind, what = t.patterns[0]
             if kind == "format":
                 return True  # a supported format alone (each has strings: test_formats)
-            if _has_text(self.regex_cache[what]):
+            if kind == "pattern" and what in self.regex_cache and has_some_string(self.regex_cache[what]):
                 return True  # a pattern alone whose language plainly has a string
         n = m.number
         if ts & _NUM and not n.multiples and not n.not_multiples and not any(c[0] == "x" for c in m.not_enum) \
@@ -525,37 +525,6 @@ def _range_has_value(n, allow_int: bool, allow_nonint: bool) -> bool:
     if n.lo_excl and k == lo:
         k += 1
     return allow_int and (k < hi or (k == hi and not n.hi_excl))
-
-
-def _has_text(node) -> bool:
-    """Whether a ref-free string language plainly has a string (``And``/``Diff`` not looked into:
-    ``False`` means "not known")."""
-    memo: dict[int, bool] = {}
-    stack = [(node, False)]
-    while stack:
-        x, done = stack.pop()
-        if id(x) in memo:
-            continue
-        t = type(x)
-        if t is ir.Lit:
-            memo[id(x)] = True
-        elif t is ir.Chars:
-            memo[id(x)] = bool(x.ranges)
-        elif t is ir.Seq or t is ir.Alt or t is ir.Repeat:
-            kids = (x.item,) if t is ir.Repeat else x.items
-            if not done:
-                stack.append((x, True))
-                stack.extend((k, False) for k in kids)
-                continue
-            if t is ir.Seq:
-                memo[id(x)] = all(memo[id(k)] for k in kids)
-            elif t is ir.Alt:
-                memo[id(x)] = any(memo[id(k)] for k in kids)
-            else:
-                memo[id(x)] = x.min == 0 or memo[id(x.item)]
-        else:
-            memo[id(x)] = False
-    return memo[id(node)]
 
 
 def _obviously_inhabited(m: Branch, br) -> bool:

@@ -74,7 +74,7 @@ class ObjectBuilder:
         # extra members: keys that are not declared, split by which patterns they match
         if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
             pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]))
-            # a pattern every key matches (`.*`, `^.*$`, ``) is in every class: no class lacks it,
+            # a pattern every key matches (`.*`, `^a*`, the empty one) is in every class: none lacks it,
             # and it narrows no key (its language, with escapes, in an And/Diff of the key cost
             # the automaton hundreds of states to find the class without it empty)
             univ = {p for p in pats if matches_every_string(self.regex(p, where, "patternProperties"))}

@@ -49,6 +49,37 @@ def matches_every_string(node: ir.Node) -> bool:
         return False  # (a rule reference: not a pattern's language)
 
 
+def has_some_string(node: ir.Node) -> bool:
+    """Whether a decoded-string language (ref-free) plainly has a string: ``And``/``Diff`` are not
+    looked into (``False`` means "not known"). A sufficient test."""
+    memo: dict[int, bool] = {}
+    stack = [(node, False)]
+    while stack:
+        x, done = stack.pop()
+        if id(x) in memo:
+            continue
+        t = type(x)
+        if t is ir.Lit:
+            memo[id(x)] = True
+        elif t is ir.Chars:
+            memo[id(x)] = bool(x.ranges)
+        elif t is ir.Seq or t is ir.Alt or t is ir.Repeat:
+            kids = (x.item,) if t is ir.Repeat else x.items
+            if not done:
+                stack.append((x, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            if t is ir.Seq:
+                memo[id(x)] = all(memo[id(k)] for k in kids)
+            elif t is ir.Alt:
+                memo[id(x)] = any(memo[id(k)] for k in kids)
+            else:
+                memo[id(x)] = x.min == 0 or memo[id(x.item)]
+        else:
+            memo[id(x)] = False
+    return memo[id(node)]
+
+
 def _encoded(key, decoded):
     """The encoded (JSON spelling) language of string-language handle ``key``: the process's
     cached one, or the encoding of ``decoded()`` (its decoded language), cached."""

@@ -13,6 +13,22 @@ from dotjson.ir.analysis import Analysis
 from dotjson.jsonschema import schema_to_grammar
 
 
+@pytest.fixture
+def setop_questions(monkeypatch):
+    """The And/Diff nodes the automaton is asked to decide emptiness of (Rules.setop_productive)."""
+    from dotjson.automaton.rules import Rules
+
+    calls = []
+    orig = Rules.setop_productive
+
+    def spy(self, node):
+        calls.append(node)
+        return orig(self, node)
+
+    monkeypatch.setattr(Rules, "setop_productive", spy)
+    return calls
+
+
 def _props(n, required=()):
     return {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)},
             "required": list(required)}
@@ -261,70 +277,45 @@ def test_formats_patterns_enums_ranges_arrays_and_aliases_are_known_inhabited_wi
         assert g.rules._src.expr_known(("loc", "", ""))[1] is None, bad
 
 
-def test_extra_members_are_known_productive_without_asking_the_automaton():
+def test_extra_members_are_known_productive_without_asking_the_automaton(setop_questions):
     # any key but the declared names leaves infinitely many keys: an extra member exists when its
     # value does, known without compiling the Diff of keys and searching it for emptiness
-    from dotjson.automaton.rules import Rules
-
-    calls = []
-    orig = Rules.setop_productive
-
-    def spy(self, node):
-        calls.append(node)
-        return orig(self, node)
-
-    Rules.setop_productive = spy
-    try:
-        s = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-             "required": ["name"]}
-        a = Automaton(schema_to_grammar(s, close_objects=False))
-        assert a.matches(b'{"name":"x","zz":1}') and a.matches(b'{"zz":[],"name":"x"}')
-        assert not a.matches(b'{"age":1}')
-        assert calls == []
-        # with patterns, or a propertyNames language, the keys left are the automaton's question
-        for extra in ({"patternProperties": {"^a": {"type": "integer"}}},
-                      {"propertyNames": {"pattern": "^[a-z]+$"}}):
-            a = Automaton(schema_to_grammar({**s, **extra}, close_objects=False))
-            assert a.matches(b'{"name":"x","zz":1}')
-        assert calls
-    finally:
-        Rules.setop_productive = orig
+    s = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+         "required": ["name"]}
+    a = Automaton(schema_to_grammar(s, close_objects=False))
+    assert a.matches(b'{"name":"x","zz":1}') and a.matches(b'{"zz":[],"name":"x"}')
+    assert not a.matches(b'{"age":1}')
+    assert setop_questions == []
+    # with patterns, or a propertyNames language, the keys left are the automaton's question
+    for extra in ({"patternProperties": {"^a": {"type": "integer"}}},
+                  {"propertyNames": {"pattern": "^[a-z]+$"}}):
+        a = Automaton(schema_to_grammar({**s, **extra}, close_objects=False))
+        assert a.matches(b'{"name":"x","zz":1}')
+    assert setop_questions
 
 
-def test_a_pattern_every_key_matches_is_in_every_class_of_keys():
+def test_a_pattern_every_key_matches_is_in_every_class_of_keys(setop_questions):
     # `.*` (a search for a nullable pattern) matches every key: no class of keys lacks it, so
     # the automaton is never asked to find "keys matching no pattern" empty (~1 ms of kernel
     # search through the escapes of the pattern's language), and its schema applies to every key
-    from dotjson.automaton.rules import Rules
     from dotjson.jsonschema.strings import matches_every_string
     from dotjson.regex import regex_to_ir
 
     assert all(matches_every_string(regex_to_ir(p)) for p in (".*", "", "[\\s\\S]*", "x*", "^a*"))
     assert not any(matches_every_string(regex_to_ir(p)) for p in ("^.*$", ".+", "^a+", "a"))
-    calls = []
-    orig = Rules.setop_productive
-
-    def spy(self, node):
-        calls.append(node)
-        return orig(self, node)
-
-    Rules.setop_productive = spy
-    try:
-        for close in (False, True):
-            for extra in ({}, {"additionalProperties": False}, {"additionalProperties": {"type": "integer"}}):
-                s = {"patternProperties": {".*": {"type": "string"}}, "properties": {"basic": {"type": "string"}},
-                     "required": ["basic"], **extra}
-                a = Automaton(schema_to_grammar(s, close_objects=close))
-                assert a.matches(b'{"basic":"x","other":"y","a\\nb":""}'), (close, extra)
-                assert not a.matches(b'{"basic":"x","other":1}') and not a.matches(b'{"basic":1}')
-                assert not a.matches(b'{"other":"y"}')
-        assert calls == []
-        # `^.*$` stops at a line break: a key holding one matches no pattern
-        s = {"patternProperties": {"^.*$": {"type": "integer"}}, "additionalProperties": False}
-        a = Automaton(schema_to_grammar(s))
-        assert a.matches(b'{"ab":1}') and not a.matches(b'{"a\\nb":1}') and not a.matches(b'{"ab":"x"}')
-    finally:
-        Rules.setop_productive = orig
+    for close in (False, True):
+        for extra in ({}, {"additionalProperties": False}, {"additionalProperties": {"type": "integer"}}):
+            s = {"patternProperties": {".*": {"type": "string"}}, "properties": {"basic": {"type": "string"}},
+                 "required": ["basic"], **extra}
+            a = Automaton(schema_to_grammar(s, close_objects=close))
+            assert a.matches(b'{"basic":"x","other":"y","a\\nb":""}'), (close, extra)
+            assert not a.matches(b'{"basic":"x","other":1}') and not a.matches(b'{"basic":1}')
+            assert not a.matches(b'{"other":"y"}')
+    assert setop_questions == []
+    # `^.*$` stops at a line break: a key holding one matches no pattern
+    s = {"patternProperties": {"^.*$": {"type": "integer"}}, "additionalProperties": False}
+    a = Automaton(schema_to_grammar(s))
+    assert a.matches(b'{"ab":1}') and not a.matches(b'{"a\\nb":1}') and not a.matches(b'{"ab":"x"}')
 
 
 def test_a_branch_merges_into_typed_nodes():

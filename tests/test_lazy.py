@@ -372,6 +372,25 @@ def test_automata_from_the_base_image_behave_as_freshly_compiled_ones(monkeypatc
                 assert row1 == row2, (doc, k)
 
 
+def test_an_automaton_starts_from_exactly_the_image_store():
+    # the copy reads only the used prefix of the image's arrays (the rest is fill, and an image
+    # has no state): what an automaton starts with is the image's store, array for array
+    from dotjson.automaton import base_image
+    from dotjson.grammar import json_base_items
+    from dotjson.jsonschema import shared_nodes
+
+    g = schema_to_grammar({"type": "object", "properties": {"a": {"type": "string"}}}, close_objects=False)
+    a = Automaton.__new__(Automaton)
+    a._init(g, 1_000_000, 200_000)
+    image = base_image(json_base_items(False), shared_nodes(), Automaton.INITIAL_TERMS, Automaton.INITIAL_STATES)
+    a._from_image(image)
+    whole = image.owner._a  # the store the image was made from
+    assert set(a._a) == set(whole)
+    for k, v in whole.items():
+        assert a._a[k].dtype == v.dtype and np.array_equal(a._a[k], v), k
+        assert not np.shares_memory(a._a[k], v), k
+
+
 def test_number_languages_are_shared_across_schemas_exactly():
     import warnings
 

@@ -202,15 +202,18 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
 
     def _inhabited(self, m: Branch, br) -> bool:
         """A merged branch with a value that needs no search (a sufficient test): a scalar or
-        an empty container it allows (:func:`_obviously_inhabited`), or an object whose required
-        members are all declared, within its property counts, and each of whose values has
-        one by the same test. An index's start then needs no rule built to know that its
-        language is not empty, and a required sub-object is compiled when decoding reaches it."""
-        if _obviously_inhabited(m, br):
+        an empty container it allows (:func:`_obviously_inhabited`); a plain `$ref` to such a
+        schema; an `enum`/`const` value that satisfies the branch; a lone `format`, or a lone
+        pattern that plainly has a string; a number range with a value the types allow; an array
+        whose first required items have values; an object whose required members are all
+        declared, within its property counts, and each of whose values has one by the same
+        test. An index's start then needs no rule built to know that its language is not empty,
+        and a required sub-object is compiled when decoding reaches it."""
+        if _obviously_inhabited(m):
             return True
-        if m.refs or any(a[0] == "ruleref" for a in br):
+        if m.refs:
             # a reference alone (`{"$ref": ...}`): its target's value
-            return len(br) == 1 and br[0][0] == "ruleref" and self.expr_known(br[0][1])[1] is True
+            return len(br) == 1 and self.expr_known(m.refs[0])[1] is True
         if m.enum is not None:
             # the values the branch builds are those that satisfy it (build_branch)
             return any(self.satisfies(self.literal_cache[("v", c)], br)
@@ -527,9 +530,9 @@ def _range_has_value(n, allow_int: bool, allow_nonint: bool) -> bool:
     return allow_int and (k < hi or (k == hi and not n.hi_excl))
 
 
-def _obviously_inhabited(m: Branch, br) -> bool:
+def _obviously_inhabited(m: Branch) -> bool:
     """A merged branch with a value that needs no search: a sufficient test, never a necessary one."""
-    if m.enum is not None or any(a[0] == "ruleref" for a in br):
+    if m.enum is not None or m.refs:
         return False
     ts = m.types
     if "null" in ts and ("n",) not in m.not_enum:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ._config import NJIT_OPTS
+from ._kernels.jit import kernel
 from ._kernels.group import group_by
 from .errors import VocabularyError
 
@@ -111,7 +111,7 @@ def big_subtree_bits(trie: TokenTrie, n_words: int,
     return index, bits
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel
 def _ascii_runs_kernel(child_ptr, child_byte, child_node, tok_ptr, tok_ids, is_run, fill,
                        run_ptr, run_toks, exit_ptr, exit_nodes):
     """Count (``fill`` False) or write the run tokens and exit nodes of every node (see
@@ -203,7 +203,7 @@ def is_plain(b: bytes) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel
 def _key_less(blob, starts, lens, ids, pref, a, b):
     """(bytes, id) order of items ``a`` and ``b``.
 
@@ -230,7 +230,7 @@ def _key_less(blob, starts, lens, ids, pref, a, b):
     return ids[a] < ids[b]
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel
 def _prefixes(blob, starts, lens):
     n = starts.shape[0]
     pref = np.zeros(n, dtype=np.uint64)
@@ -246,7 +246,7 @@ def _prefixes(blob, starts, lens):
     return pref
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel
 def _merge_sort_run(blob, starts, lens, ids, pref, src, dst, lo0, hi0):
     """Sort ``src[lo0:hi0]`` in place by (bytes, id), bottom-up merges through ``dst``."""
     n = hi0 - lo0
@@ -285,7 +285,7 @@ def _merge_sort_run(blob, starts, lens, ids, pref, src, dst, lo0, hi0):
             src[k] = a[k]
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel
 def _sort_keys(blob, starts, lens, ids):
     """Item indices sorted by (bytes, id): a sort on the 8-byte prefixes, then each run of
     equal prefixes sorted by the full comparison. Returns int64 order."""
@@ -304,7 +304,7 @@ def _sort_keys(blob, starts, lens, ids):
     return order
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel
 def _build_trie_kernel(blob, starts, lens, ids, order, max_len):
     """The trie arrays of the items in ``order`` (sorted by bytes, then id; every len >= 1)."""
     m = order.shape[0]
@@ -357,7 +357,7 @@ def _build_trie_kernel(blob, starts, lens, ids, order, max_len):
     return child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel
 def check_trie(child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end, blob, offsets):
     """Check a loaded trie against the token bytes it must spell; its depth, or a negative code.
 
@@ -424,7 +424,7 @@ def check_trie(child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end,
     return deepest
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel
 def _plain_mask(blob, starts, lens):
     """``is_plain`` for every item: no control byte, ``"`` or ``\\``; strict UTF-8."""
     n = starts.shape[0]

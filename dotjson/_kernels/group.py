@@ -5,10 +5,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._config import NJIT_OPTS
+from .jit import kernel
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel
 def group_by(keys, n_groups):
     """Items ``0 .. len(keys) - 1`` grouped by key: ``(ptr, order)`` with the items of key ``g``
     at ``order[ptr[g]:ptr[g + 1]]``, in increasing item order (stable). Keys lie in

@@ -22,12 +22,12 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from dotjson._config import NJIT_OPTS, NJIT_PARALLEL_OPTS
+from .jit import kernel
 
 _ALL_ONES = np.uint32(0xFFFFFFFF)
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel(canonical=False)
 def _popcount32(x):
     # SWAR popcount; LLVM turns this idiom into a single popcnt where the target has one.
     x = np.uint32(x)
@@ -38,7 +38,7 @@ def _popcount32(x):
     return np.int64(((x * np.uint32(0x01010101)) >> np.uint32(24)) & np.uint32(0xFF))
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel(canonical=False)
 def _word(bits_row, w, n_words, vocab_size):
     """Word ``w`` of a row with the bits of tokens ``>= vocab_size`` cleared (0 past the end)."""
     if w >= n_words:
@@ -54,7 +54,7 @@ def _word(bits_row, w, n_words, vocab_size):
 # --------------------------------------------------------------------------- counting / listing
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel(canonical=False)
 def popcount_rows(bits, vocab_size, out):
     """``out[r]`` = number of allowed tokens of row ``r``. ``bits``: uint32 (batch, n_words)."""
     n_rows, n_words = bits.shape
@@ -67,7 +67,7 @@ def popcount_rows(bits, vocab_size, out):
     return 0
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel(canonical=False)
 def list_ids(bits_row, vocab_size, out):
     """Write the allowed ids of one row into ``out`` (ascending); returns how many were written.
 
@@ -88,7 +88,7 @@ def list_ids(bits_row, vocab_size, out):
     return k
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel(canonical=False)
 def forced_tokens(bits, vocab_size, out):
     """``out[r]`` = the single allowed id of row ``r``, or -1 when the row allows 0 or >= 2."""
     n_rows, n_words = bits.shape
@@ -184,7 +184,7 @@ def _store_where_clear(typingctx, buf, pos, word, mval):
     return sig, codegen
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel(canonical=False)
 def _mask_words(buf, start, bits_row, n_words, vocab_size, width, w0, w1, mval):
     """Serial inner kernel: mask columns ``[32*w0, min(32*w1, width))`` of the row at ``buf[start:]``.
 
@@ -207,7 +207,7 @@ def _mask_words(buf, start, bits_row, n_words, vocab_size, width, w0, w1, mval):
                     buf[p + j] = mval
 
 
-@numba.njit(**NJIT_PARALLEL_OPTS)
+@kernel(parallel=True, canonical=False)
 def mask_parallel(buf, row_starts, width, bits, vocab_size, mval, n_chunks, chunk_words):
     """Mask every row of a batched buffer, in parallel over (row, chunk of the row) pairs.
 
@@ -229,7 +229,7 @@ def mask_parallel(buf, row_starts, width, bits, vocab_size, mval, n_chunks, chun
     return 0
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel(canonical=False)
 def mask_serial(buf, row_starts, width, bits, vocab_size, mval):
     """Same as :func:`mask_parallel` on the calling thread: for buffers too small to pay for threads."""
     n_rows = row_starts.shape[0]
@@ -240,7 +240,7 @@ def mask_serial(buf, row_starts, width, bits, vocab_size, mval):
     return 0
 
 
-@numba.njit(**NJIT_OPTS)
+@kernel(canonical=False)
 def mask_strided_row(row, bits_row, vocab_size, mval):
     """Mask one non-contiguous 1-D row (any stride). Rare path: views such as ``a[:, ::2][0]``."""
     width = row.shape[0]

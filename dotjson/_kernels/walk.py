@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .._config import NJIT_OPTS
+from .jit import kernel
 from ..automaton import kernels as K
 
 DONE = 0
@@ -34,14 +34,14 @@ WALK_ALL, WALK_PLAIN, WALK_RUNS = range(3)
 RUNS_MIN_NODES = 32  # the special trie's run shortcut is tried below nodes this large
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _set_bits(out, tok_ids, lo, hi):
     for i in range(lo, hi):
         t = tok_ids[i]
         out[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _suspend(st_node, st_state, st_edge, sp, node, state, e, ret):
     st_node[sp] = node
     st_state[sp] = state
@@ -50,7 +50,7 @@ def _suspend(st_node, st_state, st_edge, sp, node, state, e, ret):
     return EXIT
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge, sp, ret, pseq,
               plen, wide):
     """Resume a walk of ``trie`` whose stack holds ``sp`` frames; ``DONE``, or ``EXIT`` with the
@@ -165,7 +165,7 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     return DONE
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, special_mode, pseq, plen,
                  wide, out, st_node, st_state, st_edge, ret):
     """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's
@@ -216,7 +216,7 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, spec
         return DONE
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def walk_token(trans, state, data, lo, hi, ret):
     """Advance ``state`` over ``data[lo:hi]``; returns the final state, ``-2`` (dead) or ``-1``
     with ``ret[0]`` = position and ``ret[1]`` = state whose row must be filled first."""
@@ -232,7 +232,7 @@ def walk_token(trans, state, data, lo, hi, ret):
     return state
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def or_words(out, src):
     for i in range(out.shape[0]):
         out[i] |= src[i]

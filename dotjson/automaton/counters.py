@@ -28,7 +28,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .._config import NJIT_OPTS
+from .._kernels.jit import kernel
 from . import kernels as K
 
 #: Counts at or above this are markers; real counts stay below it.
@@ -41,18 +41,18 @@ NONE = (1 << 31) - 1
 SPINE_ITEMS = 3
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _is_marker(lo, hi):
     return lo >= BAND or (hi != K.INF and hi >= BAND)
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _marker_low(lo, hi):
     """The nearest bound of marker ``{lo,hi}`` (``lo`` unless it is 0)."""
     return lo if lo >= BAND else hi
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _lookup(keys, n_keys, t):
     mask = keys.shape[0] - 1
     i = (t * 0x9E3779B1) & mask
@@ -65,7 +65,7 @@ def _lookup(keys, n_keys, t):
         i = (i + 1) & mask
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _local_table(n):
     cap = 64
     while cap < 4 * n:
@@ -73,7 +73,7 @@ def _local_table(n):
     return np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int32)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _local_put(keys, vals, count, t, v):
     """Insert ``t -> v`` (``t`` absent); returns the tables, grown when half full."""
     if 2 * (count + 1) > keys.shape[0]:
@@ -95,14 +95,14 @@ def _local_put(keys, vals, count, t, v):
 _T_MMIN = 29 << 58
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _markers_below(S, t):
     """Can ``t`` hold a marker? Only sequences and alternations of repetitions do."""
     k = S[K.S_TI][t, 0]
     return (S[K.S_TF][t] & K.F_REP) != 0 and (k == K.K_SEQ or k == K.K_ALT or k == K.K_REP)
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _mmin_get(S, t):
     """:func:`marker_min` of ``t`` if known (always for terms that cannot hold one), else -1."""
     if not _markers_below(S, t):
@@ -113,7 +113,7 @@ def _mmin_get(S, t):
     return K._mget(S, _T_MMIN | t)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def marker_min(S, t0):
     """The smallest nearest bound over the marker repetitions of ``t0``, :data:`NONE` if none;
     -1 (FAIL) on exit. Memoized per term: a new cell on a deep stack costs O(1).
@@ -159,7 +159,7 @@ def marker_min(S, t0):
     return _mmin_get(S, t0)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def shift_markers(S, t0, d):
     """``t0`` with ``d`` added to the bounds of every marker repetition that lie in the band
     (0 and unbounded stay): the shape at another offset, or, with the state's offset, the exact
@@ -219,7 +219,7 @@ def shift_markers(S, t0, d):
     return vals[_lookup(keys, count, t0)]
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def make_shape(S, t, far, out):
     """Move the first far counter of ``t``'s sequence into the marker band.
 

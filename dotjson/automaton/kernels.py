@@ -25,13 +25,13 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-from .._config import NJIT_OPTS
+from .._kernels.jit import kernel
 from .._kernels.group import group_by
 
 try:  # LLVM's cttz; a loop where this private helper is missing
     from numba.cpython.unsafe.numbers import trailing_zeros as _ctz
 except ImportError:  # pragma: no cover
-    @nb.njit(**NJIT_OPTS)
+    @kernel
     def _ctz(x):
         n = 0
         while (x & np.uint64(1)) == 0:
@@ -112,12 +112,12 @@ def _data_ptr(typingctx, arr):
     return sig, codegen
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _view(a):
     return nb.carray(_data_ptr(a), a.shape)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def borrow(S):
     """The store tuple as views without reference counts.
 
@@ -139,7 +139,7 @@ def borrow(S):
 # ----------------------------------------------------------------------------- small helpers
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _fail(S, status, arg):
     ctl = S[S_CTL]
     ctl[C_STATUS] = status
@@ -147,13 +147,13 @@ def _fail(S, status, arg):
     return -1
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _low(x):
     """Index of the lowest set bit of a non-zero ``uint64``."""
     return np.int64(_ctz(x))
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _grow_i32(a, n):
     if n < a.shape[0]:
         return a
@@ -162,7 +162,7 @@ def _grow_i32(a, n):
     return b
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _mix(h, x):
     # in uint64, where a product wraps: Numba's signed products are `mul nsw`, whose overflow
     # LLVM may assume never happens, so the same hash inlined into two kernels could differ
@@ -171,7 +171,7 @@ def _mix(h, x):
     return np.int64(u ^ (u >> np.uint64(29)))
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _hash_simple(kind, a, b, c):
     h = 0x5BD1E995 + kind
     h = _mix(h, a)
@@ -180,7 +180,7 @@ def _hash_simple(kind, a, b, c):
     return h
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _hash_words(w0, w1, w2, w3):
     h = 0x5BD1E995 + K_BYTES
     h = _mix(h, np.int64(w0))
@@ -190,7 +190,7 @@ def _hash_words(w0, w1, w2, w3):
     return h
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _hash_list(kind, buf, n):
     h = 0x5BD1E995 + kind
     for i in range(n):
@@ -198,7 +198,7 @@ def _hash_list(kind, buf, n):
     return _mix(h, n)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def term_hash(ti, bw, pool, t):
     """The interning hash of stored term ``t`` (the one its constructor probed with)."""
     k = ti[t, 0]
@@ -211,7 +211,7 @@ def term_hash(ti, bw, pool, t):
     return _hash_simple(k, ti[t, 1], ti[t, 2], ti[t, 3])
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def rehash_terms(ti, bw, pool, n, ht):
     """Insert terms ``0..n-1`` into the empty table ``ht``; returns the number of duplicates
     (0 for a store built by the constructors)."""
@@ -229,7 +229,7 @@ def rehash_terms(ti, bw, pool, n, ht):
     return dup
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _same(ti, bw, pool, t, u):
     k = ti[t, 0]
     if ti[u, 0] != k:
@@ -249,7 +249,7 @@ def _same(ti, bw, pool, t, u):
     return ti[t, 1] == ti[u, 1] and ti[t, 2] == ti[u, 2] and ti[t, 3] == ti[u, 3]
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def rehash_memo(keys, vals, nkeys, nvals):
     """Insert the live entries of one memo table into an empty larger one."""
     mask = nkeys.shape[0] - 1
@@ -264,7 +264,7 @@ def rehash_memo(keys, vals, nkeys, nvals):
         nvals[i] = vals[j]
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _mget(S, key):
     keys = S[S_MK]
     mask = keys.shape[0] - 1
@@ -278,7 +278,7 @@ def _mget(S, key):
         i = (i + 1) & mask
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _mput(S, key, val):
     keys = S[S_MK]
     ctl = S[S_CTL]
@@ -303,7 +303,7 @@ def _mput(S, key, val):
 # ----------------------------------------------------------------------------- constructors
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _new_term(S, slot, kind, a, b, c, flags):
     ti = S[S_TI]
     ctl = S[S_CTL]
@@ -324,14 +324,14 @@ def _new_term(S, slot, kind, a, b, c, flags):
     return n
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _room(S):
     ctl = S[S_CTL]
     n = ctl[C_TERMS]
     return n < S[S_TI].shape[0] and 2 * (n + 1) <= S[S_HT].shape[0] and n < (1 << TERM_ID_BITS)
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def mk_simple(S, kind, a, b, c, flags):
     """Intern a SEQ/REP/REF/DIFF (or ∅/ε) node."""
     ti = S[S_TI]
@@ -350,7 +350,7 @@ def mk_simple(S, kind, a, b, c, flags):
     return _new_term(S, i, kind, a, b, c, flags)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def mk_bytes(S, w0, w1, w2, w3):
     """Intern the byte set with words ``w0..w3`` (∅ for no byte)."""
     if w0 == _U0 and w1 == _U0 and w2 == _U0 and w3 == _U0:
@@ -383,7 +383,7 @@ def mk_bytes(S, w0, w1, w2, w3):
     return _new_term(S, i, K_BYTES, nb_, 0, 0, 0)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _mk_list(S, kind, buf, n, flags):
     """Intern an ALT/AND node over the sorted distinct ids ``buf[:n]``."""
     ti = S[S_TI]
@@ -417,7 +417,7 @@ def _mk_list(S, kind, buf, n, flags):
     return _new_term(S, i, kind, off, n, 0, flags)
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _cons(S, a, b):
     tf = S[S_TF]
     fa, fb = tf[a], tf[b]
@@ -425,7 +425,7 @@ def _cons(S, a, b):
     return mk_simple(S, K_SEQ, a, b, 0, flags)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def seq(S, a, b):
     """Concatenation, kept right-nested (the items of a chain are never sequences)."""
     if a == EMPTY or b == EMPTY:
@@ -464,7 +464,7 @@ def seq(S, a, b):
     return r
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def seq_list(S, buf, n):
     """Concatenation of ``buf[:n]``."""
     r = EPS
@@ -475,7 +475,7 @@ def seq_list(S, buf, n):
     return r
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _flatten(S, kind, buf, n):
     """Sorted distinct ids of ``buf[:n]`` with nested ``kind`` nodes spliced in; ∅ dropped."""
     ti = S[S_TI]
@@ -519,7 +519,7 @@ def _flatten(S, kind, buf, n):
     return out[:k]
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def alt(S, buf, n):
     """Alternation of ``buf[:n]`` (flattened, deduplicated, single-byte sets merged)."""
     flat = _flatten(S, K_ALT, buf, n)
@@ -567,7 +567,7 @@ def alt(S, buf, n):
     return _mk_list(S, K_ALT, flat, m, flags)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def and_(S, buf, n):
     """Intersection of ``buf[:n]``."""
     for x in range(n):
@@ -591,7 +591,7 @@ def and_(S, buf, n):
     return _mk_list(S, K_AND, flat, m, flags)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def and2(S, a, b):
     buf = np.empty(2, dtype=np.int32)
     buf[0] = a
@@ -599,7 +599,7 @@ def and2(S, a, b):
     return and_(S, buf, 2)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def rep(S, item, lo, hi):
     """``item{lo,hi}``; ``hi == INF`` for no upper bound."""
     if hi != INF and hi < lo:
@@ -617,7 +617,7 @@ def rep(S, item, lo, hi):
     return mk_simple(S, K_REP, item, lo, hi, flags)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def diff(S, a, b):
     if a == EMPTY:
         return EMPTY
@@ -632,7 +632,7 @@ def diff(S, a, b):
     return mk_simple(S, K_DIFF, a, b, 0, F_BOOL | (F_NULL if nul else 0))
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def ref(S, rule, nullable):
     return mk_simple(S, K_REF, rule, 0, 0, F_NULL if nullable else 0)
 
@@ -676,12 +676,12 @@ KD_ESC = 1 << 28
 KD_END = 1 << 29
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _klen(pool, st, q):
     return pool[st + q + 1] - pool[st + q]
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_block_end(pool, T, p, d):
     """One past the last sorted name sharing the first ``d`` bytes of name ``p``."""
     n = pool[T + KT_N]
@@ -708,7 +708,7 @@ def _k_block_end(pool, T, p, d):
     return lo
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _k_bound(pool, st, bl, lo, hi, d, b, strict):
     """First name in ``[lo, hi)`` whose byte ``d`` is ``>= b`` (``> b`` when ``strict``); the
     names there are longer than ``d`` and their bytes ``d`` ascend."""
@@ -722,7 +722,7 @@ def _k_bound(pool, st, bl, lo, hi, d, b, strict):
     return lo
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _k_decode(pool, st, bl, q, d):
     """The code point starting at byte ``d`` of name ``q``, and its length in bytes."""
     o = bl + pool[st + q] + d
@@ -737,7 +737,7 @@ def _k_decode(pool, st, bl, q, d):
             | (pool[o + 3] & 0x3F)), 4
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _k_cp(pool, T, cp):
     """Index of code point ``cp`` in the table's sorted list, -1 when absent."""
     o = pool[T + KT_CP]
@@ -753,7 +753,7 @@ def _k_cp(pool, T, cp):
     return lo if lo < n and pool[o + lo] == cp else -1
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _k_char(pool, T, st, bl, q, d):
     """The character block at byte ``d`` starting with name ``q``: the index of its code point
     in the table (-1 when absent), its length in bytes, and one past its last name."""
@@ -761,7 +761,7 @@ def _k_char(pool, T, st, bl, q, d):
     return _k_cp(pool, T, cp), ln, _k_block_end(pool, T, q, d + ln)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_any(S, T, C, q1, q2):
     """1 when a name of sorted ``[q1, q2)`` is offered by context ``C`` and can complete, 0 when
     none, -1 on exit (whether an offered member can complete is not known yet)."""
@@ -787,12 +787,12 @@ def _k_any(S, T, C, q1, q2):
 K_CTX_MEMBERS = 1 << 22
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _k_ctx_key(T, lo, hi):
     return _T_KCTX | (np.int64(T & 0x3FFF) << 44) | (np.int64(lo) << 22) | np.int64(hi)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_intern(S, T, lo, hi):
     """The context ``(T, lo, hi)`` (members ``lo .. hi - 1`` of table ``T`` offered): the table's
     full one, else the one made before (found in the memo), else a new one in the pool; -1 on
@@ -825,7 +825,7 @@ def _k_intern(S, T, lo, hi):
     return off
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_ctx(S, pool, T, C, q1, q2):
     """The context of a key set term over names ``[q1, q2)`` under context ``C``: the least one
     offering the same members of them, from the least to the greatest offered (the full one
@@ -856,7 +856,7 @@ def _k_ctx(S, pool, T, C, q1, q2):
     return _k_intern(S, T, a, b + 1)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def keys_root(S, T, lo, hi):
     """The key set term of table ``T`` offering members ``lo .. hi - 1`` (all its names, from
     their first byte); the caller knows it is not empty."""
@@ -867,7 +867,7 @@ def keys_root(S, T, lo, hi):
     return mk_simple(S, K_KEYS, C, 0, 0, 0)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def keys_register(S, C):
     """Put context ``C`` of a loaded store back in the memo (which is not saved), so contexts
     made from now on find it instead of making a copy; -1 on exit."""
@@ -882,7 +882,7 @@ def keys_register(S, C):
     return _mput(S, key, C)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_term(S, pool, T, C, q1, q2, d):
     """The key set term of names ``[q1, q2)`` from byte ``d`` on, under context ``C`` (made
     canonical): ∅ when none of them is offered and can complete; -1 on exit."""
@@ -897,7 +897,7 @@ def _k_term(S, pool, T, C, q1, q2, d):
     return mk_simple(S, K_KEYS, c, q1, d, 0)
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _k_open(S, t):
     """Key set term ``t``'s pool, context, first name, depth (an escape-mode term's: the byte
     its backslash stands before), table, the table's name offsets and bytes, and one past the
@@ -913,7 +913,7 @@ def _k_open(S, t):
     return pool, C, p, d, T, pool[T + KT_START], pool[T + KT_BLOB], _k_block_end(pool, T, p, d)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_backslash(S, T, C, s, e, d):
     """The derivative by a backslash of the names ``[s, e)`` (byte ``d`` starts a character in
     each): the escape-mode term over them when one of their characters with an escape starts an
@@ -937,7 +937,7 @@ def _k_backslash(S, T, C, s, e, d):
     return EMPTY
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_esc_deriv(S, t, b):
     """The derivative of escape-mode key set term ``t`` by byte ``b``: ``u`` leads, per
     character, to the rest of its ``\\u`` spellings then the names' rest after it; a short
@@ -973,7 +973,7 @@ def _k_esc_deriv(S, t, b):
     return alt(S, parts, n)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_esc_row(S, t, cw, ct):
     """The derivative classes of escape-mode key set term ``t``: ``u`` and the short escape
     bytes of its characters. Their number, or -1 on exit."""
@@ -996,7 +996,7 @@ def _k_esc_row(S, t, cw, ct):
     return _k_classes(S, t, cand, k, cw, ct)
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _k_ask_alive(S, T, m, lo, hi):
     """Exit: whether member ``m`` of table ``T`` can complete (``lo .. hi - 1``: the members
     the asking state offers)."""
@@ -1007,7 +1007,7 @@ def _k_ask_alive(S, T, m, lo, hi):
     return _fail(S, NEED_KEY_ALIVE, T)
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _k_end(S, t):
     """The tail of the name of end-mode key set term ``t`` (``K_KEYS(full, p, KD_END)``);
     -1 on exit (Python makes it)."""
@@ -1021,7 +1021,7 @@ def _k_end(S, t):
     return r
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_deriv(S, t, b):
     """The derivative of key set term ``t`` by byte ``b`` (-1 on exit)."""
     if S[S_TI][t, 3] >= KD_ESC:  # (never KD_END: deriv takes those)
@@ -1061,7 +1061,7 @@ def _k_deriv(S, t, b):
     return _k_term(S, pool, T, C, q1, q2, d + 1)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_row(S, t, cw, ct):
     """The derivative classes of key set term ``t`` (one byte each) into ``cw``/``ct``; their
     number, or -1 on exit."""
@@ -1091,7 +1091,7 @@ def _k_row(S, t, cw, ct):
     return _k_classes(S, t, cand, k, cw, ct)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _k_classes(S, t, cand, k, cw, ct):
     """The derivatives of key set term ``t`` (either mode) by the bytes ``cand[:k]``, the
     non-empty ones as one-byte classes into ``cw``/``ct``; their number, or -1 on exit."""
@@ -1106,7 +1106,7 @@ def _k_classes(S, t, cand, k, cw, ct):
     return n
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _k_class(cw, ct, n, b, r):
     for w in range(4):
         cw[n, w] = _U0
@@ -1119,7 +1119,7 @@ OP_EMPTY, OP_EPS, OP_TERM, OP_BYTES, OP_SEQ, OP_ALT, OP_AND, OP_DIFF, OP_REP, OP
     OP_LOAD = range(12)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def build(S, prog, words, slots):
     """Run a postfix builder program (one compiled rule body) and return its term.
 
@@ -1186,12 +1186,12 @@ def build(S, prog, words, slots):
 # ----------------------------------------------------------------------------- derivatives
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _has(words_row, byte):
     return (words_row[byte >> 6] >> np.uint64(byte & 63)) & _U1
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _dget(S, t, byte):
     """The memoized derivative of ``t`` by ``byte``, or -1 if not known yet."""
     ti = S[S_TI]
@@ -1211,7 +1211,7 @@ def _dget(S, t, byte):
     return _mget(S, _T_DERIV | (np.int64(t) << 8) | byte)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def deriv(S, t0, byte):
     """The derivative of ``t0`` by one byte (memoized; ∅ when it cannot consume it)."""
     S = borrow(S)
@@ -1357,12 +1357,12 @@ def deriv(S, t0, byte):
 # ----------------------------------------------------------------------------- rows
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _row_known(S, t):
     return S[S_TM][t, M_ROW_OFF] >= 0
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _publish_row(S, t, cw, ct, n):
     """Store ``n`` classes as the row of ``t``; equal successors are merged first."""
     # merge classes with the same successor (small n: quadratic is fine)
@@ -1397,7 +1397,7 @@ def _publish_row(S, t, cw, ct, n):
     return 0
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _union_rows(S, srcw, srct, ns, cw, ct):
     """Union of derivative classes ``(srcw[i], srct[i])`` for ``i < ns`` (masks may overlap):
     one partition refinement over all the classes' masks, then one ``alt`` per cell. Writes
@@ -1489,7 +1489,7 @@ def _union_rows(S, srcw, srct, ns, cw, ct):
     return _merge_same(cw, ct, m)
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _push_row_dep(S, st, sp, x):
     if not _row_known(S, x):
         st = _grow_i32(st, sp)
@@ -1498,7 +1498,7 @@ def _push_row_dep(S, st, sp, x):
     return st, sp
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def row(S, t0):
     """Memoize the derivative classes of ``t0``: disjoint byte masks with distinct non-empty
     successors (``tm[t0, M_ROW_OFF:M_ROW_LEN]`` into the class pool); 0, or -1 on exit."""
@@ -1735,7 +1735,7 @@ def row(S, t0):
     return 0
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _grow_cls(w, t, n):
     cap = max(2 * t.shape[0], n + 1)
     w2 = np.empty((cap, 4), dtype=np.uint64)
@@ -1745,7 +1745,7 @@ def _grow_cls(w, t, n):
     return w2, t2
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _merge_same(cw, ct, n):
     m = 0
     for i in range(n):
@@ -1767,7 +1767,7 @@ def _merge_same(cw, ct, n):
 # ----------------------------------------------------------------------------- emptiness
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _infinite(S, t0):
     """For AND/DIFF/REF-free terms: is the language infinite? (memoized in ``tm[:, M_INF]``)"""
     ti = S[S_TI]
@@ -1821,7 +1821,7 @@ def _infinite(S, t0):
     return tm[t0, M_INF]
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _search_nonempty(S, t0):
     """Bounded breadth-first search for a nullable derivative: 1 found, 0 none, -1 exit."""
     tf = S[S_TF]
@@ -1881,7 +1881,7 @@ def _search_nonempty(S, t0):
     return 0
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def is_empty(S, t0):
     """1 when ``t0`` denotes ∅, 0 when not, -1 on exit (exact; a bounded search for AND/DIFF)."""
     S = borrow(S)
@@ -1961,7 +1961,7 @@ def is_empty(S, t0):
     return tm[t0, M_EMPTY]
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _empty_known(S, t):
     if t == EMPTY:
         return 1
@@ -1973,14 +1973,14 @@ def _empty_known(S, t):
 # ----------------------------------------------------------------------------- clamping
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _cget(S, t, limit):
     if (S[S_TF][t] & F_REP) == 0:
         return t
     return _mget(S, _T_CLAMP | (np.int64(t) << 16) | limit)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def radius(S, t0):
     """How far a term can be from acceptance: the largest, over the terms reachable from ``t0``
     by derivatives (``t0`` included), of the length in bytes of the shortest text taking that
@@ -2060,7 +2060,7 @@ def radius(S, t0):
     return r
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _far_hi(S, t0, limit):
     """Over the counters of ``t0`` (REF-free, AND/DIFF-free): the least upper bound that
     :func:`clamp` at ``limit`` makes unbounded, or ``NO_FAR`` when it changes none; 0 when
@@ -2119,7 +2119,7 @@ def _far_hi(S, t0, limit):
     return _mget(S, _T_FARHI | (np.int64(t0) << 16) | limit)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def clamp(S, t0, limit):
     """A term with the same one-token behaviour as ``t0`` for tokens of at most ``limit - 1``
     bytes: counters far from their bounds become unbounded.
@@ -2210,7 +2210,7 @@ def clamp(S, t0, limit):
     return _cget(S, t0, limit)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _clamp_and(S, t, limit):
     """The clamp of intersection ``t`` whose operands are clamped already (see :func:`clamp`):
     the clamped intersection when that is exact, else ``t``; -1 on exit."""
@@ -2250,7 +2250,7 @@ def _clamp_and(S, t, limit):
 # ----------------------------------------------------------------------------- states
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def state(S, t):
     """The state id of live term ``t`` (interned), or -1 on exit."""
     S = borrow(S)
@@ -2272,7 +2272,7 @@ def state(S, t):
     return n
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def _live_state(S, u):
     """State of successor term ``u``, ``DEAD`` when it denotes ∅, or -1 (FAIL) on exit."""
     if u == EMPTY:
@@ -2286,7 +2286,7 @@ def _live_state(S, u):
     return state(S, u)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def fill_row(S, s):
     """Compute every byte transition of state ``s``; 0, or -1 on exit."""
     S = borrow(S)
@@ -2319,7 +2319,7 @@ def fill_row(S, s):
     return 0
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def fill_entry(S, s, byte):
     """Compute the one transition of state ``s`` on ``byte``; the successor (or DEAD), -1 on exit."""
     S = borrow(S)
@@ -2337,7 +2337,7 @@ def fill_entry(S, s, byte):
     return r
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def step(S, s, byte):
     r = S[S_TRANS][s, byte]
     if r == UNKNOWN:
@@ -2345,7 +2345,7 @@ def step(S, s, byte):
     return r
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def walk_bytes(S, s, data, ret):
     """Advance state ``s`` over ``data``; the final state or DEAD; -1 on exit (``ret[0]`` =
     the position reached, ``ret[1]`` its state: resume from there)."""
@@ -2362,7 +2362,7 @@ def walk_bytes(S, s, data, ret):
     return s
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def key_state(S, s, limit):
     """The state of the clamped term of state ``s`` (the key its mask is memoized under)."""
     S = borrow(S)
@@ -2372,7 +2372,7 @@ def key_state(S, s, limit):
     return state(S, t)
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def plain_inv(S, s, pseq, plen):
     """Is state ``s`` unchanged by every plain string character? 1/0, or -1 on exit.
 
@@ -2434,7 +2434,7 @@ def plain_inv(S, s, pseq, plen):
     return inv[s]
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def fill_rows(S, states):
     """:func:`fill_row` for every state of ``states`` (one call for a whole BFS frontier)."""
     S = borrow(S)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .._config import NJIT_OPTS
+from .._kernels.jit import kernel
 from . import kernels as K
 
 
@@ -37,12 +37,12 @@ BLOCK = 32
 _HARD_CAP = (1 << 29) - 1
 
 
-@nb.njit(inline="always", **NJIT_OPTS)
+@kernel(inline="always")
 def _hard1(S, t):
     return 0 if (S[K.S_TF][t] & K.F_NULL) != 0 else 1
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def hard_to_end(S, t0):
     """Non-nullable items from ``t0`` to the end of its sequence (memoized per cell, capped at
     2**29 - 1); -1 on exit."""
@@ -71,7 +71,7 @@ def hard_to_end(S, t0):
     return h
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def truncate(S, t, limit):
     """``t`` with its sequence cut, ε in place of the rest, at the first cell whose items to
     the end hold at most ``target`` non-nullable ones, ``target`` the largest multiple of
@@ -120,7 +120,7 @@ def truncate(S, t, limit):
     return r
 
 
-@nb.njit(**NJIT_OPTS)
+@kernel
 def key_state(S, s, limit):
     """The state of the mask key of state ``s`` (clamped, then truncated); -1 on exit."""
     S = K.borrow(S)

@@ -573,6 +573,13 @@ def cmd_generate(args) -> int:
     schema_text, schema = load_schema(args.schema)
     policy = _policy(args)
     _check_schema(schema, policy)
+    # The kernels load from Numba's cache in well under a second; on the first run after
+    # install they compile (docs/performance.md, "Cold start"). Either way they are prepared in
+    # a thread from here on, beside the tokenizer and model loading (a GGUF conversion on the
+    # first run), instead of after them.
+    from .warmup import warmup
+
+    warming = warmup(background=True)
     show = not args.quiet
     log = (lambda m: _note(args, m)) if show else None
     use_cache = not args.no_cache
@@ -598,6 +605,9 @@ def cmd_generate(args) -> int:
                                        use_cache=use_cache, show_progress=show, log=log)
         finally:
             vocabulary, index = prepared.result()  # raises schema errors even if loading failed
+    if not warming.done():
+        _note(args, "compiling dotjson's kernels (the first run after install only)")
+    warming.result()
     t_loaded = time.perf_counter()
     _note(args, f"ready in {t_loaded - t0:.1f} s; generating")
 

@@ -576,14 +576,14 @@ class LogitsProcessor:
         return float(self._mask_value) if np_dtype.kind == "f" else int(self._mask_value)
 
 
-def warmup_kernels(dtypes=("float32", "float16", "bfloat16")) -> None:
+def warmup_kernels(dtypes=("float32",)) -> None:
     """Compile (or load from Numba's cache) the masking and token-set kernels.
 
     Parameters
     ----------
     dtypes : iterable of str
         Logit dtypes to prepare; each width (1, 2, 4, 8 bytes) compiles once and serves every
-        dtype of that width. ``"bfloat16"`` counts as 2 bytes.
+        dtype of that width. ``"bfloat16"`` counts as 2 bytes. Others compile on first use.
     """
     sizes = {"bfloat16": 2}
     vocab = 70

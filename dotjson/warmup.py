@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
 
-def warmup() -> None:
+
+def warmup(dtypes=("float32",), *, background: bool = False):
     """Run each Numba kernel once on a tiny input, and build the languages of the ``format``
     values the schema compiler supports.
 
@@ -11,9 +14,48 @@ def warmup() -> None:
     not pay for loading (or, on the very first run, compiling) the kernels, nor the first schema
     naming ``format: email`` for that format's language; it ends with one full pass of the
     garbage collector (``gc.collect()``), so that the collector's first full pass over the
-    objects of start-up does not land in a request. Call it after loading the model and the
-    tokenizer. With the Numba cache warm this takes well under a second.
+    objects of start-up does not land in a request. With the Numba cache warm this takes well
+    under a second; the first run after install compiles the kernels into the cache
+    (``docs/performance.md``, "Cold start", has today's figures).
+
+    Parameters
+    ----------
+    dtypes : iterable of str
+        Logits dtypes whose masking kernels to prepare (one specialization per width: 1, 2, 4
+        or 8 bytes; ``"bfloat16"`` is 2). A dtype not named here is compiled on its first
+        use, ~1-2 s on a cold cache.
+    background : bool
+        Run in a daemon thread and return at once. Use it to overlap the compile with loading
+        a model: Numba's type inference holds the GIL, its LLVM passes do not. Kernels a
+        request needs before the thread is done wait for it (Numba compiles under one lock).
+
+    Returns
+    -------
+    concurrent.futures.Future or None
+        With ``background=True``, a future that completes (or raises) with the warm-up;
+        otherwise ``None``.
     """
+    dtypes = tuple(dtypes)
+    if not background:
+        _warmup(dtypes)
+        return None
+    fut: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run():
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            _warmup(dtypes)
+        except BaseException as e:  # handed to whoever waits on the future
+            fut.set_exception(e)
+        else:
+            fut.set_result(None)
+
+    threading.Thread(target=run, name="dotjson-warmup", daemon=True).start()
+    return fut
+
+
+def _warmup(dtypes) -> None:
     import gc
 
     import numpy as np
@@ -44,8 +86,9 @@ def warmup() -> None:
     processor = LogitsProcessor(guide, -np.inf)
     ts = guide.get_start_tokensets()
     width = vocab.max_token_id()
-    processor(np.zeros((2, width), dtype=np.float32), ts)
-    warmup_kernels()
+    if "float32" in dtypes:  # the processor's own path, on the first dtype most callers use
+        processor(np.zeros((2, width), dtype=np.float32), ts)
+    warmup_kernels(dtypes)
     warm_format_languages()
     ts.num_allowed()
     ts.forced_tokens()

@@ -118,3 +118,18 @@ def test_a_run_compiles_each_kernel_once(smollm2_vocab, smollm2_tokenizer):
         if len(set(shapes)) != len(shapes):
             twice[name] = d.signatures
     assert twice == {}
+
+
+def test_warmup_in_the_background_returns_a_future_that_completes():
+    fut = dotjson.warmup(background=True)
+    assert fut.result(timeout=600) is None
+    assert fut.done() and fut.exception() is None
+    assert dotjson.warmup() is None
+
+
+def test_warmup_prepares_only_the_dtypes_it_is_given():
+    from dotjson._kernels import mask
+
+    dotjson.warmup(dtypes=("float32", "bfloat16"))
+    widths = {str(sig[0].dtype) for sig in mask.mask_serial.signatures}
+    assert {"uint32", "uint16"} <= widths

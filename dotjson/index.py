@@ -102,6 +102,15 @@ class Index:
         Most memory for memoized masks. When full, the memo is emptied and refilled on demand.
     fuel : int, default 200_000
         Derivative steps allowed to one emptiness search (patterns intersected with lengths).
+    reasoning : str or (str, str), optional
+        Reasoning first: unconstrained text until this end tag (``"</think>"``), then the JSON
+        document. A pair ``(begin, end)`` also makes the output start with ``begin``
+        (``("<think>", "</think>")``); a plain end tag suits templates that open the reasoning
+        in the prompt (Qwen3, DeepSeek-R1). The text never holds the end tag; up to two line
+        breaks may follow it, then the document (with its own leading whitespace). See :func:`dotjson.embed.reasoning_grammar`.
+    max_reasoning_chars : int, optional
+        With ``reasoning``: at most this many characters of reasoning (default: unbounded;
+        unbounded text is one automaton state, a bound costs a state per character).
 
     Raises
     ------
@@ -134,6 +143,8 @@ class Index:
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
+        reasoning=None,
+        max_reasoning_chars: int | None = None,
     ):
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -147,16 +158,36 @@ class Index:
         _check_vocabulary(vocabulary)
         if _is_pydantic_model(schema):
             schema = _pydantic_schema(schema)
-        grammar = schema_to_grammar(
-            schema,
-            disallow_whitespace=disallow_whitespace,
-            close_objects=close_objects,
-            lenient=lenient,
-            property_order=property_order,
-            whitespace=whitespace,
-            resources=resources,
-            check_language=False,  # the automaton decides it, exactly, building the start state
-        )
+        if reasoning is None:
+            if max_reasoning_chars is not None:
+                raise DotjsonValueError("Invalid max_reasoning_chars: it bounds the reasoning, expected "
+                                        "reasoning= (an end tag) too")
+            grammar = schema_to_grammar(
+                schema,
+                disallow_whitespace=disallow_whitespace,
+                close_objects=close_objects,
+                lenient=lenient,
+                property_order=property_order,
+                whitespace=whitespace,
+                resources=resources,
+                check_language=False,  # the automaton decides it, exactly, building the start state
+            )
+        else:
+            from .embed import JsonSchema, reasoning_grammar
+
+            if isinstance(reasoning, str):
+                begin, end = None, reasoning
+            elif isinstance(reasoning, (tuple, list)) and len(reasoning) == 2 and all(
+                    isinstance(x, str) for x in reasoning):
+                begin, end = reasoning
+            else:
+                raise DotjsonTypeError("Invalid reasoning: expected an end tag (str) or a (begin, end) pair "
+                                       f"of str, got {reasoning!r}")
+            grammar = reasoning_grammar(
+                JsonSchema(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
+                           property_order=property_order, whitespace=whitespace, lenient=lenient,
+                           resources=resources),
+                end, begin or None, max_reasoning_chars)
         self._options = {
             "source": "schema",
             "disallow_whitespace": bool(disallow_whitespace),
@@ -165,6 +196,9 @@ class Index:
             "property_order": property_order,
             "whitespace": whitespace,
         }
+        if reasoning is not None:
+            self._options["reasoning"] = [begin, end]
+            self._options["max_reasoning_chars"] = max_reasoning_chars
         try:
             self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
         except EmptyLanguageError:
@@ -195,24 +229,103 @@ class Index:
         return self
 
     @classmethod
-    def from_lark(cls, grammar: str, vocabulary, **options) -> "Index":
+    def from_lark(cls, grammar: str, vocabulary, *, schemas=None, **options) -> "Index":
         """An index for a Lark grammar (its ``start`` rule), read by Lark's own loader.
+
+        JSON Schemas may stand inside it, written as llguidance writes them: ``%json { … }``
+        wherever a rule reference may stand (``start: "Answer: " data`` and ``data: %json
+        {"type": "object", ...}``), or given as ``schemas={"data": {...}}``. Each is compiled
+        lazily, like the schema of an :class:`Index`, with its own options (a
+        :class:`~dotjson.JsonSchema`, or an ``"x-dotjson"`` member of the schema).
 
         Parameters
         ----------
         grammar : str
             Lark grammar text.
         vocabulary : dotjson.Vocabulary
+        schemas : mapping of str to schema, optional
+            Rules defined by a JSON Schema (a dict, JSON text or :class:`~dotjson.JsonSchema`).
         **options
             ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+
+        Raises
+        ------
+        GrammarError
+            Malformed Lark text, or a ``%json`` without a JSON object (line and column named).
+        SchemaError
+            An embedded schema that cannot be compiled: the message names the ``%json``'s line
+            and column, ``pointer`` the place inside the schema.
         """
-        from .grammar import load_lark
+        from .embed import load_lark_with_json
 
         if not isinstance(grammar, str):
             raise DotjsonTypeError(f"Invalid grammar: expected Lark grammar text (str), got {type(grammar).__name__}")
         _check_vocabulary(vocabulary)
-        self = cls.from_grammar(load_lark(grammar), vocabulary, **options)
+        self = cls.from_grammar(load_lark_with_json(grammar, schemas=schemas), vocabulary, **options)
         self._options = {"source": "lark"}
+        return self
+
+    @classmethod
+    def from_tags(cls, tags, vocabulary, *, triggers=None, max_calls=None, text: bool = True,
+                  **options) -> "Index":
+        """Free text and tool calls: text until a trigger, then a tag's JSON value, then text.
+
+        Parameters
+        ----------
+        tags : sequence of dotjson.Tag or (begin, schema, end)
+            Each call is ``begin``, a JSON value of ``schema`` (a dict, JSON text or a
+            :class:`~dotjson.JsonSchema` with its options), ``end``.
+        vocabulary : dotjson.Vocabulary
+        triggers : sequence of str, optional
+            What starts a call: free text runs until one is written (across token boundaries
+            too), then a tag whose ``begin`` starts with it must follow. Default: the begins.
+        max_calls : int, optional
+            At most this many calls (then any text). Default: any number.
+        text : bool, default True
+            ``False``: calls only, one after another, no text around them.
+        **options
+            ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+
+        A tag's schema is compiled only when its ``begin`` is written; a string value inside a
+        call may hold the end tag (it ends the call only after the value). EOS is allowed in
+        free text, never inside a call. See ``docs/grammar.md`` for the formats of common model
+        families, and :meth:`from_tools`.
+        """
+        from .embed import tools_grammar
+
+        _check_vocabulary(vocabulary)
+        self = cls.from_grammar(tools_grammar(tags, triggers, max_calls, text), vocabulary, **options)
+        self._options = {"source": "tags", "max_calls": max_calls}
+        return self
+
+    @classmethod
+    def from_tools(cls, tools, vocabulary, *, family: str = "hermes", max_calls=None, text: bool = True,
+                   **options) -> "Index":
+        """:meth:`from_tags` for tools as OpenAI's API writes them, in a model family's format.
+
+        Parameters
+        ----------
+        tools : sequence of dict
+            ``{"type": "function", "function": {"name": ..., "parameters": schema}}`` (or the
+            ``function`` objects alone).
+        vocabulary : dotjson.Vocabulary
+        family : {"hermes", "qwen", "llama3", "mistral"}, default "hermes"
+            ``hermes``/``qwen``: ``<tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>``;
+            ``llama3``: ``{"name": "f", "parameters": {...}}``; ``mistral``:
+            ``[TOOL_CALLS][{"name": "f", "arguments": {...}}]`` (:data:`dotjson.embed.TOOL_FORMATS`).
+        max_calls, text
+            As for :meth:`from_tags`.
+        **options
+            Schema options for every tool (``disallow_whitespace``, ``close_objects``,
+            ``property_order``, ``whitespace``, ``lenient``) and ``max_states``,
+            ``max_cache_bytes``, ``fuel``.
+        """
+        from .embed import SCHEMA_OPTIONS, tool_tags
+
+        schema_opts = {k: options.pop(k) for k in list(options) if k in SCHEMA_OPTIONS}
+        tags, triggers = tool_tags(tools, family, **schema_opts)
+        self = cls.from_tags(tags, vocabulary, triggers=triggers, max_calls=max_calls, text=text, **options)
+        self._options = {"source": "tools", "family": family, "max_calls": max_calls}
         return self
 
     @classmethod

@@ -69,6 +69,22 @@ def test_json_in_lark_accepts_exactly_the_schema(smollm2_vocab):
     assert "j1_" in ix.grammar and 'start: "Answer: " data' in ix.grammar
 
 
+@pytest.mark.parametrize("name", ["smollm2", "llama3", "qwen"])
+def test_json_in_lark_teacher_forced(request, name):
+    tok, vocab = request.getfixturevalue(f"{name}_tokenizer"), request.getfixturevalue(f"{name}_vocab")
+    g = LARK_ANSWER.replace('start: "Answer: " data', 'start: "Answer: " data (" and " other)?') + \
+        'other: %json {"type": "array", "items": {"enum": ["x", "y"]}}\n'
+    ix = Index.from_lark(g, vocab)
+    for doc in ('Answer: {"a": 12, "b": "hi"}', 'Answer: {"a": 1} and ["x", "y"]'):
+        ids = _ids(tok, doc)
+        assert _force(ix, vocab, ids) == (len(ids), True)
+    bad = 'Answer: {"a": 1} and ["x", "z"]'
+    assert _force(ix, vocab, _ids(tok, bad))[0] == _first_bad_token(tok, bad, 'Answer: {"a": 1} and ["x", "')
+    # not complete: no EOS
+    ids = _ids(tok, 'Answer: {"a": 1')
+    assert _force(ix, vocab, ids) == (len(ids), False)
+
+
 def test_json_in_lark_is_compiled_lazily(smollm2_vocab):
     props = {f"p{i}": {"type": "object", "properties": {"x": {"type": "integer"}}} for i in range(200)}
     g = "start: \"A\" one | \"B\" two\none: %json " + json.dumps({"type": "object", "properties": props}) + \

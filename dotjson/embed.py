@@ -116,6 +116,43 @@ class Tag:
     end: str = ""
 
 
+# ============================================================================ special tokens
+
+#: The first byte of a special token's marker: 0xFF never occurs in UTF-8 text.
+_MARK = "\udcff"
+_MAX_SPECIAL = 1 << 24
+
+
+def special_token(token_id: int) -> str:
+    """The text that stands for special token ``token_id`` in a grammar (in a tag's ``begin``,
+    ``end`` or trigger, or ``<[id]>`` in Lark text): Llama 3.1's ``<|python_tag|>`` (128010) or
+    Mistral's ``[TOOL_CALLS]`` control token write no text, and only that token id matches.
+
+    Inside the automaton it is the byte 0xFF and four bytes 0x80-0xBF holding the id (written as
+    lone surrogates U+DC80-U+DCFF, the raw bytes of ``surrogateescape``): no UTF-8 text holds
+    0xFF, and no character starts with 0x80-0xBF, so text never reaches or leaves a marker; the
+    index maps the token id to its marker and refuses text tokens holding 0xFF
+    (:class:`dotjson.Index`).
+    """
+    if isinstance(token_id, bool) or not isinstance(token_id, int) or not 0 <= token_id < _MAX_SPECIAL:
+        raise DotjsonTypeError(f"Invalid special token id: expected an integer in [0, {_MAX_SPECIAL}), "
+                               f"got {token_id!r}")
+    return _MARK + "".join(chr(0xDC80 + ((token_id >> s) & 0x3F)) for s in (18, 12, 6, 0))
+
+
+def special_marker_bytes(token_id: int) -> bytes:
+    """The automaton bytes of :func:`special_token`."""
+    return special_token(token_id).encode("utf-8", "surrogateescape")
+
+
+def has_special(text: str) -> bool:
+    """True when ``text`` holds a special token's marker."""
+    return _MARK in text
+
+
+_SPECIAL_REF = re.compile(r"<\[(\d+)\]>")
+
+
 # ============================================================================ the grammar source
 
 
@@ -282,7 +319,8 @@ _JSON_KW = re.compile(r"%json\b")
 
 def _find_json_blocks(text: str):
     """``(start, brace, end, value)`` of every ``%json { … }`` of Lark text, outside string
-    literals, regexes and comments; the JSON object is read by Python's JSON decoder."""
+    literals, regexes and comments (the JSON object read by Python's JSON decoder), and
+    ``(start, None, end, token_id)`` of every ``<[id]>``."""
     out = []
     i, n = 0, len(text)
     dec = json.JSONDecoder()
@@ -299,6 +337,12 @@ def _find_json_blocks(text: str):
                 j += 2 if text[j] == "\\" else 1
             i = j + 1
             continue
+        if c == "<":
+            m = _SPECIAL_REF.match(text, i)
+            if m is not None:  # llguidance's <[id]>: a special token by id
+                out.append((i, None, m.end(), int(m.group(1))))
+                i = m.end()
+                continue
         if c == "%" and _JSON_KW.match(text, i):
             j = i + 5
             while j < n and text[j] in " \t\r\n":
@@ -360,7 +404,15 @@ def load_lark_with_json(text: str, start: str = "start", schemas=None) -> ir.Gra
     # each %json { … } becomes a reference to a rule of its own; the newlines the schema spanned
     # are put back at the end of its line, so that Lark's errors name the lines as written
     parts, places, pos = [], [], 0
-    for b, (s0, _brace, e, value) in enumerate(blocks):
+    for b, (s0, brace, e, value) in enumerate(blocks):
+        if brace is None:  # a special token: a literal of its marker
+            if value >= _MAX_SPECIAL:
+                line, col = _line_col(text, s0)
+                raise GrammarError(f"<[{value}]> at line {line}, column {col}: not a token id")
+            marker = "".join(f"\\u{ord(ch):04x}" for ch in special_token(value))
+            parts += [text[pos:s0], f'"{marker}"']
+            pos = e
+            continue
         name = f"{stem}{b}"
         parts += [text[pos:s0], name]
         places.append((name, value, *_line_col(text, s0)))
@@ -544,6 +596,10 @@ TOOL_FORMATS = {
     "mistral": ('[TOOL_CALLS][{"name": "', '", "arguments": ', '}]', "[TOOL_CALLS]"),
 }
 TOOL_FORMATS["qwen"] = TOOL_FORMATS["hermes"]
+# Llama 3.1's built-in tool format: <|python_tag|> (the special token 128010 of its tokenizer,
+# no text) then the call; for Llama 3 vocabularies only
+TOOL_FORMATS["llama3_python_tag"] = (special_token(128010) + '{"name": "', '", "parameters": ', '}',
+                                     special_token(128010))
 
 
 def tool_tags(tools, family: str = "hermes", **schema_options):
@@ -554,8 +610,9 @@ def tool_tags(tools, family: str = "hermes", **schema_options):
     tools : sequence
         Tools as OpenAI's API writes them (``{"type": "function", "function": {"name": ...,
         "parameters": {...}}}``) or just their ``function`` objects (``{"name", "parameters"}``).
-    family : {"hermes", "qwen", "llama3", "mistral"}
-        The format (:data:`TOOL_FORMATS`). The tool's name is part of the tag's fixed text, so
+    family : {"hermes", "qwen", "llama3", "llama3_python_tag", "mistral"}
+        The format (:data:`TOOL_FORMATS`; ``llama3_python_tag`` starts each call with Llama 3's
+        special token ``<|python_tag|>``, id 128010). The tool's name is part of the tag's fixed text, so
         only the schema of the tool being called is ever compiled.
     **schema_options
         Options of every tool's :class:`JsonSchema` (``disallow_whitespace``, ...).

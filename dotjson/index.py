@@ -261,8 +261,14 @@ class Index:
         if not isinstance(grammar, str):
             raise DotjsonTypeError(f"Invalid grammar: expected Lark grammar text (str), got {type(grammar).__name__}")
         _check_vocabulary(vocabulary)
-        self = cls.from_grammar(load_lark_with_json(grammar, schemas=schemas), vocabulary, **options)
-        self._options = {"source": "lark"}
+        from .embed import _SPECIAL_REF
+
+        specials = bool(_SPECIAL_REF.search(grammar))
+        self = cls.__new__(cls)
+        self._options = {"source": "lark", "specials": True} if specials else {"source": "lark"}
+        grammar_ir = load_lark_with_json(grammar, schemas=schemas)
+        max_states, max_cache_bytes, fuel = _budgets(options)
+        self._setup(grammar_ir, vocabulary, max_states, max_cache_bytes, fuel)
         return self
 
     @classmethod
@@ -291,11 +297,18 @@ class Index:
         free text, never inside a call. See ``docs/grammar.md`` for the formats of common model
         families, and :meth:`from_tools`.
         """
-        from .embed import tools_grammar
+        from .embed import Tag, has_special, tools_grammar
 
         _check_vocabulary(vocabulary)
-        self = cls.from_grammar(tools_grammar(tags, triggers, max_calls, text), vocabulary, **options)
+        tags = [t if isinstance(t, Tag) else Tag(*t) for t in tags]
+        g = tools_grammar(tags, triggers, max_calls, text)
+        texts = [t.begin for t in tags] + [t.end for t in tags] + list(triggers or ())
+        self = cls.__new__(cls)
         self._options = {"source": "tags", "max_calls": max_calls}
+        if any(isinstance(x, str) and has_special(x) for x in texts):
+            self._options["specials"] = True
+        max_states, max_cache_bytes, fuel = _budgets(options)
+        self._setup(g, vocabulary, max_states, max_cache_bytes, fuel)
         return self
 
     @classmethod
@@ -325,7 +338,7 @@ class Index:
         schema_opts = {k: options.pop(k) for k in list(options) if k in SCHEMA_OPTIONS}
         tags, triggers = tool_tags(tools, family, **schema_opts)
         self = cls.from_tags(tags, vocabulary, triggers=triggers, max_calls=max_calls, text=text, **options)
-        self._options = {"source": "tools", "family": family, "max_calls": max_calls}
+        self._options.update({"source": "tools", "family": family})
         return self
 
     @classmethod
@@ -606,6 +619,13 @@ class Index:
         if r is not None:
             return r
         data = self._vocab.token_bytes(token_id)
+        if self._options.get("specials"):
+            if not data and self._vocab.is_special(token_id):
+                from .embed import special_marker_bytes
+
+                data = special_marker_bytes(token_id)  # the grammar's marker of this token
+            elif b"\xff" in data:
+                data = b""  # a text token holding 0xFF is never UTF-8 text (nor a marker)
         if not data:
             r = DEAD  # special/control tokens are never text
         else:
@@ -828,7 +848,24 @@ class Index:
             sc.st_state, sc.st_edge, sc.ret,
         ) != _walk.DONE:
             a.handle_exit()
+        if self._options.get("specials"):
+            self._special_bits(state, out)
         return out
+
+    def _special_bits(self, state: int, out: np.ndarray) -> None:
+        """For a grammar holding special tokens (:func:`dotjson.embed.special_token`): clear the
+        text tokens holding the byte 0xFF (no text holds it: only a marker), and set the special
+        tokens whose marker ``state`` takes."""
+        from .embed import special_marker_bytes
+
+        ff_bits, specials = _specials_of(self._vocab)
+        out &= ~ff_bits
+        a = self._auto
+        if a.walk_bytes(state, b"\xff") < 0:
+            return
+        for t in specials:
+            if t not in self._eos_set and a.walk_bytes(state, special_marker_bytes(t)) >= 0:
+                out[t >> 5] |= np.uint32(1 << (t & 31))
 
     # ------------------------------------------------------------------ serialization
 
@@ -878,6 +915,24 @@ class Index:
 
 
 _EOS_OF: dict = {}
+_SPECIALS_OF: dict = {}
+
+
+def _specials_of(vocabulary) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The bitset of the text tokens holding the byte 0xFF, and the special token ids, of a
+    vocabulary (once per process and vocabulary)."""
+    key = vocabulary.fingerprint
+    hit = _SPECIALS_OF.get(key)
+    if hit is None:
+        n = vocabulary.max_token_id()
+        bits = np.zeros((n + 31) // 32, dtype=np.uint32)
+        for t in range(n):
+            if b"\xff" in vocabulary.token_bytes(t):
+                bits[t >> 5] |= np.uint32(1 << (t & 31))
+        hit = (bits, vocabulary.special_token_ids)
+        if len(_SPECIALS_OF) < 16:
+            _SPECIALS_OF[key] = hit
+    return hit
 
 
 def _eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
@@ -893,6 +948,16 @@ def _eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
         if len(_EOS_OF) < 64:  # a handful of vocabularies per process
             _EOS_OF[key] = hit
     return hit
+
+
+def _budgets(options: dict) -> tuple:
+    """``max_states``, ``max_cache_bytes``, ``fuel`` of a constructor's ``**options``; anything
+    else is an error naming it."""
+    bad = sorted(set(options) - {"max_states", "max_cache_bytes", "fuel"})
+    if bad:
+        raise DotjsonTypeError(f"Invalid option {bad[0]!r}: expected max_states, max_cache_bytes or fuel")
+    return (options.get("max_states", 1_000_000), options.get("max_cache_bytes", 1 << 30),
+            options.get("fuel", 200_000))
 
 
 def _as_int(x, what: str) -> int:

@@ -364,3 +364,60 @@ def test_reasoning_unbounded_is_one_state(qwen_tokenizer, qwen_vocab):
         assert s == s0 or s >= 0
     assert s == s0
     assert ix.accepts("x</think>\n\n42") and not ix.accepts("x</think>\n\n\n\n42")
+
+
+# ----------------------------------------------------------------------------- special tokens
+
+
+def test_special_token_trigger_llama_python_tag(llama3_tokenizer, llama3_vocab, tmp_path):
+    """Llama 3.1's <|python_tag|> (128010) writes no text: only that token id starts the call."""
+    from dotjson.embed import special_token
+
+    tok, vocab = llama3_tokenizer, llama3_vocab
+    tag = special_token(128010)
+    tags = [(tag + '{"name": "get_weather", "parameters": ', WEATHER, "}")]
+    ix = Index.from_tags(tags, vocab, triggers=[tag])
+    doc = 'Let me look.<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    ids = _ids(tok, doc)
+    assert 128010 in ids
+    assert _force(ix, vocab, ids) == (len(ids), True)
+    # the tag's text spelled out is just text, and no call follows it
+    spelled = [t for t in _ids(tok, "<|python") + _ids(tok, "_tag|>") if t != 128010]
+    assert _force(ix, vocab, spelled) == (len(spelled), True)
+    assert _force(ix, vocab, spelled + _ids(tok, '{"name": "get_weather", "parameters": {"city": 1}}'))[1]
+    # after the special token: only the call, no EOS, and a wrong argument is refused where it is
+    i = ids.index(128010)
+    assert _force(ix, vocab, ids[: i + 1]) == (i + 1, False)
+    bad = ids[: i + 1] + _ids(tok, '{"name": "get_weather", "parameters": {"city": 5}}')
+    assert _force(ix, vocab, bad)[0] == len(ids[: i + 1]) + len(_ids(tok, '{"name": "get_weather", "parameters": {"city": '))
+    # other special tokens are not text either
+    s = ix.initial_state
+    assert ix.next_state(s, 128011) < 0 and ix.mask(s)[128010 >> 5] & (1 << (128010 & 31))
+    assert not ix.mask(s)[128011 >> 5] & (1 << (128011 & 31))
+    ix.serialize_to_disk(tmp_path / "pt")
+    ix2 = Index.deserialize_from_disk(tmp_path / "pt", vocab)
+    assert _force(ix2, vocab, ids) == (len(ids), True)
+
+
+def test_special_token_in_lark(llama3_tokenizer, llama3_vocab):
+    tok, vocab = llama3_tokenizer, llama3_vocab
+    g = ('start: TEXT | fun_call\nTEXT: /[^{](.|\\n)*/\nfun_call: <[128010]> json_body\n'
+         'json_body: %json {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}\n')
+    ix = Index.from_lark(g, vocab)
+    ok = _ids(tok, '<|python_tag|>{"city": "Oslo"}')
+    assert ok[0] == 128010 and _force(ix, vocab, ok) == (len(ok), True)
+    text = _ids(tok, "No call needed.")
+    assert _force(ix, vocab, text) == (len(text), True)
+    assert _force(ix, vocab, _ids(tok, '{"city": "Oslo"}'))[0] == 0       # JSON only after the tag
+    with pytest.raises(GrammarError, match=r"<\[99999999\]> at line 1"):
+        Index.from_lark('start: <[99999999]>\n', vocab)
+
+
+def test_llama3_python_tag_family(llama3_tokenizer, llama3_vocab):
+    tok, vocab = llama3_tokenizer, llama3_vocab
+    ix = Index.from_tools(TOOLS, vocab, family="llama3_python_tag")
+    doc = 'Checking.<|python_tag|>{"name": "add", "parameters": {"a": 2, "b": 3}}'
+    ids = _ids(tok, doc)
+    assert _force(ix, vocab, ids) == (len(ids), True)
+    bad = _ids(tok, '<|python_tag|>{"name": "add", "parameters": {"a": 2}}')
+    assert _force(ix, vocab, bad)[0] == len(_ids(tok, '<|python_tag|>{"name": "add", "parameters": {"a": 2'))

@@ -421,3 +421,25 @@ def test_llama3_python_tag_family(llama3_tokenizer, llama3_vocab):
     assert _force(ix, vocab, ids) == (len(ids), True)
     bad = _ids(tok, '<|python_tag|>{"name": "add", "parameters": {"a": 2}}')
     assert _force(ix, vocab, bad)[0] == len(_ids(tok, '<|python_tag|>{"name": "add", "parameters": {"a": 2'))
+
+
+def test_rendered_grammars_agree_with_the_lark_oracle(smollm2_vocab):
+    """index.grammar of each form, parsed by Lark's Earley parser, accepts what the index does."""
+    from dotjson.grammar import lark_parses
+
+    tools = [{"name": "w", "parameters": WEATHER}, {"name": "n", "parameters": {"type": "integer"}}]
+    ix = Index.from_tools(tools, smollm2_vocab, max_calls=2)
+    call = '<tool_call>\n{"name": "n", "arguments": 5}\n</tool_call>'
+    docs = ["", "hi", "a <tool_c b", "x <tool_call> y", "<" + call, call + "x" + call + "<tool_call>",
+            '<tool_call>\n{"name": "w", "arguments": {"city": "x</tool_call>"}}\n</tool_call>',
+            '<tool_call>\n{"name": "n", "arguments": "5"}\n</tool_call>']
+    lark_ix = Index.from_lark('start: "A" x | "B" y\nx: %json {"type": "array", "items": {"type": "integer"}}\n'
+                              'y: %json {"enum": [1, "a"], "x-dotjson": {"disallow_whitespace": true}}\n',
+                              smollm2_vocab)
+    think = Index({"type": "integer"}, smollm2_vocab, reasoning=("<think>", "</think>"), max_reasoning_chars=8)
+    for index, texts in ((ix, docs), (lark_ix, ["A[1, 2]", "A[]", "B1", 'B"a"', "B 1", "A [1]"]),
+                         (think, ["<think>a</think>1", "<think>12345678</think>\n\n2", "<think>123456789</think>3",
+                                  "<think></thin</think>4", "<think></think></think>5"])):
+        grammar = index.grammar
+        for text in texts:
+            assert index.accepts(text) == lark_parses(grammar, text), text

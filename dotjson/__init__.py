@@ -24,6 +24,8 @@ _LAZY = {
     "BatchedTokenSet": "dotjson.tokenset",
     "LogitsProcessor": "dotjson.processor",
     "warmup": "dotjson.warmup",
+    "JsonSchema": "dotjson.embed",
+    "Tag": "dotjson.embed",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -63,6 +63,18 @@ DEFAULT_SYSTEM_PROMPT = (
     "The document must be valid for this JSON Schema:\n{schema}"
 )
 
+#: The system message of ``generate --reasoning`` ({schema}: the schema; {end}: the end tag).
+REASONING_SYSTEM_PROMPT = (
+    "You are a helpful assistant. First think step by step in plain text, then write {end}, then "
+    "answer with a JSON document valid for this JSON Schema:\n{schema}"
+)
+
+#: The system message of ``generate --tools`` ({schema}: the tools, as JSON; {example}: a call).
+TOOLS_SYSTEM_PROMPT = (
+    "You are a helpful assistant with access to these tools:\n{schema}\n"
+    "To call a tool, write exactly: {example}"
+)
+
 
 #: The command line's repetition penalty (``--repetition-penalty``).
 DEFAULT_REPETITION_PENALTY = 1.1  # llama.cpp's long-standing default; 1.0 loops on digits
@@ -503,6 +515,60 @@ def _compact_json(text: str) -> str:
 # commands
 
 
+def load_tools(path: str) -> tuple[str, list]:
+    """Read a tools file: a JSON list of tools as OpenAI's API writes them (``{"type":
+    "function", "function": {"name", "description", "parameters"}}``) or of their ``function``
+    objects; return its text and the list of ``function`` objects.
+
+    Raises
+    ------
+    CLIError
+        A missing or unreadable file, not JSON, not a non-empty list of tools.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CLIError(f"tools file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CLIError(f"cannot read tools file {path}: {e}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CLIError(f"tools file {path} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") \
+            from None
+    if not isinstance(value, list) or not value:
+        raise CLIError(f"tools file {path} must hold a non-empty JSON array of tools")
+    tools = []
+    for i, t in enumerate(value):
+        f = t.get("function", t) if isinstance(t, dict) else None
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+            raise CLIError(f"tools file {path}: tool {i} has no \"name\" (expected {{\"name\": ..., "
+                           "\"parameters\": schema}} or OpenAI's {\"type\": \"function\", \"function\": ...})")
+        tools.append(f)
+    return text, tools
+
+
+def tool_calls(text: str, family: str) -> list[dict]:
+    """The calls in text a tools index produced: after each trigger of ``family``'s format, the
+    JSON value of the call (read by Python's JSON decoder, so a trigger inside a string value is
+    not mistaken for a call). Mistral's list of calls gives one call per item."""
+    from dotjson.embed import TOOL_FORMATS
+
+    pre, trigger = TOOL_FORMATS[family][0], TOOL_FORMATS[family][3]
+    skip = 0 if pre.startswith("{") else len(trigger)  # where the JSON value starts
+    dec = json.JSONDecoder()
+    calls, i = [], 0
+    while True:
+        j = text.find(trigger, i)
+        if j < 0:
+            return calls
+        k = j + skip
+        while text[k] in " \t\r\n":
+            k += 1
+        value, i = dec.raw_decode(text, k)
+        calls.extend(value if isinstance(value, list) else [value])
+
+
 def _policy(args) -> dict:
     """The Index options of a command: generate writes compact JSON unless --whitespace;
     compile and grammar allow the bounded whitespace unless --compact."""
@@ -528,9 +594,16 @@ def _check_schema(schema, policy: dict) -> None:
         warnings.filterwarnings("ignore", message="dotjson: ignoring")  # said once, above
 
 
-def _build_index(schema_text: str, vocabulary, policy: dict):
+def _build_index(schema_text: str, vocabulary, policy: dict, args=None):
     from dotjson import Index
 
+    if args is not None and getattr(args, "tools", None):
+        return Index.from_tools(json.loads(schema_text), vocabulary, family=args.tool_format,
+                                max_calls=args.max_calls, text=args.tool_choice == "auto", **policy)
+    if args is not None and getattr(args, "reasoning", None):
+        tags = (args.reasoning_begin, args.reasoning) if args.reasoning_begin else args.reasoning
+        return Index(schema_text, vocabulary, reasoning=tags, max_reasoning_chars=args.max_reasoning_chars,
+                     **policy)
     return Index(schema_text, vocabulary, **policy)
 
 
@@ -569,10 +642,34 @@ def cmd_generate(args) -> int:
                        "(greedy decoding ignores them)")
     if args.stream and args.n > 1:
         raise CLIError("--stream writes one document as it is generated: use it without -n")
+    if args.tools and args.reasoning:
+        raise CLIError("--reasoning and --tools are separate modes: use one of them")
+    if not args.reasoning and (args.reasoning_begin or args.max_reasoning_chars is not None):
+        raise CLIError("--reasoning-begin/--max-reasoning-chars shape the reasoning: pass --reasoning TAG too")
+    if not args.tools and (args.max_calls is not None or args.tool_choice != "auto"):
+        raise CLIError("--max-calls/--tool-choice shape tool calls: pass --tools FILE too")
     t0 = time.perf_counter()
-    schema_text, schema = load_schema(args.schema)
     policy = _policy(args)
-    _check_schema(schema, policy)
+    system = args.system
+    if args.tools:
+        schema_text, tools = load_tools(args.tools)
+        schema = None
+        from dotjson.embed import TOOL_FORMATS, tool_tags
+
+        try:
+            tool_tags(tools, args.tool_format)  # a bad tool is said before a model loads
+        except Exception as e:  # noqa: BLE001 - dotjson's own errors, one line
+            raise CLIError(_one_line(e)) from None
+        pre, mid, post, _ = TOOL_FORMATS[args.tool_format]
+        example = f"{pre}{tools[0]['name']}{mid}{{...}}{post}"
+        schema_text = json.dumps(tools)
+        if system is None:
+            system = TOOLS_SYSTEM_PROMPT.replace("{example}", example)
+    else:
+        schema_text, schema = load_schema(args.schema)
+        _check_schema(schema, policy)
+        if args.reasoning and system is None:
+            system = REASONING_SYSTEM_PROMPT.replace("{end}", args.reasoning)
     # The kernels load from Numba's cache in well under a second; on the first run after
     # install they compile (docs/performance.md, "Cold start"). Either way they are prepared in
     # a thread from here on, beside the tokenizer and model loading (a GGUF conversion on the
@@ -590,7 +687,7 @@ def cmd_generate(args) -> int:
         from dotjson import Guide
 
         vocabulary = _vocabulary(tokenizer)
-        index = _build_index(schema_text, vocabulary, policy)
+        index = _build_index(schema_text, vocabulary, policy, args)
         Guide(index, batch_size=1).get_start_tokensets()
         return vocabulary, index
 
@@ -616,7 +713,7 @@ def cmd_generate(args) -> int:
     # The token sets are computed in a thread beside the forward pass; torch's own threads
     # spin-wait at barriers, so oversubscribing the cores slows every step down many times.
     torch.set_num_threads(args.threads or _default_threads())
-    prompt_ids = chat_prompt_ids(tokenizer, schema_text, args.prompt, system=args.system,
+    prompt_ids = chat_prompt_ids(tokenizer, schema_text, args.prompt, system=system,
                                  chat_template=not args.no_chat_template)
     sampling = {"max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
                 "top_p": args.top_p, "top_k": args.top_k, "seed": args.seed,
@@ -649,6 +746,10 @@ def cmd_generate(args) -> int:
     _note(args, f"{n_tok} tokens in {t_done - t_loaded:.1f} s "
                 f"({1000 * (t_done - t_loaded) / max(n_tok, 1):.0f} ms/token); "
                 f"total {t_done - t0:.1f} s")
+    if args.tools:
+        return _print_tool_calls(args, results, tools)
+    if args.reasoning:
+        results = [(_after_reasoning(args, text), ids, done) for text, ids, done in results]
     for text, _, _ in results:
         _check_valid(text, schema)
     if not args.stream:
@@ -660,6 +761,41 @@ def cmd_generate(args) -> int:
             else:
                 out = pretty_json(text)
             print(out, flush=True)
+    return 0
+
+
+def _after_reasoning(args, text: str) -> str:
+    """The document after the reasoning's end tag; the reasoning goes to stderr."""
+    head, _, doc = text.partition(args.reasoning)
+    if args.reasoning_begin and head.startswith(args.reasoning_begin):
+        head = head[len(args.reasoning_begin):]
+    if not args.stream and not args.quiet:
+        print(f"reasoning: {' '.join(head.split())}", file=sys.stderr)
+    return doc.strip()
+
+
+def _print_tool_calls(args, results, tools) -> int:
+    """Each call as a JSON line ``{"name": ..., "arguments": ...}`` (``--raw``: the text as
+    generated), after checking its arguments against the tool's schema."""
+    params = {t["name"]: t.get("parameters", {"type": "object"}) for t in tools}
+    key = "parameters" if args.tool_format == "llama3" else "arguments"
+    for text, _, _ in results:
+        try:
+            calls = tool_calls(text, args.tool_format)
+        except json.JSONDecodeError as e:
+            raise CLIError(f"BUG: a tool call is not JSON ({e.msg}); please report it") from None
+        for call in calls:
+            if call.get("name") not in params:
+                raise CLIError(f"BUG: a call names no given tool ({call.get('name')!r}); please report it")
+            _check_valid(json.dumps(call[key]), params[call["name"]])
+        if args.stream:
+            continue
+        if args.raw:
+            print(text, flush=True)
+        else:
+            for call in calls:
+                print(json.dumps({"name": call["name"], "arguments": call[key]}, ensure_ascii=False),
+                      flush=True)
     return 0
 
 
@@ -771,9 +907,16 @@ def _float_in(low: float, high: float | None, *, low_open: bool = False, what: s
     return parse
 
 
-def _schema_args(p, *, compact_help: str | None) -> None:
-    p.add_argument("--schema", required=True, metavar="FILE",
-                   help="JSON Schema file (- reads it from standard input)")
+def _schema_args(p, *, compact_help: str | None, tools: bool = False) -> None:
+    if tools:
+        src = p.add_mutually_exclusive_group(required=True)
+        src.add_argument("--schema", metavar="FILE", help="JSON Schema file (- reads it from standard input)")
+        src.add_argument("--tools", metavar="FILE",
+                         help="instead of --schema: a JSON array of tools (OpenAI's format); the "
+                              "model writes text and tool calls, each call valid for its tool")
+    else:
+        p.add_argument("--schema", required=True, metavar="FILE",
+                       help="JSON Schema file (- reads it from standard input)")
     if compact_help is not None:
         p.add_argument("--compact", action="store_true", help=compact_help)
     p.add_argument("--open-objects", action="store_true",
@@ -797,8 +940,23 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="generate a JSON document valid for a schema with an LLM",
                        description="Generate JSON documents valid for SCHEMA with a language "
                                    "model; print them.")
-    _schema_args(g, compact_help=None)
+    _schema_args(g, compact_help=None, tools=True)
     g.add_argument("--prompt", required=True, metavar="TEXT", help="what to ask the model")
+    g.add_argument("--tool-format", default="hermes", choices=["hermes", "qwen", "llama3", "mistral"],
+                   help="with --tools: the model family's call format (default: hermes, "
+                        "<tool_call>{...}</tool_call>; see docs/grammar.md)")
+    g.add_argument("--tool-choice", default="auto", choices=["auto", "required"],
+                   help="with --tools: auto (default) lets the model write text and call tools; "
+                        "required makes it write calls only")
+    g.add_argument("--max-calls", type=_int_at_least(1), default=None, metavar="N",
+                   help="with --tools: at most N calls (default: any number)")
+    g.add_argument("--reasoning", default=None, metavar="END_TAG",
+                   help="reasoning first: free text until END_TAG (e.g. '</think>'), then the JSON "
+                        "document (the reasoning is printed on stderr)")
+    g.add_argument("--reasoning-begin", default=None, metavar="TAG",
+                   help="with --reasoning: the output starts with TAG (e.g. '<think>')")
+    g.add_argument("--max-reasoning-chars", type=_int_at_least(0), default=None, metavar="N",
+                   help="with --reasoning: at most N characters of reasoning, then END_TAG")
     g.add_argument("--system", default=None, metavar="TEXT",
                    help="the system message ({schema} is replaced by the schema; \"\" for none; "
                         "default: asks for JSON valid for the schema and quotes it)")

@@ -305,13 +305,49 @@ def _json_base(disallow_whitespace: bool) -> tuple[tuple[str, ir.Node], ...]:
     return tuple(out.items())
 
 
-def json_base(disallow_whitespace: bool = False) -> dict[str, ir.Node]:
+def rename_refs(node: ir.Node, names: dict, memo: dict) -> ir.Node:
+    """``node`` with every ``Ref(n)`` for ``n`` in ``names`` replaced by ``Ref(names[n])``
+    (sub-trees without such a reference are kept as they are; ``memo`` is keyed by node id, so
+    the caller keeps the nodes alive while it uses the memo)."""
+    hit = memo.get(id(node))
+    if hit is not None:
+        return hit
+    t = type(node)
+    if t is ir.Ref:
+        out = ir.Ref(names[node.name]) if node.name in names else node
+    elif t is ir.Seq or t is ir.Alt or t is ir.And:
+        items = tuple(rename_refs(x, names, memo) for x in node.items)
+        out = node if all(a is b for a, b in zip(items, node.items)) else t(items)
+    elif t is ir.Repeat:
+        item = rename_refs(node.item, names, memo)
+        out = node if item is node.item else ir.Repeat(item, node.min, node.max)
+    elif t is ir.Diff:
+        a, b = rename_refs(node.left, names, memo), rename_refs(node.right, names, memo)
+        out = node if a is node.left and b is node.right else ir.Diff(a, b)
+    else:
+        out = node
+    memo[id(node)] = out
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _json_base_prefixed(disallow_whitespace: bool, prefix: str) -> tuple[tuple[str, ir.Node], ...]:
+    items = _json_base(disallow_whitespace)
+    names = {k: prefix + k for k, _ in items}
+    memo: dict = {}
+    return tuple((prefix + k, rename_refs(v, names, memo)) for k, v in items)
+
+
+def json_base(disallow_whitespace: bool = False, prefix: str = "") -> dict[str, ir.Node]:
     """The rules of ``grammars/json.lark`` as IR (a fresh dict over shared, immutable nodes).
 
     Parameters
     ----------
     disallow_whitespace : bool
         ``True``: the ``ws`` rule is ε and every reference to it is dropped (compact JSON).
+    prefix : str, default ""
+        Prepended to every rule name (and reference): the base rules of one whitespace setting
+        in a grammar holding schemas with different settings (:mod:`dotjson.embed`).
 
     Returns
     -------
@@ -320,6 +356,8 @@ def json_base(disallow_whitespace: bool = False) -> dict[str, ir.Node]:
         ``json_string_content``, ``json_string_char``, ``json_number``, ``json_integer``,
         ``json_boolean``, ``json_null``, ``ws`` and helpers. Loaded once per process.
     """
+    if prefix:
+        return dict(_json_base_prefixed(bool(disallow_whitespace), prefix))
     return dict(_json_base(bool(disallow_whitespace)))
 
 
@@ -676,6 +714,18 @@ class _Renderer:
                         out.append(_lark_string(items[k].text[1:]))
                     i = k + 1
                     continue
+            tag = _text_without(x)
+            if tag is not None and i + 1 < n and isinstance(items[i + 1], ir.Lit) \
+                    and items[i + 1].text.startswith(tag[0]):
+                # bounded text that never holds the tag, then the tag (reasoning before a schema,
+                # dotjson.embed): the text ends at the tag's first occurrence, which a lookahead
+                # finds (a regex the oracle reads greedily, ending just before the tag)
+                lo, hi = tag[1], tag[2]
+                if hi != 0:  # (Lark refuses terminals that match the empty text: `/x+/?`)
+                    out.append("/(?:(?!" + "".join(_esc_rx_char(ord(c)) for c in tag[0]) + ")[\\s\\S])"
+                               + _rx_quant(max(lo, 1), hi) + "/" + ("?" if lo == 0 else ""))
+                i += 1
+                continue
             if self.has_setop(x):
                 raise GrammarError(
                     "an intersection or difference must be directly followed by the closing quote of a "
@@ -699,6 +749,19 @@ class _Renderer:
                 out.append(s)
             i += 1
         return " ".join(out)
+
+
+def _text_without(n: ir.Node):
+    """``(tag, lo, hi)`` when ``n`` is ``Diff(any{lo,hi}, any* tag any*)``: text of ``lo`` to
+    ``hi`` characters that never holds ``tag`` (:func:`dotjson.embed.reasoning_grammar`)."""
+    if not isinstance(n, ir.Diff) or not isinstance(n.left, ir.Repeat) or n.left.item != ir.ANY_CHAR:
+        return None
+    r = n.right
+    anyt = ir.Repeat(ir.ANY_CHAR, 0, None)
+    if isinstance(r, ir.Seq) and len(r.items) == 3 and r.items[0] == anyt and r.items[2] == anyt \
+            and isinstance(r.items[1], ir.Lit):
+        return r.items[1].text, n.left.min, n.left.max
+    return None
 
 
 def _is_quote_lit(n: ir.Node) -> bool:

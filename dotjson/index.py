@@ -102,6 +102,15 @@ class Index:
         Most memory for memoized masks. When full, the memo is emptied and refilled on demand.
     fuel : int, default 200_000
         Derivative steps allowed to one emptiness search (patterns intersected with lengths).
+    reasoning : str or (str, str), optional
+        Reasoning first: unconstrained text until this end tag (``"</think>"``), then the JSON
+        document. A pair ``(begin, end)`` also makes the output start with ``begin``
+        (``("<think>", "</think>")``); a plain end tag suits templates that open the reasoning
+        in the prompt (Qwen3, DeepSeek-R1). The text never holds the end tag; up to two line
+        breaks may follow it, then the document (with its own leading whitespace). See :func:`dotjson.embed.reasoning_grammar`.
+    max_reasoning_chars : int, optional
+        With ``reasoning``: at most this many characters of reasoning (default: unbounded;
+        unbounded text is one automaton state, a bound costs a state per character).
 
     Raises
     ------
@@ -134,6 +143,8 @@ class Index:
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
+        reasoning=None,
+        max_reasoning_chars: int | None = None,
     ):
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -147,16 +158,36 @@ class Index:
         _check_vocabulary(vocabulary)
         if _is_pydantic_model(schema):
             schema = _pydantic_schema(schema)
-        grammar = schema_to_grammar(
-            schema,
-            disallow_whitespace=disallow_whitespace,
-            close_objects=close_objects,
-            lenient=lenient,
-            property_order=property_order,
-            whitespace=whitespace,
-            resources=resources,
-            check_language=False,  # the automaton decides it, exactly, building the start state
-        )
+        if reasoning is None:
+            if max_reasoning_chars is not None:
+                raise DotjsonValueError("Invalid max_reasoning_chars: it bounds the reasoning, expected "
+                                        "reasoning= (an end tag) too")
+            grammar = schema_to_grammar(
+                schema,
+                disallow_whitespace=disallow_whitespace,
+                close_objects=close_objects,
+                lenient=lenient,
+                property_order=property_order,
+                whitespace=whitespace,
+                resources=resources,
+                check_language=False,  # the automaton decides it, exactly, building the start state
+            )
+        else:
+            from .embed import JsonSchema, reasoning_grammar
+
+            if isinstance(reasoning, str):
+                begin, end = None, reasoning
+            elif isinstance(reasoning, (tuple, list)) and len(reasoning) == 2 and all(
+                    isinstance(x, str) for x in reasoning):
+                begin, end = reasoning
+            else:
+                raise DotjsonTypeError("Invalid reasoning: expected an end tag (str) or a (begin, end) pair "
+                                       f"of str, got {reasoning!r}")
+            grammar = reasoning_grammar(
+                JsonSchema(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
+                           property_order=property_order, whitespace=whitespace, lenient=lenient,
+                           resources=resources),
+                end, begin or None, max_reasoning_chars)
         self._options = {
             "source": "schema",
             "disallow_whitespace": bool(disallow_whitespace),
@@ -165,6 +196,9 @@ class Index:
             "property_order": property_order,
             "whitespace": whitespace,
         }
+        if reasoning is not None:
+            self._options["reasoning"] = [begin, end]
+            self._options["max_reasoning_chars"] = max_reasoning_chars
         try:
             self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
         except EmptyLanguageError:
@@ -195,24 +229,116 @@ class Index:
         return self
 
     @classmethod
-    def from_lark(cls, grammar: str, vocabulary, **options) -> "Index":
+    def from_lark(cls, grammar: str, vocabulary, *, schemas=None, **options) -> "Index":
         """An index for a Lark grammar (its ``start`` rule), read by Lark's own loader.
+
+        JSON Schemas may stand inside it, written as llguidance writes them: ``%json { … }``
+        wherever a rule reference may stand (``start: "Answer: " data`` and ``data: %json
+        {"type": "object", ...}``), or given as ``schemas={"data": {...}}``. Each is compiled
+        lazily, like the schema of an :class:`Index`, with its own options (a
+        :class:`~dotjson.JsonSchema`, or an ``"x-dotjson"`` member of the schema).
 
         Parameters
         ----------
         grammar : str
             Lark grammar text.
         vocabulary : dotjson.Vocabulary
+        schemas : mapping of str to schema, optional
+            Rules defined by a JSON Schema (a dict, JSON text or :class:`~dotjson.JsonSchema`).
         **options
             ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+
+        Raises
+        ------
+        GrammarError
+            Malformed Lark text, or a ``%json`` without a JSON object (line and column named).
+        SchemaError
+            An embedded schema that cannot be compiled: the message names the ``%json``'s line
+            and column, ``pointer`` the place inside the schema.
         """
-        from .grammar import load_lark
+        from .embed import load_lark_with_json
 
         if not isinstance(grammar, str):
             raise DotjsonTypeError(f"Invalid grammar: expected Lark grammar text (str), got {type(grammar).__name__}")
         _check_vocabulary(vocabulary)
-        self = cls.from_grammar(load_lark(grammar), vocabulary, **options)
-        self._options = {"source": "lark"}
+        from .embed import _SPECIAL_REF
+
+        specials = bool(_SPECIAL_REF.search(grammar))
+        self = cls.__new__(cls)
+        self._options = {"source": "lark", "specials": True} if specials else {"source": "lark"}
+        grammar_ir = load_lark_with_json(grammar, schemas=schemas)
+        max_states, max_cache_bytes, fuel = _budgets(options)
+        self._setup(grammar_ir, vocabulary, max_states, max_cache_bytes, fuel)
+        return self
+
+    @classmethod
+    def from_tags(cls, tags, vocabulary, *, triggers=None, max_calls=None, text: bool = True,
+                  **options) -> "Index":
+        """Free text and tool calls: text until a trigger, then a tag's JSON value, then text.
+
+        Parameters
+        ----------
+        tags : sequence of dotjson.Tag or (begin, schema, end)
+            Each call is ``begin``, a JSON value of ``schema`` (a dict, JSON text or a
+            :class:`~dotjson.JsonSchema` with its options), ``end``.
+        vocabulary : dotjson.Vocabulary
+        triggers : sequence of str, optional
+            What starts a call: free text runs until one is written (across token boundaries
+            too), then a tag whose ``begin`` starts with it must follow. Default: the begins.
+        max_calls : int, optional
+            At most this many calls (then any text). Default: any number.
+        text : bool, default True
+            ``False``: calls only, one after another, no text around them.
+        **options
+            ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+
+        A tag's schema is compiled only when its ``begin`` is written; a string value inside a
+        call may hold the end tag (it ends the call only after the value). EOS is allowed in
+        free text, never inside a call. See ``docs/grammar.md`` for the formats of common model
+        families, and :meth:`from_tools`.
+        """
+        from .embed import Tag, has_special, tools_grammar
+
+        _check_vocabulary(vocabulary)
+        tags = [t if isinstance(t, Tag) else Tag(*t) for t in tags]
+        g = tools_grammar(tags, triggers, max_calls, text)
+        texts = [t.begin for t in tags] + [t.end for t in tags] + list(triggers or ())
+        self = cls.__new__(cls)
+        self._options = {"source": "tags", "max_calls": max_calls}
+        if any(isinstance(x, str) and has_special(x) for x in texts):
+            self._options["specials"] = True
+        max_states, max_cache_bytes, fuel = _budgets(options)
+        self._setup(g, vocabulary, max_states, max_cache_bytes, fuel)
+        return self
+
+    @classmethod
+    def from_tools(cls, tools, vocabulary, *, family: str = "hermes", max_calls=None, text: bool = True,
+                   **options) -> "Index":
+        """:meth:`from_tags` for tools as OpenAI's API writes them, in a model family's format.
+
+        Parameters
+        ----------
+        tools : sequence of dict
+            ``{"type": "function", "function": {"name": ..., "parameters": schema}}`` (or the
+            ``function`` objects alone).
+        vocabulary : dotjson.Vocabulary
+        family : {"hermes", "qwen", "llama3", "mistral"}, default "hermes"
+            ``hermes``/``qwen``: ``<tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>``;
+            ``llama3``: ``{"name": "f", "parameters": {...}}``; ``mistral``:
+            ``[TOOL_CALLS][{"name": "f", "arguments": {...}}]`` (:data:`dotjson.embed.TOOL_FORMATS`).
+        max_calls, text
+            As for :meth:`from_tags`.
+        **options
+            Schema options for every tool (``disallow_whitespace``, ``close_objects``,
+            ``property_order``, ``whitespace``, ``lenient``) and ``max_states``,
+            ``max_cache_bytes``, ``fuel``.
+        """
+        from .embed import SCHEMA_OPTIONS, tool_tags
+
+        schema_opts = {k: options.pop(k) for k in list(options) if k in SCHEMA_OPTIONS}
+        tags, triggers = tool_tags(tools, family, **schema_opts)
+        self = cls.from_tags(tags, vocabulary, triggers=triggers, max_calls=max_calls, text=text, **options)
+        self._options.update({"source": "tools", "family": family})
         return self
 
     @classmethod
@@ -493,6 +619,13 @@ class Index:
         if r is not None:
             return r
         data = self._vocab.token_bytes(token_id)
+        if self._options.get("specials"):
+            if not data and self._vocab.is_special(token_id):
+                from .embed import special_marker_bytes
+
+                data = special_marker_bytes(token_id)  # the grammar's marker of this token
+            elif b"\xff" in data:
+                data = b""  # a text token holding 0xFF is never UTF-8 text (nor a marker)
         if not data:
             r = DEAD  # special/control tokens are never text
         else:
@@ -715,7 +848,24 @@ class Index:
             sc.st_state, sc.st_edge, sc.ret,
         ) != _walk.DONE:
             a.handle_exit()
+        if self._options.get("specials"):
+            self._special_bits(state, out)
         return out
+
+    def _special_bits(self, state: int, out: np.ndarray) -> None:
+        """For a grammar holding special tokens (:func:`dotjson.embed.special_token`): clear the
+        text tokens holding the byte 0xFF (no text holds it: only a marker), and set the special
+        tokens whose marker ``state`` takes."""
+        from .embed import special_marker_bytes
+
+        ff_bits, specials = _specials_of(self._vocab)
+        out &= ~ff_bits
+        a = self._auto
+        if a.walk_bytes(state, b"\xff") < 0:
+            return
+        for t in specials:
+            if t not in self._eos_set and a.walk_bytes(state, special_marker_bytes(t)) >= 0:
+                out[t >> 5] |= np.uint32(1 << (t & 31))
 
     # ------------------------------------------------------------------ serialization
 
@@ -765,6 +915,24 @@ class Index:
 
 
 _EOS_OF: dict = {}
+_SPECIALS_OF: dict = {}
+
+
+def _specials_of(vocabulary) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The bitset of the text tokens holding the byte 0xFF, and the special token ids, of a
+    vocabulary (once per process and vocabulary)."""
+    key = vocabulary.fingerprint
+    hit = _SPECIALS_OF.get(key)
+    if hit is None:
+        n = vocabulary.max_token_id()
+        bits = np.zeros((n + 31) // 32, dtype=np.uint32)
+        for t in range(n):
+            if b"\xff" in vocabulary.token_bytes(t):
+                bits[t >> 5] |= np.uint32(1 << (t & 31))
+        hit = (bits, vocabulary.special_token_ids)
+        if len(_SPECIALS_OF) < 16:
+            _SPECIALS_OF[key] = hit
+    return hit
 
 
 def _eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
@@ -780,6 +948,16 @@ def _eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
         if len(_EOS_OF) < 64:  # a handful of vocabularies per process
             _EOS_OF[key] = hit
     return hit
+
+
+def _budgets(options: dict) -> tuple:
+    """``max_states``, ``max_cache_bytes``, ``fuel`` of a constructor's ``**options``; anything
+    else is an error naming it."""
+    bad = sorted(set(options) - {"max_states", "max_cache_bytes", "fuel"})
+    if bad:
+        raise DotjsonTypeError(f"Invalid option {bad[0]!r}: expected max_states, max_cache_bytes or fuel")
+    return (options.get("max_states", 1_000_000), options.get("max_cache_bytes", 1 << 30),
+            options.get("fuel", 200_000))
 
 
 def _as_int(x, what: str) -> int:

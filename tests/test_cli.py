@@ -479,3 +479,61 @@ def test_main_job_with_the_real_model():
     document = _validate(proc.stdout, schema)
     assert document["name"]
     print(f"main job: {elapsed:.1f} s -> {proc.stdout.strip()}")
+
+
+TOOLS = Path(__file__).resolve().parents[1] / "examples" / "tools" / "weather_and_calculator.json"
+
+
+def test_generate_tool_calls_with_a_tiny_random_model(tiny_model_dir):
+    import jsonschema
+
+    proc = run_cli("generate", "--tools", str(TOOLS), "--tool-choice", "required", "--max-calls", "2",
+                   "--prompt", "Weather in Paris?", "--model", str(tiny_model_dir),
+                   "--max-new-tokens", "400", "-q")
+    assert proc.returncode == 0, proc.stderr
+    tools = {t["function"]["name"]: t["function"]["parameters"] for t in json.loads(TOOLS.read_text())}
+    calls = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert 1 <= len(calls) <= 2
+    for call in calls:
+        jsonschema.validate(call["arguments"], tools[call["name"]])
+    raw = run_cli("generate", "--tools", str(TOOLS), "--tool-choice", "required", "--max-calls", "1",
+                  "--prompt", "Weather in Paris?", "--model", str(tiny_model_dir), "--raw",
+                  "--max-new-tokens", "400", "-q")
+    assert raw.returncode == 0, raw.stderr
+    assert raw.stdout.startswith('<tool_call>\n{"name": "') and raw.stdout.rstrip().endswith("</tool_call>")
+
+
+def test_generate_reasoning_then_json_with_a_tiny_random_model(tiny_model_dir):
+    schema = SCHEMAS / "person.json"
+    proc = run_cli("generate", "--schema", str(schema), "--reasoning", "</think>", "--reasoning-begin",
+                   "<think>", "--max-reasoning-chars", "40", "--prompt", "Invent a person.",
+                   "--model", str(tiny_model_dir), "--max-new-tokens", "400")
+    assert proc.returncode == 0, proc.stderr
+    assert "reasoning: " in proc.stderr
+    _validate(proc.stdout, schema)
+
+
+S = str(SCHEMAS / "person.json")
+
+
+@pytest.mark.parametrize("extra, pattern, code", [
+    (("--schema", S, "--max-calls", "2"), r"--max-calls/--tool-choice shape tool calls: pass --tools", 1),
+    (("--schema", S, "--max-reasoning-chars", "5"), r"pass --reasoning TAG too", 1),
+    (("--tools", str(TOOLS), "--reasoning", "</think>"), r"--reasoning and --tools are separate modes", 1),
+    (("--schema", S, "--tools", str(TOOLS)), r"not allowed with argument", 2),
+    (("--tools", "missing.json"), r"tools file not found: missing.json", 1),
+])
+def test_generate_tools_and_reasoning_options_are_checked(capsys, extra, pattern, code):
+    assert_one_line_error(run_main(capsys, "generate", "--prompt", "p", *extra), pattern, code=code)
+
+
+def test_tool_calls_are_read_from_text():
+    from dotjson.cli import tool_calls
+
+    text = ('I will. <tool_call>\n{"name": "a", "arguments": {"s": "<tool_call> inside"}}\n</tool_call> then'
+            '<tool_call>\n{"name": "b", "arguments": {}}\n</tool_call>')
+    assert [c["name"] for c in tool_calls(text, "hermes")] == ["a", "b"]
+    assert tool_calls('[TOOL_CALLS][{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}]',
+                      "mistral") == [{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}]
+    assert tool_calls('ok {"name": "a", "parameters": {"x": 1}}', "llama3") == [
+        {"name": "a", "parameters": {"x": 1}}]

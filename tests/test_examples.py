@@ -179,3 +179,11 @@ def test_readme_quickstart_runs_as_written(smollm2_dir):
     for line in printed:
         document = ast.literal_eval(line)  # print() of a dict
         assert set(document) == {"name", "age"} and 0 <= document["age"] <= 120, line
+
+
+@pytest.mark.slow  # two runs of the real model, ~70 s
+def test_06_reasoning_and_tools_real_smollm2(smollm2_dir):
+    out = run_example("06_reasoning_and_tools.py", "--model", smollm2_dir)
+    assert "reasoning then JSON: {" in out
+    validate(json.loads(out.split("reasoning then JSON: ", 1)[1].splitlines()[0]), "person.json")
+    assert "tool call: {" in out and "every call is valid for its tool" in out

@@ -242,7 +242,9 @@ class Rules:
                 prog += [K.OP_LOAD, k]
                 continue
             if isinstance(node, ir.Lit):
-                data = node.text.encode("utf-8")
+                # (a lone surrogate U+DC80-U+DCFF is the raw byte 0x80-0xFF: special tokens'
+                # markers, dotjson.embed.special_token; no character's UTF-8 holds 0xFF)
+                data = node.text.encode("utf-8", "surrogateescape")
                 for b in data:
                     prog += [K.OP_BYTES, len(words)]
                     words.append(_BYTE_WORDS[b])

@@ -107,7 +107,7 @@ class ArrayBuilder:
         if lo > cap:
             return EMPTY
         self.counter += 1
-        prefix = f"uniq{self.counter}"
+        prefix = f"{self.ns}uniq{self.counter}"
         names = {}
 
         def state(used: int, count: int):
@@ -154,7 +154,7 @@ class ArrayBuilder:
         nn = self.node_of(n_expr) if n_expr is not None else x
         cap = chi if chi is not None else clo
         self.counter += 1
-        prefix = f"contains{self.counter}"
+        prefix = f"{self.ns}contains{self.counter}"
 
         def name(c, started):
             return f"{prefix}_{c}_{int(started)}"

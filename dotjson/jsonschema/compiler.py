@@ -88,7 +88,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
 
     def new_name(self, hint: str) -> str:
         h = _NAME_JUNK.sub("_", hint.lower()).strip("_")[-40:].strip("_")
-        base = f"s_{h}" if h else "s"
+        base = f"{self.ns}s_{h}" if h else f"{self.ns}s"
         self.counter += 1
         name = base
         while name in self.names_used:
@@ -106,7 +106,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         is never compiled.
         """
         if e == TRUE:
-            return Ref("json_value")
+            return Ref(self.bp + "json_value")
         if e == FALSE:
             return EMPTY
         hit = self.rule_of.get(e)
@@ -124,7 +124,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             # a state of an object/array automaton, or an extra-member rule
             body = e()
         elif e in self.fallback:
-            body = Ref("json_value")
+            body = Ref(self.bp + "json_value")
         else:
             try:
                 body = self.build(e)
@@ -134,7 +134,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 # values sit in positive positions only: any JSON value over-approximates
                 warnings.warn(f"dotjson: ignoring the schema at {self.expr_where(e) or '/'} ({err}); the "
                               "grammar over-approximates", stacklevel=3)
-                body = Ref("json_value")
+                body = Ref(self.bp + "json_value")
         del self.pending[name]
         self.rules[name] = body
         return body

@@ -115,7 +115,8 @@ def _scalar_text(value, where, kw) -> None:
 class Normalizer:
     """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
 
-    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema"):
+    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema",
+                 namespace: str = "", base_prefix: str = ""):
         from dotjson import grammar as _grammar
         from dotjson import jsonstr as _jsonstr
 
@@ -125,8 +126,13 @@ class Normalizer:
         self.families: list = []         # lazy rule families (property_order="any" objects)
         self.lenient = lenient
         self.strict = 0
-        self.base = _grammar.json_base(disallow_whitespace)
-        self.ws = EPS if disallow_whitespace else Ref("ws")
+        # Several schemas may share one grammar (``%json`` rules in a Lark grammar, tool calls):
+        # each names its rules with its own ``namespace`` prefix, and refers to the JSON base
+        # rules of its whitespace setting by ``base_prefix`` + their names.
+        self.ns = namespace
+        self.bp = base_prefix
+        self.base = _grammar.json_base(disallow_whitespace, prefix=base_prefix)
+        self.ws = EPS if disallow_whitespace else Ref(base_prefix + "ws")
         self.sep = seq(self.ws, lit(","), self.ws)
         self.colon = seq(self.ws, lit(":"), self.ws)
         self.rules: dict[str, ir.Node] = {}

@@ -484,7 +484,7 @@ class NumberBuilder:
     def number_node(self, lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where) -> ir.Node:
         if lo is None and hi is None and not mults and not notmults and not ne:
             if allow_int and allow_nonint:
-                return Ref("json_number")
+                return Ref(self.bp + "json_number")
         key = (lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint)
         hit = self.number_cache.get(key)
         if hit is not None:
@@ -539,7 +539,7 @@ class NumberBuilder:
         dfa = _number_dfa(trackers, allow_exp)
         if dfa is None:
             self.unsupported("numeric bounds too large to compile", where, "maximum")
-            node = Ref("json_number") if allow_int and allow_nonint else Ref("json_integer")
+            node = Ref(self.bp + "json_number") if allow_int and allow_nonint else Ref(self.bp + "json_integer")
         else:
             mn = _minimize(*dfa)
             if mn is None:
@@ -547,7 +547,7 @@ class NumberBuilder:
             else:
                 self.counter += 1
                 n_rules = len(self.rules)
-                node = _dfa_to_ir(mn[0], mn[1], f"num{self.counter}", self.rules)
+                node = _dfa_to_ir(mn[0], mn[1], f"{self.ns}num{self.counter}", self.rules)
                 if len(self.rules) == n_rules and not dropped:  # a regular node, exact
                     if len(_NUMBER_LANGUAGES) >= _MAX_SHARED_NUMBERS:
                         _NUMBER_LANGUAGES.clear()

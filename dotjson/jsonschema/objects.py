@@ -196,7 +196,7 @@ class ObjectBuilder:
         if live or fixed_members:
             # one rule for "an extra member" (it recurs in every state of the automaton below)
             self.counter += 1
-            xname = f"extra{self.counter}"
+            xname = f"{self.ns}extra{self.counter}"
             self.pending[xname] = extra_member
             if not pats and pn_lang is None:
                 # any key but the declared names (finitely many: infinitely many keys are left),
@@ -243,7 +243,7 @@ class ObjectBuilder:
             if r is None:
                 plo, phi, cap = 0, None, 1
         self.counter += 1
-        prefix = f"obj{self.counter}"
+        prefix = f"{self.ns}obj{self.counter}"
         made: dict = {}
         # nreq[i]: the first required member at or after i (n when none)
         nreq = [n] * (n + 1)

@@ -138,7 +138,7 @@ class StringBuilder:
     def build_string(self, t: StringNode, not_enum) -> ir.Node:
         if not t.patterns and not t.not_patterns and t.min_length == 0 and t.max_length is None \
                 and not any(c[0] == "s" for c in not_enum):
-            return Ref("json_string")
+            return Ref(self.bp + "json_string")
         content = self.string_content(t, not_enum)
         if content == EMPTY:
             return EMPTY

@@ -111,7 +111,8 @@ def kernel(func=None, *, inline: str = "never", parallel: bool = False, canonica
     inline : {"never", "always"}
         Numba's IR-level inlining. ``"always"`` copies the callee into every caller before type
         inference; it costs compile time at every call site and pays only where a call boundary
-        is measurably slower (``perf/bench_cold_start.py`` and the fresh-mask benchmark say).
+        is measurably slower (``perf/bench_cold_start.py`` and ``perf/profile_fresh_masks.py``
+        say). No kernel uses it today: LLVM inlines small callees when it links them.
     parallel : bool
         Numba's ``parallel=True`` (``prange``); only for kernels where threads pay.
     canonical : bool

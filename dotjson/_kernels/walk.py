@@ -41,7 +41,7 @@ def _set_bits(out, tok_ids, lo, hi):
         out[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
 
 
-@kernel(inline="always")
+@kernel
 def _suspend(st_node, st_state, st_edge, sp, node, state, e, ret):
     st_node[sp] = node
     st_state[sp] = state

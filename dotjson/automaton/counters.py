@@ -41,12 +41,12 @@ NONE = (1 << 31) - 1
 SPINE_ITEMS = 3
 
 
-@kernel(inline="always")
+@kernel
 def _is_marker(lo, hi):
     return lo >= BAND or (hi != K.INF and hi >= BAND)
 
 
-@kernel(inline="always")
+@kernel
 def _marker_low(lo, hi):
     """The nearest bound of marker ``{lo,hi}`` (``lo`` unless it is 0)."""
     return lo if lo >= BAND else hi
@@ -95,14 +95,14 @@ def _local_put(keys, vals, count, t, v):
 _T_MMIN = 29 << 58
 
 
-@kernel(inline="always")
+@kernel
 def _markers_below(S, t):
     """Can ``t`` hold a marker? Only sequences and alternations of repetitions do."""
     k = S[K.S_TI][t, 0]
     return (S[K.S_TF][t] & K.F_REP) != 0 and (k == K.K_SEQ or k == K.K_ALT or k == K.K_REP)
 
 
-@kernel(inline="always")
+@kernel
 def _mmin_get(S, t):
     """:func:`marker_min` of ``t`` if known (always for terms that cannot hold one), else -1."""
     if not _markers_below(S, t):

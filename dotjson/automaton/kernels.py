@@ -131,15 +131,18 @@ def borrow(S):
             _view(S[12]), _view(S[13]), _view(S[14]), _view(S[15]), _view(S[16]))
 
 
-# Small helpers that take the store tuple are inlined (``inline="always"``): a call boundary
-# costs an atomic reference-count increment and decrement per array of the tuple, which was half
-# of the expansion time before.
+# No kernel is inlined by Numba (``inline="always"``): that copies the callee's IR into every
+# call site before type inference, at a compile-time cost on every first run. The kernels take
+# the store as borrowed views (no reference counts to move at a call), and LLVM inlines the small
+# helpers itself when it links a kernel's callees. Measured with perf/profile_fresh_masks.py on
+# 12 MaskBench schemas (2,288 fresh masks): 257-278 us per fresh mask without Numba inlining,
+# 273-292 us with it, same runs, alternated.
 
 
 # ----------------------------------------------------------------------------- small helpers
 
 
-@kernel(inline="always")
+@kernel
 def _fail(S, status, arg):
     ctl = S[S_CTL]
     ctl[C_STATUS] = status
@@ -147,7 +150,7 @@ def _fail(S, status, arg):
     return -1
 
 
-@kernel(inline="always")
+@kernel
 def _low(x):
     """Index of the lowest set bit of a non-zero ``uint64``."""
     return np.int64(_ctz(x))
@@ -162,7 +165,7 @@ def _grow_i32(a, n):
     return b
 
 
-@kernel(inline="always")
+@kernel
 def _mix(h, x):
     # in uint64, where a product wraps: Numba's signed products are `mul nsw`, whose overflow
     # LLVM may assume never happens, so the same hash inlined into two kernels could differ
@@ -171,7 +174,7 @@ def _mix(h, x):
     return np.int64(u ^ (u >> np.uint64(29)))
 
 
-@kernel(inline="always")
+@kernel
 def _hash_simple(kind, a, b, c):
     h = 0x5BD1E995 + kind
     h = _mix(h, a)
@@ -264,7 +267,7 @@ def rehash_memo(keys, vals, nkeys, nvals):
         nvals[i] = vals[j]
 
 
-@kernel(inline="always")
+@kernel
 def _mget(S, key):
     keys = S[S_MK]
     mask = keys.shape[0] - 1
@@ -278,7 +281,7 @@ def _mget(S, key):
         i = (i + 1) & mask
 
 
-@kernel(inline="always")
+@kernel
 def _mput(S, key, val):
     keys = S[S_MK]
     ctl = S[S_CTL]
@@ -303,7 +306,7 @@ def _mput(S, key, val):
 # ----------------------------------------------------------------------------- constructors
 
 
-@kernel(inline="always")
+@kernel
 def _new_term(S, slot, kind, a, b, c, flags):
     ti = S[S_TI]
     ctl = S[S_CTL]
@@ -324,14 +327,14 @@ def _new_term(S, slot, kind, a, b, c, flags):
     return n
 
 
-@kernel(inline="always")
+@kernel
 def _room(S):
     ctl = S[S_CTL]
     n = ctl[C_TERMS]
     return n < S[S_TI].shape[0] and 2 * (n + 1) <= S[S_HT].shape[0] and n < (1 << TERM_ID_BITS)
 
 
-@kernel(inline="always")
+@kernel
 def mk_simple(S, kind, a, b, c, flags):
     """Intern a SEQ/REP/REF/DIFF (or ∅/ε) node."""
     ti = S[S_TI]
@@ -417,7 +420,7 @@ def _mk_list(S, kind, buf, n, flags):
     return _new_term(S, i, kind, off, n, 0, flags)
 
 
-@kernel(inline="always")
+@kernel
 def _cons(S, a, b):
     tf = S[S_TF]
     fa, fb = tf[a], tf[b]
@@ -676,7 +679,7 @@ KD_ESC = 1 << 28
 KD_END = 1 << 29
 
 
-@kernel(inline="always")
+@kernel
 def _klen(pool, st, q):
     return pool[st + q + 1] - pool[st + q]
 
@@ -708,7 +711,7 @@ def _k_block_end(pool, T, p, d):
     return lo
 
 
-@kernel(inline="always")
+@kernel
 def _k_bound(pool, st, bl, lo, hi, d, b, strict):
     """First name in ``[lo, hi)`` whose byte ``d`` is ``>= b`` (``> b`` when ``strict``); the
     names there are longer than ``d`` and their bytes ``d`` ascend."""
@@ -722,7 +725,7 @@ def _k_bound(pool, st, bl, lo, hi, d, b, strict):
     return lo
 
 
-@kernel(inline="always")
+@kernel
 def _k_decode(pool, st, bl, q, d):
     """The code point starting at byte ``d`` of name ``q``, and its length in bytes."""
     o = bl + pool[st + q] + d
@@ -737,7 +740,7 @@ def _k_decode(pool, st, bl, q, d):
             | (pool[o + 3] & 0x3F)), 4
 
 
-@kernel(inline="always")
+@kernel
 def _k_cp(pool, T, cp):
     """Index of code point ``cp`` in the table's sorted list, -1 when absent."""
     o = pool[T + KT_CP]
@@ -753,7 +756,7 @@ def _k_cp(pool, T, cp):
     return lo if lo < n and pool[o + lo] == cp else -1
 
 
-@kernel(inline="always")
+@kernel
 def _k_char(pool, T, st, bl, q, d):
     """The character block at byte ``d`` starting with name ``q``: the index of its code point
     in the table (-1 when absent), its length in bytes, and one past its last name."""
@@ -787,7 +790,7 @@ def _k_any(S, T, C, q1, q2):
 K_CTX_MEMBERS = 1 << 22
 
 
-@kernel(inline="always")
+@kernel
 def _k_ctx_key(T, lo, hi):
     return _T_KCTX | (np.int64(T & 0x3FFF) << 44) | (np.int64(lo) << 22) | np.int64(hi)
 
@@ -897,7 +900,7 @@ def _k_term(S, pool, T, C, q1, q2, d):
     return mk_simple(S, K_KEYS, c, q1, d, 0)
 
 
-@kernel(inline="always")
+@kernel
 def _k_open(S, t):
     """Key set term ``t``'s pool, context, first name, depth (an escape-mode term's: the byte
     its backslash stands before), table, the table's name offsets and bytes, and one past the
@@ -996,7 +999,7 @@ def _k_esc_row(S, t, cw, ct):
     return _k_classes(S, t, cand, k, cw, ct)
 
 
-@kernel(inline="always")
+@kernel
 def _k_ask_alive(S, T, m, lo, hi):
     """Exit: whether member ``m`` of table ``T`` can complete (``lo .. hi - 1``: the members
     the asking state offers)."""
@@ -1007,7 +1010,7 @@ def _k_ask_alive(S, T, m, lo, hi):
     return _fail(S, NEED_KEY_ALIVE, T)
 
 
-@kernel(inline="always")
+@kernel
 def _k_end(S, t):
     """The tail of the name of end-mode key set term ``t`` (``K_KEYS(full, p, KD_END)``);
     -1 on exit (Python makes it)."""
@@ -1106,7 +1109,7 @@ def _k_classes(S, t, cand, k, cw, ct):
     return n
 
 
-@kernel(inline="always")
+@kernel
 def _k_class(cw, ct, n, b, r):
     for w in range(4):
         cw[n, w] = _U0
@@ -1186,12 +1189,12 @@ def build(S, prog, words, slots):
 # ----------------------------------------------------------------------------- derivatives
 
 
-@kernel(inline="always")
+@kernel
 def _has(words_row, byte):
     return (words_row[byte >> 6] >> np.uint64(byte & 63)) & _U1
 
 
-@kernel(inline="always")
+@kernel
 def _dget(S, t, byte):
     """The memoized derivative of ``t`` by ``byte``, or -1 if not known yet."""
     ti = S[S_TI]
@@ -1357,7 +1360,7 @@ def deriv(S, t0, byte):
 # ----------------------------------------------------------------------------- rows
 
 
-@kernel(inline="always")
+@kernel
 def _row_known(S, t):
     return S[S_TM][t, M_ROW_OFF] >= 0
 
@@ -1489,7 +1492,7 @@ def _union_rows(S, srcw, srct, ns, cw, ct):
     return _merge_same(cw, ct, m)
 
 
-@kernel(inline="always")
+@kernel
 def _push_row_dep(S, st, sp, x):
     if not _row_known(S, x):
         st = _grow_i32(st, sp)
@@ -1961,7 +1964,7 @@ def is_empty(S, t0):
     return tm[t0, M_EMPTY]
 
 
-@kernel(inline="always")
+@kernel
 def _empty_known(S, t):
     if t == EMPTY:
         return 1
@@ -1973,7 +1976,7 @@ def _empty_known(S, t):
 # ----------------------------------------------------------------------------- clamping
 
 
-@kernel(inline="always")
+@kernel
 def _cget(S, t, limit):
     if (S[S_TF][t] & F_REP) == 0:
         return t

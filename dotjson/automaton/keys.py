@@ -37,7 +37,7 @@ BLOCK = 32
 _HARD_CAP = (1 << 29) - 1
 
 
-@kernel(inline="always")
+@kernel
 def _hard1(S, t):
     return 0 if (S[K.S_TF][t] & K.F_NULL) != 0 else 1
 

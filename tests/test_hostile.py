@@ -17,10 +17,13 @@ import re
 import subprocess
 import sys
 import textwrap
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dotjson import BatchedTokenSet, Guide, Index, LogitsProcessor, Vocabulary
 from dotjson.errors import (
@@ -522,3 +525,114 @@ def test_saving_where_a_file_is_in_the_way(tmp_path, index):
         index.serialize_to_disk(1.5)
     with pytest.raises(DotjsonOSError, match=r"Cannot write vocabulary file .*missing-dir/v\.bin: No such file or directory"):
         index.vocabulary.serialize_to_disk(tmp_path / "missing-dir" / "v.bin")
+
+
+# --------------------------------------------------------------------------- numbers at any precision
+
+
+def test_integer_bounds_past_28_digits_are_exact(smollm2_vocab):
+    # decimal's default context rounds to 28 digits: these were all answered wrongly
+    ix = Index({"type": "integer", "minimum": 1000000000000000000000000000005}, smollm2_vocab)
+    assert not ix.accepts("1000000000000000000000000000001") and not ix.accepts("1000000000000000000000000000004")
+    assert ix.accepts("1000000000000000000000000000005")
+    ix = Index({"type": "integer", "maximum": 10**30 + 5}, smollm2_vocab)
+    assert ix.accepts(str(10**30 + 3)) and ix.accepts(str(10**30 + 5)) and not ix.accepts(str(10**30 + 6))
+    ix = Index({"type": "integer", "minimum": 10**400, "maximum": 10**400 + 10}, smollm2_vocab)
+    assert ix.accepts(str(10**400 + 3)) and not ix.accepts(str(10**400 + 11)) and not ix.accepts(str(10**400 - 1))
+    ix = Index({"exclusiveMinimum": -(10**400 + 1), "exclusiveMaximum": -(10**400)}, smollm2_vocab)
+    assert ix.accepts(f"-{10**400}.5") and not ix.accepts(f"-{10**400}") and not ix.accepts(f"-{10**400 + 1}")
+    # no integer strictly between 10**50 and 10**50 + 1: empty (10**50 + 1 rounded to 10**50 once)
+    with pytest.raises(SchemaError, match=r"the schema accepts no JSON value"):
+        Index({"type": "integer", "exclusiveMinimum": 10**50, "exclusiveMaximum": 10**50 + 1}, smollm2_vocab)
+    ix = Index({"type": "integer", "exclusiveMinimum": 10**50, "exclusiveMaximum": 10**50 + 2}, smollm2_vocab)
+    assert ix.accepts(str(10**50 + 1)) and not ix.accepts(str(10**50 + 2))
+
+
+def test_decimal_bounds_in_schema_text_keep_every_digit(smollm2_vocab):
+    # JSON text is read with its non-integers as Decimal: a float would make this bound 0.3
+    ix = Index('{"minimum": 0.3, "maximum": 0.30000000000000000001}', smollm2_vocab)
+    assert ix.accepts("0.3") and ix.accepts("0.30000000000000000001") and ix.accepts("0.300000000000000000005")
+    assert not ix.accepts("0.300000000000000000011") and not ix.accepts("0.29999999999999999999")
+    from decimal import Decimal
+
+    ix = Index({"exclusiveMaximum": Decimal("1e-40")}, smollm2_vocab)  # a Decimal in a dict too
+    assert ix.accepts("0." + "0" * 40 + "9") and not ix.accepts("0." + "0" * 39 + "1")
+    ix = Index('{"type": "string", "minLength": 2.0, "maxLength": 3.0}', smollm2_vocab)
+    assert ix.accepts('"ab"') and not ix.accepts('"abcd"')
+    with pytest.raises(SchemaError, match=r"minLength must be a non-negative integer at /minLength"):
+        Index('{"minLength": 2.5}', smollm2_vocab)
+
+
+def test_multiple_of_checks_on_enum_values_are_exact(smollm2_vocab):
+    # a Decimal remainder of a 41-digit value fails (DivisionImpossible) past 28 digits
+    ix = Index({"enum": [10**40, 10**40 + 2], "multipleOf": 3}, smollm2_vocab)
+    assert ix.accepts(str(10**40 + 2)) and not ix.accepts(str(10**40))
+
+
+@pytest.mark.parametrize(
+    "schema, match",
+    [
+        ('{"maximum": 1e999999999}', r"maximum: the number 1E\+999999999 has 1000000000 digits written out: more than 10000 \(MAX_NUMBER_DIGITS\) at /maximum"),
+        ('{"enum": [1, 1e-999999]}', r"the number 1E-999999 has 999999 digits written out: more than 10000 \(MAX_NUMBER_DIGITS\) at /enum"),
+        ({"minimum": 10**20000}, r"minimum: a number of 66439 bits: more than 10000 digits \(MAX_NUMBER_DIGITS\) at /minimum"),
+    ],
+)
+def test_numbers_too_long_to_write_out_are_refused_before_any_work(smollm2_vocab, schema, match):
+    from dotjson.errors import UnsupportedSchemaError
+
+    with pytest.raises(UnsupportedSchemaError, match=match):
+        Index(schema, smollm2_vocab)
+
+
+def _plain(d) -> str:
+    """``d`` written out without an exponent (the spelling a bounded number automaton accepts)."""
+    return format(d, "f")
+
+
+@st.composite
+def _bound_and_values(draw):
+    from decimal import Decimal
+
+    integer = draw(st.booleans())
+    digits = draw(st.integers(min_value=0, max_value=10**draw(st.integers(1, 70))))
+    scale = 0 if integer else draw(st.integers(0, 40))
+    bound = Decimal(draw(st.sampled_from([1, -1])) * digits).scaleb(-scale)
+    kw = draw(st.sampled_from(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]))
+    values = []
+    for _ in range(draw(st.integers(1, 6))):
+        delta_scale = draw(st.integers(0, 45))
+        delta = Decimal(draw(st.integers(-30, 30))).scaleb(-delta_scale)
+        values.append(Fraction(bound) + Fraction(delta))
+    values.append(Fraction(bound))
+    return integer, kw, bound, values
+
+
+def _dec_text(f: Fraction) -> str:
+    """A Fraction with a power-of-ten denominator written out in full."""
+    sign = "-" if f < 0 else ""
+    f = abs(f)
+    k = 0
+    while (f * 10**k).denominator != 1:
+        k += 1
+    n = int(f * 10**k)
+    if k == 0:
+        return f"{sign}{n}"
+    s = str(n).rjust(k + 1, "0")
+    return f"{sign}{s[:-k]}.{s[-k:]}"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=_bound_and_values(), as_text=st.booleans())
+def test_bounds_are_exact_against_python_fractions(smollm2_vocab, case, as_text):
+    integer, kw, bound, values = case
+    schema = {"type": "integer" if integer else "number", kw: int(bound) if integer else bound}
+    text = '{"type": "%s", "%s": %s}' % (schema["type"], kw, _plain(bound))
+    b = Fraction(bound)
+    ok = {"minimum": lambda v: v >= b, "maximum": lambda v: v <= b,
+          "exclusiveMinimum": lambda v: v > b, "exclusiveMaximum": lambda v: v < b}[kw]
+    ix = Index(text if as_text else schema, smollm2_vocab)
+    for v in values:
+        if integer and v.denominator != 1:
+            continue
+        expected = ok(v) and (not integer or v.denominator == 1)
+        assert ix.accepts(_dec_text(v)) == expected, (schema, _dec_text(v))

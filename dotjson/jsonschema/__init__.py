@@ -33,6 +33,7 @@ recursive schemas work to any depth.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 from dotjson import ir
 from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError  # noqa: F401
@@ -51,7 +52,9 @@ def _load(schema):
         schema = schema.decode("utf-8")
     if isinstance(schema, str):
         try:
-            schema = json.loads(schema)
+            # non-integers as Decimal: a bound written with more digits than a float holds
+            # (``"maximum": 0.30000000000000000001``) keeps its exact value
+            schema = json.loads(schema, parse_float=Decimal)
         except json.JSONDecodeError as e:
             raise SchemaError(f"schema is not valid JSON: {e}", pointer="") from None
         except RecursionError:

@@ -21,7 +21,7 @@ from dotjson.jsonschema.normalize import Normalizer
 from dotjson.jsonschema.numbers import NumberBuilder, _digits
 from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder, has_some_string
-from dotjson.jsonschema.values import _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE
+from dotjson.jsonschema.values import _NAME_JUNK, _NUM, EXACT, FALSE, MAX_DEPTH, TRUE
 from dotjson.jsonstr import enc_text
 
 # atoms holding a sub-schema expression, and where
@@ -526,7 +526,7 @@ def _range_has_value(n, allow_int: bool, allow_nonint: bool) -> bool:
         return True  # non-integers between any two distinct numbers
     k = lo.to_integral_value(rounding=ROUND_CEILING)
     if n.lo_excl and k == lo:
-        k += 1
+        k = EXACT.add(k, 1)
     return allow_int and (k < hi or (k == hi and not n.hi_excl))
 
 

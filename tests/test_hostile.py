@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.lib.stride_tricks import as_strided
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -636,3 +637,82 @@ def test_bounds_are_exact_against_python_fractions(smollm2_vocab, case, as_text)
             continue
         expected = ok(v) and (not integer or v.denominator == 1)
         assert ix.accepts(_dec_text(v)) == expected, (schema, _dec_text(v))
+
+
+# --------------------------------------------------------------------------- logits buffers
+
+
+def _two_row_sets(index, smollm2_vocab):
+    """A guide of two rows in different states (row 1 after '{"'): their masks differ."""
+    g = Guide(index, batch_size=2)
+    g.get_start_tokensets()
+    ts = g.get_next_tokensets([token_of(smollm2_vocab, b" "), token_of(smollm2_vocab, b'{"')])
+    assert not np.array_equal(ts.bits[0], ts.bits[1])
+    return g, ts
+
+
+def test_logits_rows_that_share_memory_are_refused(index, smollm2_vocab):
+    torch = pytest.importorskip("torch")
+    g, ts = _two_row_sets(index, smollm2_vocab)
+    proc = LogitsProcessor(g, float("-inf"))
+    n = smollm2_vocab.max_token_id()
+    base = torch.zeros(1, n)
+    with pytest.raises(DotjsonValueError, match=r"Invalid logits: expected a buffer whose rows and elements do not share memory .*got a \(2, 49152\) view with byte strides \(0, 4\): its rows share memory \(torch expand"):
+        proc(base.expand(2, n), ts)
+    assert bool((base == 0).all())  # nothing written
+    flat = np.zeros(n + 8, np.float32)
+    with pytest.raises(DotjsonValueError, match=r"byte strides \(32, 4\): its rows share memory"):
+        proc(as_strided(flat, shape=(2, n), strides=(32, 4)), ts)
+    assert not flat.any()
+    with pytest.raises(DotjsonValueError, match=r"byte strides \(4, 0\): its rows share memory"):
+        proc(as_strided(np.zeros(2, np.float32), (2, n), (4, 0)), ts)  # each row one element
+    row = np.zeros(n, np.float32)
+    with pytest.raises(DotjsonValueError, match=r"Invalid logits: expected rows that do not share memory .*got rows 0 and 1 sharing memory"):
+        proc([row, row], ts)
+    wide = np.zeros(n + 16, np.float32)
+    with pytest.raises(DotjsonValueError, match=r"got rows 0 and 1 sharing memory"):
+        proc([wide[:n], wide[16:]], ts)
+    with pytest.raises(DotjsonValueError, match=r"got rows 0 and 1 sharing memory"):
+        proc([torch.from_numpy(wide[:n]), torch.from_numpy(wide[8 : n + 8])], ts)
+    lst = [0.0] * n
+    with pytest.raises(DotjsonValueError, match=r"got the same list as rows 0 and 1"):
+        proc([lst, lst], ts)
+    assert not wide.any() and not row.any() and set(lst) == {0.0}
+
+
+def test_layouts_that_do_not_overlap_are_masked_exactly(index, smollm2_vocab):
+    g, ts = _two_row_sets(index, smollm2_vocab)
+    proc = LogitsProcessor(g, -1.0)
+    n = smollm2_vocab.max_token_id()
+    expected = np.where(ts.to_bool_mask(), 0.0, -1.0).astype(np.float32)
+    for make in [
+        lambda: np.zeros((n, 2), np.float32).T,                 # a transposed buffer: rows interleave
+        lambda: np.zeros((2, n), np.float32)[::-1],             # negative row stride
+        lambda: np.zeros((4, n), np.float32)[::2],              # every other row
+        lambda: as_strided(np.zeros(2 * n + 1, np.float32)[1:], (2, n), (4 * n, 4)),
+    ]:
+        buf = make()
+        proc(buf, ts)
+        np.testing.assert_array_equal(buf, expected)
+    inter = np.zeros(2 * n, np.float32)
+    rows = [inter[0::2], inter[1::2]]                           # a list of interleaved views
+    proc(rows, ts)
+    np.testing.assert_array_equal(np.stack(rows), expected)
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_sparse_and_meta_tensors_are_refused(index, smollm2_vocab):
+    torch = pytest.importorskip("torch")
+    g, ts = _two_row_sets(index, smollm2_vocab)
+    proc = LogitsProcessor(g, float("-inf"))
+    n = smollm2_vocab.max_token_id()
+    with pytest.raises(DotjsonTypeError, match=r"Invalid logits: expected a dense \(strided\) tensor, got a tensor of layout torch\.sparse_coo"):
+        proc(torch.zeros(2, n).to_sparse(), ts)
+    with pytest.raises(DotjsonTypeError, match=r"layout torch\.sparse_csr"):
+        proc(torch.zeros(2, n).to_sparse_csr(), ts)
+    with pytest.raises(DotjsonValueError, match=r"Invalid logits: expected a tensor with data, got a tensor on the 'meta' device"):
+        proc(torch.zeros(2, n, device="meta"), ts)
+    with pytest.raises(DotjsonValueError, match=r"'meta' device"):
+        proc([torch.zeros(n, device="meta"), torch.zeros(n)], ts)
+    with pytest.raises(DotjsonTypeError, match=r"layout torch\.sparse_coo"):
+        proc([torch.zeros(n).to_sparse(), torch.zeros(n)], ts)

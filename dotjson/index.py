@@ -28,10 +28,21 @@ from .errors import (
     GrammarError,
     LimitExceededError,
     SchemaError,
+    VocabularyError,
 )
 
 #: State of a row after EOS was sampled.
 FINISHED = -3
+
+#: The bytes of well-formed UTF-8 (0xC0, 0xC1 and 0xF5-0xFF never occur in it). A vocabulary
+#: with a one-byte token for each writes every text byte by byte, so every state the automaton
+#: can finish from, the tokens can finish from too (every byte-level BPE vocabulary; byte
+#: fallback). Any other vocabulary's start state is searched (``_check_start_live``).
+_UTF8_BYTES = np.array([b for b in range(256) if not (0xC0 <= b <= 0xC1 or b >= 0xF5)])
+#: The start search's budget: masks computed and token transitions followed. Past it the
+#: vocabulary is presumed able to finish (the search proves only deadness, never liveness).
+_LIVE_MASKS = 256
+_LIVE_STEPS = 4096
 
 #: Counter-carrying state ids (see :mod:`dotjson.automaton.counters`): ``_VIRT | (offset +
 #: _C_BIAS) << 31 | shape``, the shape an automaton state, the offset what its marker counter's
@@ -173,6 +184,7 @@ class Index:
             # The grammar came from the schema: what it cannot do is the schema's (e.g. patterns
             # no string matches together, which leave the language empty).
             raise SchemaError(f"the schema cannot be compiled: {exc}", pointer="") from exc
+        self._check_start_live()
 
     # ------------------------------------------------------------------ constructors
 
@@ -192,6 +204,7 @@ class Index:
         self = cls.__new__(cls)
         self._options = {"source": "grammar"}
         self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+        self._check_start_live()
         return self
 
     @classmethod
@@ -308,6 +321,65 @@ class Index:
         self._virt: dict[int, int] = {}  # state without markers -> its id (counter-carrying or itself)
         self._shape_info: dict[int, tuple[int, int, int]] = {}  # successor of a shape -> (marker min, canonical shape, shift)
         self._grammar_text: str | None = None
+
+    def _check_start_live(self) -> None:
+        """Refuse a vocabulary that cannot write any document of the grammar.
+
+        Free for a vocabulary holding a one-byte token for every UTF-8 byte (see
+        ``_UTF8_BYTES``). Otherwise a depth-first search over token transitions from the start
+        state, within ``_LIVE_MASKS`` masks and ``_LIVE_STEPS`` transitions, looks for a state
+        that may end; when it exhausts every state reachable without finding one, no token
+        sequence finishes a document and :class:`~dotjson.errors.VocabularyError` says so.
+        A budget hit (the search's or the index's ``max_states``) ends the search silently:
+        the start state may still be live.
+
+        Raises
+        ------
+        VocabularyError
+            No token sequence from the start reaches a complete document.
+        """
+        singles = np.zeros(256, dtype=bool)
+        for t in (self._tries.plain, self._tries.special):
+            lo, hi = int(t.child_ptr[0]), int(t.child_ptr[1])
+            nodes = t.child_node[lo:hi]
+            has_token = t.tok_ptr[nodes + 1] > t.tok_ptr[nodes]
+            singles[t.child_byte[lo:hi][has_token]] = True
+        if singles[_UTF8_BYTES].all():
+            return
+        start = self.initial_state
+        seen = {start}
+        stack = [start]
+        n_masks = n_steps = 0
+        try:
+            while stack:
+                s = stack.pop()
+                if self.is_accepting(s):
+                    return
+                if n_masks >= _LIVE_MASKS:
+                    return
+                n_masks += 1
+                bits = self.mask(s)
+                ids = np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little"))
+                for t in ids.tolist():
+                    if t in self._eos_set:
+                        continue
+                    n_steps += 1
+                    if n_steps > _LIVE_STEPS:
+                        return
+                    nxt = self.next_state(s, t)
+                    if nxt >= 0 and nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+        except LimitExceededError:
+            return
+        first = "allows no token" if len(seen) == 1 else (
+            f"leads to {len(seen)} states, none of which may end the document")
+        missing = int((~singles[_UTF8_BYTES]).sum())
+        raise VocabularyError(
+            f"Invalid vocabulary for this index: its tokens cannot spell any complete document of "
+            f"the grammar (the start state {first}; of the {len(_UTF8_BYTES)} UTF-8 bytes, {missing} "
+            f"have no one-byte token); expected a vocabulary that can write a valid document"
+        )
 
     # ------------------------------------------------------------------ public properties
 

@@ -33,7 +33,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .errors import DotjsonOSError, DotjsonTypeError, IndexFormatError, VocabularyError
+from .errors import DotjsonOSError, DotjsonTypeError, DotjsonValueError, IndexFormatError, VocabularyError
 from .trie import ascii_runs, big_subtree_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
 
 __all__ = ["Vocabulary", "bytes_to_unicode"]
@@ -755,7 +755,16 @@ class Vocabulary:
             ``path`` is not a path.
         """
         path = _as_path(path, "path")
-        meta, arrs = _read_container(path)
+        return cls._from_container(*_read_container(path), path)
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, path) -> "Vocabulary":
+        """A vocabulary from the bytes of a saved file already read (an index directory's,
+        checked against its manifest), so the file is not read twice."""
+        return cls._from_container(*_parse_container(np.frombuffer(bytearray(data), dtype=np.uint8), path), path)
+
+    @classmethod
+    def _from_container(cls, meta: dict, arrs: dict, path) -> "Vocabulary":
         try:
             n = _meta_int(meta, "max_token_id")
             eos_list = meta["eos_token_ids"]
@@ -799,9 +808,15 @@ def _meta_int(meta: dict, key: str) -> int:
 
 def _as_path(path, what: str) -> Path:
     try:
-        return Path(os.fspath(path))
+        p = Path(os.fspath(path))
     except TypeError:
         raise DotjsonTypeError(f"Invalid {what}: expected a str or os.PathLike, got {type(path).__name__}") from None
+    raw = os.fspath(path)
+    if not raw:  # Path("") is ".": a save would scatter its files into the working directory
+        raise DotjsonValueError(f"Invalid {what}: expected a non-empty path, got {raw!r}")
+    if "\0" in raw:  # (open() would raise a bare ValueError)
+        raise DotjsonValueError(f"Invalid {what}: expected a path without NUL characters, got {raw!r}")
+    return p
 
 
 _TRIE_FIELDS = ("child_ptr", "child_byte", "child_node", "tok_ptr", "tok_ids", "subtree_end")
@@ -943,15 +958,24 @@ def _write_container(path: Path, meta: dict, arrays: list[tuple[str, np.ndarray]
 
 
 def _read_container(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    from ._files import NotRegularError, read_regular
+
     if not path.is_file():
         raise VocabularyError(
             f"No vocabulary file at {path}: "
-            + ("it is a directory" if path.is_dir() else "the file does not exist")
+            + ("it is a directory" if path.is_dir() else "the file does not exist"
+               if not path.exists() else "it is not a regular file")
         )
     try:
-        buf = np.fromfile(path, dtype=np.uint8)
+        data = read_regular(path)
+    except NotRegularError as exc:
+        raise VocabularyError(f"No vocabulary file at {path}: {exc}") from None
     except OSError as exc:
         raise VocabularyError(f"Cannot read vocabulary file {path}: {exc}") from None
+    return _parse_container(np.frombuffer(bytearray(data), dtype=np.uint8), path)
+
+
+def _parse_container(buf: np.ndarray, path) -> tuple[dict, dict[str, np.ndarray]]:
     if buf.shape[0] < _PREFIX.size:
         raise IndexFormatError(f"Not a dotjson vocabulary file: {path} is truncated ({buf.shape[0]} bytes)")
     magic, version, hlen, plen = _PREFIX.unpack(buf[: _PREFIX.size].tobytes())

@@ -748,3 +748,185 @@ def test_a_vocabulary_missing_bytes_the_schema_does_not_need_still_builds():
     assert Guide(Index({"type": "integer"}, v)).get_start_tokensets().num_allowed()[0] == 15  # - 0-9 space \t \n \r
     ix = Index({"type": "object", "properties": {"a": {"type": "integer"}}}, v)  # '{}' needs no quote
     assert ix.accepts("{}")
+
+
+# --------------------------------------------------------------------------- hostile index directories
+
+
+def _load_in_thread(path, seconds=60):
+    """``Index.deserialize_from_disk(path)`` in a thread: (finished, exception or index). A load
+    that blocks (a FIFO) would otherwise hang the suite; here it reports finished=False."""
+    import threading
+
+    box = []
+
+    def run():
+        try:
+            box.append(Index.deserialize_from_disk(path))
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            box.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    return (not t.is_alive()), (box[0] if box else None)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("name", ["manifest.json", *INDEX_FILES])
+def test_a_fifo_in_an_index_directory_is_refused_without_blocking(saved_dir, name):
+    import os
+
+    (saved_dir / name).unlink()
+    os.mkfifo(saved_dir / name)
+    done, out = _load_in_thread(saved_dir)
+    assert done, "the load blocked on a FIFO"
+    assert isinstance(out, IndexFormatError)
+    assert re.search(rf"cannot read .*{re.escape(name)}: .*{re.escape(name)} is a FIFO \(named pipe\), not a regular file", str(out))
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "/dev/urandom"])
+@pytest.mark.parametrize("name", ["manifest.json", *INDEX_FILES])
+def test_a_symlink_to_a_device_is_refused_before_reading(saved_dir, name, target):
+    import tracemalloc
+
+    if not Path(target).exists():
+        pytest.skip(f"no {target}")
+    (saved_dir / name).unlink()
+    (saved_dir / name).symlink_to(target)
+    tracemalloc.start()
+    try:
+        with pytest.raises(IndexFormatError, match=rf"cannot read .*{re.escape(name)}: .* is a character device, not a regular file"):
+            Index.deserialize_from_disk(saved_dir)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+
+
+def test_a_symlink_to_a_regular_file_still_loads(saved_dir, tmp_path):
+    real = tmp_path / "elsewhere.npz"
+    (saved_dir / "arrays.npz").rename(real)
+    (saved_dir / "arrays.npz").symlink_to(real)
+    assert Index.deserialize_from_disk(saved_dir).n_states > 1
+
+
+def test_a_file_larger_than_the_manifest_says_is_not_read(saved_dir):
+    p = saved_dir / "index.json"
+    with open(p, "ab") as f:
+        f.truncate(p.stat().st_size + (1 << 30))  # a sparse 1 GiB tail: free on disk, costly to read
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(IndexFormatError, match=r"index\.json is truncated or corrupt \(checksum mismatch: .*index\.json has \d+ bytes, expected \d+"):
+            Index.deserialize_from_disk(saved_dir)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+    with pytest.raises(VocabularyError, match=r"No vocabulary file at /dev/zero: it is not a regular file"):
+        Vocabulary.deserialize_from_disk("/dev/zero")
+
+
+def _resign_arrays(saved_dir, blob: bytes) -> None:
+    """Write ``blob`` as arrays.npz with index.json and the manifest re-signed for it."""
+    from dotjson.serialization import write_manifest
+
+    (saved_dir / "arrays.npz").write_bytes(blob)
+    meta = json.loads((saved_dir / "index.json").read_text())
+    meta["arrays_sha256"] = hashlib.sha256(blob).hexdigest()
+    (saved_dir / "index.json").write_text(json.dumps(meta))
+    write_manifest(saved_dir, INDEX_FILES)
+
+
+def _zeros_member(n_bytes):
+    def write(f):
+        header = {"descr": "<u4", "fortran_order": False, "shape": (n_bytes // 4,)}
+        np.lib.format.write_array_header_1_0(f, header)
+        chunk = bytes(1 << 20)
+        for _ in range(n_bytes >> 20):
+            f.write(chunk)
+    return write
+
+
+def _deflated_npz(saved_dir, n_bytes):
+    """The saved arrays.npz with its ``masks`` member replaced by ``n_bytes`` of deflated zeros."""
+    import io
+    import zipfile
+
+    with np.load(saved_dir / "arrays.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for k, a in arrays.items():
+            if k == "masks":
+                info = zipfile.ZipInfo(f"{k}.npy")
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info._compresslevel = 9
+                with zf.open(info, "w", force_zip64=True) as f:
+                    _zeros_member(n_bytes)(f)
+            else:
+                with zf.open(f"{k}.npy", "w") as f:
+                    np.lib.format.write_array(f, a)
+    return buf.getvalue()
+
+
+def _assert_refused_cheaply(saved_dir, match):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(IndexFormatError, match=match):
+            Index.deserialize_from_disk(saved_dir)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    size = (saved_dir / "arrays.npz").stat().st_size + (saved_dir / "vocabulary.bin").stat().st_size
+    assert peak < 4 * size + (16 << 20), peak  # what the files hold, never what a member claims
+
+
+def test_a_deflated_member_is_refused_before_it_is_inflated(saved_dir):
+    _resign_arrays(saved_dir, _deflated_npz(saved_dir, 256 << 20))
+    _assert_refused_cheaply(saved_dir, r"is corrupt: arrays\.npz member 'masks\.npy' declares 268435\d\d\d bytes \(\d+ stored, compression 8\): expected an uncompressed member")
+
+
+@pytest.mark.slow
+def test_three_gib_of_deflated_zeros_allocate_nothing(saved_dir):
+    _resign_arrays(saved_dir, _deflated_npz(saved_dir, 3 << 30))
+    assert (saved_dir / "arrays.npz").stat().st_size < 16 << 20  # ~3 MB of deflate for 3 GiB
+    _assert_refused_cheaply(saved_dir, r"compression 8\): expected an uncompressed member")
+
+
+def test_an_npy_header_declaring_a_huge_shape_is_refused_before_allocating(saved_dir):
+    def write(f):
+        np.lib.format.write_array_header_1_0(f, {"descr": "<u4", "fortran_order": False, "shape": (10**12, 1536)})
+        f.write(bytes(64))
+
+    import io
+    import zipfile
+
+    with np.load(saved_dir / "arrays.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for k, a in arrays.items():
+            with zf.open(f"{k}.npy", "w") as f:
+                write(f) if k == "masks" else np.lib.format.write_array(f, a)
+    _resign_arrays(saved_dir, buf.getvalue())
+    _assert_refused_cheaply(saved_dir, r"arrays\.npz member 'masks\.npy' declares shape \(1000000000000, 1536\) of uint32 \(6144000000000000 bytes\) but holds 64 bytes of data")
+
+
+@pytest.mark.parametrize("path", ["", b"", "a\0b"])
+def test_empty_and_nul_paths_are_refused(index, tmp_path, monkeypatch, path):
+    monkeypatch.chdir(tmp_path)  # an empty path was "." : the index files landed here
+    want = r"expected a non-empty path" if not path else r"expected a path without NUL characters"
+    for call in (index.serialize_to_disk, Index.deserialize_from_disk,
+                 index.vocabulary.serialize_to_disk, Vocabulary.deserialize_from_disk):
+        if isinstance(path, bytes):
+            with pytest.raises(DotjsonTypeError, match=r"Invalid path: expected a str or os\.PathLike, got bytes"):
+                call(path)
+        else:
+            with pytest.raises(DotjsonValueError, match=rf"Invalid path: {want}, got {re.escape(repr(path))}"):
+                call(path)
+    assert list(tmp_path.iterdir()) == []

@@ -34,6 +34,11 @@ from .errors import (
 #: State of a row after EOS was sampled.
 FINISHED = -3
 
+#: The largest ``max_states`` and ``fuel`` an index accepts (the kernels count in 64 bits and
+#: number states in 31).
+_MAX_STATES = (1 << 31) - 1
+_MAX_FUEL = (1 << 62) - 1
+
 #: The bytes of well-formed UTF-8 (0xC0, 0xC1 and 0xF5-0xFF never occur in it). A vocabulary
 #: with a one-byte token for each writes every text byte by byte, so every state the automaton
 #: can finish from, the tokens can finish from too (every byte-level BPE vocabulary; byte
@@ -287,10 +292,15 @@ class Index:
 
     def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None):
         _check_vocabulary(vocabulary)
-        for name, value in (("max_states", max_states), ("max_cache_bytes", max_cache_bytes), ("fuel", fuel)):
+        for name, value, most in (("max_states", max_states, _MAX_STATES), ("max_cache_bytes", max_cache_bytes, None),
+                                  ("fuel", fuel, _MAX_FUEL)):
             v = _as_int(value, name)
             if v < 1:
                 raise DotjsonValueError(f"Invalid {name}: expected a positive integer, got {v}")
+            if most is not None and v > most:
+                raise DotjsonValueError(
+                    f"Invalid {name}: expected a positive integer at most {most}, got {v}"
+                    + (" (state ids are 31-bit)" if name == "max_states" else " (a 64-bit counter)"))
         self._ir = grammar
         self._vocab = vocabulary
         self._tries = vocabulary.tries

@@ -71,6 +71,9 @@ _KNOWN_EOS = (
 #: about 262,000; every id costs memory up front (a byte of kind, 8 bytes of offset, a list slot)
 #: and one bit in every mask, so a stray id like ``10**9`` is refused rather than allocated.
 MAX_VOCAB_SIZE = 1 << 22
+#: Most bytes one token may emit. The walk clamps counted repetitions at one past the longest
+#: token, in 16 bits; real tokens are at most a few hundred bytes.
+MAX_TOKEN_BYTES = 65534
 
 _BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>\Z")
 
@@ -571,7 +574,12 @@ class Vocabulary:
             if kinds[i] != _ABSENT:
                 raise VocabularyError(f"Invalid from_tuples input: duplicate token id {i}")
             if isinstance(t, str):
-                t = t.encode("utf-8")
+                try:
+                    t = t.encode("utf-8")
+                except UnicodeEncodeError as e:
+                    raise VocabularyError(
+                        f"Invalid token for id {i}: {t!r} holds the lone surrogate U+{ord(t[e.start]):04X} "
+                        f"at index {e.start}; expected text UTF-8 can encode, or the token's bytes") from None
             elif isinstance(t, (bytes, bytearray, memoryview)):
                 t = bytes(t)
             else:
@@ -599,6 +607,11 @@ class Vocabulary:
     @classmethod
     def _from_packed(cls, blob: bytes, lens: np.ndarray, kinds: np.ndarray, eos: tuple[int, ...],
                      token_list: list[bytes] | None) -> "Vocabulary":
+        if lens.shape[0] and int(lens.max()) > MAX_TOKEN_BYTES:
+            i = int(np.argmax(lens))
+            raise VocabularyError(
+                f"Invalid token for id {i}: it emits {int(lens[i])} bytes, expected at most "
+                f"{MAX_TOKEN_BYTES} (MAX_TOKEN_BYTES)")
         offsets = np.zeros(lens.shape[0] + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
         arr = np.frombuffer(blob, dtype=np.uint8).copy()
@@ -1084,5 +1097,7 @@ def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
             bad(f"{name} trie structure (code {d}): its paths do not spell its tokens")
         deepest = max(deepest, int(d))
     longest = int(lens[want].max()) if want.size else 0
+    if tries.max_len > MAX_TOKEN_BYTES:
+        bad(f"max_len {tries.max_len}: expected at most {MAX_TOKEN_BYTES} (MAX_TOKEN_BYTES)")
     if tries.max_len != longest or deepest != longest:
         bad(f"max_len {tries.max_len}: the longest emittable token has {longest} bytes")

@@ -930,3 +930,58 @@ def test_empty_and_nul_paths_are_refused(index, tmp_path, monkeypatch, path):
             with pytest.raises(DotjsonValueError, match=rf"Invalid path: {want}, got {re.escape(repr(path))}"):
                 call(path)
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- raw exceptions, named
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"resources": 5}, DotjsonTypeError, r"Invalid resources: expected a mapping of URI \(str\) to schema, got int"),
+        ({"resources": [{}]}, DotjsonTypeError, r"Invalid resources: expected a mapping of URI \(str\) to schema, got list"),
+        ({"resources": {1: {}}}, DotjsonTypeError, r"Invalid resources: expected URI keys \(str\), got the key 1"),
+        ({"resources": {"urn:x": "{"}}, SchemaError, r"resource 'urn:x': schema is not valid JSON"),
+        ({"max_states": 10**30}, DotjsonValueError, r"Invalid max_states: expected a positive integer at most 2147483647, got 10{30} \(state ids are 31-bit\)"),
+        ({"fuel": 2**62}, DotjsonValueError, r"Invalid fuel: expected a positive integer at most 4611686018427387903"),
+    ],
+)
+def test_index_options_out_of_range_are_named_errors(smollm2_vocab, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        Index(SCHEMA, smollm2_vocab, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "doc, match",
+    [
+        (None, r"Invalid doc: expected text \(str or bytes\) or a sequence of token ids \(a list, tuple, 1-D array or tensor of integers\), got NoneType"),
+        ({"a": 1}, r"got dict"),
+        (5, r"got int"),
+        (np.int64(5), r"got a 0-d int64"),
+        ([[1, 2]], r"Invalid doc: expected integer token ids, got \[1, 2\] at index 0"),
+        (["{", 5], r"expected integer token ids, got '\{' at index 0"),
+        ([1, 1.5], r"got 1\.5 at index 1"),
+        ([True], r"got True at index 0"),
+        (np.array([1.0, 2.0]), r"got 1\.0 at index 0"),
+    ],
+)
+def test_check_refuses_what_is_neither_text_nor_token_ids(index, doc, match):
+    with pytest.raises(DotjsonTypeError, match=match):
+        index.check(doc)
+    t = token_of(index.vocabulary, b'{"')
+    assert index.check(np.array([t])).reason == "incomplete" and index.check((t,)).reason == "incomplete"
+
+
+def test_vocabulary_tokens_that_cannot_be_held_are_refused():
+    with pytest.raises(VocabularyError, match=r"Invalid token for id 0: 'a\\ud800' holds the lone surrogate U\+D800 at index 1"):
+        Vocabulary.from_tuples(["a\ud800"], [0], [1])
+    singles = [bytes([b]) for b in range(256)]
+    with pytest.raises(VocabularyError, match=r"Invalid token for id 256: it emits 65535 bytes, expected at most 65534 \(MAX_TOKEN_BYTES\)"):
+        Vocabulary.from_tuples(singles + [b"a" * 65535], list(range(257)), [300])
+    # the longest allowed token masks: the walk's clamp limit is one past it, within 16 bits
+    v = Vocabulary.from_tuples(singles + [b"a" * 65534], list(range(257)), [300])
+    ts = Guide(Index({"type": "string"}, v)).get_start_tokensets()
+    assert ts.contains(ord('"'))[0] and not ts.contains(256)[0]
+    g = Guide(Index({"type": "string", "maxLength": 70000}, v))
+    g.get_start_tokensets()
+    assert g.get_next_tokensets([ord('"')]).contains(256)[0]

@@ -33,10 +33,11 @@ recursive schemas work to any depth.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from decimal import Decimal
 
 from dotjson import ir
-from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError  # noqa: F401
+from dotjson.errors import DotjsonTypeError, LimitExceededError, SchemaError, UnsupportedSchemaError  # noqa: F401
 from dotjson.ir import EMPTY, seq
 from dotjson.ir.analysis import Analysis
 from dotjson.jsonschema.compiler import Compiler
@@ -136,8 +137,20 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     if whitespace not in WHITESPACE_MODES:
         raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
     schema = _load(schema)
-    if resources:
-        resources = {k: _load(v) for k, v in resources.items()}
+    if resources is not None:
+        if not isinstance(resources, Mapping):
+            raise DotjsonTypeError(
+                f"Invalid resources: expected a mapping of URI (str) to schema, got {type(resources).__name__}")
+        for k in resources:
+            if not isinstance(k, str):
+                raise DotjsonTypeError(f"Invalid resources: expected URI keys (str), got the key {k!r}")
+        loaded = {}
+        for k, v in resources.items():
+            try:
+                loaded[k] = _load(v)
+            except SchemaError as e:
+                raise SchemaError(f"resource {k!r}: {e}") from None
+        resources = loaded
     try:
         tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                       lenient=lenient, resources=resources, property_order=property_order)

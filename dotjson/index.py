@@ -44,10 +44,17 @@ _MAX_FUEL = (1 << 62) - 1
 #: can finish from, the tokens can finish from too (every byte-level BPE vocabulary; byte
 #: fallback). Any other vocabulary's start state is searched (``_check_start_live``).
 _UTF8_BYTES = np.array([b for b in range(256) if not (0xC0 <= b <= 0xC1 or b >= 0xF5)])
-#: The start search's budget: masks computed and token transitions followed. Past it the
-#: vocabulary is presumed able to finish (the search proves only deadness, never liveness).
-_LIVE_MASKS = 256
-_LIVE_STEPS = 4096
+#: A JSON document can always be written in printable ASCII: whitespace is optional and every
+#: string (values, keys, pattern languages) admits ``\u`` escapes for any character, so a
+#: schema's index only needs these as one-byte tokens (SmolLM2 lacks 0x04, 0xF1 and others).
+_JSON_BYTES = np.arange(0x20, 0x7F)
+#: The start search's budget, scaled by the vocabulary (a mask costs about one step per id):
+#: masks computed and token transitions followed, at least 32 and 2,048 (32 masks of a 128k
+#: vocabulary take a few ms). Past it the vocabulary is presumed able to finish (the search
+#: proves only deadness, never liveness).
+_LIVE_WORK = 1 << 22
+#: States the byte-level search (over the one-byte tokens alone) may visit first.
+_LIVE_BYTE_STATES = 1024
 
 #: Counter-carrying state ids (see :mod:`dotjson.automaton.counters`): ``_VIRT | (offset +
 #: _C_BIAS) << 31 | shape``, the shape an automaton state, the offset what its marker counter's
@@ -335,9 +342,9 @@ class Index:
     def _check_start_live(self) -> None:
         """Refuse a vocabulary that cannot write any document of the grammar.
 
-        Free for a vocabulary holding a one-byte token for every UTF-8 byte (see
-        ``_UTF8_BYTES``). Otherwise a depth-first search over token transitions from the start
-        state, within ``_LIVE_MASKS`` masks and ``_LIVE_STEPS`` transitions, looks for a state
+        Free for a vocabulary holding a one-byte token for every byte a document may need
+        (``_JSON_BYTES`` for a schema's index, ``_UTF8_BYTES`` for a grammar's). Otherwise a depth-first search over token transitions from the start
+        state, within a budget of masks and transitions scaled by the vocabulary (``_LIVE_WORK``), looks for a state
         that may end; when it exhausts every state reachable without finding one, no token
         sequence finishes a document and :class:`~dotjson.errors.VocabularyError` says so.
         A budget hit (the search's or the index's ``max_states``) ends the search silently:
@@ -354,18 +361,26 @@ class Index:
             nodes = t.child_node[lo:hi]
             has_token = t.tok_ptr[nodes + 1] > t.tok_ptr[nodes]
             singles[t.child_byte[lo:hi][has_token]] = True
-        if singles[_UTF8_BYTES].all():
+        needed = _JSON_BYTES if self._options.get("source") == "schema" else _UTF8_BYTES
+        if singles[needed].all():
+            return
+        try:
+            if self._finishes_byte_by_byte(singles):
+                return
+        except LimitExceededError:
             return
         start = self.initial_state
         seen = {start}
         stack = [start]
         n_masks = n_steps = 0
+        n_ids = max(1, self._vocab.max_token_id())
+        most_masks, most_steps = max(32, _LIVE_WORK // n_ids), max(2048, (_LIVE_WORK >> 6) // n_ids * 64)
         try:
             while stack:
                 s = stack.pop()
                 if self.is_accepting(s):
                     return
-                if n_masks >= _LIVE_MASKS:
+                if n_masks >= most_masks:
                     return
                 n_masks += 1
                 bits = self.mask(s)
@@ -374,22 +389,50 @@ class Index:
                     if t in self._eos_set:
                         continue
                     n_steps += 1
-                    if n_steps > _LIVE_STEPS:
+                    if n_steps > most_steps:
                         return
                     nxt = self.next_state(s, t)
                     if nxt >= 0 and nxt not in seen:
+                        if self.is_accepting(nxt):
+                            return
                         seen.add(nxt)
                         stack.append(nxt)
         except LimitExceededError:
             return
         first = "allows no token" if len(seen) == 1 else (
             f"leads to {len(seen)} states, none of which may end the document")
-        missing = int((~singles[_UTF8_BYTES]).sum())
+        missing = int((~singles[needed]).sum())
+        what = "printable ASCII" if needed is _JSON_BYTES else "UTF-8"
         raise VocabularyError(
             f"Invalid vocabulary for this index: its tokens cannot spell any complete document of "
-            f"the grammar (the start state {first}; of the {len(_UTF8_BYTES)} UTF-8 bytes, {missing} "
+            f"the grammar (the start state {first}; of the {len(needed)} {what} bytes, {missing} "
             f"have no one-byte token); expected a vocabulary that can write a valid document"
         )
+
+    def _finishes_byte_by_byte(self, singles: np.ndarray) -> bool:
+        """Whether some document is spelled by one-byte tokens alone (``singles``): a
+        breadth-first search over the automaton's byte transitions (microseconds a state, no
+        mask), within ``_LIVE_BYTE_STATES`` states. ``True`` proves the start live; ``False``
+        proves nothing."""
+        a = self._auto
+        start = a.start
+        if a.accepting[start]:
+            return True
+        byte_ids = np.flatnonzero(singles)
+        seen = {start}
+        queue = [start]
+        for s in queue:  # (the list grows as it is read: a FIFO)
+            a.fill_row(s)
+            row = a.trans[s]
+            for t in np.unique(row[byte_ids]).tolist():
+                if t >= 0 and t not in seen:
+                    if a.accepting[t]:
+                        return True
+                    if len(seen) >= _LIVE_BYTE_STATES:
+                        return False
+                    seen.add(t)
+                    queue.append(t)
+        return False
 
     # ------------------------------------------------------------------ public properties
 

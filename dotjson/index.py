@@ -19,6 +19,7 @@ from . import ir
 from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, EmptyLanguageError, plain_seq_arrays, utf8_sequences
 from .automaton import counters as _ctr
+from ._config import MAX_STORE_BYTES
 from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
 from .vocabulary import Vocabulary
 from .errors import (
@@ -125,6 +126,9 @@ class Index:
         Most memory for memoized masks. When full, the memo is emptied and refilled on demand.
     fuel : int, default 200_000
         Derivative steps allowed to one emptiness search (patterns intersected with lengths).
+    max_store_bytes : int, default 2 GiB
+        Most memory for the automaton's store (its terms, states and transition rows), checked
+        before every growth; past it, :class:`LimitExceededError`.
 
     Raises
     ------
@@ -157,6 +161,7 @@ class Index:
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
+        max_store_bytes: int = MAX_STORE_BYTES,
     ):
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -189,7 +194,7 @@ class Index:
             "whitespace": whitespace,
         }
         try:
-            self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+            self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel, max_store_bytes=max_store_bytes)
         except EmptyLanguageError:
             raise SchemaError(EMPTY_LANGUAGE, pointer="") from None
         except GrammarError as exc:
@@ -209,13 +214,14 @@ class Index:
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
+        max_store_bytes: int = MAX_STORE_BYTES,
     ) -> "Index":
         """An index for a grammar already in the internal form (:mod:`dotjson.ir`)."""
         if not isinstance(grammar, ir.Grammar):
             raise DotjsonTypeError(f"Invalid grammar: expected a dotjson.ir.Grammar, got {type(grammar).__name__}")
         self = cls.__new__(cls)
         self._options = {"source": "grammar"}
-        self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+        self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel, max_store_bytes=max_store_bytes)
         self._check_start_live()
         return self
 
@@ -229,7 +235,7 @@ class Index:
             Lark grammar text.
         vocabulary : dotjson.Vocabulary
         **options
-            ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+            ``max_states``, ``max_cache_bytes``, ``fuel``, ``max_store_bytes`` as for :class:`Index`.
         """
         from .grammar import load_lark
 
@@ -250,7 +256,7 @@ class Index:
             A regular expression (ECMA-262 / Python common syntax); the whole output must match.
         vocabulary : dotjson.Vocabulary
         **options
-            ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+            ``max_states``, ``max_cache_bytes``, ``fuel``, ``max_store_bytes`` as for :class:`Index`.
         """
         from .regex import regex_to_grammar
 
@@ -297,10 +303,11 @@ class Index:
                 f"pydantic.BaseModel with model_json_schema()), got {model!r}")
         return cls(_pydantic_schema(model), vocabulary, disallow_whitespace, **options)
 
-    def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None):
+    def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None,
+               max_store_bytes=MAX_STORE_BYTES):
         _check_vocabulary(vocabulary)
         for name, value, most in (("max_states", max_states, _MAX_STATES), ("max_cache_bytes", max_cache_bytes, None),
-                                  ("fuel", fuel, _MAX_FUEL)):
+                                  ("fuel", fuel, _MAX_FUEL), ("max_store_bytes", max_store_bytes, None)):
             v = _as_int(value, name)
             if v < 1:
                 raise DotjsonValueError(f"Invalid {name}: expected a positive integer, got {v}")
@@ -322,7 +329,7 @@ class Index:
         self._eos, self._eos_set = _eos_of(vocabulary.eos_token_ids)
         self._max_cache_bytes = int(max_cache_bytes)
         self._auto = automaton if automaton is not None else Automaton(
-            grammar, max_states=max_states, fuel=fuel
+            grammar, max_states=max_states, fuel=fuel, max_store_bytes=max_store_bytes
         )
         self._lock = self._auto.lock
         # one row to start with (an index often serves one mask first; 16 rows of a 128k

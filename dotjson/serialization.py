@@ -26,8 +26,10 @@ import hashlib
 import io
 import json
 import os
+import struct
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -270,13 +272,17 @@ def _load_npz(blob: bytes) -> dict[str, np.ndarray]:
         Anything else: a compressed or oversized member, a header that disagrees with its
         member's size, an object dtype, a zip that is not one.
     """
+    try:
+        return _read_npz(blob)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, struct.error, zlib.error) as e:
+        # (a member whose bytes fail its CRC, a truncated directory: zipfile's own exceptions)
+        raise ValueError(f"arrays.npz is not a readable zip file ({type(e).__name__}: {e})") from None
+
+
+def _read_npz(blob: bytes) -> dict[str, np.ndarray]:
     fmt = np.lib.format
     out: dict[str, np.ndarray] = {}
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(blob))
-    except zipfile.BadZipFile as e:
-        raise ValueError(f"arrays.npz is not a zip file ({e})") from None
-    with zf:
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
         for info in zf.infolist():
             name = info.filename
             if not name.endswith(".npy") or name[:-4] in out:

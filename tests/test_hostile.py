@@ -985,3 +985,77 @@ def test_vocabulary_tokens_that_cannot_be_held_are_refused():
     g = Guide(Index({"type": "string", "maxLength": 70000}, v))
     g.get_start_tokensets()
     assert g.get_next_tokensets([ord('"')]).contains(256)[0]
+
+
+# --------------------------------------------------------------------------- memory budgets
+
+
+def _peak(f):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = f()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_huge_property_name_stops_at_the_store_budget_and_leaves_the_index_usable(smollm2_vocab):
+    n = 300_000
+    budget = 32 << 20
+    ix = Index({"type": "object", "properties": {"a" * n: {"type": "integer"}}}, smollm2_vocab, max_store_bytes=budget)
+    start = Guide(ix).get_start_tokensets()
+    assert ix.accepts("{}")
+
+    def walk():
+        with pytest.raises(LimitExceededError, match=r"the automaton's store would grow to \d+ MiB \(\d+ states, \d+ terms\), past its budget of 32 MiB \(Index option max_store_bytes\)"):
+            ix.accepts('{"' + "a" * n + '":1}')
+
+    _, peak = _peak(walk)
+    assert peak < 3 * budget, peak
+    # what was built before the budget ran out still answers (a new state needs room it lacks)
+    assert ix.accepts("{}") and ix.is_prefix('{"' + "a" * 1000)
+    np.testing.assert_array_equal(Guide(ix).get_start_tokensets().bits, start.bits)
+    with pytest.raises(DotjsonValueError, match=r"Invalid max_store_bytes: expected a positive integer, got 0"):
+        Index(SCHEMA, smollm2_vocab, max_store_bytes=0)
+
+
+def test_an_intersection_of_many_patterns_stops_at_the_store_budget(smollm2_vocab):
+    pats = [{"pattern": f"^[a-j]*{'abcdefghij'[i % 10]}[a-j]{{{i % 7 + 2}}}$"} for i in range(50)]
+    budget = 32 << 20
+
+    def build():
+        with pytest.raises(LimitExceededError, match=r"(past its budget of 32 MiB \(Index option max_store_bytes\)|exceeded its fuel)"):
+            Guide(Index({"type": "string", "allOf": pats}, smollm2_vocab, max_store_bytes=budget)).get_start_tokensets()
+
+    _, peak = _peak(build)
+    assert peak < 3 * budget, peak
+
+
+def test_the_store_budget_survives_a_save(tmp_path, smollm2_vocab):
+    ix = Index(SCHEMA, smollm2_vocab, max_store_bytes=48 << 20)
+    ix.serialize_to_disk(tmp_path / "i")
+    assert Index.deserialize_from_disk(tmp_path / "i")._auto.max_store_bytes == 48 << 20
+
+
+# --------------------------------------------------------------------------- found by perf/fuzz_hostile.py
+
+
+@pytest.mark.parametrize("pattern", [["a"], {"a": 1}])
+def test_a_pattern_that_is_not_a_string_is_a_schema_error(smollm2_vocab, pattern):
+    # fuzz schema seeds 1141, 1486: the regex cache was asked first (TypeError: unhashable)
+    with pytest.raises(SchemaError, match=r"pattern must be a string at /pattern"):
+        Index({"type": "string", "pattern": pattern}, smollm2_vocab)
+    with pytest.raises(SchemaError, match=r"pattern must be a string at /allOf/0/pattern"):
+        Index({"allOf": [{"pattern": pattern}]}, smollm2_vocab)
+
+
+def test_a_resigned_npz_member_failing_its_crc_is_refused(saved_dir):
+    # fuzz index-file seed 25: zipfile's BadZipFile (CRC-32) escaped as a raw exception
+    blob = bytearray((saved_dir / "arrays.npz").read_bytes())
+    i = blob.index(b"\x93NUMPY") + 200  # inside the first member's data
+    blob[i] ^= 0xFF
+    _resign_arrays(saved_dir, bytes(blob))
+    with pytest.raises(IndexFormatError, match=r"is corrupt: arrays\.npz is not a readable zip file \(BadZipFile: Bad CRC-32"):
+        Index.deserialize_from_disk(saved_dir)

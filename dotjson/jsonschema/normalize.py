@@ -914,15 +914,15 @@ class Normalizer:
         return tuple(dict.fromkeys(out))
 
     def regex(self, pattern, where, kw):
+        if not isinstance(pattern, str):  # (before the caches: a list is not even hashable)
+            raise SchemaError(f"{kw} must be a string", where, kw)
         hit = self.regex_cache.get(pattern)
         if hit is not None:
             return hit
-        hit = _REGEX_CACHE.get(pattern) if isinstance(pattern, str) else None
+        hit = _REGEX_CACHE.get(pattern)
         if hit is not None:
             self.regex_cache[pattern] = hit
             return hit
-        if not isinstance(pattern, str):
-            raise SchemaError(f"{kw} must be a string", where, kw)
         from dotjson.regex import regex_to_ir
 
         try:

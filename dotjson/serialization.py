@@ -28,6 +28,7 @@ import json
 import os
 import struct
 import tempfile
+import tokenize
 import zipfile
 import zlib
 from pathlib import Path
@@ -274,8 +275,10 @@ def _load_npz(blob: bytes) -> dict[str, np.ndarray]:
     """
     try:
         return _read_npz(blob)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, struct.error, zlib.error) as e:
-        # (a member whose bytes fail its CRC, a truncated directory: zipfile's own exceptions)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, struct.error, zlib.error,
+            tokenize.TokenError, SyntaxError) as e:
+        # (a member whose bytes fail its CRC, a truncated directory: zipfile's own exceptions;
+        # a .npy header that is not a Python literal: numpy's header parser's)
         raise ValueError(f"arrays.npz is not a readable zip file ({type(e).__name__}: {e})") from None
 
 

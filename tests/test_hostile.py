@@ -1059,3 +1059,30 @@ def test_a_resigned_npz_member_failing_its_crc_is_refused(saved_dir):
     _resign_arrays(saved_dir, bytes(blob))
     with pytest.raises(IndexFormatError, match=r"is corrupt: arrays\.npz is not a readable zip file \(BadZipFile: Bad CRC-32"):
         Index.deserialize_from_disk(saved_dir)
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        # fuzz schema seed 5275: an exponent past Decimal's range raised decimal.InvalidOperation
+        ('{"maximum": -92233721e999999999036854775809}', r"the number -92233721e999999999036854775809 is out of range"),
+        # more than 4,300 digits: Python's int() refuses them (ValueError); the number stays exact
+        ('{"maximum": 1' + "0" * 20000 + "}", r"maximum: the number 10000000000000000000…0000000000 has 20001 digits written out"),
+    ],
+)
+def test_numbers_json_text_cannot_hold_are_schema_errors(smollm2_vocab, text, match):
+    from dotjson.errors import UnsupportedSchemaError
+
+    with pytest.raises(UnsupportedSchemaError, match=match):
+        Index(text, smollm2_vocab)
+
+
+def test_five_thousand_digit_numbers_in_schema_text_are_read_exactly(smollm2_vocab):
+    # past the number automaton's 4,000 states: a named limit, not Python's int() ValueError
+    big, big1 = "1" + "0" * 5000, "1" + "0" * 4999 + "1"  # (str(int) refuses 4,300+ digits)
+    with pytest.raises(SchemaError, match=r"numeric bounds too large to compile at /"):
+        Index('{"type": "integer", "minimum": %s, "maximum": %s}' % (big, big1), smollm2_vocab)
+    with pytest.raises(SchemaError, match=r"numeric bounds too large to compile at /"):
+        Index('{"enum": [%s]}' % big, smollm2_vocab)
+    ix = Index('{"enum": [%s]}' % big[:99], smollm2_vocab)  # a literal: written directly
+    assert ix.accepts(big[:99]) and not ix.accepts(big1[:98] + "1")

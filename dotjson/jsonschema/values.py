@@ -119,8 +119,11 @@ def _dec(v) -> Decimal:
         _, digits, exp = d.as_tuple()
         n = max(len(digits), -exp) + max(exp, 0)
         if n > MAX_NUMBER_DIGITS:
+            shown = str(d)
+            if len(shown) > 40:
+                shown = f"{shown[:20]}…{shown[-10:]}"
             raise UnsupportedSchemaError(
-                f"the number {d} has {n} digits written out: more than {MAX_NUMBER_DIGITS} (MAX_NUMBER_DIGITS)")
+                f"the number {shown} has {n} digits written out: more than {MAX_NUMBER_DIGITS} (MAX_NUMBER_DIGITS)")
     return d
 
 

@@ -6,7 +6,10 @@ corrupt saved file is refused before a kernel sees it. Each case asserts the exa
 that could crash the interpreter if a check regressed (a hostile saved vocabulary reaching the
 trie walk) run in a subprocess. The items of issue 14 that live in the schema compiler and the
 automaton (recursion limits, deep and wide schemas, enum and repetition costs) are tested by
-their own suites.
+their own suites. Issue 31's round: numbers exact at any precision (a property test against
+Python's fractions), logits rows that share memory, vocabularies that cannot write a document,
+hostile index directories (FIFOs, device links, oversized and compressed members, lying
+``.npy`` headers), memory budgets, and the raw exceptions ``perf/fuzz_hostile.py`` found.
 """
 
 from __future__ import annotations

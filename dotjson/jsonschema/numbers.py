@@ -492,6 +492,9 @@ class NumberBuilder:
         shared_key = key + (self.syntactic_int,)
         hit = _NUMBER_LANGUAGES.get(shared_key)
         if hit is not None:
+            # as if built here (a build counts one name): rule names, and so index.grammar, do
+            # not depend on what this process compiled before
+            self.counter += 1
             self.number_cache[key] = hit
             return hit
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lox or hix))):

@@ -7,3 +7,8 @@ from __future__ import annotations
 NJIT_OPTS = dict(cache=True, nogil=True)
 #: Options for kernels that pay for threads (masking large batched buffers).
 NJIT_PARALLEL_OPTS = dict(cache=True, nogil=True, parallel=True)
+#: Default budget of one automaton's store (term, state and memo arrays), the Index option
+#: ``max_store_bytes``: a state costs ~1-4 KiB (its 256-entry transition row and its terms), so
+#: 2 GiB holds several hundred thousand states. Checked before every growth, so a hostile
+#: schema (a 1 MB literal, an intersection of 50 patterns) stops at a bounded size.
+MAX_STORE_BYTES = 2 << 30

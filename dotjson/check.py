@@ -144,7 +144,28 @@ def check(index, doc) -> CheckResult:
         if auto.accepting[s]:
             return CheckResult(True, "ok", n, None, data)
         return CheckResult(False, "incomplete", n, None, data, expected_bytes(auto, s))
-    return _check_tokens(index, auto, [int(t) for t in doc])
+    return _check_tokens(index, auto, _token_ids(doc))
+
+
+def _token_ids(doc) -> list[int]:
+    """``doc`` as a list of token ids: a list, tuple, 1-D array or tensor of integers."""
+    from .errors import DotjsonTypeError
+
+    kinds = "text (str or bytes) or a sequence of token ids (a list, tuple, 1-D array or tensor of integers)"
+    if isinstance(doc, (list, tuple)):
+        seq = doc
+    elif hasattr(doc, "tolist") and hasattr(doc, "shape"):  # NumPy arrays, torch tensors
+        seq = doc.tolist()
+        if not isinstance(seq, list):
+            raise DotjsonTypeError(f"Invalid doc: expected {kinds}, got a 0-d {type(doc).__name__}")
+    else:
+        raise DotjsonTypeError(f"Invalid doc: expected {kinds}, got {type(doc).__name__}")
+    out = []
+    for i, t in enumerate(seq):
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+            raise DotjsonTypeError(f"Invalid doc: expected integer token ids, got {t!r} at index {i}")
+        out.append(int(t))
+    return out
 
 
 def _check_tokens(index, auto, ids: list[int]) -> CheckResult:

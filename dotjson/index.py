@@ -19,6 +19,7 @@ from . import ir
 from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, EmptyLanguageError, plain_seq_arrays, utf8_sequences
 from .automaton import counters as _ctr
+from ._config import MAX_STORE_BYTES
 from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
 from .vocabulary import Vocabulary
 from .errors import (
@@ -28,10 +29,33 @@ from .errors import (
     GrammarError,
     LimitExceededError,
     SchemaError,
+    VocabularyError,
 )
 
 #: State of a row after EOS was sampled.
 FINISHED = -3
+
+#: The largest ``max_states`` and ``fuel`` an index accepts (the kernels count in 64 bits and
+#: number states in 31).
+_MAX_STATES = (1 << 31) - 1
+_MAX_FUEL = (1 << 62) - 1
+
+#: The bytes of well-formed UTF-8 (0xC0, 0xC1 and 0xF5-0xFF never occur in it). A vocabulary
+#: with a one-byte token for each writes every text byte by byte, so every state the automaton
+#: can finish from, the tokens can finish from too (every byte-level BPE vocabulary; byte
+#: fallback). Any other vocabulary's start state is searched (``_check_start_live``).
+_UTF8_BYTES = np.array([b for b in range(256) if not (0xC0 <= b <= 0xC1 or b >= 0xF5)])
+#: A JSON document can always be written in printable ASCII: whitespace is optional and every
+#: string (values, keys, pattern languages) admits ``\u`` escapes for any character, so a
+#: schema's index only needs these as one-byte tokens (SmolLM2 lacks 0x04, 0xF1 and others).
+_JSON_BYTES = np.arange(0x20, 0x7F)
+#: The start search's budget, scaled by the vocabulary (a mask costs about one step per id):
+#: masks computed and token transitions followed, at least 32 and 2,048 (32 masks of a 128k
+#: vocabulary take a few ms). Past it the vocabulary is presumed able to finish (the search
+#: proves only deadness, never liveness).
+_LIVE_WORK = 1 << 22
+#: States the byte-level search (over the one-byte tokens alone) may visit first.
+_LIVE_BYTE_STATES = 1024
 
 #: Counter-carrying state ids (see :mod:`dotjson.automaton.counters`): ``_VIRT | (offset +
 #: _C_BIAS) << 31 | shape``, the shape an automaton state, the offset what its marker counter's
@@ -111,6 +135,9 @@ class Index:
     max_reasoning_chars : int, optional
         With ``reasoning``: at most this many characters of reasoning (default: unbounded;
         unbounded text is one automaton state, a bound costs a state per character).
+    max_store_bytes : int, default 2 GiB
+        Most memory for the automaton's store (its terms, states and transition rows), checked
+        before every growth; past it, :class:`LimitExceededError`.
 
     Raises
     ------
@@ -145,6 +172,7 @@ class Index:
         fuel: int = 200_000,
         reasoning=None,
         max_reasoning_chars: int | None = None,
+        max_store_bytes: int = MAX_STORE_BYTES,
     ):
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -200,13 +228,14 @@ class Index:
             self._options["reasoning"] = [begin, end]
             self._options["max_reasoning_chars"] = max_reasoning_chars
         try:
-            self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+            self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel, max_store_bytes=max_store_bytes)
         except EmptyLanguageError:
             raise SchemaError(EMPTY_LANGUAGE, pointer="") from None
         except GrammarError as exc:
             # The grammar came from the schema: what it cannot do is the schema's (e.g. patterns
             # no string matches together, which leave the language empty).
             raise SchemaError(f"the schema cannot be compiled: {exc}", pointer="") from exc
+        self._check_start_live()
 
     # ------------------------------------------------------------------ constructors
 
@@ -219,13 +248,15 @@ class Index:
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
         fuel: int = 200_000,
+        max_store_bytes: int = MAX_STORE_BYTES,
     ) -> "Index":
         """An index for a grammar already in the internal form (:mod:`dotjson.ir`)."""
         if not isinstance(grammar, ir.Grammar):
             raise DotjsonTypeError(f"Invalid grammar: expected a dotjson.ir.Grammar, got {type(grammar).__name__}")
         self = cls.__new__(cls)
         self._options = {"source": "grammar"}
-        self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel)
+        self._setup(grammar, vocabulary, max_states, max_cache_bytes, fuel, max_store_bytes=max_store_bytes)
+        self._check_start_live()
         return self
 
     @classmethod
@@ -246,7 +277,7 @@ class Index:
         schemas : mapping of str to schema, optional
             Rules defined by a JSON Schema (a dict, JSON text or :class:`~dotjson.JsonSchema`).
         **options
-            ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+            ``max_states``, ``max_cache_bytes``, ``fuel``, ``max_store_bytes`` as for :class:`Index`.
 
         Raises
         ------
@@ -267,8 +298,9 @@ class Index:
         self = cls.__new__(cls)
         self._options = {"source": "lark", "specials": True} if specials else {"source": "lark"}
         grammar_ir = load_lark_with_json(grammar, schemas=schemas)
-        max_states, max_cache_bytes, fuel = _budgets(options)
-        self._setup(grammar_ir, vocabulary, max_states, max_cache_bytes, fuel)
+        max_states, max_cache_bytes, fuel, max_store_bytes = _budgets(options)
+        self._setup(grammar_ir, vocabulary, max_states, max_cache_bytes, fuel, max_store_bytes=max_store_bytes)
+        self._check_start_live()
         return self
 
     @classmethod
@@ -290,7 +322,7 @@ class Index:
         text : bool, default True
             ``False``: calls only, one after another, no text around them.
         **options
-            ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+            ``max_states``, ``max_cache_bytes``, ``fuel``, ``max_store_bytes`` as for :class:`Index`.
 
         A tag's schema is compiled only when its ``begin`` is written; a string value inside a
         call may hold the end tag (it ends the call only after the value). EOS is allowed in
@@ -307,8 +339,9 @@ class Index:
         self._options = {"source": "tags", "max_calls": max_calls}
         if any(isinstance(x, str) and has_special(x) for x in texts):
             self._options["specials"] = True
-        max_states, max_cache_bytes, fuel = _budgets(options)
-        self._setup(g, vocabulary, max_states, max_cache_bytes, fuel)
+        max_states, max_cache_bytes, fuel, max_store_bytes = _budgets(options)
+        self._setup(g, vocabulary, max_states, max_cache_bytes, fuel, max_store_bytes=max_store_bytes)
+        self._check_start_live()
         return self
 
     @classmethod
@@ -351,7 +384,7 @@ class Index:
             A regular expression (ECMA-262 / Python common syntax); the whole output must match.
         vocabulary : dotjson.Vocabulary
         **options
-            ``max_states``, ``max_cache_bytes``, ``fuel`` as for :class:`Index`.
+            ``max_states``, ``max_cache_bytes``, ``fuel``, ``max_store_bytes`` as for :class:`Index`.
         """
         from .regex import regex_to_grammar
 
@@ -398,12 +431,18 @@ class Index:
                 f"pydantic.BaseModel with model_json_schema()), got {model!r}")
         return cls(_pydantic_schema(model), vocabulary, disallow_whitespace, **options)
 
-    def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None):
+    def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None,
+               max_store_bytes=MAX_STORE_BYTES):
         _check_vocabulary(vocabulary)
-        for name, value in (("max_states", max_states), ("max_cache_bytes", max_cache_bytes), ("fuel", fuel)):
+        for name, value, most in (("max_states", max_states, _MAX_STATES), ("max_cache_bytes", max_cache_bytes, None),
+                                  ("fuel", fuel, _MAX_FUEL), ("max_store_bytes", max_store_bytes, None)):
             v = _as_int(value, name)
             if v < 1:
                 raise DotjsonValueError(f"Invalid {name}: expected a positive integer, got {v}")
+            if most is not None and v > most:
+                raise DotjsonValueError(
+                    f"Invalid {name}: expected a positive integer at most {most}, got {v}"
+                    + (" (state ids are 31-bit)" if name == "max_states" else " (a 64-bit counter)"))
         self._ir = grammar
         self._vocab = vocabulary
         self._tries = vocabulary.tries
@@ -418,7 +457,7 @@ class Index:
         self._eos, self._eos_set = _eos_of(vocabulary.eos_token_ids)
         self._max_cache_bytes = int(max_cache_bytes)
         self._auto = automaton if automaton is not None else Automaton(
-            grammar, max_states=max_states, fuel=fuel
+            grammar, max_states=max_states, fuel=fuel, max_store_bytes=max_store_bytes
         )
         self._lock = self._auto.lock
         # one row to start with (an index often serves one mask first; 16 rows of a 128k
@@ -434,6 +473,104 @@ class Index:
         self._virt: dict[int, int] = {}  # state without markers -> its id (counter-carrying or itself)
         self._shape_info: dict[int, tuple[int, int, int]] = {}  # successor of a shape -> (marker min, canonical shape, shift)
         self._grammar_text: str | None = None
+
+    def _check_start_live(self) -> None:
+        """Refuse a vocabulary that cannot write any document of the grammar.
+
+        Free for a vocabulary holding a one-byte token for every byte a document may need
+        (``_JSON_BYTES`` for a schema's index, ``_UTF8_BYTES`` for a grammar's). Otherwise a depth-first search over token transitions from the start
+        state, within a budget of masks and transitions scaled by the vocabulary (``_LIVE_WORK``), looks for a state
+        that may end; when it exhausts every state reachable without finding one, no token
+        sequence finishes a document and :class:`~dotjson.errors.VocabularyError` says so.
+        A budget hit (the search's or the index's ``max_states``) ends the search silently:
+        the start state may still be live.
+
+        Raises
+        ------
+        VocabularyError
+            No token sequence from the start reaches a complete document.
+        """
+        singles = np.zeros(256, dtype=bool)
+        for t in (self._tries.plain, self._tries.special):
+            lo, hi = int(t.child_ptr[0]), int(t.child_ptr[1])
+            nodes = t.child_node[lo:hi]
+            has_token = t.tok_ptr[nodes + 1] > t.tok_ptr[nodes]
+            singles[t.child_byte[lo:hi][has_token]] = True
+        # a schema's documents can be written in printable ASCII (any string by \u escapes); text
+        # before it (reasoning) or any grammar may need every UTF-8 byte
+        schema_only = self._options.get("source") == "schema" and "reasoning" not in self._options
+        needed = _JSON_BYTES if schema_only else _UTF8_BYTES
+        if singles[needed].all():
+            return
+        try:
+            if self._finishes_byte_by_byte(singles):
+                return
+        except LimitExceededError:
+            return
+        start = self.initial_state
+        seen = {start}
+        stack = [start]
+        n_masks = n_steps = 0
+        n_ids = max(1, self._vocab.max_token_id())
+        most_masks, most_steps = max(32, _LIVE_WORK // n_ids), max(2048, (_LIVE_WORK >> 6) // n_ids * 64)
+        try:
+            while stack:
+                s = stack.pop()
+                if self.is_accepting(s):
+                    return
+                if n_masks >= most_masks:
+                    return
+                n_masks += 1
+                bits = self.mask(s)
+                ids = np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little"))
+                for t in ids.tolist():
+                    if t in self._eos_set:
+                        continue
+                    n_steps += 1
+                    if n_steps > most_steps:
+                        return
+                    nxt = self.next_state(s, t)
+                    if nxt >= 0 and nxt not in seen:
+                        if self.is_accepting(nxt):
+                            return
+                        seen.add(nxt)
+                        stack.append(nxt)
+        except LimitExceededError:
+            return
+        first = "allows no token" if len(seen) == 1 else (
+            f"leads to {len(seen)} states, none of which may end the document")
+        missing = int((~singles[needed]).sum())
+        what = "printable ASCII" if needed is _JSON_BYTES else "UTF-8"
+        raise VocabularyError(
+            f"Invalid vocabulary for this index: its tokens cannot spell any complete document of "
+            f"the grammar (the start state {first}; of the {len(needed)} {what} bytes, {missing} "
+            f"have no one-byte token); expected a vocabulary that can write a valid document"
+        )
+
+    def _finishes_byte_by_byte(self, singles: np.ndarray) -> bool:
+        """Whether some document is spelled by one-byte tokens alone (``singles``): a
+        breadth-first search over the automaton's byte transitions (microseconds a state, no
+        mask), within ``_LIVE_BYTE_STATES`` states. ``True`` proves the start live; ``False``
+        proves nothing."""
+        a = self._auto
+        start = a.start
+        if a.accepting[start]:
+            return True
+        byte_ids = np.flatnonzero(singles)
+        seen = {start}
+        queue = [start]
+        for s in queue:  # (the list grows as it is read: a FIFO)
+            a.fill_row(s)
+            row = a.trans[s]
+            for t in np.unique(row[byte_ids]).tolist():
+                if t >= 0 and t not in seen:
+                    if a.accepting[t]:
+                        return True
+                    if len(seen) >= _LIVE_BYTE_STATES:
+                        return False
+                    seen.add(t)
+                    queue.append(t)
+        return False
 
     # ------------------------------------------------------------------ public properties
 
@@ -953,11 +1090,12 @@ def _eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
 def _budgets(options: dict) -> tuple:
     """``max_states``, ``max_cache_bytes``, ``fuel`` of a constructor's ``**options``; anything
     else is an error naming it."""
-    bad = sorted(set(options) - {"max_states", "max_cache_bytes", "fuel"})
+    bad = sorted(set(options) - {"max_states", "max_cache_bytes", "fuel", "max_store_bytes"})
     if bad:
-        raise DotjsonTypeError(f"Invalid option {bad[0]!r}: expected max_states, max_cache_bytes or fuel")
+        raise DotjsonTypeError(f"Invalid option {bad[0]!r}: expected max_states, max_cache_bytes, fuel "
+                               "or max_store_bytes")
     return (options.get("max_states", 1_000_000), options.get("max_cache_bytes", 1 << 30),
-            options.get("fuel", 200_000))
+            options.get("fuel", 200_000), options.get("max_store_bytes", MAX_STORE_BYTES))
 
 
 def _as_int(x, what: str) -> int:

@@ -100,6 +100,116 @@ def _invalid(what: str, expected: str, got) -> str:
     return f"Invalid {what}: expected {expected}, got {got}"
 
 
+def _overlap_2d(batch: int, width: int, rs: int, cs: int, item: int) -> bool:
+    """Whether two distinct elements of a ``(batch, width)`` view with byte strides ``(rs, cs)``
+    and items of ``item`` bytes share a byte (``torch.expand`` gives ``rs == 0``; an
+    ``as_strided`` view can give rows that overlap by any amount).
+
+    Exact: elements ``(a, b)`` and ``(a + da, b + db)`` overlap when ``|da*rs + db*cs| < item``,
+    and flipping an axis only translates the set of addresses, so the strides' signs do not
+    matter. The common layouts (rows apart, or columns apart as in a transposed buffer) answer
+    at once; any other takes one step per row.
+    """
+    if batch <= 0 or width <= 0:
+        return False
+    rs, cs = abs(rs), abs(cs)
+    if width > 1 and cs < item:
+        return True  # elements of one row overlap (cs == 0: a broadcast row)
+    if batch == 1 or rs >= (width - 1) * cs + item:
+        return False  # rows apart: C order and its slices
+    if width == 1 or cs >= (batch - 1) * rs + item:
+        return rs < item  # columns apart (a transposed buffer): overlap only within a column
+    for da in range(1, batch):
+        x = da * rs
+        k1 = min(x // cs, width - 1)
+        if x - k1 * cs < item or (k1 + 1 < width and (k1 + 1) * cs - x < item):
+            return True
+    return False
+
+
+def _rows_overlap(rows) -> tuple[int, int] | None:
+    """Two rows of a list of 1-D buffers that share memory, ``(r, r)`` for a row overlapping
+    itself, or ``None``. Each row is ``(r, key, pointer, n, stride_bytes, item, array)``:
+    ``key`` separates devices, ``array`` is the NumPy view (``None`` for a device tensor).
+    Rows whose extents are apart answer in one sort; rows that interleave with the same stride
+    are compared element-exactly, NumPy arrays of different strides by ``np.shares_memory``,
+    and device rows of different strides whose extents meet count as overlapping."""
+    spans = []
+    for r, key, ptr, n, st, item, arr in rows:
+        if n > 1 and abs(st) < item:
+            return (r, r)
+        lo = ptr + min(0, (n - 1) * st)
+        hi = ptr + max(0, (n - 1) * st) + item
+        spans.append((key, lo, hi, r, ptr, n, st, item, arr))
+    spans.sort(key=lambda x: x[:4])
+    for i, (key, lo, hi, r, ptr, n, st, item, arr) in enumerate(spans):
+        for key2, lo2, hi2, r2, ptr2, n2, st2, item2, arr2 in spans[i + 1:]:
+            if key2 != key or lo2 >= hi:
+                break
+            if st == st2 and item == item2 and st != 0:
+                meet = _same_stride_meet(ptr2 - ptr, n, n2, st, item)
+            elif arr is not None and arr2 is not None:
+                meet = np.shares_memory(arr, arr2)
+            else:
+                meet = True
+            if meet:
+                return (min(r, r2), max(r, r2))
+    return None
+
+
+def _same_stride_meet(d: int, n1: int, n2: int, st: int, item: int) -> bool:
+    """Whether rows ``p + k*st`` (``k < n1``) and ``p + d + m*st`` (``m < n2``) share a byte."""
+    if st < 0:
+        st, d = -st, -d
+    # elements k and m meet when |d + (m - k)*st| < item, with -(n1 - 1) <= m - k <= n2 - 1
+    lo, hi = -(n1 - 1), n2 - 1
+    j = min(max(-d // st, lo), hi)
+    return any(lo <= t <= hi and abs(d + t * st) < item for t in (j, j + 1))
+
+
+def _overlap_message(batch: int, width: int, strides) -> str:
+    where = "its rows share memory" if batch > 1 else "the elements of its row share memory"
+    return _invalid(
+        "logits",
+        "a buffer whose rows and elements do not share memory (each row is masked with its own "
+        "token set); pass a copy (e.g. .clone() or .copy())",
+        f"a ({batch}, {width}) view with byte strides {tuple(int(x) for x in strides)}: {where} "
+        "(torch expand, broadcast_to or an overlapping as_strided view)",
+    )
+
+
+def _check_rows_apart(prepared) -> None:
+    """Refuse a list of rows two of which share memory (the same row twice, views that
+    overlap): each row must receive its own mask, or one row's mask erases another's tokens."""
+    seen = {}
+    spans = []
+    for r, (kind, row, _dtype, _name) in enumerate(prepared):
+        if kind == "list":
+            other = seen.setdefault(id(row), r)
+            if other != r:
+                raise DotjsonValueError(_invalid(
+                    "logits", "rows that do not share memory (each row gets its own mask)",
+                    f"the same list as rows {other} and {r}"))
+        elif kind == "device":
+            item = row.element_size()
+            spans.append((r, str(row.device), row.data_ptr(), row.shape[0], row.stride(0) * item, item, None))
+        else:
+            spans.append((r, "", row.__array_interface__["data"][0], row.shape[0], row.strides[0],
+                          row.dtype.itemsize, row))
+    if len(spans) > 1 or any(n > 1 and abs(st) < item for _, _, _, n, st, item, _ in spans):
+        hit = _rows_overlap(spans)
+        if hit is not None:
+            a, b = hit
+            got = f"row {a} overlapping itself (byte stride {_row_stride(spans, a)})" if a == b \
+                else f"rows {a} and {b} sharing memory"
+            raise DotjsonValueError(_invalid(
+                "logits", "rows that do not share memory (each row gets its own mask); pass copies", got))
+
+
+def _row_stride(spans, r: int) -> int:
+    return next(st for rr, _, _, _, st, _, _ in spans if rr == r)
+
+
 def _is_tensor(obj) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(obj, torch.Tensor)
@@ -344,6 +454,8 @@ class LogitsProcessor:
         arr = logits.reshape(batch, width) if logits.ndim == 1 else logits
         item = dtype.itemsize
         rs, cs = arr.strides
+        if not arr.flags.c_contiguous and _overlap_2d(batch, width, rs, cs, item):
+            raise DotjsonValueError(_overlap_message(batch, width, (rs, cs)))
         if cs == item and (batch == 1 or (rs % item == 0 and abs(rs) >= width * item)):
             # Every row is contiguous and rows do not overlap: one kernel call over the span
             # from the lowest row to the highest, addressed by per-row start offsets.
@@ -413,6 +525,7 @@ class LogitsProcessor:
             )
         # Check every row before writing any, so a bad row leaves the whole batch untouched.
         prepared = [self._prepare_row(row, r) for r, row in enumerate(rows)]
+        _check_rows_apart(prepared)
         for r, (kind, row, dtype, name) in enumerate(prepared):
             if kind == "list":
                 self._mask_list_row(row, bits[r : r + 1], dtype)
@@ -492,6 +605,12 @@ class LogitsProcessor:
     def _check_tensor_dtype(self, t) -> None:
         import torch
 
+        if t.layout != torch.strided:
+            raise DotjsonTypeError(_invalid(
+                "logits", "a dense (strided) tensor", f"a tensor of layout {t.layout} (masking writes every logit in place)"))
+        if t.device.type == "meta":
+            raise DotjsonValueError(_invalid(
+                "logits", "a tensor with data", "a tensor on the 'meta' device (it holds no values to mask)"))
         ok = {
             torch.float16, torch.float32, torch.float64, torch.bfloat16,
             torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
@@ -529,7 +648,12 @@ class LogitsProcessor:
     def _mask_tensor(self, logits, bits: np.ndarray) -> None:
         if logits.device.type != "cpu":
             self._check_tensor_dtype(logits)
-            self._check_2d(tuple(logits.shape), bits.shape[0])
+            batch, width = self._check_2d(tuple(logits.shape), bits.shape[0])
+            item = logits.element_size()
+            strides = [x * item for x in logits.stride()]
+            rs, cs = (0, strides[0]) if logits.dim() == 1 else strides
+            if _overlap_2d(batch, width, rs, cs, item):
+                raise DotjsonValueError(_overlap_message(batch, width, (rs, cs)))
             self._mask_device(logits, bits, str(logits.dtype))
             return
         arr, name = self._tensor_as_numpy(logits)

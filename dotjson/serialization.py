@@ -26,12 +26,17 @@ import hashlib
 import io
 import json
 import os
+import struct
 import tempfile
+import tokenize
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from . import ir
+from ._files import SizeError, read_regular
 from .automaton import export_state, import_state
 from .errors import DotjsonError, DotjsonOSError, DotjsonTypeError, IndexFormatError
 from .vocabulary import _as_path
@@ -44,6 +49,11 @@ MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "dotjson-index-manifest"
 #: Every file of an index directory, each covered by the manifest.
 INDEX_FILES = ("index.json", "arrays.npz", "vocabulary.bin")
+#: The manifest lists three files: anything larger is not one (read no further).
+MANIFEST_MAX_BYTES = 1 << 16
+#: The largest file a manifest may declare (an index's memoized masks are bounded by its
+#: ``max_cache_bytes``, 1 GiB by default).
+MAX_FILE_BYTES = 1 << 40
 
 
 # ------------------------------------------------------------------------------ IR as JSON
@@ -182,7 +192,7 @@ def read_verified(path: Path, names, where: str) -> dict[str, bytes]:
     """
     mpath = path / MANIFEST
     try:
-        raw = mpath.read_bytes()
+        raw = read_regular(mpath, at_most=MANIFEST_MAX_BYTES)
     except FileNotFoundError:
         raise IndexFormatError(
             f"{where} has no {MANIFEST} ({mpath}): the save was interrupted, or it was written "
@@ -200,7 +210,7 @@ def read_verified(path: Path, names, where: str) -> dict[str, bytes]:
             and set(manifest["files"]) == set(names)
             and all(
                 isinstance(e, dict) and set(e) == {"bytes", "sha256"} and type(e["bytes"]) is int
-                and isinstance(e["sha256"], str)
+                and 0 <= e["bytes"] <= MAX_FILE_BYTES and isinstance(e["sha256"], str)
                 for e in manifest["files"].values()
             )
         )
@@ -216,9 +226,13 @@ def read_verified(path: Path, names, where: str) -> dict[str, bytes]:
         fpath = path / name
         entry = manifest["files"][name]
         try:
-            data = fpath.read_bytes()
+            data = read_regular(fpath, exact=entry["bytes"])  # the declared size, before reading
         except FileNotFoundError:
             raise IndexFormatError(f"{where} is incomplete: {fpath} is missing") from None
+        except SizeError as e:
+            raise IndexFormatError(
+                f"{where}: {name} is truncated or corrupt (checksum mismatch: {e}, as the manifest says)"
+            ) from None
         except OSError as e:
             raise IndexFormatError(f"{where}: cannot read {fpath}: {e}") from None
         if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
@@ -241,6 +255,68 @@ def _atomic_write(dst: Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _load_npz(blob: bytes) -> dict[str, np.ndarray]:
+    """The arrays of an ``arrays.npz`` (as :func:`numpy.savez` writes it), each member's size
+    checked before anything is allocated for it.
+
+    ``np.load`` allocates what a member's ``.npy`` header declares before reading its data (a
+    header of shape ``(10**12, n)``: a ``MemoryError``) and inflates a deflated member whatever
+    its size (3 GiB of zeros from 3 MB). Here a member must be stored uncompressed, so it is no
+    larger than the file, and its header's shape times its item size must be exactly the bytes
+    that follow the header; only then is it read.
+
+    Raises
+    ------
+    ValueError
+        Anything else: a compressed or oversized member, a header that disagrees with its
+        member's size, an object dtype, a zip that is not one.
+    """
+    try:
+        return _read_npz(blob)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, struct.error, zlib.error,
+            tokenize.TokenError, SyntaxError) as e:
+        # (a member whose bytes fail its CRC, a truncated directory: zipfile's own exceptions;
+        # a .npy header that is not a Python literal: numpy's header parser's)
+        raise ValueError(f"arrays.npz is not a readable zip file ({type(e).__name__}: {e})") from None
+
+
+def _read_npz(blob: bytes) -> dict[str, np.ndarray]:
+    fmt = np.lib.format
+    out: dict[str, np.ndarray] = {}
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        for info in zf.infolist():
+            name = info.filename
+            if not name.endswith(".npy") or name[:-4] in out:
+                raise ValueError(f"arrays.npz member {name!r} is not one array of a saved index")
+            if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size \
+                    or info.file_size > len(blob):
+                raise ValueError(
+                    f"arrays.npz member {name!r} declares {info.file_size} bytes "
+                    f"({info.compress_size} stored, compression {info.compress_type}): expected an "
+                    f"uncompressed member within the file's {len(blob)} bytes")
+            with zf.open(info) as f:
+                version = fmt.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = fmt.read_array_header_1_0(f)
+                elif version == (2, 0):
+                    shape, fortran, dtype = fmt.read_array_header_2_0(f)
+                else:
+                    raise ValueError(f"arrays.npz member {name!r} has .npy format version {version}")
+                if dtype.hasobject:
+                    raise ValueError(f"arrays.npz member {name!r} holds Python objects")
+                count = 1
+                for d in shape:
+                    count *= d
+                need = count * dtype.itemsize
+                if need != info.file_size - f.tell():
+                    raise ValueError(
+                        f"arrays.npz member {name!r} declares shape {shape} of {dtype} ({need} bytes) "
+                        f"but holds {info.file_size - f.tell()} bytes of data")
+            with zf.open(info) as f:
+                out[name[:-4]] = fmt.read_array(f, allow_pickle=False)
+    return out
 
 
 def _grammar_text(index):
@@ -282,8 +358,8 @@ def load_index(cls, path, vocabulary=None):
     if hashlib.sha256(blob).hexdigest() != meta.get("arrays_sha256"):
         raise IndexFormatError(f"{where}: arrays.npz is truncated or corrupt (checksum mismatch)")
     if vocabulary is None:
-        try:
-            vocabulary = Vocabulary.deserialize_from_disk(path / "vocabulary.bin")
+        try:  # from the bytes checked against the manifest, not a second read of the file
+            vocabulary = Vocabulary._from_bytes(files["vocabulary.bin"], path / "vocabulary.bin")
         except DotjsonError as e:
             raise IndexFormatError(f"{where}: {e}") from None
     if vocabulary.fingerprint != meta.get("vocab_fingerprint"):
@@ -292,8 +368,7 @@ def load_index(cls, path, vocabulary=None):
             f"{str(meta.get('vocab_fingerprint'))[:12]}…, given {vocabulary.fingerprint[:12]}…)"
         )
     try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        arrays = _load_npz(blob)
         grammar = grammar_from_json(meta["grammar"])
         auto = import_state(grammar, meta["automaton"], arrays)
         self = cls.__new__(cls)

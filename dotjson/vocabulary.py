@@ -33,7 +33,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .errors import DotjsonOSError, DotjsonTypeError, IndexFormatError, VocabularyError
+from .errors import DotjsonOSError, DotjsonTypeError, DotjsonValueError, IndexFormatError, VocabularyError
 from .trie import ascii_runs, big_subtree_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
 
 __all__ = ["Vocabulary", "bytes_to_unicode"]
@@ -71,6 +71,9 @@ _KNOWN_EOS = (
 #: about 262,000; every id costs memory up front (a byte of kind, 8 bytes of offset, a list slot)
 #: and one bit in every mask, so a stray id like ``10**9`` is refused rather than allocated.
 MAX_VOCAB_SIZE = 1 << 22
+#: Most bytes one token may emit. The walk clamps counted repetitions at one past the longest
+#: token, in 16 bits; real tokens are at most a few hundred bytes.
+MAX_TOKEN_BYTES = 65534
 
 _BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>\Z")
 
@@ -571,7 +574,12 @@ class Vocabulary:
             if kinds[i] != _ABSENT:
                 raise VocabularyError(f"Invalid from_tuples input: duplicate token id {i}")
             if isinstance(t, str):
-                t = t.encode("utf-8")
+                try:
+                    t = t.encode("utf-8")
+                except UnicodeEncodeError as e:
+                    raise VocabularyError(
+                        f"Invalid token for id {i}: {t!r} holds the lone surrogate U+{ord(t[e.start]):04X} "
+                        f"at index {e.start}; expected text UTF-8 can encode, or the token's bytes") from None
             elif isinstance(t, (bytes, bytearray, memoryview)):
                 t = bytes(t)
             else:
@@ -599,6 +607,11 @@ class Vocabulary:
     @classmethod
     def _from_packed(cls, blob: bytes, lens: np.ndarray, kinds: np.ndarray, eos: tuple[int, ...],
                      token_list: list[bytes] | None) -> "Vocabulary":
+        if lens.shape[0] and int(lens.max()) > MAX_TOKEN_BYTES:
+            i = int(np.argmax(lens))
+            raise VocabularyError(
+                f"Invalid token for id {i}: it emits {int(lens[i])} bytes, expected at most "
+                f"{MAX_TOKEN_BYTES} (MAX_TOKEN_BYTES)")
         offsets = np.zeros(lens.shape[0] + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
         arr = np.frombuffer(blob, dtype=np.uint8).copy()
@@ -755,7 +768,16 @@ class Vocabulary:
             ``path`` is not a path.
         """
         path = _as_path(path, "path")
-        meta, arrs = _read_container(path)
+        return cls._from_container(*_read_container(path), path)
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, path) -> "Vocabulary":
+        """A vocabulary from the bytes of a saved file already read (an index directory's,
+        checked against its manifest), so the file is not read twice."""
+        return cls._from_container(*_parse_container(np.frombuffer(bytearray(data), dtype=np.uint8), path), path)
+
+    @classmethod
+    def _from_container(cls, meta: dict, arrs: dict, path) -> "Vocabulary":
         try:
             n = _meta_int(meta, "max_token_id")
             eos_list = meta["eos_token_ids"]
@@ -799,9 +821,15 @@ def _meta_int(meta: dict, key: str) -> int:
 
 def _as_path(path, what: str) -> Path:
     try:
-        return Path(os.fspath(path))
+        p = Path(os.fspath(path))
     except TypeError:
         raise DotjsonTypeError(f"Invalid {what}: expected a str or os.PathLike, got {type(path).__name__}") from None
+    raw = os.fspath(path)
+    if not raw:  # Path("") is ".": a save would scatter its files into the working directory
+        raise DotjsonValueError(f"Invalid {what}: expected a non-empty path, got {raw!r}")
+    if "\0" in raw:  # (open() would raise a bare ValueError)
+        raise DotjsonValueError(f"Invalid {what}: expected a path without NUL characters, got {raw!r}")
+    return p
 
 
 _TRIE_FIELDS = ("child_ptr", "child_byte", "child_node", "tok_ptr", "tok_ids", "subtree_end")
@@ -943,15 +971,24 @@ def _write_container(path: Path, meta: dict, arrays: list[tuple[str, np.ndarray]
 
 
 def _read_container(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    from ._files import NotRegularError, read_regular
+
     if not path.is_file():
         raise VocabularyError(
             f"No vocabulary file at {path}: "
-            + ("it is a directory" if path.is_dir() else "the file does not exist")
+            + ("it is a directory" if path.is_dir() else "the file does not exist"
+               if not path.exists() else "it is not a regular file")
         )
     try:
-        buf = np.fromfile(path, dtype=np.uint8)
+        data = read_regular(path)
+    except NotRegularError as exc:
+        raise VocabularyError(f"No vocabulary file at {path}: {exc}") from None
     except OSError as exc:
         raise VocabularyError(f"Cannot read vocabulary file {path}: {exc}") from None
+    return _parse_container(np.frombuffer(bytearray(data), dtype=np.uint8), path)
+
+
+def _parse_container(buf: np.ndarray, path) -> tuple[dict, dict[str, np.ndarray]]:
     if buf.shape[0] < _PREFIX.size:
         raise IndexFormatError(f"Not a dotjson vocabulary file: {path} is truncated ({buf.shape[0]} bytes)")
     magic, version, hlen, plen = _PREFIX.unpack(buf[: _PREFIX.size].tobytes())
@@ -1060,5 +1097,7 @@ def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
             bad(f"{name} trie structure (code {d}): its paths do not spell its tokens")
         deepest = max(deepest, int(d))
     longest = int(lens[want].max()) if want.size else 0
+    if tries.max_len > MAX_TOKEN_BYTES:
+        bad(f"max_len {tries.max_len}: expected at most {MAX_TOKEN_BYTES} (MAX_TOKEN_BYTES)")
     if tries.max_len != longest or deepest != longest:
         bad(f"max_len {tries.max_len}: the longest emittable token has {longest} bytes")

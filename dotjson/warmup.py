@@ -68,7 +68,9 @@ def _warmup(dtypes) -> None:
     from .processor import LogitsProcessor, warmup_kernels
     from .vocabulary import Vocabulary
 
-    tokens = ["[", "]", "1", ",", "[1", '"', "a", "é", "\\"]
+    # (the object below needs "{", ":" and "}": a vocabulary that cannot write a document of
+    # its schema is refused at Index())
+    tokens = ["[", "]", "1", ",", "[1", '"', "a", "é", "\\", "{", "}", ":"]
     vocab = Vocabulary.from_tuples(tokens, list(range(len(tokens))), eos_token_ids=len(tokens))
     grammar = ir.Grammar(
         {

@@ -6,7 +6,10 @@ corrupt saved file is refused before a kernel sees it. Each case asserts the exa
 that could crash the interpreter if a check regressed (a hostile saved vocabulary reaching the
 trie walk) run in a subprocess. The items of issue 14 that live in the schema compiler and the
 automaton (recursion limits, deep and wide schemas, enum and repetition costs) are tested by
-their own suites.
+their own suites. Issue 31's round: numbers exact at any precision (a property test against
+Python's fractions), logits rows that share memory, vocabularies that cannot write a document,
+hostile index directories (FIFOs, device links, oversized and compressed members, lying
+``.npy`` headers), memory budgets, and the raw exceptions ``perf/fuzz_hostile.py`` found.
 """
 
 from __future__ import annotations
@@ -17,10 +20,14 @@ import re
 import subprocess
 import sys
 import textwrap
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.lib.stride_tricks import as_strided
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dotjson import BatchedTokenSet, Guide, Index, LogitsProcessor, Vocabulary
 from dotjson.errors import (
@@ -522,3 +529,564 @@ def test_saving_where_a_file_is_in_the_way(tmp_path, index):
         index.serialize_to_disk(1.5)
     with pytest.raises(DotjsonOSError, match=r"Cannot write vocabulary file .*missing-dir/v\.bin: No such file or directory"):
         index.vocabulary.serialize_to_disk(tmp_path / "missing-dir" / "v.bin")
+
+
+# --------------------------------------------------------------------------- numbers at any precision
+
+
+def test_integer_bounds_past_28_digits_are_exact(smollm2_vocab):
+    # decimal's default context rounds to 28 digits: these were all answered wrongly
+    ix = Index({"type": "integer", "minimum": 1000000000000000000000000000005}, smollm2_vocab)
+    assert not ix.accepts("1000000000000000000000000000001") and not ix.accepts("1000000000000000000000000000004")
+    assert ix.accepts("1000000000000000000000000000005")
+    ix = Index({"type": "integer", "maximum": 10**30 + 5}, smollm2_vocab)
+    assert ix.accepts(str(10**30 + 3)) and ix.accepts(str(10**30 + 5)) and not ix.accepts(str(10**30 + 6))
+    ix = Index({"type": "integer", "minimum": 10**400, "maximum": 10**400 + 10}, smollm2_vocab)
+    assert ix.accepts(str(10**400 + 3)) and not ix.accepts(str(10**400 + 11)) and not ix.accepts(str(10**400 - 1))
+    ix = Index({"exclusiveMinimum": -(10**400 + 1), "exclusiveMaximum": -(10**400)}, smollm2_vocab)
+    assert ix.accepts(f"-{10**400}.5") and not ix.accepts(f"-{10**400}") and not ix.accepts(f"-{10**400 + 1}")
+    # no integer strictly between 10**50 and 10**50 + 1: empty (10**50 + 1 rounded to 10**50 once)
+    with pytest.raises(SchemaError, match=r"the schema accepts no JSON value"):
+        Index({"type": "integer", "exclusiveMinimum": 10**50, "exclusiveMaximum": 10**50 + 1}, smollm2_vocab)
+    ix = Index({"type": "integer", "exclusiveMinimum": 10**50, "exclusiveMaximum": 10**50 + 2}, smollm2_vocab)
+    assert ix.accepts(str(10**50 + 1)) and not ix.accepts(str(10**50 + 2))
+
+
+def test_decimal_bounds_in_schema_text_keep_every_digit(smollm2_vocab):
+    # JSON text is read with its non-integers as Decimal: a float would make this bound 0.3
+    ix = Index('{"minimum": 0.3, "maximum": 0.30000000000000000001}', smollm2_vocab)
+    assert ix.accepts("0.3") and ix.accepts("0.30000000000000000001") and ix.accepts("0.300000000000000000005")
+    assert not ix.accepts("0.300000000000000000011") and not ix.accepts("0.29999999999999999999")
+    from decimal import Decimal
+
+    ix = Index({"exclusiveMaximum": Decimal("1e-40")}, smollm2_vocab)  # a Decimal in a dict too
+    assert ix.accepts("0." + "0" * 40 + "9") and not ix.accepts("0." + "0" * 39 + "1")
+    ix = Index('{"type": "string", "minLength": 2.0, "maxLength": 3.0}', smollm2_vocab)
+    assert ix.accepts('"ab"') and not ix.accepts('"abcd"')
+    with pytest.raises(SchemaError, match=r"minLength must be a non-negative integer at /minLength"):
+        Index('{"minLength": 2.5}', smollm2_vocab)
+
+
+def test_multiple_of_checks_on_enum_values_are_exact(smollm2_vocab):
+    # a Decimal remainder of a 41-digit value fails (DivisionImpossible) past 28 digits
+    ix = Index({"enum": [10**40, 10**40 + 2], "multipleOf": 3}, smollm2_vocab)
+    assert ix.accepts(str(10**40 + 2)) and not ix.accepts(str(10**40))
+
+
+@pytest.mark.parametrize(
+    "schema, match",
+    [
+        ('{"maximum": 1e999999999}', r"maximum: the number 1E\+999999999 has 1000000000 digits written out: more than 10000 \(MAX_NUMBER_DIGITS\) at /maximum"),
+        ('{"enum": [1, 1e-999999]}', r"the number 1E-999999 has 999999 digits written out: more than 10000 \(MAX_NUMBER_DIGITS\) at /enum"),
+        ({"minimum": 10**20000}, r"minimum: a number of 66439 bits: more than 10000 digits \(MAX_NUMBER_DIGITS\) at /minimum"),
+    ],
+)
+def test_numbers_too_long_to_write_out_are_refused_before_any_work(smollm2_vocab, schema, match):
+    from dotjson.errors import UnsupportedSchemaError
+
+    with pytest.raises(UnsupportedSchemaError, match=match):
+        Index(schema, smollm2_vocab)
+
+
+def _plain(d) -> str:
+    """``d`` written out without an exponent (the spelling a bounded number automaton accepts)."""
+    return format(d, "f")
+
+
+@st.composite
+def _bound_and_values(draw):
+    from decimal import Decimal
+
+    integer = draw(st.booleans())
+    digits = draw(st.integers(min_value=0, max_value=10**draw(st.integers(1, 70))))
+    scale = 0 if integer else draw(st.integers(0, 40))
+    bound = Decimal(draw(st.sampled_from([1, -1])) * digits).scaleb(-scale)
+    kw = draw(st.sampled_from(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]))
+    values = []
+    for _ in range(draw(st.integers(1, 6))):
+        delta_scale = draw(st.integers(0, 45))
+        delta = Decimal(draw(st.integers(-30, 30))).scaleb(-delta_scale)
+        values.append(Fraction(bound) + Fraction(delta))
+    values.append(Fraction(bound))
+    return integer, kw, bound, values
+
+
+def _dec_text(f: Fraction) -> str:
+    """A Fraction with a power-of-ten denominator written out in full."""
+    sign = "-" if f < 0 else ""
+    f = abs(f)
+    k = 0
+    while (f * 10**k).denominator != 1:
+        k += 1
+    n = int(f * 10**k)
+    if k == 0:
+        return f"{sign}{n}"
+    s = str(n).rjust(k + 1, "0")
+    return f"{sign}{s[:-k]}.{s[-k:]}"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=_bound_and_values(), as_text=st.booleans())
+def test_bounds_are_exact_against_python_fractions(smollm2_vocab, case, as_text):
+    integer, kw, bound, values = case
+    schema = {"type": "integer" if integer else "number", kw: int(bound) if integer else bound}
+    text = '{"type": "%s", "%s": %s}' % (schema["type"], kw, _plain(bound))
+    b = Fraction(bound)
+    ok = {"minimum": lambda v: v >= b, "maximum": lambda v: v <= b,
+          "exclusiveMinimum": lambda v: v > b, "exclusiveMaximum": lambda v: v < b}[kw]
+    ix = Index(text if as_text else schema, smollm2_vocab)
+    for v in values:
+        if integer and v.denominator != 1:
+            continue
+        expected = ok(v) and (not integer or v.denominator == 1)
+        assert ix.accepts(_dec_text(v)) == expected, (schema, _dec_text(v))
+
+
+# --------------------------------------------------------------------------- logits buffers
+
+
+def _two_row_sets(index, smollm2_vocab):
+    """A guide of two rows in different states (row 1 after '{"'): their masks differ."""
+    g = Guide(index, batch_size=2)
+    g.get_start_tokensets()
+    ts = g.get_next_tokensets([token_of(smollm2_vocab, b" "), token_of(smollm2_vocab, b'{"')])
+    assert not np.array_equal(ts.bits[0], ts.bits[1])
+    return g, ts
+
+
+def test_logits_rows_that_share_memory_are_refused(index, smollm2_vocab):
+    torch = pytest.importorskip("torch")
+    g, ts = _two_row_sets(index, smollm2_vocab)
+    proc = LogitsProcessor(g, float("-inf"))
+    n = smollm2_vocab.max_token_id()
+    base = torch.zeros(1, n)
+    with pytest.raises(DotjsonValueError, match=r"Invalid logits: expected a buffer whose rows and elements do not share memory .*got a \(2, 49152\) view with byte strides \(0, 4\): its rows share memory \(torch expand"):
+        proc(base.expand(2, n), ts)
+    assert bool((base == 0).all())  # nothing written
+    flat = np.zeros(n + 8, np.float32)
+    with pytest.raises(DotjsonValueError, match=r"byte strides \(32, 4\): its rows share memory"):
+        proc(as_strided(flat, shape=(2, n), strides=(32, 4)), ts)
+    assert not flat.any()
+    with pytest.raises(DotjsonValueError, match=r"byte strides \(4, 0\): its rows share memory"):
+        proc(as_strided(np.zeros(2, np.float32), (2, n), (4, 0)), ts)  # each row one element
+    row = np.zeros(n, np.float32)
+    with pytest.raises(DotjsonValueError, match=r"Invalid logits: expected rows that do not share memory .*got rows 0 and 1 sharing memory"):
+        proc([row, row], ts)
+    wide = np.zeros(n + 16, np.float32)
+    with pytest.raises(DotjsonValueError, match=r"got rows 0 and 1 sharing memory"):
+        proc([wide[:n], wide[16:]], ts)
+    with pytest.raises(DotjsonValueError, match=r"got rows 0 and 1 sharing memory"):
+        proc([torch.from_numpy(wide[:n]), torch.from_numpy(wide[8 : n + 8])], ts)
+    lst = [0.0] * n
+    with pytest.raises(DotjsonValueError, match=r"got the same list as rows 0 and 1"):
+        proc([lst, lst], ts)
+    assert not wide.any() and not row.any() and set(lst) == {0.0}
+
+
+def test_layouts_that_do_not_overlap_are_masked_exactly(index, smollm2_vocab):
+    g, ts = _two_row_sets(index, smollm2_vocab)
+    proc = LogitsProcessor(g, -1.0)
+    n = smollm2_vocab.max_token_id()
+    expected = np.where(ts.to_bool_mask(), 0.0, -1.0).astype(np.float32)
+    for make in [
+        lambda: np.zeros((n, 2), np.float32).T,                 # a transposed buffer: rows interleave
+        lambda: np.zeros((2, n), np.float32)[::-1],             # negative row stride
+        lambda: np.zeros((4, n), np.float32)[::2],              # every other row
+        lambda: as_strided(np.zeros(2 * n + 1, np.float32)[1:], (2, n), (4 * n, 4)),
+    ]:
+        buf = make()
+        proc(buf, ts)
+        np.testing.assert_array_equal(buf, expected)
+    inter = np.zeros(2 * n, np.float32)
+    rows = [inter[0::2], inter[1::2]]                           # a list of interleaved views
+    proc(rows, ts)
+    np.testing.assert_array_equal(np.stack(rows), expected)
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_sparse_and_meta_tensors_are_refused(index, smollm2_vocab):
+    torch = pytest.importorskip("torch")
+    g, ts = _two_row_sets(index, smollm2_vocab)
+    proc = LogitsProcessor(g, float("-inf"))
+    n = smollm2_vocab.max_token_id()
+    with pytest.raises(DotjsonTypeError, match=r"Invalid logits: expected a dense \(strided\) tensor, got a tensor of layout torch\.sparse_coo"):
+        proc(torch.zeros(2, n).to_sparse(), ts)
+    with pytest.raises(DotjsonTypeError, match=r"layout torch\.sparse_csr"):
+        proc(torch.zeros(2, n).to_sparse_csr(), ts)
+    with pytest.raises(DotjsonValueError, match=r"Invalid logits: expected a tensor with data, got a tensor on the 'meta' device"):
+        proc(torch.zeros(2, n, device="meta"), ts)
+    with pytest.raises(DotjsonValueError, match=r"'meta' device"):
+        proc([torch.zeros(n, device="meta"), torch.zeros(n)], ts)
+    with pytest.raises(DotjsonTypeError, match=r"layout torch\.sparse_coo"):
+        proc([torch.zeros(n).to_sparse(), torch.zeros(n)], ts)
+
+
+# --------------------------------------------------------------------------- vocabularies that cannot write a document
+
+
+_NO_QUOTE = [bytes([b]) for b in range(256) if b != 0x22]
+
+
+@pytest.mark.parametrize(
+    "tokens, schema, match",
+    [
+        ([], {"type": "string"}, r"the start state allows no token; of the 95 printable ASCII bytes, 95 have no one-byte token"),
+        ([b"1"], {"type": "string"}, r"the start state allows no token; of the 95 printable ASCII bytes, 94"),
+        ([b"1", b"2"], {"const": 3}, r"the start state allows no token; of the 95 printable ASCII bytes, 93"),
+        # '{' is allowed, but no key can be written without '"': every path dies
+        (_NO_QUOTE, {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+         r"the start state leads to \d+ states, none of which may end the document; of the 95 printable ASCII bytes, 1 have"),
+    ],
+)
+def test_an_index_whose_start_is_dead_is_refused(tokens, schema, match):
+    v = Vocabulary.from_tuples(tokens, list(range(len(tokens))), [1000])
+    with pytest.raises(VocabularyError, match=r"Invalid vocabulary for this index: its tokens cannot spell any complete document of the grammar \(" + match):
+        Index(schema, v)
+    with pytest.raises(VocabularyError, match=r"the start state allows no token; of the 243 UTF-8 bytes"):
+        Index.from_regex('"a"' if tokens != [b"1", b"2"] else "3", v)  # from_grammar's path too
+
+
+def test_a_vocabulary_missing_bytes_the_schema_does_not_need_still_builds():
+    v = Vocabulary.from_tuples(_NO_QUOTE, list(range(255)), [1000])
+    assert Guide(Index({"type": "integer"}, v)).get_start_tokensets().num_allowed()[0] == 15  # - 0-9 space \t \n \r
+    ix = Index({"type": "object", "properties": {"a": {"type": "integer"}}}, v)  # '{}' needs no quote
+    assert ix.accepts("{}")
+
+
+# --------------------------------------------------------------------------- hostile index directories
+
+
+def _load_in_thread(path, seconds=60):
+    """``Index.deserialize_from_disk(path)`` in a thread: (finished, exception or index). A load
+    that blocks (a FIFO) would otherwise hang the suite; here it reports finished=False."""
+    import threading
+
+    box = []
+
+    def run():
+        try:
+            box.append(Index.deserialize_from_disk(path))
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            box.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    return (not t.is_alive()), (box[0] if box else None)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("name", ["manifest.json", *INDEX_FILES])
+def test_a_fifo_in_an_index_directory_is_refused_without_blocking(saved_dir, name):
+    import os
+
+    (saved_dir / name).unlink()
+    os.mkfifo(saved_dir / name)
+    done, out = _load_in_thread(saved_dir)
+    assert done, "the load blocked on a FIFO"
+    assert isinstance(out, IndexFormatError)
+    assert re.search(rf"cannot read .*{re.escape(name)}: .*{re.escape(name)} is a FIFO \(named pipe\), not a regular file", str(out))
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "/dev/urandom"])
+@pytest.mark.parametrize("name", ["manifest.json", *INDEX_FILES])
+def test_a_symlink_to_a_device_is_refused_before_reading(saved_dir, name, target):
+    import tracemalloc
+
+    if not Path(target).exists():
+        pytest.skip(f"no {target}")
+    (saved_dir / name).unlink()
+    (saved_dir / name).symlink_to(target)
+    tracemalloc.start()
+    try:
+        with pytest.raises(IndexFormatError, match=rf"cannot read .*{re.escape(name)}: .* is a character device, not a regular file"):
+            Index.deserialize_from_disk(saved_dir)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+
+
+def test_a_symlink_to_a_regular_file_still_loads(saved_dir, tmp_path):
+    real = tmp_path / "elsewhere.npz"
+    (saved_dir / "arrays.npz").rename(real)
+    (saved_dir / "arrays.npz").symlink_to(real)
+    assert Index.deserialize_from_disk(saved_dir).n_states > 1
+
+
+def test_a_file_larger_than_the_manifest_says_is_not_read(saved_dir):
+    p = saved_dir / "index.json"
+    with open(p, "ab") as f:
+        f.truncate(p.stat().st_size + (1 << 30))  # a sparse 1 GiB tail: free on disk, costly to read
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(IndexFormatError, match=r"index\.json is truncated or corrupt \(checksum mismatch: .*index\.json has \d+ bytes, expected \d+"):
+            Index.deserialize_from_disk(saved_dir)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+    with pytest.raises(VocabularyError, match=r"No vocabulary file at /dev/zero: it is not a regular file"):
+        Vocabulary.deserialize_from_disk("/dev/zero")
+
+
+def _resign_arrays(saved_dir, blob: bytes) -> None:
+    """Write ``blob`` as arrays.npz with index.json and the manifest re-signed for it."""
+    from dotjson.serialization import write_manifest
+
+    (saved_dir / "arrays.npz").write_bytes(blob)
+    meta = json.loads((saved_dir / "index.json").read_text())
+    meta["arrays_sha256"] = hashlib.sha256(blob).hexdigest()
+    (saved_dir / "index.json").write_text(json.dumps(meta))
+    write_manifest(saved_dir, INDEX_FILES)
+
+
+def _zeros_member(n_bytes):
+    def write(f):
+        header = {"descr": "<u4", "fortran_order": False, "shape": (n_bytes // 4,)}
+        np.lib.format.write_array_header_1_0(f, header)
+        chunk = bytes(1 << 20)
+        for _ in range(n_bytes >> 20):
+            f.write(chunk)
+    return write
+
+
+def _deflated_npz(saved_dir, n_bytes):
+    """The saved arrays.npz with its ``masks`` member replaced by ``n_bytes`` of deflated zeros."""
+    import io
+    import zipfile
+
+    with np.load(saved_dir / "arrays.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for k, a in arrays.items():
+            if k == "masks":
+                info = zipfile.ZipInfo(f"{k}.npy")
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info._compresslevel = 9
+                with zf.open(info, "w", force_zip64=True) as f:
+                    _zeros_member(n_bytes)(f)
+            else:
+                with zf.open(f"{k}.npy", "w") as f:
+                    np.lib.format.write_array(f, a)
+    return buf.getvalue()
+
+
+def _assert_refused_cheaply(saved_dir, match):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(IndexFormatError, match=match):
+            Index.deserialize_from_disk(saved_dir)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    size = (saved_dir / "arrays.npz").stat().st_size + (saved_dir / "vocabulary.bin").stat().st_size
+    assert peak < 4 * size + (16 << 20), peak  # what the files hold, never what a member claims
+
+
+def test_a_deflated_member_is_refused_before_it_is_inflated(saved_dir):
+    _resign_arrays(saved_dir, _deflated_npz(saved_dir, 256 << 20))
+    _assert_refused_cheaply(saved_dir, r"is corrupt: arrays\.npz member 'masks\.npy' declares 268435\d\d\d bytes \(\d+ stored, compression 8\): expected an uncompressed member")
+
+
+@pytest.mark.slow
+def test_three_gib_of_deflated_zeros_allocate_nothing(saved_dir):
+    _resign_arrays(saved_dir, _deflated_npz(saved_dir, 3 << 30))
+    assert (saved_dir / "arrays.npz").stat().st_size < 16 << 20  # ~3 MB of deflate for 3 GiB
+    _assert_refused_cheaply(saved_dir, r"compression 8\): expected an uncompressed member")
+
+
+def test_an_npy_header_declaring_a_huge_shape_is_refused_before_allocating(saved_dir):
+    def write(f):
+        np.lib.format.write_array_header_1_0(f, {"descr": "<u4", "fortran_order": False, "shape": (10**12, 1536)})
+        f.write(bytes(64))
+
+    import io
+    import zipfile
+
+    with np.load(saved_dir / "arrays.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for k, a in arrays.items():
+            with zf.open(f"{k}.npy", "w") as f:
+                write(f) if k == "masks" else np.lib.format.write_array(f, a)
+    _resign_arrays(saved_dir, buf.getvalue())
+    _assert_refused_cheaply(saved_dir, r"arrays\.npz member 'masks\.npy' declares shape \(1000000000000, 1536\) of uint32 \(6144000000000000 bytes\) but holds 64 bytes of data")
+
+
+@pytest.mark.parametrize("path", ["", b"", "a\0b"])
+def test_empty_and_nul_paths_are_refused(index, tmp_path, monkeypatch, path):
+    monkeypatch.chdir(tmp_path)  # an empty path was "." : the index files landed here
+    want = r"expected a non-empty path" if not path else r"expected a path without NUL characters"
+    for call in (index.serialize_to_disk, Index.deserialize_from_disk,
+                 index.vocabulary.serialize_to_disk, Vocabulary.deserialize_from_disk):
+        if isinstance(path, bytes):
+            with pytest.raises(DotjsonTypeError, match=r"Invalid path: expected a str or os\.PathLike, got bytes"):
+                call(path)
+        else:
+            with pytest.raises(DotjsonValueError, match=rf"Invalid path: {want}, got {re.escape(repr(path))}"):
+                call(path)
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- raw exceptions, named
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"resources": 5}, DotjsonTypeError, r"Invalid resources: expected a mapping of URI \(str\) to schema, got int"),
+        ({"resources": [{}]}, DotjsonTypeError, r"Invalid resources: expected a mapping of URI \(str\) to schema, got list"),
+        ({"resources": {1: {}}}, DotjsonTypeError, r"Invalid resources: expected URI keys \(str\), got the key 1"),
+        ({"resources": {"urn:x": "{"}}, SchemaError, r"resource 'urn:x': schema is not valid JSON"),
+        ({"max_states": 10**30}, DotjsonValueError, r"Invalid max_states: expected a positive integer at most 2147483647, got 10{30} \(state ids are 31-bit\)"),
+        ({"fuel": 2**62}, DotjsonValueError, r"Invalid fuel: expected a positive integer at most 4611686018427387903"),
+    ],
+)
+def test_index_options_out_of_range_are_named_errors(smollm2_vocab, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        Index(SCHEMA, smollm2_vocab, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "doc, match",
+    [
+        (None, r"Invalid doc: expected text \(str or bytes\) or a sequence of token ids \(a list, tuple, 1-D array or tensor of integers\), got NoneType"),
+        ({"a": 1}, r"got dict"),
+        (5, r"got int"),
+        (np.int64(5), r"got a 0-d int64"),
+        ([[1, 2]], r"Invalid doc: expected integer token ids, got \[1, 2\] at index 0"),
+        (["{", 5], r"expected integer token ids, got '\{' at index 0"),
+        ([1, 1.5], r"got 1\.5 at index 1"),
+        ([True], r"got True at index 0"),
+        (np.array([1.0, 2.0]), r"got 1\.0 at index 0"),
+    ],
+)
+def test_check_refuses_what_is_neither_text_nor_token_ids(index, doc, match):
+    with pytest.raises(DotjsonTypeError, match=match):
+        index.check(doc)
+    t = token_of(index.vocabulary, b'{"')
+    assert index.check(np.array([t])).reason == "incomplete" and index.check((t,)).reason == "incomplete"
+
+
+def test_vocabulary_tokens_that_cannot_be_held_are_refused():
+    with pytest.raises(VocabularyError, match=r"Invalid token for id 0: 'a\\ud800' holds the lone surrogate U\+D800 at index 1"):
+        Vocabulary.from_tuples(["a\ud800"], [0], [1])
+    singles = [bytes([b]) for b in range(256)]
+    with pytest.raises(VocabularyError, match=r"Invalid token for id 256: it emits 65535 bytes, expected at most 65534 \(MAX_TOKEN_BYTES\)"):
+        Vocabulary.from_tuples(singles + [b"a" * 65535], list(range(257)), [300])
+    # the longest allowed token masks: the walk's clamp limit is one past it, within 16 bits
+    v = Vocabulary.from_tuples(singles + [b"a" * 65534], list(range(257)), [300])
+    ts = Guide(Index({"type": "string"}, v)).get_start_tokensets()
+    assert ts.contains(ord('"'))[0] and not ts.contains(256)[0]
+    g = Guide(Index({"type": "string", "maxLength": 70000}, v))
+    g.get_start_tokensets()
+    assert g.get_next_tokensets([ord('"')]).contains(256)[0]
+
+
+# --------------------------------------------------------------------------- memory budgets
+
+
+def _peak(f):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = f()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_huge_property_name_stops_at_the_store_budget_and_leaves_the_index_usable(smollm2_vocab):
+    n = 300_000
+    budget = 32 << 20
+    ix = Index({"type": "object", "properties": {"a" * n: {"type": "integer"}}}, smollm2_vocab, max_store_bytes=budget)
+    start = Guide(ix).get_start_tokensets()
+    assert ix.accepts("{}")
+
+    def walk():
+        with pytest.raises(LimitExceededError, match=r"the automaton's store would grow to \d+ MiB \(\d+ states, \d+ terms\), past its budget of 32 MiB \(Index option max_store_bytes\)"):
+            ix.accepts('{"' + "a" * n + '":1}')
+
+    _, peak = _peak(walk)
+    assert peak < 3 * budget, peak
+    # what was built before the budget ran out still answers (a new state needs room it lacks)
+    assert ix.accepts("{}") and ix.is_prefix('{"' + "a" * 1000)
+    np.testing.assert_array_equal(Guide(ix).get_start_tokensets().bits, start.bits)
+    with pytest.raises(DotjsonValueError, match=r"Invalid max_store_bytes: expected a positive integer, got 0"):
+        Index(SCHEMA, smollm2_vocab, max_store_bytes=0)
+
+
+def test_an_intersection_of_many_patterns_stops_at_the_store_budget(smollm2_vocab):
+    pats = [{"pattern": f"^[a-j]*{'abcdefghij'[i % 10]}[a-j]{{{i % 7 + 2}}}$"} for i in range(50)]
+    budget = 32 << 20
+
+    def build():
+        # the store fills long before the fuel (200,000 steps, ~31 s and 648 MB) runs out
+        with pytest.raises(LimitExceededError, match=r"the automaton's store would grow to \d+ MiB \(0 states, \d+ terms\), past its budget of 32 MiB \(Index option max_store_bytes\)"):
+            Guide(Index({"type": "string", "allOf": pats}, smollm2_vocab, max_store_bytes=budget)).get_start_tokensets()
+
+    _, peak = _peak(build)
+    assert peak < 3 * budget, peak
+
+
+def test_the_store_budget_survives_a_save(tmp_path, smollm2_vocab):
+    ix = Index(SCHEMA, smollm2_vocab, max_store_bytes=48 << 20)
+    ix.serialize_to_disk(tmp_path / "i")
+    assert Index.deserialize_from_disk(tmp_path / "i")._auto.max_store_bytes == 48 << 20
+
+
+# --------------------------------------------------------------------------- found by perf/fuzz_hostile.py
+
+
+@pytest.mark.parametrize("pattern", [["a"], {"a": 1}])
+def test_a_pattern_that_is_not_a_string_is_a_schema_error(smollm2_vocab, pattern):
+    # fuzz schema seeds 1141, 1486: the regex cache was asked first (TypeError: unhashable)
+    with pytest.raises(SchemaError, match=r"pattern must be a string at /pattern"):
+        Index({"type": "string", "pattern": pattern}, smollm2_vocab)
+    with pytest.raises(SchemaError, match=r"pattern must be a string at /allOf/0/pattern"):
+        Index({"allOf": [{"pattern": pattern}]}, smollm2_vocab)
+
+
+def test_a_resigned_npz_member_failing_its_crc_is_refused(saved_dir):
+    # fuzz index-file seed 25: zipfile's BadZipFile (CRC-32) escaped as a raw exception
+    blob = bytearray((saved_dir / "arrays.npz").read_bytes())
+    i = blob.index(b"\x93NUMPY") + 200  # inside the first member's data
+    blob[i] ^= 0xFF
+    _resign_arrays(saved_dir, bytes(blob))
+    with pytest.raises(IndexFormatError, match=r"is corrupt: arrays\.npz is not a readable zip file \(BadZipFile: Bad CRC-32"):
+        Index.deserialize_from_disk(saved_dir)
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        # fuzz schema seed 5275: an exponent past Decimal's range raised decimal.InvalidOperation
+        ('{"maximum": -92233721e999999999036854775809}', r"the number -92233721e999999999036854775809 is out of range"),
+        # more than 4,300 digits: Python's int() refuses them (ValueError); the number stays exact
+        ('{"maximum": 1' + "0" * 20000 + "}", r"maximum: the number 10000000000000000000…0000000000 has 20001 digits written out"),
+    ],
+)
+def test_numbers_json_text_cannot_hold_are_schema_errors(smollm2_vocab, text, match):
+    from dotjson.errors import UnsupportedSchemaError
+
+    with pytest.raises(UnsupportedSchemaError, match=match):
+        Index(text, smollm2_vocab)
+
+
+def test_five_thousand_digit_numbers_in_schema_text_are_read_exactly(smollm2_vocab):
+    # past the number automaton's 4,000 states: a named limit, not Python's int() ValueError
+    big, big1 = "1" + "0" * 5000, "1" + "0" * 4999 + "1"  # (str(int) refuses 4,300+ digits)
+    with pytest.raises(SchemaError, match=r"numeric bounds too large to compile at /"):
+        Index('{"type": "integer", "minimum": %s, "maximum": %s}' % (big, big1), smollm2_vocab)
+    with pytest.raises(SchemaError, match=r"numeric bounds too large to compile at /"):
+        Index('{"enum": [%s]}' % big, smollm2_vocab)
+    ix = Index('{"enum": [%s]}' % big[:99], smollm2_vocab)  # a literal: written directly
+    assert ix.accepts(big[:99]) and not ix.accepts(big1[:98] + "1")

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import ir
 from .._weak import weak_method
+from .._config import MAX_STORE_BYTES
 from ..errors import GrammarError, LimitExceededError
 from . import counters as _ctr
 from . import kernels as K
@@ -143,8 +144,9 @@ class Automaton:
     transition filled since, and asks again).
     """
 
-    def __init__(self, grammar: ir.Grammar, *, max_states: int = 1_000_000, fuel: int = 200_000):
-        self._init(grammar, max_states, fuel)
+    def __init__(self, grammar: ir.Grammar, *, max_states: int = 1_000_000, fuel: int = 200_000,
+                 max_store_bytes: int = MAX_STORE_BYTES):
+        self._init(grammar, max_states, fuel, max_store_bytes)
         image = self._image_for(grammar)
         if image is None:
             self._new_store()
@@ -156,10 +158,11 @@ class Automaton:
             raise EmptyLanguageError("the grammar's language is empty: no document can satisfy it")
         self.start = self.state(self.start_term)
 
-    def _init(self, grammar, max_states, fuel):
+    def _init(self, grammar, max_states, fuel, max_store_bytes=None):
         self.grammar = grammar
         self.max_states = int(max_states)
         self.fuel = int(fuel)
+        self.max_store_bytes = MAX_STORE_BYTES if max_store_bytes is None else int(max_store_bytes)
         self.lock = threading.RLock()
         # (callbacks that hold this automaton weakly: no cycle, see dotjson._weak)
         self.rules = Rules(grammar, weak_method(self._build), weak_method(self.is_empty),
@@ -249,6 +252,27 @@ class Automaton:
         out[: arr.shape[0]] = arr
         return out
 
+    @property
+    def store_bytes(self) -> int:
+        """Bytes the store's arrays hold now (terms, states, tables, memo)."""
+        return sum(x.nbytes for x in self._a.values())
+
+    def _budget(self, grown: dict) -> None:
+        """Refuse a growth that would take the store past ``max_store_bytes``, before any
+        allocation; ``grown`` maps array names to their new row counts."""
+        a = self._a
+        extra = 0
+        for name, rows in grown.items():
+            x = a[name]
+            extra += (rows - x.shape[0]) * (x.nbytes // max(1, x.shape[0]))
+        total = self.store_bytes + extra
+        if total > self.max_store_bytes:
+            raise LimitExceededError(
+                f"the automaton's store would grow to {total >> 20} MiB ({self.n_states} states, "
+                f"{self.n_terms} terms), past its budget of {self.max_store_bytes >> 20} MiB "
+                "(Index option max_store_bytes)"
+            )
+
     def _grow(self, status: int, arg: int) -> None:
         a = self._a
         if status == K.NEED_GROW_TERMS:
@@ -257,6 +281,7 @@ class Automaton:
                 raise LimitExceededError(
                     f"the term store reached its limit of {1 << K.TERM_ID_BITS} terms"
                 )
+            self._budget({"ti": cap, "tf": cap, "tm": cap, "ht": _pow2(2 * cap)})
             a["ti"] = self._grown(a["ti"], cap, 0)
             a["tf"] = self._grown(a["tf"], cap, 0)
             a["tm"] = self._grown(a["tm"], cap, -1)
@@ -264,21 +289,26 @@ class Automaton:
             K.rehash_terms(a["ti"], a["bw"], a["pool"], int(a["ctl"][K.C_TERMS]), ht)
             a["ht"] = ht
         elif status == K.NEED_GROW_BSETS:
+            self._budget({"bw": 2 * a["bw"].shape[0]})
             a["bw"] = self._grown(a["bw"], 2 * a["bw"].shape[0], 0)
         elif status == K.NEED_GROW_POOL:
+            self._budget({"pool": 2 * a["pool"].shape[0] + arg})
             a["pool"] = self._grown(a["pool"], 2 * a["pool"].shape[0] + arg, 0)
         elif status == K.NEED_GROW_RC:
             cap = 2 * a["rct"].shape[0] + arg
+            self._budget({"rcw": cap, "rct": cap})
             a["rcw"] = self._grown(a["rcw"], cap, 0)
             a["rct"] = self._grown(a["rct"], cap, 0)
         elif status == K.NEED_GROW_MEMO:
             cap = 2 * a["mk"].shape[0]
+            self._budget({"mk": cap, "mv": cap})
             mk = np.full(cap, -1, dtype=np.int64)
             mv = np.zeros(cap, dtype=np.int32)
             K.rehash_memo(a["mk"], a["mv"], mk, mv)
             a["mk"], a["mv"] = mk, mv
         elif status == K.NEED_GROW_STATES:
             cap = 2 * a["trans"].shape[0]
+            self._budget({k: cap for k in ("term_of", "trans", "accepting", "plain_inv", "row_ready")})
             a["term_of"] = self._grown(a["term_of"], cap, -1)
             a["trans"] = self._grown(a["trans"], cap, UNKNOWN)
             a["accepting"] = self._grown(a["accepting"], cap, False)
@@ -493,7 +523,8 @@ class Automaton:
             An id, a shape or a flag is out of range or inconsistent.
         """
         self = cls.__new__(cls)
-        self._init(grammar, int(meta["max_states"]), int(meta["fuel"]))
+        self._init(grammar, int(meta["max_states"]), int(meta["fuel"]),
+                   int(meta.get("max_store_bytes", MAX_STORE_BYTES)))
         names = [str(x) for x in meta["rules"]]
         src = self.rules.src
         if len(set(names)) != len(names) or not all(n in src for n in names):
@@ -1027,6 +1058,7 @@ def export_state(a: Automaton) -> dict:
                 "keysets": _keysets_meta(a, arrays["ti"], arrays["pool"]),
                 "max_states": a.max_states,
                 "fuel": a.fuel,
+                "max_store_bytes": a.max_store_bytes,
             },
             "arrays": arrays,
         }

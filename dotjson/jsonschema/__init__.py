@@ -33,17 +33,34 @@ recursive schemas work to any depth.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 
 from dotjson import ir
-from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError  # noqa: F401
+from dotjson.errors import DotjsonTypeError, LimitExceededError, SchemaError, UnsupportedSchemaError  # noqa: F401
 from dotjson.ir import EMPTY, seq
 from dotjson.ir.analysis import Analysis
 from dotjson.jsonschema.compiler import Compiler
 from dotjson.objects_any_order import PROPERTY_ORDERS, rules_with_families
-from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, TRUE, UNSUPPORTED_KEYWORDS
+from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, MAX_NUMBER_DIGITS, TRUE, UNSUPPORTED_KEYWORDS
 from dotjson.jsonstr import enc_char
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
+
+
+def _decimal(text: str) -> Decimal:
+    try:
+        return Decimal(text)
+    except InvalidOperation:  # an exponent past what Decimal holds (1e999999999999)
+        raise UnsupportedSchemaError(
+            f"the number {text[:40]} is out of range: more than {MAX_NUMBER_DIGITS} digits written out "
+            "(MAX_NUMBER_DIGITS)") from None
+
+
+def _integer(text: str):
+    # Python refuses to convert more than 4,300 digits to an int (ValueError); as a Decimal the
+    # value stays exact, and _dec's limit on digits applies to it like to any number.
+    return int(text) if len(text) < 4000 else _decimal(text)
 
 
 def _load(schema):
@@ -51,7 +68,9 @@ def _load(schema):
         schema = schema.decode("utf-8")
     if isinstance(schema, str):
         try:
-            schema = json.loads(schema)
+            # non-integers as Decimal: a bound written with more digits than a float holds
+            # (``"maximum": 0.30000000000000000001``) keeps its exact value
+            schema = json.loads(schema, parse_float=_decimal, parse_int=_integer)
         except json.JSONDecodeError as e:
             raise SchemaError(f"schema is not valid JSON: {e}", pointer="") from None
         except RecursionError:
@@ -133,8 +152,20 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     if whitespace not in WHITESPACE_MODES:
         raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
     schema = _load(schema)
-    if resources:
-        resources = {k: _load(v) for k, v in resources.items()}
+    if resources is not None:
+        if not isinstance(resources, Mapping):
+            raise DotjsonTypeError(
+                f"Invalid resources: expected a mapping of URI (str) to schema, got {type(resources).__name__}")
+        for k in resources:
+            if not isinstance(k, str):
+                raise DotjsonTypeError(f"Invalid resources: expected URI keys (str), got the key {k!r}")
+        loaded = {}
+        for k, v in resources.items():
+            try:
+                loaded[k] = _load(v)
+            except SchemaError as e:
+                raise SchemaError(f"resource {k!r}: {e}") from None
+        resources = loaded
     try:
         tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                       lenient=lenient, resources=resources, property_order=property_order)

@@ -21,7 +21,7 @@ from dotjson.jsonschema.normalize import Normalizer
 from dotjson.jsonschema.numbers import NumberBuilder, _digits
 from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder, has_some_string
-from dotjson.jsonschema.values import _NAME_JUNK, _NUM, FALSE, MAX_DEPTH, TRUE
+from dotjson.jsonschema.values import _NAME_JUNK, _NUM, EXACT, FALSE, MAX_DEPTH, TRUE
 from dotjson.jsonstr import enc_text
 
 # atoms holding a sub-schema expression, and where
@@ -45,7 +45,25 @@ _KNOWN_ITEMS = 64
 
 
 # the atoms _risky may say yes to
-_MAYBE_RISKY = _RISKY | {"num", "addl"}
+_MAYBE_RISKY = _RISKY | {"num", "addl", "enum"}
+
+
+def _long_number(c) -> bool:
+    """Whether canonical value ``c`` holds a number too long to write as a literal (its
+    automaton, and its size limit, decide it: compiled in phase 1 so the limit shows there)."""
+    stack = [c]
+    while stack:
+        c = stack.pop()
+        k = c[0]
+        if k == "x":
+            t = c[1].as_tuple()
+            if not isinstance(t.exponent, int) or len(t.digits) + abs(t.exponent) > _LONG_BOUND:
+                return True
+        elif k == "a":
+            stack.extend(c[1])
+        elif k == "o":
+            stack.extend(v for _, v in c[1])
+    return False
 
 
 def _risky(a) -> bool:
@@ -57,6 +75,8 @@ def _risky(a) -> bool:
                 if not isinstance(t.exponent, int) or len(t.digits) + abs(t.exponent) > _LONG_BOUND:
                     return True
         return False
+    if k == "enum":
+        return any(_long_number(c) for c in a[1])
     return k in _RISKY or (k == "addl" and a[3])
 
 
@@ -526,7 +546,7 @@ def _range_has_value(n, allow_int: bool, allow_nonint: bool) -> bool:
         return True  # non-integers between any two distinct numbers
     k = lo.to_integral_value(rounding=ROUND_CEILING)
     if n.lo_excl and k == lo:
-        k += 1
+        k = EXACT.add(k, 1)
     return allow_int and (k < hi or (k == hi and not n.hi_excl))
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from decimal import Decimal
+from fractions import Fraction
 from urllib.parse import unquote
 
 from dotjson import ir
@@ -38,7 +40,7 @@ from dotjson.jsonschema.values import (
 _TYPE_ATOMS = {name: ("types", ts) for name, ts in _TYPE_NAMES.items()}
 
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = (str, int, float, Decimal, bool, type(None))
 
 
 def _leaf_key(s: dict):
@@ -727,10 +729,10 @@ class Normalizer:
             if not isinstance(val, list):
                 raise SchemaError("enum must be an array", kwhere, kw)
             _scalar_text(val, kwhere, kw)
-            atoms.append(("enum", self.values(val)))
+            atoms.append(("enum", self.values(val, kwhere, kw)))
         elif kw == "const" and draft >= 6:
             _scalar_text(val, kwhere, kw)
-            atoms.append(("enum", self.values([val])))
+            atoms.append(("enum", self.values([val], kwhere, kw)))
         elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             if kw.startswith("exclusive") and draft == 4:
                 if not isinstance(val, bool):
@@ -904,24 +906,29 @@ class Normalizer:
         return self.formats[key]
 
 
-    def values(self, vals):
+    def values(self, vals, where=None, kw=None):
         out = []
         for v in vals:
-            c = _canon(v)
+            try:
+                c = _canon(v)
+            except SchemaError as e:
+                if e.pointer is not None or where is None:
+                    raise
+                raise type(e)(str(e), where, kw) from None
             self.literal_cache.setdefault(("v", c), v)
             out.append(c)
         return tuple(dict.fromkeys(out))
 
     def regex(self, pattern, where, kw):
+        if not isinstance(pattern, str):  # (before the caches: a list is not even hashable)
+            raise SchemaError(f"{kw} must be a string", where, kw)
         hit = self.regex_cache.get(pattern)
         if hit is not None:
             return hit
-        hit = _REGEX_CACHE.get(pattern) if isinstance(pattern, str) else None
+        hit = _REGEX_CACHE.get(pattern)
         if hit is not None:
             self.regex_cache[pattern] = hit
             return hit
-        if not isinstance(pattern, str):
-            raise SchemaError(f"{kw} must be a string", where, kw)
         from dotjson.regex import regex_to_ir
 
         try:
@@ -1197,10 +1204,10 @@ class Normalizer:
             if hi is not None and (x > hi or (hix and x == hi)):
                 return False
             return True
-        if k == "mult":
-            return _dec(v) % a[1] == 0
+        if k == "mult":  # (Fractions: a Decimal remainder rounds, or fails past 28 digits)
+            return Fraction(_dec(v)) % Fraction(a[1]) == 0
         if k == "notmult":
-            return _dec(v) % a[1] != 0
+            return Fraction(_dec(v)) % Fraction(a[1]) != 0
         if k == "str":
             return _ir_match(self.str_node(a[1]), v) == a[2]
         if k == "len":

@@ -13,7 +13,7 @@ from decimal import Decimal
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, repeat, seq
 from dotjson.jsonschema.nodes import NumberNode
-from dotjson.jsonschema.values import MAX_DFA_STATES
+from dotjson.jsonschema.values import EXACT, MAX_DFA_STATES
 
 # ----------------------------------------------------------------------------- numbers
 # A DFA over the characters of a JSON number, product of a syntax automaton and "trackers"
@@ -44,7 +44,7 @@ class _CmpTracker:
 
     def __init__(self, c: Decimal, op: str):
         self.c, self.op = c, op
-        mag = abs(c)
+        mag = c.copy_abs()  # (exact: abs() rounds to the context's 28 digits)
         t = format(mag, "f")
         ip, _, fp = t.partition(".")
         ip = ip.lstrip("0")
@@ -453,7 +453,7 @@ def _equal_node(c: Decimal) -> ir.Node:
     construction takes ~0.3 ms per constant; this is a few nodes (``enum``/``const`` numbers)."""
     if c == 0:
         return _ZERO
-    ip, _, fp = format(abs(c), "f").partition(".")
+    ip, _, fp = format(c.copy_abs(), "f").partition(".")
     ip = ip.lstrip("0") or "0"
     fp = fp.rstrip("0")
     sign = ir.lit("-") if c < 0 else EPS
@@ -492,6 +492,9 @@ class NumberBuilder:
         shared_key = key + (self.syntactic_int,)
         hit = _NUMBER_LANGUAGES.get(shared_key)
         if hit is not None:
+            # as if built here (a build counts one name): rule names, and so index.grammar, do
+            # not depend on what this process compiled before
+            self.counter += 1
             self.number_cache[key] = hit
             return hit
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lox or hix))):
@@ -523,7 +526,7 @@ class NumberBuilder:
             trackers.append(_IntTracker(True, self.syntactic_int))
         dropped = False
         for mm, neg in [(x, False) for x in mults] + [(x, True) for x in notmults]:
-            sign, digits, exp = mm.normalize().as_tuple()
+            sign, digits, exp = EXACT.normalize(mm).as_tuple()
             a = int("".join(map(str, digits)) or "0")
             s = -exp if exp < 0 else 0
             if exp > 0:

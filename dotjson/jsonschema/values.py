@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import functools
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
 from urllib.parse import urldefrag, urljoin
 
 from dotjson import ir
-from dotjson.errors import GrammarError, SchemaError
+from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError
 
 # ----------------------------------------------------------------------------- vocabulary
 
@@ -65,7 +65,16 @@ MAX_APPLICATOR_DEPTH = 100 # allOf/anyOf/oneOf/not/if nested in one another (nor
 MAX_EMPTINESS_DEPTH = 40   # required properties followed by the eager emptiness check
 MAX_FLOATING = 4           # required names outside `properties`, placed in any order
 MAX_UNIQUE_VALUES = 8       # uniqueItems over a finite item domain
+MAX_NUMBER_DIGITS = 10000  # a schema number's digits written out in full (the DFA fits far fewer)
 _DEFAULT_BASE = "https://dotjson.invalid/schema.json"
+
+#: Arithmetic on schema numbers (bounds, multipleOf, enum values): exact at any precision. The
+#: default context rounds to 28 digits (``abs``, ``-``, ``+``, ``normalize`` all round), which made
+#: ``minimum: 1000000000000000000000000000005`` admit ``1000000000000000000000000000001``.
+#: Comparisons of Decimals are exact in any context; every other operation goes through this one
+#: (or ``copy_abs``/``copy_negate``, or :class:`fractions.Fraction`). Numbers are at most
+#: ``MAX_NUMBER_DIGITS`` digits written out, so exact results stay small.
+EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
@@ -88,11 +97,34 @@ def _unesc(token: str) -> str:
 
 
 def _dec(v) -> Decimal:
+    """The exact value of JSON number ``v`` (an ``int``, a ``float`` as its shortest repr, or a
+    ``Decimal``, as :func:`json.loads` of schema text gives non-integers).
+
+    Raises
+    ------
+    UnsupportedSchemaError
+        More than ``MAX_NUMBER_DIGITS`` digits written out in full (``1e999999999`` is a short
+        text but a billion digits: no number automaton holds it).
+    """
     if isinstance(v, Decimal):
-        return v
-    if isinstance(v, int):
-        return Decimal(v)
-    return Decimal(repr(v))
+        d = v
+    elif isinstance(v, int):
+        if v.bit_length() > 3.33 * MAX_NUMBER_DIGITS:  # before any conversion of a huge int
+            raise UnsupportedSchemaError(
+                f"a number of {v.bit_length()} bits: more than {MAX_NUMBER_DIGITS} digits (MAX_NUMBER_DIGITS)")
+        d = Decimal(v)
+    else:
+        d = Decimal(repr(v))
+    if d.is_finite():
+        _, digits, exp = d.as_tuple()
+        n = max(len(digits), -exp) + max(exp, 0)
+        if n > MAX_NUMBER_DIGITS:
+            shown = str(d)
+            if len(shown) > 40:
+                shown = f"{shown[:20]}…{shown[-10:]}"
+            raise UnsupportedSchemaError(
+                f"the number {shown} has {n} digits written out: more than {MAX_NUMBER_DIGITS} (MAX_NUMBER_DIGITS)")
+    return d
 
 
 def _canon(v):
@@ -245,10 +277,12 @@ def _join(base: str, ref: str) -> str:
 
 
 def _number(val, where, kw) -> Decimal:
-    if isinstance(val, bool) or not isinstance(val, (int, float)):
+    if isinstance(val, bool) or not isinstance(val, (int, float, Decimal)):
         raise SchemaError(f"{kw} must be a number", where, kw)
     try:
         d = _dec(val)
+    except UnsupportedSchemaError as e:
+        raise UnsupportedSchemaError(f"{kw}: {e}", where, kw) from None
     except (InvalidOperation, ValueError):
         raise SchemaError(f"{kw} must be a finite number", where, kw) from None
     if not d.is_finite():
@@ -257,8 +291,15 @@ def _number(val, where, kw) -> Decimal:
 
 
 def _count(val, where, kw) -> int:
-    if isinstance(val, bool) or not isinstance(val, (int, float)) or val < 0 or (
-            isinstance(val, float) and not val.is_integer()):
+    if isinstance(val, bool) or not isinstance(val, (int, float, Decimal)):
+        ok = False
+    elif isinstance(val, int):
+        ok = val >= 0
+    elif isinstance(val, float):
+        ok = val.is_integer() and val >= 0
+    else:
+        ok = val.is_finite() and val == val.to_integral_value() and val >= 0
+    if not ok:
         raise SchemaError(f"{kw} must be a non-negative integer", where, kw)
     return int(val)
 

@@ -3,7 +3,8 @@
 A sub-schema is an *expression*: ``("loc", doc, pointer)`` (a place in a document), ``("and",
 exprs)``, ``("not", expr)``, or ``TRUE``/``FALSE``. Its normal form (:meth:`Normalizer.dnf`) is a
 list of branches, each a conjunction of keyword atoms (``("types", set)``, ``("num", lo, lox, hi,
-hix)``, ``("props", name, expr)``, ``("ruleref", expr)`` ...), which :meth:`Normalizer.merge`
+hix)``, ``("props", name, expr)`` (``("props", name, expr, True)`` where a ``properties``
+keyword declares the name), ``("ruleref", expr)`` ...), which :meth:`Normalizer.merge`
 turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a number, string,
 array and object node) for the compiler to read: ``allOf`` is a product of branches,
 ``anyOf`` a union, ``oneOf`` a union of branches proven pairwise disjoint (or ``A ∧ ¬B ∨ B ∧ ¬A``
@@ -684,7 +685,9 @@ class Normalizer:
             if not "".join(val).isascii():  # ASCII holds no surrogate
                 _scalar_text(list(val), self._kw_where(doc, ptr, kw), kw)
             for name in val:
-                atoms.append(("props", name, self._sub(s, doc, ptr, kw, name)))
+                # (marked declared: `not`, `dependentRequired` ... make props atoms that only
+                # constrain a value, and close_objects closes only objects that declare names)
+                atoms.append(("props", name, self._sub(s, doc, ptr, kw, name), True))
             return
         if kw == "required":
             if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
@@ -1004,6 +1007,10 @@ class Normalizer:
                     o = b.object = ObjectNode()
                 if k == "props":
                     o.properties = _put(o.properties, a[1], a[2])
+                    if len(a) > 3:
+                        if not o.declared:
+                            o.declared = {}
+                        o.declared[a[1]] = None
                 elif k == "required":
                     if not o.required:
                         o.required = {}

@@ -39,7 +39,10 @@ class ObjectBuilder:
         plo, phi = o.min_properties, o.max_properties
         if phi is not None and (plo > phi or len(required) > phi):
             return EMPTY
-        closed = self.close_objects and not o.additional and (o.properties or o.patterns)
+        # close_objects closes an object that declares a property it may hold (a `properties`
+        # name whose schema is not `false`) or patternProperties; one declaring none stays open
+        # (closing `{"not": {"required": ["x"]}}` would leave it only `{}`)
+        closed = self.close_objects and not o.additional and (o.declared or o.patterns)
         pn = self.and_expr(o.property_names) if o.property_names else None
         rq = set(required)
         ae = self.and_expr
@@ -71,6 +74,8 @@ class ObjectBuilder:
             if any(d[2] and d[1] == FALSE for d in declared):
                 return EMPTY
             declared = [d for d in declared if d[1] != FALSE]
+        if closed and not o.patterns and not any(d[0] in o.declared and d[1] != FALSE for d in declared):
+            closed = False  # every declared name is forbidden: nothing is declared to be held
         # extra members: keys that are not declared, split by which patterns they match
         if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
             pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]))

@@ -294,9 +294,16 @@ def _subst_ws(node: ir.Node, memo: dict) -> ir.Node:
     return out
 
 
-@functools.lru_cache(maxsize=2)
-def _json_base(disallow_whitespace: bool) -> tuple[tuple[str, ir.Node], ...]:
+@functools.lru_cache(maxsize=4)
+def _json_base(disallow_whitespace: bool, spellings: str = "any") -> tuple[tuple[str, ir.Node], ...]:
     rules = _json_rules()
+    if spellings != "any":
+        from dotjson.jsonstr import spellings as _spellings
+
+        rules = dict(rules)
+        # one string character as the policy spells it (the lexical pieces of json.lark stay,
+        # unreferenced: grammars that name them get every spelling)
+        rules["json_string_char"] = _spellings(spellings).JSON_STRING_CHAR
     if not disallow_whitespace:
         return tuple(rules.items())
     memo: dict = {}
@@ -305,13 +312,16 @@ def _json_base(disallow_whitespace: bool) -> tuple[tuple[str, ir.Node], ...]:
     return tuple(out.items())
 
 
-def json_base(disallow_whitespace: bool = False) -> dict[str, ir.Node]:
+def json_base(disallow_whitespace: bool = False, spellings: str = "any") -> dict[str, ir.Node]:
     """The rules of ``grammars/json.lark`` as IR (a fresh dict over shared, immutable nodes).
 
     Parameters
     ----------
     disallow_whitespace : bool
         ``True``: the ``ws`` rule is ε and every reference to it is dropped (compact JSON).
+    spellings : {"any", "canonical"}
+        ``"canonical"``: ``json_string_char`` spells a character raw wherever JSON allows it
+        (:mod:`dotjson.jsonstr`'s generation policy); ``"any"``: every JSON spelling.
 
     Returns
     -------
@@ -320,14 +330,14 @@ def json_base(disallow_whitespace: bool = False) -> dict[str, ir.Node]:
         ``json_string_content``, ``json_string_char``, ``json_number``, ``json_integer``,
         ``json_boolean``, ``json_null``, ``ws`` and helpers. Loaded once per process.
     """
-    return dict(_json_base(bool(disallow_whitespace)))
+    return dict(_json_base(bool(disallow_whitespace), spellings))
 
 
-def json_base_items(disallow_whitespace: bool = False) -> tuple[tuple[str, ir.Node], ...]:
+def json_base_items(disallow_whitespace: bool = False, spellings: str = "any") -> tuple[tuple[str, ir.Node], ...]:
     """:func:`json_base` as the process's one immutable tuple of ``(name, body)`` pairs: the same
     object at every call, so that it can stand for the base rules in a cache key
     (:func:`dotjson.automaton.base_image`)."""
-    return _json_base(bool(disallow_whitespace))
+    return _json_base(bool(disallow_whitespace), spellings)
 
 
 #: ``whitespace=`` modes: ``"bounded"`` (the ``ws`` rule of ``grammars/json.lark``) and ``"json"``

@@ -116,17 +116,25 @@ def _scalar_text(value, where, kw) -> None:
 class Normalizer:
     """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
 
-    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema"):
+    def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema",
+                 spellings=None):
         from dotjson import grammar as _grammar
         from dotjson import jsonstr as _jsonstr
 
-        self.jsonstr = _jsonstr
+        spellings = _jsonstr.default_spellings(spellings, disallow_whitespace=disallow_whitespace,
+                                               close_objects=close_objects, property_order=property_order)
+        # the string spelling policy: content languages (`jsonstr.enc_text`: what a Diff takes
+        # away too) and a schema's own strings (`lit_text`: keys, enum and const strings)
+        self.spellings = spellings
+        self.jsonstr = _jsonstr.spellings(spellings)
+        self.enc_text = self.jsonstr.enc_text
+        self.lit_text = self.jsonstr.lit_text
         self.close_objects = close_objects
         self.property_order = property_order
         self.families: list = []         # lazy rule families (property_order="any" objects)
         self.lenient = lenient
         self.strict = 0
-        self.base = _grammar.json_base(disallow_whitespace)
+        self.base = _grammar.json_base(disallow_whitespace, spellings)
         self.ws = EPS if disallow_whitespace else Ref("ws")
         self.sep = seq(self.ws, lit(","), self.ws)
         self.colon = seq(self.ws, lit(":"), self.ws)

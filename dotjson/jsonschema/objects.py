@@ -220,7 +220,7 @@ class ObjectBuilder:
         chain = [d for d in declared if d[0] in o.properties] if floating else declared
 
         def member(name, ve):
-            return seq(lit('"'), self.enc_text(name), lit('"'), self.colon, self.node_of(ve))
+            return seq(lit('"'), self.lit_text(name), lit('"'), self.colon, self.node_of(ve))
 
         members: dict = {}
         fmembers = [member(name, ve) for name, ve, _ in floating]
@@ -370,7 +370,7 @@ class ObjectBuilder:
             trie = tries[0]
             return trie.choice(0, 0, trie.positions(0, 0, i, min(nreq[i], n - 1) + 1),
                                lambda j: tail(j, c2, mask), lambda q, d, pos: sub(q, d, pos, c2, mask),
-                               self.enc_text)
+                               self.lit_text)
 
         tails: dict = {}
 
@@ -422,7 +422,8 @@ class ObjectBuilder:
             if not keysets:
                 if not tries:
                     tries.append(KeyTrie([d[0] for d in chain]))
-                keysets.append(KeySet(tries[0], alive_many, lambda j: member_rule(j, 1, 0).name))
+                keysets.append(KeySet(tries[0], alive_many, lambda j: member_rule(j, 1, 0).name,
+                                       spelling=self.jsonstr.lit_char))
             ref = rule(("K", i, c2, mask), lambda: key_choice(i, c2, mask),
                        (False, True if alive_many(i) else None))
             self.native[ref.name] = (keysets[0], i, min(nreq[i], n - 1) + 1)
@@ -441,7 +442,7 @@ class ObjectBuilder:
             sure = True if self.expr_known(chain[j][1])[1] and done(j + 1, c2, mask) else None
             return rule(("k", q, d, lo, hi, c2, mask),
                         lambda: trie.choice(q, d, trie.positions(q, d, lo, hi), lambda j: tail(j, c2, mask),
-                                            lambda q2, d2, pos2: sub(q2, d2, pos2, c2, mask), self.enc_text),
+                                            lambda q2, d2, pos2: sub(q2, d2, pos2, c2, mask), self.lit_text),
                         (False, sure))
 
         def leaf(j, c, c2, mask):

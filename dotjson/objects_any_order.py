@@ -428,7 +428,7 @@ class AnyOrderObject:
         return {"kind": "any_order_object", "prefix": self.prefix, "names": self.names,
                 "values": [enc(self.value(j)) for j in range(self.n)], "required": self.required,
                 "extra": None if self.extra is None else enc(self.extra), "sep": enc(self.sep),
-                "colon": enc(self.colon), "plo": self.plo, "phi": self.phi}
+                "colon": enc(self.colon), "plo": self.plo, "phi": self.phi, "spellings": self._spell.name}
 
     @classmethod
     def from_json(cls, d: dict, dec) -> "AnyOrderObject":
@@ -445,7 +445,13 @@ class AnyOrderObject:
                 or not (phi is None or isinstance(phi, int))):
             raise ValueError("malformed rule family")
         extra = None if d["extra"] is None else dec(d["extra"])
-        return cls(d["prefix"], names, values, required, extra, dec(d["sep"]), dec(d["colon"]), plo, phi)
+        from dotjson.jsonstr import SPELLINGS, spellings
+
+        sp = d.get("spellings", "any")  # (how the names are spelled: the policy it was built with)
+        if sp not in SPELLINGS:
+            raise ValueError("malformed rule family")
+        return cls(d["prefix"], names, values, required, extra, dec(d["sep"]), dec(d["colon"]), plo, phi,
+                   spell=spellings(sp))
 
 
 class _Unsettled(Exception):

@@ -147,3 +147,16 @@ def test_spellings_mode_is_checked(smollm2_vocab):
         schema_to_grammar({"type": "string"}, spellings="raw")
     with pytest.raises(SchemaError, match="spellings must be one of"):
         Index({"type": "string"}, smollm2_vocab, spellings=1)
+
+
+@pytest.mark.parametrize("spellings", ["canonical", "any"])
+def test_a_saved_index_keeps_its_spellings(smollm2_vocab, tmp_path, spellings):
+    # an object in any order is a rule family built lazily after loading too: it must spell
+    # its names under the policy it was saved with
+    s = {"type": "object", "properties": {n: {"type": "integer"} for n in WIDE}}
+    index = Index(s, smollm2_vocab, property_order="any", spellings=spellings)
+    assert index.accepts('{"k5":1}')
+    index.serialize_to_disk(tmp_path / "ix")
+    again = Index.deserialize_from_disk(tmp_path / "ix", smollm2_vocab)
+    for text, canon in KEY_SPELLINGS + [('{"k7":1,"\\u00e9":2}', False), ('{"k7":1,"é":2}', True)]:
+        assert again.accepts(text) is (canon or spellings == "any"), text

@@ -603,6 +603,8 @@ def summarize(out: dict) -> dict:
             for o in OUTCOMES + ("timeout", "crash"):
                 s[o] = sum(1 for x in xs if x.get("outcome") == o)
             s["timeouts"] = sum(1 for x in xs if x.get("status") == "timeout")
+            # not finished: the token budget ran out, or the time limit during the generation
+            s["unfinished"] = s["budget"] + s["timeout"]
             s["crashes"] = sum(1 for x in xs if x.get("status") in ("crash", "error"))
             s["n_valid"] = sum(r["n_valid"] for r in rows)
             s["n_invalid"] = sum(r["n_invalid"] for r in rows)
@@ -725,6 +727,7 @@ def render(out: dict) -> str:
     for e in engines:
         lines.append(f"- {e}: " + " / ".join(str(a[e].get(o, 0))
                                              for o in OUTCOMES + ("timeout", "crash"))
+                     + f"; unfinished {a[e].get('unfinished', 0)}"
                      + f"; {a[e].get('tokens', 0)} tokens, {ms(a[e].get('loop_ms'))} ms/token "
                        f"(mask {ms(a[e].get('mask_ms'))}), forward {ms(a[e].get('forward_ms'))} ms")
     if out["settings"].get("generate", True):
@@ -741,13 +744,16 @@ def render(out: dict) -> str:
                 cells.append(f"{x.get('outcome', '?')} {p['tokens']}"
                              + (f" {ms(p['loop_ms'])}/{ms(p['mask_ms'])}" if p["tokens"] else ""))
             lines.append(f"| {r['id']} | " + " | ".join(cells) + " |")
-    lines += ["", "Mask level (valid instances accepted / invalid instances rejected):", "",
-              "| category | valid | invalid | " + " | ".join(engines) + " |",
-              "|---|---:|---:|" + "---:|" * len(engines)]
-    for cat, per in summ.items():
-        p0 = per[engines[0]]
-        lines.append(f"| {cat} | {p0['n_valid']} | {p0['n_invalid']} | " + " | ".join(
-            f"{per[e]['valid_accepted']} / {per[e]['invalid_rejected']}" for e in engines) + " |")
+    if not out["settings"].get("masklevel", True):
+        lines += ["", "(mask-level check not run)"]
+    else:
+        lines += ["", "Mask level (valid instances accepted / invalid instances rejected):", "",
+                  "| category | valid | invalid | " + " | ".join(engines) + " |",
+                  "|---|---:|---:|" + "---:|" * len(engines)]
+        for cat, per in summ.items():
+            p0 = per[engines[0]]
+            lines.append(f"| {cat} | {p0['n_valid']} | {p0['n_invalid']} | " + " | ".join(
+                f"{per[e]['valid_accepted']} / {per[e]['invalid_rejected']}" for e in engines) + " |")
     g = out.get("gaps") or []
     if g:
         lines += ["", "Where dotjson is below the best peer:", ""]

@@ -37,7 +37,7 @@ __all__ = ["JsonSchema", "Tag", "load_lark_with_json", "tools_grammar", "reasoni
 
 #: The options an embedded schema takes (those of :class:`~dotjson.Index`).
 SCHEMA_OPTIONS = ("disallow_whitespace", "close_objects", "property_order", "whitespace", "lenient",
-                  "resources")
+                  "spellings", "resources")
 #: The key of a ``%json`` schema that holds its options (removed before it is compiled).
 OPTIONS_KEY = "x-dotjson"
 
@@ -50,7 +50,7 @@ class JsonSchema:
     ----------
     schema : dict, bool or str
         The schema (a parsed value or JSON text).
-    disallow_whitespace, close_objects, property_order, whitespace, lenient, resources
+    disallow_whitespace, close_objects, property_order, whitespace, lenient, spellings, resources
         As for :class:`~dotjson.Index`; each embedded schema has its own.
 
     Examples
@@ -64,7 +64,17 @@ class JsonSchema:
     property_order: str = "schema"
     whitespace: str = "bounded"
     lenient: bool = False
+    spellings: Any = None
     resources: Any = field(default=None, compare=False)
+
+    def spelling(self) -> str:
+        """The string spelling policy this schema is compiled with (``spellings=None`` resolved
+        as :class:`~dotjson.Index` resolves it)."""
+        from dotjson.jsonstr import default_spellings
+
+        return default_spellings(self.spellings, disallow_whitespace=bool(self.disallow_whitespace),
+                                 close_objects=bool(self.close_objects),
+                                 property_order=self.property_order, whitespace=self.whitespace)
 
     @classmethod
     def of(cls, value, where: str = "") -> "JsonSchema":
@@ -187,7 +197,7 @@ class EmbeddedSchemas:
         self.pending = _Pending([])
         self.native = ChainMap()
         self.families: list = []
-        self._bases: dict = {}                # (disallow_whitespace, whitespace) -> base prefix
+        self._bases: dict = {}                # (disallow_whitespace, whitespace, spelling) -> base prefix
         self._taken = set(plain)
 
     def _fresh_prefix(self, stem: str) -> str:
@@ -200,13 +210,15 @@ class EmbeddedSchemas:
             k += 1
 
     def base_prefix(self, js: JsonSchema) -> str:
-        """The prefix of the JSON base rules of ``js``'s whitespace setting: none for the
-        default one (unless the grammar has rules of those names), ``jc_`` compact, ``jw_``
-        any JSON whitespace."""
-        key = (bool(js.disallow_whitespace), "bounded" if js.disallow_whitespace else js.whitespace)
+        """The prefix of the JSON base rules of ``js``'s whitespace setting and string spelling:
+        none for the default one (bounded whitespace, canonical spellings; unless the grammar has
+        rules of those names), ``jc_`` compact, ``jw_`` any JSON whitespace, ``jb_`` another
+        spelling."""
+        key = (bool(js.disallow_whitespace), "bounded" if js.disallow_whitespace else js.whitespace,
+               js.spelling())
         p = self._bases.get(key)
         if p is None:
-            if key == (False, "bounded") and not (self._taken & _base_names()):
+            if key == _DEFAULT_BASE and not (self._taken & _base_names()):
                 p = ""
             else:
                 p = self._fresh_prefix("jc" if key[0] else "jw" if key[1] == "json" else "jb")
@@ -235,7 +247,7 @@ class EmbeddedSchemas:
             tr = Compiler(schema, disallow_whitespace=bool(js.disallow_whitespace),
                           close_objects=bool(js.close_objects), lenient=bool(js.lenient),
                           resources=resources, property_order=js.property_order,
-                          namespace=ns, base_prefix=bp)
+                          spellings=js.spelling(), namespace=ns, base_prefix=bp)
             tr.families = self.families  # one list: objects of every schema add their families
             if js.whitespace == "json" and not js.disallow_whitespace:
                 tr.rules[bp + "ws"] = JSON_WS
@@ -279,8 +291,8 @@ class EmbeddedSchemas:
         from dotjson.jsonschema import shared_nodes
 
         shared = ()
-        if self._bases.get((False, "bounded")) == "":
-            shared = (json_base_items(False), shared_nodes())
+        if self._bases.get(_DEFAULT_BASE) == "":
+            shared = (json_base_items(False, _DEFAULT_BASE[2]), shared_nodes(_DEFAULT_BASE[2]))
         return ir.Grammar(ir.LazyRules(self), start, families=self.families, shared=shared)
 
 
@@ -295,6 +307,8 @@ def _message_of(e: SchemaError) -> str:
 
 
 _BASE_NAMES: frozenset = frozenset()
+#: The base rules named without a prefix: bounded whitespace, canonical spellings (the defaults).
+_DEFAULT_BASE = (False, "bounded", "canonical")
 
 
 def _base_names() -> frozenset:

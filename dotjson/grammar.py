@@ -294,9 +294,16 @@ def _subst_ws(node: ir.Node, memo: dict) -> ir.Node:
     return out
 
 
-@functools.lru_cache(maxsize=2)
-def _json_base(disallow_whitespace: bool) -> tuple[tuple[str, ir.Node], ...]:
+@functools.lru_cache(maxsize=4)
+def _json_base(disallow_whitespace: bool, spellings: str = "any") -> tuple[tuple[str, ir.Node], ...]:
     rules = _json_rules()
+    if spellings != "any":
+        from dotjson.jsonstr import spellings as _spellings
+
+        rules = dict(rules)
+        # one string character as the policy spells it (the lexical pieces of json.lark stay,
+        # unreferenced: grammars that name them get every spelling)
+        rules["json_string_char"] = _spellings(spellings).JSON_STRING_CHAR
     if not disallow_whitespace:
         return tuple(rules.items())
     memo: dict = {}
@@ -331,14 +338,14 @@ def rename_refs(node: ir.Node, names: dict, memo: dict) -> ir.Node:
 
 
 @functools.lru_cache(maxsize=16)
-def _json_base_prefixed(disallow_whitespace: bool, prefix: str) -> tuple[tuple[str, ir.Node], ...]:
-    items = _json_base(disallow_whitespace)
+def _json_base_prefixed(disallow_whitespace: bool, prefix: str, spellings: str = "any") -> tuple[tuple[str, ir.Node], ...]:
+    items = _json_base(disallow_whitespace, spellings)
     names = {k: prefix + k for k, _ in items}
     memo: dict = {}
     return tuple((prefix + k, rename_refs(v, names, memo)) for k, v in items)
 
 
-def json_base(disallow_whitespace: bool = False, prefix: str = "") -> dict[str, ir.Node]:
+def json_base(disallow_whitespace: bool = False, prefix: str = "", spellings: str = "any") -> dict[str, ir.Node]:
     """The rules of ``grammars/json.lark`` as IR (a fresh dict over shared, immutable nodes).
 
     Parameters
@@ -348,6 +355,9 @@ def json_base(disallow_whitespace: bool = False, prefix: str = "") -> dict[str, 
     prefix : str, default ""
         Prepended to every rule name (and reference): the base rules of one whitespace setting
         in a grammar holding schemas with different settings (:mod:`dotjson.embed`).
+    spellings : {"any", "canonical"}
+        ``"canonical"``: ``json_string_char`` spells a character raw wherever JSON allows it
+        (:mod:`dotjson.jsonstr`'s generation policy); ``"any"``: every JSON spelling.
 
     Returns
     -------
@@ -357,15 +367,15 @@ def json_base(disallow_whitespace: bool = False, prefix: str = "") -> dict[str, 
         ``json_boolean``, ``json_null``, ``ws`` and helpers. Loaded once per process.
     """
     if prefix:
-        return dict(_json_base_prefixed(bool(disallow_whitespace), prefix))
-    return dict(_json_base(bool(disallow_whitespace)))
+        return dict(_json_base_prefixed(bool(disallow_whitespace), prefix, spellings))
+    return dict(_json_base(bool(disallow_whitespace), spellings))
 
 
-def json_base_items(disallow_whitespace: bool = False) -> tuple[tuple[str, ir.Node], ...]:
+def json_base_items(disallow_whitespace: bool = False, spellings: str = "any") -> tuple[tuple[str, ir.Node], ...]:
     """:func:`json_base` as the process's one immutable tuple of ``(name, body)`` pairs: the same
     object at every call, so that it can stand for the base rules in a cache key
     (:func:`dotjson.automaton.base_image`)."""
-    return _json_base(bool(disallow_whitespace))
+    return _json_base(bool(disallow_whitespace), spellings)
 
 
 #: ``whitespace=`` modes: ``"bounded"`` (the ``ws`` rule of ``grammars/json.lark``) and ``"json"``

@@ -22,6 +22,7 @@ from .automaton import counters as _ctr
 from ._config import MAX_STORE_BYTES
 from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
 from .vocabulary import Vocabulary
+from .jsonstr import default_spellings
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
@@ -117,6 +118,14 @@ class Index:
     whitespace : {"bounded", "json"}, default "bounded"
         Without ``disallow_whitespace``: ``"bounded"`` allows one line break and 20 blanks between
         tokens (models loop on free whitespace); ``"json"`` any whitespace JSON allows.
+    spellings : {"canonical", "any"}, optional
+        A generation policy for strings. ``"canonical"``: declared keys, ``enum`` and ``const``
+        strings only as ``json.dumps(..., ensure_ascii=False)`` writes them; string contents
+        with no escape of a character JSON lets stand raw (a ``\\"``, ``\\\\``, ``\\n``, any
+        control character's escapes stay). ``"any"``: every JSON spelling of every string
+        (``\\u0061`` for ``a``, ``\\/``, surrogate pairs). Default: ``"any"`` in the "every valid
+        document" configuration (``property_order="any"``, ``close_objects=False``,
+        ``whitespace="json"``), ``"canonical"`` otherwise.
     resources : mapping of str to schema, optional
         Documents for remote ``$ref`` URIs (``{"https://example.com/s.json": {...}}``, each a
         dict, a bool or JSON text). Nothing is ever fetched from the network.
@@ -166,6 +175,7 @@ class Index:
         lenient: bool = False,
         property_order: str = "schema",
         whitespace: str = "bounded",
+        spellings: str | None = None,
         resources: Any = None,
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
@@ -197,6 +207,7 @@ class Index:
                 lenient=lenient,
                 property_order=property_order,
                 whitespace=whitespace,
+                spellings=spellings,
                 resources=resources,
                 check_language=False,  # the automaton decides it, exactly, building the start state
             )
@@ -214,7 +225,7 @@ class Index:
             grammar = reasoning_grammar(
                 JsonSchema(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                            property_order=property_order, whitespace=whitespace, lenient=lenient,
-                           resources=resources),
+                           spellings=spellings, resources=resources),
                 end, begin or None, max_reasoning_chars)
         self._options = {
             "source": "schema",
@@ -223,6 +234,9 @@ class Index:
             "lenient": bool(lenient),
             "property_order": property_order,
             "whitespace": whitespace,
+            "spellings": default_spellings(spellings, disallow_whitespace=disallow_whitespace,
+                                           close_objects=close_objects, property_order=property_order,
+                                           whitespace=whitespace),
         }
         if reasoning is not None:
             self._options["reasoning"] = [begin, end]

@@ -20,7 +20,7 @@ from dotjson import ir
 from dotjson.errors import DotjsonTypeError, GrammarError, SchemaError
 
 __all__ = ["encode_string_language", "encode_chars", "enc_char", "enc_text", "json_string_content",
-           "string_of_length", "JSON_STRING_CHAR"]
+           "string_of_length", "JSON_STRING_CHAR", "SPELLINGS", "Spellings", "spellings", "default_spellings"]
 
 _SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x2F: "\\/", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 # characters that may appear unescaped in a JSON string
@@ -164,13 +164,16 @@ def _encode_lit(text: str) -> ir.Node:
     return ir.seq(*(encode_chars(ir.Chars(((ord(ch), ord(ch)),))) for ch in text))
 
 
-def encode_string_language(node: ir.Node) -> ir.Node:
+def encode_string_language(node: ir.Node, encode=encode_chars) -> ir.Node:
     """The JSON string contents that spell exactly the decoded strings of ``node``.
 
     Parameters
     ----------
     node : ir.Node
         A ref-free language over decoded strings (Unicode scalar values).
+    encode : callable, default :func:`encode_chars`
+        The spellings of one character of a set (:func:`encode_chars`: every JSON spelling;
+        ``spellings("canonical").encode_chars``: no gratuitous escape).
 
     Returns
     -------
@@ -190,9 +193,9 @@ def encode_string_language(node: ir.Node) -> ir.Node:
         if hit is not None:
             return hit
         if isinstance(n, ir.Lit):
-            out = _encode_lit(n.text)
+            out = ir.seq(*(encode(ir.Chars(((ord(ch), ord(ch)),))) for ch in n.text))
         elif isinstance(n, ir.Chars):
-            out = encode_chars(n) if n.ranges else ir.EMPTY
+            out = encode(n) if n.ranges else ir.EMPTY
         elif isinstance(n, ir.Seq):
             out = ir.seq(*(go(x) for x in n.items))
         elif isinstance(n, ir.Alt):
@@ -271,3 +274,160 @@ def string_of_length(min_len: int = 0, max_len: int | None = None) -> ir.Node:
     if min_len < 0 or (max_len is not None and max_len < min_len):
         return ir.EMPTY
     return ir.repeat(JSON_STRING_CHAR, min_len, max_len)
+
+
+# ============================================================================ spelling policies
+#
+# Generation mode (``spellings="canonical"``, the default): a model writes a string the way
+# ``json.dumps(..., ensure_ascii=False)`` would. A schema's own strings (declared keys, ``enum``
+# and ``const`` strings) have exactly that one spelling; free string contents spell every
+# character that JSON lets stand raw only raw, and keep the escapes of the others (``\"``,
+# ``\\``, the control characters: their short escapes and ``\u00XX`` in either case). A
+# ``\u0061`` for ``a``, ``\/``, or a surrogate pair for a character UTF-8 carries raw is a
+# spelling no model needs and a small one wanders into. ``spellings="any"``: every JSON
+# spelling of every string (the "every valid document" configuration's default).
+#
+# Exactness of the sub-language: a content language holds every canonical content spelling of a
+# string or none of them, so intersections and differences of content languages stay exact; a
+# literal's one spelling is a subset of its content spellings, so a literal is only ever on the
+# positive side. What a Diff takes away (a declared name out of the extra keys, an excluded enum
+# value out of a string type) is the content encoding of the text.
+
+#: ``spellings=`` modes
+SPELLINGS = ("canonical", "any")
+
+# characters JSON does not let stand raw in a string: the quote, the backslash, U+0000-U+001F
+_NEEDY = ir.chars((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
+_SHORT_NEEDED = {cp: e for cp, e in _SHORT.items() if cp != 0x2F}
+
+
+@functools.lru_cache(maxsize=65536)
+def _canonical_chars(c: ir.Chars) -> ir.Node:
+    """The canonical content spellings of one character of ``c``: raw where JSON allows it
+    raw; a character that needs an escape keeps all of its escapes (short, ``\\u00XX``)."""
+    if any(lo <= 0xDFFF and hi >= 0xD800 for lo, hi in c.ranges):
+        encode_chars(c)  # raises the lone-surrogate SchemaError where c holds nothing else
+        c = ir.chars(*c.ranges)
+    parts: list[ir.Node] = []
+    plain = ir.chars_intersect(c, _PLAIN)
+    if plain.ranges:
+        parts.append(plain)
+    needy = ir.chars_intersect(c, _NEEDY)
+    if needy.ranges:
+        for cp, esc in _SHORT_NEEDED.items():
+            if _has(needy, cp):
+                parts.append(ir.Lit(esc))
+        parts.append(ir.seq(ir.Lit("\\u"), _hex_lang(needy.ranges, 4)))
+    return ir.alt(*parts)
+
+
+class Spellings:
+    """One spelling policy: the encoders a schema compiler builds its string languages with.
+
+    Attributes and methods mirror the module's functions: :meth:`encode_chars`,
+    :meth:`enc_char`, :meth:`enc_text` (content: every spelling of a character the policy
+    allows; what a ``Diff`` takes away), :meth:`lit_char`, :meth:`lit_text` (a schema's own
+    string: its one canonical spelling, or every spelling under ``"any"``),
+    :attr:`JSON_STRING_CHAR`, :meth:`json_string_content`, :meth:`string_of_length`,
+    :meth:`encode_string_language`.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.canonical = name == "canonical"
+        if self.canonical:
+            self.encode_chars = _canonical_chars
+            self._char: dict = {}
+            self._lit: dict = {}
+            self._text: dict = {}
+            self._ltext: dict = {}
+        else:
+            self.encode_chars = encode_chars
+            self.enc_char = self.lit_char = enc_char
+            self.enc_text = self.lit_text = enc_text
+        self.JSON_STRING_CHAR = self.encode_chars(ir.ANY_CHAR)
+
+    def __repr__(self) -> str:
+        return f"Spellings({self.name!r})"
+
+    def enc_char(self, ch: str) -> ir.Node:  # (canonical; "any" binds the module's function)
+        hit = self._char.get(ch)
+        if hit is None:
+            hit = self._char[ch] = self.encode_chars(ir.Chars(((ord(ch), ord(ch)),)))
+        return hit
+
+    def enc_text(self, text: str) -> ir.Node:
+        hit = self._text.get(text)
+        if hit is not None:
+            return hit
+        node = ir.seq(*(self.enc_char(ch) for ch in text))
+        if len(text) <= 8 and len(self._text) < 100_000:
+            self._text[text] = node
+        return node
+
+    def lit_char(self, ch: str) -> ir.Node:
+        """The one canonical spelling of ``ch`` (as ``json.dumps(ensure_ascii=False)`` writes it)."""
+        hit = self._lit.get(ch)
+        if hit is None:
+            cp = ord(ch)
+            if 0xD800 <= cp <= 0xDFFF:
+                encode_chars(ir.Chars(((cp, cp),)))  # the lone-surrogate SchemaError
+            if cp in _SHORT_NEEDED:
+                hit = ir.Lit(_SHORT_NEEDED[cp])
+            elif cp < 0x20:
+                hit = ir.Lit(f"\\u{cp:04x}")
+            else:
+                hit = ir.Lit(ch)
+            self._lit[ch] = hit
+        return hit
+
+    def lit_text(self, text: str) -> ir.Node:
+        hit = self._ltext.get(text)
+        if hit is not None:
+            return hit
+        node = ir.seq(*(self.lit_char(ch) for ch in text))
+        if len(text) <= 8 and len(self._ltext) < 100_000:
+            self._ltext[text] = node
+        return node
+
+    def json_string_content(self) -> ir.Node:
+        """Any string content this policy spells (``json_string_char*``)."""
+        return ir.repeat(self.JSON_STRING_CHAR, 0, None)
+
+    def string_of_length(self, min_len: int = 0, max_len: int | None = None) -> ir.Node:
+        """String content of ``min_len`` to ``max_len`` characters (see :func:`string_of_length`)."""
+        if min_len < 0 or (max_len is not None and max_len < min_len):
+            return ir.EMPTY
+        return ir.repeat(self.JSON_STRING_CHAR, min_len, max_len)
+
+    def encode_string_language(self, node: ir.Node) -> ir.Node:
+        """:func:`encode_string_language` under this policy."""
+        return encode_string_language(node, self.encode_chars)
+
+
+_POLICIES = {name: Spellings(name) for name in SPELLINGS}
+
+
+def spellings(name: str) -> Spellings:
+    """The :class:`Spellings` of mode ``name`` (one of :data:`SPELLINGS`), shared per process.
+
+    Raises
+    ------
+    SchemaError
+        ``name`` is not a mode.
+    """
+    hit = _POLICIES.get(name) if isinstance(name, str) else None
+    if hit is None:
+        raise SchemaError(f"spellings must be one of {SPELLINGS}, got {name!r}")
+    return hit
+
+
+def default_spellings(spellings_, *, disallow_whitespace=False, close_objects=True, property_order="schema",
+                      whitespace="bounded") -> str:
+    """The mode ``spellings=None`` means: ``"any"`` in the "every valid document" configuration
+    (``property_order="any"``, ``close_objects=False``, ``whitespace="json"``), else
+    ``"canonical"``; an explicit mode is returned as it is."""
+    if spellings_ is not None:
+        return spellings_
+    every_valid = property_order == "any" and not close_objects and whitespace == "json" and not disallow_whitespace
+    return "any" if every_valid else "canonical"

@@ -144,18 +144,21 @@ class KeySet:
         Members never offered (an object in any order: the ones already seen). Key sets over one
         trie share its names in the automaton's store; only which members complete, and their
         tails, are their own.
+    spelling : callable, default :func:`dotjson.jsonstr.enc_char`
+        The spellings of one name character (the spelling policy's ``lit_char``: under
+        ``spellings="canonical"`` one spelling; the automaton reads the escapes it allows from it).
     """
 
-    __slots__ = ("trie", "alive_many", "tail", "asked", "excluded")
+    __slots__ = ("trie", "alive_many", "tail", "asked", "excluded", "_spelling")
 
-    def __init__(self, trie: KeyTrie, alive_many, tail, excluded=()) -> None:
+    def __init__(self, trie: KeyTrie, alive_many, tail, excluded=(), spelling=enc_char) -> None:
+        self._spelling = spelling
         self.trie = trie
         self.alive_many = alive_many
         self.tail = tail
         self.asked = np.zeros(trie.n, dtype=np.bool_)  # members alive_many has answered for
         self.excluded = np.asarray(sorted(excluded), dtype=np.int64)
 
-    @staticmethod
-    def spelling(ch: str) -> ir.Node:
-        """Every JSON spelling of the name character ``ch`` (as :func:`enc_text` writes it)."""
-        return enc_char(ch)
+    def spelling(self, ch: str) -> ir.Node:
+        """The spellings of the name character ``ch`` (as the policy's ``lit_text`` writes it)."""
+        return self._spelling(ch)

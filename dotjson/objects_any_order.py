@@ -60,7 +60,8 @@ def any_order_object(tr, declared, extra, plo: int, phi) -> ir.Node:
     fam = AnyOrderObject(f"{tr.ns}obj{tr.counter}", [name for name, _, _ in declared], value,
                          [req for _, _, req in declared], extra, tr.sep, tr.colon, plo, phi,
                          value_known=lambda j: tr.expr_known(exprs[j])[1],
-                         native=getattr(tr, "native", None), value_exprs=exprs)
+                         native=getattr(tr, "native", None), value_exprs=exprs,
+                         spell=getattr(tr, "jsonstr", None) if hasattr(getattr(tr, "jsonstr", None), "lit_text") else None)
     tr.families.append(fam)
     if tr.whole:
         fam.materialize()  # the grammar is being built whole: every value rule now
@@ -110,7 +111,11 @@ class AnyOrderObject:
     """
 
     def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None,
-                 native=None, value_exprs=None):
+                 native=None, value_exprs=None, spell=None):
+        from dotjson.jsonstr import spellings
+
+        # the spellings of the names (a schema's own strings: `Spellings.lit_text`/`lit_char`)
+        self._spell = spell or spellings("any")
         self.prefix = prefix
         self.tag = f"{prefix}__seen_"
         self._key_tag = f"{prefix}__key_"
@@ -273,7 +278,7 @@ class AnyOrderObject:
         if ks is None:
             ks = self._keysets[(seen, c2)] = KeySet(
                 self.trie, lambda js: self._alive_many(js, c2), lambda j: self._tail_name(j, c2, seen),
-                excluded=seen)
+                excluded=seen, spelling=self._spell.lit_char)
         return ks
 
     def _alive_many(self, js, c2) -> list:
@@ -319,7 +324,7 @@ class AnyOrderObject:
             def leaf(j):
                 return ir.seq(ir.lit('"'), Ref(self._tail_name(j, c2, seen)))
         return self.trie.choice(q, d, self._offered(q, d, seen), leaf,
-                                lambda q2, d2, pos: Ref(self._key_name(q2, d2, c2, seen)), enc_text)
+                                lambda q2, d2, pos: Ref(self._key_name(q2, d2, c2, seen)), self._spell.lit_text)
 
     # ------------------------------------------------------------------ analyses
     def nullable(self, name: str) -> bool:
@@ -423,7 +428,7 @@ class AnyOrderObject:
         return {"kind": "any_order_object", "prefix": self.prefix, "names": self.names,
                 "values": [enc(self.value(j)) for j in range(self.n)], "required": self.required,
                 "extra": None if self.extra is None else enc(self.extra), "sep": enc(self.sep),
-                "colon": enc(self.colon), "plo": self.plo, "phi": self.phi}
+                "colon": enc(self.colon), "plo": self.plo, "phi": self.phi, "spellings": self._spell.name}
 
     @classmethod
     def from_json(cls, d: dict, dec) -> "AnyOrderObject":
@@ -440,7 +445,13 @@ class AnyOrderObject:
                 or not (phi is None or isinstance(phi, int))):
             raise ValueError("malformed rule family")
         extra = None if d["extra"] is None else dec(d["extra"])
-        return cls(d["prefix"], names, values, required, extra, dec(d["sep"]), dec(d["colon"]), plo, phi)
+        from dotjson.jsonstr import SPELLINGS, spellings
+
+        sp = d.get("spellings", "any")  # (how the names are spelled: the policy it was built with)
+        if sp not in SPELLINGS:
+            raise ValueError("malformed rule family")
+        return cls(d["prefix"], names, values, required, extra, dec(d["sep"]), dec(d["colon"]), plo, phi,
+                   spell=spellings(sp))
 
 
 class _Unsettled(Exception):

@@ -145,5 +145,5 @@ def fixed_key_members(tr, fixed: dict, o, declared: set, pn) -> tuple[list, list
         ve = tr.and_expr(es)
         if ve == ("false",):
             continue
-        members.append(seq(lit('"'), tr.enc_text(s), lit('"'), tr.colon, tr.node_of(ve)))
+        members.append(seq(lit('"'), tr.lit_text(s), lit('"'), tr.colon, tr.node_of(ve)))
     return members, names

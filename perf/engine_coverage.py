@@ -34,8 +34,19 @@ rejected only if both are. Instances whose label ``jsonschema`` contradicts are 
 A job past its time limit is killed: a compile past ``--compile-limit`` counts as not compiled, a
 generation past ``--time-limit`` as ``timeout``. On a loaded machine the forward passes dominate.
 
-The summary is per category and engine; where dotjson is below the best peer, the report names
-the schemas and the keywords responsible. Results go to ``--out`` (JSON, read by
+Every engine runs in its **generation defaults** (``peers.make_engine(..., generation=True)``:
+dotjson's ``Index(schema, vocabulary)``, closed objects and canonical spellings; XGrammar's
+``strict_mode=True``; llguidance's and outlines-core's defaults; ``--spec-policies``: the JSON
+Schema rule for extra properties everywhere, as the mask benchmarks run), in each whitespace mode
+of ``--whitespace`` (``default``: each engine's own; ``compact``: none between tokens; ``both``),
+every mode of a schema in the same run. The default budget is 512 new tokens. Under generation
+defaults the mask-level check counts the valid instances an engine's sub-language holds (closed
+objects refuse MaskBench's extra keys): it measures the policies, not soundness.
+
+The summary is per category and engine, with the tokens generated and the time per token (the
+loop's forward passes and masks, the mask's share, and one forward pass: a token without a
+mask); a per-schema table gives each job's outcome, tokens and times. Where dotjson is below the
+best peer in a mode, the report names the schemas and the keywords responsible. Results go to ``--out`` (JSON, read by
 ``perf/notebooks/coverage.ipynb``).
 
 The file is not called ``coverage.py``: a module of that name next to the scripts shadows the
@@ -44,6 +55,7 @@ The file is not called ``coverage.py``: a module of that name next to the script
 Usage::
 
     python3 perf/engine_coverage.py --sample 1            # one schema per category, every engine
+    python3 perf/engine_coverage.py --sample 3 --whitespace both --no-masklevel   # the README's run
     python3 perf/engine_coverage.py --sample 5 --engines dotjson,llguidance --out run.json
     python3 perf/engine_coverage.py --data tests/data/maskbench/subset.jsonl --sample 1
 """
@@ -199,12 +211,13 @@ def model_dir() -> str:
     return str(converted_model_dir())
 
 
-def setup_engine(engine: str, model: str, load_model: bool = True) -> dict:
-    """Prepare ``engine`` on the model's tokenizer and load the model (one CPU thread)."""
+def setup_engine(engine: str, model: str, load_model: bool = True, generation: bool = False) -> dict:
+    """Prepare ``engine`` on the model's tokenizer (``generation=True``: its generation defaults,
+    ``peers.make_engine``) and load the model (one CPU thread)."""
     peers.set_single_thread_env()
     tok = peers.load_tokenizer(model)
     t0 = time.perf_counter()
-    eng = peers.make_engine(engine, tok)
+    eng = peers.make_engine(engine, tok, generation=generation)
     lm = None
     if load_model:
         import torch
@@ -317,7 +330,7 @@ def handle_schema(state: dict, job: dict, report) -> dict:
     report(phase="compile")
     t0 = pc()
     try:
-        compiled = eng.compile(job["schema"])
+        compiled = eng.compile(job["schema"], compact=job.get("compact", False))
         m = compiled.matcher()
         m.first_mask()
     except peers.CompileFailed as e:
@@ -405,9 +418,10 @@ def prepare_job(row: dict, tok, prompt_chars: int, max_new_tokens: int, generate
 
 
 def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, categories=None,
-        max_new_tokens: int = 128, prompt_chars: int = 2000, time_limit: float = 120.0,
+        max_new_tokens: int = 512, prompt_chars: int = 2000, time_limit: float = 120.0,
         compile_limit: float = 30.0, mem_limit_gb: float = 8.0, generate: bool = True, masklevel: bool = True,
-        model: str | None = None, log=print) -> dict:
+        model: str | None = None, log=print, whitespace=("default",), generation: bool = True,
+        checkpoint=None) -> dict:
     """Run the coverage check; returns the results dict that ``--out`` writes.
 
     Parameters
@@ -427,6 +441,16 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
         Address-space limit of every engine's worker process.
     generate, masklevel : bool
         Run the generation / the mask-level check.
+    whitespace : sequence of {"default", "compact"}
+        The whitespace modes to run every engine in, each schema in each mode: ``"default"``
+        (each engine's own), ``"compact"`` (no whitespace between tokens). An engine's results
+        in compact mode are labelled ``ENGINE/compact``.
+    generation : bool
+        Each engine in its generation defaults (``peers.make_engine``); ``False``: the JSON
+        Schema rule for extra properties in every engine (the mask benchmarks' setting).
+    checkpoint : callable, optional
+        Called with the results so far (the dict this returns, ``"partial": True``) after each
+        schema: a long run killed on the way still leaves what it measured.
     model : str, optional
         A transformers model directory; default :func:`model_dir`.
     log : callable
@@ -434,13 +458,24 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
     """
     log = log or (lambda *a, **k: None)
     rows = load_schemas(data, sample, seed, categories)
+    # round robin over the categories (the first schema of each, then the second ...): a run
+    # stopped on the way (see ``checkpoint``) has measured every category alike
+    rank: dict = defaultdict(int)
+    keyed = []
+    for i, r in enumerate(rows):
+        keyed.append((rank[r["category"]], i, r))
+        rank[r["category"]] += 1
+    rows = [r for _, _, r in sorted(keyed, key=lambda k: k[:2])]
     model = model or model_dir()
     tok = peers.load_tokenizer(model)
     table = _token_bytes(tok)
     engines = list(engines)
+    modes = list(whitespace)
+    labels = [label(e, w) for w in modes for e in engines]
     t_start = time.perf_counter()
     pool = {e: workers.Worker(e, setup_engine, handle_schema,
-                              {"model": model, "load_model": generate}, mem_limit_gb)
+                              {"model": model, "load_model": generate, "generation": generation},
+                              mem_limit_gb)
             for e in engines}
     infos = {}
     try:
@@ -452,8 +487,8 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
             job, book = prepare_job(row, tok, prompt_chars, max_new_tokens, generate, masklevel)
             r = {"id": row["id"], "category": row["category"], "schema": row["schema"], **book,
                  "engines": {}}
-            for e in engines:
-                x = pool[e].run(job, time_limit, {"compile": compile_limit})
+            for w, e in ((w, e) for w in modes for e in engines):
+                x = pool[e].run(dict(job, compact=w == "compact"), time_limit, {"compile": compile_limit})
                 x["compiled"] = "ttfm_s" in x
                 if x["compiled"] and generate:
                     x["outcome"], x["text"] = judge(x.get("gen"), row["schema"], table)
@@ -474,17 +509,30 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
                                      and any(c["accepted"]))
                 x["checked"] = len(checks)
                 x.pop("checks", None)
-                r["engines"][e] = x
+                r["engines"][label(e, w)] = x
             results.append(r)
             log(f"[{n + 1}/{len(rows)} {time.perf_counter() - t_start:.0f}s] {row['id']}: " + " ".join(
-                f"{e}={_short(r['engines'][e])}" for e in engines))
+                f"{e}={_short(r['engines'][e])}" for e in labels))
+            if checkpoint is not None:
+                checkpoint(dict(_results(results, infos, data, sample, seed, labels, modes, generation,
+                                         max_new_tokens, prompt_chars, time_limit, compile_limit,
+                                         mem_limit_gb, generate, masklevel, model, t_start), partial=True))
     finally:
         for w in pool.values():
             w.stop()
+    return _results(results, infos, data, sample, seed, labels, modes, generation, max_new_tokens,
+                    prompt_chars, time_limit, compile_limit, mem_limit_gb, generate, masklevel, model,
+                    t_start)
+
+
+def _results(results, infos, data, sample, seed, labels, modes, generation, max_new_tokens,
+             prompt_chars, time_limit, compile_limit, mem_limit_gb, generate, masklevel, model,
+             t_start) -> dict:
     wall = time.perf_counter() - t_start
     out = {"kind": "maskbench-coverage", "results": results, "infos": infos,
            "settings": {"data": str(data or DATA), "sample": sample, "seed": seed,
-                        "engines": engines, "max_new_tokens": max_new_tokens,
+                        "engines": labels, "whitespace": modes, "generation_defaults": generation,
+                        "max_new_tokens": max_new_tokens,
                         "prompt_chars": prompt_chars, "time_limit_s": time_limit,
                         "compile_limit_s": compile_limit,
                         "mem_limit_gb": mem_limit_gb, "generate": generate,
@@ -496,10 +544,36 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
     return out
 
 
+def label(engine: str, whitespace: str) -> str:
+    """The results label of ``engine`` run in whitespace mode ``whitespace``."""
+    return engine if whitespace == "default" else f"{engine}/{whitespace}"
+
+
+def mode_of(lbl: str) -> str:
+    """The whitespace mode of a results label (see :func:`label`)."""
+    return lbl.split("/", 1)[1] if "/" in lbl else "default"
+
+
+def per_token(x: dict) -> dict:
+    """Tokens generated and times per token of one job's generation: ``loop_ms`` (forward
+    passes and masks over the tokens generated; a token that is the only one allowed takes no
+    forward pass), ``mask_ms`` (the engine's share), ``forward_ms`` (one forward pass: the cost
+    of a token without a mask)."""
+    g = x.get("gen") or {}
+    n = g.get("n_tokens") or 0
+    if not n:
+        return {"tokens": 0}
+    f = g.get("forwards") or 0
+    return {"tokens": n, "forwards": f, "loop_ms": 1e3 * (g["forward_s"] + g["mask_s"]) / n,
+            "mask_ms": 1e3 * g["mask_s"] / n, "forward_ms": 1e3 * g["forward_s"] / f if f else None}
+
+
 def _short(x: dict) -> str:
     if not x.get("compiled"):
         return x.get("status", "?")
     s = x.get("outcome", "compiled")
+    if x.get("gen"):
+        s += f"[{x['gen'].get('n_tokens', 0)}t]"
     if x.get("checked"):
         s += f"({x['valid_accepted']}+{x['invalid_rejected']}/{x['checked']})"
     return s
@@ -529,12 +603,22 @@ def summarize(out: dict) -> dict:
             for o in OUTCOMES + ("timeout", "crash"):
                 s[o] = sum(1 for x in xs if x.get("outcome") == o)
             s["timeouts"] = sum(1 for x in xs if x.get("status") == "timeout")
+            # not finished: the token budget ran out, or the time limit during the generation
+            s["unfinished"] = s["budget"] + s["timeout"]
             s["crashes"] = sum(1 for x in xs if x.get("status") in ("crash", "error"))
             s["n_valid"] = sum(r["n_valid"] for r in rows)
             s["n_invalid"] = sum(r["n_invalid"] for r in rows)
             s["valid_accepted"] = sum(x["valid_accepted"] for x in xs)
             s["invalid_rejected"] = sum(x["invalid_rejected"] for x in xs)
             s["reordered"] = sum(x["reordered"] for x in xs)
+            pts = [per_token(x) for x in xs]
+            s["tokens"] = sum(p["tokens"] for p in pts)
+            timed = [p for p in pts if p["tokens"]]
+            s["loop_ms"] = (sum(p["loop_ms"] * p["tokens"] for p in timed) / s["tokens"]) if timed else None
+            s["mask_ms"] = (sum(p["mask_ms"] * p["tokens"] for p in timed) / s["tokens"]) if timed else None
+            fw = [p for p in timed if p.get("forward_ms")]
+            s["forward_ms"] = (sum(p["forward_ms"] * p["forwards"] for p in fw) / sum(p["forwards"] for p in fw)
+                               if fw else None)
             n = max(s["schemas"], 1)
             s["compiled_pct"] = 100 * s["compiled"] / n
             s["valid_pct"] = 100 * s["valid"] / n
@@ -574,12 +658,20 @@ def diagnose(schema, text: str) -> str | None:
 
 
 def gaps(out: dict, base: str = "dotjson") -> list[dict]:
-    """Categories where ``base`` is below the best peer (valid-output % or compiled %), with the
-    schemas a peer handled and ``base`` did not, and why (the keyword of a refusal, or the
-    output). Other dotjson configurations are not peers."""
-    engines = out["settings"]["engines"]
-    if base not in engines:
-        return []
+    """Categories where ``base`` is below the best peer (valid-output % or compiled %), in each
+    whitespace mode against the peers run in the same mode, with the schemas a peer handled and
+    ``base`` did not, and why (the keyword of a refusal, or the output). Other dotjson
+    configurations are not peers."""
+    labels = out["settings"]["engines"]
+    res = []
+    for b in labels:
+        if b.split("/", 1)[0] != base:
+            continue
+        res += _gaps(out, b, [e for e in labels if mode_of(e) == mode_of(b)])
+    return res
+
+
+def _gaps(out: dict, base: str, engines: list) -> list[dict]:
     res = []
     for cat, per in out["summary"].items():
         if cat == "ALL":
@@ -607,7 +699,7 @@ def gaps(out: dict, base: str = "dotjson") -> list[dict]:
                                      r.get("schema"), mine.get("text") or ""),
                                  "error": (mine.get("error") or "")[:300],
                                  "text": (mine.get("text") or "")[:160]})
-            res.append({"category": cat, "metric": metric, "dotjson": per[base][metric],
+            res.append({"category": cat, "metric": metric, "base": base, "dotjson": per[base][metric],
                         "best_peer": best[1], "best": best[0], "schemas": lost})
     return res
 
@@ -625,23 +717,48 @@ def render(out: dict) -> str:
             f"{per[e]['compiled_pct']:.0f} / {per[e]['valid_pct']:.0f} / {per[e]['invalid']}"
             for e in engines) + " |")
     lines += ["", "Outcomes over all schemas (valid / invalid / budget / dead / unchecked / "
-              "not compiled / timeout / crash):", ""]
+              "not compiled / timeout / crash), tokens generated, ms per token (forward passes "
+              "and masks), of which the mask, and one forward pass (a token without a mask):", ""]
     a = summ["ALL"]
+
+    def ms(v):
+        return "-" if v is None else f"{v:.1f}" if v >= 0.1 else f"{v:.3f}"
+
     for e in engines:
         lines.append(f"- {e}: " + " / ".join(str(a[e].get(o, 0))
-                                             for o in OUTCOMES + ("timeout", "crash")))
-    lines += ["", "Mask level (valid instances accepted / invalid instances rejected):", "",
-              "| category | valid | invalid | " + " | ".join(engines) + " |",
-              "|---|---:|---:|" + "---:|" * len(engines)]
-    for cat, per in summ.items():
-        p0 = per[engines[0]]
-        lines.append(f"| {cat} | {p0['n_valid']} | {p0['n_invalid']} | " + " | ".join(
-            f"{per[e]['valid_accepted']} / {per[e]['invalid_rejected']}" for e in engines) + " |")
+                                             for o in OUTCOMES + ("timeout", "crash"))
+                     + f"; unfinished {a[e].get('unfinished', 0)}"
+                     + f"; {a[e].get('tokens', 0)} tokens, {ms(a[e].get('loop_ms'))} ms/token "
+                       f"(mask {ms(a[e].get('mask_ms'))}), forward {ms(a[e].get('forward_ms'))} ms")
+    if out["settings"].get("generate", True):
+        lines += ["", "Per schema: outcome, tokens, ms/token with the mask (loop) / of the mask:", "",
+                  "| schema | " + " | ".join(engines) + " |", "|---|" + "---|" * len(engines)]
+        for r in out["results"]:
+            cells = []
+            for e in engines:
+                x = r["engines"][e]
+                if not x.get("compiled"):
+                    cells.append("not compiled")
+                    continue
+                p = per_token(x)
+                cells.append(f"{x.get('outcome', '?')} {p['tokens']}"
+                             + (f" {ms(p['loop_ms'])}/{ms(p['mask_ms'])}" if p["tokens"] else ""))
+            lines.append(f"| {r['id']} | " + " | ".join(cells) + " |")
+    if not out["settings"].get("masklevel", True):
+        lines += ["", "(mask-level check not run)"]
+    else:
+        lines += ["", "Mask level (valid instances accepted / invalid instances rejected):", "",
+                  "| category | valid | invalid | " + " | ".join(engines) + " |",
+                  "|---|---:|---:|" + "---:|" * len(engines)]
+        for cat, per in summ.items():
+            p0 = per[engines[0]]
+            lines.append(f"| {cat} | {p0['n_valid']} | {p0['n_invalid']} | " + " | ".join(
+                f"{per[e]['valid_accepted']} / {per[e]['invalid_rejected']}" for e in engines) + " |")
     g = out.get("gaps") or []
     if g:
         lines += ["", "Where dotjson is below the best peer:", ""]
         for x in g:
-            lines.append(f"- {x['category']} {x['metric']}: dotjson {x['dotjson']:.0f} < "
+            lines.append(f"- {x['category']} {x['metric']}: {x.get('base', 'dotjson')} {x['dotjson']:.0f} < "
                          f"{x['best_peer']} {x['best']:.0f}")
             for s in x["schemas"]:
                 why = f"keyword `{s['keyword']}`" if s["keyword"] else s["dotjson"]
@@ -663,7 +780,13 @@ def main(argv=None) -> int:
     ap.add_argument("--categories", default="", help="comma-separated (default: all)")
     ap.add_argument("--engines", default=",".join(peers.ENGINES),
                     help=f"comma-separated, from {peers.ENGINES + peers.EXTRA_ENGINES}")
-    ap.add_argument("--max-new-tokens", type=int, default=128, help="token budget (default 128)")
+    ap.add_argument("--max-new-tokens", type=int, default=512, help="token budget (default 512)")
+    ap.add_argument("--whitespace", default="default", choices=("default", "compact", "both"),
+                    help="each engine's default whitespace, compact JSON, or both (each schema in "
+                         "each mode; compact results are labelled ENGINE/compact)")
+    ap.add_argument("--spec-policies", action="store_true",
+                    help="every engine under the JSON Schema rule for extra properties (the mask "
+                         "benchmarks' setting) instead of its generation defaults")
     ap.add_argument("--prompt-chars", type=int, default=2000,
                     help="the schema is cut to this many characters in the prompt (default 2000)")
     ap.add_argument("--time-limit", type=float, default=120.0,
@@ -693,13 +816,18 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     engines = [e for e in args.engines.split(",") if e]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     for e in engines:
         if e not in peers.ENGINES + peers.EXTRA_ENGINES:
             ap.error(f"unknown engine {e!r}")
     out = run(data, args.sample, args.seed, engines,
               [c for c in args.categories.split(",") if c] or None, args.max_new_tokens,
               args.prompt_chars, args.time_limit, args.compile_limit, args.mem_limit_gb, not args.no_generate,
-              not args.no_masklevel, log=lambda m: print(m, file=sys.stderr, flush=True))
+              not args.no_masklevel, log=lambda m: print(m, file=sys.stderr, flush=True),
+              whitespace=("default", "compact") if args.whitespace == "both" else (args.whitespace,),
+              generation=not args.spec_policies,
+              checkpoint=lambda part: Path(args.out).write_text(json.dumps(part, indent=1, default=str),
+                                                                encoding="utf-8"))
     print(render(out))
     print(f"\nwall time {out['wall_s']:.0f} s on {out['machine']['cpus']} CPUs, load average "
           f"{out['machine']['loadavg'][0]:.1f} at the end; engines: " + "; ".join(

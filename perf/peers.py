@@ -225,7 +225,9 @@ class Compiled:
 
 @dataclass
 class Engine:
-    """An engine bound to one tokenizer: ``compile(schema) -> Compiled``."""
+    """An engine bound to one tokenizer: ``compile(schema) -> Compiled``;
+    ``compile(schema, compact=True)``: the engine's compact-JSON mode (no whitespace between
+    tokens), ``compact=False`` its default whitespace (``perf/engine_coverage.py --whitespace``)."""
 
     name: str
     compile: Callable[[Any], Compiled]
@@ -293,9 +295,10 @@ def _llguidance(hf_tokenizer, eos_ids) -> Engine:
             self.fresh = False
             return self.cursor
 
-    def compile(schema):
+    def compile(schema, compact=False):
         try:
-            grm = llguidance.LLMatcher.grammar_from_json_schema(_schema_text(schema))
+            opts = {"defaults": {"whitespace_flexible": False}} if compact else {}
+            grm = llguidance.LLMatcher.grammar_from_json_schema(_schema_text(schema), **opts)
             m = llguidance.LLMatcher(lltok, grm, log_level=0)
         except Exception as e:  # noqa: BLE001 - every failure is a coverage miss
             raise CompileFailed(f"{type(e).__name__}: {e}") from e
@@ -358,9 +361,10 @@ def _xgrammar(hf_tokenizer, eos_ids, strict: bool) -> Engine:
                 self.cursor.m.reset()
             return self.cursor
 
-    def compile(schema):
+    def compile(schema, compact=False):
         try:
-            cg = compiler.compile_json_schema(_schema_text(schema), any_whitespace=True,
+            cg = compiler.compile_json_schema(_schema_text(schema), any_whitespace=not compact,
+                                              separators=(",", ":") if compact else None,
                                               strict_mode=strict)
         except Exception as e:  # noqa: BLE001
             raise CompileFailed(f"{type(e).__name__}: {e}") from e
@@ -429,9 +433,10 @@ def _outlines(hf_tokenizer, eos_ids) -> Engine:
                 self.cursor.g.reset()
             return self.cursor
 
-    def compile(schema):
+    def compile(schema, compact=False):
         try:
-            regex = oc.json_schema.build_regex_from_schema(_schema_text(schema))
+            regex = oc.json_schema.build_regex_from_schema(_schema_text(schema),
+                                                           whitespace_pattern="" if compact else None)
             index = oc.Index(regex, vocab)
         except Exception as e:  # noqa: BLE001
             raise CompileFailed(f"{type(e).__name__}: {e}") from e
@@ -447,7 +452,7 @@ def _outlines(hf_tokenizer, eos_ids) -> Engine:
 # --------------------------------------------------------------------------------------------
 
 
-def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False) -> Engine:
+def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation: bool = False) -> Engine:
     import time
 
     import dotjson
@@ -526,10 +531,12 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False) -> Engine:
         def matcher(self):
             return cursor(self.index)
 
-    def compile(schema):
+    def compile(schema, compact=compact):
         try:
-            # the JSON Schema rule (open objects), like the peers
-            index = Index(schema, vocab, disallow_whitespace=compact, close_objects=False)
+            if generation:  # the library's generation defaults (closed objects, canonical spellings)
+                index = Index(schema, vocab, disallow_whitespace=compact)
+            else:  # the JSON Schema rule (open objects), like the peers
+                index = Index(schema, vocab, disallow_whitespace=compact, close_objects=False)
         except dotjson.errors.DotjsonError as e:
             raise CompileFailed(f"{type(e).__name__}: {e}") from e
         return C(index)
@@ -538,26 +545,33 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False) -> Engine:
            else "Guide.get_next_tokensets (public API)")
     name = "dotjson-compact" if compact else "dotjson" if api == "low" else "dotjson-guide"
     ws = "no whitespace (disallow_whitespace=True)" if compact else "bounded whitespace"
-    return Engine(name, compile, prep,
-                  f"Index(schema, vocabulary, close_objects=False): {ws}, extra properties "
-                  f"per JSON Schema; timed through {how}; dotjson.warmup() at start-up",
+    mode = (f"Index(schema, vocabulary): the generation defaults ({ws}, close_objects=True, "
+            f"canonical spellings)" if generation else
+            f"Index(schema, vocabulary, close_objects=False): {ws}, extra properties per JSON Schema")
+    return Engine(name, compile, prep, f"{mode}; timed through {how}; dotjson.warmup() at start-up",
                   dotjson.__version__)
 
 
-def make_engine(name: str, hf_tokenizer) -> Engine:
-    """Prepare engine ``name`` (one of :data:`ENGINES` or :data:`EXTRA_ENGINES`) on a tokenizer."""
+def make_engine(name: str, hf_tokenizer, generation: bool = False) -> Engine:
+    """Prepare engine ``name`` (one of :data:`ENGINES` or :data:`EXTRA_ENGINES`) on a tokenizer.
+
+    ``generation=True``: each engine in its own generation defaults rather than the JSON Schema
+    rule for extra properties the mask benchmarks hold every engine to: dotjson's
+    ``Index(schema, vocabulary)`` (closed objects, canonical spellings), XGrammar's
+    ``strict_mode=True``; llguidance and outlines-core run their defaults either way.
+    """
     eos = hf_tokenizer.eos_token_id
     eos_ids = tuple(eos) if isinstance(eos, (list, tuple)) else (int(eos),)
     if name == "llguidance":
         return _llguidance(hf_tokenizer, eos_ids)
     if name == "xgrammar":
-        return _xgrammar(hf_tokenizer, eos_ids, strict=False)
+        return _xgrammar(hf_tokenizer, eos_ids, strict=generation)
     if name == "xgrammar-strict":
         return _xgrammar(hf_tokenizer, eos_ids, strict=True)
     if name == "outlines":
         return _outlines(hf_tokenizer, eos_ids)
     if name == "dotjson":
-        return _dotjson(hf_tokenizer, eos_ids, "low")
+        return _dotjson(hf_tokenizer, eos_ids, "low", generation=generation)
     if name == "dotjson-guide":
         return _dotjson(hf_tokenizer, eos_ids, "guide")
     if name == "dotjson-compact":

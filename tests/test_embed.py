@@ -443,3 +443,24 @@ def test_rendered_grammars_agree_with_the_lark_oracle(smollm2_vocab):
         grammar = index.grammar
         for text in texts:
             assert index.accepts(text) == lark_parses(grammar, text), text
+
+
+def test_json_spellings_per_schema(smollm2_vocab):
+    """Each embedded schema has its own string spelling policy, and two policies in one grammar
+    do not share base rules (``json_string_char`` differs)."""
+    g = """
+start: canon " " every
+canon: %json {"type": "object", "properties": {"a": {"type": "string"}}}
+every: %json {"type": "object", "properties": {"a": {"type": "string"}}, "x-dotjson": {"spellings": "any"}}
+"""
+    ix = Index.from_lark(g, smollm2_vocab)
+    assert ix.accepts('{"a": "x"} {"a": "x"}')
+    assert ix.accepts('{"a": "x"} {"\\u0061": "\\u0078"}')     # every spelling in the second
+    assert not ix.accepts('{"\\u0061": "x"} {"a": "x"}')       # the first key only as written
+    assert not ix.accepts('{"a": "\\u0078"} {"a": "x"}')       # no gratuitous escape in the first
+    assert ix.accepts('{"a": "\\"\\n"} {"a": "x"}')            # real escapes stay
+    ix2 = Index.from_lark("start: d\n", smollm2_vocab,
+                          schemas={"d": JsonSchema({"type": "string"}, spellings="any")})
+    assert ix2.accepts('"\\u0078"')
+    with pytest.raises(SchemaError):
+        Index.from_lark("start: d\n", smollm2_vocab, schemas={"d": JsonSchema({"type": "string"}, spellings="odd")})

@@ -102,9 +102,11 @@ def test_unsupported_draft_formats_are_never_silent(name):
 
 
 def test_uri_template_in_a_schema():
-    g = to_lark(schema_to_grammar({"type": "string", "format": "uri-template"}))
+    g = to_lark(schema_to_grammar({"type": "string", "format": "uri-template"}, spellings="any"))
     assert lark_parses(g, '"http://example.com/dictionary/{term:1}/{term}"')
     assert lark_parses(g, '"\\u0041{?x,y*}"')  # every JSON spelling: \u0041 is "A"
+    canonical = to_lark(schema_to_grammar({"type": "string", "format": "uri-template"}))
+    assert lark_parses(canonical, '"A{?x,y*}"') and not lark_parses(canonical, '"\\u0041{?x,y*}"')
     assert not lark_parses(g, '"a\\\\b"')  # the decoded string a\b: a backslash is no literal
     assert not lark_parses(g, '"http://example.com/resource/{"')
     assert not lark_parses(g, '"{v:10000}"')

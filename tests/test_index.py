@@ -73,7 +73,8 @@ DOCS = {
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_masks_equal_slow_reference(name, tiny_bpe_vocab):
     vocab = tiny_bpe_vocab
-    index = Index(SCHEMAS[name], vocab, close_objects=False)  # "open" is the spec's open object
+    # "open" is the spec's open object; the documents spell characters with \u escapes
+    index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
     assert all(index.accepts(doc) for doc in DOCS[name])
     _assert_masks_equal_reference(index, vocab, name)
 
@@ -100,7 +101,7 @@ def test_teacher_forcing_real_tokenizers(vocab_name, request):
     vocab = request.getfixturevalue(f"{vocab_name}_vocab")
     tok = request.getfixturevalue(f"{vocab_name}_tokenizer")
     for name, docs in DOCS.items():
-        index = Index(SCHEMAS[name], vocab, close_objects=False)
+        index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
         for doc in docs:
             _teacher_force(index, vocab, tok, doc)
             _teacher_force(index, vocab, tok, json.dumps(json.loads(doc), indent=2))
@@ -236,8 +237,8 @@ def test_state_budget_is_a_clear_error(tiny_bpe_vocab):
 
 def test_cache_budget_evicts_and_stays_correct(tiny_bpe_vocab, tiny_bpe_tokenizer):
     n_words = (tiny_bpe_vocab.max_token_id() + 31) // 32
-    index = Index(SCHEMAS["person"], tiny_bpe_vocab, max_cache_bytes=3 * n_words * 4)
-    reference = Index(SCHEMAS["person"], tiny_bpe_vocab)
+    index = Index(SCHEMAS["person"], tiny_bpe_vocab, max_cache_bytes=3 * n_words * 4, spellings="any")
+    reference = Index(SCHEMAS["person"], tiny_bpe_vocab, spellings="any")
     _teacher_force(index, tiny_bpe_vocab, tiny_bpe_tokenizer, DOCS["person"][0])
     assert index.n_masks <= 3
     for prefix in _prefixes(DOCS["person"][0]):
@@ -301,7 +302,7 @@ def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_voca
     vocab._walk = (*big_subtree_bits(vocab.tries.plain, vocab.tries.n_words, min_tokens=1), saved[2])
     try:
         assert (vocab._walk[0] >= 0).all()
-        index = Index(SCHEMAS[name], vocab, close_objects=False)
+        index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
         _assert_masks_equal_reference(index, vocab, name)
     finally:
         vocab._walk = saved
@@ -316,7 +317,7 @@ def test_masks_equal_slow_reference_when_the_store_grows_mid_walk(name, tiny_bpe
     monkeypatch.setattr(Automaton, "INITIAL_TERMS", 16)
     monkeypatch.setattr(Automaton, "INITIAL_STATES", 2)
     vocab = tiny_bpe_vocab
-    index = Index(SCHEMAS[name], vocab, close_objects=False)
+    index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
     _assert_masks_equal_reference(index, vocab, name)
 
 
@@ -327,8 +328,8 @@ def test_special_trie_run_shortcut_equals_full_walk_real_vocab(llama3_vocab, lla
     from dotjson._kernels import walk
 
     for name in ("person", "open", "any", "tree"):
-        fast = Index(SCHEMAS[name], llama3_vocab, close_objects=False)
-        full = Index(SCHEMAS[name], llama3_vocab, close_objects=False)
+        fast = Index(SCHEMAS[name], llama3_vocab, close_objects=False, spellings="any")
+        full = Index(SCHEMAS[name], llama3_vocab, close_objects=False, spellings="any")
         full._special_mode = walk.WALK_ALL
         for doc in DOCS[name]:
             for text in (doc, json.dumps(json.loads(doc), indent=2)):

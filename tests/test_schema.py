@@ -30,6 +30,7 @@ class Raw:
 
 def check(schema, good, bad, **kw):
     kw.setdefault("close_objects", False)  # these cases are about the specification's language
+    kw.setdefault("spellings", "any")
     g = schema_to_grammar(schema, **kw)
     text = to_lark(g)
     for x in good:
@@ -183,6 +184,43 @@ def test_close_objects():
     check(schema, [{"a": 1}, {"b": 1}], [], close_objects=False)
     # an object schema with no declared properties stays open
     check({"type": "object"}, [{"b": 1}], [], close_objects=True)
+
+
+def test_close_objects_closes_only_objects_that_declare_a_property():
+    from dotjson.automaton import Automaton
+
+    def lang(schema, close=True):
+        a = Automaton(schema_to_grammar(schema, close_objects=close))
+        return lambda doc: a.matches(json.dumps(doc, separators=(",", ":")).encode())
+
+    # `not: required`, `dependentRequired`, `dependentSchemas` constrain a name without declaring
+    # it: the object declares nothing and keeps its extra members (bounded by maxProperties)
+    m = lang({"type": "object", "not": {"required": ["x"]}, "maxProperties": 2})
+    assert m({"y": 1, "z": 2}) and m({}) and m({"y": 1})
+    assert not m({"x": 1}) and not m({"y": 1, "x": 2}) and not m({"y": 1, "z": 2, "w": 3})
+    m = lang({"type": "object", "dependentRequired": {"a": ["b"]}})
+    assert m({"q": 1}) and m({"a": 1, "b": 2, "q": 3}) and not m({"a": 1, "q": 3})
+    m = lang({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}})
+    assert m({"q": 1}) and m({"a": 1, "b": 2}) and not m({"a": 1})
+    m = lang({"type": "object", "not": {"properties": {"x": {"type": "string"}}, "required": ["x"]}})
+    assert m({"y": "s"}) and m({"x": 1, "y": "s"}) and not m({"x": "s"})
+    # required names alone declare nothing either
+    m = lang({"type": "object", "required": ["r"]})
+    assert m({"r": 1, "other": 2}) and not m({"other": 2})
+    # every declared property forbidden (`false`): nothing is declared to be held, it stays open
+    m = lang({"type": "object", "properties": {"x": False}})
+    assert m({"y": 1}) and not m({"x": 1})
+    # a declared property (one it may hold) closes it, whatever else narrows it; a `properties`
+    # inside allOf declares too
+    for s in ({"type": "object", "properties": {"a": {}, "x": False}},
+              {"type": "object", "not": {"required": ["x"]}, "properties": {"a": {}}},
+              {"allOf": [{"properties": {"a": {}}}, {"not": {"required": ["x"]}}]}):
+        m = lang(s)
+        assert m({"a": 1}) and m({}) and not m({"y": 1}) and not m({"x": 1}), s
+        assert lang(s, close=False)({"y": 1}), s
+    # patternProperties alone closes it to its pattern keys
+    m = lang({"type": "object", "patternProperties": {"^p": {"type": "integer"}}})
+    assert m({"p1": 1}) and not m({"q": 1}) and not m({"p1": "s"})
 
 
 def test_start_rule_and_base_rules():

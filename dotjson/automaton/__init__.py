@@ -433,10 +433,15 @@ class Automaton:
             t = self.rules.compile_node(keyset.spelling(ch))
             after = self.deriv(t, 0x5C)  # its escapes, after the backslash: u + 4 hex digits
             esc.append(self.deriv(after, 0x75))
-            # ... or one byte (JSON's short escapes: the quote, the backslash, \/ \b \f \n \r \t)
+            # ... or one byte (JSON's short escapes: the quote, the backslash, \/ \b \f \n \r \t),
+            # where the spelling policy offers it (the canonical one has no \/)
             sh = _SHORT_ESCAPE_OF.get(ch, -1)
-            if sh >= 0 and self.deriv(after, sh) != K.EPS:
-                raise GrammarError(f"key character {ch!r} has no short escape")
+            if sh >= 0:
+                r = self.deriv(after, sh)
+                if r == K.EMPTY:
+                    sh = -1
+                elif r != K.EPS:
+                    raise GrammarError(f"key character {ch!r} has a short escape that does not end it")
             short.append(sh)
             raw.append(int(self.deriv(t, ch.encode("utf-8")[0]) != K.EMPTY))
         ncp = len(chars)

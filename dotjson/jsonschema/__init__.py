@@ -43,7 +43,6 @@ from dotjson.ir.analysis import Analysis
 from dotjson.jsonschema.compiler import Compiler
 from dotjson.objects_any_order import PROPERTY_ORDERS, rules_with_families
 from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, MAX_NUMBER_DIGITS, TRUE, UNSUPPORTED_KEYWORDS
-from dotjson.jsonstr import enc_char
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
 
@@ -80,23 +79,30 @@ def _load(schema):
     return schema
 
 
-_SHARED_NODES: tuple = ()
+_SHARED_NODES: dict = {}
 
 
-def shared_nodes() -> tuple:
+def shared_nodes(spellings: str = "any") -> tuple:
     """Nodes that most compiled schemas use besides the base rules: any string character, and
-    the spellings of the printable ASCII characters that names and literals are made of."""
-    global _SHARED_NODES
-    if not _SHARED_NODES:
-        from dotjson.jsonstr import JSON_STRING_CHAR
+    the spellings of the printable ASCII characters that names and literals are made of (under
+    the spelling policy ``spellings``; one tuple per policy and process)."""
+    hit = _SHARED_NODES.get(spellings)
+    if hit is None:
+        from dotjson.jsonstr import spellings as _spellings
 
-        _SHARED_NODES = (JSON_STRING_CHAR,) + tuple(enc_char(chr(c)) for c in range(0x20, 0x7F))
-    return _SHARED_NODES
+        sp = _spellings(spellings)
+        ascii_ = [chr(c) for c in range(0x20, 0x7F)]
+        nodes = [sp.JSON_STRING_CHAR] + [sp.enc_char(ch) for ch in ascii_]
+        if sp.canonical:
+            nodes += [sp.lit_char(ch) for ch in ascii_]
+        hit = _SHARED_NODES[spellings] = tuple(dict.fromkeys(nodes))
+    return hit
 
 
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                       lenient: bool = False, resources=None, property_order: str = "schema",
-                      whitespace: str = "bounded", check_language: bool = True) -> ir.Grammar:
+                      whitespace: str = "bounded", spellings: str | None = None,
+                      check_language: bool = True) -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
 
     Parameters
@@ -123,6 +129,14 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     whitespace : {"bounded", "json"}, default "bounded"
         Without ``disallow_whitespace``: ``"bounded"`` is the ``ws`` rule of ``grammars/json.lark``
         (one line break, 20 blanks); ``"json"`` is any whitespace JSON allows between tokens.
+    spellings : {"canonical", "any"}, optional
+        A generation policy for strings (:mod:`dotjson.jsonstr`). ``"canonical"``: declared keys,
+        ``enum`` and ``const`` strings only as ``json.dumps(..., ensure_ascii=False)`` writes
+        them, and string contents with no escape of a character JSON lets stand raw (``\\"``,
+        ``\\\\``, control characters keep theirs). ``"any"``: every JSON spelling of every string
+        (``\\u0061`` for ``a``, surrogate pairs, ``\\/``). Default: ``"any"`` in the "every valid
+        document" configuration (``property_order="any"``, ``close_objects=False``,
+        ``whitespace="json"``), ``"canonical"`` otherwise.
     check_language : bool, default True
         Decide here that the language is not empty (:class:`SchemaError` otherwise).
         :class:`~dotjson.Index` passes ``False``: its automaton decides the same question
@@ -151,6 +165,12 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
 
     if whitespace not in WHITESPACE_MODES:
         raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
+    from dotjson.jsonstr import default_spellings
+    from dotjson.jsonstr import spellings as _spellings
+
+    spellings = default_spellings(spellings, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
+                                  property_order=property_order, whitespace=whitespace)
+    _spellings(spellings)  # (a SchemaError naming the modes for anything else)
     schema = _load(schema)
     if resources is not None:
         if not isinstance(resources, Mapping):
@@ -168,7 +188,8 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         resources = loaded
     try:
         tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                      lenient=lenient, resources=resources, property_order=property_order)
+                      lenient=lenient, resources=resources, property_order=property_order,
+                      spellings=spellings)
         if whitespace == "json" and not disallow_whitespace:
             tr.rules["ws"] = JSON_WS
         root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
@@ -184,11 +205,11 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     # image lookup by identity) unless `whitespace="json"` replaced `ws`
     from dotjson.grammar import json_base_items
 
-    base = json_base_items(disallow_whitespace)
+    base = json_base_items(disallow_whitespace, spellings)
     if any(tr.rules[k] is not v for k, v in base):
         base = {k: tr.rules[k] for k in tr.base}
     # the families list is shared: property_order="any" objects add theirs as they are built
-    grammar = ir.Grammar(rules, "start", families=tr.families, shared=(base, shared_nodes()))
+    grammar = ir.Grammar(rules, "start", families=tr.families, shared=(base, shared_nodes(spellings)))
     if not check_language:
         return grammar
     # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the
@@ -209,7 +230,7 @@ EMPTY_LANGUAGE = ("the schema accepts no JSON value (its language is empty: a re
 
 def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                  lenient: bool = False, resources=None, property_order: str = "schema",
-                 whitespace: str = "bounded") -> None:
+                 whitespace: str = "bounded", spellings: str | None = None) -> None:
     """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
 
     Translation is fast (milliseconds), so the check is the translation itself.
@@ -221,4 +242,4 @@ def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bo
     """
     schema_to_grammar(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                       lenient=lenient, resources=resources, property_order=property_order,
-                      whitespace=whitespace)
+                      whitespace=whitespace, spellings=spellings)

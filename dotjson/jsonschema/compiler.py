@@ -489,7 +489,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         elif k == "x":
             node = self.number_node(c[1], False, c[1], False, (), (), (), True, True, "")
         elif k == "s":
-            node = seq(lit('"'), self.enc_text((c[1])), lit('"'))
+            node = seq(lit('"'), self.lit_text(c[1]), lit('"'))
         elif k == "a":
             if not c[1]:
                 node = seq(lit("["), self.ws, lit("]"))
@@ -504,7 +504,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             if not pairs:
                 node = seq(lit("{"), self.ws, lit("}"))
             else:
-                mems = [seq(lit('"'), self.enc_text((kk)), lit('"'), self.colon, self.literal(vv)) for kk, vv in pairs]
+                mems = [seq(lit('"'), self.lit_text(kk), lit('"'), self.colon, self.literal(vv)) for kk, vv in pairs]
                 orders = itertools.permutations(mems) if len(mems) <= 3 else [mems]
                 alts = []
                 for order in orders:
@@ -517,8 +517,10 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         return node
 
     #: All JSON spellings of a string's text (:func:`dotjson.jsonstr.enc_text`, shared with the
-    #: key tries).
+    #: key tries); an instance binds its spelling policy's (``Normalizer.__init__``), with
+    #: ``lit_text``, the policy's spelling of a schema's own strings.
     enc_text = staticmethod(enc_text)
+    lit_text = staticmethod(enc_text)
 
     def enc(self, node) -> ir.Node:
         # keyed by identity: IR nodes do not cache their hash, and format languages are big

@@ -102,6 +102,8 @@ class ObjectNode:
     it leaves out), ``patternProperties``, ``propertyNames`` and the member count."""
 
     properties: Mapping = NO_ENTRIES   # name -> [expr, ...]
+    declared: Mapping = NO_ENTRIES     # the names a `properties` keyword declares (an ordered set;
+    #                                    `not`/dependencies constrain names without declaring them)
     required: Mapping = NO_ENTRIES     # name -> None (an ordered set)
     additional: list = ()              # (expr, declared names, patterns)
     patterns: list = ()                # (pattern, expr)

@@ -3,7 +3,8 @@
 A sub-schema is an *expression*: ``("loc", doc, pointer)`` (a place in a document), ``("and",
 exprs)``, ``("not", expr)``, or ``TRUE``/``FALSE``. Its normal form (:meth:`Normalizer.dnf`) is a
 list of branches, each a conjunction of keyword atoms (``("types", set)``, ``("num", lo, lox, hi,
-hix)``, ``("props", name, expr)``, ``("ruleref", expr)`` ...), which :meth:`Normalizer.merge`
+hix)``, ``("props", name, expr)`` (``("props", name, expr, True)`` where a ``properties``
+keyword declares the name), ``("ruleref", expr)`` ...), which :meth:`Normalizer.merge`
 turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a number, string,
 array and object node) for the compiler to read: ``allOf`` is a product of branches,
 ``anyOf`` a union, ``oneOf`` a union of branches proven pairwise disjoint (or ``A ∧ ¬B ∨ B ∧ ¬A``
@@ -118,11 +119,18 @@ class Normalizer:
     """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
 
     def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema",
-                 namespace: str = "", base_prefix: str = ""):
+                 namespace: str = "", base_prefix: str = "", spellings=None):
         from dotjson import grammar as _grammar
         from dotjson import jsonstr as _jsonstr
 
-        self.jsonstr = _jsonstr
+        spellings = _jsonstr.default_spellings(spellings, disallow_whitespace=disallow_whitespace,
+                                               close_objects=close_objects, property_order=property_order)
+        # the string spelling policy: content languages (`jsonstr.enc_text`: what a Diff takes
+        # away too) and a schema's own strings (`lit_text`: keys, enum and const strings)
+        self.spellings = spellings
+        self.jsonstr = _jsonstr.spellings(spellings)
+        self.enc_text = self.jsonstr.enc_text
+        self.lit_text = self.jsonstr.lit_text
         self.close_objects = close_objects
         self.property_order = property_order
         self.families: list = []         # lazy rule families (property_order="any" objects)
@@ -133,7 +141,7 @@ class Normalizer:
         # rules of its whitespace setting by ``base_prefix`` + their names.
         self.ns = namespace
         self.bp = base_prefix
-        self.base = _grammar.json_base(disallow_whitespace, prefix=base_prefix)
+        self.base = _grammar.json_base(disallow_whitespace, prefix=base_prefix, spellings=spellings)
         self.ws = EPS if disallow_whitespace else Ref(base_prefix + "ws")
         self.sep = seq(self.ws, lit(","), self.ws)
         self.colon = seq(self.ws, lit(":"), self.ws)
@@ -692,7 +700,9 @@ class Normalizer:
             if not "".join(val).isascii():  # ASCII holds no surrogate
                 _scalar_text(list(val), self._kw_where(doc, ptr, kw), kw)
             for name in val:
-                atoms.append(("props", name, self._sub(s, doc, ptr, kw, name)))
+                # (marked declared: `not`, `dependentRequired` ... make props atoms that only
+                # constrain a value, and close_objects closes only objects that declare names)
+                atoms.append(("props", name, self._sub(s, doc, ptr, kw, name), True))
             return
         if kw == "required":
             if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
@@ -1017,6 +1027,10 @@ class Normalizer:
                     o = b.object = ObjectNode()
                 if k == "props":
                     o.properties = _put(o.properties, a[1], a[2])
+                    if len(a) > 3:
+                        if not o.declared:
+                            o.declared = {}
+                        o.declared[a[1]] = None
                 elif k == "required":
                     if not o.required:
                         o.required = {}

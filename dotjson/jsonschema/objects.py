@@ -39,7 +39,10 @@ class ObjectBuilder:
         plo, phi = o.min_properties, o.max_properties
         if phi is not None and (plo > phi or len(required) > phi):
             return EMPTY
-        closed = self.close_objects and not o.additional and (o.properties or o.patterns)
+        # close_objects closes an object that declares a property it may hold (a `properties`
+        # name whose schema is not `false`) or patternProperties; one declaring none stays open
+        # (closing `{"not": {"required": ["x"]}}` would leave it only `{}`)
+        closed = self.close_objects and not o.additional and (o.declared or o.patterns)
         pn = self.and_expr(o.property_names) if o.property_names else None
         rq = set(required)
         ae = self.and_expr
@@ -71,6 +74,8 @@ class ObjectBuilder:
             if any(d[2] and d[1] == FALSE for d in declared):
                 return EMPTY
             declared = [d for d in declared if d[1] != FALSE]
+        if closed and not o.patterns and not any(d[0] in o.declared and d[1] != FALSE for d in declared):
+            closed = False  # every declared name is forbidden: nothing is declared to be held
         # extra members: keys that are not declared, split by which patterns they match
         if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
             pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]))
@@ -215,7 +220,7 @@ class ObjectBuilder:
         chain = [d for d in declared if d[0] in o.properties] if floating else declared
 
         def member(name, ve):
-            return seq(lit('"'), self.enc_text(name), lit('"'), self.colon, self.node_of(ve))
+            return seq(lit('"'), self.lit_text(name), lit('"'), self.colon, self.node_of(ve))
 
         members: dict = {}
         fmembers = [member(name, ve) for name, ve, _ in floating]
@@ -365,7 +370,7 @@ class ObjectBuilder:
             trie = tries[0]
             return trie.choice(0, 0, trie.positions(0, 0, i, min(nreq[i], n - 1) + 1),
                                lambda j: tail(j, c2, mask), lambda q, d, pos: sub(q, d, pos, c2, mask),
-                               self.enc_text)
+                               self.lit_text)
 
         tails: dict = {}
 
@@ -417,7 +422,8 @@ class ObjectBuilder:
             if not keysets:
                 if not tries:
                     tries.append(KeyTrie([d[0] for d in chain]))
-                keysets.append(KeySet(tries[0], alive_many, lambda j: member_rule(j, 1, 0).name))
+                keysets.append(KeySet(tries[0], alive_many, lambda j: member_rule(j, 1, 0).name,
+                                       spelling=self.jsonstr.lit_char))
             ref = rule(("K", i, c2, mask), lambda: key_choice(i, c2, mask),
                        (False, True if alive_many(i) else None))
             self.native[ref.name] = (keysets[0], i, min(nreq[i], n - 1) + 1)
@@ -436,7 +442,7 @@ class ObjectBuilder:
             sure = True if self.expr_known(chain[j][1])[1] and done(j + 1, c2, mask) else None
             return rule(("k", q, d, lo, hi, c2, mask),
                         lambda: trie.choice(q, d, trie.positions(q, d, lo, hi), lambda j: tail(j, c2, mask),
-                                            lambda q2, d2, pos2: sub(q2, d2, pos2, c2, mask), self.enc_text),
+                                            lambda q2, d2, pos2: sub(q2, d2, pos2, c2, mask), self.lit_text),
                         (False, sure))
 
         def leaf(j, c, c2, mask):

@@ -21,11 +21,13 @@ def warm_format_languages() -> None:
     text): ~20 ms once, instead of a few ms in the first schema that names each format (called
     by :func:`dotjson.warmup`)."""
     from dotjson.formats import SUPPORTED_FORMATS, format_to_ir
+    from dotjson.jsonstr import SPELLINGS, spellings
 
     for name in sorted(SUPPORTED_FORMATS):
         node = format_to_ir(name)
         if node is not None:
-            _encoded(("format", name), lambda: node)
+            for sp in SPELLINGS:
+                _encoded(("format", name), lambda: node, spellings(sp))
 
 
 _ANY_SCALAR = ((0, 0xD7FF), (0xE000, ir.MAX_CODEPOINT))
@@ -80,14 +82,17 @@ def has_some_string(node: ir.Node) -> bool:
     return memo[id(node)]
 
 
-def _encoded(key, decoded):
-    """The encoded (JSON spelling) language of string-language handle ``key``: the process's
-    cached one, or the encoding of ``decoded()`` (its decoded language), cached."""
-    hit = _ENC_CACHE.get(key)
+def _encoded(key, decoded, spell=None):
+    """The encoded (JSON spelling) language of string-language handle ``key`` under the spelling
+    policy ``spell`` (default: every spelling): the process's cached one, or the encoding of
+    ``decoded()`` (its decoded language), cached."""
+    ck = key if spell is None or not spell.canonical else (spell.name, key)
+    hit = _ENC_CACHE.get(ck)
     if hit is None:
         if len(_ENC_CACHE) > 4096:
             _ENC_CACHE.clear()
-        hit = _ENC_CACHE[key] = encode_string_language(decoded())
+        enc = encode_string_language if spell is None else spell.encode_string_language
+        hit = _ENC_CACHE[ck] = enc(decoded())
     return hit
 
 
@@ -100,7 +105,7 @@ class StringBuilder:
 
     def enc_handle(self, key):
         """Encoded (JSON spelling) language of a string-language handle, cached per process."""
-        return _encoded(key, lambda: self.str_node(key))
+        return _encoded(key, lambda: self.str_node(key), self.jsonstr)
 
     def str_node(self, key):
         """The decoded-string language of a ('pattern', p) or ('format', name) handle."""

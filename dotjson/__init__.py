@@ -24,6 +24,8 @@ _LAZY = {
     "BatchedTokenSet": "dotjson.tokenset",
     "LogitsProcessor": "dotjson.processor",
     "warmup": "dotjson.warmup",
+    "IndexCache": "dotjson.cache",
+    "fill_next_token_bitmask": "dotjson.batch",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

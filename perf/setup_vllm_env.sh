@@ -19,4 +19,5 @@ PIP="$VENV/bin/pip"
 "$PIP" install numba llvmlite lark gguf
 # the converted model directory, and dotjson's kernels compiled once (not inside an engine)
 "$VENV/bin/python" -c "from dotjson.models import converted_model_dir; print(converted_model_dir())"
+# (set NUMBA_CACHE_DIR if another environment with another Numba shares this checkout)
 "$VENV/bin/python" -c "import dotjson; dotjson.warmup()"

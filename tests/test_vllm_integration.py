@@ -220,6 +220,28 @@ def test_a_token_outside_the_schema_ends_the_request(processor, smollm2_tokenize
     processor.update_state(batch.batch_update())
 
 
+def test_a_budget_running_out_ends_only_that_request(processor, smollm2_vocab):
+    from dotjson import Index
+
+    batch = PersistentBatch()
+    p = SamplingParams(extra_args={"json_schema": {"type": "integer"}}, eos_token_id=2)
+    batch.add("a", p, [1])
+    batch.add("b", p, [1])
+    processor.update_state(batch.batch_update())
+    # row 0's index runs out of its state budget computing its first mask
+    tiny = Index({"type": "object", "properties": {"k": {"type": "string"}}}, smollm2_vocab, max_states=10)
+    processor._rows[0].guide = Guide(tiny)
+    processor.update_state(None)
+    logits = torch.zeros(2, WIDTH)
+    processor.apply(logits)
+    assert torch.nonzero(torch.isfinite(logits[0])).flatten().tolist() == [2]
+    assert torch.isfinite(logits[1]).sum() > 10  # the other request goes on
+    batch.remove("a")
+    batch.remove("b")
+    processor.update_state(batch.batch_update())
+    assert not processor._rows
+
+
 def test_validate_params():
     ok = SamplingParams(extra_args={"json_schema": '{"type": "object"}', "property_order": "any"})
     JSONLogitsProcessor.validate_params(ok)

@@ -406,8 +406,17 @@ class JSONLogitsProcessor(_VLLMLogitsProcessor):
             if not r.failed:
                 pairs.append((r.guide, 0))
                 rows.append(i)
-        if pairs:
+        if not pairs:
+            return
+        try:
             fill_next_token_bitmask(pairs, self._bits, out_rows=rows)
+        except DotjsonError:  # a budget of some index ran out: find it, end that request only
+            for (g, _), i in zip(pairs, rows):
+                try:
+                    fill_next_token_bitmask([(g, 0)], self._bits, out_rows=[i])
+                except DotjsonError as exc:
+                    logger.error("dotjson: a request's next tokens cannot be computed (%s); it is ended", exc)
+                    self._rows[order[i]].failed = True
 
 
 class _VocabularyHolder:

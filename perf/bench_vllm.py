@@ -174,12 +174,14 @@ def main() -> None:
     print("  e.g.", g_dot[0].outputs[0].text)
 
     res = {}
-    for kind in ("free", "dotjson", "xgrammar"):
+    for kind in ("free", "dotjson", "dotjson-sync", "xgrammar"):
+        proc.overlap = kind != "dotjson-sync"  # sync: masks computed in update_state, no thread
+        kind_run = "dotjson" if kind.startswith("dotjson") else kind
         stats0 = dict(proc.stats)
-        outs, n, dt = run(llm, ps, kind, temperature=0.8, max_tokens=args.max_tokens, rounds=args.rounds)
+        outs, n, dt = run(llm, ps, kind_run, temperature=0.8, max_tokens=args.max_tokens, rounds=args.rounds)
         res[kind] = (n, dt)
         extra = ""
-        if kind == "dotjson":
+        if kind_run == "dotjson":
             steps = proc.stats["steps"] - stats0["steps"]
             cost = (proc.stats["update_s"] - stats0["update_s"]) + (proc.stats["apply_s"] - stats0["apply_s"])
             wait = proc.stats["wait_s"] - stats0["wait_s"]
@@ -187,7 +189,9 @@ def main() -> None:
                      f"{1e3 * wait / max(steps, 1):.2f} ms) over {steps} steps")
         if kind != "free":
             extra += f"; invalid {len(check_valid(outs, 8))}/8"
-        print(f"{kind:9s}: {n} tokens in {dt:.2f} s = {n / dt:.1f} tok/s{extra}")
+        steps = max(len(o.outputs[0].token_ids) for o in outs)
+        print(f"{kind:12s}: {n} tokens in {dt:.2f} s = {n / dt:.1f} tok/s, longest request {steps} "
+              f"tokens ({dt / steps * 1e3:.0f} ms per engine step){extra}")
     # vLLM's guidance backend needs its own engine, and a second LLM() in a process where
     # Numba is loaded (by the dotjson processor) breaks vLLM's CPU worker: a subprocess
     out = subprocess.check_output([sys.executable, __file__, "--guidance-only", "--max-tokens",
@@ -198,7 +202,7 @@ def main() -> None:
 
     base = res["free"][0] / res["free"][1]
     print("tokens/s relative to unconstrained: " + ", ".join(
-        f"{k} {res[k][0] / res[k][1] / base:.2f}x" for k in ("dotjson", "xgrammar", "guidance")))
+        f"{k} {res[k][0] / res[k][1] / base:.2f}x" for k in ("dotjson", "dotjson-sync", "xgrammar", "guidance")))
     d = res["dotjson"][0] / res["dotjson"][1]
     print(f"dotjson / xgrammar tokens/s: {d / (res['xgrammar'][0] / res['xgrammar'][1]):.2f}x, "
           f"dotjson / guidance: {d / (res['guidance'][0] / res['guidance'][1]):.2f}x")

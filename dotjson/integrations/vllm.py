@@ -216,6 +216,10 @@ class JSONLogitsProcessor(_VLLMLogitsProcessor):
         cost per step is ``(update_s + apply_s) / steps``.
     """
 
+    #: Compute the next masks in a thread during the forward pass (True), or in
+    #: ``update_state`` itself (False: no thread competes with the model for the GIL).
+    overlap = True
+
     def __init__(self, vllm_config, device, is_pin_memory: bool = False, *, vocabulary=None):
         import dotjson  # here, not at module import: see the module's docstring
         from dotjson.cache import IndexCache
@@ -280,7 +284,10 @@ class JSONLogitsProcessor(_VLLMLogitsProcessor):
             for row in self._rows.values():
                 self._catch_up(row)
             self._order = sorted(self._rows)
-            self._pending = self._executor.submit(self._fill, self._order)
+            if self.overlap:
+                self._pending = self._executor.submit(self._fill, self._order)
+            else:
+                self._fill(self._order)
         self.stats["update_s"] += time.perf_counter() - t0
 
     def apply(self, logits):

@@ -26,6 +26,8 @@ _LAZY = {
     "warmup": "dotjson.warmup",
     "JsonSchema": "dotjson.embed",
     "Tag": "dotjson.embed",
+    "IndexCache": "dotjson.cache",
+    "fill_next_token_bitmask": "dotjson.batch",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -262,6 +262,109 @@ class Guide:
         """
         return self._tokensets().forced_tokens()
 
+    # ------------------------------------------------------------------ one row: serving engines
+
+    def _row(self, row) -> int:
+        r = _as_int(row, "row")
+        if not 0 <= r < self.batch_size:
+            raise DotjsonIndexError(f"Invalid row {r}: the batch has {self.batch_size} rows")
+        return r
+
+    def state_of(self, row: int = 0) -> int:
+        """The current state id of one row (see :attr:`states`)."""
+        return self._history[self._row(row)][-1]
+
+    def num_tokens(self, row: int = 0) -> int:
+        """How many tokens the row has taken since its start (what :meth:`rollback` can undo)."""
+        return len(self._history[self._row(row)]) - 1
+
+    def validate_tokens(self, tokens, row: int = 0) -> int:
+        """The length of the longest prefix of ``tokens`` the row accepts, token by token.
+
+        Nothing changes: the row stays where it is (speculative decoding checks a draft with
+        this, then :meth:`accept_tokens` the accepted part).
+
+        Parameters
+        ----------
+        tokens : sequence of int, numpy.ndarray or torch.Tensor
+            Candidate token ids, in order; EOS counts as a token (accepted where the document
+            may end, and then only EOS again).
+        row : int, default 0
+
+        Returns
+        -------
+        int
+            ``0 <= n <= len(tokens)``: ``tokens[:n]`` is accepted, ``tokens[n]`` (if any) is not.
+        """
+        from .lookahead import validate_tokens
+
+        return validate_tokens(self.index, self.state_of(row), tokens)
+
+    def accept_tokens(self, tokens, row: int = 0) -> None:
+        """Advance one row by a sequence of tokens (the others do not move).
+
+        Raises
+        ------
+        TokenNotAllowedError
+            Some token is not accepted; the message names the first. The row is left as it
+            was (all or nothing), so a caller can :meth:`validate_tokens` first and accept the
+            valid prefix.
+        """
+        from .lookahead import _token_list, walk_tokens
+
+        r = self._row(row)
+        toks = _token_list(tokens)
+        states = walk_tokens(self.index, self._history[r][-1], toks)
+        if len(states) < len(toks):
+            t = toks[len(states)]
+            raise TokenNotAllowedError(
+                f"token {t} ({self._describe(t)}) is not allowed in row {r} after "
+                f"{len(states)} of the {len(toks)} tokens given"
+            )
+        self._history[r].extend(states)
+        self._last = None
+
+    def draft_tokensets(self, tokens, row: int = 0):
+        """The allowed tokens at each position of a draft, for speculative decoding.
+
+        Row ``i`` of the result is what the guide's row allows after the first ``i`` draft
+        tokens, for ``i = 0 .. n`` where ``n = validate_tokens(tokens, row)``: the masks a
+        verifier applies to the target model's ``n + 1`` logits rows (positions past the first
+        rejected draft token are never sampled from). The guide does not move.
+
+        Returns
+        -------
+        BatchedTokenSet
+            ``n + 1`` rows.
+        """
+        from .lookahead import draft_masks
+
+        return BatchedTokenSet(draft_masks(self.index, self.state_of(row), tokens), self._vocab_size)
+
+    def fast_forward_bytes(self, row: int = 0, max_bytes: int = 256) -> bytes:
+        """What every valid continuation of the row writes next (jump-forward decoding).
+
+        For example ``b'"name":'`` after ``{`` when ``name`` is the object's first key and
+        required, with ``disallow_whitespace=True``. Empty when the row may end here (EOS is an
+        alternative), has two or more possible next bytes, or is finished. At most
+        ``max_bytes`` bytes. The guide does not move.
+        """
+        from .lookahead import forced_bytes
+
+        return forced_bytes(self.index, self.state_of(row), max_bytes)
+
+    def fast_forward_tokens(self, row: int = 0, max_tokens: int = 64) -> list[int]:
+        """Token ids that write a prefix of :meth:`fast_forward_bytes`, longest token first.
+
+        Each is allowed in turn, so a loop may :meth:`accept_tokens` them without a forward
+        pass. The greedy choice need not be the tokenizer's own tokenization of those bytes
+        (an engine that retokenizes, like SGLang's jump-forward, can use the bytes instead).
+        The guide does not move.
+        """
+        from .lookahead import forced_tokens
+
+        return forced_tokens(self.index, self.state_of(row), max_tokens)
+
     def _describe(self, t: int) -> str:
         try:
             return repr(self.index.vocabulary.token_bytes(t))

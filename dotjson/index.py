@@ -618,6 +618,15 @@ class Index:
         return self._n_masks
 
     @property
+    def nbytes(self) -> int:
+        """Memory this index holds of its own, in bytes (it grows as decoding explores): the
+        automaton's store, the memoized masks and an estimate for its transition memos. The
+        vocabulary, shared by every index built for it, is not counted."""
+        store = sum(int(v.nbytes) for v in self._auto._a.values())
+        memos = len(self._next) + len(self._state_row) + len(self._virt) + len(self._mask_of_key)
+        return store + int(self._masks.nbytes) + 100 * memos
+
+    @property
     def initial_state(self) -> int:
         """The start state id."""
         return self._auto.start

@@ -23,7 +23,7 @@ _LAZY = {
     "Guide": "dotjson.guide",
     "BatchedTokenSet": "dotjson.tokenset",
     "LogitsProcessor": "dotjson.processor",
-    "warmup": "dotjson.warmup",
+    "warmup": "dotjson._warmup",
     "JsonSchema": "dotjson.embed",
     "Tag": "dotjson.embed",
     "IndexCache": "dotjson.cache",

@@ -674,7 +674,7 @@ def cmd_generate(args) -> int:
     # install they compile (docs/performance.md, "Cold start"). Either way they are prepared in
     # a thread from here on, beside the tokenizer and model loading (a GGUF conversion on the
     # first run), instead of after them.
-    from .warmup import warmup
+    from ._warmup import warmup
 
     warming = warmup(background=True)
     show = not args.quiet

@@ -99,7 +99,7 @@ def _force(Guide, index, vocab, ids) -> float:
 
 
 def _warm_up(Guide, Index, vocab, tok) -> None:
-    from dotjson.warmup import warmup
+    from dotjson import warmup
 
     warmup()  # every kernel loaded (store growth included), as a server does at start-up
     schema = {"type": "object", "properties": {"w": {"type": "array", "items": {"type": "string"}}}}

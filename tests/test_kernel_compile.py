@@ -133,3 +133,13 @@ def test_warmup_prepares_only_the_dtypes_it_is_given():
     dotjson.warmup(dtypes=("float32", "bfloat16"))
     widths = {str(sig[0].dtype) for sig in mask.mask_serial.signatures}
     assert {"uint32", "uint16"} <= widths
+
+
+def test_dotjson_warmup_stays_the_function_whatever_was_imported():
+    # a submodule named like a lazy attribute would replace it in the package on import (the
+    # command line imports the warm-up): the module is private, the name stays the function
+    import importlib
+
+    importlib.import_module("dotjson._warmup")
+    importlib.import_module("dotjson.cli")
+    assert callable(dotjson.warmup) and dotjson.warmup.__name__ == "warmup"

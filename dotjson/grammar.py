@@ -872,7 +872,7 @@ def to_lark(g: ir.Grammar) -> str:
     GrammarError
         If an ``And``/``Diff`` is not followed by a closing quote.
     """
-    from .objects_any_order import expand_families
+    from .ir.families import expand_families
 
     g = expand_families(g)
     used: set[str] = set()

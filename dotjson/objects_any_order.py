@@ -25,15 +25,13 @@ rules are never left recursive and none is nullable except by its end-of-object 
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Mapping
 
 import numpy as np
 
 from dotjson import ir
-from dotjson._weak import weak_method
 from dotjson.ir import EPS, Ref
-from dotjson.key_trie import INLINE, KeySet, KeyTrie, enc_text, known_by_member
+from dotjson.ir.families import expand_families, family_of, rules_with_families  # noqa: F401 (the family protocol's home)
+from dotjson.key_trie import INLINE, KeySet, KeyTrie, known_by_member
 
 __all__ = ["AnyOrderObject", "any_order_object", "expand_families", "family_of", "rules_with_families"]
 
@@ -456,130 +454,3 @@ class AnyOrderObject:
 
 class _Unsettled(Exception):
     """A member's productivity is being settled further up the stack (recursive schema)."""
-
-
-def family_of(grammar: ir.Grammar, name: str):
-    """The rule family of ``grammar`` that owns rule ``name``, or ``None``."""
-    for fam in getattr(grammar, "families", ()):
-        if fam.owns(name):
-            return fam
-    return None
-
-
-class _FamilyRules(Mapping):
-    """A grammar's rules with its families' rules looked up on demand (for the automaton and the
-    analyses of :mod:`dotjson.ir.analysis`). Iteration covers the named rules only."""
-
-    def __init__(self, rules, families):
-        self._rules = rules
-        self._families = families
-        self._known = getattr(rules, "known_language", None)
-        self._analysis = None
-        self._final: set = set()
-        self._owner: dict = {}  # family rule name -> its family
-
-    def bind_analysis(self, analysis) -> None:
-        """The analysis that asks (:class:`dotjson.ir.analysis.Analysis` calls this): a family's
-        members are settled with its exact productivity before the family answers for itself."""
-        self._analysis = weakref.ref(analysis)  # (it holds these rules: no cycle)
-
-    def _family(self, name):
-        hit = self._owner.get(name)
-        if hit is not None:
-            return hit
-        for fam in self._families:
-            if fam.owns(name):
-                self._owner[name] = fam  # (asked of every family rule by every lookup)
-                return fam
-        return None  # (not remembered: the list of families may still grow)
-
-    def __getitem__(self, name):
-        if name in self._rules:
-            return self._rules[name]
-        fam = self._family(name)
-        if fam is None:
-            raise KeyError(name)
-        return fam.body(name)
-
-    def __contains__(self, name) -> bool:
-        return name in self._rules or self._family(name) is not None
-
-    def __iter__(self):
-        return iter(self._rules)
-
-    def __len__(self) -> int:
-        return len(self._rules)
-
-    def known_language(self, name: str) -> tuple:
-        """A family rule is nullable exactly by its end-of-object alternative (every other one
-        starts with ``,`` or a key), and then productive."""
-        fam = self._family(name) if name not in self._rules else None
-        if fam is not None:
-            if fam.nullable(name):
-                return (True, True)
-            analysis = self._analysis() if self._analysis is not None else None
-            if analysis is None:
-                return (False, None)
-            if id(fam) not in self._final:
-                # members' productivity, exactly and one member at a time, from this analysis
-                fam.bind(weak_method(analysis.node_productive))
-                self._final.add(id(fam))
-            # the count and required-member arithmetic of AnyOrderObject.productive (None while
-            # a member's own productivity is being settled: the analysis then searches)
-            return (False, fam.productive(name))
-        return self._known(name) if self._known is not None else (None, None)
-
-
-def rules_with_families(grammar: ir.Grammar):
-    """``grammar.rules``, or a mapping that also answers for the rules of its families."""
-    fams = getattr(grammar, "families", ())
-    # a list may still grow (a lazily compiled schema adds families as it builds objects)
-    return _FamilyRules(grammar.rules, fams) if fams or isinstance(fams, list) else grammar.rules
-
-
-def expand_families(grammar: ir.Grammar, limit: int = 20_000) -> ir.Grammar:
-    """A plain grammar with every family rule reachable from the start written out.
-
-    For rendering (Lark text, the test oracle): the number of rules grows with the number of
-    property subsets, so past ``limit`` rules a :class:`~dotjson.errors.GrammarError` says so.
-    """
-    force = getattr(grammar.rules, "force", None)
-    if force is not None:
-        force()  # a lazily compiled schema: its objects (and families) exist once built
-    fams = getattr(grammar, "families", ())
-    if not fams:
-        return grammar
-    from dotjson.errors import GrammarError
-
-    rules = dict(grammar.rules)
-    todo = []
-    seen = set()
-
-    def scan(node):
-        stack = [node]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, ir.Ref):
-                if n.name not in rules and n.name not in seen:
-                    seen.add(n.name)
-                    todo.append(n.name)
-            else:
-                stack.extend(ir.children(n))
-
-    for body in grammar.rules.values():
-        scan(body)
-    while todo:
-        name = todo.pop()
-        fam = family_of(grammar, name)
-        if fam is None:
-            raise GrammarError(f"undefined rule {name!r}")
-        if not fam.productive(name):
-            rules[name] = ir.EMPTY
-            continue
-        body = fam.body(name)
-        rules[name] = body
-        if len(rules) > limit:
-            raise GrammarError(f"property_order='any': more than {limit} rules to write out (the objects "
-                               "have too many property subsets to render as one grammar text)")
-        scan(body)
-    return ir.Grammar(rules, grammar.start)

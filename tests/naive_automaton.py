@@ -45,7 +45,7 @@ from dotjson import ir
 from dotjson.errors import GrammarError, LimitExceededError
 from dotjson.ir.analysis import Analysis, is_regular
 from dotjson.automaton.utf8 import _range_mask, utf8_sequences  # shared: not the engine under test
-from dotjson.objects_any_order import rules_with_families
+from dotjson.ir.families import rules_with_families
 
 # Term kinds.
 K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)

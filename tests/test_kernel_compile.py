@@ -82,7 +82,7 @@ def test_uint64_arguments_keep_their_type():
 
 
 def _engine_dispatchers():
-    from dotjson._kernels import group, mask, walk
+    from dotjson._kernels import group, walk
     from dotjson.automaton import counters, keys, kernels
     from dotjson import trie
 
@@ -143,3 +143,4 @@ def test_dotjson_warmup_stays_the_function_whatever_was_imported():
     importlib.import_module("dotjson._warmup")
     importlib.import_module("dotjson.cli")
     assert callable(dotjson.warmup) and dotjson.warmup.__name__ == "warmup"
+

@@ -29,7 +29,7 @@ from .. import ir
 from .._weak import weak_method
 from ..errors import GrammarError, LimitExceededError
 from ..ir.analysis import Analysis, is_regular
-from ..objects_any_order import rules_with_families
+from ..ir.families import rules_with_families
 from . import kernels as K
 from .counters import BAND as COUNT_LIMIT  # larger counts are the markers of counter-carrying states
 from .utf8 import _range_mask, utf8_sequences

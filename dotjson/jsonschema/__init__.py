@@ -41,7 +41,8 @@ from dotjson.errors import DotjsonTypeError, LimitExceededError, SchemaError, Un
 from dotjson.ir import EMPTY, seq
 from dotjson.ir.analysis import Analysis
 from dotjson.jsonschema.compiler import Compiler
-from dotjson.objects_any_order import PROPERTY_ORDERS, rules_with_families
+from dotjson.ir.families import rules_with_families
+from dotjson.objects_any_order import PROPERTY_ORDERS
 from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, MAX_NUMBER_DIGITS, TRUE, UNSUPPORTED_KEYWORDS
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]

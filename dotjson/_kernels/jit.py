@@ -82,6 +82,7 @@ class KernelDispatcher(CPUDispatcher):
     """A :class:`numba.core.registry.CPUDispatcher` that compiles canonical signatures only,
     cached under the engine's stamp."""
 
+    #: widen integer argument types (``kernel(canonical=False)`` sets it off per kernel)
     canonical = True
 
     def enable_caching(self):
@@ -97,22 +98,16 @@ class KernelDispatcher(CPUDispatcher):
         return super().compile(sig)
 
 
-class _ExactDispatcher(KernelDispatcher):
-    canonical = False
-
-
-def kernel(func=None, *, inline: str = "never", parallel: bool = False, canonical: bool = True):
+def kernel(func=None, *, parallel: bool = False, canonical: bool = True):
     """Decorate ``func`` as an engine kernel (see the module docstring).
 
     Parameters
     ----------
     func : function
-        The Python function to compile (nopython mode).
-    inline : {"never", "always"}
-        Numba's IR-level inlining. ``"always"`` copies the callee into every caller before type
-        inference; it costs compile time at every call site and pays only where a call boundary
-        is measurably slower (``perf/bench_cold_start.py`` and ``perf/profile_fresh_masks.py``
-        say). No kernel uses it today: LLVM inlines small callees when it links them.
+        The Python function to compile (nopython mode). Never inlined by Numba
+        (``inline="always"`` re-types the callee at every call site, a compile-time cost that
+        measured no runtime gain: ``perf/profile_fresh_masks.py``); LLVM inlines small callees
+        when it links them.
     parallel : bool
         Numba's ``parallel=True`` (``prange``); only for kernels where threads pay.
     canonical : bool
@@ -127,10 +122,8 @@ def kernel(func=None, *, inline: str = "never", parallel: bool = False, canonica
         base = NJIT_PARALLEL_OPTS if parallel else NJIT_OPTS
         opts = {k: v for k, v in base.items() if k != "cache"}
         opts["nopython"] = True
-        if inline != "never":
-            opts["inline"] = inline
-        cls = KernelDispatcher if canonical else _ExactDispatcher
-        disp = cls(py_func=f, locals={}, targetoptions=opts)
+        disp = KernelDispatcher(py_func=f, locals={}, targetoptions=opts)
+        disp.canonical = canonical
         if base.get("cache"):
             disp.enable_caching()
         return disp

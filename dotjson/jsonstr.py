@@ -357,13 +357,7 @@ class Spellings:
         return hit
 
     def enc_text(self, text: str) -> ir.Node:
-        hit = self._text.get(text)
-        if hit is not None:
-            return hit
-        node = ir.seq(*(self.enc_char(ch) for ch in text))
-        if len(text) <= 8 and len(self._text) < 100_000:
-            self._text[text] = node
-        return node
+        return self._text_of(text, self.enc_char, self._text)
 
     def lit_char(self, ch: str) -> ir.Node:
         """The one canonical spelling of ``ch`` (as ``json.dumps(ensure_ascii=False)`` writes it)."""
@@ -382,12 +376,17 @@ class Spellings:
         return hit
 
     def lit_text(self, text: str) -> ir.Node:
-        hit = self._ltext.get(text)
+        return self._text_of(text, self.lit_char, self._ltext)
+
+    @staticmethod
+    def _text_of(text: str, char, memo: dict) -> ir.Node:
+        """The sequence of ``char(ch)`` over ``text``, memoized for short texts."""
+        hit = memo.get(text)
         if hit is not None:
             return hit
-        node = ir.seq(*(self.lit_char(ch) for ch in text))
-        if len(text) <= 8 and len(self._ltext) < 100_000:
-            self._ltext[text] = node
+        node = ir.seq(*(char(ch) for ch in text))
+        if len(text) <= 8 and len(memo) < 100_000:
+            memo[text] = node
         return node
 
     def json_string_content(self) -> ir.Node:

@@ -175,6 +175,22 @@ def _mix(h, x):
 
 
 @kernel
+def _mslot(key):
+    """The memo table's hash of a key: a full 64-bit finalizer (MurmurHash3's ``fmix64``).
+    Memo keys hold a term id shifted left past a small field (``t << 8 | byte``,
+    ``t << 16 | limit``), so their low bits are often equal: one multiply moves bits only
+    upwards, and the single multiply-xorshift used before sent ~20 consecutive terms of a
+    derivative or clamp memo to one slot (linear probing then walked runs of hundreds)."""
+    u = np.uint64(key)
+    u ^= u >> np.uint64(33)
+    u *= np.uint64(0xFF51AFD7ED558CCD)
+    u ^= u >> np.uint64(33)
+    u *= np.uint64(0xC4CEB9FE1A85EC53)
+    u ^= u >> np.uint64(33)
+    return np.int64(u >> np.uint64(1))
+
+
+@kernel
 def _hash_simple(kind, a, b, c):
     h = 0x5BD1E995 + kind
     h = _mix(h, a)
@@ -260,7 +276,7 @@ def rehash_memo(keys, vals, nkeys, nvals):
         k = keys[j]
         if k < 0:
             continue
-        i = _mix(k, 0x27D4EB2F) & mask
+        i = _mslot(k) & mask
         while nkeys[i] >= 0:
             i = (i + 1) & mask
         nkeys[i] = k
@@ -271,7 +287,7 @@ def rehash_memo(keys, vals, nkeys, nvals):
 def _mget(S, key):
     keys = S[S_MK]
     mask = keys.shape[0] - 1
-    i = _mix(key, 0x27D4EB2F) & mask
+    i = _mslot(key) & mask
     while True:
         k = keys[i]
         if k == key:
@@ -288,7 +304,7 @@ def _mput(S, key, val):
     if 2 * (ctl[C_MEMO] + 1) > keys.shape[0]:
         return _fail(S, NEED_GROW_MEMO, 0)
     mask = keys.shape[0] - 1
-    i = _mix(key, 0x27D4EB2F) & mask
+    i = _mslot(key) & mask
     while True:
         k = keys[i]
         if k == key:
@@ -2184,15 +2200,21 @@ def clamp(S, t0, limit):
                     sp += 1
         if sp > top:
             continue
+        # a term none of whose parts the clamp changes is itself (not rebuilt: re-interning
+        # every node of a large term, a format's language, cost ~18 us a node, 44 ms a date-time)
         if k == K_SEQ:
-            r = seq(S, _cget(S, ti[t, 1], limit), _cget(S, ti[t, 2], limit))
+            h1, t1 = _cget(S, ti[t, 1], limit), _cget(S, ti[t, 2], limit)
+            r = t if h1 == ti[t, 1] and t1 == ti[t, 2] else seq(S, h1, t1)
         elif k == K_ALT:
             off = ti[t, 1]
             n = ti[t, 2]
             buf = _grow_i32(buf, n)
+            same = True
             for x in range(n):
                 buf[x] = _cget(S, pool[off + x], limit)
-            r = alt(S, buf, n)
+                if buf[x] != pool[off + x]:
+                    same = False
+            r = t if same else alt(S, buf, n)
         elif k == K_REP:
             item, lo, hi = ti[t, 1], ti[t, 2], ti[t, 3]
             if (tf[item] & F_BOOL) == 0:
@@ -2200,7 +2222,10 @@ def clamp(S, t0, limit):
                 lo = min(lo, limit)
                 if hi != INF and hi > limit:
                     hi = INF
-            r = rep(S, item, lo, hi)
+            if item == ti[t, 1] and lo == ti[t, 2] and hi == ti[t, 3]:
+                r = t
+            else:
+                r = rep(S, item, lo, hi)
         elif k == K_AND:
             r = _clamp_and(S, t, limit)
         else:

@@ -1,0 +1,131 @@
+"""The slowest mask of a new schema that uses a string ``format``, against llguidance's.
+
+Issue 33: every new schema with ``format: date-time`` used to stall 175-440 ms in one mask
+(the first one inside the string), because the mask key of that state (``clamp``) walked the
+format's ~2,400-term language through a memo table whose hash sent ~20 consecutive terms to
+one slot. This benchmark teacher-forces, in one process after ``dotjson.warmup()``, the four
+schemas of the issue (``date-time`` beside one extra property each) and 20 more with ``date``,
+``time``, ``date-time``, ``email``, ``uuid``, ``uri`` and ``ipv4`` strings, each a new
+``Index`` (and a new llguidance grammar), on the Llama 3 vocabulary, and prints per schema the
+slowest dotjson mask, the slowest llguidance mask on the same document, their ratio, and the
+slowest dotjson mask over the memoized mask time (the same states asked again).
+
+Targets (issue 33): the first schema's slowest mask <= 10x llguidance's slowest; the second and
+later schemas' slowest <= 2x the memoized mask time.
+
+Run ``python3 perf/bench_formats.py --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import peers  # noqa: E402
+
+VALUES = {
+    "date-time": "2023-04-15T19:30:00Z",
+    "date": "2023-04-15",
+    "time": "19:30:00+02:00",
+    "email": "jane.doe@example.com",
+    "uuid": "123e4567-e89b-12d3-a456-426614174000",
+    "uri": "https://www.example.com/a/b?c=d",
+    "ipv4": "192.168.10.1",
+}
+
+
+def cases():
+    """(name, schema, instance) of the benchmark, the issue's four schemas first."""
+    out = []
+    for k in range(4):
+        schema = {"type": "object", "properties": {
+            "when": {"type": "string", "format": "date-time"}, f"x{k}": {"type": "integer"}},
+            "required": ["when"]}
+        out.append((f"date-time+x{k}", schema, {"when": VALUES["date-time"]}))
+    fmts = list(VALUES)
+    for k in range(20):
+        f1, f2 = fmts[k % len(fmts)], fmts[(k * 3 + 1) % len(fmts)]
+        schema = {"type": "object", "properties": {
+            f"a{k}": {"type": "string", "format": f1},
+            f"b{k}": {"type": "string", "format": f2},
+            f"n{k}": {"type": "integer"}}, "required": [f"a{k}", f"b{k}"]}
+        out.append((f"{f1}+{f2}", schema, {f"a{k}": VALUES[f1], f"b{k}": VALUES[f2], f"n{k}": k}))
+    return out
+
+
+def _slowest(engine, schema, ids):
+    """(slowest mask in s, the compiled matcher's masks as a list of times) teacher-forcing ids."""
+    m = engine.compile(schema).matcher()
+    times = []
+    t0 = time.perf_counter()
+    m.first_mask()
+    times.append(time.perf_counter() - t0)
+    for t in ids:
+        if not m.advance(t):
+            raise RuntimeError(f"{engine.name} refused token {t}: {m.error()}")
+        t0 = time.perf_counter()
+        m.mask()
+        times.append(time.perf_counter() - t0)
+    return max(times)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--no-peer", action="store_true", help="dotjson only (no llguidance column)")
+    args = ap.parse_args(argv)
+    peers.set_single_thread_env()
+
+    import dotjson
+    from dotjson import Index, Vocabulary
+    from dotjson.testing import llama3_tokenizer_dir
+
+    tok = peers.load_tokenizer("llama3")
+    vocab = Vocabulary.from_pretrained(llama3_tokenizer_dir())
+    llg = None if args.no_peer else peers.make_engine("llguidance", tok)
+    t0 = time.perf_counter()
+    dotjson.warmup()
+    print(f"warmup {time.perf_counter() - t0:.1f} s")
+    if llg is not None:  # the peer warmed up too (its first grammar pays its own set-up)
+        _slowest(llg, {"type": "string", "format": "date-time"},
+                 tok.encode('"2020-01-01T00:00:00Z"', add_special_tokens=False))
+    print(f"{'schema':22} {'dotjson max ms':>14} {'llg max ms':>10} {'ratio':>7} "
+          f"{'memo µs':>8} {'max/memo':>9}")
+    worst_later = 0.0
+    for i, (name, schema, inst) in enumerate(cases()):
+        ids = tok.encode(peers.compact(inst), add_special_tokens=False)
+        index = Index(schema, vocab)
+        states, fresh = [], []
+        s = index.initial_state
+        for t in ids + [None]:  # teacher-forced: a mask, then the sampled token
+            t1 = time.perf_counter()
+            index.mask(s)
+            fresh.append(time.perf_counter() - t1)
+            states.append(s)
+            if t is not None:
+                s = index.next_state(s, t)
+                if s < 0:
+                    raise RuntimeError(f"dotjson refused token {t} of {name}")
+        memo = []
+        for s in states:
+            t1 = time.perf_counter()
+            index.mask(s)
+            memo.append(time.perf_counter() - t1)
+        memo_s = sorted(memo)[len(memo) // 2]
+        dmax = max(fresh)
+        lmax = _slowest(llg, schema, ids) if llg is not None else float("nan")
+        ratio = dmax / lmax if llg is not None else float("nan")
+        if i:
+            worst_later = max(worst_later, dmax / memo_s)
+        print(f"{name:22} {dmax * 1e3:14.2f} {lmax * 1e3:10.2f} {ratio:7.2f} "
+              f"{memo_s * 1e6:8.1f} {dmax / memo_s:9.1f}")
+    print(f"second and later schemas: slowest mask <= {worst_later:.1f}x the memoized mask")
+
+
+if __name__ == "__main__":
+    main()

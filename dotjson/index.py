@@ -680,7 +680,8 @@ class Index:
             return s
         a = self._auto
         shape, c = s & _LOW31, ((s >> 31) & _LOW31) - _C_BIAS
-        return a.state(a.shift_markers(a.term_of(shape), c))
+        t = a.term_of(shape)
+        return a.state(a.shift_markers(t, self._exact_shift(a.marker_min(t), c)))
 
     def _check_state(self, state) -> int:
         """``state`` as an int: a state expanded so far, a valid counter-carrying id,
@@ -816,10 +817,10 @@ class Index:
             a = self._auto
             t = a.term_of(s)
             m = a.marker_min(t)
-            if m == _ctr.NONE or m == _ctr.MARK:
+            if m == _ctr.NONE or m == _ctr.canonical_marker(m):
                 info = (m, s, 0)
             else:
-                d = _ctr.MARK - m
+                d = _ctr.canonical_marker(m) - m
                 info = (m, a.state(a.shift_markers(t, d)), d)
             self._shape_info[s] = info
         return info
@@ -829,7 +830,9 @@ class Index:
         if v >> 62 != 1 or shape >= self._auto.n_states:
             return False
         m, canon, _ = self._info(shape)
-        return m == _ctr.MARK and canon == shape and m + c >= self._far
+        lanes = self._auto.rules.lanes
+        return m != _ctr.NONE and m == _ctr.canonical_marker(m) and canon == shape and lanes.known(m) \
+            and lanes.marker_count(m, c) >= self._far
 
     def _next_virtual(self, v: int, token_id: int) -> int:
         """:meth:`_next_state` of counter-carrying id ``v``: the token walked from the shape,
@@ -847,12 +850,26 @@ class Index:
         if m == _ctr.NONE:  # the counted repetition is over
             v2 = self._virt.get(r)
             return v2 if v2 is not None else self._virtualize(r)
-        if m + c >= self._far:
+        if self._auto.rules.lanes.marker_count(m, c) >= self._far and 0 <= c - d + _C_BIAS <= _LOW31:
             return _VIRT | (c - d + _C_BIAS) << 31 | canon
-        a = self._auto  # a bound is near: the exact term, ordinary states from here
-        p = a.state(a.shift_markers(a.term_of(r), c))
+        # a bound is near: the exact term, ordinary states from here (or, after 2**30 items of
+        # a lane's counter, an offset past its field: the exact term in a lane of its own, whose
+        # shape starts again from a small offset)
+        a = self._auto
+        p = a.state(a.shift_markers(a.term_of(r), self._exact_shift(m, c)))
         v2 = self._virt.get(p)
         return v2 if v2 is not None else self._virtualize(p)
+
+    def _exact_shift(self, m: int, c: int) -> int:
+        """The shift making the markers of a term (nearest bound ``m``, offset ``c``) exact
+        counts (:meth:`dotjson.automaton.counters.Lanes.exact_shift`)."""
+        try:
+            return self._auto.rules.lanes.exact_shift(m, c)
+        except OverflowError:
+            raise LimitExceededError(
+                f"a counted repetition reached count {self._auto.rules.lanes.marker_count(m, c)}, "
+                f"and all {_ctr.N_LANES} lanes for counts of at least {_ctr.BAND} are taken"
+            ) from None
 
     # ------------------------------------------------------------------ masks
 

@@ -55,3 +55,44 @@ def test_max_length_int_max_through_index_guide_check(tiny_bpe_vocab):
     s = _walk(index, ids[:-1])[-1]
     assert s >= _VIRT
     assert _count(index, s) == 2**31 - 1 - 600
+
+
+def _schemas(kw: str, n: int):
+    """(schema, documents) for keyword ``kw`` at ``n``: short documents around the small end."""
+    if kw in ("minLength", "maxLength"):
+        return {"type": "string", kw: n}, ["a" * k for k in range(4)]
+    if kw in ("minItems", "maxItems"):
+        return {"type": "array", "items": {"type": "integer"}, kw: n}, [list(range(k)) for k in range(4)]
+    if kw in ("minProperties", "maxProperties"):
+        return {"type": "object", kw: n}, [{f"k{i}": i for i in range(k)} for k in range(4)]
+    if kw == "minContains":
+        return {"type": "array", "contains": {"const": 1}, kw: n}, [[1] * k + [2] for k in range(4)]
+    if kw == "maxContains":
+        return ({"type": "array", "items": {"type": "integer"}, "contains": {"const": 1}, kw: n},
+                [[1] * k + [2] for k in range(4)])
+    assert kw in ("quantifier-min", "quantifier-max")
+    q = f"{{{n},}}" if kw == "quantifier-min" else f"{{0,{n}}}"
+    return {"type": "string", "pattern": f"^(ab){q}$"}, ["ab" * k for k in range(4)]
+
+
+KEYWORDS = ["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+            "minContains", "maxContains", "quantifier-min", "quantifier-max"]
+
+
+@pytest.mark.parametrize("n", BIG)
+@pytest.mark.parametrize("kw", KEYWORDS)
+def test_each_keyword_at_large_counts(tiny_bpe_vocab, kw, n):
+    """Every keyword at 2**29 - 1 .. 2**63 - 1 builds at Index(), and short documents are what
+    the jsonschema validator says (complete), and all of them prefixes."""
+    schema, docs = _schemas(kw, n)
+    index = Index(schema, tiny_bpe_vocab)
+    for doc in docs:
+        text = json.dumps(doc, separators=(",", ":"))
+        if kw.startswith("quantifier"):  # (Python's re cannot compile counts this large)
+            want = (kw == "quantifier-max")
+        else:
+            want = jsonschema.Draft202012Validator(schema).is_valid(doc)
+        assert index.accepts(text) == want, (text, want)
+        assert index.is_prefix(text[:-1])
+        r = index.check(text)
+        assert r.ok == want, r

@@ -140,12 +140,14 @@ class Rules:
         :func:`dotjson.automaton.base_image`); the nodes stay alive with this object."""
         return (list(self.names), dict(self.index), list(self.nullable), list(self._done),
                 {**self._base_compiled, **self._compiled}, {**self._base_chars, **self._chars},
-                {**self._base_regular, **self._regular}, self.analysis.snapshot())
+                {**self._base_regular, **self._regular}, self.analysis.snapshot(),
+                tuple(self.lanes.anchors))
 
     def start_from(self, snap: tuple) -> None:
         """Continue from a :meth:`snapshot` taken over the same shared rules and nodes, whose
         terms are in this automaton's store (copied from the snapshot's)."""
-        names, index, nullable, done, compiled, chars, regular, analysis = snap
+        names, index, nullable, done, compiled, chars, regular, analysis, lanes = snap
+        self.lanes = Lanes(lanes)
         self.names = list(names)
         self.index = dict(index)
         self.nullable = list(nullable)

@@ -850,11 +850,20 @@ class Index:
         if m == _ctr.NONE:  # the counted repetition is over
             v2 = self._virt.get(r)
             return v2 if v2 is not None else self._virtualize(r)
-        if self._auto.rules.lanes.marker_count(m, c) >= self._far and 0 <= c - d + _C_BIAS <= _LOW31:
-            return _VIRT | (c - d + _C_BIAS) << 31 | canon
-        # a bound is near: the exact term, ordinary states from here (or, after 2**30 items of
-        # a lane's counter, an offset past its field: the exact term in a lane of its own, whose
-        # shape starts again from a small offset)
+        lanes = self._auto.rules.lanes
+        n = lanes.marker_count(m, c)
+        if n >= self._far:
+            if 0 <= c - d + _C_BIAS <= _LOW31:
+                return _VIRT | (c - d + _C_BIAS) << 31 | canon
+            # after 2**30 items of a lane's counter the offset outgrows its field: the same
+            # count as a marker of another lane (or the band), with a small offset
+            try:
+                target, c2 = lanes.marker_of(n)
+            except OverflowError:
+                self._exact_shift(m, c)  # raises the LimitExceededError
+            a = self._auto
+            return _VIRT | (c2 + _C_BIAS) << 31 | a.state(a.shift_markers(a.term_of(r), target - m))
+        # a bound is near: the exact term, ordinary states from here
         a = self._auto
         p = a.state(a.shift_markers(a.term_of(r), self._exact_shift(m, c)))
         v2 = self._virt.get(p)

@@ -280,7 +280,6 @@ def make_shape(S, t, far, out):
     """
     S = K.borrow(S)
     ti = S[K.S_TI]
-    tf = S[K.S_TF]
     items = np.empty(SPINE_ITEMS, dtype=np.int32)
     cur = t
     p = -1
@@ -288,7 +287,7 @@ def make_shape(S, t, far, out):
         last = ti[cur, 0] != K.K_SEQ
         a = cur if last else ti[cur, 1]
         items[x] = a
-        if ti[a, 0] == K.K_REP and (tf[ti[a, 1]] & K.F_BOOL) == 0:
+        if ti[a, 0] == K.K_REP:  # (an item holding And/Diff too: its count is still outside them)
             lo, hi = ti[a, 2], ti[a, 3]
             if _shapeable(lo, hi, far):
                 p = x
@@ -394,6 +393,15 @@ class Lanes:
     def known(self, m: int) -> bool:
         """Is marker ``m`` in the band or in an allocated lane (a forged id may name neither)?"""
         return m < LANES or lane_of(m) < len(self.anchors)
+
+    def marker_of(self, n: int) -> tuple[int, int]:
+        """``(canonical marker, offset)`` standing for count ``n`` (at least a token's length
+        from 0), the offset small: the band below :data:`BAND`, else the marker half of a lane
+        whose anchor is near ``n`` (a new lane when none is)."""
+        if n < BAND:
+            return MARK, n - MARK
+        k = lane_of(self.value(n))
+        return _mc(k), n - self.anchors[k]
 
     def exact_shift(self, m: int, c: int) -> int:
         """The shift that makes the markers of a shape (nearest bound ``m``, offset ``c``) exact

@@ -486,6 +486,7 @@ class Index:
         self._far = 2 * self._limit + 2
         self._virt: dict[int, int] = {}  # state without markers -> its id (counter-carrying or itself)
         self._shape_info: dict[int, tuple[int, int, int]] = {}  # successor of a shape -> (marker min, canonical shape, shift)
+        self._vstep: dict[int, tuple[int, int, int]] = {}  # shape * 2**32 + token -> the far successor (_next_virtual)
         self._grammar_text: str | None = None
 
     def _check_start_live(self) -> None:
@@ -800,6 +801,12 @@ class Index:
         """The id of state ``s`` (a successor holding no marker): a counter-carrying id when
         its sequence starts with a counter far from its bounds, else ``s``."""
         a = self._auto
+        if a.rules.lanes.anchors and a.n_states > _ctr.DRIFT_STATES:
+            raise LimitExceededError(
+                f"the automaton has {a.n_states} states, more than {_ctr.DRIFT_STATES} with counts "
+                f"of at least {_ctr.BAND} in use (a count that is no shape is exact for that many "
+                f"items); lower max_states to {_ctr.DRIFT_STATES} or less"
+            )
         t = a.term_of(s)
         v = s
         if a.marker_min(t) == _ctr.NONE:  # a shape reached by a raw state id stays as it is
@@ -837,11 +844,23 @@ class Index:
     def _next_virtual(self, v: int, token_id: int) -> int:
         """:meth:`_next_state` of counter-carrying id ``v``: the token walked from the shape,
         the offset updated; exact counts again once a bound is near."""
-        shape, c = v & _LOW31, ((v >> 31) & _LOW31) - _C_BIAS
+        f, shape = (v >> 31) & _LOW31, v & _LOW31
+        key = shape * 4_294_967_296 + token_id
+        hit = self._vstep.get(key)  # (canonical successor, its shift, least offset field far)
+        if hit is not None and f >= hit[2]:
+            f2 = f - hit[1]
+            if 0 <= f2 <= _LOW31:
+                return _VIRT | f2 << 31 | hit[0]
         if token_id in self._eos_set:
             return FINISHED if self._auto.accepting[shape] else DEAD
         r = self._step(shape, token_id)
-        return r if r < 0 else self._resolve(r, c)
+        if r < 0:
+            return r
+        if hit is None:
+            m, canon, d = self._info(r)
+            if m != _ctr.NONE:  # the offset fields that keep the successor far
+                self._vstep[key] = (canon, d, self._far - self._auto.rules.lanes.marker_count(m, 0) + _C_BIAS)
+        return self._resolve(r, f - _C_BIAS)
 
     def _resolve(self, r: int, c: int) -> int:
         """The id of automaton state ``r``, reached from a shape with offset ``c`` by at most a
@@ -860,7 +879,7 @@ class Index:
             try:
                 target, c2 = lanes.marker_of(n)
             except OverflowError:
-                self._exact_shift(m, c)  # raises the LimitExceededError
+                raise self._lanes_full(n) from None
             a = self._auto
             return _VIRT | (c2 + _C_BIAS) << 31 | a.state(a.shift_markers(a.term_of(r), target - m))
         # a bound is near: the exact term, ordinary states from here
@@ -875,10 +894,14 @@ class Index:
         try:
             return self._auto.rules.lanes.exact_shift(m, c)
         except OverflowError:
-            raise LimitExceededError(
-                f"a counted repetition reached count {self._auto.rules.lanes.marker_count(m, c)}, "
-                f"and all {_ctr.N_LANES} lanes for counts of at least {_ctr.BAND} are taken"
-            ) from None
+            raise self._lanes_full(self._auto.rules.lanes.marker_count(m, c)) from None
+
+    @staticmethod
+    def _lanes_full(n: int) -> LimitExceededError:
+        return LimitExceededError(
+            f"a counted repetition reached count {n}, and all {_ctr.N_LANES} lanes for counts of "
+            f"at least {_ctr.BAND} are taken (counts more than {_ctr.LANE_SHARE} apart take one each)"
+        )
 
     # ------------------------------------------------------------------ masks
 

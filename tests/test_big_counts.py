@@ -184,7 +184,8 @@ def test_far_from_a_huge_bound_counts_exactly(tiny_bpe_vocab, kw):
 def test_two_sided_large_bounds_exact(tiny_bpe_vocab):
     """minLength with a large maxLength: ``R{lo} R{0,hi-lo}``, the same language."""
     vocab = tiny_bpe_vocab
-    for lo, hi in [(3, 2**31 - 1), (40, 2**63 - 1), (2**31 - 1, 2**32), (2**32, 2**32), (2**29, 2**63 - 1)]:
+    for lo, hi in [(3, 2**31 - 1), (40, 2**63 - 1), (2**31 - 1, 2**32), (2**32, 2**32), (2**29, 2**63 - 1),
+                   (40, 2**29 - 1), (30, 2**28 + 35), (35, 2**28 + 30), (2**28, 2**29 - 1)]:
         schema = {"type": "string", "minLength": lo, "maxLength": hi}
         index = Index(schema, vocab)
         for k in range(0, 45):
@@ -317,3 +318,19 @@ def test_counted_contains_same_as_unrolled(tiny_bpe_vocab, schema, monkeypatch):
         for doc in itertools.product([1, 2, "a"], repeat=n):
             text = json.dumps(list(doc), separators=(",", ":"))
             assert counted.accepts(text) == validator.is_valid(list(doc)), text
+
+
+def test_lane_values_never_drift_out_of_their_half(tiny_bpe_vocab, monkeypatch):
+    """An exact lane value loses one per item, each item a new state: with lanes in use an index
+    refuses more states than the room below any exact value (``counters.DRIFT_STATES``)."""
+    from dotjson.errors import LimitExceededError
+
+    vocab = tiny_bpe_vocab
+    monkeypatch.setattr(counters, "DRIFT_STATES", 40)
+    index = Index({"type": "string", "pattern": "^[a-z]*$", "maxLength": 2**31 - 1}, vocab)
+    with pytest.raises(LimitExceededError, match="more than 40 with counts of at least"):
+        _walk(index, _ids(vocab, b'"' + b"abcdefgh" * 20))
+    # no lane count: no such limit
+    plain = Index({"type": "string", "pattern": "^[a-z]*$", "maxLength": 2**29 - 1}, vocab)
+    assert _walk(plain, _ids(vocab, b'"' + b"abcdefgh" * 20))[-1] != DEAD
+    assert plain._auto.n_states > 40

@@ -20,7 +20,9 @@ is made a marker, and only in a term holding no marker yet, so one offset per st
 
 Kernels here follow :mod:`.kernels`: iterative, never raising, ``FAIL`` with a status in ``ctl``
 when the store must grow (the caller handles the exit and calls again; interning is idempotent).
-Real repetition counts stay below :data:`BAND` (the rule compiler rejects larger ones).
+Real repetition counts stay below :data:`BAND`; larger ones, of any size, are *lane* values
+(:data:`LANES`, :class:`Lanes`): a shape of a lane count keeps a marker in the same lane, so its
+offset is small whatever the count.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ MARK = BAND + (1 << 20)
 #: Counts of at least :data:`BAND` (up to any size) live in *lanes* above the marker band: lane
 #: ``k`` is ``[LANES + k * LANE_W, LANES + (k + 1) * LANE_W)``, its lower half *exact* values
 #: (count ``anchor_k + v - lane_exact(k)``, what the rule compiler emits for a large bound), its
-#: upper half *markers* (count ``anchor_k + v - lane_mark(k) + offset``, a shape's counter). The
-#: anchors are Python integers kept by :class:`Lanes` (saved with the index).
+#: upper half *markers* (count ``anchor_k + v - (lane_exact(k) + LANE_W / 2) + offset``, a
+#: shape's counter). The anchors are Python integers kept by :class:`Lanes` (saved with the index).
 LANES = 1 << 30
 LANE_W = 1 << 24
 _HALF = LANE_W >> 1
@@ -48,6 +50,15 @@ N_LANES = ((1 << 31) - 1 - LANES) // LANE_W
 #: A count within this of a lane's anchor reuses the lane (its exact half still has room below
 #: the value for ``_HALF // 2 - LANE_SHARE`` items consumed without a shape).
 LANE_SHARE = 1 << 20
+#: An exact lane value (one the index could not make a shape of: inside an intersection, or in
+#: an alternation of counts) loses one per item, each item a new automaton state; with lanes in
+#: use an automaton may hold this many states (the room below any exact lane value, less a
+#: token's length), never more: a larger ``max_states`` is refused when it is reached.
+DRIFT_STATES = (_HALF >> 1) - LANE_SHARE - (1 << 16)
+#: A repetition ``R{lo,hi}`` with ``0 < lo < hi`` and ``hi - lo`` at least this (or ``hi`` at
+#: least :data:`BAND`) is compiled as ``R{lo} R{0,hi-lo}``: a shape of the two-sided one would
+#: put its upper bound past the band.
+SPLIT = 1 << 28
 #: :func:`marker_min` of a term without markers.
 NONE = (1 << 31) - 1
 #: Sequence items searched for a far repetition (the head, a partial item before it, ...).
@@ -248,12 +259,6 @@ def lane_exact(k):
 
 
 @kernel
-def lane_mark(k):
-    """The middle of lane ``k``'s marker half (the marker of a canonical shape)."""
-    return LANES + k * LANE_W + _HALF + (_HALF >> 1)
-
-
-@kernel
 def _shapeable(lo, hi, far):
     """Can repetition ``{lo,hi}`` (not a marker) become one: far from both bounds, and one
     counter (real bounds, or one lane value with 0 / unbounded / the same value beside it)?"""
@@ -262,21 +267,22 @@ def _shapeable(lo, hi, far):
     if _is_marker(lo, hi):
         return False
     v = lo if lo > 0 else hi
-    if v < BAND:
-        return hi == K.INF or hi < BAND
+    if v < BAND:  # (both bounds markers: the upper one stays in the band, below LANES)
+        return hi == K.INF or (hi < BAND and (lo == 0 or hi - lo < LANES - MARK))
     return (lo == 0 or lo == v) and (hi == K.INF or hi == v)
 
 
 @kernel
 def make_shape(S, t, far, out):
-    """Move the first far counter of ``t``'s sequence into the marker band.
+    """Move the first far counter of ``t``'s sequence into the marker band (or half).
 
     Looks at the first :data:`SPINE_ITEMS` items of the sequence ``t`` (or ``t`` itself) for a
-    repetition ``R{lo,hi}`` whose item holds no ``And``/``Diff``, with ``lo`` 0 or at least
-    ``far`` and ``hi`` unbounded or at least ``far`` (not both 0 and unbounded). Returns the
-    shape (that occurrence shifted so its nearest bound is :data:`MARK`; the rest of the term
-    shared) with the offset in ``out[0]`` (exact bounds = marker bounds + offset); -2 when there
-    is no such counter; -1 (FAIL) on exit. ``t`` must hold no marker.
+    repetition ``R{lo,hi}`` with ``lo`` 0 or at least ``far`` and ``hi`` unbounded or at least
+    ``far`` (not both 0 and unbounded; see :func:`_shapeable`). Returns the shape (that
+    occurrence shifted so its nearest bound is :data:`MARK`, or for a lane count the middle of
+    its lane's marker half; the rest of the term shared) with the offset in ``out[0]`` (exact
+    bounds = marker bounds + offset, plus the lane's anchor less its marker middle); -2 when
+    there is no such counter; -1 (FAIL) on exit. ``t`` must hold no marker.
     """
     S = K.borrow(S)
     ti = S[K.S_TI]

@@ -31,7 +31,7 @@ from ..errors import GrammarError, LimitExceededError
 from ..ir.analysis import Analysis, is_regular
 from ..ir.families import rules_with_families
 from . import kernels as K
-from .counters import BAND, LANE_SHARE, N_LANES, Lanes  # larger counts live in lanes (see counters.py)
+from .counters import BAND, LANE_SHARE, N_LANES, SPLIT, Lanes  # larger counts live in lanes (see counters.py)
 from .utf8 import _range_mask, utf8_sequences
 
 _M64 = (1 << 64) - 1
@@ -235,8 +235,8 @@ class Rules:
         stack = [(root, False)]
         while stack:
             node, done = stack.pop()
-            if not done and type(node) is ir.Repeat and node.max is not None and node.max >= BAND \
-                    and 0 < node.min < node.max:
+            if not done and type(node) is ir.Repeat and node.max is not None and 0 < node.min < node.max \
+                    and (node.max >= BAND or node.max - node.min >= SPLIT):
                 node = self._split_repeat(node)
             key = id(node)
             hit = compiled.get(key)
@@ -334,7 +334,8 @@ class Rules:
     def _split_repeat(self, node: ir.Repeat) -> ir.Node:
         """``R{lo,hi}`` as ``R{lo} R{0,hi-lo}`` (the same language, unambiguously): a lane
         count (``hi`` at least :data:`~.counters.BAND`) is then the only bound of its
-        repetition, which a shape needs (one offset for both bounds)."""
+        repetition, which a shape needs (one offset for both bounds), and a wide real range
+        (:data:`~.counters.SPLIT`) does not put a shape's upper marker past the band."""
         got = self._split.get(id(node))
         if got is None:
             got = ir.seq(ir.repeat(node.item, node.min, node.min), ir.repeat(node.item, 0, node.max - node.min))

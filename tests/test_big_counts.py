@@ -304,20 +304,22 @@ def test_a_pattern_needing_more_than_the_fuel_is_refused_at_index(tiny_bpe_vocab
     {"type": "array", "contains": {"const": 1}, "minContains": 0, "maxContains": 1, "minItems": 1},
 ])
 def test_counted_contains_same_as_unrolled(tiny_bpe_vocab, schema, monkeypatch):
-    """The counted form of minContains/maxContains (used above 1000) accepts exactly what the
-    jsonschema validator accepts, on every array of up to 5 items over 1, 2, "a"."""
+    """The counted form of minContains/maxContains (used above 1000) and the unrolled one accept
+    exactly what the jsonschema validator accepts, on every array of up to 5 items over 1, 2, "a"."""
     import itertools
 
     from dotjson.jsonschema import arrays
 
-    counted = None
+    unrolled = Index(schema, tiny_bpe_vocab)
     monkeypatch.setattr(arrays, "CONTAINS_UNROLL", -1)
     counted = Index(schema, tiny_bpe_vocab)
     validator = jsonschema.Draft202012Validator(schema)
     for n in range(6):
         for doc in itertools.product([1, 2, "a"], repeat=n):
             text = json.dumps(list(doc), separators=(",", ":"))
-            assert counted.accepts(text) == validator.is_valid(list(doc)), text
+            want = validator.is_valid(list(doc))
+            # (the unrolled form accepted [] under minContains 0 with minItems 1, before)
+            assert counted.accepts(text) == want and unrolled.accepts(text) == want, text
 
 
 def test_lane_values_never_drift_out_of_their_half(tiny_bpe_vocab, monkeypatch):

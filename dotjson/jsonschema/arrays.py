@@ -179,7 +179,7 @@ class ArrayBuilder:
                     if chi is None or c + 1 <= chi:
                         alts.append(seq(sp, y, Ref(name(min(c + 1, cap), True))))
                 self.rules[name(c, started)] = alt(*alts)
-        empty = seq(lit("["), self.ws, lit("]")) if clo == 0 else EMPTY
+        empty = seq(lit("["), self.ws, lit("]")) if clo == 0 and lo == 0 else EMPTY  # (minItems 1 too)
         return alt(empty, seq(lit("["), self.ws, Ref(name(0, False)), self.ws, lit("]")))
 
 

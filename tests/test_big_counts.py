@@ -273,15 +273,28 @@ def test_forged_lane_ids_are_refused(tiny_bpe_vocab):
 
 
 def test_many_distinct_large_counts(tiny_bpe_vocab):
-    """Counts close together share a lane; each far-apart one takes a lane of its own, up to
-    ``counters.N_LANES`` per index."""
+    """Counts close together share a lane; far-apart ones take a lane each. A schema holds at
+    most 31 distinct lane counts (half the lanes: a two-sided repetition takes the difference
+    too), refused by Index() with the keyword and pointer beyond: never at a later mask."""
+    from dotjson.errors import UnsupportedSchemaError
+    from dotjson.jsonschema import normalize
+
+    assert normalize._LANE_COUNT == counters.BAND and 2 * normalize._MAX_LANE_COUNTS <= counters.N_LANES
     vocab = tiny_bpe_vocab
-    n = counters.N_LANES
-    ok = {"anyOf": [{"type": "string", "maxLength": 2**40 + k * 2**22} for k in range(n)]
-          + [{"type": "string", "minLength": 2**40 + k} for k in range(50)]}
+    k_max = normalize._MAX_LANE_COUNTS
+    ok = {"anyOf": [{"type": "string", "minLength": 2**40 + k * 2**22, "maxLength": 2**50 + k * 2**22}
+                    for k in range(k_max // 2)] + [{"type": "string", "maxLength": 2**31 - 1}]}
     index = Index(ok, vocab)
-    assert index.accepts('"abc"') and not index.accepts('"abc')
-    assert len(index._auto.rules.lanes.anchors) <= n
+    assert index.accepts('"abc"') and index.is_prefix('"abc') and not index.accepts('"abc')
+    assert len(index._auto.rules.lanes.anchors) <= counters.N_LANES
+    branches = [{"type": "string", "maxLength": 2**40 + k * 2**22} for k in range(k_max)]
+    assert Index({"anyOf": branches}, vocab).accepts('"abc"')
+    for extra, kw, where in [({"type": "array", "maxItems": 2**60}, "maxItems", "/anyOf/31"),
+                             ({"type": "string", "pattern": "^a{0,99999999999}$"}, "pattern", "/anyOf/31/pattern")]:
+        with pytest.raises(UnsupportedSchemaError, match="distinct counts") as e:
+            Index({"anyOf": branches + [extra]}, vocab)
+        assert e.value.keyword == kw and where in str(e.value), str(e.value)
+
 
 
 def test_a_pattern_needing_more_than_the_fuel_is_refused_at_index(tiny_bpe_vocab):

@@ -486,6 +486,7 @@ class Index:
         self._far = 2 * self._limit + 2
         self._virt: dict[int, int] = {}  # state without markers -> its id (counter-carrying or itself)
         self._shape_info: dict[int, tuple[int, int, int]] = {}  # successor of a shape -> (marker min, canonical shape, shift)
+        self._vstep: dict[int, tuple[int, int, int]] = {}  # shape * 2**32 + token -> the far successor (_next_virtual)
         self._grammar_text: str | None = None
 
     def _check_start_live(self) -> None:
@@ -680,7 +681,8 @@ class Index:
             return s
         a = self._auto
         shape, c = s & _LOW31, ((s >> 31) & _LOW31) - _C_BIAS
-        return a.state(a.shift_markers(a.term_of(shape), c))
+        t = a.term_of(shape)
+        return a.state(a.shift_markers(t, self._exact_shift(a.marker_min(t), c)))
 
     def _check_state(self, state) -> int:
         """``state`` as an int: a state expanded so far, a valid counter-carrying id,
@@ -799,6 +801,12 @@ class Index:
         """The id of state ``s`` (a successor holding no marker): a counter-carrying id when
         its sequence starts with a counter far from its bounds, else ``s``."""
         a = self._auto
+        if a.rules.lanes.anchors and a.n_states > _ctr.DRIFT_STATES:
+            raise LimitExceededError(
+                f"the automaton has {a.n_states} states, more than {_ctr.DRIFT_STATES} with counts "
+                f"of at least {_ctr.BAND} in use (a count that is no shape is exact for that many "
+                f"items); lower max_states to {_ctr.DRIFT_STATES} or less"
+            )
         t = a.term_of(s)
         v = s
         if a.marker_min(t) == _ctr.NONE:  # a shape reached by a raw state id stays as it is
@@ -816,10 +824,10 @@ class Index:
             a = self._auto
             t = a.term_of(s)
             m = a.marker_min(t)
-            if m == _ctr.NONE or m == _ctr.MARK:
+            if m == _ctr.NONE or m == _ctr.canonical_marker(m):
                 info = (m, s, 0)
             else:
-                d = _ctr.MARK - m
+                d = _ctr.canonical_marker(m) - m
                 info = (m, a.state(a.shift_markers(t, d)), d)
             self._shape_info[s] = info
         return info
@@ -829,16 +837,30 @@ class Index:
         if v >> 62 != 1 or shape >= self._auto.n_states:
             return False
         m, canon, _ = self._info(shape)
-        return m == _ctr.MARK and canon == shape and m + c >= self._far
+        lanes = self._auto.rules.lanes
+        return m != _ctr.NONE and m == _ctr.canonical_marker(m) and canon == shape and lanes.known(m) \
+            and lanes.marker_count(m, c) >= self._far
 
     def _next_virtual(self, v: int, token_id: int) -> int:
         """:meth:`_next_state` of counter-carrying id ``v``: the token walked from the shape,
         the offset updated; exact counts again once a bound is near."""
-        shape, c = v & _LOW31, ((v >> 31) & _LOW31) - _C_BIAS
+        f, shape = (v >> 31) & _LOW31, v & _LOW31
+        key = shape * 4_294_967_296 + token_id
+        hit = self._vstep.get(key)  # (canonical successor, its shift, least offset field far)
+        if hit is not None and f >= hit[2]:
+            f2 = f - hit[1]
+            if 0 <= f2 <= _LOW31:
+                return _VIRT | f2 << 31 | hit[0]
         if token_id in self._eos_set:
             return FINISHED if self._auto.accepting[shape] else DEAD
         r = self._step(shape, token_id)
-        return r if r < 0 else self._resolve(r, c)
+        if r < 0:
+            return r
+        if hit is None:
+            m, canon, d = self._info(r)
+            if m != _ctr.NONE:  # the offset fields that keep the successor far
+                self._vstep[key] = (canon, d, self._far - self._auto.rules.lanes.marker_count(m, 0) + _C_BIAS)
+        return self._resolve(r, f - _C_BIAS)
 
     def _resolve(self, r: int, c: int) -> int:
         """The id of automaton state ``r``, reached from a shape with offset ``c`` by at most a
@@ -847,12 +869,39 @@ class Index:
         if m == _ctr.NONE:  # the counted repetition is over
             v2 = self._virt.get(r)
             return v2 if v2 is not None else self._virtualize(r)
-        if m + c >= self._far:
-            return _VIRT | (c - d + _C_BIAS) << 31 | canon
-        a = self._auto  # a bound is near: the exact term, ordinary states from here
-        p = a.state(a.shift_markers(a.term_of(r), c))
+        lanes = self._auto.rules.lanes
+        n = lanes.marker_count(m, c)
+        if n >= self._far:
+            if 0 <= c - d + _C_BIAS <= _LOW31:
+                return _VIRT | (c - d + _C_BIAS) << 31 | canon
+            # after 2**30 items of a lane's counter the offset outgrows its field: the same
+            # count as a marker of another lane (or the band), with a small offset
+            try:
+                target, c2 = lanes.marker_of(n)
+            except OverflowError:
+                raise self._lanes_full(n) from None
+            a = self._auto
+            return _VIRT | (c2 + _C_BIAS) << 31 | a.state(a.shift_markers(a.term_of(r), target - m))
+        # a bound is near: the exact term, ordinary states from here
+        a = self._auto
+        p = a.state(a.shift_markers(a.term_of(r), self._exact_shift(m, c)))
         v2 = self._virt.get(p)
         return v2 if v2 is not None else self._virtualize(p)
+
+    def _exact_shift(self, m: int, c: int) -> int:
+        """The shift making the markers of a term (nearest bound ``m``, offset ``c``) exact
+        counts (:meth:`dotjson.automaton.counters.Lanes.exact_shift`)."""
+        try:
+            return self._auto.rules.lanes.exact_shift(m, c)
+        except OverflowError:
+            raise self._lanes_full(self._auto.rules.lanes.marker_count(m, c)) from None
+
+    @staticmethod
+    def _lanes_full(n: int) -> LimitExceededError:
+        return LimitExceededError(
+            f"a counted repetition reached count {n}, and all {_ctr.N_LANES} lanes for counts of "
+            f"at least {_ctr.BAND} are taken (counts more than {_ctr.LANE_SHARE} apart take one each)"
+        )
 
     # ------------------------------------------------------------------ masks
 

@@ -370,10 +370,11 @@ def _ecma_to_python(pattern: str) -> str:
 class _Converter:
     """Converts a ``re._parser`` tree into IR nodes."""
 
-    def __init__(self, pattern: str, ecma: bool, error: type[Exception]):
+    def __init__(self, pattern: str, ecma: bool, error: type[Exception], big=None):
         self.pattern = pattern
         self.ecma = ecma
         self.error = error
+        self.big = big or {}  # placeholder -> quantifier count (see _big_counts)
 
     def unsupported(self, what: str) -> Exception:
         kind = UnsupportedSchemaError if self.error is SchemaError else GrammarError
@@ -443,7 +444,9 @@ class _Converter:
             return self.seq(p, (flags | add) & ~delete)
         if op in (_C.MAX_REPEAT, _C.MIN_REPEAT):
             lo, hi, p = av
-            return ir.repeat(self.seq(p, flags), lo, None if hi == _C.MAXREPEAT else hi)
+            big = self.big
+            lo, hi = big.get(lo, lo), (None if hi == _C.MAXREPEAT else big.get(hi, hi))
+            return ir.repeat(self.seq(p, flags), lo, hi)
         if op is _C.AT:
             raise self.unsupported(f"anchor {_anchor_name(av)} away from the pattern's start or end")
         if op in (_C.GROUPREF, getattr(_C, "GROUPREF_EXISTS", None)):
@@ -547,7 +550,8 @@ def _expand_edges(items: list, flags_list: list, conv: _Converter, depth: int = 
 
 
 def _convert(parsed, pattern: str, *, ecma: bool, search: bool, error: type[Exception]) -> ir.Node:
-    conv = _Converter(pattern, ecma, error)
+    parsed, big = parsed
+    conv = _Converter(pattern, ecma, error, big)
     flags0 = parsed.state.flags
     items = list(parsed)
     alts = _expand_edges(items, [flags0] * len(items), conv)
@@ -588,11 +592,63 @@ def _convert(parsed, pattern: str, *, ecma: bool, search: bool, error: type[Exce
     return ir.alt(*out)
 
 
+#: Quantifier counts from this up are parsed through a placeholder (``re`` refuses counts of
+#: ``2**32 - 1`` and more; the automaton takes any): ``_BIG_COUNT + rank`` among them.
+_BIG_COUNT = 1 << 31
+_QUANT = re.compile(r"\{(\d+)(?:(,)(\d*))?\}")
+
+
+def _big_counts(text: str) -> tuple[str, dict[int, int]]:
+    """``text`` with each quantifier count of at least :data:`_BIG_COUNT` replaced by a
+    placeholder in the same order, and the placeholders' counts (outside character classes,
+    unescaped ``{``; nothing else in a pattern has the form of a quantifier there)."""
+    found = []  # (start, end, count) of each big number
+    i, n, in_class = 0, len(text), False
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            if ch == "]":
+                in_class = False
+        elif ch == "[":
+            in_class = True
+            j = i + 1
+            if j < n and text[j] == "^":
+                j += 1
+            if j < n and text[j] == "]":  # a leading ']' is a member
+                j += 1
+            i = j
+            continue
+        elif ch == "{":
+            m = _QUANT.match(text, i)
+            if m is not None:
+                for g in (1, 3):
+                    if m.group(g) and int(m.group(g)) >= _BIG_COUNT:
+                        found.append((m.start(g), m.end(g), int(m.group(g))))
+                i = m.end()
+                continue
+        i += 1
+    if not found:
+        return text, {}
+    rank = {v: _BIG_COUNT + k for k, v in enumerate(sorted({v for _, _, v in found}))}
+    out, last = [], 0
+    for a, b, v in found:
+        out += [text[last:a], str(rank[v])]
+        last = b
+    out.append(text[last:])
+    return "".join(out), {p: v for v, p in rank.items()}
+
+
 def _parse(translated: str, pattern: str, error: type[Exception], flags: int = 0):
+    """The ``re._parser`` tree of ``translated`` and the counts of its placeholders
+    (:func:`_big_counts`)."""
+    translated, big = _big_counts(translated)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return _sre_parse.parse(translated, flags)
+            return _sre_parse.parse(translated, flags), big
     except re.error as e:
         if error is SchemaError:
             raise SchemaError(f"invalid regular expression {pattern!r}: {e}", keyword="pattern") from None

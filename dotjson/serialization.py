@@ -38,13 +38,14 @@ import numpy as np
 from . import ir
 from ._files import SizeError, read_regular
 from .automaton import export_state, import_state
+from .automaton.counters import Lanes
 from .errors import DotjsonError, DotjsonOSError, DotjsonTypeError, IndexFormatError
 from .vocabulary import _as_path
 
 FORMAT = "dotjson-index"
 #: Version 2 added ``manifest.json``; version 3 the term store as flat arrays
 #: (:mod:`dotjson.automaton`). Older directories are refused.
-VERSION = 7  # 7: a key set term after a backslash (one term; table: escapes after \\u, short escape bytes); 6: wide objects' key positions as key set terms (tables in the pool); 5: intersections carry F_REP (their counters may be clamped); 4: property_order="any" families store names and values, sets in rule names
+VERSION = 8  # 8: counts of any size in lanes (their anchors in "lanes"); 7: a key set term after a backslash (one term; table: escapes after \\u, short escape bytes); 6: wide objects' key positions as key set terms (tables in the pool); 5: intersections carry F_REP (their counters may be clamped); 4: property_order="any" families store names and values, sets in rule names
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "dotjson-index-manifest"
 #: Every file of an index directory, each covered by the manifest.
@@ -161,6 +162,8 @@ def _save_index(index, path: Path) -> None:
         "grammar": grammar_to_json(index._ir),
         "grammar_text": _grammar_text(index),
         "automaton": st["meta"],
+        # the counts the lane values of the store stand for (dotjson.automaton.counters.Lanes)
+        "lanes": list(index._auto.rules.lanes.anchors),
         "mask_keys": mask_keys,
         "next": nxt,
         "arrays_sha256": hashlib.sha256(blob).hexdigest(),
@@ -371,6 +374,7 @@ def load_index(cls, path, vocabulary=None):
         arrays = _load_npz(blob)
         grammar = grammar_from_json(meta["grammar"])
         auto = import_state(grammar, meta["automaton"], arrays)
+        auto.rules.lanes = Lanes(meta["lanes"])  # (ValueError: not integers >= BAND, too many)
         self = cls.__new__(cls)
         self._options = dict(meta["options"])
         self._setup(

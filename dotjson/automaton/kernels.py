@@ -2271,7 +2271,9 @@ def _clamp_and(S, t, limit):
     r = radius(S, a2)
     if r < 0:
         return -1
-    if least >= limit + r:
+    # (an unknown radius never clamps: a lane count, counters.LANES and up, exceeds R_UNKNOWN
+    # while the count it stands for may not)
+    if r < R_UNKNOWN and least >= limit + r:
         return a2
     return t
 

@@ -31,7 +31,7 @@ from ..errors import GrammarError, LimitExceededError
 from ..ir.analysis import Analysis, is_regular
 from ..ir.families import rules_with_families
 from . import kernels as K
-from .counters import BAND as COUNT_LIMIT  # larger counts are the markers of counter-carrying states
+from .counters import BAND, LANE_SHARE, N_LANES, SPLIT, Lanes  # larger counts live in lanes (see counters.py)
 from .utf8 import _range_mask, utf8_sequences
 
 _M64 = (1 << 64) - 1
@@ -73,6 +73,9 @@ class Rules:
         self._base_chars: dict[ir.Chars, int] = {}
         self._done: list[bool] = []
         self.analysis = Analysis(self.src, weak_method(self.setop_productive))
+        # counts of at least counters.BAND: the lanes that stand for them (saved with an index)
+        self.lanes = Lanes()
+        self._split: dict[int, ir.Node] = {}  # id(R{lo,hi}) -> R{lo} R{0,hi-lo} (hi a lane count)
 
     # ------------------------------------------------------------------ analyses
 
@@ -137,12 +140,14 @@ class Rules:
         :func:`dotjson.automaton.base_image`); the nodes stay alive with this object."""
         return (list(self.names), dict(self.index), list(self.nullable), list(self._done),
                 {**self._base_compiled, **self._compiled}, {**self._base_chars, **self._chars},
-                {**self._base_regular, **self._regular}, self.analysis.snapshot())
+                {**self._base_regular, **self._regular}, self.analysis.snapshot(),
+                tuple(self.lanes.anchors))
 
     def start_from(self, snap: tuple) -> None:
         """Continue from a :meth:`snapshot` taken over the same shared rules and nodes, whose
         terms are in this automaton's store (copied from the snapshot's)."""
-        names, index, nullable, done, compiled, chars, regular, analysis = snap
+        names, index, nullable, done, compiled, chars, regular, analysis, lanes = snap
+        self.lanes = Lanes(lanes)
         self.names = list(names)
         self.index = dict(index)
         self.nullable = list(nullable)
@@ -230,6 +235,9 @@ class Rules:
         stack = [(root, False)]
         while stack:
             node, done = stack.pop()
+            if not done and type(node) is ir.Repeat and node.max is not None and 0 < node.min < node.max \
+                    and (node.max >= BAND or node.max - node.min >= SPLIT):
+                node = self._split_repeat(node)
             key = id(node)
             hit = compiled.get(key)
             if hit is None:
@@ -292,14 +300,18 @@ class Rules:
             elif isinstance(node, ir.Alt):
                 prog += [K.OP_ALT, len(node.items)]
             elif isinstance(node, ir.Repeat):
-                for bound in (node.min, node.max):
-                    if bound is not None and bound >= COUNT_LIMIT:
-                        raise LimitExceededError(
-                            f"repetition count {bound} is over the automaton's limit of "
-                            f"{COUNT_LIMIT - 1} (a minLength/maxLength/minItems/maxItems or a "
-                            f"regex quantifier)"
-                        )
-                prog += [K.OP_REP, node.min, K.INF if node.max is None else node.max]
+                try:
+                    lo = self.lanes.value(node.min)
+                    hi = K.INF if node.max is None else self.lanes.value(node.max)
+                except OverflowError:
+                    raise LimitExceededError(
+                        f"repetition count {node.min if node.max is None else node.max}: more "
+                        f"than {N_LANES} different counts of at least {BAND} (a minLength/"
+                        f"maxLength/minItems/maxItems/minProperties/maxProperties/minContains/"
+                        f"maxContains or a regex quantifier) that are more than "
+                        f"{LANE_SHARE} apart"
+                    ) from None
+                prog += [K.OP_REP, lo, hi]
             elif isinstance(node, ir.And):
                 prog += [K.OP_AND, len(node.items)]
             else:
@@ -318,6 +330,18 @@ class Rules:
         for node, k in chars_slots:
             self._chars[node] = int(slots[k])
         return t
+
+    def _split_repeat(self, node: ir.Repeat) -> ir.Node:
+        """``R{lo,hi}`` as ``R{lo} R{0,hi-lo}`` (the same language, unambiguously): a lane
+        count (``hi`` at least :data:`~.counters.BAND`) is then the only bound of its
+        repetition, which a shape needs (one offset for both bounds), and a wide real range
+        (:data:`~.counters.SPLIT`) does not put a shape's upper marker past the band."""
+        got = self._split.get(id(node))
+        if got is None:
+            got = ir.seq(ir.repeat(node.item, node.min, node.min), ir.repeat(node.item, 0, node.max - node.min))
+            self._split[id(node)] = got
+            self._keep.append(node)
+        return got
 
     def _is_reg(self, node: ir.Node) -> bool:
         return is_regular(node, self._regular, self._base_regular)

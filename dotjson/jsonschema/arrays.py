@@ -9,6 +9,11 @@ from dotjson.jsonschema.nodes import ArrayNode
 from dotjson.jsonschema.values import FALSE, MAX_UNIQUE_VALUES, TRUE
 
 
+#: ``minContains``/``maxContains`` up to this are unrolled (a rule per count, each small);
+#: above, one counted repetition carries the count (any size: see dotjson.automaton.counters).
+CONTAINS_UNROLL = 1000
+
+
 class ArrayBuilder:
     """Mixin of the compiler: arrays."""
 
@@ -153,6 +158,8 @@ class ArrayBuilder:
         x = self.node_of(rest)
         nn = self.node_of(n_expr) if n_expr is not None else x
         cap = chi if chi is not None else clo
+        if cap > CONTAINS_UNROLL:
+            return self.counted_contains(x, y, nn if n_expr is not None else None, lo, clo, chi)
         self.counter += 1
         prefix = f"{self.ns}contains{self.counter}"
 
@@ -172,6 +179,24 @@ class ArrayBuilder:
                     if chi is None or c + 1 <= chi:
                         alts.append(seq(sp, y, Ref(name(min(c + 1, cap), True))))
                 self.rules[name(c, started)] = alt(*alts)
-        empty = seq(lit("["), self.ws, lit("]")) if clo == 0 else EMPTY
+        empty = seq(lit("["), self.ws, lit("]")) if clo == 0 and lo == 0 else EMPTY  # (minItems 1 too)
         return alt(empty, seq(lit("["), self.ws, Ref(name(0, False)), self.ws, lit("]")))
 
+
+    def counted_contains(self, x, y, nn, lo, clo, chi):
+        """An array holding ``clo`` to ``chi`` items ``y`` (matching ``contains``) as one counted
+        repetition: ``nn`` the other items (disjoint from ``y``), or ``None`` when the negation is
+        not expressible (then ``chi`` is ``None`` and ``x`` is any item, ``y`` among them)."""
+        sep = self.sep
+        if nn is not None:
+            others = repeat(seq(sep, nn), 0, None)
+            g = seq(sep, y, others)  # the next matching item and the others after it
+            first_n = seq(nn, others, repeat(g, clo, chi))
+            first_y = seq(y, others, repeat(g, max(clo - 1, 0), None if chi is None else chi - 1)) \
+                if chi is None or chi >= 1 else EMPTY
+            body = alt(first_n, first_y)
+        else:  # at least clo >= 1 items y among any items x: choose which (ambiguous, exact)
+            xs = repeat(seq(x, sep), 0, None)
+            body = seq(xs, y, repeat(seq(sep, xs, y), clo - 1, clo - 1), repeat(seq(sep, x), 0, None))
+        empty = seq(lit("["), self.ws, lit("]")) if clo == 0 and lo == 0 else EMPTY
+        return alt(empty, seq(lit("["), self.ws, body, self.ws, lit("]")))

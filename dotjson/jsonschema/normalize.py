@@ -42,6 +42,11 @@ _TYPE_ATOMS = {name: ("types", ts) for name, ts in _TYPE_NAMES.items()}
 
 
 _SCALARS = (str, int, float, Decimal, bool, type(None))
+#: Counts from here on are lane counts (dotjson.automaton.counters.BAND); a schema may hold this
+#: many distinct ones (half the lanes: a repetition with two such bounds also takes their
+#: difference), so that compiling its rules never runs out of lanes after Index(...).
+_LANE_COUNT = 1 << 29
+_MAX_LANE_COUNTS = 31
 
 
 def _leaf_key(s: dict):
@@ -692,6 +697,8 @@ class Normalizer:
                 n = int(val)
             else:
                 n = _count(val, self._kw_where(doc, ptr, kw), kw)
+            if n >= _LANE_COUNT:
+                self.lane_count(n, self._kw_where(doc, ptr, kw), kw)
             atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
             return
         if kw == "properties":
@@ -793,7 +800,7 @@ class Normalizer:
         elif kw == "propertyNames" and draft >= 6:
             atoms.append(("pnames", self._sub(s, doc, ptr, kw)))
         elif kw in ("minProperties", "maxProperties"):
-            n = _count(val, kwhere, kw)
+            n = self.lane_count(_count(val, kwhere, kw), kwhere, kw)
             atoms.append(("nprops", n, None) if kw == "minProperties" else ("nprops", 0, n))
         elif kw == "dependentRequired" and draft >= 2019 or kw == "dependencies":
             if not isinstance(val, dict):
@@ -856,15 +863,17 @@ class Normalizer:
                 elif items is None:
                     atoms.append(("items", 0, e))
         elif kw in ("minItems", "maxItems"):
-            n = _count(val, kwhere, kw)
+            n = self.lane_count(_count(val, kwhere, kw), kwhere, kw)
             atoms.append(("nitems", n, None) if kw == "minItems" else ("nitems", 0, n))
         elif kw == "contains" and draft >= 6:
             lo, hi = 1, None
             if draft >= 2019:
                 if "minContains" in s:
-                    lo = _count(s["minContains"], f"{where}/minContains", "minContains")
+                    lo = self.lane_count(_count(s["minContains"], f"{where}/minContains", "minContains"),
+                                         f"{where}/minContains", "minContains")
                 if "maxContains" in s:
-                    hi = _count(s["maxContains"], f"{where}/maxContains", "maxContains")
+                    hi = self.lane_count(_count(s["maxContains"], f"{where}/maxContains", "maxContains"),
+                                         f"{where}/maxContains", "maxContains")
             atoms.append(("contains", self._sub(s, doc, ptr, kw), lo, hi))
         elif kw == "uniqueItems":
             if not isinstance(val, bool):
@@ -938,6 +947,7 @@ class Normalizer:
         hit = _REGEX_CACHE.get(pattern)
         if hit is not None:
             self.regex_cache[pattern] = hit
+            self._regex_lane_counts(pattern, hit, where, kw)
             return hit
         from dotjson.regex import regex_to_ir
 
@@ -951,7 +961,35 @@ class Normalizer:
         if len(_REGEX_CACHE) > 4096:
             _REGEX_CACHE.clear()
         _REGEX_CACHE[pattern] = node
+        self._regex_lane_counts(pattern, node, where, kw)
         return node
+
+    def lane_count(self, n: int, where, kw) -> int:
+        """Note count ``n`` of keyword ``kw`` (at ``where``); returns it. A count of at least
+        :data:`dotjson.automaton.counters.BAND` takes an automaton lane (so may the difference
+        of two bounds of one repetition): a schema with more than half the lanes' worth of
+        distinct such counts is refused here, at ``Index(...)``, never at a later mask."""
+        if n >= _LANE_COUNT:
+            seen = self.__dict__.setdefault("_lane_counts", set())
+            seen.add(n)
+            if len(seen) > _MAX_LANE_COUNTS:
+                raise UnsupportedSchemaError(
+                    f"{kw} {n}: more than {_MAX_LANE_COUNTS} distinct counts of at least "
+                    f"{_LANE_COUNT} in one schema (each takes one of the automaton's lanes, "
+                    f"and so may the difference of two bounds)", pointer=where, keyword=kw)
+        return n
+
+    def _regex_lane_counts(self, pattern, node, where, kw) -> None:
+        if "{" not in pattern:
+            return
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ir.Repeat):
+                for b in (n.min, n.max):
+                    if b is not None and b >= _LANE_COUNT:
+                        self.lane_count(b, where, kw)
+            stack.extend(ir.children(n))
 
     def one_of(self, exprs, where):
         Ds = [self.dnf(e) for e in exprs]

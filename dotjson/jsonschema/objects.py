@@ -227,6 +227,11 @@ class ObjectBuilder:
         full = (1 << len(floating)) - 1
         reqs = [req for _, _, req in chain] if rq else None
         n = len(chain)
+        if X is None:  # no other members: a bound beyond the declared ones is no bound
+            if plo > n + len(floating):
+                return EMPTY
+            if phi is not None and phi >= n + len(floating):
+                phi = None
         open_ = seq(lit("{"), self.ws)
         close = seq(self.ws, lit("}"))
         empty_ok = not (reqs and any(reqs)) and plo == 0 and not floating

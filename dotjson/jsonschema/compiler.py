@@ -26,11 +26,11 @@ from dotjson.jsonstr import enc_text
 
 # atoms holding a sub-schema expression, and where
 _SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
-           "contains": 1}
+           "contains": 1, "some": 2}
 # atoms whose sub-schemas building a branch may intersect (see Compiler._combinations)
 _COMBINED = frozenset({"pos", "items", "props", "pattern", "addl"})
 # atoms whose compilation may exceed a limit of the compiler: compiled in phase 1
-_RISKY = frozenset({"mult", "notmult", "unique", "contains", "nprops", "pattern"})
+_RISKY = frozenset({"mult", "notmult", "unique", "contains", "nprops", "pattern", "some"})
 # A numeric bound's automaton has ~5 states per digit of the bound (two bounds and `integer`
 # together: 40 digits, ~270 states), far below MAX_DFA_STATES unless a bound is written with
 # hundreds of digits (`maximum: 1e308`): only those are compiled in phase 1.
@@ -254,7 +254,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         if "array" in ts and self._array_inhabited(m.array):
             return True
         o = m.object
-        if "object" not in ts or o.property_names or not o.required:
+        if "object" not in ts or o.property_names or not o.required or o.some:
             return False
         req = o.required
         if o.min_properties > len(req) or (o.max_properties is not None and len(req) > o.max_properties):
@@ -570,7 +570,7 @@ def _obviously_inhabited(m: Branch) -> bool:
         return True
     if "array" in ts and m.array.min_items == 0 and not any(c[1] > 0 for c in m.array.contains):
         return True
-    if "object" in ts and not m.object.required and m.object.min_properties == 0:
+    if "object" in ts and not m.object.required and m.object.min_properties == 0 and not m.object.some:
         return True
     return False
 

@@ -108,6 +108,8 @@ class ObjectNode:
     additional: list = ()              # (expr, declared names, patterns)
     patterns: list = ()                # (pattern, expr)
     property_names: list = ()          # expr, each
+    some: list = ()                    # (key spec, expr): a member the object must hold (a
+    #                                    witness against a negated object keyword; see Normalizer.key_in)
     min_properties: int = 0
     max_properties: int | None = None
 

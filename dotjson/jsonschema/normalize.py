@@ -442,6 +442,8 @@ class Normalizer:
                     out = self.and2(out, self.dnf(e), self.expr_where(e))
             elif kind == "not":
                 out = self.negate(self.dnf_strict(expr[1]), self.expr_where(expr[1]))
+            elif kind == "enum":  # a value of a negated `const`/`enum` (see _differs)
+                out = [(("enum", expr[1]),)]
             else:  # pragma: no cover
                 raise AssertionError(expr)
         finally:
@@ -538,7 +540,12 @@ class Normalizer:
         if k == "types":
             return [(("types", _U - a[1]),)]
         if k == "enum":
-            return [(("notenum", a[1]),)]
+            scalar = tuple(c for c in a[1] if c[0] != "o" and c[0] != "a")
+            out = [(("notenum", scalar),)] if scalar else [()]
+            for c in a[1]:
+                if c[0] == "o" or c[0] == "a":
+                    out = self.and2(out, self._differs(c), where)
+            return out
         if k == "notenum":
             return [(("enum", a[1]),)]
         if k == "ruleref":
@@ -584,10 +591,58 @@ class Normalizer:
             if hi is not None:
                 res.append((t, ("contains", e, hi + 1, None)))
             return res
+        # An object keyword over members fails on one member: some key it speaks of whose value
+        # violates its schema (a `some` atom, a witness the object automaton looks for), and
+        # the negation of a witness is the keyword again.
+        if k == "pattern":
+            return [(t, ("some", ("p", a[1]), self.not_expr(a[2])))]
+        if k == "addl":
+            return [(t, ("some", ("a", a[2], a[3]), self.not_expr(a[1])))]
+        if k == "pnames":
+            ne = self.not_expr(a[1])
+            self.dnf_strict(ne)  # (the names' negation: its errors now, not when decoding)
+            return [(t, ("some", ("n", ne), TRUE))]
+        if k == "some":
+            spec, v = a[1], a[2]
+            if spec[0] == "p":
+                return [(t, ("pattern", spec[1], self.not_expr(v)))]
+            if spec[0] == "a":
+                return [(t, ("addl", self.not_expr(v), spec[1], spec[2]))]
+            if v == TRUE:
+                return [(t, ("pnames", self.not_expr(spec[1])))]
         kwname = {"items": "items", "addl": "additionalProperties", "pattern": "patternProperties",
-                  "pnames": "propertyNames", "unique": "uniqueItems"}.get(k, k)
+                  "pnames": "propertyNames", "unique": "uniqueItems", "some": "not"}.get(k, k)
         raise UnsupportedSchemaError(f"cannot negate {kwname!r} exactly (under not/oneOf/if)",
                                      pointer=where, keyword=kwname)
+
+    def _differs(self, c) -> list:
+        """The normal form of "not the object or array value ``c``" (canonical): another type,
+        or for an object a key ``c`` lacks, a key of ``c`` missing or one of its values
+        different, for an array another length or an item different. The values are
+        expressions ``("enum", (value,))``, negated lazily, so nested values cost nothing
+        until a document reaches them."""
+        t = frozenset({"object" if c[0] == "o" else "array"})
+        out = [(("types", _U - t),)]
+        ty = ("types", t)
+        if c[0] == "o":
+            names = frozenset(k for k, _ in c[1])
+            out.append((ty, ("some", ("a", names, ()), TRUE)))
+            for k, vc in c[1]:
+                out.append((ty, ("props", k, FALSE)))
+                out.append((ty, ("required", k), ("props", k, self._not_value(vc))))
+        else:
+            n = len(c[1])
+            if n > 0:
+                out.append((ty, ("nitems", 0, n - 1)))
+            out.append((ty, ("nitems", n + 1, None)))
+            for i, vc in enumerate(c[1]):
+                out.append((ty, ("nitems", i + 1, None), ("pos", i, self._not_value(vc))))
+        return out
+
+    def _not_value(self, c):
+        """The expression of every value but canonical value ``c``."""
+        self.literal_cache.setdefault(("v", c), _uncanon(c))
+        return ("not", ("enum", (c,)))
 
     # ------------------------------------------------------------------ keywords → DNF
     def _dnf_schema(self, doc, ptr):
@@ -1041,6 +1096,8 @@ class Normalizer:
                     o.patterns = _push(o.patterns, (a[1], a[2]))
                 elif k == "pnames":
                     o.property_names = _push(o.property_names, a[1])
+                elif k == "some":
+                    o.some = _push(o.some, (a[1], a[2]))
                 else:  # nprops
                     o.min_properties, o.max_properties = _narrowed(o.min_properties, o.max_properties, a)
             elif k in _NUMBER_ATOMS:
@@ -1238,6 +1295,8 @@ class Normalizer:
             return all(self.validate(x, a[2]) for key, x in v.items() if self.key_matches(key, a[1]))
         if k == "pnames":
             return all(self.validate(key, a[1]) for key in v)
+        if k == "some":
+            return any(self.key_in(key, a[1]) and self.validate(x, a[2]) for key, x in v.items())
         if k == "nprops" or k == "nitems":
             return len(v) >= a[1] and (a[2] is None or len(v) <= a[2])
         if k == "pos":
@@ -1255,6 +1314,17 @@ class Normalizer:
     def key_matches(self, key, pattern) -> bool:
         return _ir_match(self.regex(pattern, "", "patternProperties"), key)
 
+    def key_in(self, key, spec) -> bool:
+        """Whether ``key`` is one of the keys the witness key spec of a ``some`` atom names:
+        ``("p", pattern)`` (a key the pattern matches), ``("a", names, patterns)`` (a key
+        neither named nor matched: an extra member of that ``additionalProperties``),
+        ``("n", expr)`` (a key the string schema ``expr`` accepts)."""
+        if spec[0] == "p":
+            return self.key_matches(key, spec[1])
+        if spec[0] == "a":
+            return key not in spec[1] and not any(self.key_matches(key, q) for q in spec[2])
+        return self.validate(key, spec[1])
+
     def member_schemas(self, o: ObjectNode, name: str, es) -> list:
         """The schemas the value of declared property ``name`` of object node ``o`` must
         satisfy: its own ``es``, every ``patternProperties`` schema whose pattern matches the
@@ -1271,9 +1341,21 @@ class Normalizer:
 
 
 # the atoms of each typed node (see _merge)
-_OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops"})
+_OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops", "some"})
 _NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
 _ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})
+
+
+def _uncanon(c):
+    """The Python value of canonical value ``c`` (:func:`~dotjson.jsonschema.values._canon`)."""
+    k = c[0]
+    if k == "n":
+        return None
+    if k == "b" or k == "x" or k == "s":
+        return c[1]
+    if k == "a":
+        return [_uncanon(x) for x in c[1]]
+    return {kk: _uncanon(x) for kk, x in c[1]}
 
 
 def _narrowed(lo, hi, a) -> tuple:

@@ -49,6 +49,7 @@ _ATOM_TYPES = {
     "str": frozenset({"string"}), "len": frozenset({"string"}),
     "props": frozenset({"object"}), "required": frozenset({"object"}), "addl": frozenset({"object"}),
     "pattern": frozenset({"object"}), "pnames": frozenset({"object"}), "nprops": frozenset({"object"}),
+    "some": frozenset({"object"}),
     "pos": frozenset({"array"}), "items": frozenset({"array"}), "nitems": frozenset({"array"}),
     "contains": frozenset({"array"}), "unique": frozenset({"array"}),
 }

@@ -1,0 +1,223 @@
+"""Issue 32: negated object keywords, overlapping ``oneOf``, excluded object/array values.
+
+The negation of ``patternProperties``, ``additionalProperties`` or ``propertyNames`` is a
+property of one member (a *witness*: a key the keyword speaks of whose value violates its
+schema), so ``not``/``oneOf``/``if`` over them compile exactly; ``not`` over an object or array
+``const``/``enum`` is "another type, a key more or missing, a value different". Every verdict
+here is the ``jsonschema`` package's (Draft 2020-12): each case is checked in the "every valid
+document" configuration (``property_order="any", close_objects=False, whitespace="json"``:
+accepted exactly when valid) and in the default one (a sub-language: no invalid document
+accepted, and the valid documents it is meant to keep), in both orders of composition, nested
+under a property and under a recursive ``$ref``, on listed and random documents and on
+hypothesis-jsonschema's instances.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from dotjson import Index
+from dotjson.errors import SchemaError, UnsupportedSchemaError
+from dotjson.schema import schema_to_grammar
+
+EVERY_VALID = dict(property_order="any", close_objects=False, whitespace="json")
+S = {"type": "string"}
+I = {"type": "integer"}
+
+#: (schema, documents that must be among those checked: the boundary cases)
+CASES = {
+    "not-patternProperties": (
+        {"type": "object", "not": {"patternProperties": {"^a": S}}},
+        [{}, {"a": "x"}, {"a": 1}, {"b": 1}, {"ab": None, "a": "s"}, {"x": 1, "ay": []}, {"a": "x", "ab": "y"}]),
+    "not-patternProperties-declared": (
+        {"type": "object", "properties": {"a": {}, "ab": I}, "not": {"patternProperties": {"^a": S}}},
+        [{"a": 1}, {"ab": 1}, {"a": "s", "ab": 2}, {"b": 1}, {"ac": True}, {"ab": "s"}]),
+    "not-patternProperties-counted": (
+        {"type": "object", "properties": {"a": {}}, "required": ["a"], "maxProperties": 1,
+         "not": {"patternProperties": {"^a": S}}},
+        [{"a": 1}, {"a": "s"}, {"a": 1, "b": 2}, {}]),
+    "not-propertyNames": (
+        {"not": {"propertyNames": {"maxLength": 1}}},
+        [{}, {"a": 1}, {"ab": 1}, {"a": 1, "bc": 2}, "ab", [], 3]),
+    "not-propertyNames-declared": (
+        {"type": "object", "properties": {"ab": I}, "required": ["ab"], "not": {"propertyNames": {"maxLength": 1}}},
+        [{"ab": 1}, {"ab": "s"}, {"ab": 1, "c": 2}, {"c": 2}]),
+    "not-additionalProperties-false": (
+        {"not": {"additionalProperties": False}},
+        [{}, {"a": 1}, [], "s", None]),
+    "not-additionalProperties-schema": (
+        {"not": {"properties": {"a": {}}, "patternProperties": {"^x": {}}, "additionalProperties": I}},
+        [{}, {"a": "s"}, {"xa": "s"}, {"b": 1}, {"b": "s"}, {"a": 1, "b": 1.5}]),
+    "not-additionalProperties-outside-names": (
+        {"properties": {"b": {}}, "not": {"properties": {"a": {}}, "additionalProperties": False}},
+        [{}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"c": 1}]),
+    "double-negation": (
+        {"not": {"not": {"patternProperties": {"^a": S}}}},
+        [{"a": "s"}, {"a": 1}, {"b": 1}]),
+    "two-witnesses-one-member": (
+        {"type": "object", "maxProperties": 2, "not": {"patternProperties": {"^a": S}},
+         "allOf": [{"not": {"propertyNames": {"maxLength": 1}}}]},
+        [{"ab": 1}, {"ab": "s"}, {"a": 1, "bc": 1}, {"a": 1, "b": 1}, {"ab": "x", "bc": 1}, {"a": 1}]),
+    "oneOf-overlapping": (
+        {"oneOf": [{"properties": {"a": S}, "additionalProperties": False}, {"required": ["b"]}]},
+        [{}, {"a": "s"}, {"b": 1}, {"a": "s", "b": 1}, {"a": 1, "b": 1}, {"c": 1}]),
+    "oneOf-patterns-names": (
+        {"oneOf": [{"patternProperties": {"^a": I}}, {"propertyNames": {"maxLength": 1}}]},
+        [{}, {"a": 1}, {"a": "s"}, {"ab": 1}, {"ab": "s"}, {"b": "s"}, 1]),
+    "if-propertyNames": (
+        {"if": {"propertyNames": {"maxLength": 1}}, "then": {"required": ["a"]}, "else": {"maxProperties": 1}},
+        [{}, {"a": 1}, {"b": 1}, {"ab": 1}, {"ab": 1, "c": 2}, {"a": 1, "b": 2}]),
+    "not-const-object": (
+        {"not": {"const": {"a": 1}}},
+        [{"a": 1}, {"a": 1.0}, {"a": 1, "b": 2}, {"a": 2}, {"b": 1}, {}, 1]),
+    "not-enum-structured": (
+        {"not": {"enum": [{"a": 1}, [1, "s"], {}, [], 3]}},
+        [{"a": 1}, [1, "s"], {}, [], [1], [1, "s", 2], ["s", 1], 3, 4, {"a": 1, "b": 1}]),
+    "not-const-nested": (
+        {"type": "object", "not": {"const": {"a": {"b": [1]}}}},
+        [{"a": {"b": [1]}}, {"a": {"b": [1, 2]}}, {"a": {"b": []}}, {"a": {"b": [1], "c": 1}}, {"a": {}}]),
+    "not-const-array": (
+        {"not": {"const": [1, {"a": None}]}},
+        [[1, {"a": None}], [1, {"a": None, "b": 1}], [1, {}], [1], [1, {"a": None}, 3], []]),
+    "oneOf-const-object": (
+        {"oneOf": [{"const": {"a": 1}}, {"type": "object"}]},
+        [{"a": 1}, {"a": 2}, {}, [], 1]),
+    "items-not-closed": (
+        {"type": "array", "items": {"not": {"additionalProperties": False}}},
+        [[], [{}], [{"a": 1}], [{"a": 1}, {}]]),
+}
+
+_KEYS = ["a", "b", "ab", "x", "xa", "aa", "c", ""]
+
+
+def _value(r: random.Random, depth: int = 0):
+    k = r.random()
+    if depth > 2 or k < 0.35:
+        return r.choice([None, True, False, 0, 1, -2, 2.5, "", "s", "ab", "a", 3])
+    if k < 0.6:
+        return [_value(r, depth + 1) for _ in range(r.randint(0, 3))]
+    return {kk: _value(r, depth + 1) for kk in r.sample(_KEYS, r.randint(0, 3))}
+
+
+def _documents(listed, n=120, seed=0) -> list:
+    r = random.Random(seed)
+    out = list(listed)
+    for _ in range(n):
+        out.append(_value(r) if r.random() < 0.3 else {k: _value(r, 1) for k in r.sample(_KEYS, r.randint(0, 4))})
+    return out
+
+
+def _forms(schema, docs):
+    """The case itself, nested under a required property, and under a recursive reference (an
+    array of the case's values or of such arrays)."""
+    yield "plain", schema, docs
+    yield "property", {"type": "object", "properties": {"v": schema}, "required": ["v"]}, [{"v": d} for d in docs]
+    rec = {"$defs": {"t": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/t"}}, schema]}},
+           "$ref": "#/$defs/t"}
+    yield "ref", rec, [[d] for d in docs[:60]] + [[[d]] for d in docs[:20]]
+
+
+def _check(schema, docs, vocab):
+    v = jsonschema.Draft202012Validator(schema)
+    every = Index(schema, vocab, **EVERY_VALID)
+    default = Index(schema, vocab)
+    kept = 0
+    for d in docs:
+        ok = v.is_valid(d)
+        text = json.dumps(d, separators=(",", ":"))
+        assert every.accepts(text) == ok, (schema, text, ok)
+        assert every.accepts(json.dumps(d, indent=2)) == ok, (schema, text, ok)
+        got = default.accepts(text)
+        assert not got or ok, ("invalid accepted in the default configuration", schema, text)
+        kept += got
+    return kept
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_case_is_exact(name, tiny_bpe_vocab):
+    schema, listed = CASES[name]
+    docs = _documents(listed)
+    assert any(jsonschema.Draft202012Validator(schema).is_valid(d) for d in docs)
+    for form, s, ds in _forms(schema, docs):
+        kept = _check(s, ds, tiny_bpe_vocab)
+        # the default configuration keeps valid documents too (here objects that must hold a
+        # member the schema does not declare stay open)
+        assert kept > 0, (name, form)
+
+
+@pytest.mark.parametrize("name", ["not-patternProperties-declared", "not-additionalProperties-schema",
+                                  "oneOf-overlapping", "if-propertyNames", "two-witnesses-one-member"])
+def test_both_orders_of_composition(name, tiny_bpe_vocab):
+    # the keyword's neighbours before and after it (allOf in either order) and, for oneOf, the
+    # branches swapped: the same language
+    schema, listed = CASES[name]
+    docs = _documents(listed, n=80, seed=1)
+    rest = {k: x for k, x in schema.items() if k not in ("not", "oneOf", "if", "then", "else", "allOf")}
+    neg = {k: x for k, x in schema.items() if k not in rest}
+    forms = [{"allOf": [rest, neg]}, {"allOf": [neg, rest]}]
+    if "oneOf" in schema:
+        forms.append({**rest, "oneOf": schema["oneOf"][::-1]})
+    for s in forms:
+        _check(s, docs, tiny_bpe_vocab)
+
+
+def test_witness_in_a_recursive_schema(tiny_bpe_vocab):
+    # every object holds a key outside [ab]+, and every undeclared value is such an object or
+    # an integer: a witness at each level of the recursion
+    schema = {"$defs": {"n": {"type": "object", "not": {"propertyNames": {"pattern": "^[a-b]+$"}},
+                              "additionalProperties": {"anyOf": [{"$ref": "#/$defs/n"}, I]}}},
+              "$ref": "#/$defs/n"}
+    docs = [{"c": 1}, {"c": {"d": 2}}, {"c": {"a": 1}}, {"a": {"c": 1}}, {"c": {"b": {"c": 1}}}, {"a": 1},
+            {"c": {"d": {"e": 1}}, "a": 3}, {}]
+    _check(schema, _documents(docs, n=60), tiny_bpe_vocab)
+    # without the integer every value recurses forever: no document at all
+    with pytest.raises(SchemaError, match="accepts no JSON value"):
+        schema_to_grammar({"$defs": {"n": {"type": "object", "not": {"propertyNames": {"pattern": "^[a-b]+$"}},
+                                           "additionalProperties": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"})
+
+
+def test_excluded_object_values_that_leave_nothing():
+    # no member allowed and {} excluded: empty, said when the grammar is built
+    with pytest.raises(SchemaError, match="accepts no JSON value"):
+        schema_to_grammar({"type": "object", "additionalProperties": False, "not": {"const": {}}})
+
+
+def test_a_witness_needs_a_member_the_count_allows(tiny_bpe_vocab):
+    # maxProperties 1 and a required "a": "a" itself must be the witness (a value not a string)
+    schema, _ = CASES["not-patternProperties-counted"]
+    index = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    assert index.is_prefix('{"a":') and not index.is_prefix('{"a":"')
+    assert index.accepts('{"a":[]}') and not index.accepts('{"a":"s"}')
+
+
+def test_too_many_witnesses_is_named():
+    schema = {"type": "object", "allOf": [{"not": {"patternProperties": {f"^{c}": S}}} for c in "abcde"]}
+    with pytest.raises(UnsupportedSchemaError) as e:
+        schema_to_grammar(schema, **EVERY_VALID)
+    assert e.value.keyword in ("not", "patternProperties")
+
+
+_HYPOTHESIS = ["not-patternProperties", "not-propertyNames", "not-additionalProperties-schema", "oneOf-overlapping",
+               "not-const-object", "not-const-array", "if-propertyNames"]
+
+
+@pytest.mark.parametrize("name", _HYPOTHESIS)
+def test_hypothesis_instances_are_accepted(name, tiny_bpe_vocab):
+    from hypothesis_jsonschema import from_schema
+
+    schema, _ = CASES[name]
+    index = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    v = jsonschema.Draft202012Validator(schema)
+
+    @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(from_schema(schema))
+    def accepted(x):
+        assert v.is_valid(x)
+        assert index.accepts(json.dumps(x)), (schema, x)
+
+    accepted()

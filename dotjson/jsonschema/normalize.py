@@ -524,8 +524,11 @@ class Normalizer:
         return out
 
     # ------------------------------------------------------------------ negation
-    def negate(self, D, where):
-        out = [()]
+    def negate(self, D, where, within=()):
+        """The normal form of ¬D (``D`` a normal form); ``within``: atoms the result is
+        intersected with anyway (a type), so that branches outside them are dropped as they
+        are made, not after the product of every negated branch."""
+        out = [tuple(within)]
         for br in D:
             nb = []
             for a in br:
@@ -681,6 +684,9 @@ class Normalizer:
             return []
         if parts:
             where = self.where(doc, ptr)
+            for k, d in enumerate(parts):
+                if type(d) is _OneOf:  # its overlaps are asked beside this schema's own atoms
+                    parts[k] = self.one_of(d.exprs, d.where, out[0])
             for d in parts:
                 out = self.and2(out, d, where)
                 if not out:
@@ -936,7 +942,7 @@ class Normalizer:
             parts.append(u)
         elif kw == "oneOf":
             n = _nonempty_list(val, kwhere, kw)
-            parts.append(self.one_of([self._sub(s, doc, ptr, kw, i) for i in range(n)], kwhere))
+            parts.append(_OneOf([self._sub(s, doc, ptr, kw, i) for i in range(n)], kwhere))
         elif kw == "not":
             parts.append(self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), kwhere))
         elif kw == "if" and draft >= 7:
@@ -1008,35 +1014,56 @@ class Normalizer:
         _REGEX_CACHE[pattern] = node
         return node
 
-    def one_of(self, exprs, where):
+    def one_of(self, exprs, where, context=()):
+        """The normal form of ``oneOf``: each branch of each sub-schema, with the negation of
+        every *other* sub-schema it may overlap (exactly one holds). A pair proven disjoint
+        (:meth:`branch_empty`) needs no negation: the branch implies it. ``context``: atoms
+        of the schema around the ``oneOf`` (its ``type`` ...), which the result is intersected
+        with anyway: two branches that overlap only outside it are disjoint here."""
         Ds = [self.dnf(e) for e in exprs]
-        disjoint = True
-        for i in range(len(Ds)):
-            for j in range(i + 1, len(Ds)):
-                for a in Ds[i]:
-                    for b in Ds[j]:
-                        if not self.branch_empty(a + b):
-                            disjoint = False
-                            break
-                    if not disjoint:
-                        break
-                if not disjoint:
-                    break
-            if not disjoint:
-                break
-        if disjoint:
-            return [br for D in Ds for br in D]
-        # exactly one: A_i ∧ ¬A_j for all j != i
-        try:
-            self.strict += 1
-            negs = [self.negate(self.dnf_strict(e), where) for e in exprs]
-            out = []
-            for i, D in enumerate(Ds):
-                cur = D
+        # per branch of each sub-schema: groups of its types, each with the other sub-schemas it
+        # may overlap on those types (a string two object branches both allow overlaps; their
+        # objects may not)
+        plan = []
+        any_overlap = False
+        for i, D in enumerate(Ds):
+            for a in D:
+                over: dict = {}
                 for j in range(len(Ds)):
                     if j != i:
-                        cur = self.and2(cur, negs[j], where)
-                out.extend(cur)
+                        for b in Ds[j]:
+                            for t in self.live_types(context + a + b):
+                                over.setdefault(t, set()).add(j)
+                groups: dict = {}
+                for t in _types_of(context + a):
+                    groups.setdefault(frozenset(over.get(t, ())), set()).add(t)
+                any_overlap = any_overlap or any(groups)
+                plan.append((a, groups))
+        if not any_overlap:
+            return [br for D in Ds for br in D]
+        # exactly one: A_i ∧ ¬A_j, on each type, for the j that A_i may overlap there
+        negs: dict = {}
+        try:
+            self.strict += 1
+            out = []
+            for a, groups in plan:
+                if len(groups) == 1 and frozenset() in groups:
+                    out.append(a)
+                    continue
+                for js, ts in groups.items():
+                    ty = ("types", frozenset(ts))
+                    cur = [a + (ty,)]
+                    for j in sorted(js):
+                        key = (j, ty)
+                        if key not in negs:
+                            negs[key] = self.negate(self.dnf_strict(exprs[j]), where, (ty,))
+                        cur = self.and2(cur, negs[key], where)
+                        if not cur:
+                            break
+                    out.extend(cur)
+                    if len(out) > MAX_BRANCHES:
+                        raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
+                                                     f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
             return out
         except UnsupportedSchemaError as e:
             raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
@@ -1144,20 +1171,30 @@ class Normalizer:
 
     def branch_empty(self, br) -> bool:
         """True when the conjunction provably accepts no value (used for oneOf disjointness)."""
-        if not _types_of(br):
-            return True
+        return not self.live_types(br)
+
+    def live_types(self, br) -> frozenset:
+        """The types of which the conjunction ``br`` may have values: all but those it provably
+        has none of (:meth:`type_empty`; a sufficient test of emptiness)."""
+        ts = _types_of(br)
+        if not ts:
+            return ts
         if any(a[0] == "ruleref" for a in br):
             try:
-                return all(self.branch_empty(b) for b in self.expand_refs(br, ""))
+                brs = self.expand_refs(br, "")
             except UnsupportedSchemaError:
-                return False
+                return ts
+            out = frozenset()
+            for b in brs:
+                out |= self.live_types(b)
+                if out == ts:
+                    break
+            return out
         m = self.merge(br)
         if m.enum is not None:
-            return not any(self.satisfies(self.literal_cache[("v", c)], br) for c in m.enum)
-        for t in m.types:
-            if not self.type_empty(m, t):
-                return False
-        return True
+            return frozenset(_type_of(self.literal_cache[("v", c)]) for c in m.enum
+                             if self.satisfies(self.literal_cache[("v", c)], br))
+        return frozenset(t for t in m.types if not self.type_empty(m, t))
 
     def type_empty(self, m: Branch, t) -> bool:
         """True when branch ``m`` provably has no value of type ``t`` (a sufficient test)."""
@@ -1176,7 +1213,16 @@ class Normalizer:
                         return True
             return False
         if t == "string":
-            return m.string.max_length is not None and m.string.min_length > m.string.max_length
+            st = m.string
+            if st.max_length is not None and st.min_length > st.max_length:
+                return True
+            # a pattern with finitely many strings (`^Abs$`, a discriminator's): empty when none
+            # of them satisfies the rest (two branches with different such patterns are disjoint)
+            for h in st.patterns:
+                strings = self.finite_of(h)
+                if strings is not None:
+                    return not any(self.string_ok(x, st, m.not_enum) for x in strings)
+            return False
         if t == "array":
             a = m.array
             if a.max_items is not None and a.min_items > a.max_items:
@@ -1190,14 +1236,32 @@ class Normalizer:
             if o.max_properties is not None and (o.min_properties > o.max_properties or len(o.required) > o.max_properties):
                 return True
             for name in o.required:
-                es = list(o.properties.get(name, []))
-                for e, names, pats in o.additional:
-                    if name not in names and not pats:
-                        es.append(e)
+                # (the schemas its value must satisfy: its own, every matching pattern's, those of
+                # the additionalProperties it is extra to; a name propertyNames refuses: none)
+                es = self.member_schemas(o, name, o.properties.get(name, ()))
+                if any(not self.validate(name, pn) for pn in o.property_names):
+                    return True
                 if self.expr_empty(self.and_expr(es)):
                     return True
             return False
         return False
+
+    def finite_of(self, handle):
+        """The strings of a pattern/format handle's language when there are few, else ``None``."""
+        key = ("finite", handle)
+        if key not in self.formats:
+            from dotjson.pattern_keys import finite_strings
+
+            self.formats[key] = finite_strings(self.str_node(handle)) if handle[0] == "pattern" else None
+        return self.formats[key]
+
+    def string_ok(self, x: str, st, not_enum) -> bool:
+        """Whether string ``x`` satisfies string node ``st`` and is not excluded by ``not_enum``."""
+        n = len(x)
+        if n < st.min_length or (st.max_length is not None and n > st.max_length) or ("s", x) in not_enum:
+            return False
+        return all(_ir_match(self.str_node(h), x) for h in st.patterns) and \
+            not any(_ir_match(self.str_node(h), x) for h in st.not_patterns)
 
     def expr_empty(self, e) -> bool:
         if e == FALSE:
@@ -1344,6 +1408,16 @@ class Normalizer:
 _OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops", "some"})
 _NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
 _ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})
+
+
+class _OneOf:
+    """A ``oneOf`` met in a schema's keywords: made a normal form once the schema's own atoms
+    are known (:meth:`Normalizer.one_of` asks its overlaps beside them)."""
+
+    __slots__ = ("exprs", "where")
+
+    def __init__(self, exprs, where):
+        self.exprs, self.where = exprs, where
 
 
 def _uncanon(c):

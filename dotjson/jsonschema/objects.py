@@ -18,7 +18,7 @@ from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.nodes import ObjectNode
 from dotjson.jsonschema.strings import matches_every_string
-from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
+from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_KEY_CLASSES, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
 #: objects declaring more names than this reach their undeclared keys through a trie of the
 #: names (below, the "any key but these" difference is small enough)
@@ -125,24 +125,26 @@ class ObjectBuilder:
                 elif sp[0] == "n":
                     wlangs.append((("w", a), self.key_language(sp[1])))
             if wit:
-                if 2 ** (len(pats) + len(wlangs)) > MAX_PATTERN_CLASSES:
-                    r = self.unsupported(f"more than {MAX_PATTERN_CLASSES} key classes (patternProperties and the "
+                if 2 ** (len(pats) + len(wlangs)) > MAX_KEY_CLASSES:
+                    r = self.unsupported(f"more than {MAX_KEY_CLASSES} key classes (patternProperties and the "
                                          "keys of negated object keywords)", where, "patternProperties")
                     if r is None:
                         wit, W, wlangs, wit_of = [], 0, [], None
             wlang = dict(wlangs)
-            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not same_pattern_schemas(o):
+            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not wit and not same_pattern_schemas(o):
                 # finite patterns (`^SHA-256$`) become listed keys; classes range over the rest
                 split = split_patterns(pats, lambda p: self.regex(p, where, "patternProperties"),
                                        MAX_PATTERN_CLASSES)
                 if split is not None:
                     pats = split[1]
                     fixed_members, fixed_names = fixed_key_members(self, split[0], o, set(props), pn)
-            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not wit:
-                same = same_pattern_schemas(o)
+            # beyond 16 classes: one class for all patterns when they share a schema, else
+            # (up to 6 patterns) every class of the patterns a key matches
+            same = 2 ** len(pats) > MAX_PATTERN_CLASSES and not wit and same_pattern_schemas(o)
+            if same or 2 ** len(pats) > MAX_KEY_CLASSES:
                 if not same:
-                    r = self.unsupported(f"more than {MAX_PATTERN_CLASSES.bit_length() - 1} patternProperties "
-                                         "with different schemas", where, "patternProperties")
+                    r = self.unsupported(f"more than {MAX_KEY_CLASSES.bit_length() - 1} patternProperties "
+                                         "with different schemas (and not finite)", where, "patternProperties")
                     if r is None:
                         pats = []
                 subsets = [(), tuple(pats)] if same else [()]

@@ -1,4 +1,5 @@
-"""Issue 32: negated object keywords, overlapping ``oneOf``, excluded object/array values.
+"""Issue 32: negated object keywords, overlapping ``oneOf``, excluded object/array values, and
+``contains`` beside ``prefixItems``/``maxItems`` or repeated.
 
 The negation of ``patternProperties``, ``additionalProperties`` or ``propertyNames`` is a
 property of one member (a *witness*: a key the keyword speaks of whose value violates its
@@ -9,7 +10,8 @@ document" configuration (``property_order="any", close_objects=False, whitespace
 accepted exactly when valid) and in the default one (a sub-language: no invalid document
 accepted, and the valid documents it is meant to keep), in both orders of composition, nested
 under a property and under a recursive ``$ref``, on listed and random documents and on
-hypothesis-jsonschema's instances.
+hypothesis-jsonschema's instances. (Numbers are kept away from exponent forms: an integer
+written ``1e308`` is outside the language on purpose, docs/keywords.md.)
 """
 
 from __future__ import annotations
@@ -87,18 +89,45 @@ CASES = {
     "oneOf-const-object": (
         {"oneOf": [{"const": {"a": 1}}, {"type": "object"}]},
         [{"a": 1}, {"a": 2}, {}, [], 1]),
+    "oneOf-untyped-objects": (
+        # two untyped object schemas overlap on every non-object: exactly one holds there for none
+        {"oneOf": [{"required": ["r"], "properties": {"r": S}, "additionalProperties": False},
+                   {"required": ["t"], "properties": {"t": {"enum": ["x", "y"]}, "u": {}}, "additionalProperties": False,
+                    "dependentSchemas": {"u": {"properties": {"t": {"const": "x"}}}}}]},
+        [{"r": "s"}, {"t": "x"}, {"t": "y", "u": 1}, {"t": "x", "u": 1}, "s", 1, None, {"r": "s", "t": "x"}]),
+    "oneOf-discriminator-patterns": (
+        {"oneOf": [{"properties": {"type": {"pattern": "^Abs$"}, "a": I}, "required": ["type"], "additionalProperties": False},
+                   {"properties": {"type": {"pattern": "^Add$"}, "b": I}, "required": ["type"], "additionalProperties": False}]},
+        [{"type": "Abs"}, {"type": "Add", "b": 1}, {"type": "Abs", "b": 1}, {"type": "Adx"}]),
+    "contains-prefixItems": (
+        {"type": "array", "prefixItems": [S], "contains": I},
+        [["s", 1], [1], ["s"], [1, "s"], ["s", "t", 2]]),
+    "contains-maxItems": (
+        {"type": "array", "contains": I, "minContains": 2, "maxContains": 3, "maxItems": 4},
+        [[1, 2], [1, 2, 3, 4], [1, "s", 2, 3], [1], [1, 2, 3, 4, 5]]),
+    "contains-twice": (
+        {"type": "array", "allOf": [{"contains": {"minimum": 2}, "maxContains": 1}, {"contains": {"maximum": 2}}]},
+        [[2], [1, 3], [2, 2], [3, 4, 1], [1]]),
+    "contains-minItems": (
+        {"type": "array", "minItems": 3, "contains": I},
+        [[1, "a", "b"], [1], ["a", "b", "c"]]),
+    "not-items-twice": (
+        {"type": "array", "maxItems": 2,
+         "allOf": [{"not": {"items": {"patternProperties": {"ab": False}, "additionalProperties": False}}},
+                   {"not": {"items": {"patternProperties": {"cd": False}, "additionalProperties": False}}}]},
+        [[{"ab": 1}, {"cd": 1}], [{"abcd": 1}], [{}], [{"x": 1}], [{"ab": 1}], [{"ab": 1}, {"cd": 1}, {}]]),
     "items-not-closed": (
         {"type": "array", "items": {"not": {"additionalProperties": False}}},
         [[], [{}], [{"a": 1}], [{"a": 1}, {}]]),
 }
 
-_KEYS = ["a", "b", "ab", "x", "xa", "aa", "c", ""]
+_KEYS = ["a", "b", "ab", "x", "xa", "aa", "c", "", "r", "t", "u", "type"]
 
 
 def _value(r: random.Random, depth: int = 0):
     k = r.random()
     if depth > 2 or k < 0.35:
-        return r.choice([None, True, False, 0, 1, -2, 2.5, "", "s", "ab", "a", 3])
+        return r.choice([None, True, False, 0, 1, -2, 2.5, "", "s", "ab", "a", 3, "Abs", "x"])
     if k < 0.6:
         return [_value(r, depth + 1) for _ in range(r.randint(0, 3))]
     return {kk: _value(r, depth + 1) for kk in r.sample(_KEYS, r.randint(0, 3))}
@@ -203,7 +232,7 @@ def test_too_many_witnesses_is_named():
 
 
 _HYPOTHESIS = ["not-patternProperties", "not-propertyNames", "not-additionalProperties-schema", "oneOf-overlapping",
-               "not-const-object", "not-const-array", "if-propertyNames"]
+               "not-const-object", "not-const-array", "if-propertyNames", "contains-maxItems", "contains-twice"]
 
 
 @pytest.mark.parametrize("name", _HYPOTHESIS)
@@ -217,7 +246,11 @@ def test_hypothesis_instances_are_accepted(name, tiny_bpe_vocab):
     @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(from_schema(schema))
     def accepted(x):
-        assert v.is_valid(x)
-        assert index.accepts(json.dumps(x)), (schema, x)
+        if not v.is_valid(x):
+            return  # (hypothesis-jsonschema ignores minContains/maxContains: the validator decides)
+        text = json.dumps(x)
+        if "e+" in text or "e-" in text:
+            return  # (an integer written with an exponent: outside the language on purpose)
+        assert index.accepts(text), (schema, x)
 
     accepted()

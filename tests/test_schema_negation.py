@@ -254,3 +254,24 @@ def test_hypothesis_instances_are_accepted(name, tiny_bpe_vocab):
         assert index.accepts(text), (schema, x)
 
     accepted()
+
+
+def test_witness_objects_are_saved_and_loaded(tmp_path, tiny_bpe_vocab):
+    # the any-order family keeps its witnesses in a saved index: a reloaded one decides alike,
+    # states it never visited before saving included
+    schema = {"type": "object", "properties": {"a": {}, "ab": I}, "not": {"patternProperties": {"^a": S}},
+              "allOf": [{"not": {"propertyNames": {"maxLength": 1}}}]}
+    v = jsonschema.Draft202012Validator(schema)
+    docs = _documents([{"ab": 1, "a": []}, {"ab": 1}, {"xy": True}, {"ac": 1}, {"a": "s", "bc": None}], n=80, seed=2)
+    # (schema order: a saved index holds the whole grammar, written out as rules)
+    for k, options in enumerate([EVERY_VALID, dict(close_objects=False, spellings="any")]):
+        index = Index(schema, tiny_bpe_vocab, **options)
+        assert index.accepts('{"a": [], "ab": 1}') and not index.accepts('{"a": 1}')
+        assert not index.accepts('{"ab": "s"}')
+        index.serialize_to_disk(tmp_path / f"ix{k}")
+        again = Index.deserialize_from_disk(tmp_path / f"ix{k}", tiny_bpe_vocab)
+        for d in docs:
+            text = json.dumps(d, separators=(",", ":"))
+            want = v.is_valid(d) if k == 0 else index.accepts(text)  # (schema order: a sub-language)
+            assert again.accepts(text) == want, (options, text)
+            assert not want or v.is_valid(d)

@@ -344,8 +344,6 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                             combined = True
                     if k in _MAYBE_RISKY and _risky(a):
                         risky = True
-                    elif k == "notenum" and any(c[0] == "o" or c[0] == "a" for c in a[1]):
-                        self._structured_notenum(br, e)
                 if combined:  # (nothing to intersect without one of those: most leaves)
                     # sub-schemas the builders will intersect (allOf of two `items`, a property
                     # under properties and patternProperties): normalised here too, so that
@@ -358,23 +356,6 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 if isinstance(name, Ref) and name.name in self.pending:
                     self.body(name.name)
         self._alias_cycles(alias)
-
-    def _structured_notenum(self, br, e) -> None:
-        """Refuse a branch that excludes an object or array value (``not`` over a ``const`` or
-        ``enum``) where it allows that type: the builders exclude only null, boolean, number and
-        string values (one object out of an object automaton is not a language they make)."""
-        m = self.merge(br)
-        if m.refs:  # the types the references leave
-            for b in self.expand_refs(br, self.expr_where(e)):
-                self._structured_notenum(b, e)
-            return
-        if m.enum is not None:
-            return  # the allowed values are listed, and each is checked against the branch
-        ts = m.types
-        if any((c[0] == "o" and "object" in ts) or (c[0] == "a" and "array" in ts) for c in m.not_enum):
-            self.unsupported("excluding an object or array value (`not` over `const`/`enum`) is not "
-                             "supported: only null, boolean, number and string values can be excluded",
-                             self.expr_where(e), "not")
 
     def _combinations(self, br, e) -> list:
         """The intersections of sub-schemas that building this branch (of expression ``e``)

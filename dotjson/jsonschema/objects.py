@@ -202,6 +202,7 @@ class ObjectBuilder:
             return alt(*classes)
 
         contents: dict = {}
+        declared_spellings: list = []
 
         def class_content(T):
             # the spellings of the extra keys of class T (the patterns and witness key
@@ -209,9 +210,9 @@ class ObjectBuilder:
             hit = contents.get(T)
             if hit is not None:
                 return hit
-            if not contents:
-                contents[None] = [self.enc_text(n) for n in props]
-            declared_names = contents[None]
+            if not declared_spellings:
+                declared_spellings.append([self.enc_text(n) for n in props])
+            declared_names = declared_spellings[0]
             Tset = set(T)
             if union_mode and T:
                 pos = [alt(*(self.enc_pattern(p, where) for p in T))]

@@ -116,6 +116,12 @@ CASES = {
          "allOf": [{"not": {"items": {"patternProperties": {"ab": False}, "additionalProperties": False}}},
                    {"not": {"items": {"patternProperties": {"cd": False}, "additionalProperties": False}}}]},
         [[{"ab": 1}, {"cd": 1}], [{"abcd": 1}], [{}], [{"x": 1}], [{"ab": 1}], [{"ab": 1}, {"cd": 1}, {}]]),
+    "not-items-after-prefix": (
+        {"prefixItems": [I], "not": {"items": S}},
+        [[1], [1, "s"], [1, 2], ["s", 2], [1, "s", 3], [], "s"]),
+    "oneOf-items-after-prefix": (
+        {"type": "array", "oneOf": [{"prefixItems": [I, I], "items": S}, {"maxItems": 2}]},
+        [[1], [1, 2], [1, 2, "s"], [1, 2, 3], ["s"], [1, "s", "t"]]),
     "items-not-closed": (
         {"type": "array", "items": {"not": {"additionalProperties": False}}},
         [[], [{}], [{"a": 1}], [{"a": 1}, {}]]),

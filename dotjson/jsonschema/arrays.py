@@ -139,6 +139,9 @@ class ArrayBuilder:
         ``maxContains``, else its ``minContains``). An item may count for any set of the
         ``contains`` schemas it matches; one with a ``maxContains`` counts exactly (the item
         that does not count must not match it: its negation)."""
+        # (a contains from a position on: the negation of `items` after a prefix)
+        starts = [c[3] if len(c) > 3 else 0 for c in contains]
+        contains = [c[:3] for c in contains]
         m = len(contains)
         if m > MAX_CONTAINS:
             self.unsupported(f"more than {MAX_CONTAINS} contains per array", where, "contains")
@@ -162,7 +165,7 @@ class ArrayBuilder:
                                  where, "maxContains")
                 return None
             negs[k] = n_expr
-        top = hi if hi is not None else max(K, lo, 1)  # the positions told apart
+        top = hi if hi is not None else max(K, lo, 1, *starts)  # the positions told apart
         n_states = top + 1
         for c in caps:
             n_states *= c + 1
@@ -196,6 +199,11 @@ class ArrayBuilder:
                 new = list(counts)
                 ok = True
                 for k, (e, _, chi) in enumerate(contains):
+                    if i < starts[k]:
+                        if B >> k & 1:
+                            ok = False  # (an item before its first position does not count)
+                            break
+                        continue
                     if B >> k & 1:
                         if chi is not None and counts[k] + 1 > chi:
                             ok = False

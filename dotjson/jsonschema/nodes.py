@@ -84,7 +84,7 @@ class ArrayNode:
     items: list = ()               # (first index, expr): items from there on
     min_items: int = 0
     max_items: int | None = None
-    contains: list = ()            # (expr, min, max)
+    contains: list = ()            # (expr, min, max) or (expr, min, max, first position counted)
     unique: object = None          # the uniqueItems keyword's place, when true
 
     def positions(self) -> tuple[list, list]:

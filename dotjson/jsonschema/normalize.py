@@ -584,15 +584,18 @@ class Normalizer:
             return [(t, ("required", a[1]), ("props", a[1], self.not_expr(a[2])))]
         if k == "pos":
             return [(t, ("nitems", a[1] + 1, None), ("pos", a[1], self.not_expr(a[2])))]
-        if k == "items" and a[1] == 0:
-            return [(t, ("contains", self.not_expr(a[2]), 1, None))]
+        if k == "items":
+            # some item from that position on violates the schema (a contains from there)
+            ne = self.not_expr(a[2])
+            return [(t, ("contains", ne, 1, None) if a[1] == 0 else ("contains", ne, 1, None, a[1]))]
         if k == "contains":
-            _, e, lo, hi = a
+            e, lo, hi = a[1], a[2], a[3]
+            tail = a[4:]  # (the first position it counts from, when not 0)
             res = []
             if lo > 0:
-                res.append((t, ("contains", e, 0, lo - 1)))
+                res.append((t, ("contains", e, 0, lo - 1) + tail))
             if hi is not None:
-                res.append((t, ("contains", e, hi + 1, None)))
+                res.append((t, ("contains", e, hi + 1, None) + tail))
             return res
         # An object keyword over members fails on one member: some key it speaks of whose value
         # violates its schema (a `some` atom, a witness the object automaton looks for), and
@@ -1368,7 +1371,7 @@ class Normalizer:
         if k == "items":
             return all(self.validate(x, a[2]) for x in v[a[1]:])
         if k == "contains":
-            n = sum(1 for x in v if self.validate(x, a[1]))
+            n = sum(1 for x in v[a[4] if len(a) > 4 else 0:] if self.validate(x, a[1]))
             return n >= a[2] and (a[3] is None or n <= a[3])
         if k == "unique":
             cs = [_canon(x) for x in v]

@@ -122,6 +122,11 @@ CASES = {
     "oneOf-items-after-prefix": (
         {"type": "array", "oneOf": [{"prefixItems": [I, I], "items": S}, {"maxItems": 2}]},
         [[1], [1, 2], [1, 2, "s"], [1, 2, 3], ["s"], [1, "s", "t"]]),
+    "oneOf-enums": (
+        # MaskBench Handwritten key8: the values of one enum that no other branch holds
+        {"type": "array", "oneOf": [{"enum": [[1], [3, 4], [5]]}, {"enum": [[1], [1, 2]]},
+                                    {"allOf": [{"enum": [[1], [3, 4], [6]]}]}]},
+        [[1], [3, 4], [5], [6], [1, 2], [2], []]),
     "items-not-closed": (
         {"type": "array", "items": {"not": {"additionalProperties": False}}},
         [[], [{}], [{"a": 1}], [{"a": 1}, {}]]),

@@ -1053,6 +1053,15 @@ class Normalizer:
                 if len(groups) == 1 and frozenset() in groups:
                     out.append(a)
                     continue
+                fin = self.finite_branch(a)
+                if fin is not None:
+                    # finitely many values (an enum): those that satisfy no other sub-schema
+                    js = sorted(set().union(*groups))
+                    keep = tuple(c for c in fin
+                                 if not any(self.validate(self.literal_cache[("v", c)], exprs[j]) for j in js))
+                    if keep:
+                        out.append((("enum", keep),))
+                    continue
                 for js, ts in groups.items():
                     ty = ("types", frozenset(ts))
                     cur = [a + (ty,)]
@@ -1171,6 +1180,23 @@ class Normalizer:
                     r.unique = a[1]
         b.types = types
         return b
+
+    def finite_branch(self, br):
+        """The values of branch ``br`` (canonical) when it lists them (``enum``/``const``, also
+        through its references), else ``None``."""
+        try:
+            brs = self.expand_refs(br, "") if any(a[0] == "ruleref" for a in br) else [br]
+        except UnsupportedSchemaError:
+            return None
+        out: dict = {}
+        for b in brs:
+            m = self.merge(b)
+            if m.enum is None or m.refs:
+                return None
+            for c in m.enum:
+                if self.satisfies(self.literal_cache[("v", c)], b):
+                    out[c] = None
+        return list(out)
 
     def branch_empty(self, br) -> bool:
         """True when the conjunction provably accepts no value (used for oneOf disjointness)."""

@@ -127,6 +127,13 @@ CASES = {
         {"type": "array", "oneOf": [{"enum": [[1], [3, 4], [5]]}, {"enum": [[1], [1, 2]]},
                                     {"allOf": [{"enum": [[1], [3, 4], [6]]}]}]},
         [[1], [3, 4], [5], [6], [1, 2], [2], []]),
+    "enum-minus-structured": (
+        # a branch that lists its values filters the excluded ones
+        {"enum": [[1], [2], {"a": 1}, {"a": 2}, 3], "not": {"enum": [[1], {"a": 1}, 3]}},
+        [[1], [2], {"a": 1}, {"a": 2}, 3, 4, [3]]),
+    "not-const-empty-containers": (
+        {"type": ["array", "object"], "maxItems": 0, "maxProperties": 0, "not": {"enum": [[]]}},
+        [[], {}, [1], {"a": 1}]),
     "items-not-closed": (
         {"type": "array", "items": {"not": {"additionalProperties": False}}},
         [[], [{}], [{"a": 1}], [{"a": 1}, {}]]),

@@ -251,7 +251,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         if ts & _NUM and not n.multiples and not n.not_multiples and not any(c[0] == "x" for c in m.not_enum) \
                 and _range_has_value(n, "integer" in ts, "nonint" in ts):
             return True
-        if "array" in ts and self._array_inhabited(m.array):
+        if "array" in ts and not any(c[0] == "a" for c in m.not_enum) and self._array_inhabited(m.array):
             return True
         o = m.object
         if "object" not in ts or o.property_names or not o.required or o.some:
@@ -344,6 +344,11 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                             combined = True
                     if k in _MAYBE_RISKY and _risky(a):
                         risky = True
+                    elif k == "notenum" and any(c[0] == "o" or c[0] == "a" for c in a[1]):
+                        # an excluded object/array value: its branches, and their limit, now
+                        for b in (self.expand_refs(br, self.expr_where(e)) if any(x[0] == "ruleref" for x in br)
+                                  else [br]):
+                            self.without_values(b, self.expr_where(e))
                 if combined:  # (nothing to intersect without one of those: most leaves)
                     # sub-schemas the builders will intersect (allOf of two `items`, a property
                     # under properties and patternProperties): normalised here too, so that
@@ -430,6 +435,10 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         m = self.merge(br)  # (remembered: a 10,000-atom branch is scanned once)
         if m.refs:
             return alt(*(self.build_branch(b, where) for b in self.expand_refs(br, where)))
+        if m.not_enum and m.enum is None:
+            brs = self.without_values(br, where)
+            if brs is not None:  # an object or array value excluded: other keys, lengths, values
+                return alt(*(self.build_branch(b, where) for b in brs))
         if m.enum is not None:
             vals = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], br)]
             vals.sort(key=repr)
@@ -549,9 +558,11 @@ def _obviously_inhabited(m: Branch) -> bool:
     if "string" in ts and not t.patterns and not t.not_patterns and (t.max_length is None or t.min_length <= t.max_length) \
             and not any(c[0] == "s" for c in m.not_enum):
         return True
-    if "array" in ts and m.array.min_items == 0 and not any(c[1] > 0 for c in m.array.contains):
+    if "array" in ts and m.array.min_items == 0 and not any(c[1] > 0 for c in m.array.contains) \
+            and ("a", ()) not in m.not_enum:
         return True
-    if "object" in ts and not m.object.required and m.object.min_properties == 0 and not m.object.some:
+    if "object" in ts and not m.object.required and m.object.min_properties == 0 and not m.object.some \
+            and ("o", ()) not in m.not_enum:
         return True
     return False
 

@@ -543,12 +543,9 @@ class Normalizer:
         if k == "types":
             return [(("types", _U - a[1]),)]
         if k == "enum":
-            scalar = tuple(c for c in a[1] if c[0] != "o" and c[0] != "a")
-            out = [(("notenum", scalar),)] if scalar else [()]
-            for c in a[1]:
-                if c[0] == "o" or c[0] == "a":
-                    out = self.and2(out, self._differs(c), where)
-            return out
+            # (an excluded object or array value is expanded where it is built, and only there:
+            # a branch that lists its values filters them instead; see without_values)
+            return [(("notenum", a[1]),)]
         if k == "notenum":
             return [(("enum", a[1]),)]
         if k == "ruleref":
@@ -643,6 +640,23 @@ class Normalizer:
             out.append((ty, ("nitems", n + 1, None)))
             for i, vc in enumerate(c[1]):
                 out.append((ty, ("nitems", i + 1, None), ("pos", i, self._not_value(vc))))
+        return out
+
+    def without_values(self, br, where):
+        """Branch ``br`` as branches without an excluded object or array value (``not`` over
+        an object/array ``const``/``enum``), or ``None`` when it excludes none of a type it
+        allows or lists its values (they are filtered one by one)."""
+        m = self.merge(br)
+        if m.enum is not None or m.refs:
+            return None
+        ts = m.types
+        structured = [c for c in m.not_enum if (c[0] == "o" and "object" in ts) or (c[0] == "a" and "array" in ts)]
+        if not structured:
+            return None
+        scalars = tuple(c for c in m.not_enum if c[0] != "o" and c[0] != "a")
+        out = [tuple(a for a in br if a[0] != "notenum") + ((("notenum", scalars),) if scalars else ())]
+        for c in sorted(structured, key=repr):
+            out = self.and2(out, self._differs(c), where)
         return out
 
     def _not_value(self, c):

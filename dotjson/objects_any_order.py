@@ -38,12 +38,15 @@ __all__ = ["AnyOrderObject", "any_order_object", "expand_families", "family_of",
 PROPERTY_ORDERS = ("schema", "any")
 
 
-def any_order_object(tr, declared, extra, plo: int, phi) -> ir.Node:
+def any_order_object(tr, declared, extra, plo: int, phi, witnesses=None) -> ir.Node:
     """The object node for the schema translator: ``{}`` where allowed, else ``{`` family ``}``.
 
     ``declared``: ``(name, value expression, required)`` per declared property (required names
     outside ``properties`` included); ``extra``: the extra-member node or ``None``. A member's
     value rule is made when a document first completes its name (``tr.node_of``).
+    ``witnesses``: ``None``, or ``(w, member, extra)`` for an object that must hold ``w``
+    members of given kinds (witnesses against negated object keywords; see
+    :class:`AnyOrderObject`).
     """
     exprs = [ve for _, ve, _ in declared]
     values: dict = {}
@@ -59,11 +62,12 @@ def any_order_object(tr, declared, extra, plo: int, phi) -> ir.Node:
                          [req for _, _, req in declared], extra, tr.sep, tr.colon, plo, phi,
                          value_known=lambda j: tr.expr_known(exprs[j])[1],
                          native=getattr(tr, "native", None), value_exprs=exprs,
-                         spell=getattr(tr, "jsonstr", None) if hasattr(getattr(tr, "jsonstr", None), "lit_text") else None)
+                         spell=getattr(tr, "jsonstr", None) if hasattr(getattr(tr, "jsonstr", None), "lit_text") else None,
+                         witnesses=witnesses)
     tr.families.append(fam)
     if tr.whole:
         fam.materialize()  # the grammar is being built whole: every value rule now
-    empty_ok = plo == 0 and not any(req for _, _, req in declared)
+    empty_ok = plo == 0 and not any(req for _, _, req in declared) and not witnesses
     empty = ir.seq(ir.lit("{"), tr.ws, ir.lit("}")) if empty_ok else ir.EMPTY
     return ir.alt(empty, ir.seq(ir.lit("{"), tr.ws, Ref(fam.start), tr.ws, ir.lit("}")))
 
@@ -106,10 +110,17 @@ class AnyOrderObject:
         than ``INLINE`` names makes each key position a key set (:class:`~dotjson.key_trie.KeySet`).
     value_exprs : sequence, optional
         Each member's value expression: members with the same object share ``value_known``.
+    witnesses : tuple, optional
+        ``(w, member, extra)`` for an object that must hold ``w`` members of given kinds (a key
+        some negated object keyword speaks of, its value violating that keyword's schema):
+        ``member(j)`` lists ``(bits, value node)``, the values with which declared member ``j``
+        is the witnesses ``bits``; ``extra()`` lists ``(bits, member node)``, the extra members
+        that are. The count in the rule names then carries the witnesses seen in its low ``w``
+        bits (``count << w | bits``); the object closes only once it has them all.
     """
 
     def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None,
-                 native=None, value_exprs=None, spell=None):
+                 native=None, value_exprs=None, spell=None, witnesses=None):
         from dotjson.jsonstr import spellings
 
         # the spellings of the names (a schema's own strings: `Spellings.lit_text`/`lit_char`)
@@ -137,6 +148,10 @@ class AnyOrderObject:
         self.phi = phi
         self.cap = max(1, phi if phi is not None else plo)
         self.req = [j for j, r in enumerate(self.required) if r]
+        self.nw, self._wmember, self._wextra = witnesses if witnesses else (0, None, None)
+        self.wfull = (1 << self.nw) - 1
+        self._wm: dict = {}
+        self._wx = None
         self.trie = KeyTrie(self.names)
         rank = np.empty(self.n, dtype=np.int64)
         rank[self.trie.member] = np.arange(self.n)
@@ -223,12 +238,46 @@ class AnyOrderObject:
         """Make every member's value node (and so its rule) now: before a whole grammar is built."""
         for j in range(self.n):
             self._value(j)
+            self._wvalues(j)
+        self._wextras()
+
+    # ------------------------------------------------------------------ witnesses
+    def _wvalues(self, j) -> list:
+        """``(bits, value node)``: the values with which member ``j`` is the witnesses ``bits``."""
+        if not self.nw:
+            return []
+        hit = self._wm.get(j)
+        if hit is None:
+            hit = self._wm[j] = list(self._wmember(j)) if callable(self._wmember) else list(self._wmember[j])
+        return hit
+
+    def _wextras(self) -> list:
+        """``(bits, member node)``: the extra members that are the witnesses ``bits``."""
+        if not self.nw:
+            return []
+        if self._wx is None:
+            self._wx = list(self._wextra()) if callable(self._wextra) else list(self._wextra)
+        return self._wx
+
+    def _split(self, cw: int) -> tuple:
+        """The member count and the witnesses seen, of a rule name's count field."""
+        return cw >> self.nw, cw & self.wfull
+
+    def _member_tail(self, j, seen, cw) -> ir.Node:
+        """After member ``j``'s name and quote: ``:``, its value, the state with ``j`` seen (and
+        the witnesses its value is, where it may be some)."""
+        nxt = tuple(sorted(seen + (j,)))
+        node = ir.seq(self.colon, self.value(j), Ref(self.name(nxt, cw)))
+        w = cw & self.wfull
+        more = [ir.seq(self.colon, v, Ref(self.name(nxt, cw | b))) for b, v in self._wvalues(j) if b & ~w]
+        return ir.alt(node, *more) if more else node
 
     # ------------------------------------------------------------------ rules
-    def _inc(self, c: int):
+    def _inc(self, cw: int):
+        c, w = self._split(cw)
         if self.phi is not None:
-            return c + 1 if c + 1 <= self.phi else None
-        return min(c + 1, self.cap)
+            return (c + 1) << self.nw | w if c + 1 <= self.phi else None
+        return min(c + 1, self.cap) << self.nw | w
 
     def body(self, name: str) -> ir.Node:
         hit = self._bodies.get(name)
@@ -242,18 +291,21 @@ class AnyOrderObject:
             node = self._choice(q, d, seen, c)
         else:
             (j,) = rest
-            nxt = tuple(sorted(seen + (j,)))
-            node = ir.seq(self.colon, self.value(j), Ref(self.name(nxt, c)))
+            node = self._member_tail(j, seen, c)
         self._bodies[name] = node
         return node
 
     def _state_body(self, seen, c) -> ir.Node:
-        sp = self.sep if c > 0 else EPS
+        sp = self.sep if c >> self.nw > 0 else EPS
         alts = []
         c2 = self._inc(c)
         if c2 is not None:
             if self.extra is not None:  # (an unproductive reference compiles to nothing)
                 alts.append(ir.seq(sp, self.extra, Ref(self.name(seen, c2))))
+            w = c & self.wfull
+            for b, x in self._wextras():
+                if b & ~w:
+                    alts.append(ir.seq(sp, x, Ref(self.name(seen, c2 | b))))
             if len(seen) < self.n:
                 alts.append(ir.seq(sp, ir.lit('"'), self._key_start(seen, c2)))
         if self._nullable(seen, c):
@@ -316,8 +368,7 @@ class AnyOrderObject:
         # the rest of a name after keys[q][:d]: members not seen yet, then their tails
         if self.n <= INLINE:
             def leaf(j):  # small objects: written out, as a grammar text would be
-                nxt = tuple(sorted(seen + (j,)))
-                return ir.seq(ir.lit('"'), self.colon, self.value(j), Ref(self.name(nxt, c2)))
+                return ir.seq(ir.lit('"'), self._member_tail(j, seen, c2))
         else:
             def leaf(j):
                 return ir.seq(ir.lit('"'), Ref(self._tail_name(j, c2, seen)))
@@ -329,8 +380,9 @@ class AnyOrderObject:
         kind, seen, c, *_ = self.parse(name)
         return kind == "seen" and self._nullable(seen, c)
 
-    def _nullable(self, seen, c) -> bool:
-        return c > 0 and c >= self.plo and all(j in seen for j in self.req)
+    def _nullable(self, seen, cw) -> bool:
+        c, w = self._split(cw)
+        return c > 0 and c >= self.plo and w == self.wfull and all(j in seen for j in self.req)
 
     def productive(self, name: str):
         """Can the object still be completed from this rule? ``None`` while the productivity of
@@ -358,21 +410,34 @@ class AnyOrderObject:
         except _Unsettled:
             return None
 
-    def _free(self, c) -> bool:
-        """Nothing required, no maximum, and ``c`` members (at least one) are enough: the object
-        may close whatever else was seen."""
-        return not self.req and self.phi is None and c > 0 and c >= self.plo
+    def _free(self, cw) -> bool:
+        """Nothing required, no maximum, every witness seen, and ``c`` members (at least one)
+        are enough: the object may close whatever else was seen."""
+        c, w = self._split(cw)
+        return not self.req and self.phi is None and c > 0 and c >= self.plo and w == self.wfull
 
-    def _productive(self, seen, c) -> bool:
+    def _productive(self, seen, cw) -> bool:
         # required members left must have values; then counts (extras or unseen members fill
         # up to minProperties, required ones must fit under maxProperties)
-        if self._free(c):
+        if self._free(cw):
             return True
+        c, w = self._split(cw)
         seen_set = set(seen)
         missing = [j for j in self.req if j not in seen_set]
         if not all(self._member_ok(j) for j in missing):
             return False
         need = len(missing)
+        if w != self.wfull:
+            # witnesses missing: when an extra member can be each of them, and room is left,
+            # one more member each; otherwise (a declared member may have to be one, or one
+            # member several) the analysis searches the rules
+            wx = {b: x for b, x in self._wextras()}
+            lack = [1 << a for a in range(self.nw) if not w >> a & 1]
+            if not all(b in wx and self._member_ok(("w", b)) for b in lack):
+                raise _Unsettled
+            need += len(lack)
+            if self.phi is not None and c + need > self.phi:
+                raise _Unsettled
         low = max(self.plo, 1 if c == 0 else 0)
         if self.phi is not None and c + need > self.phi:
             return False
@@ -395,11 +460,16 @@ class AnyOrderObject:
         """Whether member ``j`` (``None``: the extra member) has a value at all."""
         hit = self._ok.get(j)
         if hit is None:
-            node = self.extra if j is None else self.value(j)
+            if j is None:
+                node = self.extra
+            elif isinstance(j, tuple):
+                node = dict(self._wextras())[j[1]]
+            else:
+                node = self.value(j)
             if self._ask is None:
                 hit = node != ir.EMPTY  # structural, before an analysis is bound
             else:
-                if j is not None and self._value_known is not None and self._value_known(j):
+                if isinstance(j, int) and self._value_known is not None and self._value_known(j):
                     hit = True
                 else:
                     if self._asking:
@@ -426,7 +496,10 @@ class AnyOrderObject:
         return {"kind": "any_order_object", "prefix": self.prefix, "names": self.names,
                 "values": [enc(self.value(j)) for j in range(self.n)], "required": self.required,
                 "extra": None if self.extra is None else enc(self.extra), "sep": enc(self.sep),
-                "colon": enc(self.colon), "plo": self.plo, "phi": self.phi, "spellings": self._spell.name}
+                "colon": enc(self.colon), "plo": self.plo, "phi": self.phi, "spellings": self._spell.name,
+                "witnesses": None if not self.nw else {
+                    "n": self.nw, "members": [[[b, enc(v)] for b, v in self._wvalues(j)] for j in range(self.n)],
+                    "extra": [[b, enc(x)] for b, x in self._wextras()]}}
 
     @classmethod
     def from_json(cls, d: dict, dec) -> "AnyOrderObject":
@@ -448,8 +521,23 @@ class AnyOrderObject:
         sp = d.get("spellings", "any")  # (how the names are spelled: the policy it was built with)
         if sp not in SPELLINGS:
             raise ValueError("malformed rule family")
+        wd = d.get("witnesses")
+        witnesses = None
+        if wd is not None:
+            nw = wd.get("n") if isinstance(wd, dict) else None
+            if not isinstance(nw, int) or not 0 < nw <= 8 or not isinstance(wd.get("members"), list) \
+                    or len(wd["members"]) != len(names) or not isinstance(wd.get("extra"), list):
+                raise ValueError("malformed rule family")
+
+            def pairs(xs):
+                if not isinstance(xs, list) or not all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], int)
+                                                       and 0 < x[0] < 1 << nw for x in xs):
+                    raise ValueError("malformed rule family")
+                return [(b, dec(v)) for b, v in xs]
+
+            witnesses = (nw, [pairs(m) for m in wd["members"]], pairs(wd["extra"]))
         return cls(d["prefix"], names, values, required, extra, dec(d["sep"]), dec(d["colon"]), plo, phi,
-                   spell=spellings(sp))
+                   spell=spellings(sp), witnesses=witnesses)
 
 
 class _Unsettled(Exception):

@@ -8,9 +8,14 @@ from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema.nodes import ArrayNode
 from dotjson.jsonschema.values import FALSE, MAX_UNIQUE_VALUES, TRUE
 
-
+#: ``contains`` keywords of one array (each a counter of its states; an item has an alternative
+#: per set of them it counts for)
+MAX_CONTAINS = 4
+#: states of an array automaton with ``contains`` counters (positions × counts)
+MAX_ARRAY_STATES = 50_000
 #: ``minContains``/``maxContains`` up to this are unrolled (a rule per count, each small);
-#: above, one counted repetition carries the count (any size: see dotjson.automaton.counters).
+#: above, one counted repetition carries the count (any size: see dotjson.automaton.counters),
+#: for one ``contains`` without a prefix or ``maxItems``.
 CONTAINS_UNROLL = 1000
 
 
@@ -133,62 +138,113 @@ class ArrayBuilder:
         return alt(empty, *(seq(lit("["), self.ws, f, self.ws, lit("]")) for f in firsts))
 
     def contains_array(self, pos_exprs, rest, lo, hi, contains, where):
-        if len(contains) > 1 or pos_exprs or hi is not None:
-            self.unsupported("contains is supported without prefixItems/maxItems and only once per array",
-                             where, "contains")
+        """Arrays with ``contains`` counters: a state per item position (up to the prefix, or
+        ``maxItems``) and count of items matching each ``contains`` schema (up to its
+        ``maxContains``, else its ``minContains``). An item may count for any set of the
+        ``contains`` schemas it matches; one with a ``maxContains`` counts exactly (the item
+        that does not count must not match it: its negation)."""
+        # (a contains from a position on: the negation of `items` after a prefix)
+        starts = [c[3] if len(c) > 3 else 0 for c in contains]
+        contains = [c[:3] for c in contains]
+        m = len(contains)
+        if m > MAX_CONTAINS:
+            self.unsupported(f"more than {MAX_CONTAINS} contains per array", where, "contains")
             return None
-        e, clo, chi = contains[0]
-        if lo > max(clo, 1):
-            self.unsupported("contains with minItems above minContains is not supported", where, "contains")
+        K = len(pos_exprs)
+        caps = [chi if chi is not None else clo for _, clo, chi in contains]
+        negs = {}
+        for k, (e, clo, chi) in enumerate(contains):
+            if chi is None:
+                continue
+            try:
+                self.strict += 1
+                n_expr = self.not_expr(e)
+                self.dnf(n_expr)
+            except UnsupportedSchemaError:
+                n_expr = None
+            finally:
+                self.strict -= 1
+            if n_expr is None:
+                self.unsupported("maxContains needs the negation of the contains schema, which is not expressible",
+                                 where, "maxContains")
+                return None
+            negs[k] = n_expr
+        if m == 1 and K == 0 and hi is None and starts[0] == 0 and caps[0] > CONTAINS_UNROLL:
+            return self.counted_contains(rest, contains[0], negs.get(0), lo, where)
+        top = hi if hi is not None else max(K, lo, 1, *starts)  # the positions told apart
+        n_states = top + 1
+        for c in caps:
+            n_states *= c + 1
+        if n_states > MAX_ARRAY_STATES:
+            self.unsupported(f"contains counters over more than {MAX_ARRAY_STATES} array states", where, "contains")
             return None
-        y = self.node_of(self.and_expr([rest, e]))
-        n_expr = None
-        try:
-            self.strict += 1
-            n_expr = self.and_expr([rest, self.not_expr(e)])
-            self.dnf(n_expr)
-        except UnsupportedSchemaError:
-            n_expr = None
-        finally:
-            self.strict -= 1
-        if n_expr is None and chi is not None:
-            self.unsupported("maxContains needs the negation of the contains schema, which is not expressible",
-                             where, "maxContains")
-            return None
-        x = self.node_of(rest)
-        nn = self.node_of(n_expr) if n_expr is not None else x
-        cap = chi if chi is not None else clo
-        if cap > CONTAINS_UNROLL:
-            return self.counted_contains(x, y, nn if n_expr is not None else None, lo, clo, chi)
         self.counter += 1
         prefix = f"{self.ns}contains{self.counter}"
+        made: dict = {}
 
-        def name(c, started):
-            return f"{prefix}_{c}_{int(started)}"
+        def item(i):
+            return pos_exprs[i] if i < K else rest
 
-        for c in range(cap + 1):
-            for started in (False, True):
-                sp = self.sep if started else EPS
-                alts = []
-                if started and c >= clo:
-                    alts.append(EPS)
-                if n_expr is None and c >= cap:
-                    alts.append(seq(sp, x, Ref(name(c, True))))
-                else:
-                    alts.append(seq(sp, nn, Ref(name(c, True))))
-                    if chi is None or c + 1 <= chi:
-                        alts.append(seq(sp, y, Ref(name(min(c + 1, cap), True))))
-                self.rules[name(c, started)] = alt(*alts)
-        empty = seq(lit("["), self.ws, lit("]")) if clo == 0 and lo == 0 else EMPTY  # (minItems 1 too)
-        return alt(empty, seq(lit("["), self.ws, Ref(name(0, False)), self.ws, lit("]")))
+        def state(i, counts):
+            nm = made.get((i, counts))
+            if nm is None:
+                nm = made[(i, counts)] = f"{prefix}_{i}_" + "_".join(map(str, counts))
+                self.pending[nm] = lambda: body(i, counts)
+            return Ref(nm)
 
+        def body(i, counts):
+            alts = []
+            if i > 0 and i >= lo and all(c >= clo for c, (_, clo, _) in zip(counts, contains)):
+                alts.append(EPS)
+            if hi is not None and i >= hi:
+                return alt(*alts)
+            sp = self.sep if i > 0 else EPS
+            nxt = i + 1 if hi is not None else min(i + 1, top)
+            for B in range(1 << m):
+                es = [item(i)]
+                new = list(counts)
+                ok = True
+                for k, (e, _, chi) in enumerate(contains):
+                    if i < starts[k]:
+                        if B >> k & 1:
+                            ok = False  # (an item before its first position does not count)
+                            break
+                        continue
+                    if B >> k & 1:
+                        if chi is not None and counts[k] + 1 > chi:
+                            ok = False
+                            break
+                        es.append(e)
+                        new[k] = min(counts[k] + 1, caps[k])
+                    elif k in negs:
+                        es.append(negs[k])
+                if not ok:
+                    continue
+                ve = self.and_expr(es)
+                if ve != FALSE:
+                    alts.append(seq(sp, self.node_of(ve), state(nxt, tuple(new))))
+            return alt(*alts)
 
-    def counted_contains(self, x, y, nn, lo, clo, chi):
-        """An array holding ``clo`` to ``chi`` items ``y`` (matching ``contains``) as one counted
-        repetition: ``nn`` the other items (disjoint from ``y``), or ``None`` when the negation is
-        not expressible (then ``chi`` is ``None`` and ``x`` is any item, ``y`` among them)."""
+        empty_ok = lo == 0 and all(clo == 0 for _, clo, _ in contains)
+        empty = seq(lit("["), self.ws, lit("]")) if empty_ok else EMPTY
+        if hi == 0:
+            return empty
+        return alt(empty, seq(lit("["), self.ws, state(0, (0,) * m), self.ws, lit("]")))
+
+    def counted_contains(self, rest, contains, neg, lo, where):
+        """An array holding ``clo`` to ``chi`` items matching ``contains`` (``(e, clo, chi)``)
+        as one counted repetition, for counts too large to unroll: ``neg`` the negation of ``e``
+        (the other items, disjoint from the matching ones) when ``chi`` is given, else ``None``
+        (then at least ``clo`` of any items match)."""
+        e, clo, chi = contains
+        if lo > max(clo, 1):
+            self.unsupported("contains with minItems above a large minContains is not supported",
+                             where, "contains")
+            return None
         sep = self.sep
-        if nn is not None:
+        y = self.node_of(self.and_expr([rest, e]))
+        if neg is not None:
+            nn = self.node_of(self.and_expr([rest, neg]))
             others = repeat(seq(sep, nn), 0, None)
             g = seq(sep, y, others)  # the next matching item and the others after it
             first_n = seq(nn, others, repeat(g, clo, chi))
@@ -196,6 +252,7 @@ class ArrayBuilder:
                 if chi is None or chi >= 1 else EMPTY
             body = alt(first_n, first_y)
         else:  # at least clo >= 1 items y among any items x: choose which (ambiguous, exact)
+            x = self.node_of(rest)
             xs = repeat(seq(x, sep), 0, None)
             body = seq(xs, y, repeat(seq(sep, xs, y), clo - 1, clo - 1), repeat(seq(sep, x), 0, None))
         empty = seq(lit("["), self.ws, lit("]")) if clo == 0 and lo == 0 else EMPTY

@@ -26,11 +26,11 @@ from dotjson.jsonstr import enc_text
 
 # atoms holding a sub-schema expression, and where
 _SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
-           "contains": 1}
+           "contains": 1, "some": 2}
 # atoms whose sub-schemas building a branch may intersect (see Compiler._combinations)
 _COMBINED = frozenset({"pos", "items", "props", "pattern", "addl"})
 # atoms whose compilation may exceed a limit of the compiler: compiled in phase 1
-_RISKY = frozenset({"mult", "notmult", "unique", "contains", "nprops", "pattern"})
+_RISKY = frozenset({"mult", "notmult", "unique", "contains", "nprops", "pattern", "some"})
 # A numeric bound's automaton has ~5 states per digit of the bound (two bounds and `integer`
 # together: 40 digits, ~270 states), far below MAX_DFA_STATES unless a bound is written with
 # hundreds of digits (`maximum: 1e308`): only those are compiled in phase 1.
@@ -251,10 +251,10 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         if ts & _NUM and not n.multiples and not n.not_multiples and not any(c[0] == "x" for c in m.not_enum) \
                 and _range_has_value(n, "integer" in ts, "nonint" in ts):
             return True
-        if "array" in ts and self._array_inhabited(m.array):
+        if "array" in ts and not any(c[0] == "a" for c in m.not_enum) and self._array_inhabited(m.array):
             return True
         o = m.object
-        if "object" not in ts or o.property_names or not o.required:
+        if "object" not in ts or o.property_names or not o.required or o.some:
             return False
         req = o.required
         if o.min_properties > len(req) or (o.max_properties is not None and len(req) > o.max_properties):
@@ -345,7 +345,10 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                     if k in _MAYBE_RISKY and _risky(a):
                         risky = True
                     elif k == "notenum" and any(c[0] == "o" or c[0] == "a" for c in a[1]):
-                        self._structured_notenum(br, e)
+                        # an excluded object/array value: its branches, and their limit, now
+                        for b in (self.expand_refs(br, self.expr_where(e)) if any(x[0] == "ruleref" for x in br)
+                                  else [br]):
+                            self.without_values(b, self.expr_where(e))
                 if combined:  # (nothing to intersect without one of those: most leaves)
                     # sub-schemas the builders will intersect (allOf of two `items`, a property
                     # under properties and patternProperties): normalised here too, so that
@@ -358,23 +361,6 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 if isinstance(name, Ref) and name.name in self.pending:
                     self.body(name.name)
         self._alias_cycles(alias)
-
-    def _structured_notenum(self, br, e) -> None:
-        """Refuse a branch that excludes an object or array value (``not`` over a ``const`` or
-        ``enum``) where it allows that type: the builders exclude only null, boolean, number and
-        string values (one object out of an object automaton is not a language they make)."""
-        m = self.merge(br)
-        if m.refs:  # the types the references leave
-            for b in self.expand_refs(br, self.expr_where(e)):
-                self._structured_notenum(b, e)
-            return
-        if m.enum is not None:
-            return  # the allowed values are listed, and each is checked against the branch
-        ts = m.types
-        if any((c[0] == "o" and "object" in ts) or (c[0] == "a" and "array" in ts) for c in m.not_enum):
-            self.unsupported("excluding an object or array value (`not` over `const`/`enum`) is not "
-                             "supported: only null, boolean, number and string values can be excluded",
-                             self.expr_where(e), "not")
 
     def _combinations(self, br, e) -> list:
         """The intersections of sub-schemas that building this branch (of expression ``e``)
@@ -449,6 +435,10 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         m = self.merge(br)  # (remembered: a 10,000-atom branch is scanned once)
         if m.refs:
             return alt(*(self.build_branch(b, where) for b in self.expand_refs(br, where)))
+        if m.not_enum and m.enum is None:
+            brs = self.without_values(br, where)
+            if brs is not None:  # an object or array value excluded: other keys, lengths, values
+                return alt(*(self.build_branch(b, where) for b in brs))
         if m.enum is not None:
             vals = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], br)]
             vals.sort(key=repr)
@@ -568,9 +558,11 @@ def _obviously_inhabited(m: Branch) -> bool:
     if "string" in ts and not t.patterns and not t.not_patterns and (t.max_length is None or t.min_length <= t.max_length) \
             and not any(c[0] == "s" for c in m.not_enum):
         return True
-    if "array" in ts and m.array.min_items == 0 and not any(c[1] > 0 for c in m.array.contains):
+    if "array" in ts and m.array.min_items == 0 and not any(c[1] > 0 for c in m.array.contains) \
+            and ("a", ()) not in m.not_enum:
         return True
-    if "object" in ts and not m.object.required and m.object.min_properties == 0:
+    if "object" in ts and not m.object.required and m.object.min_properties == 0 and not m.object.some \
+            and ("o", ()) not in m.not_enum:
         return True
     return False
 

@@ -84,7 +84,7 @@ class ArrayNode:
     items: list = ()               # (first index, expr): items from there on
     min_items: int = 0
     max_items: int | None = None
-    contains: list = ()            # (expr, min, max)
+    contains: list = ()            # (expr, min, max) or (expr, min, max, first position counted)
     unique: object = None          # the uniqueItems keyword's place, when true
 
     def positions(self) -> tuple[list, list]:
@@ -108,6 +108,8 @@ class ObjectNode:
     additional: list = ()              # (expr, declared names, patterns)
     patterns: list = ()                # (pattern, expr)
     property_names: list = ()          # expr, each
+    some: list = ()                    # (key spec, expr): a member the object must hold (a
+    #                                    witness against a negated object keyword; see Normalizer.key_in)
     min_properties: int = 0
     max_properties: int | None = None
 

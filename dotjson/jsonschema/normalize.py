@@ -447,6 +447,8 @@ class Normalizer:
                     out = self.and2(out, self.dnf(e), self.expr_where(e))
             elif kind == "not":
                 out = self.negate(self.dnf_strict(expr[1]), self.expr_where(expr[1]))
+            elif kind == "enum":  # a value of a negated `const`/`enum` (see _differs)
+                out = [(("enum", expr[1]),)]
             else:  # pragma: no cover
                 raise AssertionError(expr)
         finally:
@@ -527,8 +529,11 @@ class Normalizer:
         return out
 
     # ------------------------------------------------------------------ negation
-    def negate(self, D, where):
-        out = [()]
+    def negate(self, D, where, within=()):
+        """The normal form of ¬D (``D`` a normal form); ``within``: atoms the result is
+        intersected with anyway (a type), so that branches outside them are dropped as they
+        are made, not after the product of every negated branch."""
+        out = [tuple(within)]
         for br in D:
             nb = []
             for a in br:
@@ -543,6 +548,8 @@ class Normalizer:
         if k == "types":
             return [(("types", _U - a[1]),)]
         if k == "enum":
+            # (an excluded object or array value is expanded where it is built, and only there:
+            # a branch that lists its values filters them instead; see without_values)
             return [(("notenum", a[1]),)]
         if k == "notenum":
             return [(("enum", a[1]),)]
@@ -579,20 +586,88 @@ class Normalizer:
             return [(t, ("required", a[1]), ("props", a[1], self.not_expr(a[2])))]
         if k == "pos":
             return [(t, ("nitems", a[1] + 1, None), ("pos", a[1], self.not_expr(a[2])))]
-        if k == "items" and a[1] == 0:
-            return [(t, ("contains", self.not_expr(a[2]), 1, None))]
+        if k == "items":
+            # some item from that position on violates the schema (a contains from there)
+            ne = self.not_expr(a[2])
+            return [(t, ("contains", ne, 1, None) if a[1] == 0 else ("contains", ne, 1, None, a[1]))]
         if k == "contains":
-            _, e, lo, hi = a
+            e, lo, hi = a[1], a[2], a[3]
+            tail = a[4:]  # (the first position it counts from, when not 0)
             res = []
             if lo > 0:
-                res.append((t, ("contains", e, 0, lo - 1)))
+                res.append((t, ("contains", e, 0, lo - 1) + tail))
             if hi is not None:
-                res.append((t, ("contains", e, hi + 1, None)))
+                res.append((t, ("contains", e, hi + 1, None) + tail))
             return res
+        # An object keyword over members fails on one member: some key it speaks of whose value
+        # violates its schema (a `some` atom, a witness the object automaton looks for), and
+        # the negation of a witness is the keyword again.
+        if k == "pattern":
+            return [(t, ("some", ("p", a[1]), self.not_expr(a[2])))]
+        if k == "addl":
+            return [(t, ("some", ("a", a[2], a[3]), self.not_expr(a[1])))]
+        if k == "pnames":
+            ne = self.not_expr(a[1])
+            self.dnf_strict(ne)  # (the names' negation: its errors now, not when decoding)
+            return [(t, ("some", ("n", ne), TRUE))]
+        if k == "some":
+            spec, v = a[1], a[2]
+            if spec[0] == "p":
+                return [(t, ("pattern", spec[1], self.not_expr(v)))]
+            if spec[0] == "a":
+                return [(t, ("addl", self.not_expr(v), spec[1], spec[2]))]
+            if v == TRUE:
+                return [(t, ("pnames", self.not_expr(spec[1])))]
         kwname = {"items": "items", "addl": "additionalProperties", "pattern": "patternProperties",
-                  "pnames": "propertyNames", "unique": "uniqueItems"}.get(k, k)
+                  "pnames": "propertyNames", "unique": "uniqueItems", "some": "not"}.get(k, k)
         raise UnsupportedSchemaError(f"cannot negate {kwname!r} exactly (under not/oneOf/if)",
                                      pointer=where, keyword=kwname)
+
+    def _differs(self, c) -> list:
+        """The normal form of "not the object or array value ``c``" (canonical): another type,
+        or for an object a key ``c`` lacks, a key of ``c`` missing or one of its values
+        different, for an array another length or an item different. The values are
+        expressions ``("enum", (value,))``, negated lazily, so nested values cost nothing
+        until a document reaches them."""
+        t = frozenset({"object" if c[0] == "o" else "array"})
+        out = [(("types", _U - t),)]
+        ty = ("types", t)
+        if c[0] == "o":
+            names = frozenset(k for k, _ in c[1])
+            out.append((ty, ("some", ("a", names, ()), TRUE)))
+            for k, vc in c[1]:
+                out.append((ty, ("props", k, FALSE)))
+                out.append((ty, ("required", k), ("props", k, self._not_value(vc))))
+        else:
+            n = len(c[1])
+            if n > 0:
+                out.append((ty, ("nitems", 0, n - 1)))
+            out.append((ty, ("nitems", n + 1, None)))
+            for i, vc in enumerate(c[1]):
+                out.append((ty, ("nitems", i + 1, None), ("pos", i, self._not_value(vc))))
+        return out
+
+    def without_values(self, br, where):
+        """Branch ``br`` as branches without an excluded object or array value (``not`` over
+        an object/array ``const``/``enum``), or ``None`` when it excludes none of a type it
+        allows or lists its values (they are filtered one by one)."""
+        m = self.merge(br)
+        if m.enum is not None or m.refs:
+            return None
+        ts = m.types
+        structured = [c for c in m.not_enum if (c[0] == "o" and "object" in ts) or (c[0] == "a" and "array" in ts)]
+        if not structured:
+            return None
+        scalars = tuple(c for c in m.not_enum if c[0] != "o" and c[0] != "a")
+        out = [tuple(a for a in br if a[0] != "notenum") + ((("notenum", scalars),) if scalars else ())]
+        for c in sorted(structured, key=repr):
+            out = self.and2(out, self._differs(c), where)
+        return out
+
+    def _not_value(self, c):
+        """The expression of every value but canonical value ``c``."""
+        self.literal_cache.setdefault(("v", c), _uncanon(c))
+        return ("not", ("enum", (c,)))
 
     # ------------------------------------------------------------------ keywords → DNF
     def _dnf_schema(self, doc, ptr):
@@ -631,6 +706,9 @@ class Normalizer:
             return []
         if parts:
             where = self.where(doc, ptr)
+            for k, d in enumerate(parts):
+                if type(d) is _OneOf:  # its overlaps are asked beside this schema's own atoms
+                    parts[k] = self.one_of(d.exprs, d.where, out[0])
             for d in parts:
                 out = self.and2(out, d, where)
                 if not out:
@@ -890,7 +968,7 @@ class Normalizer:
             parts.append(u)
         elif kw == "oneOf":
             n = _nonempty_list(val, kwhere, kw)
-            parts.append(self.one_of([self._sub(s, doc, ptr, kw, i) for i in range(n)], kwhere))
+            parts.append(_OneOf([self._sub(s, doc, ptr, kw, i) for i in range(n)], kwhere))
         elif kw == "not":
             parts.append(self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), kwhere))
         elif kw == "if" and draft >= 7:
@@ -991,35 +1069,65 @@ class Normalizer:
                         self.lane_count(b, where, kw)
             stack.extend(ir.children(n))
 
-    def one_of(self, exprs, where):
+    def one_of(self, exprs, where, context=()):
+        """The normal form of ``oneOf``: each branch of each sub-schema, with the negation of
+        every *other* sub-schema it may overlap (exactly one holds). A pair proven disjoint
+        (:meth:`branch_empty`) needs no negation: the branch implies it. ``context``: atoms
+        of the schema around the ``oneOf`` (its ``type`` ...), which the result is intersected
+        with anyway: two branches that overlap only outside it are disjoint here."""
         Ds = [self.dnf(e) for e in exprs]
-        disjoint = True
-        for i in range(len(Ds)):
-            for j in range(i + 1, len(Ds)):
-                for a in Ds[i]:
-                    for b in Ds[j]:
-                        if not self.branch_empty(a + b):
-                            disjoint = False
-                            break
-                    if not disjoint:
-                        break
-                if not disjoint:
-                    break
-            if not disjoint:
-                break
-        if disjoint:
-            return [br for D in Ds for br in D]
-        # exactly one: A_i ∧ ¬A_j for all j != i
-        try:
-            self.strict += 1
-            negs = [self.negate(self.dnf_strict(e), where) for e in exprs]
-            out = []
-            for i, D in enumerate(Ds):
-                cur = D
+        # per branch of each sub-schema: groups of its types, each with the other sub-schemas it
+        # may overlap on those types (a string two object branches both allow overlaps; their
+        # objects may not)
+        plan = []
+        any_overlap = False
+        for i, D in enumerate(Ds):
+            for a in D:
+                over: dict = {}
                 for j in range(len(Ds)):
                     if j != i:
-                        cur = self.and2(cur, negs[j], where)
-                out.extend(cur)
+                        for b in Ds[j]:
+                            for t in self.live_types(context + a + b):
+                                over.setdefault(t, set()).add(j)
+                groups: dict = {}
+                for t in _types_of(context + a):
+                    groups.setdefault(frozenset(over.get(t, ())), set()).add(t)
+                any_overlap = any_overlap or any(groups)
+                plan.append((a, groups))
+        if not any_overlap:
+            return [br for D in Ds for br in D]
+        # exactly one: A_i ∧ ¬A_j, on each type, for the j that A_i may overlap there
+        negs: dict = {}
+        try:
+            self.strict += 1
+            out = []
+            for a, groups in plan:
+                if len(groups) == 1 and frozenset() in groups:
+                    out.append(a)
+                    continue
+                fin = self.finite_branch(a)
+                if fin is not None:
+                    # finitely many values (an enum): those that satisfy no other sub-schema
+                    js = sorted(set().union(*groups))
+                    keep = tuple(c for c in fin
+                                 if not any(self.validate(self.literal_cache[("v", c)], exprs[j]) for j in js))
+                    if keep:
+                        out.append((("enum", keep),))
+                    continue
+                for js, ts in groups.items():
+                    ty = ("types", frozenset(ts))
+                    cur = [a + (ty,)]
+                    for j in sorted(js):
+                        key = (j, ty)
+                        if key not in negs:
+                            negs[key] = self.negate(self.dnf_strict(exprs[j]), where, (ty,))
+                        cur = self.and2(cur, negs[key], where)
+                        if not cur:
+                            break
+                    out.extend(cur)
+                    if len(out) > MAX_BRANCHES:
+                        raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
+                                                     f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
             return out
         except UnsupportedSchemaError as e:
             raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
@@ -1079,6 +1187,8 @@ class Normalizer:
                     o.patterns = _push(o.patterns, (a[1], a[2]))
                 elif k == "pnames":
                     o.property_names = _push(o.property_names, a[1])
+                elif k == "some":
+                    o.some = _push(o.some, (a[1], a[2]))
                 else:  # nprops
                     o.min_properties, o.max_properties = _narrowed(o.min_properties, o.max_properties, a)
             elif k in _NUMBER_ATOMS:
@@ -1123,22 +1233,49 @@ class Normalizer:
         b.types = types
         return b
 
+    def finite_branch(self, br):
+        """The values of branch ``br`` (canonical) when it lists them (``enum``/``const``, also
+        through its references), else ``None``."""
+        try:
+            brs = self.expand_refs(br, "") if any(a[0] == "ruleref" for a in br) else [br]
+        except UnsupportedSchemaError:
+            return None
+        out: dict = {}
+        for b in brs:
+            m = self.merge(b)
+            if m.enum is None or m.refs:
+                return None
+            for c in m.enum:
+                if self.satisfies(self.literal_cache[("v", c)], b):
+                    out[c] = None
+        return list(out)
+
     def branch_empty(self, br) -> bool:
         """True when the conjunction provably accepts no value (used for oneOf disjointness)."""
-        if not _types_of(br):
-            return True
+        return not self.live_types(br)
+
+    def live_types(self, br) -> frozenset:
+        """The types of which the conjunction ``br`` may have values: all but those it provably
+        has none of (:meth:`type_empty`; a sufficient test of emptiness)."""
+        ts = _types_of(br)
+        if not ts:
+            return ts
         if any(a[0] == "ruleref" for a in br):
             try:
-                return all(self.branch_empty(b) for b in self.expand_refs(br, ""))
+                brs = self.expand_refs(br, "")
             except UnsupportedSchemaError:
-                return False
+                return ts
+            out = frozenset()
+            for b in brs:
+                out |= self.live_types(b)
+                if out == ts:
+                    break
+            return out
         m = self.merge(br)
         if m.enum is not None:
-            return not any(self.satisfies(self.literal_cache[("v", c)], br) for c in m.enum)
-        for t in m.types:
-            if not self.type_empty(m, t):
-                return False
-        return True
+            return frozenset(_type_of(self.literal_cache[("v", c)]) for c in m.enum
+                             if self.satisfies(self.literal_cache[("v", c)], br))
+        return frozenset(t for t in m.types if not self.type_empty(m, t))
 
     def type_empty(self, m: Branch, t) -> bool:
         """True when branch ``m`` provably has no value of type ``t`` (a sufficient test)."""
@@ -1157,7 +1294,16 @@ class Normalizer:
                         return True
             return False
         if t == "string":
-            return m.string.max_length is not None and m.string.min_length > m.string.max_length
+            st = m.string
+            if st.max_length is not None and st.min_length > st.max_length:
+                return True
+            # a pattern with finitely many strings (`^Abs$`, a discriminator's): empty when none
+            # of them satisfies the rest (two branches with different such patterns are disjoint)
+            for h in st.patterns:
+                strings = self.finite_of(h)
+                if strings is not None:
+                    return not any(self.string_ok(x, st, m.not_enum) for x in strings)
+            return False
         if t == "array":
             a = m.array
             if a.max_items is not None and a.min_items > a.max_items:
@@ -1171,14 +1317,32 @@ class Normalizer:
             if o.max_properties is not None and (o.min_properties > o.max_properties or len(o.required) > o.max_properties):
                 return True
             for name in o.required:
-                es = list(o.properties.get(name, []))
-                for e, names, pats in o.additional:
-                    if name not in names and not pats:
-                        es.append(e)
+                # (the schemas its value must satisfy: its own, every matching pattern's, those of
+                # the additionalProperties it is extra to; a name propertyNames refuses: none)
+                es = self.member_schemas(o, name, o.properties.get(name, ()))
+                if any(not self.validate(name, pn) for pn in o.property_names):
+                    return True
                 if self.expr_empty(self.and_expr(es)):
                     return True
             return False
         return False
+
+    def finite_of(self, handle):
+        """The strings of a pattern/format handle's language when there are few, else ``None``."""
+        key = ("finite", handle)
+        if key not in self.formats:
+            from dotjson.pattern_keys import finite_strings
+
+            self.formats[key] = finite_strings(self.str_node(handle)) if handle[0] == "pattern" else None
+        return self.formats[key]
+
+    def string_ok(self, x: str, st, not_enum) -> bool:
+        """Whether string ``x`` satisfies string node ``st`` and is not excluded by ``not_enum``."""
+        n = len(x)
+        if n < st.min_length or (st.max_length is not None and n > st.max_length) or ("s", x) in not_enum:
+            return False
+        return all(_ir_match(self.str_node(h), x) for h in st.patterns) and \
+            not any(_ir_match(self.str_node(h), x) for h in st.not_patterns)
 
     def expr_empty(self, e) -> bool:
         if e == FALSE:
@@ -1276,6 +1440,8 @@ class Normalizer:
             return all(self.validate(x, a[2]) for key, x in v.items() if self.key_matches(key, a[1]))
         if k == "pnames":
             return all(self.validate(key, a[1]) for key in v)
+        if k == "some":
+            return any(self.key_in(key, a[1]) and self.validate(x, a[2]) for key, x in v.items())
         if k == "nprops" or k == "nitems":
             return len(v) >= a[1] and (a[2] is None or len(v) <= a[2])
         if k == "pos":
@@ -1283,7 +1449,7 @@ class Normalizer:
         if k == "items":
             return all(self.validate(x, a[2]) for x in v[a[1]:])
         if k == "contains":
-            n = sum(1 for x in v if self.validate(x, a[1]))
+            n = sum(1 for x in v[a[4] if len(a) > 4 else 0:] if self.validate(x, a[1]))
             return n >= a[2] and (a[3] is None or n <= a[3])
         if k == "unique":
             cs = [_canon(x) for x in v]
@@ -1292,6 +1458,17 @@ class Normalizer:
 
     def key_matches(self, key, pattern) -> bool:
         return _ir_match(self.regex(pattern, "", "patternProperties"), key)
+
+    def key_in(self, key, spec) -> bool:
+        """Whether ``key`` is one of the keys the witness key spec of a ``some`` atom names:
+        ``("p", pattern)`` (a key the pattern matches), ``("a", names, patterns)`` (a key
+        neither named nor matched: an extra member of that ``additionalProperties``),
+        ``("n", expr)`` (a key the string schema ``expr`` accepts)."""
+        if spec[0] == "p":
+            return self.key_matches(key, spec[1])
+        if spec[0] == "a":
+            return key not in spec[1] and not any(self.key_matches(key, q) for q in spec[2])
+        return self.validate(key, spec[1])
 
     def member_schemas(self, o: ObjectNode, name: str, es) -> list:
         """The schemas the value of declared property ``name`` of object node ``o`` must
@@ -1309,9 +1486,31 @@ class Normalizer:
 
 
 # the atoms of each typed node (see _merge)
-_OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops"})
+_OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops", "some"})
 _NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
 _ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})
+
+
+class _OneOf:
+    """A ``oneOf`` met in a schema's keywords: made a normal form once the schema's own atoms
+    are known (:meth:`Normalizer.one_of` asks its overlaps beside them)."""
+
+    __slots__ = ("exprs", "where")
+
+    def __init__(self, exprs, where):
+        self.exprs, self.where = exprs, where
+
+
+def _uncanon(c):
+    """The Python value of canonical value ``c`` (:func:`~dotjson.jsonschema.values._canon`)."""
+    k = c[0]
+    if k == "n":
+        return None
+    if k == "b" or k == "x" or k == "s":
+        return c[1]
+    if k == "a":
+        return [_uncanon(x) for x in c[1]]
+    return {kk: _uncanon(x) for kk, x in c[1]}
 
 
 def _narrowed(lo, hi, a) -> tuple:

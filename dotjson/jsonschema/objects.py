@@ -18,11 +18,22 @@ from dotjson.objects_any_order import any_order_object
 from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.nodes import ObjectNode
 from dotjson.jsonschema.strings import matches_every_string
-from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
+from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_KEY_CLASSES, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
 #: objects declaring more names than this reach their undeclared keys through a trie of the
 #: names (below, the "any key but these" difference is small enough)
 WIDE_EXTRA = 64
+#: members an object must hold (``some`` atoms: witnesses against negated object keywords), each
+#: a bit of the object automaton's state
+MAX_WITNESSES = 4
+
+
+def _subsets(bits: int):
+    """The non-empty subsets of the bit set ``bits``, as bit sets."""
+    b = bits
+    while b:
+        yield b
+        b = (b - 1) & bits
 
 
 class ObjectBuilder:
@@ -42,7 +53,18 @@ class ObjectBuilder:
         # close_objects closes an object that declares a property it may hold (a `properties`
         # name whose schema is not `false`) or patternProperties; one declaring none stays open
         # (closing `{"not": {"required": ["x"]}}` would leave it only `{}`)
-        closed = self.close_objects and not o.additional and (o.declared or o.patterns)
+        # a member the object must hold (`some`: a witness against a negated object keyword)
+        # has a key the schema may not declare: such an object stays open, or it could be empty
+        wit = list(dict.fromkeys(o.some))
+        if any(v == FALSE for _, v in wit):
+            return EMPTY
+        W = len(wit)
+        if W > MAX_WITNESSES:
+            r = self.unsupported(f"more than {MAX_WITNESSES} members an object must hold (negated object "
+                                 "keywords under not/oneOf/if)", where, "not")
+            if r is None:
+                wit, W = [], 0
+        closed = self.close_objects and not o.additional and (o.declared or o.patterns) and not wit
         pn = self.and_expr(o.property_names) if o.property_names else None
         rq = set(required)
         ae = self.and_expr
@@ -74,11 +96,16 @@ class ObjectBuilder:
             if any(d[2] and d[1] == FALSE for d in declared):
                 return EMPTY
             declared = [d for d in declared if d[1] != FALSE]
+        # the witnesses each declared name may be (its key is one the `some` atom speaks of)
+        wit_of = [sum(1 << a for a, (spec, _) in enumerate(wit) if self.key_in(d[0], spec)) for d in declared] \
+            if wit else None
         if closed and not o.patterns and not any(d[0] in o.declared and d[1] != FALSE for d in declared):
             closed = False  # every declared name is forbidden: nothing is declared to be held
         # extra members: keys that are not declared, split by which patterns they match
         if True:  # (closed objects keep their patternProperties keys; only the rest is shut)
-            pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]))
+            pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]
+                                      + [sp[1] for sp, _ in wit if sp[0] == "p"]
+                                      + [q for sp, _ in wit if sp[0] == "a" for q in sp[2]]))
             # a pattern every key matches (`.*`, `^a*`, the empty one) is in every class: none lacks it,
             # and it narrows no key (its language, with escapes, in an And/Diff of the key cost
             # the automaton hundreds of states to find the class without it empty)
@@ -86,24 +113,45 @@ class ObjectBuilder:
             if univ:
                 pats = [p for p in pats if p not in univ]
             fixed_members, fixed_names = [], []
-            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not same_pattern_schemas(o):
+            # key languages of the witnesses that are not patterns: the names an
+            # additionalProperties leaves out that this object does not declare, the keys a
+            # negated propertyNames allows; extra keys are split by them too
+            wlangs = []
+            for a, (sp, _) in enumerate(wit):
+                if sp[0] == "a":
+                    names = sorted(n for n in sp[1] if n not in props)
+                    if names:
+                        wlangs.append((("w", a), alt(*(self.enc_text(n) for n in names))))
+                elif sp[0] == "n":
+                    wlangs.append((("w", a), self.key_language(sp[1])))
+            if wit:
+                if 2 ** (len(pats) + len(wlangs)) > MAX_KEY_CLASSES:
+                    r = self.unsupported(f"more than {MAX_KEY_CLASSES} key classes (patternProperties and the "
+                                         "keys of negated object keywords)", where, "patternProperties")
+                    if r is None:
+                        wit, W, wlangs, wit_of = [], 0, [], None
+            wlang = dict(wlangs)
+            if 2 ** len(pats) > MAX_PATTERN_CLASSES and not wit and not same_pattern_schemas(o):
                 # finite patterns (`^SHA-256$`) become listed keys; classes range over the rest
                 split = split_patterns(pats, lambda p: self.regex(p, where, "patternProperties"),
                                        MAX_PATTERN_CLASSES)
                 if split is not None:
                     pats = split[1]
                     fixed_members, fixed_names = fixed_key_members(self, split[0], o, set(props), pn)
-            if 2 ** len(pats) > MAX_PATTERN_CLASSES:
-                same = same_pattern_schemas(o)
+            # beyond 16 classes: one class for all patterns when they share a schema, else
+            # (up to 6 patterns) every class of the patterns a key matches
+            same = 2 ** len(pats) > MAX_PATTERN_CLASSES and not wit and same_pattern_schemas(o)
+            if same or 2 ** len(pats) > MAX_KEY_CLASSES:
                 if not same:
-                    r = self.unsupported(f"more than {MAX_PATTERN_CLASSES.bit_length() - 1} patternProperties "
-                                         "with different schemas", where, "patternProperties")
+                    r = self.unsupported(f"more than {MAX_KEY_CLASSES.bit_length() - 1} patternProperties "
+                                         "with different schemas (and not finite)", where, "patternProperties")
                     if r is None:
                         pats = []
                 subsets = [(), tuple(pats)] if same else [()]
                 union_mode = same
             else:
-                subsets = [T for r in range(len(pats) + 1) for T in itertools.combinations(pats, r)]
+                entries = pats + [k for k, _ in wlangs]
+                subsets = [T for r in range(len(entries) + 1) for T in itertools.combinations(entries, r)]
                 union_mode = False
             pn_lang = self.key_language(pn) if pn is not None else None
             live = []
@@ -118,38 +166,100 @@ class ObjectBuilder:
                     continue
                 live.append((T, ve))
 
+        def class_wit(T):
+            # the witnesses an extra key of class T is (the entries of T: the patterns and
+            # witness key languages it matches)
+            Tset = set(T) | univ
+            out = 0
+            for a, (sp, _) in enumerate(wit):
+                if sp[0] == "p":
+                    ok = sp[1] in Tset
+                elif sp[0] == "a":
+                    ok = not (set(sp[2]) & Tset) and ("w", a) not in Tset
+                else:
+                    ok = ("w", a) in Tset
+                if ok:
+                    out |= 1 << a
+            return out
+
+        def wit_value(ve, B):
+            # the value of a member that is the witnesses B too
+            return self.and_expr([ve] + [wit[a][1] for a in range(W) if B >> a & 1])
+
         def extra_member():
             # built when the automaton first reaches an extra member (phase 2)
             classes = []
-            if not self.whole and len(props) > WIDE_EXTRA and not pats and pn_lang is None and not fixed_names:
+            if not self.whole and len(props) > WIDE_EXTRA and not pats and pn_lang is None and not fixed_names \
+                    and not wit:
                 # "any key but these thousands" as a lazy complement of their trie: a byte of
                 # the key follows one branch, and starting it builds a rule, not every name
                 for T, ve in live:
                     classes.append(seq(lit('"'), undeclared_key(KeyTrie(list(props)), ve)))
                 return alt(*classes)
-            declared_names = [self.enc_text(n) for n in props]
             for T, ve in live:
-                Tset = set(T)
-                if union_mode and T:
-                    pos = [alt(*(self.enc_pattern(p, where) for p in T))]
-                    neg = list(declared_names)
-                else:
-                    pos = [self.enc_pattern(p, where) for p in T]
-                    neg = [self.enc_pattern(q, where) for q in pats if q not in Tset]
-                    neg += declared_names + fixed_names
-                if pn_lang is not None:
-                    pos.append(pn_lang)
-                if not pos:
-                    content = self.jsonstr.json_string_content()
-                elif len(pos) == 1:
-                    content = pos[0]
-                else:
-                    content = ir.And(tuple(pos))
-                if neg:
-                    content = ir.Diff(content, alt(*neg))
-                classes.append(seq(lit('"'), content, lit('"'), self.colon, self.node_of(ve)))
+                classes.append(seq(lit('"'), class_content(T), lit('"'), self.colon, self.node_of(ve)))
             classes.extend(fixed_members)
             return alt(*classes)
+
+        contents: dict = {}
+        declared_spellings: list = []
+
+        def class_content(T):
+            # the spellings of the extra keys of class T (the patterns and witness key
+            # languages they match, none of the others, no declared or listed name)
+            hit = contents.get(T)
+            if hit is not None:
+                return hit
+            if not declared_spellings:
+                declared_spellings.append([self.enc_text(n) for n in props])
+            declared_names = declared_spellings[0]
+            Tset = set(T)
+            if union_mode and T:
+                pos = [alt(*(self.enc_pattern(p, where) for p in T))]
+                neg = list(declared_names)
+            else:
+                pos = [self.enc_pattern(p, where) if isinstance(p, str) else wlang[p] for p in T]
+                neg = [self.enc_pattern(q, where) for q in pats if q not in Tset]
+                neg += [x for k, x in wlangs if k not in Tset]
+                neg += declared_names + fixed_names
+            if pn_lang is not None:
+                pos.append(pn_lang)
+            if not pos:
+                content = self.jsonstr.json_string_content()
+            elif len(pos) == 1:
+                content = pos[0]
+            else:
+                content = ir.And(tuple(pos))
+            if neg:
+                content = ir.Diff(content, alt(*neg))
+            contents[T] = content
+            return content
+
+        wextra: dict = {}
+
+        def witness_extra(B):
+            # an extra member that is the witnesses B (all of them): a rule, or None when no
+            # extra key is
+            if B in wextra:
+                return wextra[B]
+            cls = [(T, ve) for T, ve in live if class_wit(T) & B == B]
+            ref = None
+            if cls:
+                nm = f"{xname}_w{B}"
+                self.pending[nm] = lambda: alt(*(seq(lit('"'), class_content(T), lit('"'), self.colon,
+                                                     self.node_of(wit_value(ve, B))) for T, ve in cls))
+                ref = Ref(nm)
+            wextra[B] = ref
+            return ref
+
+        def variants(ve, wj, mask):
+            # (value, mask after) of a member with value ve that may be the witnesses wj: the
+            # plain value, and the value of each set of witnesses still missing it may be
+            miss = (wj << F) & ~mask
+            out = [(ve, mask)]
+            for B in _subsets(miss >> F):
+                out.append((wit_value(ve, B), mask | (B << F)))
+            return out
 
         def undeclared_key(trie, ve):
             # after `"`: the rest of a key that is not a declared name, its closing quote, `:`
@@ -198,33 +308,44 @@ class ObjectBuilder:
             return node(0, 0)
 
         X = None
+        xname = None
         if live or fixed_members:
             # one rule for "an extra member" (it recurs in every state of the automaton below)
             self.counter += 1
             xname = f"{self.ns}extra{self.counter}"
             self.pending[xname] = extra_member
-            if not pats and pn_lang is None:
+            if not pats and pn_lang is None and not wit:
                 # any key but the declared names (finitely many: infinitely many keys are left),
                 # so an extra member exists when its value does: known without building the
                 # Diff of keys and asking the automaton whether it is empty
                 self.state_hints[xname] = lambda: (
                     False, True if any(self.expr_known(ve)[1] for _, ve in live) else None)
             X = Ref(xname)
+        F = 0  # (in schema order the witness bits come after the floating names': set below)
         if self.property_order == "any":
-            return any_order_object(self, declared, X, plo, phi)
+            if not wit:
+                return any_order_object(self, declared, X, plo, phi)
+            return any_order_object(self, declared, X, plo, phi, witnesses=(
+                W, lambda j: [(B, self.node_of(wit_value(declared[j][1], B))) for B in _subsets(wit_of[j])],
+                lambda: [(B, r) for B in range(1, 1 << W) for r in [witness_extra(B)] if r is not None]))
         # required names that `properties` does not declare have no schema position: they may
         # appear anywhere extras may (tracked by a bit mask), when there are few of them
         floating = [d for d in declared if d[0] not in o.properties] if len(props) > len(o.properties) else []
         if len(floating) > MAX_FLOATING:
             floating = []
         chain = [d for d in declared if d[0] in o.properties] if floating else declared
+        F = len(floating)
+        if wit:
+            wof = dict(zip((d[0] for d in declared), wit_of))
+            chain_wit = [wof[d[0]] for d in chain]
+            float_wit = [wof[d[0]] for d in floating]
 
         def member(name, ve):
             return seq(lit('"'), self.lit_text(name), lit('"'), self.colon, self.node_of(ve))
 
         members: dict = {}
         fmembers = [member(name, ve) for name, ve, _ in floating]
-        full = (1 << len(floating)) - 1
+        full = (1 << (F + W)) - 1
         reqs = [req for _, _, req in chain] if rq else None
         n = len(chain)
         if X is None:  # no other members: a bound beyond the declared ones is no bound
@@ -234,9 +355,9 @@ class ObjectBuilder:
                 phi = None
         open_ = seq(lit("{"), self.ws)
         close = seq(self.ws, lit("}"))
-        empty_ok = not (reqs and any(reqs)) and plo == 0 and not floating
+        empty_ok = not (reqs and any(reqs)) and plo == 0 and not floating and not wit
         empty = seq(lit("{"), self.ws, lit("}")) if empty_ok else EMPTY
-        if n == 0 and not floating:
+        if n == 0 and not floating and not wit:
             if X is None:
                 return empty
             if phi == 0:
@@ -317,6 +438,8 @@ class ObjectBuilder:
 
         def state_known(i, c, mask):
             # (nullable, productive) of a state where the object may not close yet
+            if wit and mask >> F != full >> F:
+                return (False, None)  # a witness still missing: the analysis looks
             j = nreq[i]
             if j < n and not floating and plo == 0 and phi is None:
                 # no counter, no floating name: productive exactly when the next required
@@ -346,9 +469,18 @@ class ObjectBuilder:
             if c2 is not None:
                 if X is not None:
                     alts.append(seq(sp, X, state(i, c2, mask)))
+                if wit:
+                    for B in _subsets((full & ~mask) >> F):
+                        y = witness_extra(B)
+                        if y is not None:
+                            alts.append(seq(sp, y, state(i, c2, mask | (B << F))))
                 for j, fm in enumerate(fmembers):
                     if not mask & (1 << j):
-                        alts.append(seq(sp, fm, state(i, c2, mask | (1 << j))))
+                        if not wit:
+                            alts.append(seq(sp, fm, state(i, c2, mask | (1 << j))))
+                            continue
+                        for ve, m2 in variants(floating[j][1], float_wit[j], mask):
+                            alts.append(seq(sp, member(floating[j][0], ve), state(i, c2, m2 | (1 << j))))
                 # the next member is any of i .. the first required one (the ones between are
                 # optional and skipped): for the automaton, a trie of their names (a byte of a
                 # key follows one branch); written out whole, a few nodes of a balanced tree
@@ -382,7 +514,14 @@ class ObjectBuilder:
         def member_rule(j, c2, mask):
             # after member j's closing quote: its value, the next state
             d = done(j + 1, c2, mask)
-            return rule(("m", j, c2, mask), lambda: seq(self.colon, self.node_of(chain[j][1]), state(j + 1, c2, mask)),
+            if wit:
+                def make():
+                    return alt(*(seq(self.colon, self.node_of(ve), state(j + 1, c2, m2))
+                                 for ve, m2 in variants(chain[j][1], chain_wit[j], mask)))
+            else:
+                def make():
+                    return seq(self.colon, self.node_of(chain[j][1]), state(j + 1, c2, mask))
+            return rule(("m", j, c2, mask), make,
                         (False, True if d and self.expr_known(chain[j][1])[1] else None))
 
         def tail(j, c2, mask):
@@ -398,7 +537,7 @@ class ObjectBuilder:
         # natively from the sorted names (a KeySet), not as a trie of rules (key_choice, still
         # the rule's IR body: the analyses, rendering and saving read that). A member certainly
         # completes when its value is known to have one and so are the required members after it.
-        native_ok = not fmembers and plo == 0 and phi is None
+        native_ok = not fmembers and plo == 0 and phi is None and not wit
         keysets: list = []
         ok_from: list = []  # [which members certainly complete], made on first use
 
@@ -451,6 +590,9 @@ class ObjectBuilder:
                         (False, sure))
 
         def leaf(j, c, c2, mask):
+            if wit:
+                return alt(*(seq(self.sep if c > 0 else EPS, member(chain[j][0], ve), state(j + 1, c2, m2))
+                             for ve, m2 in variants(chain[j][1], chain_wit[j], mask)))
             mb = members.get(j)
             if mb is None:
                 mb = members[j] = member(chain[j][0], chain[j][1])

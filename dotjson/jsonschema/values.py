@@ -49,6 +49,7 @@ _ATOM_TYPES = {
     "str": frozenset({"string"}), "len": frozenset({"string"}),
     "props": frozenset({"object"}), "required": frozenset({"object"}), "addl": frozenset({"object"}),
     "pattern": frozenset({"object"}), "pnames": frozenset({"object"}), "nprops": frozenset({"object"}),
+    "some": frozenset({"object"}),
     "pos": frozenset({"array"}), "items": frozenset({"array"}), "nitems": frozenset({"array"}),
     "contains": frozenset({"array"}), "unique": frozenset({"array"}),
 }
@@ -59,7 +60,8 @@ FALSE = ("false",)
 MAX_BRANCHES = 256          # DNF branches of one sub-schema
 MAX_DFA_STATES = 4000       # number automaton
 MAX_OBJECT_STATES = 50000   # object automaton states (properties × counter)
-MAX_PATTERN_CLASSES = 16    # key classes from patternProperties (2 ** patterns)
+MAX_PATTERN_CLASSES = 16    # key classes from patternProperties (2 ** patterns) before finite patterns are listed keys
+MAX_KEY_CLASSES = 64        # key classes at most (patterns left after listing, witnesses' key languages)
 MAX_DEPTH = 1000           # sub-schemas nested in one another (phase 1 walks them iteratively)
 MAX_APPLICATOR_DEPTH = 100 # allOf/anyOf/oneOf/not/if nested in one another (normalised recursively)
 MAX_EMPTINESS_DEPTH = 40   # required properties followed by the eager emptiness check

@@ -1,0 +1,295 @@
+"""Issue 32: negated object keywords, overlapping ``oneOf``, excluded object/array values, and
+``contains`` beside ``prefixItems``/``maxItems`` or repeated.
+
+The negation of ``patternProperties``, ``additionalProperties`` or ``propertyNames`` is a
+property of one member (a *witness*: a key the keyword speaks of whose value violates its
+schema), so ``not``/``oneOf``/``if`` over them compile exactly; ``not`` over an object or array
+``const``/``enum`` is "another type, a key more or missing, a value different". Every verdict
+here is the ``jsonschema`` package's (Draft 2020-12): each case is checked in the "every valid
+document" configuration (``property_order="any", close_objects=False, whitespace="json"``:
+accepted exactly when valid) and in the default one (a sub-language: no invalid document
+accepted, and the valid documents it is meant to keep), in both orders of composition, nested
+under a property and under a recursive ``$ref``, on listed and random documents and on
+hypothesis-jsonschema's instances. (Numbers are kept away from exponent forms: an integer
+written ``1e308`` is outside the language on purpose, docs/keywords.md.)
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from dotjson import Index
+from dotjson.errors import SchemaError, UnsupportedSchemaError
+from dotjson.schema import schema_to_grammar
+
+EVERY_VALID = dict(property_order="any", close_objects=False, whitespace="json")
+S = {"type": "string"}
+I = {"type": "integer"}
+
+#: (schema, documents that must be among those checked: the boundary cases)
+CASES = {
+    "not-patternProperties": (
+        {"type": "object", "not": {"patternProperties": {"^a": S}}},
+        [{}, {"a": "x"}, {"a": 1}, {"b": 1}, {"ab": None, "a": "s"}, {"x": 1, "ay": []}, {"a": "x", "ab": "y"}]),
+    "not-patternProperties-declared": (
+        {"type": "object", "properties": {"a": {}, "ab": I}, "not": {"patternProperties": {"^a": S}}},
+        [{"a": 1}, {"ab": 1}, {"a": "s", "ab": 2}, {"b": 1}, {"ac": True}, {"ab": "s"}]),
+    "not-patternProperties-counted": (
+        {"type": "object", "properties": {"a": {}}, "required": ["a"], "maxProperties": 1,
+         "not": {"patternProperties": {"^a": S}}},
+        [{"a": 1}, {"a": "s"}, {"a": 1, "b": 2}, {}]),
+    "not-propertyNames": (
+        {"not": {"propertyNames": {"maxLength": 1}}},
+        [{}, {"a": 1}, {"ab": 1}, {"a": 1, "bc": 2}, "ab", [], 3]),
+    "not-propertyNames-declared": (
+        {"type": "object", "properties": {"ab": I}, "required": ["ab"], "not": {"propertyNames": {"maxLength": 1}}},
+        [{"ab": 1}, {"ab": "s"}, {"ab": 1, "c": 2}, {"c": 2}]),
+    "not-additionalProperties-false": (
+        {"not": {"additionalProperties": False}},
+        [{}, {"a": 1}, [], "s", None]),
+    "not-additionalProperties-schema": (
+        {"not": {"properties": {"a": {}}, "patternProperties": {"^x": {}}, "additionalProperties": I}},
+        [{}, {"a": "s"}, {"xa": "s"}, {"b": 1}, {"b": "s"}, {"a": 1, "b": 1.5}]),
+    "not-additionalProperties-outside-names": (
+        {"properties": {"b": {}}, "not": {"properties": {"a": {}}, "additionalProperties": False}},
+        [{}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"c": 1}]),
+    "double-negation": (
+        {"not": {"not": {"patternProperties": {"^a": S}}}},
+        [{"a": "s"}, {"a": 1}, {"b": 1}]),
+    "two-witnesses-one-member": (
+        {"type": "object", "maxProperties": 2, "not": {"patternProperties": {"^a": S}},
+         "allOf": [{"not": {"propertyNames": {"maxLength": 1}}}]},
+        [{"ab": 1}, {"ab": "s"}, {"a": 1, "bc": 1}, {"a": 1, "b": 1}, {"ab": "x", "bc": 1}, {"a": 1}]),
+    "oneOf-overlapping": (
+        {"oneOf": [{"properties": {"a": S}, "additionalProperties": False}, {"required": ["b"]}]},
+        [{}, {"a": "s"}, {"b": 1}, {"a": "s", "b": 1}, {"a": 1, "b": 1}, {"c": 1}]),
+    "oneOf-patterns-names": (
+        {"oneOf": [{"patternProperties": {"^a": I}}, {"propertyNames": {"maxLength": 1}}]},
+        [{}, {"a": 1}, {"a": "s"}, {"ab": 1}, {"ab": "s"}, {"b": "s"}, 1]),
+    "if-propertyNames": (
+        {"if": {"propertyNames": {"maxLength": 1}}, "then": {"required": ["a"]}, "else": {"maxProperties": 1}},
+        [{}, {"a": 1}, {"b": 1}, {"ab": 1}, {"ab": 1, "c": 2}, {"a": 1, "b": 2}]),
+    "not-const-object": (
+        {"not": {"const": {"a": 1}}},
+        [{"a": 1}, {"a": 1.0}, {"a": 1, "b": 2}, {"a": 2}, {"b": 1}, {}, 1]),
+    "not-enum-structured": (
+        {"not": {"enum": [{"a": 1}, [1, "s"], {}, [], 3]}},
+        [{"a": 1}, [1, "s"], {}, [], [1], [1, "s", 2], ["s", 1], 3, 4, {"a": 1, "b": 1}]),
+    "not-const-nested": (
+        {"type": "object", "not": {"const": {"a": {"b": [1]}}}},
+        [{"a": {"b": [1]}}, {"a": {"b": [1, 2]}}, {"a": {"b": []}}, {"a": {"b": [1], "c": 1}}, {"a": {}}]),
+    "not-const-array": (
+        {"not": {"const": [1, {"a": None}]}},
+        [[1, {"a": None}], [1, {"a": None, "b": 1}], [1, {}], [1], [1, {"a": None}, 3], []]),
+    "oneOf-const-object": (
+        {"oneOf": [{"const": {"a": 1}}, {"type": "object"}]},
+        [{"a": 1}, {"a": 2}, {}, [], 1]),
+    "oneOf-untyped-objects": (
+        # two untyped object schemas overlap on every non-object: exactly one holds there for none
+        {"oneOf": [{"required": ["r"], "properties": {"r": S}, "additionalProperties": False},
+                   {"required": ["t"], "properties": {"t": {"enum": ["x", "y"]}, "u": {}}, "additionalProperties": False,
+                    "dependentSchemas": {"u": {"properties": {"t": {"const": "x"}}}}}]},
+        [{"r": "s"}, {"t": "x"}, {"t": "y", "u": 1}, {"t": "x", "u": 1}, "s", 1, None, {"r": "s", "t": "x"}]),
+    "oneOf-discriminator-patterns": (
+        {"oneOf": [{"properties": {"type": {"pattern": "^Abs$"}, "a": I}, "required": ["type"], "additionalProperties": False},
+                   {"properties": {"type": {"pattern": "^Add$"}, "b": I}, "required": ["type"], "additionalProperties": False}]},
+        [{"type": "Abs"}, {"type": "Add", "b": 1}, {"type": "Abs", "b": 1}, {"type": "Adx"}]),
+    "contains-prefixItems": (
+        {"type": "array", "prefixItems": [S], "contains": I},
+        [["s", 1], [1], ["s"], [1, "s"], ["s", "t", 2]]),
+    "contains-maxItems": (
+        {"type": "array", "contains": I, "minContains": 2, "maxContains": 3, "maxItems": 4},
+        [[1, 2], [1, 2, 3, 4], [1, "s", 2, 3], [1], [1, 2, 3, 4, 5]]),
+    "contains-twice": (
+        {"type": "array", "allOf": [{"contains": {"minimum": 2}, "maxContains": 1}, {"contains": {"maximum": 2}}]},
+        [[2], [1, 3], [2, 2], [3, 4, 1], [1]]),
+    "contains-minItems": (
+        {"type": "array", "minItems": 3, "contains": I},
+        [[1, "a", "b"], [1], ["a", "b", "c"]]),
+    "not-items-twice": (
+        {"type": "array", "maxItems": 2,
+         "allOf": [{"not": {"items": {"patternProperties": {"ab": False}, "additionalProperties": False}}},
+                   {"not": {"items": {"patternProperties": {"cd": False}, "additionalProperties": False}}}]},
+        [[{"ab": 1}, {"cd": 1}], [{"abcd": 1}], [{}], [{"x": 1}], [{"ab": 1}], [{"ab": 1}, {"cd": 1}, {}]]),
+    "not-items-after-prefix": (
+        {"prefixItems": [I], "not": {"items": S}},
+        [[1], [1, "s"], [1, 2], ["s", 2], [1, "s", 3], [], "s"]),
+    "oneOf-items-after-prefix": (
+        {"type": "array", "oneOf": [{"prefixItems": [I, I], "items": S}, {"maxItems": 2}]},
+        [[1], [1, 2], [1, 2, "s"], [1, 2, 3], ["s"], [1, "s", "t"]]),
+    "oneOf-enums": (
+        # MaskBench Handwritten key8: the values of one enum that no other branch holds
+        {"type": "array", "oneOf": [{"enum": [[1], [3, 4], [5]]}, {"enum": [[1], [1, 2]]},
+                                    {"allOf": [{"enum": [[1], [3, 4], [6]]}]}]},
+        [[1], [3, 4], [5], [6], [1, 2], [2], []]),
+    "enum-minus-structured": (
+        # a branch that lists its values filters the excluded ones
+        {"enum": [[1], [2], {"a": 1}, {"a": 2}, 3], "not": {"enum": [[1], {"a": 1}, 3]}},
+        [[1], [2], {"a": 1}, {"a": 2}, 3, 4, [3]]),
+    "not-const-empty-containers": (
+        {"type": ["array", "object"], "maxItems": 0, "maxProperties": 0, "not": {"enum": [[]]}},
+        [[], {}, [1], {"a": 1}]),
+    "items-not-closed": (
+        {"type": "array", "items": {"not": {"additionalProperties": False}}},
+        [[], [{}], [{"a": 1}], [{"a": 1}, {}]]),
+}
+
+_KEYS = ["a", "b", "ab", "x", "xa", "aa", "c", "", "r", "t", "u", "type"]
+
+
+def _value(r: random.Random, depth: int = 0):
+    k = r.random()
+    if depth > 2 or k < 0.35:
+        return r.choice([None, True, False, 0, 1, -2, 2.5, "", "s", "ab", "a", 3, "Abs", "x"])
+    if k < 0.6:
+        return [_value(r, depth + 1) for _ in range(r.randint(0, 3))]
+    return {kk: _value(r, depth + 1) for kk in r.sample(_KEYS, r.randint(0, 3))}
+
+
+def _documents(listed, n=120, seed=0) -> list:
+    r = random.Random(seed)
+    out = list(listed)
+    for _ in range(n):
+        out.append(_value(r) if r.random() < 0.3 else {k: _value(r, 1) for k in r.sample(_KEYS, r.randint(0, 4))})
+    return out
+
+
+def _forms(schema, docs):
+    """The case itself, nested under a required property, and under a recursive reference (an
+    array of the case's values or of such arrays)."""
+    yield "plain", schema, docs
+    yield "property", {"type": "object", "properties": {"v": schema}, "required": ["v"]}, [{"v": d} for d in docs]
+    rec = {"$defs": {"t": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/t"}}, schema]}},
+           "$ref": "#/$defs/t"}
+    yield "ref", rec, [[d] for d in docs[:60]] + [[[d]] for d in docs[:20]]
+
+
+def _check(schema, docs, vocab):
+    v = jsonschema.Draft202012Validator(schema)
+    every = Index(schema, vocab, **EVERY_VALID)
+    default = Index(schema, vocab)
+    kept = 0
+    for d in docs:
+        ok = v.is_valid(d)
+        text = json.dumps(d, separators=(",", ":"))
+        assert every.accepts(text) == ok, (schema, text, ok)
+        assert every.accepts(json.dumps(d, indent=2)) == ok, (schema, text, ok)
+        got = default.accepts(text)
+        assert not got or ok, ("invalid accepted in the default configuration", schema, text)
+        kept += got
+    return kept
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_case_is_exact(name, tiny_bpe_vocab):
+    schema, listed = CASES[name]
+    docs = _documents(listed)
+    assert any(jsonschema.Draft202012Validator(schema).is_valid(d) for d in docs)
+    for form, s, ds in _forms(schema, docs):
+        kept = _check(s, ds, tiny_bpe_vocab)
+        # the default configuration keeps valid documents too (here objects that must hold a
+        # member the schema does not declare stay open)
+        assert kept > 0, (name, form)
+
+
+@pytest.mark.parametrize("name", ["not-patternProperties-declared", "not-additionalProperties-schema",
+                                  "oneOf-overlapping", "if-propertyNames", "two-witnesses-one-member"])
+def test_both_orders_of_composition(name, tiny_bpe_vocab):
+    # the keyword's neighbours before and after it (allOf in either order) and, for oneOf, the
+    # branches swapped: the same language
+    schema, listed = CASES[name]
+    docs = _documents(listed, n=80, seed=1)
+    rest = {k: x for k, x in schema.items() if k not in ("not", "oneOf", "if", "then", "else", "allOf")}
+    neg = {k: x for k, x in schema.items() if k not in rest}
+    forms = [{"allOf": [rest, neg]}, {"allOf": [neg, rest]}]
+    if "oneOf" in schema:
+        forms.append({**rest, "oneOf": schema["oneOf"][::-1]})
+    for s in forms:
+        _check(s, docs, tiny_bpe_vocab)
+
+
+def test_witness_in_a_recursive_schema(tiny_bpe_vocab):
+    # every object holds a key outside [ab]+, and every undeclared value is such an object or
+    # an integer: a witness at each level of the recursion
+    schema = {"$defs": {"n": {"type": "object", "not": {"propertyNames": {"pattern": "^[a-b]+$"}},
+                              "additionalProperties": {"anyOf": [{"$ref": "#/$defs/n"}, I]}}},
+              "$ref": "#/$defs/n"}
+    docs = [{"c": 1}, {"c": {"d": 2}}, {"c": {"a": 1}}, {"a": {"c": 1}}, {"c": {"b": {"c": 1}}}, {"a": 1},
+            {"c": {"d": {"e": 1}}, "a": 3}, {}]
+    _check(schema, _documents(docs, n=60), tiny_bpe_vocab)
+    # without the integer every value recurses forever: no document at all
+    with pytest.raises(SchemaError, match="accepts no JSON value"):
+        schema_to_grammar({"$defs": {"n": {"type": "object", "not": {"propertyNames": {"pattern": "^[a-b]+$"}},
+                                           "additionalProperties": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"})
+
+
+def test_excluded_object_values_that_leave_nothing():
+    # no member allowed and {} excluded: empty, said when the grammar is built
+    with pytest.raises(SchemaError, match="accepts no JSON value"):
+        schema_to_grammar({"type": "object", "additionalProperties": False, "not": {"const": {}}})
+
+
+def test_a_witness_needs_a_member_the_count_allows(tiny_bpe_vocab):
+    # maxProperties 1 and a required "a": "a" itself must be the witness (a value not a string)
+    schema, _ = CASES["not-patternProperties-counted"]
+    index = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    assert index.is_prefix('{"a":') and not index.is_prefix('{"a":"')
+    assert index.accepts('{"a":[]}') and not index.accepts('{"a":"s"}')
+
+
+def test_too_many_witnesses_is_named():
+    schema = {"type": "object", "allOf": [{"not": {"patternProperties": {f"^{c}": S}}} for c in "abcde"]}
+    with pytest.raises(UnsupportedSchemaError) as e:
+        schema_to_grammar(schema, **EVERY_VALID)
+    assert e.value.keyword in ("not", "patternProperties")
+
+
+_HYPOTHESIS = ["not-patternProperties", "not-propertyNames", "not-additionalProperties-schema", "oneOf-overlapping",
+               "not-const-object", "not-const-array", "if-propertyNames", "contains-maxItems", "contains-twice"]
+
+
+@pytest.mark.parametrize("name", _HYPOTHESIS)
+def test_hypothesis_instances_are_accepted(name, tiny_bpe_vocab):
+    from hypothesis_jsonschema import from_schema
+
+    schema, _ = CASES[name]
+    index = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    v = jsonschema.Draft202012Validator(schema)
+
+    @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(from_schema(schema))
+    def accepted(x):
+        if not v.is_valid(x):
+            return  # (hypothesis-jsonschema ignores minContains/maxContains: the validator decides)
+        text = json.dumps(x)
+        if "e+" in text or "e-" in text:
+            return  # (an integer written with an exponent: outside the language on purpose)
+        assert index.accepts(text), (schema, x)
+
+    accepted()
+
+
+def test_witness_objects_are_saved_and_loaded(tmp_path, tiny_bpe_vocab):
+    # the any-order family keeps its witnesses in a saved index: a reloaded one decides alike,
+    # states it never visited before saving included
+    schema = {"type": "object", "properties": {"a": {}, "ab": I}, "not": {"patternProperties": {"^a": S}},
+              "allOf": [{"not": {"propertyNames": {"maxLength": 1}}}]}
+    v = jsonschema.Draft202012Validator(schema)
+    docs = _documents([{"ab": 1, "a": []}, {"ab": 1}, {"xy": True}, {"ac": 1}, {"a": "s", "bc": None}], n=80, seed=2)
+    # (schema order: a saved index holds the whole grammar, written out as rules)
+    for k, options in enumerate([EVERY_VALID, dict(close_objects=False, spellings="any")]):
+        index = Index(schema, tiny_bpe_vocab, **options)
+        assert index.accepts('{"a": [], "ab": 1}') and not index.accepts('{"a": 1}')
+        assert not index.accepts('{"ab": "s"}')
+        index.serialize_to_disk(tmp_path / f"ix{k}")
+        again = Index.deserialize_from_disk(tmp_path / f"ix{k}", tiny_bpe_vocab)
+        for d in docs:
+            text = json.dumps(d, separators=(",", ":"))
+            want = v.is_valid(d) if k == 0 else index.accepts(text)  # (schema order: a sub-language)
+            assert again.accepts(text) == want, (options, text)
+            assert not want or v.is_valid(d)

@@ -144,8 +144,8 @@ def expand_families(grammar: ir.Grammar, limit: int = 20_000) -> ir.Grammar:
         if getattr(fam, "renderable", True) is False:
             raise GrammarError(f"rule family {getattr(fam, 'kind', type(fam).__name__)!r} has no grammar text (its "
                                "language is not context-free: numbers with exponents under bounds, integrality "
-                               "or multipleOf, which spellings='any' accepts; spellings='canonical' writes them "
-                               "in plain notation)")
+                               "or multipleOf, which numbers='any' accepts (the default of the every-valid "
+                               "configuration); numbers='plain' writes them in plain notation)")
         if not fam.productive(name):
             rules[name] = ir.EMPTY
             continue

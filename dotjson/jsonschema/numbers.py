@@ -552,9 +552,10 @@ class NumberBuilder:
     def number_node(self, lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where) -> ir.Node:
         """The numbers within the bounds, (not) multiples of ``mults`` (``notmults``), other than
         ``ne``, integers and/or not. Under ``spellings="any"`` every spelling: the plain-notation
-        automaton and, where it does not write exponents itself, :class:`ExponentNumbers`."""
+        automaton and, where it does not write exponents itself, :class:`ExponentNumbers`
+        (``numbers="any"``, the compiler's ``exponents``)."""
         plain = self.plain_number_node(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where)
-        if getattr(self, "spellings", "canonical") != "any" or plain is EMPTY:
+        if not getattr(self, "exponents", False) or plain is EMPTY:
             return plain
         consts = [c for c in (lo, hi) + tuple(ne) if c is not None]
         if allow_int and allow_nonint and not mults and not notmults and all(c == 0 for c in consts):

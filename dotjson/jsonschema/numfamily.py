@@ -307,17 +307,19 @@ class _Family:
         hit = self._prod.get(key)
         if hit is not None:
             return hit
-        # search the abstract states from key for one that can end
+        # search the abstract states from key for one that can end; the path to it is
+        # productive too (remembered: the next state's question is then answered at once)
         seen = {key: st}
+        parent = {key: None}
         order = [key]
         k = 0
-        found = False
+        found = None
         while k < len(order):
             a = order[k]
             k += 1
             known = self._prod.get(a)
             if known is True or (known is None and self.can_end(seen[a])):
-                found = True
+                found = a
                 break
             if known is False or self.hopeless(seen[a]):
                 continue
@@ -325,16 +327,20 @@ class _Family:
                 b = self.abstract(nxt)
                 if b not in seen:
                     seen[b] = nxt
+                    parent[b] = a
                     order.append(b)
                     if len(order) > MAX_SEARCH:
                         raise LimitExceededError(
                             f"number automaton: deciding whether a number can still be completed took more than "
                             f"{MAX_SEARCH} states")
-        if not found:
+        if found is None:
             for a in order:
                 self._prod[a] = False
-        self._prod[key] = found
-        return found
+            return False
+        while found is not None:
+            self._prod[found] = True
+            found = parent[found]
+        return True
 
 
 # ============================================================================ plain, lazily

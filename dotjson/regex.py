@@ -10,10 +10,15 @@ Two dialects enter here:
 * Python patterns, as Lark terminals (``/.../flags``) and :func:`regex_to_grammar` use them
   (:func:`python_regex_to_ir`).
 
-The language is always over Unicode scalar values (decoded characters). Constructs that are
-not regular, or whose meaning depends on context we do not track (backreferences,
-lookarounds, word boundaries, anchors away from the pattern's edges, possessive quantifiers and
-atomic groups) raise :class:`~dotjson.errors.UnsupportedSchemaError` (ECMA) or
+The language is always over Unicode scalar values (decoded characters). ECMA lookaheads and
+lookbehinds are exact: a condition on the rest of the text (or on what came before) at one
+position is an intersection or a difference with it (``ir.And``/``ir.Diff``; see
+:func:`_with_lookarounds`), except inside repeated groups (but for ``(?:(?!A)c)*`` at the end) and
+lookbehinds inside groups or after a lookahead. Constructs that are not regular, or whose
+meaning depends on context we do not track (backreferences, those lookarounds, every
+lookaround of a Python pattern (a Lark terminal's would look past its own text), word
+boundaries, anchors away from the pattern's edges, possessive quantifiers and atomic groups)
+raise :class:`~dotjson.errors.UnsupportedSchemaError` (ECMA) or
 :class:`~dotjson.errors.GrammarError` (Python); a malformed pattern raises
 :class:`~dotjson.errors.SchemaError` (ECMA) or :class:`~dotjson.errors.GrammarError` (Python).
 """
@@ -581,7 +586,9 @@ def _convert(parsed, pattern: str, *, ecma: bool, search: bool, error: type[Exce
                 raise conv.unsupported(f"anchor {_anchor_name(av)} in the middle of the pattern")
         if any(_has_anchor([it]) for it, _ in body_items):
             raise conv.unsupported("anchor inside a repeated or nested group away from the pattern's edges")
-        if any(_has_look([it]) for it, _ in body_items):
+        if ecma and any(_has_look([it]) for it, _ in body_items):
+            # (ECMA patterns only: in a Lark terminal a lookaround would look past the
+            # terminal's own text, at what the lexer reads next)
             pre = ir.EPS if sa or not search else _ANY_STAR
             post = ir.EPS if ea or not search else _ANY_STAR
             out.append(_with_lookarounds(conv, body_items, pre, post))
@@ -756,7 +763,8 @@ def regex_to_ir(pattern: str, *, search: bool = True) -> ir.Node:
     Raises
     ------
     UnsupportedSchemaError
-        For backreferences, lookarounds, ``\\b``/``\\B``, anchors away from the edges, and
+        For backreferences, lookarounds inside repeated groups (lookbehinds inside any group or
+        after a lookahead), ``\\b``/``\\B``, anchors away from the edges, and
         unsupported ``\\p{...}`` properties.
     SchemaError
         For a malformed pattern.

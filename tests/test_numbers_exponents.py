@@ -241,3 +241,22 @@ def test_bounds_of_many_digits_are_exact():
     assert accepts(t, "1.00000000000000000000000000000000000011", **EVERY_VALID)
     assert accepts(t, "0.100000000000000000000000000000000000011e1", **EVERY_VALID)
     assert not accepts(t, "0.1000000000000000000000000000000000000010e1", **EVERY_VALID)
+
+
+def test_index_accepts_and_check_in_both_configurations(tiny_bpe_vocab):
+    from dotjson import Index
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 10}, "x": {"minimum": 100}},
+              "required": ["n"]}
+    ev = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    df = Index(schema, tiny_bpe_vocab)
+    good_exp = ['{"n": 1e3}', '{"x": 1.5E2, "n": 0.1e3}', '{"n": 100e-1}']
+    for doc in good_exp:
+        assert reference(schema, doc) and ev.accepts(doc) and ev.check(doc).ok, doc
+        assert not df.accepts(doc)  # plain notation is the default policy
+    for doc in ['{"n": 1e0}', '{"n": 1.55e1}', '{"n": 20, "x": 9.9E1}']:
+        assert not reference(schema, doc) and not ev.accepts(doc), doc
+        r = ev.check(doc)
+        assert not r.ok and r.reason in ("rejected", "incomplete"), (doc, r)
+    for doc in ['{"n": 10}', '{"n": 10.0, "x": 100}']:
+        assert ev.accepts(doc) and df.accepts(doc)

@@ -110,6 +110,8 @@ SCHEMAS = [
     {"type": "integer", "exclusiveMaximum": 0},
     {"type": "integer", "multipleOf": 20, "minimum": 40},
     {"type": "number", "minimum": 12345678901234567890123456789012345, "maximum": 1e40},
+    {"type": "number", "not": {"multipleOf": 100}},
+    {"type": "integer", "multipleOf": 0.5, "maximum": 1e3, "not": {"multipleOf": 40}},
 ]
 
 

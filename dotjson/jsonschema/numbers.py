@@ -574,7 +574,7 @@ class NumberBuilder:
             self.counter += 1
             fam = ExponentNumbers(f"{self.ns}xnum{self.counter}", lo, lox, hi, hix, mults, notmults, ne, integer)
             self.families.append(fam)
-            hit = self.number_cache[key] = alt(plain, Ref(fam.start)) if fam.live(fam.init_state()) else plain
+            hit = self.number_cache[key] = alt(plain, Ref(fam.start))
         return hit
 
     def plain_number_node(self, lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where) -> ir.Node:
@@ -603,6 +603,10 @@ class NumberBuilder:
             # one value, any spelling (an enum or const number): no automaton to build
             node = self.number_cache[key] = _equal_node(lo)
             return node
+        if _multiples_contradict(mults, notmults) or _no_multiple_in_range(lo, lox, hi, hix, mults, notmults, ne,
+                                                                           allow_int, allow_nonint):
+            self.number_cache[key] = EMPTY  # every multiple of the mults is one of a notmult (0 too)
+            return EMPTY
         trackers, dropped = _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint,
                                       self.syntactic_int, lambda what, kw: self.unsupported(what, where, kw))
         consts = [c for c in (lo, hi) + tuple(ne) if c is not None]
@@ -619,7 +623,9 @@ class NumberBuilder:
                       "syntactic_int": self.syntactic_int, "allow_exp": allow_exp}
             fam = LazyNumberDFA(f"{self.ns}lnum{self.counter}", trackers, allow_exp, None if dropped else params)
             self.families.append(fam)
-            node = Ref(fam.start) if fam.live(fam.init_state()) else EMPTY
+            # (whether it has a number at all is the family's answer when the analysis asks:
+            # a union of such branches is then searched only until one has)
+            node = Ref(fam.start)
         else:
             mn = _minimize(*dfa)
             if mn is None:
@@ -682,3 +688,60 @@ def lazy_number_family(prefix: str, p: dict):
                             tuple(D(x) for x in p["ne"]), bool(p["allow_int"]), bool(p["allow_nonint"]),
                             bool(p["syntactic_int"]))
     return LazyNumberDFA(prefix, trackers, bool(p["allow_exp"]), p)
+
+
+def _multiples_contradict(mults, notmults) -> bool:
+    """Every common multiple of ``mults`` is a multiple of some ``notmults`` divisor (exact, in
+    integers: each divisor is ``a · 10^-s``), so no number (0 included) satisfies both."""
+    if not notmults:
+        return False
+    from math import gcd
+
+    from dotjson.jsonschema.numfamily import _mult_parts
+
+    parts = [_mult_parts(EXACT.normalize(m)) for m in mults] or [(1, 0)]
+    scale = max(s for _, s in parts)
+    lcm = 1
+    for a, s in parts:
+        x = a * 10 ** (scale - s)
+        lcm = lcm * x // gcd(lcm, x)
+    for m in notmults:
+        b, t = _mult_parts(EXACT.normalize(m))
+        # lcm / 10^scale is a multiple of b / 10^t  iff  b * 10^scale divides lcm * 10^t
+        num, den = lcm * 10 ** max(t, 0), b * 10 ** scale * 10 ** max(-t, 0)
+        if num % den == 0:
+            return True
+    return False
+
+
+def _no_multiple_in_range(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, limit=100_000) -> bool:
+    """Between two bounds with at most ``limit`` common multiples of ``mults``, none satisfies
+    every constraint (each candidate checked exactly, in fractions): the language is empty. The
+    automaton would find that out too, by searching all its states."""
+    if lo is None or hi is None or not mults:
+        return False
+    from fractions import Fraction
+    from math import ceil, floor, gcd
+
+    fr = [Fraction(EXACT.normalize(m)) for m in mults]
+    num, den = fr[0].numerator, fr[0].denominator
+    for f in fr[1:]:
+        num = num * f.numerator // gcd(num, f.numerator)
+        den = gcd(den, f.denominator)
+    step = Fraction(num, den)  # the least common multiple of the divisors
+    flo, fhi = Fraction(lo), Fraction(hi)
+    k0, k1 = ceil(flo / step), floor(fhi / step)
+    if k1 - k0 + 1 > limit:
+        return False
+    nots = [Fraction(EXACT.normalize(m)) for m in notmults]
+    excluded = {Fraction(c) for c in ne}
+    for k in range(k0, k1 + 1):
+        v = k * step
+        if (lox and v == flo) or (hix and v == fhi) or v in excluded:
+            continue
+        if (v.denominator == 1 and not allow_int) or (v.denominator != 1 and not allow_nonint):
+            continue
+        if any((v / n).denominator == 1 for n in nots):
+            continue
+        return False
+    return True

@@ -285,7 +285,7 @@ class _Family:
         by: dict = {}
         for ch, nxt in self.moves(st):
             if self.live(nxt):
-                by.setdefault(nxt, []).append(ch)
+                by.setdefault(nxt, []).extend(ch)  # (ch: one character or a class of digits)
         outs = []
         for nxt, chs in by.items():
             outs.append(seq(ir.chars(*((ord(c), ord(c)) for c in chs)), Ref(self.name(nxt))))
@@ -357,27 +357,47 @@ class LazyNumberDFA(_Family):
         self.trackers = trackers
         self.allow_exp = allow_exp
         self.params = params
+        self._moves: dict = {}
         super().__init__(prefix)
 
     def init_state(self):
         return ("S", tuple(t.init for t in self.trackers))
 
     def moves(self, st):
+        """``(characters, next state)`` pairs: the digits of one syntax move are split only
+        where a tracker tells them apart (its ``cuts``), one representative stepped per class,
+        as :func:`~dotjson.jsonschema.numbers._number_dfa` does."""
+        hit = self._moves.get(st)
+        if hit is not None:
+            return hit
         ph, tss = st
         out = []
         for ph2, ch, lo, hi in self._n._MOVES[ph]:
             if ph2 in self._n._EXP_PHASES and not self.allow_exp:
                 continue
-            chars = (ch,) if ch is not None else _DIGITS[lo:hi + 1]
-            for c in chars:
+            if ch is not None:
+                classes = [ch]
+            else:
+                cut = 0
+                for t, ts in zip(self.trackers, tss):
+                    cut |= t.cuts(ts, ph2)
+                classes = []
+                start = lo
+                for d in range(lo + 1, hi + 2):
+                    if d > hi or (cut >> d) & 1:
+                        classes.append(_DIGITS[start:d])
+                        start = d
+            for cls in classes:
                 new = []
                 for t, ts in zip(self.trackers, tss):
-                    ns = t.step(ts, ph, c, ph2)
+                    ns = t.step(ts, ph, cls[0], ph2)
                     if ns is None:
                         break
                     new.append(ns)
                 else:
-                    out.append((c, (ph2, tuple(new))))
+                    out.append((cls, (ph2, tuple(new))))
+        if len(self._moves) < 200_000:
+            self._moves[st] = out
         return out
 
     def accepts_empty(self, st) -> bool:

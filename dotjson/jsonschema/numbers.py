@@ -603,8 +603,10 @@ class NumberBuilder:
             # one value, any spelling (an enum or const number): no automaton to build
             node = self.number_cache[key] = _equal_node(lo)
             return node
-        if _multiples_contradict(mults, notmults) or _no_multiple_in_range(lo, lox, hi, hix, mults, notmults, ne,
-                                                                           allow_int, allow_nonint):
+        contradict = _multiples_contradict(mults, notmults)
+        witness = False if contradict else _range_witness(lo, lox, hi, hix, mults, notmults, ne, allow_int,
+                                                          allow_nonint)
+        if contradict or witness is None:
             self.number_cache[key] = EMPTY  # every multiple of the mults is one of a notmult (0 too)
             return EMPTY
         trackers, dropped = _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint,
@@ -624,7 +626,10 @@ class NumberBuilder:
             fam = LazyNumberDFA(f"{self.ns}lnum{self.counter}", trackers, allow_exp, None if dropped else params)
             self.families.append(fam)
             # (whether it has a number at all is the family's answer when the analysis asks:
-            # a union of such branches is then searched only until one has)
+            # a union of such branches is then searched only until one has; a witness found
+            # among the candidate multiples answers it at once)
+            if witness is not False:
+                fam.assume_path(_plain_text(witness))
             node = Ref(fam.start)
         else:
             mn = _minimize(*dfa)
@@ -714,10 +719,11 @@ def _multiples_contradict(mults, notmults) -> bool:
     return False
 
 
-def _no_multiple_in_range(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, limit=100_000) -> bool:
-    """Between two bounds with at most ``limit`` common multiples of ``mults``, none satisfies
-    every constraint (each candidate checked exactly, in fractions): the language is empty. The
-    automaton would find that out too, by searching all its states."""
+def _range_witness(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, limit=100_000):
+    """Between two bounds with at most ``limit`` common multiples of ``mults``: the first that
+    satisfies every constraint (each candidate checked exactly, in fractions), or ``None`` when
+    none does (the language is empty; the automaton would find that out by searching all its
+    states). ``False``: not decided here."""
     if lo is None or hi is None or not mults:
         return False
     from fractions import Fraction
@@ -743,5 +749,19 @@ def _no_multiple_in_range(lo, lox, hi, hix, mults, notmults, ne, allow_int, allo
             continue
         if any((v / n).denominator == 1 for n in nots):
             continue
-        return False
-    return True
+        return v
+    return None
+
+
+def _plain_text(v) -> str:
+    """A fraction with a finite decimal expansion, in plain notation (``-26163``, ``0.125``)."""
+    from fractions import Fraction
+
+    v = Fraction(v)
+    sign = "-" if v < 0 else ""
+    v = abs(v)
+    k = 0
+    while (v * 10 ** k).denominator != 1:
+        k += 1
+    n = str((v * 10 ** k).numerator).rjust(k + 1, "0")
+    return sign + (n if k == 0 else n[:-k] + "." + n[-k:])

@@ -301,6 +301,21 @@ class _Family:
         """A necessary condition of death: no text completes ``st`` (prunes the searches)."""
         return False
 
+    def assume_path(self, text: str) -> None:
+        """``text`` is a number of this family's language: every state on its path can be
+        completed (checked: a text that does not end accepted changes nothing)."""
+        st = self.init_state()
+        path = [st]
+        for ch in text:
+            nxt = next((n for c, n in self.moves(st) if ch in c), None)
+            if nxt is None:
+                return
+            st = nxt
+            path.append(st)
+        if self.can_end(st):
+            for p in path:
+                self._prod[self.abstract(p)] = True
+
     def live(self, st) -> bool:
         """Some text completes the number from state ``st`` (exact; memoized)."""
         key = self.abstract(st)

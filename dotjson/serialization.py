@@ -116,10 +116,30 @@ def grammar_to_json(g: ir.Grammar) -> dict:
     return out
 
 
+def _family_from_json(f):
+    """A rule family :meth:`to_json` wrote: any-order objects and the number families."""
+    from .objects_any_order import AnyOrderObject
+
+    kind = f.get("kind") if isinstance(f, dict) else None
+    if kind in ("exponent_numbers", "lazy_number_dfa"):
+        from .jsonschema.numbers import lazy_number_family
+        from .jsonschema.numfamily import ExponentNumbers
+
+        try:
+            if not isinstance(f.get("prefix"), str) or not isinstance(f.get("params"), dict):
+                raise ValueError("malformed rule family")
+            if kind == "exponent_numbers":
+                return ExponentNumbers.from_params(f["prefix"], f["params"])
+            return lazy_number_family(f["prefix"], f["params"])
+        except (KeyError, TypeError, ArithmeticError) as e:
+            raise ValueError(f"malformed rule family: {e}") from None
+    return AnyOrderObject.from_json(f, ir_from_json)
+
+
 def grammar_from_json(d: dict) -> ir.Grammar:
     from .objects_any_order import AnyOrderObject
 
-    families = tuple(AnyOrderObject.from_json(f, ir_from_json) for f in d.get("families", ()))
+    families = tuple(_family_from_json(f) for f in d.get("families", ()))
     return ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]), families=families)
 
 

@@ -110,8 +110,11 @@ def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: boo
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # --every-valid: the whole configuration (JSON whitespace too, so every string and
+            # number spelling: spellings="any", numbers="any")
             g = schema_to_grammar(row["schema"], close_objects=close_objects,
-                                  property_order="any" if every_valid else "schema")
+                                  property_order="any" if every_valid else "schema",
+                                  **({"whitespace": "json"} if every_valid else {}))
             auto = Automaton(g) if every_valid and lark else None
         out["status"] = "ok"
     except UnsupportedSchemaError as e:

@@ -120,7 +120,8 @@ def test_json_whitespace_option():
     schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
     doc = '{\r\n\r\n  "a" :\t[ 1 ,\n\n 2 ]' + " " * 30 + "}\n\n"
     assert not Automaton(schema_to_grammar(schema)).matches(doc.encode())
-    a, text = _both(schema, whitespace="json")
+    # (numbers="plain": the every-valid configuration's exponent forms have no Lark text)
+    a, text = _both(schema, whitespace="json", numbers="plain")
     assert a.matches(doc.encode()) and lark_parses(text, doc)
     assert not a.matches(b'{"a":[1,\x0c2]}')  # form feed is no JSON whitespace
     with pytest.raises(SchemaError, match="whitespace"):

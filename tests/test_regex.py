@@ -107,9 +107,10 @@ def test_dollar_does_not_match_before_final_newline():
     [
         (r"(a)\1", "backreference"),
         (r"\k<x>(?<x>a)", "backreference"),
-        (r"(?=a)b", "lookaround"),
-        (r"(?!a)b", "lookaround"),
-        (r"(?<=a)b", "lookaround"),
+        # lookarounds are exact (tests/test_lookarounds.py) but inside repetitions and groups
+        (r"(?:a(?=b))+c", "lookaround inside a repeated group"),
+        (r"(?=a)(?<=b)", "lookahead before a lookbehind"),
+        (r"(a(?<=a))", "lookbehind after a lookahead or inside a group"),
         (r"\bfoo", r"anchor \\b"),
         (r"a\Bb", r"anchor \\B"),
         (r"a^b", r"anchor \^"),

@@ -141,6 +141,11 @@ def expand_families(grammar: ir.Grammar, limit: int = 20_000) -> ir.Grammar:
         fam = family_of(grammar, name)
         if fam is None:
             raise GrammarError(f"undefined rule {name!r}")
+        if getattr(fam, "renderable", True) is False:
+            raise GrammarError(f"rule family {getattr(fam, 'kind', type(fam).__name__)!r} has no grammar text (its "
+                               "language is not context-free: numbers with exponents under bounds, integrality "
+                               "or multipleOf, which numbers='any' accepts (the default of the every-valid "
+                               "configuration); numbers='plain' writes them in plain notation)")
         if not fam.productive(name):
             rules[name] = ir.EMPTY
             continue

@@ -103,7 +103,7 @@ def shared_nodes(spellings: str = "any") -> tuple:
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                       lenient: bool = False, resources=None, property_order: str = "schema",
                       whitespace: str = "bounded", spellings: str | None = None,
-                      check_language: bool = True) -> ir.Grammar:
+                      check_language: bool = True, numbers: str | None = None) -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
 
     Parameters
@@ -138,6 +138,14 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         (``\\u0061`` for ``a``, surrogate pairs, ``\\/``). Default: ``"any"`` in the "every valid
         document" configuration (``property_order="any"``, ``close_objects=False``,
         ``whitespace="json"``), ``"canonical"`` otherwise.
+    numbers : {"plain", "any"}, optional
+        A generation policy for numbers. ``"plain"``: under a bound, ``multipleOf``, an excluded
+        or listed value or ``type: integer``, numbers in plain notation only (``1000``, not
+        ``1e3``; ``type: number`` alone, and bounds of 0, keep every exponent). ``"any"``: every
+        spelling of every number (``1e3`` is an integer, ``1.5E2`` is at least 100), exactly:
+        the language is then not context-free, and :func:`dotjson.grammar.to_lark` refuses to
+        write it out. Default: ``"any"`` in the "every valid document" configuration,
+        ``"plain"`` otherwise.
     check_language : bool, default True
         Decide here that the language is not empty (:class:`SchemaError` otherwise).
         :class:`~dotjson.Index` passes ``False``: its automaton decides the same question
@@ -172,6 +180,11 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     spellings = default_spellings(spellings, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                                   property_order=property_order, whitespace=whitespace)
     _spellings(spellings)  # (a SchemaError naming the modes for anything else)
+    every_valid = property_order == "any" and not close_objects and whitespace == "json" and not disallow_whitespace
+    if numbers is None:
+        numbers = "any" if every_valid else "plain"
+    if numbers not in NUMBER_MODES:
+        raise SchemaError(f"numbers must be one of {NUMBER_MODES}, got {numbers!r}")
     schema = _load(schema)
     if resources is not None:
         if not isinstance(resources, Mapping):
@@ -191,6 +204,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                       lenient=lenient, resources=resources, property_order=property_order,
                       spellings=spellings)
+        tr.exponents = numbers == "any"  # (read by the number builder, phase 1 included)
         if whitespace == "json" and not disallow_whitespace:
             tr.rules["ws"] = JSON_WS
         root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
@@ -224,6 +238,9 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     return grammar
 
 
+#: The number spelling policies of :func:`schema_to_grammar` (``numbers=``).
+NUMBER_MODES = ("plain", "any")
+
 #: What :func:`schema_to_grammar` and :class:`~dotjson.Index` say of a schema no document satisfies.
 EMPTY_LANGUAGE = ("the schema accepts no JSON value (its language is empty: a required value is empty or "
                   "recurses forever, or constraints contradict each other)")
@@ -231,7 +248,7 @@ EMPTY_LANGUAGE = ("the schema accepts no JSON value (its language is empty: a re
 
 def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                  lenient: bool = False, resources=None, property_order: str = "schema",
-                 whitespace: str = "bounded", spellings: str | None = None) -> None:
+                 whitespace: str = "bounded", spellings: str | None = None, numbers: str | None = None) -> None:
     """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
 
     Translation is fast (milliseconds), so the check is the translation itself.
@@ -243,4 +260,4 @@ def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bo
     """
     schema_to_grammar(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                       lenient=lenient, resources=resources, property_order=property_order,
-                      whitespace=whitespace, spellings=spellings)
+                      whitespace=whitespace, spellings=spellings, numbers=numbers)

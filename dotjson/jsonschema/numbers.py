@@ -100,6 +100,32 @@ class _CmpTracker:
             return zcut | _AROUND[int(self.CF[j]) if j < len(self.CF) else 0]
         return 0
 
+    def hopeless(self, ts) -> bool:
+        """No continuation of the digits read can satisfy the comparison (the integer part
+        already has more digits than the constant's, or the integer or fraction comparison is
+        decided, and the sign is known): prunes the lazily built automaton's searches."""
+        neg, zero, stage, a, j, st = ts
+        if zero or self.op == "ne":
+            return False
+        sv = -1 if neg else 1
+        if self.csign != sv:
+            r = sv
+        else:
+            if stage == "i":
+                if a <= len(self.CI):
+                    return False
+                m = 1
+            elif a != 0:
+                m = a
+            elif st != 0:
+                m = st
+            else:
+                return False
+            r = m * sv
+        op = self.op
+        return not (r >= 0 if op == "ge" else r > 0 if op == "gt" else r <= 0 if op == "le"
+                    else r < 0 if op == "lt" else r == 0)
+
     def _final_int(self, n, st):
         L = len(self.CI)
         if n < L:
@@ -205,6 +231,48 @@ class _ModTracker:
     def accept(self, ts) -> bool:
         r, j, dead = ts
         ok = (r * pow(10, self.s - j, self.a)) % self.a == 0
+        if self.negate:
+            return dead or not ok
+        return ok
+
+
+class _ZerosModTracker:
+    """Multiple of ``b · 10^k`` (``k >= 1``, ``b`` not a multiple of 10; ``negate``: not a
+    multiple), in plain notation: an integer whose last ``k`` digits are zeros and whose digits
+    before them are a multiple of ``b``. A multiple of ``10^30`` is 31 states, not ``10^30``
+    remainders. State ``(r, z, dead)``: ``z`` trailing zeros of the integer part read (at most
+    ``k``), ``r`` the integer part without them modulo ``b`` (past ``k`` zeros, without ``k``)."""
+
+    def __init__(self, b: int, k: int, negate: bool):
+        self.b, self.k, self.negate = b, k, negate
+        self.init = (0, k, False)  # the integer part 0: a multiple
+
+    def step(self, ts, ph, ch, ph2):
+        r, z, dead = ts
+        if ph2 in _EXP_PHASES:
+            return None
+        if dead or not ch.isdigit() or ph2 == "Z":
+            return ts
+        d = ord(ch) - 48
+        if ph2 == "I":
+            if d == 0:
+                return (r, z + 1, False) if z < self.k else (r * 10 % self.b, z, False)
+            return ((r * pow(10, z + 1, self.b) + d) % self.b, 0, False)
+        if d != 0:  # a nonzero fraction digit: not an integer, so not a multiple
+            return None if not self.negate else (0, 0, True)
+        return ts
+
+    def cuts(self, ts, ph2) -> int:
+        r, z, dead = ts
+        if dead or ph2 not in ("I", "F"):
+            return 0
+        if ph2 == "I" and self.b != 1:
+            return _ALL_CUTS
+        return 2  # zero or not
+
+    def accept(self, ts) -> bool:
+        r, z, dead = ts
+        ok = z == self.k and r == 0
         if self.negate:
             return dead or not ok
         return ok
@@ -482,6 +550,36 @@ class NumberBuilder:
                                 allow_int, allow_nonint, where)
 
     def number_node(self, lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where) -> ir.Node:
+        """The numbers within the bounds, (not) multiples of ``mults`` (``notmults``), other than
+        ``ne``, integers and/or not. Under ``spellings="any"`` every spelling: the plain-notation
+        automaton and, where it does not write exponents itself, :class:`ExponentNumbers`
+        (``numbers="any"``, the compiler's ``exponents``)."""
+        plain = self.plain_number_node(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where)
+        if not getattr(self, "exponents", False) or plain is EMPTY:
+            return plain
+        consts = [c for c in (lo, hi) + tuple(ne) if c is not None]
+        if allow_int and allow_nonint and not mults and not notmults and all(c == 0 for c in consts):
+            return plain  # exponents are written by the plain automaton already (sign checks)
+        if self.syntactic_int:
+            if not allow_nonint:
+                return plain  # draft 4: an integer has no exponent
+            integer = None  # draft 4: every exponent form is a non-integer
+        else:
+            integer = None if allow_int and allow_nonint else bool(allow_int)
+        key = ("exp", lo, lox, hi, hix, mults, notmults, ne, integer)
+        hit = self.number_cache.get(key)
+        if hit is None:
+            from dotjson.jsonschema.numfamily import ExponentNumbers
+
+            self.counter += 1
+            fam = ExponentNumbers(f"{self.ns}xnum{self.counter}", lo, lox, hi, hix, mults, notmults, ne, integer)
+            self.families.append(fam)
+            hit = self.number_cache[key] = alt(plain, Ref(fam.start))
+        return hit
+
+    def plain_number_node(self, lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where) -> ir.Node:
+        """The numbers of :meth:`number_node` in plain notation (exponents only where every
+        bound is 0 and every value may be: the sign checks stay exact)."""
         if lo is None and hi is None and not mults and not notmults and not ne:
             if allow_int and allow_nonint:
                 return Ref(self.bp + "json_number")
@@ -505,44 +603,34 @@ class NumberBuilder:
             # one value, any spelling (an enum or const number): no automaton to build
             node = self.number_cache[key] = _equal_node(lo)
             return node
-        trackers = []
-        consts = []
-        if lo is not None and hi is not None and lo == hi:
-            trackers.append(_CmpTracker(lo, "eq"))
-            consts.append(lo)
-        else:
-            if lo is not None:
-                trackers.append(_CmpTracker(lo, "gt" if lox else "ge"))
-                consts.append(lo)
-            if hi is not None:
-                trackers.append(_CmpTracker(hi, "lt" if hix else "le"))
-                consts.append(hi)
-        for c in ne:
-            trackers.append(_CmpTracker(c, "ne"))
-            consts.append(c)
-        if not allow_nonint:
-            trackers.append(_IntTracker(False, self.syntactic_int))
-        elif not allow_int:
-            trackers.append(_IntTracker(True, self.syntactic_int))
-        dropped = False
-        for mm, neg in [(x, False) for x in mults] + [(x, True) for x in notmults]:
-            sign, digits, exp = EXACT.normalize(mm).as_tuple()
-            a = int("".join(map(str, digits)) or "0")
-            s = -exp if exp < 0 else 0
-            if exp > 0:
-                a *= 10 ** exp
-            if a > 10000:
-                r = self.unsupported(f"multipleOf {mm} needs a remainder automaton with more than 10000 states",
-                                     where, "multipleOf")
-                if r is None:
-                    dropped = True  # (lenient: this language over-approximates; not shared)
-                    continue
-            trackers.append(_ModTracker(a, s, neg))
+        contradict = _multiples_contradict(mults, notmults)
+        witness = False if contradict else _range_witness(lo, lox, hi, hix, mults, notmults, ne, allow_int,
+                                                          allow_nonint)
+        if contradict or witness is None:
+            self.number_cache[key] = EMPTY  # every multiple of the mults is one of a notmult (0 too)
+            return EMPTY
+        trackers, dropped = _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint,
+                                      self.syntactic_int, lambda what, kw: self.unsupported(what, where, kw))
+        consts = [c for c in (lo, hi) + tuple(ne) if c is not None]
         allow_exp = allow_int and allow_nonint and not mults and not notmults and all(c == 0 for c in consts)
         dfa = _number_dfa(trackers, allow_exp)
         if dfa is None:
-            self.unsupported("numeric bounds too large to compile", where, "maximum")
-            node = Ref(self.bp + "json_number") if allow_int and allow_nonint else Ref(self.bp + "json_integer")
+            # too many states to build eagerly: the same automaton, a state at a time
+            from dotjson.jsonschema.numfamily import LazyNumberDFA
+
+            self.counter += 1
+            params = {"lo": None if lo is None else str(lo), "lox": lox, "hi": None if hi is None else str(hi),
+                      "hix": hix, "mults": [str(m) for m in mults], "notmults": [str(m) for m in notmults],
+                      "ne": [str(c) for c in ne], "allow_int": allow_int, "allow_nonint": allow_nonint,
+                      "syntactic_int": self.syntactic_int, "allow_exp": allow_exp}
+            fam = LazyNumberDFA(f"{self.ns}lnum{self.counter}", trackers, allow_exp, None if dropped else params)
+            self.families.append(fam)
+            # (whether it has a number at all is the family's answer when the analysis asks:
+            # a union of such branches is then searched only until one has; a witness found
+            # among the candidate multiples answers it at once)
+            if witness is not False:
+                fam.assume_path(_plain_text(witness))
+            node = Ref(fam.start)
         else:
             mn = _minimize(*dfa)
             if mn is None:
@@ -558,3 +646,122 @@ class NumberBuilder:
         self.number_cache[key] = node
         return node
 
+
+
+def _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, syntactic_int, unsupported=None):
+    """The trackers of the plain-notation automaton of these constraints, and whether a
+    ``multipleOf`` was dropped (``unsupported`` returned ``None``: lenient)."""
+    trackers = []
+    if lo is not None and hi is not None and lo == hi:
+        trackers.append(_CmpTracker(lo, "eq"))
+    else:
+        if lo is not None:
+            trackers.append(_CmpTracker(lo, "gt" if lox else "ge"))
+        if hi is not None:
+            trackers.append(_CmpTracker(hi, "lt" if hix else "le"))
+    for c in ne:
+        trackers.append(_CmpTracker(c, "ne"))
+    if not allow_nonint:
+        trackers.append(_IntTracker(False, syntactic_int))
+    elif not allow_int:
+        trackers.append(_IntTracker(True, syntactic_int))
+    dropped = False
+    for mm, neg in [(x, False) for x in mults] + [(x, True) for x in notmults]:
+        # mm = a · 10^-s with a not a multiple of 10: a multiple of 10^30 is "ends in 30 zeros"
+        from dotjson.jsonschema.numfamily import _mult_parts
+
+        a, s = _mult_parts(EXACT.normalize(mm))
+        if a > 10000:
+            r = None if unsupported is None else unsupported(
+                f"multipleOf {mm} needs a remainder automaton with more than 10000 states", "multipleOf")
+            if r is None:
+                dropped = True  # (lenient: this language over-approximates; not shared)
+                continue
+        trackers.append(_ModTracker(a, s, neg) if s >= 0 else _ZerosModTracker(a, -s, neg))
+    return trackers, dropped
+
+
+def lazy_number_family(prefix: str, p: dict):
+    """The :class:`~dotjson.jsonschema.numfamily.LazyNumberDFA` that ``params`` describe (a
+    saved index's)."""
+    from dotjson.jsonschema.numfamily import LazyNumberDFA
+
+    D = Decimal
+    trackers, _ = _trackers(None if p["lo"] is None else D(p["lo"]), bool(p["lox"]),
+                            None if p["hi"] is None else D(p["hi"]), bool(p["hix"]),
+                            tuple(D(x) for x in p["mults"]), tuple(D(x) for x in p["notmults"]),
+                            tuple(D(x) for x in p["ne"]), bool(p["allow_int"]), bool(p["allow_nonint"]),
+                            bool(p["syntactic_int"]))
+    return LazyNumberDFA(prefix, trackers, bool(p["allow_exp"]), p)
+
+
+def _multiples_contradict(mults, notmults) -> bool:
+    """Every common multiple of ``mults`` is a multiple of some ``notmults`` divisor (exact, in
+    integers: each divisor is ``a · 10^-s``), so no number (0 included) satisfies both."""
+    if not notmults:
+        return False
+    from math import gcd
+
+    from dotjson.jsonschema.numfamily import _mult_parts
+
+    parts = [_mult_parts(EXACT.normalize(m)) for m in mults] or [(1, 0)]
+    scale = max(s for _, s in parts)
+    lcm = 1
+    for a, s in parts:
+        x = a * 10 ** (scale - s)
+        lcm = lcm * x // gcd(lcm, x)
+    for m in notmults:
+        b, t = _mult_parts(EXACT.normalize(m))
+        # lcm / 10^scale is a multiple of b / 10^t  iff  b * 10^scale divides lcm * 10^t
+        num, den = lcm * 10 ** max(t, 0), b * 10 ** scale * 10 ** max(-t, 0)
+        if num % den == 0:
+            return True
+    return False
+
+
+def _range_witness(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, limit=100_000):
+    """Between two bounds with at most ``limit`` common multiples of ``mults``: the first that
+    satisfies every constraint (each candidate checked exactly, in fractions), or ``None`` when
+    none does (the language is empty; the automaton would find that out by searching all its
+    states). ``False``: not decided here."""
+    if lo is None or hi is None or not mults:
+        return False
+    from fractions import Fraction
+    from math import ceil, floor, gcd
+
+    fr = [Fraction(EXACT.normalize(m)) for m in mults]
+    num, den = fr[0].numerator, fr[0].denominator
+    for f in fr[1:]:
+        num = num * f.numerator // gcd(num, f.numerator)
+        den = gcd(den, f.denominator)
+    step = Fraction(num, den)  # the least common multiple of the divisors
+    flo, fhi = Fraction(lo), Fraction(hi)
+    k0, k1 = ceil(flo / step), floor(fhi / step)
+    if k1 - k0 + 1 > limit:
+        return False
+    nots = [Fraction(EXACT.normalize(m)) for m in notmults]
+    excluded = {Fraction(c) for c in ne}
+    for k in range(k0, k1 + 1):
+        v = k * step
+        if (lox and v == flo) or (hix and v == fhi) or v in excluded:
+            continue
+        if (v.denominator == 1 and not allow_int) or (v.denominator != 1 and not allow_nonint):
+            continue
+        if any((v / n).denominator == 1 for n in nots):
+            continue
+        return v
+    return None
+
+
+def _plain_text(v) -> str:
+    """A fraction with a finite decimal expansion, in plain notation (``-26163``, ``0.125``)."""
+    from fractions import Fraction
+
+    v = Fraction(v)
+    sign = "-" if v < 0 else ""
+    v = abs(v)
+    k = 0
+    while (v * 10 ** k).denominator != 1:
+        k += 1
+    n = str((v * 10 ** k).numerator).rjust(k + 1, "0")
+    return sign + (n if k == 0 else n[:-k] + "." + n[-k:])

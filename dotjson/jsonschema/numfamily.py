@@ -1,0 +1,694 @@
+"""Numbers whose language is not a small DFA: rule families built as decoding reads them.
+
+Two families, each one :mod:`dotjson.ir.families` rule family whose rules are the states of a
+number automaton, named by the state itself (so a name means the same state in every process,
+and a saved index keeps its meaning):
+
+* :class:`LazyNumberDFA` -- the product automaton of :func:`numbers._number_dfa` (plain decimal
+  notation, the same trackers), expanded one state at a time instead of eagerly: a product of
+  ``multipleOf`` remainders and bounds too large to build whole (``multipleOf 13`` and not a
+  multiple of 2, 3, 5, 7, 11: 30,030 remainders) costs only the states a document visits.
+* :class:`ExponentNumbers` -- the numbers written **with an exponent** (``1.5E2``, ``-2e+1``,
+  ``1000e-3``) under bounds, ``type: integer``, ``multipleOf``, excluded values. Whether
+  ``0.00…01e+N`` is at least 100 depends on how many zeros came before the exponent: the
+  language is not regular (nor context-free). A state carries what was read of the mantissa:
+  its sign, whether it is zero, its magnitude ``P`` (the value is ``0.d1d2… × 10^P``), the count
+  of significant digits, the comparison of those digits with each bound's, and the remainders
+  of the significant digits modulo each ``multipleOf``. At the exponent every constraint is a
+  condition ``P + e ⋚ k`` on the exponent ``e``: the allowed exponents are a finite union of
+  intervals, written as a regular node over the exponent's digits.
+
+Productivity (a state from which some number completes) is decided exactly by a search over
+the states with the magnitude left out (the exponent can move it anywhere), which is finite.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from math import gcd
+
+from dotjson import ir
+from dotjson.errors import LimitExceededError
+from dotjson.ir import EMPTY, EPS, Ref, alt, seq
+
+__all__ = ["LazyNumberDFA", "ExponentNumbers", "exponent_node", "uint_between"]
+
+#: States one productivity search may visit before it gives up with a named error.
+MAX_SEARCH = 400_000
+
+_DIGIT = ir.chars((0x30, 0x39))
+_NONZERO = ir.chars((0x31, 0x39))
+_E = ir.chars((0x45, 0x45), (0x65, 0x65))
+
+
+# ----------------------------------------------------------------------------- state names
+def _tup(x):
+    return tuple(_tup(y) for y in x) if isinstance(x, list) else x
+
+
+def _encode(state) -> str:
+    return json.dumps(state, separators=(",", ":")).encode().hex()
+
+
+def _decode(text: str):
+    return _tup(json.loads(bytes.fromhex(text).decode()))
+
+
+# ----------------------------------------------------------------------------- integer sets
+# A set of integers: sorted disjoint closed intervals (lo, hi), None for -inf / +inf.
+ALL = ((None, None),)
+NONE = ()
+
+
+def _iv(lo, hi):
+    if lo is not None and hi is not None and lo > hi:
+        return NONE
+    return ((lo, hi),)
+
+
+def _meet(a, b):
+    out = []
+    for lo1, hi1 in a:
+        for lo2, hi2 in b:
+            lo = lo1 if lo2 is None else lo2 if lo1 is None else max(lo1, lo2)
+            hi = hi1 if hi2 is None else hi2 if hi1 is None else min(hi1, hi2)
+            if lo is None or hi is None or lo <= hi:
+                out.append((lo, hi))
+    out.sort(key=lambda t: (t[0] is not None, t[0] if t[0] is not None else 0))
+    return tuple(out)
+
+
+def _join(*sets):
+    ivs = sorted((iv for s in sets for iv in s), key=lambda t: (t[0] is not None, t[0] if t[0] is not None else 0))
+    out: list = []
+    for lo, hi in ivs:
+        if out:
+            plo, phi = out[-1]
+            if phi is None or (lo is not None and lo <= phi + 1):
+                out[-1] = (plo, None if (phi is None or hi is None) else max(phi, hi))
+                continue
+        out.append((lo, hi))
+    return tuple(out)
+
+
+def _complement(a):
+    out = []
+    prev = None  # next uncovered lower end (None: -inf)
+    start = True
+    for lo, hi in a:
+        if lo is not None:
+            if start and prev is None:
+                out.append((None, lo - 1))
+            elif prev is not None and prev <= lo - 1:
+                out.append((prev, lo - 1))
+        start = False
+        if hi is None:
+            return tuple(out)
+        prev = hi + 1
+    if start:
+        return ALL
+    out.append((prev, None))
+    return tuple(out)
+
+
+def _shift(a, k):
+    return tuple((None if lo is None else lo + k, None if hi is None else hi + k) for lo, hi in a)
+
+
+# ----------------------------------------------------------------------------- exponent text
+def _fixed(a: str, b: str) -> ir.Node:
+    """Digit strings of length ``len(a)`` between ``a`` and ``b`` (same length) inclusive."""
+    if not a:
+        return EPS
+    if a == "0" * len(a) and b == "9" * len(b):
+        return ir.repeat(_DIGIT, len(a), len(a))
+    if a[0] == b[0]:
+        return seq(ir.lit(a[0]), _fixed(a[1:], b[1:]))
+    n = len(a) - 1
+    parts = [seq(ir.lit(a[0]), _fixed(a[1:], "9" * n))]
+    lo, hi = ord(a[0]) + 1, ord(b[0]) - 1
+    if lo <= hi:
+        parts.append(seq(ir.chars((lo, hi)), ir.repeat(_DIGIT, n, n)))
+    parts.append(seq(ir.lit(b[0]), _fixed("0" * n, b[1:])))
+    return alt(*parts)
+
+
+def _canonical_between(lo: int, hi) -> ir.Node:
+    """Decimal numerals without leading zeros (``0`` for zero) of the integers in ``[lo, hi]``
+    (``hi`` None: unbounded), ``0 <= lo``."""
+    parts = []
+    if lo == 0:
+        parts.append(ir.lit("0"))
+        lo = 1
+        if hi is not None and hi < 1:
+            return alt(*parts)
+    n = len(str(lo))
+    while True:
+        top = 10 ** n - 1
+        if hi is not None and hi < 10 ** (n - 1):
+            break
+        if hi is None and lo == 10 ** (n - 1):
+            parts.append(seq(_NONZERO, ir.repeat(_DIGIT, n - 1, None)))
+            break
+        h = top if hi is None or hi > top else hi
+        if lo <= h:
+            parts.append(_fixed(str(lo), str(h)))
+        if hi is not None and hi <= top:
+            break
+        lo = 10 ** n
+        n += 1
+    return alt(*parts)
+
+
+def uint_between(lo: int, hi) -> ir.Node:
+    """Digit strings (leading zeros allowed, at least one digit) whose value is in ``[lo, hi]``."""
+    if hi is not None and hi < lo:
+        return EMPTY
+    return seq(ir.repeat(ir.lit("0"), 0, None), _canonical_between(lo, hi)) if lo > 0 or hi != 0 else \
+        ir.repeat(ir.lit("0"), 1, None)
+
+
+def exponent_node(es) -> ir.Node:
+    """``[eE][+-]?[0-9]+`` whose value is in the integer set ``es`` (an interval tuple)."""
+    if not es:
+        return EMPTY
+    pos = _meet(es, ((0, None),))
+    neg = _meet(es, ((None, -1),))
+    parts = []
+    for lo, hi in pos:
+        parts.append(seq(ir.opt(ir.lit("+")), uint_between(lo, hi)))
+        if lo == 0:
+            parts.append(seq(ir.lit("-"), ir.repeat(ir.lit("0"), 1, None)))  # -0, -00, ...
+    for lo, hi in neg:
+        parts.append(seq(ir.lit("-"), uint_between(-hi, None if lo is None else -lo)))
+    return seq(_E, alt(*parts))
+
+
+# ----------------------------------------------------------------------------- helpers
+def _sig(c: Decimal):
+    """``(digits, P, sign)`` with ``|c| = 0.digits × 10^P`` (digits without leading or trailing
+    zeros); ``("", 0, 0)`` for zero. Exact for any exponent (nothing is written out)."""
+    if c == 0:
+        return "", 0, 0
+    sign, digits, exp = c.as_tuple()
+    ds = "".join(map(str, digits)).lstrip("0")
+    k = len(ds)
+    stripped = ds.rstrip("0")
+    exp += k - len(stripped)
+    return stripped, len(stripped) + exp, -1 if sign else 1
+
+
+def _mult_parts(m: Decimal):
+    """``multipleOf m`` as ``(a, s)`` with ``m = a × 10^-s`` and ``a`` not divisible by 10."""
+    sign, digits, exp = m.as_tuple()
+    ds = "".join(map(str, digits)).lstrip("0") or "0"
+    stripped = ds.rstrip("0")
+    exp += len(ds) - len(stripped)
+    return int(stripped), -exp
+
+
+def _val(n: int, p: int, cap: int) -> int:
+    """The exponent of prime ``p`` in ``n`` (``n`` taken modulo ``p^cap``), at most ``cap``."""
+    k = 0
+    n %= p ** cap if cap else 1
+    if n == 0:
+        return cap
+    while k < cap and n % p == 0:
+        n //= p
+        k += 1
+    return k
+
+
+def _order10(m: int) -> int:
+    """The multiplicative order of 10 modulo ``m`` (``gcd(m, 10) = 1``)."""
+    if m == 1:
+        return 1
+    x, k = 10 % m, 1
+    while x != 1:
+        x = x * 10 % m
+        k += 1
+    return k
+
+
+_DIGITS = "0123456789"
+
+
+class _Family:
+    """The rule family protocol of :mod:`dotjson.ir.families` over named states."""
+
+    kind = ""
+    renderable = False  # expand_families refuses these (no finite grammar text)
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self._own = prefix + "__"
+        self.start = self._own + _encode(self.init_state())
+        self._bodies: dict = {}
+        self._prod: dict = {}
+
+    def owns(self, name: str) -> bool:
+        if not name.startswith(self._own):
+            return False
+        try:
+            self._state(name)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    def _state(self, name: str):
+        st = _decode(name[len(self._own):])
+        if not isinstance(st, tuple):
+            raise ValueError(name)
+        return st
+
+    def name(self, st) -> str:
+        return self._own + _encode(st)
+
+    def nullable(self, name: str) -> bool:
+        return self.accepts_empty(self._state(name))
+
+    def productive(self, name: str):
+        return self.live(self._state(name))
+
+    def bind(self, node_productive) -> None:  # (members of these families are self-contained)
+        return None
+
+    def materialize(self) -> None:
+        return None
+
+    def body(self, name: str) -> ir.Node:
+        hit = self._bodies.get(name)
+        if hit is not None:
+            return hit
+        st = self._state(name)
+        by: dict = {}
+        for ch, nxt in self.moves(st):
+            if self.live(nxt):
+                by.setdefault(nxt, []).extend(ch)  # (ch: one character or a class of digits)
+        outs = []
+        for nxt, chs in by.items():
+            outs.append(seq(ir.chars(*((ord(c), ord(c)) for c in chs)), Ref(self.name(nxt))))
+        tail = self.tail(st)
+        node = alt(*(([EPS] if self.accepts_empty(st) else []) + ([tail] if tail is not EMPTY else []) + outs))
+        self._bodies[name] = node
+        return node
+
+    def tail(self, st) -> ir.Node:
+        return EMPTY
+
+    def hopeless(self, st) -> bool:
+        """A necessary condition of death: no text completes ``st`` (prunes the searches)."""
+        return False
+
+    def assume_path(self, text: str) -> None:
+        """``text`` is a number of this family's language: every state on its path can be
+        completed (checked: a text that does not end accepted changes nothing)."""
+        st = self.init_state()
+        path = [st]
+        for ch in text:
+            nxt = next((n for c, n in self.moves(st) if ch in c), None)
+            if nxt is None:
+                return
+            st = nxt
+            path.append(st)
+        if self.can_end(st):
+            for p in path:
+                self._prod[self.abstract(p)] = True
+
+    def live(self, st) -> bool:
+        """Some text completes the number from state ``st`` (exact; memoized)."""
+        key = self.abstract(st)
+        hit = self._prod.get(key)
+        if hit is not None:
+            return hit
+        # search the abstract states from key for one that can end; the path to it is
+        # productive too (remembered: the next state's question is then answered at once)
+        seen = {key: st}
+        parent = {key: None}
+        order = [key]
+        k = 0
+        found = None
+        while k < len(order):
+            a = order[k]
+            k += 1
+            known = self._prod.get(a)
+            if known is True or (known is None and self.can_end(seen[a])):
+                found = a
+                break
+            if known is False or self.hopeless(seen[a]):
+                continue
+            for _, nxt in self.moves(seen[a]):
+                b = self.abstract(nxt)
+                if b not in seen:
+                    seen[b] = nxt
+                    parent[b] = a
+                    order.append(b)
+                    if len(order) > MAX_SEARCH:
+                        raise LimitExceededError(
+                            f"number automaton: deciding whether a number can still be completed took more than "
+                            f"{MAX_SEARCH} states")
+        if found is None:
+            for a in order:
+                self._prod[a] = False
+            return False
+        while found is not None:
+            self._prod[found] = True
+            found = parent[found]
+        return True
+
+
+# ============================================================================ plain, lazily
+class LazyNumberDFA(_Family):
+    """The plain-notation number automaton of :func:`dotjson.jsonschema.numbers._number_dfa`
+    (same trackers), one rule per state, states made when a document reaches them."""
+
+    kind = "lazy_number_dfa"
+
+    def __init__(self, prefix: str, trackers, allow_exp: bool, params=None):
+        from dotjson.jsonschema import numbers as _n
+
+        self._n = _n
+        self.trackers = trackers
+        self.allow_exp = allow_exp
+        self.params = params
+        self._moves: dict = {}
+        super().__init__(prefix)
+
+    def init_state(self):
+        return ("S", tuple(t.init for t in self.trackers))
+
+    def moves(self, st):
+        """``(characters, next state)`` pairs: the digits of one syntax move are split only
+        where a tracker tells them apart (its ``cuts``), one representative stepped per class,
+        as :func:`~dotjson.jsonschema.numbers._number_dfa` does."""
+        hit = self._moves.get(st)
+        if hit is not None:
+            return hit
+        ph, tss = st
+        out = []
+        for ph2, ch, lo, hi in self._n._MOVES[ph]:
+            if ph2 in self._n._EXP_PHASES and not self.allow_exp:
+                continue
+            if ch is not None:
+                classes = [ch]
+            else:
+                cut = 0
+                for t, ts in zip(self.trackers, tss):
+                    cut |= t.cuts(ts, ph2)
+                classes = []
+                start = lo
+                for d in range(lo + 1, hi + 2):
+                    if d > hi or (cut >> d) & 1:
+                        classes.append(_DIGITS[start:d])
+                        start = d
+            for cls in classes:
+                new = []
+                for t, ts in zip(self.trackers, tss):
+                    ns = t.step(ts, ph, cls[0], ph2)
+                    if ns is None:
+                        break
+                    new.append(ns)
+                else:
+                    out.append((cls, (ph2, tuple(new))))
+        if len(self._moves) < 200_000:
+            self._moves[st] = out
+        return out
+
+    def accepts_empty(self, st) -> bool:
+        ph, tss = st
+        return ph in self._n._SYNTAX_ACCEPT and all(t.accept(ts) for t, ts in zip(self.trackers, tss))
+
+    can_end = accepts_empty
+
+    def abstract(self, st):
+        return st
+
+    def hopeless(self, st) -> bool:
+        return any(getattr(t, "hopeless", None) is not None and t.hopeless(ts) for t, ts in zip(self.trackers, st[1]))
+
+    def to_json(self, enc) -> dict:
+        if self.params is None:
+            raise ValueError("this number family cannot be saved")
+        return {"kind": self.kind, "prefix": self.prefix, "params": self.params}
+
+
+# ============================================================================ with exponents
+class ExponentNumbers(_Family):
+    """The numbers written with an exponent that satisfy the constraints (exactly), as a family.
+
+    Parameters
+    ----------
+    prefix : str
+        The rule-name prefix.
+    lo, lox, hi, hix : Decimal or None, bool
+        Bounds and exclusivity.
+    mults, notmults : tuple of Decimal
+        ``multipleOf`` divisors the number must / must not be a multiple of.
+    ne : tuple of Decimal
+        Excluded values.
+    integer : {None, True, False}
+        ``True``: integers only; ``False``: non-integers only; ``None``: either.
+    """
+
+    kind = "exponent_numbers"
+
+    def __init__(self, prefix, lo, lox, hi, hix, mults, notmults, ne, integer):
+        self.params = {"lo": None if lo is None else str(lo), "lox": lox, "hi": None if hi is None else str(hi),
+                       "hix": hix, "mults": [str(m) for m in mults], "notmults": [str(m) for m in notmults],
+                       "ne": [str(c) for c in ne], "integer": integer}
+        cmps = []
+        if lo is not None and hi is not None and lo == hi:
+            cmps.append((lo, "eq"))
+        else:
+            if lo is not None:
+                cmps.append((lo, "gt" if lox else "ge"))
+            if hi is not None:
+                cmps.append((hi, "lt" if hix else "le"))
+        cmps += [(c, "ne") for c in ne]
+        self.cmps = [(_sig(c), op) for c, op in cmps]
+        self.integer = integer
+        self.mults = []
+        for m, neg in [(m, False) for m in mults] + [(m, True) for m in notmults]:
+            a, s = _mult_parts(m)
+            alpha = beta = 0
+            ap = a
+            while ap % 2 == 0:
+                ap //= 2
+                alpha += 1
+            while ap % 5 == 0:
+                ap //= 5
+                beta += 1
+            self.mults.append((a, s, ap, alpha, beta, neg))
+        # abstraction of the searches: nsig beyond `ncap` behaves as `ncap`; zs folds at `z0`
+        # with the period of 10 modulo the coprime parts
+        pts = [abs(P) for (_, P, _), _ in self.cmps] + [0]
+        offs = [abs(s) + max(al, be) for _, s, _, al, be, _ in self.mults] + [0]
+        self.ncap = max(pts) + max(offs) + 3
+        per = 1
+        for _, _, ap, _, _, _ in self.mults:
+            o = _order10(ap)
+            per = per * o // gcd(per, o)
+        self.z0 = self.ncap + max([max(al, be) for _, _, _, al, be, _ in self.mults] + [0])
+        self.per = per
+        self.has_mults = bool(self.mults)
+        self.uses_nsig = bool(self.mults) or integer is not None
+        # the most significant digits a nonzero number of each sign can have (integers and
+        # multiples need P >= nsig - s, the bounds cap P), None when unbounded
+        self.lim = {}
+        for sv in (1, -1):
+            out = ALL
+            for (C, Pc, csign), op in self.cmps:
+                if csign == 0 or csign != sv:
+                    if not _holds(op, sv):
+                        out = NONE
+                    continue
+                pieces = [(_iv(None, Pc - 1), -sv), (_iv(Pc + 1, None), sv)] + [(_iv(Pc, Pc), sv * g) for g in (-1, 0, 1)]
+                out = _meet(out, _join(*(q for q, r in pieces if _holds(op, r))))
+            pmax = out[-1][1] if out else None
+            lims = []
+            if not out:
+                lims.append(-1)  # no nonzero number of this sign
+            elif pmax is not None:
+                if integer:
+                    lims.append(pmax)
+                lims += [pmax + s_ for _, s_, _, _, _, negm in self.mults if not negm]
+            self.lim[sv] = min(lims) if lims else None
+        super().__init__(prefix)
+
+    # state: (ph, neg, zero, pm, nsig, zs, cmps, res)
+    def init_state(self):
+        return ("S", False, True, 0, 0, 0, tuple(0 for _ in self.cmps), tuple(0 for _ in self.mults))
+
+    def accepts_empty(self, st) -> bool:
+        return False  # a mantissa alone is the plain automaton's
+
+    def _sigdigit(self, st, d: int, first: bool):
+        ph, neg, zero, pm, nsig, zs, cs, rs = st
+        ncs = []
+        for ((C, _, _), _), j in zip(self.cmps, cs):
+            if j >= 0:
+                cd = int(C[j]) if j < len(C) else 0
+                j = min(j + 1, len(C)) if d == cd else (-1 if d < cd else -2)
+            ncs.append(j)
+        nrs = []
+        for (a, *_), r in zip(self.mults, rs):
+            if first:
+                r = d % a
+            elif d:
+                r = (r * pow(10, zs + 1, a) + d) % a
+            nrs.append(r)
+        if first:
+            nsig, zs = 1, 0
+        elif d:
+            nsig, zs = nsig + zs + 1, 0
+        else:
+            zs += 1
+        return nsig, zs, tuple(ncs), tuple(nrs)
+
+    def moves(self, st):
+        ph, neg, zero, pm, nsig, zs, cs, rs = st
+        out = []
+        row = _SYNTAX_M.get(ph, {})
+        for ch, ph2 in row.items():
+            if ch == "-":
+                out.append((ch, (ph2, True, zero, pm, nsig, zs, cs, rs)))
+            elif ch == ".":
+                out.append((ch, (ph2, neg, zero, pm, nsig, zs, cs, rs)))
+            else:
+                d = ord(ch) - 48
+                if ph2 == "Z":
+                    out.append((ch, (ph2, neg, True, 0, 0, 0, cs, rs)))
+                elif ph2 == "I":
+                    if zero:
+                        ns, z, c2, r2 = self._sigdigit(st, d, True)
+                        out.append((ch, (ph2, neg, False, 1, ns, z, c2, r2)))
+                    else:
+                        ns, z, c2, r2 = self._sigdigit(st, d, False)
+                        out.append((ch, (ph2, neg, False, pm + 1, ns, z, c2, r2)))
+                else:  # F
+                    if zero and d == 0:
+                        out.append((ch, (ph2, neg, True, pm - 1, 0, 0, cs, rs)))
+                    else:
+                        ns, z, c2, r2 = self._sigdigit(st, d, zero)
+                        out.append((ch, (ph2, neg, False, pm, ns, z, c2, r2)))
+        return out
+
+    def pset(self, st):
+        """The magnitudes ``P`` (value ``0.digits × 10^P``) at which the number read satisfies
+        every constraint."""
+        ph, neg, zero, pm, nsig, zs, cs, rs = st
+        out = ALL
+        sv = -1 if neg else 1
+        for ((C, Pc, csign), op), j in zip(self.cmps, cs):
+            if zero or csign == 0 or csign != sv:
+                r = -csign if zero else sv
+                pieces = [(ALL, r)]
+            else:
+                sigf = -1 if j == -1 else 1 if j == -2 else (-1 if j < len(C) else 0)
+                pieces = [(_iv(None, Pc - 1), -sv), (_iv(Pc, Pc), sv * sigf), (_iv(Pc + 1, None), sv)]
+            ok = _join(*(s for s, r in pieces if _holds(op, r)))
+            out = _meet(out, ok)
+            if not out:
+                return NONE
+        if self.integer is not None:
+            if zero:
+                s = ALL if self.integer else NONE
+            else:
+                s = _iv(nsig, None) if self.integer else _iv(None, nsig - 1)
+            out = _meet(out, s)
+        for (a, s_, ap, alpha, beta, negm), r in zip(self.mults, rs):
+            if zero:
+                s = ALL
+            elif r % ap:
+                s = NONE
+            else:
+                need = max(0, alpha - _val(r, 2, alpha), beta - _val(r, 5, beta))
+                s = _iv(need + nsig - s_, None)
+            if negm:
+                s = _complement(s)
+            out = _meet(out, s)
+        return out
+
+    def hopeless(self, st) -> bool:
+        # what any continuation can still reach: a comparison still equal may end <, = or >;
+        # the count of significant digits only grows (integers and multiples need P >= it)
+        ph, neg, zero, pm, nsig, zs, cs, rs = st
+        if zero:
+            return False
+        out = ALL
+        sv = -1 if neg else 1
+        for ((C, Pc, csign), op), j in zip(self.cmps, cs):
+            if csign == 0 or csign != sv:
+                if not _holds(op, sv):
+                    return True
+                continue
+            sigs = (-1, 0, 1) if j >= 0 else ((-1,) if j == -1 else (1,))
+            pieces = [(_iv(None, Pc - 1), -sv), (_iv(Pc + 1, None), sv)] + [(_iv(Pc, Pc), sv * g) for g in sigs]
+            out = _meet(out, _join(*(s for s, r in pieces if _holds(op, r))))
+        if self.integer:
+            out = _meet(out, _iv(nsig, None))
+        for a, s_, ap, alpha, beta, negm in self.mults:
+            if not negm:
+                out = _meet(out, _iv(nsig - s_, None))
+        return not out
+
+    def eset(self, st):
+        return _shift(self.pset(st), -st[3])
+
+    def tail(self, st) -> ir.Node:
+        if st[0] not in ("Z", "I", "F"):
+            return EMPTY
+        return exponent_node(self.eset(st))
+
+    def can_end(self, st) -> bool:
+        return st[0] in ("Z", "I", "F") and bool(self.pset(st))
+
+    def abstract(self, st):
+        ph, neg, zero, pm, nsig, zs, cs, rs = st
+        if not self.uses_nsig:
+            nsig = zs = 0
+        else:
+            nsig = min(nsig, self.ncap)
+            if not self.has_mults:
+                zs = min(zs, self.ncap)
+            elif zs >= self.z0:
+                zs = self.z0 + (zs - self.z0) % self.per
+            lim = self.lim[-1 if neg else 1]
+            if lim is not None and not zero:
+                # past lim - nsig zeros a nonzero digit is hopeless: only zeros may follow
+                zs = min(zs, max(0, lim - st[4]) + 1)
+        return (ph, neg, zero, nsig, zs, cs, rs)
+
+    def live(self, st) -> bool:
+        # an excluded-equality that is already decided can never hold again (a quick answer)
+        if not st[2]:
+            for (_, op), j in zip(self.cmps, st[6]):
+                if op == "eq" and j < 0:
+                    return False
+        return super().live(st)
+
+    def to_json(self, enc) -> dict:
+        return {"kind": self.kind, "prefix": self.prefix, "params": self.params}
+
+    @classmethod
+    def from_params(cls, prefix, p):
+        D = Decimal
+        return cls(prefix, None if p["lo"] is None else D(p["lo"]), bool(p["lox"]),
+                   None if p["hi"] is None else D(p["hi"]), bool(p["hix"]), tuple(D(x) for x in p["mults"]),
+                   tuple(D(x) for x in p["notmults"]), tuple(D(x) for x in p["ne"]), p["integer"])
+
+
+def _holds(op: str, r: int) -> bool:
+    return {"ge": r >= 0, "gt": r > 0, "le": r <= 0, "lt": r < 0, "eq": r == 0, "ne": r != 0}[op]
+
+
+# the mantissa's syntax (the exponent is the tail's)
+_SYNTAX_M = {
+    "S": {"-": "M", "0": "Z", **{d: "I" for d in "123456789"}},
+    "M": {"0": "Z", **{d: "I" for d in "123456789"}},
+    "Z": {".": "D"},
+    "I": {".": "D", **{d: "I" for d in "0123456789"}},
+    "D": {d: "F" for d in "0123456789"},
+    "F": {d: "F" for d in "0123456789"},
+}

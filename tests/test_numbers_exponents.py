@@ -1,0 +1,264 @@
+"""Numbers in every spelling (issues 29 and 32): exponents under bounds, integers, multipleOf.
+
+The reference is the ``jsonschema`` package (Draft 2020-12), fed the document with its numbers
+read as :class:`decimal.Decimal` (no float rounding) and a type checker for which a Decimal with
+an integral value is an integer (the specification's rule; ``jsonschema`` itself only knows
+``int`` and ``float``). Every verdict of dotjson's automaton is compared with it:
+
+* the "every valid document" configuration (``property_order="any"``, ``close_objects=False``,
+  ``whitespace="json"``, and so ``spellings="any"``): accepted exactly when valid, exponents
+  included;
+* the default generation configuration (``spellings="canonical"``): exactly the valid numbers in
+  plain notation, and never an invalid one (its documented policy: no exponent under a bound,
+  ``multipleOf`` or ``type: integer``).
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import random
+from decimal import Decimal
+
+import jsonschema
+import pytest
+
+from dotjson.automaton import Automaton
+from dotjson.errors import GrammarError
+from dotjson.grammar import lark_parses, to_lark
+from dotjson.schema import schema_to_grammar
+
+EVERY_VALID = {"property_order": "any", "close_objects": False, "whitespace": "json"}
+
+
+def _is_integer(checker, x) -> bool:
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int):
+        return True
+    if isinstance(x, Decimal):
+        return x.is_finite() and x == x.to_integral_value()
+    return isinstance(x, float) and x.is_integer()
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
+def reference(schema, text: str) -> bool:
+    """``jsonschema``'s verdict on the JSON text, its numbers exact."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 5000
+        ctx.Emax, ctx.Emin = 10 ** 9, -(10 ** 9)
+        doc = json.loads(text, parse_float=Decimal, parse_int=int)
+        sch = json.loads(json.dumps(schema), parse_float=Decimal)
+        return _Validator(sch).is_valid(doc)
+
+
+_CACHE: dict = {}
+
+
+def automaton(schema, **kw):
+    key = (json.dumps(schema, sort_keys=True), tuple(sorted(kw.items())))
+    a = _CACHE.get(key)
+    if a is None:
+        a = _CACHE[key] = Automaton(schema_to_grammar(schema, **kw))
+    return a
+
+
+def accepts(schema, text, **kw) -> bool:
+    return automaton(schema, **kw).matches(text.encode())
+
+
+def random_number(rng: random.Random, exponent: bool | None = None) -> str:
+    """A JSON number text, biased toward the edges: zeros, long runs, exponents."""
+    sign = "-" if rng.random() < 0.3 else ""
+    r = rng.random()
+    if r < 0.15:
+        ip = "0"
+    else:
+        ip = str(rng.choice("123456789")) + "".join(rng.choice("0000123456789") for _ in range(rng.randint(0, 5)))
+    fp = ""
+    if rng.random() < 0.5:
+        fp = "." + "".join(rng.choice("000001234579") for _ in range(rng.randint(1, 6)))
+    ex = ""
+    if exponent or (exponent is None and rng.random() < 0.6):
+        ex = rng.choice("eE") + rng.choice(["", "", "+", "-", "-"]) + \
+            rng.choice(["0", "00", "1", "2", "3", "5", "02", "10", "30", "31", "7"])
+    return sign + ip + fp + ex
+
+
+SCHEMAS = [
+    {"type": "integer"},
+    {"type": "number", "minimum": 100},
+    {"type": "number", "maximum": 500},
+    {"type": "number", "exclusiveMinimum": -2.5, "exclusiveMaximum": 1e3},
+    {"type": "integer", "minimum": -20, "maximum": 3000},
+    {"type": "integer", "multipleOf": 1e30},
+    {"type": "number", "multipleOf": 1e30},
+    {"multipleOf": 0.25},
+    {"type": "integer", "multipleOf": 7},
+    {"type": "number", "multipleOf": 2.5, "maximum": 1000},
+    {"type": "number", "multipleOf": 0.01},
+    {"type": "number", "not": {"multipleOf": 3}},
+    {"type": "number", "not": {"type": "integer"}},
+    {"const": 100},
+    {"enum": [1, 2.5, -0.001, 1e20]},
+    {"type": "number", "not": {"enum": [0, 150]}},
+    {"type": "number", "minimum": 0.0001, "maximum": 0.0002},
+    {"type": "integer", "exclusiveMaximum": 0},
+    {"type": "integer", "multipleOf": 20, "minimum": 40},
+    {"type": "number", "minimum": 12345678901234567890123456789012345, "maximum": 1e40},
+    {"type": "number", "not": {"multipleOf": 100}},
+    {"type": "integer", "multipleOf": 0.5, "maximum": 1e3, "not": {"multipleOf": 40}},
+]
+
+
+def test_issue_cases_every_valid():
+    assert all(accepts({"type": "integer"}, t, **EVERY_VALID) for t in ["1e3", "-2E1", "1.0e1", "100e-2", "1E+2"])
+    assert not any(accepts({"type": "integer"}, t, **EVERY_VALID) for t in ["1.5", "1.55e1", "100e-3", "1e-1"])
+    mn = {"type": "number", "minimum": 100}
+    assert accepts(mn, "1.5E2", **EVERY_VALID) and accepts(mn, "0.001e5", **EVERY_VALID)
+    assert not accepts(mn, "9.9E1", **EVERY_VALID) and not accepts(mn, "0.000999e5", **EVERY_VALID)
+    big = {"type": "integer", "multipleOf": 1e30}
+    assert accepts(big, "1e30", **EVERY_VALID) and accepts(big, "2" + "0" * 30, **EVERY_VALID)
+    assert not accepts(big, "1e29", **EVERY_VALID) and not accepts(big, "1.5e30", **EVERY_VALID)
+    # whether 0.00…01e+N reaches the bound depends on how many zeros came first
+    for n in range(0, 40, 3):
+        text = "0." + "0" * n + "1e+" + str(n + 3)  # = 100
+        assert accepts(mn, text, **EVERY_VALID) and reference(mn, text)
+        text = "0." + "0" * n + "1e+" + str(n + 2)  # = 10
+        assert not accepts(mn, text, **EVERY_VALID) and not reference(mn, text)
+
+
+def test_multipleof_large_divisor_in_plain_notation():
+    # a multiple of 10^30 ends in 30 zeros: 31 states, no remainder automaton of 10^30 states
+    s = {"type": "integer", "multipleOf": 1e30}
+    assert accepts(s, "0") and accepts(s, "3" + "0" * 30) and accepts(s, "-1" + "0" * 31)
+    assert not accepts(s, "1" + "0" * 29) and not accepts(s, "1" + "0" * 29 + "1")
+    assert not accepts(s, "1e30")  # the default policy: plain notation
+    t = to_lark(schema_to_grammar(s))  # a regular language, written out: Lark agrees
+    assert lark_parses(t, "7" + "0" * 30) and not lark_parses(t, "7" + "0" * 29)
+
+
+@pytest.mark.parametrize("k", range(len(SCHEMAS)))
+def test_random_numbers_match_jsonschema(k):
+    schema = SCHEMAS[k]
+    rng = random.Random(1000 + k)
+    texts = {random_number(rng) for _ in range(700)}
+    # the schema's own constants in other spellings
+    for c in [100, 150, 1000, 3000, 0, 7, 2.5, 1e20, 1e30, 1e40]:
+        d = Decimal(repr(c)) if isinstance(c, float) else Decimal(c)
+        texts |= {f"{d:e}", f"{d:E}".replace("E+", "E"), f"{d * 10:f}e-1", f"{d / 1000:f}e3", f"-{d:e}"}
+    texts |= {"0", "-0", "0.0e5", "-0e-0", "1e0", "10e-1"}
+    for text in sorted(texts):
+        want = reference(schema, text)
+        assert accepts(schema, text, **EVERY_VALID) == want, (schema, text, want)
+        got = accepts(schema, text)
+        if "e" in text.lower():
+            assert not got or want, (schema, text)  # never an invalid document
+        else:
+            assert got == want, (schema, text, want)  # plain notation: exact
+
+
+def test_long_mantissas_and_exponents():
+    rng = random.Random(7)
+    for schema in (SCHEMAS[0], SCHEMAS[1], SCHEMAS[5], SCHEMAS[8], SCHEMAS[13]):
+        for _ in range(60):
+            n = rng.randint(0, 40)
+            ip = rng.choice(["0", "1", "7", "100", "123"])
+            fp = "." + "0" * n + rng.choice(["", "1", "5", "07"]) if rng.random() < 0.7 else ""
+            if fp == ".":
+                fp = ".0"
+            e = rng.randint(-5, 50)
+            text = f"{ip}{fp}e{e}"
+            assert accepts(schema, text, **EVERY_VALID) == reference(schema, text), (schema, text)
+
+
+def test_draft4_integers_have_no_exponent():
+    d4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "minimum": 1}
+    assert accepts(d4, "10", **EVERY_VALID) and not accepts(d4, "1e1", **EVERY_VALID)
+    n4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "minimum": 100}
+    assert accepts(n4, "1.5e2", **EVERY_VALID) and not accepts(n4, "1.5e1", **EVERY_VALID)
+
+
+def test_hypothesis_instances_are_accepted():
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis_jsonschema import from_schema
+
+    for schema in SCHEMAS[:12]:
+        seen = []
+
+        @hypothesis.settings(max_examples=40, deadline=None, database=None,
+                             suppress_health_check=list(hypothesis.HealthCheck))
+        @hypothesis.given(from_schema(schema))
+        def run(x):
+            text = json.dumps(x)
+            if reference(schema, text):
+                seen.append(text)
+                assert accepts(schema, text, **EVERY_VALID), (schema, text)
+
+        run()
+        assert seen, schema
+
+
+def test_exponent_grammar_has_no_lark_text_but_saves():
+    g = schema_to_grammar({"type": "integer", "minimum": 3}, **EVERY_VALID)
+    with pytest.raises(GrammarError, match="not context-free"):
+        to_lark(g)
+    from dotjson.serialization import grammar_from_json, grammar_to_json
+
+    g2 = grammar_from_json(json.loads(json.dumps(grammar_to_json(g))))
+    a = Automaton(g2)
+    assert a.matches(b"3e0") and a.matches(b"0.3e1") and not a.matches(b"2.9e0") and not a.matches(b"3.5")
+
+
+def test_products_too_large_to_build_eagerly_are_built_lazily():
+    # Handwritten num2 of MaskBench: 13 | n, none of 2, 3, 5, 7, 11, 100 < n < 1000, n != 169 (30,030
+    # remainders in the product: refused before as "numeric bounds too large to compile")
+    s = {"type": "integer", "multipleOf": 13,
+         "not": {"anyOf": [{"multipleOf": 2}, {"multipleOf": 3}, {"multipleOf": 5}, {"multipleOf": 7},
+                           {"multipleOf": 11}]},
+         "exclusiveMinimum": 100, "exclusiveMaximum": 1000, "$ref": "#/definitions/n169",
+         "definitions": {"n169": {"not": {"const": 169}}}}
+    for kw in ({}, EVERY_VALID):
+        for n in list(range(95, 400)) + [221, 2210, 13 * 17 * 19, 13 * 71]:
+            assert accepts(s, str(n), **kw) == reference(s, str(n)), (n, kw)
+    for text in ["2.21e2", "22100e-2", "1.69e2", "2.47E+2", "4.03e2"]:
+        assert accepts(s, text, **EVERY_VALID) == reference(s, text), text
+
+
+def test_bounds_of_many_digits_are_exact():
+    big = "1" + "0" * 5000
+    s = '{"type": "integer", "minimum": %s, "maximum": %s1}' % (big, big[:-1])  # (as text: 5,001 digits)
+    a = Automaton(schema_to_grammar(s))
+    assert a.matches(big.encode()) and a.matches((big[:-1] + "1").encode())
+    assert not a.matches((big[:-1] + "2").encode()) and not a.matches(big[:-1].encode())
+    e = Automaton(schema_to_grammar(s, **EVERY_VALID))
+    assert e.matches(b"1e5000") and e.matches(b"10e4999") and not e.matches(b"1e4999")
+    # past 28 digits, exact: no Decimal context rounding of the bound
+    t = '{"type": "number", "exclusiveMinimum": 1.0000000000000000000000000000000000001}'  # (text: exact)
+    assert not accepts(t, "1.0000000000000000000000000000000000001", **EVERY_VALID)
+    assert accepts(t, "1.00000000000000000000000000000000000011", **EVERY_VALID)
+    assert accepts(t, "0.100000000000000000000000000000000000011e1", **EVERY_VALID)
+    assert not accepts(t, "0.1000000000000000000000000000000000000010e1", **EVERY_VALID)
+
+
+def test_index_accepts_and_check_in_both_configurations(tiny_bpe_vocab):
+    from dotjson import Index
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 10}, "x": {"minimum": 100}},
+              "required": ["n"]}
+    ev = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    df = Index(schema, tiny_bpe_vocab)
+    good_exp = ['{"n": 1e3}', '{"x": 1.5E2, "n": 0.1e3}', '{"n": 100e-1}']
+    for doc in good_exp:
+        assert reference(schema, doc) and ev.accepts(doc) and ev.check(doc).ok, doc
+        assert not df.accepts(doc)  # plain notation is the default policy
+    for doc in ['{"n": 1e0}', '{"n": 1.55e1}', '{"n": 20, "x": 9.9E1}']:
+        assert not reference(schema, doc) and not ev.accepts(doc), doc
+        r = ev.check(doc)
+        assert not r.ok and r.reason in ("rejected", "incomplete"), (doc, r)
+    for doc in ['{"n": 10}', '{"n": 10.0, "x": 100}']:
+        assert ev.accepts(doc) and df.accepts(doc)

@@ -137,8 +137,6 @@ def _family_from_json(f):
 
 
 def grammar_from_json(d: dict) -> ir.Grammar:
-    from .objects_any_order import AnyOrderObject
-
     families = tuple(_family_from_json(f) for f in d.get("families", ()))
     return ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]), families=families)
 

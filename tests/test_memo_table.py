@@ -71,3 +71,39 @@ def test_clamp_still_rewrites_far_counters(llama3_vocab):
     c = a.clamp(t, index._limit)
     assert c != t
     assert a.clamp(c, index._limit) == c
+
+
+def test_a_format_is_compiled_once_per_process(llama3_vocab):
+    # a new schema naming date-time starts from a store image holding the format's language
+    # compiled: its index compiles none of the format's terms when decoding reaches the string
+    def schema(k):
+        return {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"},
+                f"x{k}": {"type": "integer"}}, "required": ["when"]}
+
+    first = Index(schema(0), llama3_vocab)
+    second = Index(schema(1), llama3_vocab)
+    a = second._auto
+    extra = second.ir.shared[1][-1]  # the format's language, after the spellings
+    assert extra is first.ir.shared[1][-1]
+    assert a.rules._base_compiled.get(id(extra)) is not None
+    n0 = a.n_terms
+    s = second._walk_text(b'{"when": "2023-')
+    assert s >= 0
+    # the walk derived a few terms; compiling the format's language would add ~2,400
+    assert a.n_terms - n0 < 400
+    for index in (first, second):
+        assert index.accepts('{"when": "2023-04-15T19:30:00Z"}')
+        assert index.accepts('{"when": "1998-12-31T15:59:60.123-08:00"}')  # a leap second
+        assert index.accepts('{"when": "2024-02-29T00:00:00Z"}')
+        assert not index.accepts('{"when": "2023-02-29T19:30:00Z"}')
+        assert not index.accepts('{"when": "2023-04-15 19:30:00Z"}')
+
+
+def test_many_formats_still_compile(llama3_vocab):
+    # more formats than the image takes: compiled in the index's own store, same verdicts
+    props = {f: {"type": "string", "format": f} for f in ("date", "time", "email", "uuid", "ipv4")}
+    index = Index({"type": "object", "properties": props, "required": list(props)}, llama3_vocab)
+    doc = ('{"date": "2023-04-15", "time": "19:30:00Z", "email": "a@b.co", '
+           '"uuid": "123e4567-e89b-12d3-a456-426614174000", "ipv4": "10.0.0.1"}')
+    assert index.accepts(doc)
+    assert not index.accepts(doc.replace("10.0.0.1", "10.0.0.256"))

@@ -32,6 +32,7 @@ import unicodedata
 import warnings
 
 from dotjson import ir
+from dotjson.ir.analysis import regular_nullable
 from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError
 
 try:  # Python >= 3.11
@@ -504,17 +505,23 @@ def _is_end(op, av, flags: int, ecma: bool) -> bool:
     return av is _C.AT_END and not ecma and not flags & re.MULTILINE
 
 
-def _has_anchor(items) -> bool:
+def _holds_op(items, ops) -> bool:
+    """Whether parsed ``items`` hold one of the opcodes ``ops``, at any nesting (alternatives,
+    groups, repetitions)."""
     for op, av in items:
-        if op is _C.AT:
+        if op in ops:
             return True
-        if op is _C.BRANCH and any(_has_anchor(b) for b in av[1]):
+        if op is _C.BRANCH and any(_holds_op(b, ops) for b in av[1]):
             return True
-        if op is _C.SUBPATTERN and _has_anchor(av[3]):
+        if op is _C.SUBPATTERN and _holds_op(av[3], ops):
             return True
-        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and _has_anchor(av[2]):
+        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and _holds_op(av[2], ops):
             return True
     return False
+
+
+def _has_anchor(items) -> bool:
+    return _holds_op(items, (_C.AT,))
 
 
 def _expand_edges(items: list, flags_list: list, conv: _Converter, depth: int = 0) -> list[tuple[list, list]]:
@@ -664,33 +671,7 @@ def _big_counts(text: str) -> tuple[str, dict[int, int]]:
 
 
 def _has_look(items) -> bool:
-    for op, av in items:
-        if op in (_C.ASSERT, _C.ASSERT_NOT):
-            return True
-        if op is _C.BRANCH and any(_has_look(b) for b in av[1]):
-            return True
-        if op is _C.SUBPATTERN and _has_look(av[3]):
-            return True
-        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and _has_look(av[2]):
-            return True
-    return False
-
-
-def _nullable(node: ir.Node) -> bool:
-    t = type(node)
-    if t is ir.Lit:
-        return not node.text
-    if t is ir.Chars:
-        return False
-    if t is ir.Seq or t is ir.And:
-        return all(_nullable(x) for x in node.items)
-    if t is ir.Alt:
-        return any(_nullable(x) for x in node.items)
-    if t is ir.Repeat:
-        return node.min == 0 or _nullable(node.item)
-    if t is ir.Diff:
-        return _nullable(node.left) and not _nullable(node.right)
-    raise AssertionError(node)
+    return _holds_op(items, (_C.ASSERT, _C.ASSERT_NOT))
 
 
 def _and(a: ir.Node, b: ir.Node) -> ir.Node:
@@ -743,7 +724,7 @@ def _ahead(conv: _Converter, items: list, cont: ir.Node) -> ir.Node:
         elif op is _C.AT:
             if not _is_end(op, av, f, conv.ecma):
                 raise conv.unsupported(f"anchor {_anchor_name(av)} inside a lookahead")
-            cont = ir.EPS if _nullable(cont) else ir.EMPTY  # the end of the text: nothing follows
+            cont = ir.EPS if regular_nullable(cont) else ir.EMPTY  # the end of the text: nothing follows
         elif op is _C.BRANCH and _has_look([(op, av)]) or op is _C.BRANCH and _has_anchor([(op, av)]):
             cont = ir.alt(*(_ahead(conv, [(it, f) for it in b], cont) for b in av[1]))
         elif op is _C.SUBPATTERN and (_has_look([(op, av)]) or _has_anchor([(op, av)])):
@@ -771,7 +752,7 @@ def _tempered(conv: _Converter, av, f: int, cont: ir.Node) -> ir.Node:
             or items[1][0] not in (_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN)):
         raise conv.unsupported("lookaround inside a repeated group")
     a = _ahead(conv, [(it, f) for it in items[0][1][1]], _ANY_STAR)
-    if _nullable(a):
+    if regular_nullable(a):
         return ir.repeat(conv.char_set(*items[1], f), 0, 0) if lo == 0 else ir.EMPTY
     c = conv.char_set(items[1][0], items[1][1], f)
     # no position of the run starts A·Σ*: a match of A inside the run (A's text may not

@@ -124,6 +124,19 @@ def _format_nodes(tr) -> tuple:
     return tuple(nodes)
 
 
+def _shared_with_formats(spellings: str, formats: tuple) -> tuple:
+    """:func:`shared_nodes` followed by ``formats``, one tuple per set of formats and process (so
+    the store image is found by the tuple's identity, as for schemas without formats)."""
+    base = shared_nodes(spellings)
+    if not formats:
+        return base
+    key = (spellings, *map(id, formats))
+    hit = _SHARED_NODES.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[len(base):], formats)):
+        hit = _SHARED_NODES[key] = base + formats
+    return hit
+
+
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                       lenient: bool = False, resources=None, property_order: str = "schema",
                       whitespace: str = "bounded", spellings: str | None = None,
@@ -249,7 +262,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         base = {k: tr.rules[k] for k in tr.base}
     # the families list is shared: property_order="any" objects add theirs as they are built
     grammar = ir.Grammar(rules, "start", families=tr.families,
-                         shared=(base, shared_nodes(spellings) + _format_nodes(tr)))
+                         shared=(base, _shared_with_formats(spellings, _format_nodes(tr))))
     if not check_language:
         return grammar
     # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 from numba.core import types
 
+import pytest
+
 import dotjson
 from dotjson._kernels import jit
 
@@ -22,7 +24,7 @@ def _kernel_modules():
     found = set()
     for path in PKG.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
-        if re.search(r"^@(kernel\b|nb\.njit|numba\.njit|njit)", text, re.M):
+        if re.search(r"^@(kernel\b|unit\(|nb\.njit|numba\.njit|njit)", text, re.M):
             found.add(path.relative_to(PKG).as_posix())
     return found
 
@@ -90,6 +92,8 @@ def _engine_dispatchers():
         for name, obj in vars(mod).items():
             if isinstance(obj, jit.KernelDispatcher) and obj.py_func.__module__ == mod.__name__:
                 yield f"{mod.__name__}.{name}", obj
+            elif isinstance(obj, jit.Unit) and obj.__module__ == mod.__name__:
+                yield f"{mod.__name__}.{name}", obj.dispatcher
 
 
 def test_a_run_compiles_each_kernel_once(smollm2_vocab, smollm2_tokenizer):
@@ -112,6 +116,11 @@ def test_a_run_compiles_each_kernel_once(smollm2_vocab, smollm2_tokenizer):
     def arrays_of(sig):
         return tuple(str(a) if isinstance(a, (types.Array, types.BaseTuple)) else "scalar" for a in sig)
 
+    # a unit is compiled for its declared signature only: a Python caller passing other types
+    # (a read-only array, an int32 array) would compile a second copy of it
+    other = {repr(u): u.dispatcher.signatures for u in jit.UNITS
+             if u.__module__.startswith("dotjson.") and u.dispatcher.signatures != [u.args]}
+    assert other == {}
     twice = {}
     for name, d in _engine_dispatchers():
         shapes = [arrays_of(sig) for sig in d.signatures]
@@ -144,3 +153,85 @@ def test_dotjson_warmup_stays_the_function_whatever_was_imported():
     importlib.import_module("dotjson.cli")
     assert callable(dotjson.warmup) and dotjson.warmup.__name__ == "warmup"
 
+
+
+def test_units_are_compiled_once_and_called_through_their_cells():
+    """A unit's code is not linked into its callers: each holds its own copy of nothing but its
+    plain callees, and a caller reaches it through the cell :func:`jit.link` fills."""
+    from dotjson.automaton import kernels
+
+    dotjson.warmup()
+    assert kernels._deriv in jit.UNITS and kernels._row in jit.UNITS
+    for u in jit.UNITS:
+        assert u.address != 0, u  # linked before any kernel ran
+        assert len(u.dispatcher.signatures) >= 1
+        cres = u.dispatcher.overloads[u.args]
+        assert cres.signature.return_type == u.returns
+    # a kernel calling deriv holds deriv's memo lookup and a load of _deriv's cell, not _deriv's
+    # code (compiled here without the cache: cached code cannot be inspected)
+    import numba
+
+    @numba.njit(cache=False)
+    def _calls_deriv(S, t, b):
+        return kernels.deriv(S, t, b)
+
+    unit = kernels._deriv
+    _calls_deriv.compile(unit.args)
+    ir = _calls_deriv.inspect_llvm(unit.args)
+    assert unit.symbol in ir
+    assert unit.dispatcher.overloads[unit.args].fndesc.mangled_name not in ir
+
+
+def test_a_unit_checks_the_types_it_is_called_with():
+    import numba
+    from numba.core.errors import TypingError
+
+    @jit.unit(types.int64, types.Array(types.int64, 1, "C"), types.int64)
+    def _twice(a, i):
+        return 2 * a[i]
+
+    @numba.njit(cache=False)
+    def _calls_twice(a, i):
+        return _twice(a, i) + 1
+
+    @numba.njit(cache=False)
+    def _calls_twice_badly(a):
+        return _twice(a, 1.5)
+
+    a = np.arange(5, dtype=np.int64)
+    assert _twice(a, 3) == 6
+    assert _calls_twice(a, np.int32(4)) == 9  # an int32 index reaches the unit as int64
+    with pytest.raises(TypingError, match="_twice"):
+        _calls_twice_badly(a)
+
+
+@pytest.mark.slow
+def test_a_cold_cache_compiles_the_units_in_helper_processes(tmp_path):
+    """An empty Numba cache: the units are compiled by two processes (one a helper writing the
+    same cache); every unit is cached afterwards, and a new process compiles nothing."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import dotjson\n"
+        "from dotjson._kernels import jit\n"
+        "dotjson.warmup()\n"
+        "units = [u for u in jit.UNITS if u.__module__.startswith('dotjson.')]\n"
+        "missed = [repr(u) for u in units if sum(u.dispatcher._cache_misses.values())]\n"
+        "print(len(units), len(missed), all(u._cached() for u in units))\n"
+    )
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), DOTJSON_COMPILE_WORKERS="2")
+
+    def run():
+        p = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                           timeout=1800)
+        assert p.returncode == 0, p.stderr[-3000:]
+        n, missed, cached = p.stdout.split()[-3:]
+        return int(n), int(missed), cached == "True"
+
+    n, missed, cached = run()
+    assert cached and n >= 10
+    assert 0 < missed < n  # this process compiled its share; the helper's share was loaded
+    n2, missed2, cached2 = run()
+    assert (n2, missed2, cached2) == (n, 0, True)

@@ -20,17 +20,37 @@ the machine code of every kernel it calls, from any file: after an edit of ``ker
 cache key therefore carries :data:`ENGINE_STAMP`, a hash of the sources of every module that
 defines kernels (:data:`ENGINE_MODULES`; a test checks the list is complete), so an edit of any
 of them recompiles all kernels and never runs stale code.
+
+**Units: kernels compiled once, called through a symbol table.** Numba links a callee's LLVM IR
+into every caller and optimises and emits it again there, so each kernel holding the derivative
+machinery beneath it paid LLVM for a private copy of it: 15 hub kernels carried 1.7-2.5 MB of
+linked IR each, most of a cold start (``perf/bench_cold_start.py --kernels``). A kernel declared
+with :func:`unit` is compiled on its own, once, for one declared signature, and other kernels
+call it through a function pointer read from a cell of the engine's symbol table: the caller's
+code holds an ``external global`` named after the unit, which LLVM resolves to that cell when it
+loads the code (``llvmlite.binding.add_symbol``, registered at import), so cached callers stay
+valid across processes. The cells are filled by :func:`link` (every unit compiled or loaded from
+the cache, its native entry point's address written into its cell), which runs before any kernel
+first runs in a process (:meth:`KernelDispatcher.compile` and a unit's Python call see to it).
+Small helpers stay plain kernels, linked and inlined by LLVM where they are called.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import threading
 from pathlib import Path
 
+import llvmlite.binding as llb
+import llvmlite.ir as llir
 from numba import config, types
-from numba.core import sigutils
+from numba.core import cgutils, sigutils
 from numba.core.caching import FunctionCache
+from numba.core.errors import TypingError
+from numba.core.imputils import lower_builtin
 from numba.core.registry import CPUDispatcher
+from numba.core.typing.templates import AbstractTemplate, infer_global, signature
 
 from .._config import NJIT_OPTS, NJIT_PARALLEL_OPTS
 
@@ -89,13 +109,15 @@ class KernelDispatcher(CPUDispatcher):
         self._cache = _EngineCache(self.py_func)
 
     def compile(self, sig):
-        if not self.canonical:
-            return super().compile(sig)
-        args, return_type = sigutils.normalize_signature(sig)
-        canon = tuple(_canonical(a) for a in args)
-        if canon != tuple(args):
-            sig = canon if return_type is None else return_type(*canon)
-        return super().compile(sig)
+        if self.canonical:
+            args, return_type = sigutils.normalize_signature(sig)
+            canon = tuple(_canonical(a) for a in args)
+            if canon != tuple(args):
+                sig = canon if return_type is None else return_type(*canon)
+        entry = super().compile(sig)
+        # compiled (or loaded) code may call units: their cells must be filled before it runs
+        link()
+        return entry
 
 
 def kernel(func=None, *, parallel: bool = False, canonical: bool = True):
@@ -129,3 +151,263 @@ def kernel(func=None, *, parallel: bool = False, canonical: bool = True):
         return disp
 
     return wrap(func) if func is not None else wrap
+
+
+# ----------------------------------------------------------------------------- units
+
+#: Every unit of the engine, in definition order (:func:`link` fills their cells).
+UNITS: list = []
+_link_lock = threading.RLock()
+_linked = False
+_linking = False
+
+
+class Unit:
+    """A kernel compiled once for one declared signature and called by other kernels through
+    the cell named :attr:`symbol` (see the module docstring). Callable from Python too."""
+
+    def __init__(self, func, returns, args):
+        self.__name__ = func.__name__
+        self.__qualname__ = func.__qualname__
+        self.__module__ = func.__module__
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+        self.returns = returns
+        self.args = tuple(args)
+        self.dispatcher = KernelDispatcher(
+            py_func=func, locals={}, targetoptions={**{k: v for k, v in NJIT_OPTS.items() if k != "cache"},
+                                                    "nopython": True})
+        if NJIT_OPTS.get("cache"):
+            self.dispatcher.enable_caching()
+        # one cell per unit and engine build; named so no two units (or engines) share one
+        self.symbol = f"_dotjson_unit_{func.__module__}.{func.__qualname__}_{ENGINE_STAMP[:12]}"
+        self._cell = ctypes.c_int64(0)
+        llb.add_symbol(self.symbol, ctypes.addressof(self._cell))
+        unit = self
+
+        class _Template(AbstractTemplate):
+            key = unit
+
+            def generic(self, args, kws):
+                if kws:
+                    raise TypingError(f"unit {unit.__name__} takes no keyword arguments")
+                canon = tuple(_canonical(a) for a in args)
+                if len(canon) != len(unit.args) or any(
+                        a != b and not (isinstance(b, types.Integer) and isinstance(a, types.Integer))
+                        for a, b in zip(canon, unit.args)):
+                    raise TypingError(f"unit {unit.__name__}{unit.args} called with {tuple(args)}")
+                return signature(unit.returns, *unit.args)
+
+        infer_global(self, types.Function(_Template))
+        lower_builtin(self, types.VarArg(types.Any))(self._lower_call)
+        global _linked
+        with _link_lock:
+            UNITS.append(self)
+            _linked = False  # a unit defined after a link (a module imported later) links next
+
+    def _cached(self) -> bool:
+        """Whether Numba's cache holds this unit's code (without loading it)."""
+        cache = getattr(self.dispatcher, "_cache", None)
+        if cache is None or not hasattr(cache, "_cache_file"):
+            return False
+        try:
+            from numba.core.registry import cpu_target
+
+            key = cache._index_key(self.args, cpu_target.target_context.codegen())
+            return key in cache._cache_file._load_index()
+        except Exception:  # a cache Numba cannot read is a cold one
+            return False
+
+    @property
+    def address(self) -> int:
+        """The native entry point the cell holds (0 before :func:`link`)."""
+        return self._cell.value
+
+    def _lower_call(self, context, builder, sig, args):
+        """Emit ``cell -> native entry point`` and a call to it with Numba's calling convention,
+        propagating its status as a direct call would."""
+        module = builder.module
+        cell = module.globals.get(self.symbol)
+        if cell is None:
+            cell = llir.GlobalVariable(module, llir.IntType(64), self.symbol)
+            cell.linkage = "external"
+        fnty = context.call_conv.get_function_type(sig.return_type, sig.args)
+        fn = builder.inttoptr(builder.load(cell), fnty.as_pointer())
+        status, res = context.call_conv.call_function(builder, fn, sig.return_type, sig.args, args)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return res
+
+    def _link(self) -> None:
+        disp = self.dispatcher
+        disp.compile(self.args)
+        cres = disp.overloads[self.args]
+        addr = cres.library.get_pointer_to_function(cres.fndesc.mangled_name)
+        if not addr:  # pragma: no cover - Numba always defines the native entry point
+            raise RuntimeError(f"unit {self.__name__}: no native entry point after compiling")
+        self._cell.value = addr
+
+    def __call__(self, *args):
+        link()
+        return self.dispatcher(*args)
+
+    def __repr__(self):
+        return f"<unit {self.__module__}.{self.__qualname__}{self.args} -> {self.returns}>"
+
+
+def unit(returns, *args):
+    """Declare a kernel a *unit* (see the module docstring): compiled once, for the signature
+    ``returns(*args)`` (integers ``int64`` as every kernel's), called by other kernels through
+    its cell in the engine's symbol table rather than linked into them.
+
+    For kernels with large bodies (or large closures of callees) that many kernels call; small
+    helpers stay plain :func:`kernel` s, which LLVM can inline. A unit must not call itself,
+    directly or through other units, before :func:`link` has run (it cannot: callers run only
+    after it).
+    """
+
+    def wrap(f):
+        if config.DISABLE_JIT:
+            return f
+        return Unit(f, returns, args)
+
+    return wrap
+
+
+def link() -> None:
+    """Compile (or load from Numba's cache) every unit and fill its cell; once per process.
+
+    Called before any kernel runs (by :meth:`KernelDispatcher.compile` and by a unit's Python
+    call); compiling a unit compiles its plain callees but never another unit, so units compile
+    independently, each once. On a cold cache the units not cached yet are compiled by up to
+    :func:`compile_workers` processes at once (this one and helper processes writing the same
+    Numba cache, :func:`_compile_in_workers`), then loaded from the cache.
+    """
+    global _linked, _linking
+    if _linked:
+        return
+    with _link_lock:
+        if _linked or _linking:
+            return
+        _linking = True
+        try:
+            pending = [u for u in list(UNITS) if not u.address]
+            cold = [u for u in pending if not u._cached()]
+            if len(cold) >= 2 and compile_workers() > 1:
+                _compile_in_workers(cold, compile_workers())
+            for u in pending:
+                u._link()
+            _linked = True
+        finally:
+            _linking = False
+
+
+def compile_workers() -> int:
+    """How many processes compile the units on a cold cache (this one included).
+
+    ``DOTJSON_COMPILE_WORKERS`` if set (``1``: this process alone), else the CPUs this process
+    may run on, at most 4; 1 when Numba's cache is off (helpers could not hand their code over).
+    """
+    import os
+
+    if not NJIT_OPTS.get("cache") or config.DISABLE_JIT:
+        return 1
+    env = os.environ.get("DOTJSON_COMPILE_WORKERS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
+
+def _weight(u) -> int:
+    """A unit's compile cost, estimated from the bytecode of its body and its plain callees."""
+    seen, todo, size = set(), [u.__wrapped__], 0
+    while todo:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        size += len(f.__code__.co_code)
+        for name in f.__code__.co_names:
+            g = f.__globals__.get(name)
+            if isinstance(g, KernelDispatcher):
+                todo.append(g.py_func)
+    return size
+
+
+#: Seconds a compile helper may take before it is stopped (what it did not cache is compiled here).
+_WORKER_TIMEOUT = 1800
+#: The plain kernels this process compiles after :func:`link`, as a share of the units' work.
+_ENTRY_SHARE = 0.3
+
+
+def _compile_in_workers(cold, n) -> None:
+    """Compile the units ``cold`` in ``n`` processes: ``n - 1`` helpers (``python -m
+    dotjson._kernels.compile_worker NAME...``, each writing Numba's cache) and this one. A helper that
+    fails costs nothing but time: whatever is not in the cache afterwards is compiled here."""
+    import os
+    import subprocess
+    import sys
+
+    groups = [[] for _ in range(n)]
+    loads = [0] * n
+    # this process also compiles the plain entry kernels after linking (~30% of a cold start,
+    # perf/bench_cold_start.py): it starts with that handicap
+    loads[0] = int(_ENTRY_SHARE * sum(_weight(u) for u in cold))
+    for u in sorted(cold, key=_weight, reverse=True):  # greedy: the heaviest to the lightest
+        k = loads.index(min(loads))
+        groups[k].append(u)
+        loads[k] += _weight(u)
+    exe = sys.executable or ""
+    if not os.path.basename(exe).lower().startswith("python"):  # embedded: no interpreter to run
+        groups = [cold]
+    import logging
+
+    logging.getLogger("dotjson").info(
+        "compiling dotjson's kernels into Numba's cache (first run after install): %d units in "
+        "%d processes", len(cold), sum(1 for g in groups if g))
+    env = dict(os.environ)
+    if config.CACHE_DIR:
+        env["NUMBA_CACHE_DIR"] = config.CACHE_DIR
+    env["DOTJSON_COMPILE_WORKERS"] = "1"
+    procs = []
+    for group in groups[1:]:
+        if not group:
+            continue
+        names = [f"{u.__module__}:{u.__qualname__}" for u in group]
+        try:
+            procs.append(subprocess.Popen([sys.executable, "-m", "dotjson._kernels.compile_worker", *names],
+                                          env=env, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        except OSError:  # no process to spare: compile here
+            pass
+    try:
+        for u in groups[0]:
+            u._link()
+    finally:
+        for p in procs:
+            try:
+                p.wait(timeout=_WORKER_TIMEOUT)
+            except subprocess.TimeoutExpired:  # its units are compiled here instead
+                p.kill()
+                p.wait()
+
+
+def _worker(names) -> int:
+    """A compile helper's job: compile the named units into Numba's cache, nothing else."""
+    global _linking
+    import importlib
+
+    _linking = True  # compiling a unit must not link (compile) all the others here
+    for name in names:
+        mod, _, qual = name.partition(":")
+        u = getattr(importlib.import_module(mod), qual)
+        u.dispatcher.compile(u.args)
+    return 0
+

@@ -20,8 +20,17 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .jit import kernel
+from numba import types
+
+from .jit import kernel, unit
 from ..automaton import kernels as K
+
+_U32_1, _U32_2 = types.Array(types.uint32, 1, "C"), types.Array(types.uint32, 2, "C")
+_I32_3, _I64_1 = types.Array(types.int32, 3, "C"), types.Array(types.int64, 1, "C")
+#: A token trie (``child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end``).
+_TRIE = types.Tuple((K._I32_1, types.Array(types.uint8, 1, "C"), K._I32_1, K._I32_1, K._I32_1, K._I32_1))
+#: The special trie's ASCII plain runs (:func:`dotjson.trie.ascii_runs`).
+_RUNS = types.Tuple((types.Array(types.uint8, 1, "C"), _I64_1, K._I32_1, _I64_1, K._I32_1))
 
 DONE = 0
 EXIT = 1
@@ -165,7 +174,7 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     return DONE
 
 
-@kernel
+@unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, _U32_1, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3, K._I32_1, K._i64, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
 def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, special_mode, pseq, plen,
                  wide, out, st_node, st_state, st_edge, ret):
     """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's

@@ -30,7 +30,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .._kernels.jit import kernel
+from numba import types
+
+from .._kernels.jit import kernel, unit
 from . import kernels as K
 
 #: Counts at or above this are markers or lane values; real counts stay below it.
@@ -145,7 +147,7 @@ def _mmin_get(S, t):
     return K._mget(S, _T_MMIN | t)
 
 
-@kernel
+@unit(K._i64, K.STORE, K._i64)
 def marker_min(S, t0):
     """The smallest nearest bound over the marker repetitions of ``t0``, :data:`NONE` if none;
     -1 (FAIL) on exit. Memoized per term: a new cell on a deep stack costs O(1).
@@ -191,7 +193,7 @@ def marker_min(S, t0):
     return _mmin_get(S, t0)
 
 
-@kernel
+@unit(K._i64, K.STORE, K._i64, K._i64)
 def shift_markers(S, t0, d):
     """``t0`` with ``d`` added to the bounds of every marker repetition that lie in the band
     (0 and unbounded stay): the shape at another offset, or, with the state's offset, the exact
@@ -272,7 +274,7 @@ def _shapeable(lo, hi, far):
     return (lo == 0 or lo == v) and (hi == K.INF or hi == v)
 
 
-@kernel
+@unit(K._i64, K.STORE, K._i64, K._i64, types.Array(types.int64, 1, "C"))
 def make_shape(S, t, far, out):
     """Move the first far counter of ``t``'s sequence into the marker band (or half).
 

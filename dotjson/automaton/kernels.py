@@ -25,7 +25,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-from .._kernels.jit import kernel
+from .._kernels.jit import kernel, unit
 from .._kernels.group import group_by
 
 try:  # LLVM's cttz; a loop where this private helper is missing
@@ -57,6 +57,17 @@ N_TM = 5
 # Store tuple slots.
 S_TI, S_TF, S_TM, S_BW, S_POOL, S_HT, S_MK, S_MV, S_RCW, S_RCT, S_RULE, S_TERM_OF, S_TRANS, \
     S_ACC, S_INV, S_READY, S_CTL = range(17)
+
+_I32_1, _I32_2 = types.Array(types.int32, 1, "C"), types.Array(types.int32, 2, "C")
+_U64_2 = types.Array(types.uint64, 2, "C")
+#: The Numba type of the store tuple (the slots above), in the signatures of the units.
+STORE = types.Tuple((
+    _I32_2, types.Array(types.uint8, 1, "C"), _I32_2, _U64_2, _I32_1, _I32_1,
+    types.Array(types.int64, 1, "C"), _I32_1, _U64_2, _I32_1, _I32_1, _I32_1, _I32_2,
+    types.Array(types.boolean, 1, "C"), types.Array(types.int8, 1, "C"),
+    types.Array(types.boolean, 1, "C"), types.Array(types.int64, 1, "C"),
+))
+_i64 = types.int64
 
 # ctl slots.
 C_TERMS, C_BSETS, C_POOL, C_RC, C_STATES, C_MEMO, C_STATUS, C_ARG, C_MAX_STATES, C_FUEL, \
@@ -156,7 +167,7 @@ def _low(x):
     return np.int64(_ctz(x))
 
 
-@kernel
+@unit(_I32_1, _I32_1, _i64)
 def _grow_i32(a, n):
     if n < a.shape[0]:
         return a
@@ -1041,7 +1052,7 @@ def _k_end(S, t):
     return r
 
 
-@kernel
+@unit(_i64, STORE, _i64, _i64)
 def _k_deriv(S, t, b):
     """The derivative of key set term ``t`` by byte ``b`` (-1 on exit)."""
     if S[S_TI][t, 3] >= KD_ESC:  # (never KD_END: deriv takes those)
@@ -1139,7 +1150,7 @@ OP_EMPTY, OP_EPS, OP_TERM, OP_BYTES, OP_SEQ, OP_ALT, OP_AND, OP_DIFF, OP_REP, OP
     OP_LOAD = range(12)
 
 
-@kernel
+@unit(_i64, STORE, types.Array(types.int64, 1, "C"), _U64_2, _I32_1)
 def build(S, prog, words, slots):
     """Run a postfix builder program (one compiled rule body) and return its term.
 
@@ -1231,8 +1242,8 @@ def _dget(S, t, byte):
     return _mget(S, _T_DERIV | (np.int64(t) << 8) | byte)
 
 
-@kernel
-def deriv(S, t0, byte):
+@unit(_i64, STORE, _i64, _i64)
+def _deriv(S, t0, byte):
     """The derivative of ``t0`` by one byte (memoized; ∅ when it cannot consume it)."""
     S = borrow(S)
     r = _dget(S, t0, byte)
@@ -1372,6 +1383,17 @@ def deriv(S, t0, byte):
             return -1
         sp -= 1
     return _dget(S, t0, byte)
+
+
+@kernel
+def deriv(S, t0, byte):
+    """The derivative of ``t0`` by one byte (memoized; ∅ when it cannot consume it): the memo
+    inline, :func:`_deriv` (a unit) on a miss."""
+    r = _dget(S, t0, byte)
+    if r >= 0:
+        return r
+    return _deriv(S, t0, byte)
+
 
 
 # ----------------------------------------------------------------------------- rows
@@ -1518,8 +1540,8 @@ def _push_row_dep(S, st, sp, x):
     return st, sp
 
 
-@kernel
-def row(S, t0):
+@unit(_i64, STORE, _i64)
+def _row(S, t0):
     """Memoize the derivative classes of ``t0``: disjoint byte masks with distinct non-empty
     successors (``tm[t0, M_ROW_OFF:M_ROW_LEN]`` into the class pool); 0, or -1 on exit."""
     S = borrow(S)
@@ -1756,6 +1778,16 @@ def row(S, t0):
 
 
 @kernel
+def row(S, t0):
+    """Memoize the derivative classes of ``t0`` (:func:`_row`, a unit, unless known); 0, or -1
+    on exit."""
+    if _row_known(S, t0):
+        return 0
+    return _row(S, t0)
+
+
+
+@kernel
 def _grow_cls(w, t, n):
     cap = max(2 * t.shape[0], n + 1)
     w2 = np.empty((cap, 4), dtype=np.uint64)
@@ -1901,8 +1933,8 @@ def _search_nonempty(S, t0):
     return 0
 
 
-@kernel
-def is_empty(S, t0):
+@unit(_i64, STORE, _i64)
+def _is_empty(S, t0):
     """1 when ``t0`` denotes ∅, 0 when not, -1 on exit (exact; a bounded search for AND/DIFF)."""
     S = borrow(S)
     if t0 == EMPTY:
@@ -1982,6 +2014,21 @@ def is_empty(S, t0):
 
 
 @kernel
+def is_empty(S, t0):
+    """1 when ``t0`` denotes ∅, 0 when not, -1 on exit: what is known inline, the search
+    (:func:`_is_empty`, a unit) otherwise."""
+    if t0 == EMPTY:
+        return 1
+    if (S[S_TF][t0] & F_BOOL) == 0:
+        return 0
+    e = S[S_TM][t0, M_EMPTY]
+    if e >= 0:
+        return e
+    return _is_empty(S, t0)
+
+
+
+@kernel
 def _empty_known(S, t):
     if t == EMPTY:
         return 1
@@ -2000,8 +2047,8 @@ def _cget(S, t, limit):
     return _mget(S, _T_CLAMP | (np.int64(t) << 16) | limit)
 
 
-@kernel
-def radius(S, t0):
+@unit(_i64, STORE, _i64)
+def _radius(S, t0):
     """How far a term can be from acceptance: the largest, over the terms reachable from ``t0``
     by derivatives (``t0`` included), of the length in bytes of the shortest text taking that
     term to acceptance (terms that never accept are left out). :data:`R_UNKNOWN` when more than
@@ -2081,6 +2128,16 @@ def radius(S, t0):
 
 
 @kernel
+def radius(S, t0):
+    """:func:`_radius` (a unit) of ``t0``, memoized (the memo read inline)."""
+    r = _mget(S, _T_RADIUS | t0)
+    if r >= 0:
+        return r
+    return _radius(S, t0)
+
+
+
+@kernel
 def _far_hi(S, t0, limit):
     """Over the counters of ``t0`` (REF-free, AND/DIFF-free): the least upper bound that
     :func:`clamp` at ``limit`` makes unbounded, or ``NO_FAR`` when it changes none; 0 when
@@ -2139,8 +2196,8 @@ def _far_hi(S, t0, limit):
     return _mget(S, _T_FARHI | (np.int64(t0) << 16) | limit)
 
 
-@kernel
-def clamp(S, t0, limit):
+@unit(_i64, STORE, _i64, _i64)
+def _clamp(S, t0, limit):
     """A term with the same one-token behaviour as ``t0`` for tokens of at most ``limit - 1``
     bytes: counters far from their bounds become unbounded.
 
@@ -2240,6 +2297,17 @@ def clamp(S, t0, limit):
 
 
 @kernel
+def clamp(S, t0, limit):
+    """:func:`_clamp` (a unit) of ``t0`` for tokens shorter than ``limit`` (the memo read
+    inline)."""
+    r = _cget(S, t0, limit)
+    if r >= 0:
+        return r
+    return _clamp(S, t0, limit)
+
+
+
+@kernel
 def _clamp_and(S, t, limit):
     """The clamp of intersection ``t`` whose operands are clamped already (see :func:`clamp`):
     the clamped intersection when that is exact, else ``t``; -1 on exit."""
@@ -2317,8 +2385,8 @@ def _live_state(S, u):
     return state(S, u)
 
 
-@kernel
-def fill_row(S, s):
+@unit(_i64, STORE, _i64)
+def _fill_row(S, s):
     """Compute every byte transition of state ``s``; 0, or -1 on exit."""
     S = borrow(S)
     if S[S_READY][s]:
@@ -2351,7 +2419,17 @@ def fill_row(S, s):
 
 
 @kernel
-def fill_entry(S, s, byte):
+def fill_row(S, s):
+    """Compute every byte transition of state ``s`` (:func:`_fill_row`, a unit, unless done);
+    0, or -1 on exit."""
+    if S[S_READY][s]:
+        return 0
+    return _fill_row(S, s)
+
+
+
+@unit(_i64, STORE, _i64, _i64)
+def _fill_entry(S, s, byte):
     """Compute the one transition of state ``s`` on ``byte``; the successor (or DEAD), -1 on exit."""
     S = borrow(S)
     trans = S[S_TRANS]
@@ -2366,6 +2444,17 @@ def fill_entry(S, s, byte):
         return FAIL
     trans[s, byte] = r
     return r
+
+
+@kernel
+def fill_entry(S, s, byte):
+    """The transition of state ``s`` on ``byte`` (computed by :func:`_fill_entry`, a unit, when
+    not known); the successor (or DEAD), -1 on exit."""
+    r = S[S_TRANS][s, byte]
+    if r != UNKNOWN:
+        return r
+    return _fill_entry(S, s, byte)
+
 
 
 @kernel
@@ -2403,8 +2492,8 @@ def key_state(S, s, limit):
     return state(S, t)
 
 
-@kernel
-def plain_inv(S, s, pseq, plen):
+@unit(_i64, STORE, _i64, types.Array(types.int32, 3, "C"), _I32_1)
+def _plain_inv(S, s, pseq, plen):
     """Is state ``s`` unchanged by every plain string character? 1/0, or -1 on exit.
 
     ``pseq[i, :plen[i]]`` are the ``(lo, hi)`` byte ranges of the UTF-8 sequences of the plain
@@ -2463,6 +2552,17 @@ def plain_inv(S, s, pseq, plen):
             break
     inv[s] = 1 if ok else 0
     return inv[s]
+
+
+@kernel
+def plain_inv(S, s, pseq, plen):
+    """Is state ``s`` unchanged by every plain string character? 1/0, or -1 on exit (memoized in
+    the store's ``plain_inv`` column, read inline; :func:`_plain_inv`, a unit, computes it)."""
+    v = S[S_INV][s]
+    if v >= 0:
+        return v
+    return _plain_inv(S, s, pseq, plen)
+
 
 
 @kernel

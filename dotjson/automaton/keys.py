@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .._kernels.jit import kernel
+from .._kernels.jit import kernel, unit
 from . import kernels as K
 
 
@@ -120,7 +120,7 @@ def truncate(S, t, limit):
     return r
 
 
-@kernel
+@unit(K._i64, K.STORE, K._i64, K._i64)
 def key_state(S, s, limit):
     """The state of the mask key of state ``s`` (clamped, then truncated); -1 on exit."""
     S = K.borrow(S)

@@ -317,6 +317,11 @@ class Vocabulary:
         self._list = token_list
         self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
         self._walk = None
+        # a vocabulary is made just before kernels run: on a cold Numba cache, start the
+        # compile helpers now, beside whatever the caller does next (no-op once linked)
+        from ._kernels.jit import prelink
+
+        prelink()
 
     # -- constructors ------------------------------------------------------------------------
 

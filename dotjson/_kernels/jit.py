@@ -281,9 +281,9 @@ def link() -> None:
     call); compiling a unit compiles its plain callees but never another unit, so units compile
     independently, each once. On a cold cache the units not cached yet are compiled by up to
     :func:`compile_workers` processes at once (this one and helper processes writing the same
-    Numba cache, :func:`_compile_in_workers`), then loaded from the cache.
+    Numba cache; started early by :func:`prelink`, or here), then loaded from the cache.
     """
-    global _linked, _linking
+    global _linked, _linking, _started
     if _linked:
         return
     with _link_lock:
@@ -291,15 +291,45 @@ def link() -> None:
             return
         _linking = True
         try:
-            pending = [u for u in list(UNITS) if not u.address]
-            cold = [u for u in pending if not u._cached()]
-            if len(cold) >= 2 and compile_workers() > 1:
-                _compile_in_workers(cold, compile_workers())
-            for u in pending:
-                u._link()
+            started, _started = _started, None
+            if started is None:
+                cold = [u for u in list(UNITS) if not u.address and not u._cached()]
+                started = _start_workers(cold)
+            mine, procs = started
+            try:
+                for u in mine:
+                    if not u.address:
+                        u._link()
+            finally:
+                _wait(procs)
+            for u in list(UNITS):
+                if not u.address:
+                    u._link()
             _linked = True
         finally:
             _linking = False
+
+
+def prelink() -> None:
+    """Start the compile helpers of a cold cache now, without waiting for them.
+
+    Called when a :class:`dotjson.Vocabulary` is made: on the first run after install the
+    helpers compile their share of the units while this process goes on (building the
+    vocabulary's tries, compiling a schema, loading a model); :func:`link` then compiles this
+    process's share and waits for them. Does nothing when the cache is warm or on later calls.
+    """
+    global _started
+    if _linked or _started is not None:
+        return
+    with _link_lock:
+        if _linked or _linking or _started is not None:
+            return
+        import importlib
+
+        for rel in ENGINE_MODULES:  # every unit registered (their modules are small)
+            importlib.import_module("dotjson." + rel[:-3].replace("/", "."))
+        cold = [u for u in list(UNITS) if not u.address and not u._cached()]
+        _started = _start_workers(cold)
 
 
 def compile_workers() -> int:
@@ -345,16 +375,24 @@ def _weight(u) -> int:
 _WORKER_TIMEOUT = 1800
 #: The plain kernels this process compiles after :func:`link`, as a share of the units' work.
 _ENTRY_SHARE = 0.3
+#: Helpers started by :func:`prelink` and this process's share: ``(units, processes)``.
+_started = None
 
 
-def _compile_in_workers(cold, n) -> None:
-    """Compile the units ``cold`` in ``n`` processes: ``n - 1`` helpers (``python -m
-    dotjson._kernels.compile_worker NAME...``, each writing Numba's cache) and this one. A helper that
-    fails costs nothing but time: whatever is not in the cache afterwards is compiled here."""
+def _start_workers(cold):
+    """Split the units ``cold`` over :func:`compile_workers` processes and start the helpers
+    (``python -m dotjson._kernels.compile_worker MODULE:UNIT ...``, each writing Numba's cache);
+    returns ``(this process's units, helper processes)``. A helper that fails costs nothing but
+    time: whatever is not in the cache afterwards is compiled here."""
+    import logging
     import os
     import subprocess
     import sys
 
+    n = compile_workers()
+    exe = sys.executable or ""
+    if len(cold) < 2 or n < 2 or not os.path.basename(exe).lower().startswith("python"):
+        return list(cold), []  # one unit, one CPU, or an embedded interpreter: all here
     groups = [[] for _ in range(n)]
     loads = [0] * n
     # this process also compiles the plain entry kernels after linking (~30% of a cold start,
@@ -364,11 +402,6 @@ def _compile_in_workers(cold, n) -> None:
         k = loads.index(min(loads))
         groups[k].append(u)
         loads[k] += _weight(u)
-    exe = sys.executable or ""
-    if not os.path.basename(exe).lower().startswith("python"):  # embedded: no interpreter to run
-        groups = [cold]
-    import logging
-
     logging.getLogger("dotjson").info(
         "compiling dotjson's kernels into Numba's cache (first run after install): %d units in "
         "%d processes", len(cold), sum(1 for g in groups if g))
@@ -376,27 +409,29 @@ def _compile_in_workers(cold, n) -> None:
     if config.CACHE_DIR:
         env["NUMBA_CACHE_DIR"] = config.CACHE_DIR
     env["DOTJSON_COMPILE_WORKERS"] = "1"
-    procs = []
+    procs, mine = [], list(groups[0])
     for group in groups[1:]:
         if not group:
             continue
         names = [f"{u.__module__}:{u.__qualname__}" for u in group]
         try:
-            procs.append(subprocess.Popen([sys.executable, "-m", "dotjson._kernels.compile_worker", *names],
+            procs.append(subprocess.Popen([exe, "-m", "dotjson._kernels.compile_worker", *names],
                                           env=env, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         except OSError:  # no process to spare: compile here
-            pass
-    try:
-        for u in groups[0]:
-            u._link()
-    finally:
-        for p in procs:
-            try:
-                p.wait(timeout=_WORKER_TIMEOUT)
-            except subprocess.TimeoutExpired:  # its units are compiled here instead
-                p.kill()
-                p.wait()
+            mine.extend(group)
+    return mine, procs
+
+
+def _wait(procs) -> None:
+    import subprocess
+
+    for p in procs:
+        try:
+            p.wait(timeout=_WORKER_TIMEOUT)
+        except subprocess.TimeoutExpired:  # its units are compiled here instead
+            p.kill()
+            p.wait()
 
 
 def _worker(names) -> int:

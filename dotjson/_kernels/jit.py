@@ -1,4 +1,5 @@
-"""The decorator of the engine's kernels: Numba's ``njit`` with one signature per kernel.
+"""The decorators of the engine's kernels: Numba's ``njit`` with one signature per kernel, and
+units compiled once each, in parallel on a cold cache.
 
 Numba compiles a jitted function once per distinct tuple of argument types. Inside jitted code
 the same scalar reaches a callee as ``int32`` (read from a term array), ``int64`` (an
@@ -32,7 +33,15 @@ loads the code (``llvmlite.binding.add_symbol``, registered at import), so cache
 valid across processes. The cells are filled by :func:`link` (every unit compiled or loaded from
 the cache, its native entry point's address written into its cell), which runs before any kernel
 first runs in a process (:meth:`KernelDispatcher.compile` and a unit's Python call see to it).
-Small helpers stay plain kernels, linked and inlined by LLVM where they are called.
+Small helpers stay plain kernels, linked and inlined by LLVM where they are called; a memoized
+unit sits behind a plain kernel that answers memo hits inline, so only a miss pays the call
+(~130 machine words of arguments for the store tuple, and no inlining).
+
+Units compile independently, so a cold cache compiles them in several processes at once:
+:func:`prelink` (called when a :class:`dotjson.Vocabulary` is made) starts helper processes
+(``python -m dotjson._kernels.compile_worker``) on their share of the units the cache lacks,
+writing the same Numba cache; :func:`link` compiles this process's share, waits for them and
+loads the rest. ``DOTJSON_COMPILE_WORKERS`` sets how many processes (:func:`compile_workers`).
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ import llvmlite.ir as llir
 from numba import config, types
 from numba.core import cgutils, sigutils
 from numba.core.caching import FunctionCache
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.errors import TypingError
 from numba.core.imputils import lower_builtin
 from numba.core.registry import CPUDispatcher
@@ -114,10 +124,13 @@ class KernelDispatcher(CPUDispatcher):
             canon = tuple(_canonical(a) for a in args)
             if canon != tuple(args):
                 sig = canon if return_type is None else return_type(*canon)
-        entry = super().compile(sig)
-        # compiled (or loaded) code may call units: their cells must be filled before it runs
-        link()
-        return entry
+        # Compiled (or loaded) code may call units: their cells are filled before it can run.
+        # Linked first, outside Numba's compiler lock: a compile nested in another (a callee
+        # typed for its caller) leaves it to the outermost, which linked already; linking while
+        # holding that lock would deadlock with another thread linking (it needs the lock).
+        if not _linked and not global_compiler_lock.is_locked():
+            link()
+        return super().compile(sig)
 
 
 def kernel(func=None, *, parallel: bool = False, canonical: bool = True):

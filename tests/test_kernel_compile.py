@@ -111,8 +111,9 @@ def test_a_run_compiles_each_kernel_once(smollm2_vocab, smollm2_tokenizer):
         assert g.get_next_tokensets([tok]) is not None
     assert g.get_next_tokensets([smollm2_vocab.eos_token_ids[0]]) is not None
     assert g.is_finished()[0]
-    # a kernel generic over array types (``_view``) has one signature per array type; two
-    # signatures with the same arrays differ in scalars only, a compile the widening prevents
+    # a kernel generic over array types (the masking kernels, one per logits width) has one
+    # signature per array type; two with the same arrays differ in scalars only, which the
+    # widening prevents
     def arrays_of(sig):
         return tuple(str(a) if isinstance(a, (types.Array, types.BaseTuple)) else "scalar" for a in sig)
 

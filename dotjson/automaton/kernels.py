@@ -1089,7 +1089,7 @@ def _k_deriv(S, t, b):
     return _k_term(S, pool, T, C, q1, q2, d + 1)
 
 
-@kernel
+@unit(_i64, STORE, _i64, _U64_2, _I32_1)
 def _k_row(S, t, cw, ct):
     """The derivative classes of key set term ``t`` (one byte each) into ``cw``/``ct``; their
     number, or -1 on exit."""
@@ -1436,7 +1436,7 @@ def _publish_row(S, t, cw, ct, n):
     return 0
 
 
-@kernel
+@unit(_i64, STORE, _U64_2, _I32_1, _i64, _U64_2, _I32_1)
 def _union_rows(S, srcw, srct, ns, cw, ct):
     """Union of derivative classes ``(srcw[i], srct[i])`` for ``i < ns`` (masks may overlap):
     one partition refinement over all the classes' masks, then one ``alt`` per cell. Writes
@@ -1784,7 +1784,7 @@ def row(S, t0):
 
 
 
-@kernel
+@unit(types.Tuple((_U64_2, _I32_1)), _U64_2, _I32_1, _i64)
 def _grow_cls(w, t, n):
     cap = max(2 * t.shape[0], n + 1)
     w2 = np.empty((cap, 4), dtype=np.uint64)

@@ -129,8 +129,12 @@ def _family_from_json(f):
             if not isinstance(f.get("prefix"), str) or not isinstance(f.get("params"), dict):
                 raise ValueError("malformed rule family")
             if kind == "exponent_numbers":
-                return ExponentNumbers.from_params(f["prefix"], f["params"])
-            return lazy_number_family(f["prefix"], f["params"])
+                fam = ExponentNumbers.from_params(f["prefix"], f["params"])
+            else:
+                fam = lazy_number_family(f["prefix"], f["params"])
+            if "reps" in f:
+                fam.restore_reps(f["reps"])
+            return fam
         except (KeyError, TypeError, ArithmeticError) as e:
             raise ValueError(f"malformed rule family: {e}") from None
     return AnyOrderObject.from_json(f, ir_from_json)

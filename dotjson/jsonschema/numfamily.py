@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from fractions import Fraction
 from math import gcd
 
 from dotjson import ir
@@ -234,11 +235,169 @@ def _order10(m: int) -> int:
 _DIGITS = "0123456789"
 
 
+# ----------------------------------------------------------------------------- arithmetic liveness
+#: Remainders a productivity search may meet before the family decides it arithmetically
+#: instead (a ``multipleOf`` of ``0.123456789`` or ``2^40``: the search's states are its
+#: remainders, ten new ones a digit, and none repeats before 10^9 of them).
+BIG_MODULUS = 10_000
+#: Consecutive multiples one interval check may try before it gives up with a named error
+#: (only ``not: {multipleOf}`` and excluded values rule a multiple out; they leave gaps within
+#: a few multiples unless they exclude all of them, which :class:`_Arith` sees first).
+MAX_CANDIDATES = 100_000
+
+
+def _ilog10(x) -> int:
+    """``floor(log10(x))`` of a positive rational, give or take one."""
+    x = Fraction(x)
+    return len(str(x.numerator)) - len(str(x.denominator))
+
+
+class _Arith:
+    """A family's constraints as exact rationals, to decide from the text of a prefix whether
+    some number completes it: the numbers a prefix can still become are a union of intervals
+    (``12`` in plain notation: ``[12·10^j, 13·10^j)`` for ``j >= 0``; a mantissa ``12`` before
+    an exponent: for every integer ``j``), and whether an interval holds a multiple of the
+    ``multipleOf`` divisors within the bounds, not excluded, is a question about the first few
+    multiples in it. Exact for any divisor: no remainder is ever enumerated.
+
+    ``integer``: ``True`` integers only, ``False`` non-integers only, ``None`` either.
+    """
+
+    def __init__(self, lo, lox, hi, hix, mults, notmults, ne, integer):
+        F = Fraction
+        M = None
+        for m in mults:
+            m = F(m)
+            if M is None:
+                M = m
+            else:  # lcm of two rationals: lcm of numerators over gcd of denominators
+                num = M.numerator * m.numerator // gcd(M.numerator, m.numerator)
+                M = F(num, gcd(M.denominator, m.denominator))
+        nots = [F(n) for n in notmults]
+        if integer is True:
+            M = F(1) if M is None else F(M.numerator)  # lcm(M, 1)
+        elif integer is False:
+            nots.append(F(1))
+        self.M = M
+        # every multiple of M is a multiple of some excluded divisor: no number at all but
+        # (when M is None) the non-multiples
+        self.void = M is not None and any((M / n).denominator == 1 for n in nots)
+        self.sides = {}
+        for neg in (False, True):
+            if not neg:
+                b = (None if lo is None else F(lo), lox, None if hi is None else F(hi), hix)
+                e = frozenset(F(c) for c in ne)
+            else:  # the negative numbers, mirrored: x -> -x swaps the bounds
+                b = (None if hi is None else -F(hi), hix, None if lo is None else -F(lo), lox)
+                e = frozenset(-F(c) for c in ne)
+            self.sides[neg] = (b, e, tuple(nots))
+
+    def _ok(self, v, ne, nots) -> bool:
+        return v not in ne and not any((v / n).denominator == 1 for n in nots) and \
+            (self.M is None or (v / self.M).denominator == 1)
+
+    def exists(self, neg: bool, A, B) -> bool:
+        """Some number ``x`` with ``A <= |x| < B`` (``B`` None: no end), of the sign ``neg``
+        (zero belongs to both), meets every constraint."""
+        (lo, lox, hi, hix), ne, nots = self.sides[neg]
+        L, Lx = Fraction(A), False
+        if lo is not None and (lo > L or (lo == L and lox)):
+            L, Lx = lo, lox
+        if B is None:
+            H, Hx = hi, hix
+        else:
+            H, Hx = Fraction(B), True
+            if hi is not None and hi < H:
+                H, Hx = hi, hix
+        if H is not None and (L > H or (L == H and (Lx or Hx))):
+            return False
+        if self.M is None:
+            if H is None or L < H:
+                return True  # a non-empty open interval: a decimal on none of the lattices
+            return self._ok(L, ne, nots)
+        if self.void:
+            return False
+        q = L / self.M
+        k = -((-q.numerator) // q.denominator)  # ceil
+        if Lx and q.denominator == 1:
+            k += 1
+        k1 = None
+        if H is not None:
+            q = H / self.M
+            k1 = q.numerator // q.denominator
+            if Hx and q.denominator == 1:
+                k1 -= 1
+        end = k + MAX_CANDIDATES
+        while k1 is None or k <= k1:
+            if k >= end:
+                raise LimitExceededError(
+                    f"number automaton: more than {MAX_CANDIDATES} consecutive multiples are excluded")
+            if self._ok(k * self.M, ne, nots):
+                return True
+            k += 1
+        return False
+
+    def _ends(self, neg):
+        (lo, lox, hi, hix), _, _ = self.sides[neg]
+        return lo, hi
+
+    def _scaled(self, neg: bool, c: int, n: int) -> bool:
+        """Some number in ``[c·10^n, (c+1)·10^n)`` for one ``n >= n0`` (``n0`` None: any
+        integer) meets the constraints; ``c >= 1``."""
+        lo, hi = self._ends(neg)
+        if hi is None:
+            # no end on this side: enough digits (or a large enough exponent) pass every lower
+            # bound and give an interval holding every remainder of the multiples
+            return not self.void
+        floor_ = max([x for x in (lo, self.M) if x is not None and x > 0], default=None)
+        if n is None:
+            if floor_ is None:
+                # numbers as small as we like: some tiny interval lies under any positive bound
+                return hi is None or hi > 0
+            n = _ilog10(floor_) - len(str(c)) - 2
+        elif floor_ is not None:
+            n = max(n, _ilog10(floor_) - len(str(c)) - 2)
+        while True:
+            w = 10 ** n if n >= 0 else Fraction(1, 10 ** -n)
+            A = c * w
+            if A > hi:
+                return False
+            if self.exists(neg, A, A + w):
+                return True
+            n += 1
+
+    def plain_live(self, text: str) -> bool:
+        """Some number in plain notation that starts with ``text`` meets the constraints."""
+        neg = text.startswith("-")
+        body = text[1:] if neg else text
+        if not body:
+            return self.exists(True, 0, None) or (not neg and self.exists(False, 0, None))
+        ip, dot, fp = body.partition(".")
+        if dot or int(ip) == 0:
+            t = Fraction(int(ip + fp), 10 ** len(fp))
+            return self.exists(neg, t, t + Fraction(1, 10 ** len(fp)))
+        return self._scaled(neg, int(ip), 0)
+
+    def exponent_live(self, text: str) -> bool:
+        """Some number written ``text…e…`` (the mantissa starting with ``text``, any exponent)
+        meets the constraints."""
+        neg = text.startswith("-")
+        body = text[1:] if neg else text
+        if not body:
+            return self.exists(True, 0, None) or (not neg and self.exists(False, 0, None))
+        sig = body.replace(".", "").lstrip("0")
+        if not sig:  # zero so far: zero, or any positive number with more digits and an exponent
+            return self.exists(neg, 0, None)
+        return self._scaled(neg, int(sig), None)
+
+
 class _Family:
     """The rule family protocol of :mod:`dotjson.ir.families` over named states."""
 
     kind = ""
     renderable = False  # expand_families refuses these (no finite grammar text)
+    #: the constraints as rationals (:class:`_Arith`) where a search over states would not end
+    _arith = None
 
     def __init__(self, prefix: str):
         self.prefix = prefix
@@ -246,6 +405,8 @@ class _Family:
         self.start = self._own + _encode(self.init_state())
         self._bodies: dict = {}
         self._prod: dict = {}
+        # a text that reaches each state named so far (what :class:`_Arith` decides from)
+        self._rep: dict = {self.init_state(): ""}
 
     def owns(self, name: str) -> bool:
         if not name.startswith(self._own):
@@ -283,7 +444,10 @@ class _Family:
             return hit
         st = self._state(name)
         by: dict = {}
+        rep = self._rep.get(st)
         for ch, nxt in self.moves(st):
+            if rep is not None and nxt not in self._rep:
+                self._rep[nxt] = rep + ch[0]
             if self.live(nxt):
                 by.setdefault(nxt, []).extend(ch)  # (ch: one character or a class of digits)
         outs = []
@@ -316,12 +480,39 @@ class _Family:
             for p in path:
                 self._prod[self.abstract(p)] = True
 
+    def _reps_json(self) -> dict:
+        """The texts that reach the states named so far, for a saved index (only where
+        :class:`_Arith` decides: a state reached again after loading needs one); each a longest
+        one (its prefixes reach the states before it)."""
+        if self._arith is None:
+            return {}
+        texts = sorted(set(self._rep.values()))
+        return {"reps": [t for k, t in enumerate(texts) if k + 1 == len(texts) or not texts[k + 1].startswith(t)]}
+
+    def restore_reps(self, texts) -> None:
+        """Replays a saved index's texts (:meth:`_reps_json`): every state on each path gets its
+        text. A text that leaves the automaton is a corrupt file (``ValueError``)."""
+        if not isinstance(texts, list) or not all(isinstance(t, str) and len(t) < 100_000 for t in texts):
+            raise ValueError("malformed rule family: reps must be a list of texts")
+        for text in texts:
+            st = self.init_state()
+            for k, ch in enumerate(text):
+                st = next((n for c, n in self.moves(st) if ch in c), None)
+                if st is None:
+                    raise ValueError(f"malformed rule family: {text!r} leaves the number automaton")
+                self._rep.setdefault(st, text[:k + 1])
+
     def live(self, st) -> bool:
         """Some text completes the number from state ``st`` (exact; memoized)."""
         key = self.abstract(st)
         hit = self._prod.get(key)
         if hit is not None:
             return hit
+        if self._arith is not None:
+            text = self._rep.get(st)
+            if text is not None:
+                ok = self._prod[key] = self._arith_live(text)
+                return ok
         # search the abstract states from key for one that can end; the path to it is
         # productive too (remembered: the next state's question is then answered at once)
         seen = {key: st}
@@ -364,6 +555,8 @@ class LazyNumberDFA(_Family):
     (same trackers), one rule per state, states made when a document reaches them."""
 
     kind = "lazy_number_dfa"
+    why_no_text = ("a number automaton too large to write out: past 4,000 states, bounds of thousands of digits or "
+                   "a multipleOf with many remainders, built a state at a time")
 
     def __init__(self, prefix: str, trackers, allow_exp: bool, params=None):
         from dotjson.jsonschema import numbers as _n
@@ -373,10 +566,15 @@ class LazyNumberDFA(_Family):
         self.allow_exp = allow_exp
         self.params = params
         self._moves: dict = {}
+        if not allow_exp:
+            self._arith = _arith_of_trackers(trackers, _n)
         super().__init__(prefix)
 
     def init_state(self):
         return ("S", tuple(t.init for t in self.trackers))
+
+    def _arith_live(self, text: str) -> bool:
+        return self._arith.plain_live(text)
 
     def moves(self, st):
         """``(characters, next state)`` pairs: the digits of one syntax move are split only
@@ -430,7 +628,38 @@ class LazyNumberDFA(_Family):
     def to_json(self, enc) -> dict:
         if self.params is None:
             raise ValueError("this number family cannot be saved")
-        return {"kind": self.kind, "prefix": self.prefix, "params": self.params}
+        return {"kind": self.kind, "prefix": self.prefix, "params": self.params, **self._reps_json()}
+
+
+def _arith_of_trackers(trackers, n):
+    """The :class:`_Arith` of a plain automaton's trackers when one of them is a remainder
+    too large to search (else ``None``: the search over states decides, as it always has)."""
+    lo = hi = None
+    lox = hix = False
+    mults, notmults, ne = [], [], []
+    integer = None
+    big = False
+    for t in trackers:
+        if isinstance(t, n._CmpTracker):
+            if t.op in ("ge", "gt", "eq"):
+                lo, lox = t.c, t.op == "gt"
+            if t.op in ("le", "lt", "eq"):
+                hi, hix = t.c, t.op == "lt"
+            if t.op == "ne":
+                ne.append(t.c)
+        elif isinstance(t, n._IntTracker):
+            if t.syntactic:
+                return None  # draft 4: "1.0" is no integer; the search decides
+            integer = t.negate is False
+        else:
+            if isinstance(t, n._ModTracker):
+                m, big = Fraction(t.a, 10 ** t.s), big or t.a > BIG_MODULUS
+            else:
+                m, big = Fraction(t.b * 10 ** t.k), big or t.b > BIG_MODULUS
+            (notmults if t.negate else mults).append(m)
+    if not big:
+        return None
+    return _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
 
 
 # ============================================================================ with exponents
@@ -452,6 +681,9 @@ class ExponentNumbers(_Family):
     """
 
     kind = "exponent_numbers"
+    why_no_text = ("its language is not context-free: numbers with exponents under bounds, integrality or "
+                   "multipleOf, which numbers='any' accepts (the default of the every-valid configuration); "
+                   "numbers='plain' writes them in plain notation")
 
     def __init__(self, prefix, lo, lox, hi, hix, mults, notmults, ne, integer):
         self.params = {"lo": None if lo is None else str(lo), "lox": lox, "hi": None if hi is None else str(hi),
@@ -487,8 +719,13 @@ class ExponentNumbers(_Family):
         self.ncap = max(pts) + max(offs) + 3
         per = 1
         for _, _, ap, _, _, _ in self.mults:
+            if ap > BIG_MODULUS:
+                per = None  # (the order of 10 can be ~ap: the searches are arithmetic then)
+                break
             o = _order10(ap)
             per = per * o // gcd(per, o)
+        if any(a > BIG_MODULUS for a, *_ in self.mults):
+            self._arith = _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
         self.z0 = self.ncap + max([max(al, be) for _, _, _, al, be, _ in self.mults] + [0])
         self.per = per
         self.has_mults = bool(self.mults)
@@ -633,6 +870,9 @@ class ExponentNumbers(_Family):
                 out = _meet(out, _iv(nsig - s_, None))
         return not out
 
+    def _arith_live(self, text: str) -> bool:
+        return self._arith.exponent_live(text)
+
     def eset(self, st):
         return _shift(self.pset(st), -st[3])
 
@@ -652,7 +892,7 @@ class ExponentNumbers(_Family):
             nsig = min(nsig, self.ncap)
             if not self.has_mults:
                 zs = min(zs, self.ncap)
-            elif zs >= self.z0:
+            elif zs >= self.z0 and self.per is not None:
                 zs = self.z0 + (zs - self.z0) % self.per
             lim = self.lim[-1 if neg else 1]
             if lim is not None and not zero:
@@ -669,7 +909,7 @@ class ExponentNumbers(_Family):
         return super().live(st)
 
     def to_json(self, enc) -> dict:
-        return {"kind": self.kind, "prefix": self.prefix, "params": self.params}
+        return {"kind": self.kind, "prefix": self.prefix, "params": self.params, **self._reps_json()}
 
     @classmethod
     def from_params(cls, prefix, p):

@@ -112,6 +112,10 @@ CASES = {
                          [[], ["a"], ["c", "a"], ["b", "c", "a"]], [["a", "a"], ["a", "b", "a"], ["d"]]),
     "uniqueItems-boolean": ({"items": {"type": "boolean"}, "uniqueItems": True},
                             [[True, False]], [[True, True]]),
+    "uniqueItems-prefix": ({"prefixItems": [{"type": "boolean"}, {"enum": [None, 1, True]}], "items": {"const": 2},
+                            "uniqueItems": True, "minItems": 1},
+                           [[False], [True, None], [False, 1, 2], [False, True, 2]],
+                           [[], [True, True], [1], [False, 1, 2, 2], [False, 2], [True, 1.0, 1]]),
     # ---------------------------------------------------------------- composition
     "anyOf": ({"anyOf": [{"type": "integer"}, {"minLength": 2}]}, [1, "ab", None, 1.5], ["a"]),
     "allOf": ({"allOf": [{"properties": {"a": {"type": "integer"}}}, {"required": ["a"]}]},

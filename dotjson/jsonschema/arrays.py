@@ -104,15 +104,30 @@ class ArrayBuilder:
         return list(out)
 
     def unique_array(self, a: ArrayNode, pos_exprs, rest, lo, hi, contains, where):
-        vals = None
-        if not pos_exprs and not contains:
-            vals = self.finite_values(rest)
-        if vals is None or len(vals) > MAX_UNIQUE_VALUES:
+        """Distinct items drawn from finite sets: the items of each position (``prefixItems``)
+        and after them (``items``; ``false`` or a ``maxItems`` within the prefix ends the array)
+        each an ``enum``/``const``/boolean/null set, at most ``MAX_UNIQUE_VALUES`` values in all.
+        A state per position (up to the prefix's end) and set of values used."""
+        K = len(pos_exprs)
+        finite = None if contains else [self.finite_values(e) for e in pos_exprs]
+        if finite is not None:
+            closed = rest == FALSE or (hi is not None and hi <= K)
+            finite.append([] if closed else self.finite_values(rest))
+        universe = {}
+        for vs in finite or [None]:
+            if vs is None:
+                universe = None
+                break
+            for c in vs:
+                universe.setdefault(c, None)
+        if universe is None or len(universe) > MAX_UNIQUE_VALUES:
             self.unsupported("uniqueItems is only supported for items drawn from a small finite set "
                              "(enum, const, boolean, null)", a.unique, "uniqueItems")
             return None
-        vals = sorted(vals, key=repr)
+        vals = sorted(universe, key=repr)
+        bit = {c: 1 << k for k, c in enumerate(vals)}
         lits = [self.literal(c) for c in vals]
+        allowed = [sum(bit[c] for c in vs) for vs in finite]  # per position, then the rest
         cap = len(vals) if hi is None else min(hi, len(vals))
         if lo > cap:
             return EMPTY
@@ -120,22 +135,24 @@ class ArrayBuilder:
         prefix = f"{self.ns}uniq{self.counter}"
         names = {}
 
-        def state(used: int, count: int):
-            key = used
-            if key in names:
-                return Ref(names[key])
-            name = names[key] = f"{prefix}_{used}"
-            alts = [EPS] if count >= lo else []
-            if count < cap:
-                for i, node in enumerate(lits):
-                    if not used & (1 << i):
-                        alts.append(seq(self.sep, node, state(used | (1 << i), count + 1)))
-            self.rules[name] = alt(*alts)
-            return Ref(name)
+        def items(i: int, used: int):
+            # the next items after i items with the values in `used` (i is their count)
+            alts = []
+            if i < cap:
+                can = allowed[min(i, K)] & ~used
+                for k, node in enumerate(lits):
+                    if can >> k & 1:
+                        alts.append(seq(self.sep if i else EPS, node, state(i + 1, used | 1 << k)))
+            return alts
 
-        firsts = [seq(node, state(1 << i, 1)) for i, node in enumerate(lits)] if cap >= 1 else []
+        def state(i: int, used: int):
+            if used not in names:
+                names[used] = f"{prefix}_{used}"
+                self.rules[names[used]] = alt(*([EPS] if i >= lo else []), *items(i, used))
+            return Ref(names[used])
+
         empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
-        return alt(empty, *(seq(lit("["), self.ws, f, self.ws, lit("]")) for f in firsts))
+        return alt(empty, *(seq(lit("["), self.ws, f, self.ws, lit("]")) for f in items(0, 0)))
 
     def contains_array(self, pos_exprs, rest, lo, hi, contains, where):
         """Arrays with ``contains`` counters: a state per item position (up to the prefix, or

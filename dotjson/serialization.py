@@ -117,7 +117,8 @@ def grammar_to_json(g: ir.Grammar) -> dict:
 
 
 def _family_from_json(f):
-    """A rule family :meth:`to_json` wrote: any-order objects and the number families."""
+    """A rule family :meth:`to_json` wrote: any-order objects, the number families and arrays of
+    distinct numbers."""
     from .objects_any_order import AnyOrderObject
 
     kind = f.get("kind") if isinstance(f, dict) else None
@@ -135,6 +136,13 @@ def _family_from_json(f):
             if "reps" in f:
                 fam.restore_reps(f["reps"])
             return fam
+        except (KeyError, TypeError, ArithmeticError) as e:
+            raise ValueError(f"malformed rule family: {e}") from None
+    if kind == "unique_numbers":
+        from .jsonschema.unique import UniqueNumbers
+
+        try:
+            return UniqueNumbers.from_json(f, ir_from_json)
         except (KeyError, TypeError, ArithmeticError) as e:
             raise ValueError(f"malformed rule family: {e}") from None
     return AnyOrderObject.from_json(f, ir_from_json)

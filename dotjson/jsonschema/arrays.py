@@ -121,9 +121,12 @@ class ArrayBuilder:
             for c in vs:
                 universe.setdefault(c, None)
         if universe is None or len(universe) > MAX_UNIQUE_VALUES:
-            self.unsupported("uniqueItems is only supported for items drawn from a small finite set "
-                             "(enum, const, boolean, null)", a.unique, "uniqueItems")
-            return None
+            node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
+            if node is None:
+                self.unsupported("uniqueItems is only supported for items drawn from a small finite set "
+                                 "(enum, const, boolean, null) or numbers (type integer/number with bounds, "
+                                 "multipleOf, ...)", a.unique, "uniqueItems")
+            return node
         vals = sorted(universe, key=repr)
         bit = {c: 1 << k for k, c in enumerate(vals)}
         lits = [self.literal(c) for c in vals]
@@ -153,6 +156,43 @@ class ArrayBuilder:
 
         empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, *(seq(lit("["), self.ws, f, self.ws, lit("]")) for f in items(0, 0)))
+
+    def unique_numbers(self, rest, lo, hi):
+        """Arrays of distinct numbers (:class:`~dotjson.jsonschema.unique.UniqueNumbers`) when
+        ``rest`` is one branch of numbers only (``type: integer``/``number`` with bounds,
+        ``multipleOf``, excluded values), else ``None``."""
+        from dotjson.jsonschema.unique import UniqueNumbers, item_params
+
+        if rest in (TRUE, FALSE):
+            return None
+        brs = self.dnf(rest)
+        if len(brs) != 1:
+            return None
+        (br,) = brs
+        if any(at[0] == "ruleref" for at in br):
+            try:
+                brs = self.expand_refs(br, "")
+            except UnsupportedSchemaError:
+                return None
+            if len(brs) != 1:
+                return None
+            (br,) = brs
+        m = self.merge(br)
+        if m.enum is not None or not m.types or not m.types <= {"integer", "nonint"}:
+            return None
+        both = m.types == {"integer", "nonint"}
+        if self.syntactic_int and not both:
+            return None  # (draft 4: 1.0 is no integer; values alone cannot tell)
+        item = item_params(m, None if both else "integer" in m.types)
+        consts = [c for c in (item["lo"], item["hi"], *item["ne"]) if c is not None]
+        # the item's own spelling policy: numbers="any", or a number with nothing to compare
+        exponents = bool(getattr(self, "exponents", False)) or (
+            both and not item["mults"] and not item["notmults"] and all(float(c) == 0 for c in consts))
+        self.counter += 1
+        fam = UniqueNumbers(f"{self.ns}unum{self.counter}", lo, hi, item, exponents, self.sep)
+        self.families.append(fam)
+        empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
+        return alt(empty, seq(lit("["), self.ws, Ref(fam.start), self.ws, lit("]")))
 
     def contains_array(self, pos_exprs, rest, lo, hi, contains, where):
         """Arrays with ``contains`` counters: a state per item position (up to the prefix, or

@@ -279,6 +279,7 @@ class _Arith:
         elif integer is False:
             nots.append(F(1))
         self.M = M
+        self._bounds = (None if lo is None else F(lo), None if hi is None else F(hi))
         # every multiple of M is a multiple of some excluded divisor: no number at all but
         # (when M is None) the non-multiples
         self.void = M is not None and any((M / n).denominator == 1 for n in nots)
@@ -377,6 +378,141 @@ class _Arith:
             t = Fraction(int(ip + fp), 10 ** len(fp))
             return self.exists(neg, t, t + Fraction(1, 10 ** len(fp)))
         return self._scaled(neg, int(ip), 0)
+
+    def holds(self, v) -> bool:
+        """The number ``v`` (a rational) meets every constraint."""
+        v = Fraction(v)
+        neg = v < 0
+        (lo, lox, hi, hix), ne, nots = self.sides[neg]
+        a = -v if neg else v
+        if (lo is not None and (a < lo or (a == lo and lox))) or (hi is not None and (a > hi or (a == hi and hix))):
+            return False
+        return self._ok(a, ne, nots)
+
+    @staticmethod
+    def _first_integral(q):
+        """The least integer ``E`` with ``q·10^E`` an integer (``q > 0``), ``None`` when none
+        is (``q``'s denominator has a prime factor other than 2 and 5)."""
+        r, s = q.numerator, q.denominator
+        x = y = 0
+        while s % 2 == 0:
+            s //= 2
+            x += 1
+        while s % 5 == 0:
+            s //= 5
+            y += 1
+        if s != 1:
+            return None
+        if x or y:
+            return max(x, y)
+        k = 0
+        while r % 10 == 0:
+            r //= 10
+            k += 1
+        return -k
+
+    def exp_part_live(self, mantissa: str, esign: str, edigits: str) -> bool:
+        """Some number ``mantissa e esign edigits…`` (the exponent's digits starting with
+        ``edigits``) meets the constraints: the exponents ``E`` allowed are an interval (bounds;
+        a multiple from some ``E`` on, a non-multiple below some ``E``) less the finitely many that
+        hit an excluded value, and the exponents the digits can still become are intervals
+        ``[d·10^j, (d+1)·10^j)``."""
+        v = Fraction(Decimal(mantissa))
+        if v == 0:
+            return self.holds(0)
+        neg = v < 0
+        a = -v if neg else v
+        (lo, lox, hi, hix), ne, nots = self.sides[neg]
+        F10 = Fraction(10)
+        ea = eb = None  # allowed exponents [ea, eb], None: no end
+        if lo is not None and lo > 0:
+            e = _ilog10(lo / a) - 1
+            while a * F10 ** e < lo or (lox and a * F10 ** e == lo):
+                e += 1
+            ea = e
+        if hi is not None:
+            if hi <= 0:
+                return False
+            e = _ilog10(hi / a) + 1
+            while a * F10 ** e > hi or (hix and a * F10 ** e == hi):
+                e -= 1
+            eb = e
+        if self.M is not None:
+            if self.void:
+                return False
+            t = self._first_integral(a / self.M)
+            if t is None:
+                return False
+            ea = t if ea is None else max(ea, t)
+        for n in nots:
+            t = self._first_integral(a / n)
+            if t is not None:
+                eb = t - 1 if eb is None else min(eb, t - 1)
+        if ea is not None and eb is not None and ea > eb:
+            return False
+        bad = set()
+        for c in ne:
+            t = c / a
+            e = _ilog10(t)
+            for k in (e - 1, e, e + 1):
+                if a * F10 ** k == c:
+                    bad.add(k)
+        # the exponents the text can still become, as E (sign applied)
+        sg = -1 if esign == "-" else 1
+        if not edigits:
+            cands = [(None, None)] if not esign else [(0, None)] if sg > 0 else [(None, 0)]
+            return self._meets(cands, ea, eb, bad)
+        d = int(edigits)
+        j = 0
+        while True:
+            r0, r1 = (d * 10 ** j, (d + 1) * 10 ** j - 1) if d else (0, None)
+            iv = (r0, r1) if sg > 0 else ((None if r1 is None else -r1), -r0)
+            if self._meets([iv], ea, eb, bad):
+                return True
+            # past the allowed exponents: none further (with no end there, a range wider than
+            # the excluded ones inside the allowed ones is met first)
+            if r1 is None or (sg > 0 and eb is not None and r0 > eb) or (sg < 0 and ea is not None and -r0 < ea):
+                return False
+            j += 1
+            if j > 1000:
+                raise LimitExceededError("number automaton: an exponent of more than 1000 digits")
+
+    @staticmethod
+    def _meets(ivs, ea, eb, bad) -> bool:
+        """Some integer of the intervals ``ivs`` in ``[ea, eb]`` and not in ``bad``."""
+        for r0, r1 in ivs:
+            lo = r0 if ea is None else ea if r0 is None else max(r0, ea)
+            hi = r1 if eb is None else eb if r1 is None else min(r1, eb)
+            if lo is None:
+                lo = (hi if hi is not None else 0) - len(bad) - 1
+            k = lo
+            while hi is None or k <= hi:
+                if k not in bad:
+                    return True
+                k += 1
+        return False
+
+    def count_upto(self, limit: int) -> int:
+        """How many numbers meet the constraints, counted up to ``limit`` (``limit`` when
+        there are at least that many: an interval of positive length, or no end)."""
+        lo, hi = self._bounds
+        if self.M is None:
+            if lo is not None and lo == hi:
+                return int(self.holds(lo))  # one value
+            return 0 if lo is not None and hi is not None and lo > hi else limit
+        if self.void:
+            return 0
+        if lo is None or hi is None:
+            return limit
+        q = lo / self.M
+        k = -((-q.numerator) // q.denominator)
+        q = hi / self.M
+        k1 = q.numerator // q.denominator
+        n = 0
+        while k <= k1 and n < limit:
+            n += self.holds(k * self.M)
+            k += 1
+        return n
 
     def exponent_live(self, text: str) -> bool:
         """Some number written ``text…e…`` (the mantissa starting with ``text``, any exponent)

@@ -538,6 +538,8 @@ class _Family:
     def __init__(self, prefix: str):
         self.prefix = prefix
         self._own = prefix + "__"
+        self._states: dict = {}
+        self._names: dict = {}
         self.start = self._own + _encode(self.init_state())
         self._bodies: dict = {}
         self._prod: dict = {}
@@ -554,13 +556,29 @@ class _Family:
         return True
 
     def _state(self, name: str):
-        st = _decode(name[len(self._own):])
-        if not isinstance(st, tuple):
-            raise ValueError(name)
+        st = self._states.get(name)
+        if st is None:
+            st = _decode(name[len(self._own):])
+            if not isinstance(st, tuple):
+                raise ValueError(name)
+            self._remember(name, st)
         return st
 
+    def _remember(self, name: str, st) -> None:
+        # (names and states both ways: the analyses ask nullable/productive by name, for every
+        # successor of every body, and a name is JSON of the state, hex-encoded)
+        if len(self._states) > 200_000:
+            self._states.clear()
+            self._names.clear()
+        self._states[name] = st
+        self._names[st] = name
+
     def name(self, st) -> str:
-        return self._own + _encode(st)
+        nm = self._names.get(st)
+        if nm is None:
+            nm = self._own + _encode(st)
+            self._remember(nm, st)
+        return nm
 
     def nullable(self, name: str) -> bool:
         return self.accepts_empty(self._state(name))

@@ -62,6 +62,7 @@ class UniqueNumbers(_Family):
                        integer=item["integer"])
         self._ne = [D(c) for c in item["ne"]]
         self._ariths: dict = {}
+        self._afters: dict = {}
         super().__init__(prefix)
         self._rep = {}  # (texts of states are numfamily's big-remainder device: not needed here)
 
@@ -97,7 +98,7 @@ class UniqueNumbers(_Family):
         ph = _phase(text, self.exponents)
         if ph not in _SYNTAX_ACCEPT:
             return None
-        v = Fraction(Decimal(text))
+        v = Fraction(int(text)) if ph == "I" else Fraction(Decimal(text))  # (digits: no Decimal)
         return v if self._arith_of(seen).holds(v) else None
 
     def moves(self, st):
@@ -106,12 +107,19 @@ class UniqueNumbers(_Family):
 
     def _after(self, st):
         """``(count, next state)`` once the current item is complete, else ``None``."""
+        hit = self._afters.get(st, False)
+        if hit is not False:
+            return hit
         seen, text = st
         v = self._value(seen, text) if text else None
-        if v is None:
-            return None
-        nxt = tuple(sorted(seen + (_key(v),)))
-        return len(nxt), (nxt, "")
+        out = None
+        if v is not None:
+            nxt = tuple(sorted(seen + (_key(v),)))
+            out = len(nxt), (nxt, "")
+        if len(self._afters) > 200_000:
+            self._afters.clear()
+        self._afters[st] = out
+        return out
 
     def accepts_empty(self, st) -> bool:
         after = self._after(st)

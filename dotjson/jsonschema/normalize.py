@@ -81,6 +81,23 @@ def _short(where: str) -> str:
     where = where or "/"
     return where if len(where) <= 200 else f"{where[:90]}…{where[-90:]}"
 
+#: ``Normalizer.evaluated``: everything is evaluated (``additionalProperties``, ``items``, ...)
+_ALL_EVALUATED = "all"
+_NONE_EVALUATED = {"props": (frozenset(), frozenset()), "items": 0}
+
+
+def _merge_evaluated(parts, what):
+    """What several sub-schemas that all hold evaluate together (``None`` if one depends on the
+    instance)."""
+    if any(p is None for p in parts):
+        return None
+    if any(p == _ALL_EVALUATED for p in parts):
+        return _ALL_EVALUATED
+    if what == "props":
+        return (frozenset().union(*(p[0] for p in parts)), frozenset().union(*(p[1] for p in parts)))
+    return max(parts)
+
+
 class _Doc:
     __slots__ = ("uri", "root", "draft", "label")
 
@@ -865,8 +882,16 @@ class Normalizer:
             if e == TRUE or "additionalProperties" in s:
                 return
             if any(k in s for k in _APPLICATORS):
-                self.unsupported("unevaluatedProperties next to applicators (allOf/anyOf/oneOf/not/if/$ref/"
-                                 "dependentSchemas) is not supported", kwhere, kw)
+                ev = self.evaluated(s, doc, ptr, "props", draft, top=True)
+                if ev is None:
+                    self.unsupported("unevaluatedProperties next to applicators whose evaluated properties depend "
+                                     "on the instance (anyOf/oneOf branches, if/then/else declaring different "
+                                     "properties, dependentSchemas, $dynamicRef) is not supported", kwhere, kw)
+                    return
+                if ev is not _ALL_EVALUATED:
+                    for pat in ev[1]:
+                        self.regex(pat, kwhere, "patternProperties")
+                    atoms.append(("addl", e, ev[0], tuple(sorted(ev[1]))))
                 return
             atoms.append(self.addl_atom(s, e, kwhere))
         elif kw == "patternProperties":
@@ -925,7 +950,12 @@ class Normalizer:
             if e == TRUE:
                 return
             if any(k in s for k in _APPLICATORS) or "contains" in s:
-                self.unsupported("unevaluatedItems next to applicators or contains is not supported", kwhere, kw)
+                ev = self.evaluated(s, doc, ptr, "items", draft, top=True)
+                if ev is None:
+                    self.unsupported("unevaluatedItems next to contains, or applicators whose evaluated items "
+                                     "depend on the instance, is not supported", kwhere, kw)
+                elif ev is not _ALL_EVALUATED:
+                    atoms.append(("items", ev, e))
                 return
             items = s.get("items")
             if draft >= 2020:
@@ -986,6 +1016,78 @@ class Normalizer:
             E = NI if els is None else self.and2(NI, self.dnf(els), kwhere)
             parts.append(T + E)
         # everything else: not a keyword of this dialect (or an annotation): no constraint
+
+    def evaluated(self, s, doc, ptr, what, draft, depth=0, top=False):
+        """What every valid instance of ``s`` has evaluated, when that does not depend on the
+        instance: ``what="props"``: ``(names, patterns)`` of ``properties``/``patternProperties``
+        of ``s`` and of the sub-schemas that must hold (``allOf``, ``$ref``; ``anyOf``/``oneOf``
+        whose branches all evaluate the same; ``if``+``then`` evaluating what ``else`` does);
+        ``what="items"``: the count of ``prefixItems``; ``_ALL_EVALUATED`` when ``additional*``/
+        ``items``/a nested ``unevaluated*`` evaluates everything; ``None`` when it depends on the
+        instance (then ``unevaluated*`` beside it is not a static keyword)."""
+        if isinstance(s, bool):
+            return _NONE_EVALUATED[what]
+        if not isinstance(s, dict) or depth > 64:
+            return None
+        props = what == "props"
+        if props:
+            if "additionalProperties" in s or (not top and "unevaluatedProperties" in s):
+                return _ALL_EVALUATED
+            names = s.get("properties", {})
+            pats = s.get("patternProperties", {})
+            out = (frozenset(names) if isinstance(names, dict) else frozenset(),
+                   frozenset(pats) if isinstance(pats, dict) else frozenset())
+        else:
+            if "contains" in s:
+                return None  # (the items that match it are evaluated: the instance decides)
+            if not top and "unevaluatedItems" in s:
+                return _ALL_EVALUATED
+            items = s.get("items")
+            if draft >= 2020:
+                if "items" in s:
+                    return _ALL_EVALUATED
+                pre = s.get("prefixItems")
+                out = len(pre) if isinstance(pre, list) else 0
+            else:
+                if isinstance(items, (dict, bool)) or (isinstance(items, list) and "additionalItems" in s):
+                    return _ALL_EVALUATED
+                out = len(items) if isinstance(items, list) else 0
+        if any(k in s for k in ("$dynamicRef", "$recursiveRef", "dependencies")):
+            return None
+        if any(k in s for k in ("dependentSchemas",)):
+            dep = s["dependentSchemas"]
+            if not isinstance(dep, dict):
+                return None
+            for k2, sub in dep.items():  # (applies only when its key is present: must add nothing)
+                if self.evaluated(sub, doc, f"{ptr}/dependentSchemas/{_esc(k2)}", what, draft, depth + 1) != \
+                        _NONE_EVALUATED[what]:
+                    return None
+        parts = []
+        if isinstance(s.get("allOf"), list):
+            parts += [self.evaluated(x, doc, f"{ptr}/allOf/{i}", what, draft, depth + 1)
+                      for i, x in enumerate(s["allOf"])]
+        if "$ref" in s:
+            target = self.resolve(doc, ptr, s["$ref"])
+            if target == TRUE:
+                return None
+            parts.append(self.evaluated(self.get(target[1], target[2]), target[1], target[2], what, draft, depth + 1))
+        for kw in ("anyOf", "oneOf"):
+            if isinstance(s.get(kw), list):
+                alts = {self.evaluated(x, doc, f"{ptr}/{kw}/{i}", what, draft, depth + 1)
+                        for i, x in enumerate(s[kw])}
+                if len(alts) != 1:
+                    return None  # (the branches that hold decide)
+                parts += list(alts)
+        if "if" in s:
+            a = _merge_evaluated([self.evaluated(s["if"], doc, f"{ptr}/if", what, draft, depth + 1)] +
+                                 ([self.evaluated(s["then"], doc, f"{ptr}/then", what, draft, depth + 1)]
+                                  if "then" in s else []), what)
+            b = self.evaluated(s["else"], doc, f"{ptr}/else", what, draft, depth + 1) if "else" in s \
+                else _NONE_EVALUATED[what]
+            if a is None or a != b:
+                return None
+            parts.append(a)
+        return _merge_evaluated([out] + parts, what)
 
     def addl_atom(self, s, e, where):
         props = s.get("properties", {})

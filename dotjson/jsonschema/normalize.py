@@ -81,6 +81,8 @@ def _short(where: str) -> str:
     where = where or "/"
     return where if len(where) <= 200 else f"{where[:90]}…{where[-90:]}"
 
+#: cases of ``Normalizer.unevaluated_choices`` (products of the branches that may hold)
+_MAX_CHOICES = 64
 #: ``Normalizer.evaluated``: everything is evaluated (``additionalProperties``, ``items``, ...)
 _ALL_EVALUATED = "all"
 _NONE_EVALUATED = {"props": (frozenset(), frozenset()), "items": 0}
@@ -884,9 +886,13 @@ class Normalizer:
             if any(k in s for k in _APPLICATORS):
                 ev = self.evaluated(s, doc, ptr, "props", draft, top=True)
                 if ev is None:
-                    self.unsupported("unevaluatedProperties next to applicators whose evaluated properties depend "
-                                     "on the instance (anyOf/oneOf branches, if/then/else declaring different "
-                                     "properties, dependentSchemas, $dynamicRef) is not supported", kwhere, kw)
+                    d = self.unevaluated_choices(s, doc, ptr, e, draft, kwhere, "props")
+                    if d is None:
+                        self.unsupported("unevaluatedProperties next to applicators whose evaluated properties "
+                                         "depend on the instance in nested applicators, $dynamicRef, or more than "
+                                         f"{_MAX_CHOICES} cases is not supported", kwhere, kw)
+                    else:
+                        parts.append(d)
                     return
                 if ev is not _ALL_EVALUATED:
                     for pat in ev[1]:
@@ -951,9 +957,12 @@ class Normalizer:
                 return
             if any(k in s for k in _APPLICATORS) or "contains" in s:
                 ev = self.evaluated(s, doc, ptr, "items", draft, top=True)
-                if ev is None:
+                d = self.unevaluated_choices(s, doc, ptr, e, draft, kwhere, "items") if ev is None else None
+                if d is not None:
+                    parts.append(d)
+                elif ev is None:
                     self.unsupported("unevaluatedItems next to contains, or applicators whose evaluated items "
-                                     "depend on the instance, is not supported", kwhere, kw)
+                                     "depend on the instance in nested applicators, is not supported", kwhere, kw)
                 elif ev is not _ALL_EVALUATED:
                     atoms.append(("items", ev, e))
                 return
@@ -1016,6 +1025,86 @@ class Normalizer:
             E = NI if els is None else self.and2(NI, self.dnf(els), kwhere)
             parts.append(T + E)
         # everything else: not a keyword of this dialect (or an annotation): no constraint
+
+    def unevaluated_choices(self, s, doc, ptr, e, draft, where, what):
+        """``unevaluatedProperties: e`` (``what="props"``; ``unevaluatedItems``: ``"items"``) where what is evaluated depends on which of the schema's
+        own ``anyOf``/``oneOf`` branches, ``if`` or ``dependentSchemas`` hold (each of those
+        evaluating a fixed set): the union, over the cases, of "these hold, and the keys none of
+        them (nor the rest of the schema) evaluates satisfy ``e``". ``anyOf``: every non-empty set
+        of branches that hold (more evaluated keys only weaken the condition, so some set is the
+        one that holds exactly when the instance is valid); ``oneOf``: the branch that holds (the
+        ``oneOf`` itself stays a conjunct); ``if``: ``if`` and ``then``, or not ``if`` and
+        ``else``; ``dependentSchemas``: the key absent, or present and its schema. ``None`` when a
+        branch's own evaluation depends on the instance, or past ``_MAX_CHOICES`` cases."""
+        dynamic = ("anyOf", "oneOf", "if", "then", "else", "dependentSchemas")
+        rest = {k: v for k, v in s.items() if k not in dynamic}
+        static = self.evaluated(rest, doc, ptr, what, draft, top=True)
+        if static is None or (what == "items" and "dependentSchemas" in s):
+            return None
+        groups = []  # per applicator: [(DNF of the case, what it evaluates)]
+
+        def ev(sub, p):
+            return self.evaluated(sub, doc, p, what, draft, 1)
+
+        for kw in ("anyOf", "oneOf"):
+            br = s.get(kw)
+            if not isinstance(br, list) or not br:
+                continue
+            evs = [ev(x, f"{ptr}/{kw}/{i}") for i, x in enumerate(br)]
+            if any(x is None for x in evs):
+                return None
+            dnfs = [self.dnf(self._sub(s, doc, ptr, kw, i)) for i in range(len(br))]
+            if kw == "oneOf":
+                groups.append(list(zip(dnfs, evs)))
+                continue
+            if len(br) > 5:
+                return None
+            cases = []
+            for m in range(1, 1 << len(br)):
+                idx = [i for i in range(len(br)) if m >> i & 1]
+                d = [()]
+                for i in idx:
+                    d = self.and2(d, dnfs[i], where)
+                cases.append((d, _merge_evaluated([evs[i] for i in idx], what)))
+            groups.append(cases)
+        if "if" in s:
+            e_if, e_then = ev(s["if"], f"{ptr}/if"), ev(s.get("then", True), f"{ptr}/then")
+            e_else = ev(s.get("else", True), f"{ptr}/else")
+            if None in (e_if, e_then, e_else):
+                return None
+            I = self.dnf(self._sub(s, doc, ptr, "if"))
+            NI = self.negate(self.dnf_strict(self._sub(s, doc, ptr, "if")), where)
+            T = self.and2(I, self.dnf(self._sub(s, doc, ptr, "then")), where) if "then" in s else I
+            E = self.and2(NI, self.dnf(self._sub(s, doc, ptr, "else")), where) if "else" in s else NI
+            groups.append([(T, _merge_evaluated([e_if, e_then], what)), (E, e_else)])
+        dep = s.get("dependentSchemas")
+        if isinstance(dep, dict):
+            for name in dep:
+                e_dep = ev(dep[name], f"{ptr}/dependentSchemas/{_esc(name)}")
+                if e_dep is None:
+                    return None
+                absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+                present = self.and2([(("required", name),)], self.dnf(self._sub(s, doc, ptr, "dependentSchemas", name)),
+                                    where)
+                groups.append([(absent, _NONE_EVALUATED["props"]), (present, e_dep)])
+        combos = [([()], static)]
+        for cases in groups:
+            combos = [(self.and2(d, cd, where), _merge_evaluated([x, ce], what))
+                      for d, x in combos for cd, ce in cases]
+            if len(combos) > _MAX_CHOICES:
+                return None
+        out = []
+        for d, x in combos:
+            if x == _ALL_EVALUATED:
+                out.extend(d)
+                continue
+            if what == "items":
+                out.extend(self.and2(d, [(("items", x, e),)], where))
+                continue
+            for pat in x[1]:
+                self.regex(pat, where, "patternProperties")
+            out.extend(self.and2(d, [(("addl", e, x[0], tuple(sorted(x[1]))),)], where))
+        return out
 
     def evaluated(self, s, doc, ptr, what, draft, depth=0, top=False):
         """What every valid instance of ``s`` has evaluated, when that does not depend on the

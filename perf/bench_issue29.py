@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import copy
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -58,54 +57,20 @@ def _dotjson(vocab, schema, ids):
     """Fresh masks (seconds) along ``ids`` of a new Index, and the median memoized mask."""
     from dotjson import Index
 
-    index = Index(schema, vocab)
-    s = index.initial_state
-    fresh, states = [], []
-    for t in ids + [None]:
-        t0 = time.perf_counter()
-        index.mask(s)
-        fresh.append(time.perf_counter() - t0)
-        states.append(s)
-        if t is not None:
-            s = index.next_state(s, t)
-            if s < 0:
-                raise RuntimeError(f"dotjson refused token {t}")
-    memo = []
-    for s in states:
-        t0 = time.perf_counter()
-        index.mask(s)
-        memo.append(time.perf_counter() - t0)
+    fresh, memo = peers.index_mask_times(Index(schema, vocab), ids)
     return fresh, sorted(memo)[len(memo) // 2]
 
 
-def _peer(engine, schema, ids):
-    m = engine.compile(schema).matcher()
-    times = []
-    t0 = time.perf_counter()
-    m.first_mask()
-    times.append(time.perf_counter() - t0)
-    for t in ids:
-        if not m.advance(t):
-            raise RuntimeError(f"{engine.name} refused token {t}: {m.error()}")
-        t0 = time.perf_counter()
-        m.mask()
-        times.append(time.perf_counter() - t0)
-    return times
+_peer = peers.mask_times
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--no-peer", action="store_true", help="dotjson only")
     args = ap.parse_args(argv)
-    peers.set_single_thread_env()
-
+    tok, vocab, llg = peers.llama3_setup(args.no_peer)
     import dotjson
-    from dotjson import Vocabulary
-    from dotjson.testing import llama3_tokenizer_dir
 
-    tok = peers.load_tokenizer("llama3")
-    vocab = Vocabulary.from_pretrained(llama3_tokenizer_dir())
-    llg = None if args.no_peer else peers.make_engine("llguidance", tok)
     dotjson.warmup()
     if llg is not None:
         _peer(llg, {"type": "integer"}, tok.encode("12", add_special_tokens=False))

@@ -183,14 +183,17 @@ def test_draft4_integers_have_no_exponent():
     assert accepts(n4, "1.5e2", **EVERY_VALID) and not accepts(n4, "1.5e1", **EVERY_VALID)
 
 
-def test_hypothesis_instances_are_accepted():
+def hypothesis_instances_accepted(schemas, max_examples: int, default: bool = False) -> None:
+    """Random valid documents of each schema (hypothesis-jsonschema) are accepted in the
+    every-valid configuration, and with ``default`` in the default one too when written in plain
+    notation (its strings spelled canonically)."""
     hypothesis = pytest.importorskip("hypothesis")
     from hypothesis_jsonschema import from_schema
 
-    for schema in SCHEMAS[:12]:
+    for schema in schemas:
         seen = []
 
-        @hypothesis.settings(max_examples=40, deadline=None, database=None,
+        @hypothesis.settings(max_examples=max_examples, deadline=None, database=None,
                              suppress_health_check=list(hypothesis.HealthCheck))
         @hypothesis.given(from_schema(schema))
         def run(x):
@@ -198,9 +201,15 @@ def test_hypothesis_instances_are_accepted():
             if reference(schema, text):
                 seen.append(text)
                 assert accepts(schema, text, **EVERY_VALID), (schema, text)
+                plain = json.dumps(x, ensure_ascii=False)
+                assert not default or accepts(schema, plain) or "e" in plain.lower(), (schema, plain)
 
         run()
         assert seen, schema
+
+
+def test_hypothesis_instances_are_accepted():
+    hypothesis_instances_accepted(SCHEMAS[:12], 40)
 
 
 def test_exponent_grammar_has_no_lark_text_but_saves():

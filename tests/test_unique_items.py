@@ -119,24 +119,7 @@ def test_llama3_mask_at_an_items_end(llama3_vocab, llama3_tokenizer):
 def test_hypothesis_instances_are_accepted():
     # random valid documents of the schemas (hypothesis-jsonschema), each accepted in the
     # every-valid configuration, and in the default one when written in plain notation
-    hypothesis = pytest.importorskip("hypothesis")
-    from hypothesis_jsonschema import from_schema
+    from test_numbers_exponents import BIG_DIVISORS, hypothesis_instances_accepted
 
-    from test_numbers_exponents import BIG_DIVISORS
-
-    for schema in SCHEMAS[:3] + [BIG_DIVISORS[1], {"type": "array", "items": BIG_DIVISORS[0], "uniqueItems": True}]:
-        seen = []
-
-        @hypothesis.settings(max_examples=8, deadline=None, database=None,
-                             suppress_health_check=list(hypothesis.HealthCheck))
-        @hypothesis.given(from_schema(schema))
-        def run(x):
-            text = json.dumps(x)
-            if reference(schema, text):
-                seen.append(text)
-                assert accepts(schema, text, **EVERY_VALID), (schema, text)
-                plain = json.dumps(x, ensure_ascii=False)  # (the default spells strings canonically)
-                assert accepts(schema, plain) or "e" in plain.lower(), (schema, plain)
-
-        run()
-        assert seen, schema
+    schemas = SCHEMAS[:3] + [BIG_DIVISORS[1], {"type": "array", "items": BIG_DIVISORS[0], "uniqueItems": True}]
+    hypothesis_instances_accepted(schemas, 8, default=True)

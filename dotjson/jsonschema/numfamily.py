@@ -221,6 +221,18 @@ def _val(n: int, p: int, cap: int) -> int:
     return k
 
 
+def _split25(n: int):
+    """``(a, b, m)`` with ``n = 2^a · 5^b · m`` and ``m`` prime to 10 (``n > 0``)."""
+    a = b = 0
+    while n % 2 == 0:
+        n //= 2
+        a += 1
+    while n % 5 == 0:
+        n //= 5
+        b += 1
+    return a, b, n
+
+
 def _order10(m: int) -> int:
     """The multiplicative order of 10 modulo ``m`` (``gcd(m, 10) = 1``)."""
     if m == 1:
@@ -393,14 +405,8 @@ class _Arith:
     def _first_integral(q):
         """The least integer ``E`` with ``q·10^E`` an integer (``q > 0``), ``None`` when none
         is (``q``'s denominator has a prime factor other than 2 and 5)."""
-        r, s = q.numerator, q.denominator
-        x = y = 0
-        while s % 2 == 0:
-            s //= 2
-            x += 1
-        while s % 5 == 0:
-            s //= 5
-            y += 1
+        r = q.numerator
+        x, y, s = _split25(q.denominator)
         if s != 1:
             return None
         if x or y:
@@ -857,14 +863,7 @@ class ExponentNumbers(_Family):
         self.mults = []
         for m, neg in [(m, False) for m in mults] + [(m, True) for m in notmults]:
             a, s = _mult_parts(m)
-            alpha = beta = 0
-            ap = a
-            while ap % 2 == 0:
-                ap //= 2
-                alpha += 1
-            while ap % 5 == 0:
-                ap //= 5
-                beta += 1
+            alpha, beta, ap = _split25(a)
             self.mults.append((a, s, ap, alpha, beta, neg))
         # abstraction of the searches: nsig beyond `ncap` behaves as `ncap`; zs folds at `z0`
         # with the period of 10 modulo the coprime parts

@@ -683,10 +683,10 @@ def lazy_number_family(prefix: str, p: dict):
 
     D = Decimal
     trackers = _trackers(None if p["lo"] is None else D(p["lo"]), bool(p["lox"]),
-                            None if p["hi"] is None else D(p["hi"]), bool(p["hix"]),
-                            tuple(D(x) for x in p["mults"]), tuple(D(x) for x in p["notmults"]),
-                            tuple(D(x) for x in p["ne"]), bool(p["allow_int"]), bool(p["allow_nonint"]),
-                            bool(p["syntactic_int"]))
+                         None if p["hi"] is None else D(p["hi"]), bool(p["hix"]),
+                         tuple(D(x) for x in p["mults"]), tuple(D(x) for x in p["notmults"]),
+                         tuple(D(x) for x in p["ne"]), bool(p["allow_int"]), bool(p["allow_nonint"]),
+                         bool(p["syntactic_int"]))
     return LazyNumberDFA(prefix, trackers, bool(p["allow_exp"]), p)
 
 

@@ -116,8 +116,9 @@ def test_llama3_mask_at_an_items_end(llama3_vocab, llama3_tokenizer):
             assert allowed == want, (kw, prefix, allowed)
 
 
+@pytest.mark.slow
 def test_hypothesis_instances_are_accepted():
-    # random valid documents of the schemas (hypothesis-jsonschema), each accepted in the
+    # (slow: ~4 s) random valid documents of the schemas (hypothesis-jsonschema), each accepted in the
     # every-valid configuration, and in the default one when written in plain notation
     from test_numbers_exponents import BIG_DIVISORS, hypothesis_instances_accepted
 

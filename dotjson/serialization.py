@@ -117,7 +117,8 @@ def grammar_to_json(g: ir.Grammar) -> dict:
 
 
 def _family_from_json(f):
-    """A rule family :meth:`to_json` wrote: any-order objects and the number families."""
+    """A rule family :meth:`to_json` wrote: any-order objects, the number families and arrays of
+    distinct numbers."""
     from .objects_any_order import AnyOrderObject
 
     kind = f.get("kind") if isinstance(f, dict) else None
@@ -129,8 +130,19 @@ def _family_from_json(f):
             if not isinstance(f.get("prefix"), str) or not isinstance(f.get("params"), dict):
                 raise ValueError("malformed rule family")
             if kind == "exponent_numbers":
-                return ExponentNumbers.from_params(f["prefix"], f["params"])
-            return lazy_number_family(f["prefix"], f["params"])
+                fam = ExponentNumbers.from_params(f["prefix"], f["params"])
+            else:
+                fam = lazy_number_family(f["prefix"], f["params"])
+            if "reps" in f:
+                fam.restore_reps(f["reps"])
+            return fam
+        except (KeyError, TypeError, ArithmeticError) as e:
+            raise ValueError(f"malformed rule family: {e}") from None
+    if kind == "unique_numbers":
+        from .jsonschema.unique import UniqueNumbers
+
+        try:
+            return UniqueNumbers.from_json(f, ir_from_json)
         except (KeyError, TypeError, ArithmeticError) as e:
             raise ValueError(f"malformed rule family: {e}") from None
     return AnyOrderObject.from_json(f, ir_from_json)

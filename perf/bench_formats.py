@@ -61,33 +61,17 @@ def cases():
 
 def _slowest(engine, schema, ids):
     """The slowest mask, in seconds, of ``engine`` teacher-forced through ``ids``."""
-    m = engine.compile(schema).matcher()
-    times = []
-    t0 = time.perf_counter()
-    m.first_mask()
-    times.append(time.perf_counter() - t0)
-    for t in ids:
-        if not m.advance(t):
-            raise RuntimeError(f"{engine.name} refused token {t}: {m.error()}")
-        t0 = time.perf_counter()
-        m.mask()
-        times.append(time.perf_counter() - t0)
-    return max(times)
+    return max(peers.mask_times(engine, schema, ids))
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--no-peer", action="store_true", help="dotjson only (no llguidance column)")
     args = ap.parse_args(argv)
-    peers.set_single_thread_env()
-
+    tok, vocab, llg = peers.llama3_setup(args.no_peer)
     import dotjson
-    from dotjson import Index, Vocabulary
-    from dotjson.testing import llama3_tokenizer_dir
+    from dotjson import Index
 
-    tok = peers.load_tokenizer("llama3")
-    vocab = Vocabulary.from_pretrained(llama3_tokenizer_dir())
-    llg = None if args.no_peer else peers.make_engine("llguidance", tok)
     t0 = time.perf_counter()
     dotjson.warmup()
     print(f"warmup {time.perf_counter() - t0:.1f} s")
@@ -99,23 +83,7 @@ def main(argv=None):
     worst_later = 0.0
     for i, (name, schema, inst) in enumerate(cases()):
         ids = tok.encode(peers.compact(inst), add_special_tokens=False)
-        index = Index(schema, vocab)
-        states, fresh = [], []
-        s = index.initial_state
-        for t in ids + [None]:  # teacher-forced: a mask, then the sampled token
-            t1 = time.perf_counter()
-            index.mask(s)
-            fresh.append(time.perf_counter() - t1)
-            states.append(s)
-            if t is not None:
-                s = index.next_state(s, t)
-                if s < 0:
-                    raise RuntimeError(f"dotjson refused token {t} of {name}")
-        memo = []
-        for s in states:
-            t1 = time.perf_counter()
-            index.mask(s)
-            memo.append(time.perf_counter() - t1)
+        fresh, memo = peers.index_mask_times(Index(schema, vocab), ids)  # (teacher-forced)
         memo_s = sorted(memo)[len(memo) // 2]
         dmax = max(fresh)
         lmax = _slowest(llg, schema, ids) if llg is not None else float("nan")

@@ -54,6 +54,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -582,3 +583,54 @@ def make_engine(name: str, hf_tokenizer, generation: bool = False) -> Engine:
 def compact(instance) -> str:
     """The text every engine is teacher-forced on: compact JSON, keys in the instance's order."""
     return json.dumps(instance, separators=(",", ":"), ensure_ascii=False)
+
+
+def mask_times(engine: Engine, schema, ids) -> list[float]:
+    """Seconds of each mask of ``engine`` teacher-forced through ``ids`` (the first mask, then
+    one after each token), on a new compile of ``schema``."""
+    m = engine.compile(schema).matcher()
+    times = []
+    t0 = time.perf_counter()
+    m.first_mask()
+    times.append(time.perf_counter() - t0)
+    for t in ids:
+        if not m.advance(t):
+            raise RuntimeError(f"{engine.name} refused token {t}: {m.error()}")
+        t0 = time.perf_counter()
+        m.mask()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def index_mask_times(index, ids) -> tuple[list[float], list[float]]:
+    """A dotjson ``Index`` teacher-forced through ``ids``: the seconds of each fresh mask (a
+    mask, then the token), and of the same states' masks asked again (memoized)."""
+    s = index.initial_state
+    fresh, states = [], []
+    for t in list(ids) + [None]:
+        t0 = time.perf_counter()
+        index.mask(s)
+        fresh.append(time.perf_counter() - t0)
+        states.append(s)
+        if t is not None:
+            s = index.next_state(s, t)
+            if s < 0:
+                raise RuntimeError(f"dotjson refused token {t}")
+    memo = []
+    for s in states:
+        t0 = time.perf_counter()
+        index.mask(s)
+        memo.append(time.perf_counter() - t0)
+    return fresh, memo
+
+
+def llama3_setup(no_peer: bool = False):
+    """One CPU thread each, the Llama 3 tokenizer, dotjson's ``Vocabulary`` of it and llguidance
+    on it (``None`` with ``no_peer``): what the teacher-forcing benchmarks start from."""
+    set_single_thread_env()
+    from dotjson import Vocabulary
+    from dotjson.testing import llama3_tokenizer_dir
+
+    tok = load_tokenizer("llama3")
+    vocab = Vocabulary.from_pretrained(llama3_tokenizer_dir())
+    return tok, vocab, None if no_peer else make_engine("llguidance", tok)

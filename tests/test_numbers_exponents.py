@@ -183,14 +183,17 @@ def test_draft4_integers_have_no_exponent():
     assert accepts(n4, "1.5e2", **EVERY_VALID) and not accepts(n4, "1.5e1", **EVERY_VALID)
 
 
-def test_hypothesis_instances_are_accepted():
+def hypothesis_instances_accepted(schemas, max_examples: int, default: bool = False) -> None:
+    """Random valid documents of each schema (hypothesis-jsonschema) are accepted in the
+    every-valid configuration, and with ``default`` in the default one too when written in plain
+    notation (its strings spelled canonically)."""
     hypothesis = pytest.importorskip("hypothesis")
     from hypothesis_jsonschema import from_schema
 
-    for schema in SCHEMAS[:12]:
+    for schema in schemas:
         seen = []
 
-        @hypothesis.settings(max_examples=40, deadline=None, database=None,
+        @hypothesis.settings(max_examples=max_examples, deadline=None, database=None,
                              suppress_health_check=list(hypothesis.HealthCheck))
         @hypothesis.given(from_schema(schema))
         def run(x):
@@ -198,9 +201,15 @@ def test_hypothesis_instances_are_accepted():
             if reference(schema, text):
                 seen.append(text)
                 assert accepts(schema, text, **EVERY_VALID), (schema, text)
+                plain = json.dumps(x, ensure_ascii=False)
+                assert not default or accepts(schema, plain) or "e" in plain.lower(), (schema, plain)
 
         run()
         assert seen, schema
+
+
+def test_hypothesis_instances_are_accepted():
+    hypothesis_instances_accepted(SCHEMAS[:12], 40)
 
 
 def test_exponent_grammar_has_no_lark_text_but_saves():
@@ -227,6 +236,64 @@ def test_products_too_large_to_build_eagerly_are_built_lazily():
             assert accepts(s, str(n), **kw) == reference(s, str(n)), (n, kw)
     for text in ["2.21e2", "22100e-2", "1.69e2", "2.47E+2", "4.03e2"]:
         assert accepts(s, text, **EVERY_VALID) == reference(s, text), text
+
+
+def _fraction_verdict(schema, text) -> bool:
+    """The verdict of plain rational arithmetic (``fractions``) on a number text, for the
+    schemas of :func:`test_multipleof_of_any_size_against_fractions`."""
+    from fractions import Fraction
+
+    v = Fraction(Decimal(text))
+    ok = True
+    for key, div in (("multipleOf", schema.get("multipleOf")), ("not", schema.get("not", {}).get("multipleOf"))):
+        if div is not None:
+            mult = (v / Fraction(Decimal(repr(div)) if isinstance(div, float) else Fraction(div))).denominator == 1
+            ok &= mult if key == "multipleOf" else not mult
+    if schema.get("type") == "integer":
+        ok &= v.denominator == 1
+    for key, cmp in (("minimum", v.__ge__), ("maximum", v.__le__), ("exclusiveMinimum", v.__gt__),
+                     ("exclusiveMaximum", v.__lt__)):
+        if key in schema:
+            b = schema[key]
+            ok &= cmp(Fraction(Decimal(repr(b)) if isinstance(b, float) else b))
+    return ok
+
+
+BIG_DIVISORS = [
+    {"type": "integer", "multipleOf": 0.123456789},  # the suite's "float division = inf"
+    {"multipleOf": 2 ** 40},  # 2^a: the last 40 digits decide, 2^40 remainders
+    {"type": "number", "multipleOf": 7 * 5 ** 30, "maximum": 1e40, "minimum": -1e25},
+    {"type": "number", "multipleOf": 0.000123456789, "not": {"multipleOf": 2}},
+    {"type": "integer", "multipleOf": 2 ** 64, "exclusiveMinimum": 2 ** 64, "exclusiveMaximum": 2 ** 66},
+]
+
+
+@pytest.mark.parametrize("k", [k if k != 2 else pytest.param(k, marks=pytest.mark.slow)
+                               for k in range(len(BIG_DIVISORS))])  # (2: bounds, ~3 s)
+def test_multipleof_of_any_size_against_fractions(k):
+    # a divisor with more than 10,000 remainders (refused before): the automaton is built a state
+    # at a time and whether a prefix can still be completed is decided in rationals
+    from fractions import Fraction
+
+    schema = BIG_DIVISORS[k]
+    m = Fraction(Decimal(repr(schema["multipleOf"])) if isinstance(schema["multipleOf"], float)
+                 else schema["multipleOf"])
+    rng = random.Random(77 + k)
+    texts = {random_number(rng) for _ in range(12)}
+    for j in [0, 1, 3, -4, 12345, 2 ** 70 + 1]:
+        v = j * m
+        d = Decimal(v.numerator) / Decimal(v.denominator) if v.denominator != 1 else Decimal(v.numerator)
+        plain = f"{d:f}"
+        texts |= {plain, f"{d:e}", plain + ("0" if "." in plain else ".0"), f"{d * 10:f}e-1", f"{d + 1:f}",
+                  f"{d / 2:f}"}
+    texts |= {"1e308", "-0", "0.0e7"}
+    for text in sorted(texts):
+        want = _fraction_verdict(schema, text)
+        assert reference(schema, text) == want, text  # the two oracles agree
+        assert accepts(schema, text, **EVERY_VALID) == want, (schema, text, want)
+        got = accepts(schema, text)
+        assert got == want if "e" not in text.lower() else (not got or want), (schema, text, want)
+    assert sum(_fraction_verdict(schema, t) for t in texts) >= 4  # (the texts hold valid ones)
 
 
 def test_bounds_of_many_digits_are_exact():
@@ -262,3 +329,20 @@ def test_index_accepts_and_check_in_both_configurations(tiny_bpe_vocab):
         assert not r.ok and r.reason in ("rejected", "incomplete"), (doc, r)
     for doc in ['{"n": 10}', '{"n": 10.0, "x": 100}']:
         assert ev.accepts(doc) and df.accepts(doc)
+
+
+def test_big_divisor_index_saves_and_continues(tiny_bpe_vocab, tmp_path):
+    # a saved index keeps a text reaching each number state it named, so a state expanded after
+    # loading is still decided in rationals (the search over remainders would not end)
+    from dotjson import Index
+
+    schema = {"type": "object", "properties": {"n": BIG_DIVISORS[2]}, "required": ["n"]}
+    good = '{"n": %d}' % (3 * 7 * 5 ** 30)
+    bad = '{"n": %d}' % (3 * 7 * 5 ** 30 + 5)
+    for kw in ({}, EVERY_VALID):
+        index = Index(schema, tiny_bpe_vocab, **kw)
+        assert index.accepts(good[:12] + "}") is False  # expands the states of the first digits
+        index.serialize_to_disk(tmp_path / "i")
+        loaded = Index.deserialize_from_disk(tmp_path / "i", tiny_bpe_vocab)
+        assert loaded.accepts(good) and not loaded.accepts(bad)
+        assert loaded.accepts(good.replace("}", ".000}")) and not loaded.accepts(good.replace("}", ".5}"))

@@ -142,10 +142,8 @@ def expand_families(grammar: ir.Grammar, limit: int = 20_000) -> ir.Grammar:
         if fam is None:
             raise GrammarError(f"undefined rule {name!r}")
         if getattr(fam, "renderable", True) is False:
-            raise GrammarError(f"rule family {getattr(fam, 'kind', type(fam).__name__)!r} has no grammar text (its "
-                               "language is not context-free: numbers with exponents under bounds, integrality "
-                               "or multipleOf, which numbers='any' accepts (the default of the every-valid "
-                               "configuration); numbers='plain' writes them in plain notation)")
+            why = getattr(fam, "why_no_text", "its rules are made only as decoding reaches them")
+            raise GrammarError(f"rule family {getattr(fam, 'kind', type(fam).__name__)!r} has no grammar text ({why})")
         if not fam.productive(name):
             rules[name] = ir.EMPTY
             continue

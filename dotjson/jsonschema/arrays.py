@@ -104,15 +104,33 @@ class ArrayBuilder:
         return list(out)
 
     def unique_array(self, a: ArrayNode, pos_exprs, rest, lo, hi, contains, where):
-        vals = None
-        if not pos_exprs and not contains:
-            vals = self.finite_values(rest)
-        if vals is None or len(vals) > MAX_UNIQUE_VALUES:
-            self.unsupported("uniqueItems is only supported for items drawn from a small finite set "
-                             "(enum, const, boolean, null)", a.unique, "uniqueItems")
-            return None
-        vals = sorted(vals, key=repr)
+        """Distinct items drawn from finite sets: the items of each position (``prefixItems``)
+        and after them (``items``; ``false`` or a ``maxItems`` within the prefix ends the array)
+        each an ``enum``/``const``/boolean/null set, at most ``MAX_UNIQUE_VALUES`` values in all.
+        A state per position (up to the prefix's end) and set of values used."""
+        K = len(pos_exprs)
+        finite = None if contains else [self.finite_values(e) for e in pos_exprs]
+        if finite is not None:
+            closed = rest == FALSE or (hi is not None and hi <= K)
+            finite.append([] if closed else self.finite_values(rest))
+        universe = {}
+        for vs in finite or [None]:
+            if vs is None:
+                universe = None
+                break
+            for c in vs:
+                universe.setdefault(c, None)
+        if universe is None or len(universe) > MAX_UNIQUE_VALUES:
+            node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
+            if node is None:
+                self.unsupported("uniqueItems is only supported for items drawn from a small finite set "
+                                 "(enum, const, boolean, null) or numbers (type integer/number with bounds, "
+                                 "multipleOf, ...)", a.unique, "uniqueItems")
+            return node
+        vals = sorted(universe, key=repr)
+        bit = {c: 1 << k for k, c in enumerate(vals)}
         lits = [self.literal(c) for c in vals]
+        allowed = [sum(bit[c] for c in vs) for vs in finite]  # per position, then the rest
         cap = len(vals) if hi is None else min(hi, len(vals))
         if lo > cap:
             return EMPTY
@@ -120,22 +138,61 @@ class ArrayBuilder:
         prefix = f"{self.ns}uniq{self.counter}"
         names = {}
 
-        def state(used: int, count: int):
-            key = used
-            if key in names:
-                return Ref(names[key])
-            name = names[key] = f"{prefix}_{used}"
-            alts = [EPS] if count >= lo else []
-            if count < cap:
-                for i, node in enumerate(lits):
-                    if not used & (1 << i):
-                        alts.append(seq(self.sep, node, state(used | (1 << i), count + 1)))
-            self.rules[name] = alt(*alts)
-            return Ref(name)
+        def items(i: int, used: int):
+            # the next items after i items with the values in `used` (i is their count)
+            alts = []
+            if i < cap:
+                can = allowed[min(i, K)] & ~used
+                for k, node in enumerate(lits):
+                    if can >> k & 1:
+                        alts.append(seq(self.sep if i else EPS, node, state(i + 1, used | 1 << k)))
+            return alts
 
-        firsts = [seq(node, state(1 << i, 1)) for i, node in enumerate(lits)] if cap >= 1 else []
+        def state(i: int, used: int):
+            if used not in names:
+                names[used] = f"{prefix}_{used}"
+                self.rules[names[used]] = alt(*([EPS] if i >= lo else []), *items(i, used))
+            return Ref(names[used])
+
         empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
-        return alt(empty, *(seq(lit("["), self.ws, f, self.ws, lit("]")) for f in firsts))
+        return alt(empty, *(seq(lit("["), self.ws, f, self.ws, lit("]")) for f in items(0, 0)))
+
+    def unique_numbers(self, rest, lo, hi):
+        """Arrays of distinct numbers (:class:`~dotjson.jsonschema.unique.UniqueNumbers`) when
+        ``rest`` is one branch of numbers only (``type: integer``/``number`` with bounds,
+        ``multipleOf``, excluded values), else ``None``."""
+        from dotjson.jsonschema.unique import UniqueNumbers, item_params
+
+        if rest in (TRUE, FALSE):
+            return None
+        brs = self.dnf(rest)
+        if len(brs) != 1:
+            return None
+        (br,) = brs
+        if any(at[0] == "ruleref" for at in br):
+            try:
+                brs = self.expand_refs(br, "")
+            except UnsupportedSchemaError:
+                return None
+            if len(brs) != 1:
+                return None
+            (br,) = brs
+        m = self.merge(br)
+        if m.enum is not None or not m.types or not m.types <= {"integer", "nonint"}:
+            return None
+        both = m.types == {"integer", "nonint"}
+        if self.syntactic_int and not both:
+            return None  # (draft 4: 1.0 is no integer; values alone cannot tell)
+        item = item_params(m, None if both else "integer" in m.types)
+        consts = [c for c in (item["lo"], item["hi"], *item["ne"]) if c is not None]
+        # the item's own spelling policy: numbers="any", or a number with nothing to compare
+        exponents = bool(getattr(self, "exponents", False)) or (
+            both and not item["mults"] and not item["notmults"] and all(float(c) == 0 for c in consts))
+        self.counter += 1
+        fam = UniqueNumbers(f"{self.ns}unum{self.counter}", lo, hi, item, exponents, self.sep)
+        self.families.append(fam)
+        empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
+        return alt(empty, seq(lit("["), self.ws, Ref(fam.start), self.ws, lit("]")))
 
     def contains_array(self, pos_exprs, rest, lo, hi, contains, where):
         """Arrays with ``contains`` counters: a state per item position (up to the prefix, or

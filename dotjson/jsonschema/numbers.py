@@ -609,11 +609,12 @@ class NumberBuilder:
         if contradict or witness is None:
             self.number_cache[key] = EMPTY  # every multiple of the mults is one of a notmult (0 too)
             return EMPTY
-        trackers, dropped = _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint,
-                                      self.syntactic_int, lambda what, kw: self.unsupported(what, where, kw))
+        trackers = _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, self.syntactic_int)
         consts = [c for c in (lo, hi) + tuple(ne) if c is not None]
         allow_exp = allow_int and allow_nonint and not mults and not notmults and all(c == 0 for c in consts)
-        dfa = _number_dfa(trackers, allow_exp)
+        # a remainder past MAX_DFA_STATES fills the eager build's limit before anything else
+        big = any(getattr(t, "a", getattr(t, "b", 0)) > MAX_DFA_STATES for t in trackers)
+        dfa = None if big else _number_dfa(trackers, allow_exp)
         if dfa is None:
             # too many states to build eagerly: the same automaton, a state at a time
             from dotjson.jsonschema.numfamily import LazyNumberDFA
@@ -623,7 +624,7 @@ class NumberBuilder:
                       "hix": hix, "mults": [str(m) for m in mults], "notmults": [str(m) for m in notmults],
                       "ne": [str(c) for c in ne], "allow_int": allow_int, "allow_nonint": allow_nonint,
                       "syntactic_int": self.syntactic_int, "allow_exp": allow_exp}
-            fam = LazyNumberDFA(f"{self.ns}lnum{self.counter}", trackers, allow_exp, None if dropped else params)
+            fam = LazyNumberDFA(f"{self.ns}lnum{self.counter}", trackers, allow_exp, params)
             self.families.append(fam)
             # (whether it has a number at all is the family's answer when the analysis asks:
             # a union of such branches is then searched only until one has; a witness found
@@ -639,7 +640,7 @@ class NumberBuilder:
                 self.counter += 1
                 n_rules = len(self.rules)
                 node = _dfa_to_ir(mn[0], mn[1], f"{self.ns}num{self.counter}", self.rules)
-                if len(self.rules) == n_rules and not dropped:  # a regular node, exact
+                if len(self.rules) == n_rules:  # a regular node
                     if len(_NUMBER_LANGUAGES) >= _MAX_SHARED_NUMBERS:
                         _NUMBER_LANGUAGES.clear()
                     _NUMBER_LANGUAGES[shared_key] = node
@@ -648,9 +649,10 @@ class NumberBuilder:
 
 
 
-def _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, syntactic_int, unsupported=None):
-    """The trackers of the plain-notation automaton of these constraints, and whether a
-    ``multipleOf`` was dropped (``unsupported`` returned ``None``: lenient)."""
+def _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, syntactic_int):
+    """The trackers of the plain-notation automaton of these constraints (a remainder of any
+    size: past ``MAX_DFA_STATES`` the automaton is built lazily, and whether a state can still
+    be completed is decided in rationals, ``numfamily._Arith``)."""
     trackers = []
     if lo is not None and hi is not None and lo == hi:
         trackers.append(_CmpTracker(lo, "eq"))
@@ -665,20 +667,13 @@ def _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, sy
         trackers.append(_IntTracker(False, syntactic_int))
     elif not allow_int:
         trackers.append(_IntTracker(True, syntactic_int))
-    dropped = False
     for mm, neg in [(x, False) for x in mults] + [(x, True) for x in notmults]:
         # mm = a · 10^-s with a not a multiple of 10: a multiple of 10^30 is "ends in 30 zeros"
         from dotjson.jsonschema.numfamily import _mult_parts
 
         a, s = _mult_parts(EXACT.normalize(mm))
-        if a > 10000:
-            r = None if unsupported is None else unsupported(
-                f"multipleOf {mm} needs a remainder automaton with more than 10000 states", "multipleOf")
-            if r is None:
-                dropped = True  # (lenient: this language over-approximates; not shared)
-                continue
         trackers.append(_ModTracker(a, s, neg) if s >= 0 else _ZerosModTracker(a, -s, neg))
-    return trackers, dropped
+    return trackers
 
 
 def lazy_number_family(prefix: str, p: dict):
@@ -687,11 +682,11 @@ def lazy_number_family(prefix: str, p: dict):
     from dotjson.jsonschema.numfamily import LazyNumberDFA
 
     D = Decimal
-    trackers, _ = _trackers(None if p["lo"] is None else D(p["lo"]), bool(p["lox"]),
-                            None if p["hi"] is None else D(p["hi"]), bool(p["hix"]),
-                            tuple(D(x) for x in p["mults"]), tuple(D(x) for x in p["notmults"]),
-                            tuple(D(x) for x in p["ne"]), bool(p["allow_int"]), bool(p["allow_nonint"]),
-                            bool(p["syntactic_int"]))
+    trackers = _trackers(None if p["lo"] is None else D(p["lo"]), bool(p["lox"]),
+                         None if p["hi"] is None else D(p["hi"]), bool(p["hix"]),
+                         tuple(D(x) for x in p["mults"]), tuple(D(x) for x in p["notmults"]),
+                         tuple(D(x) for x in p["ne"]), bool(p["allow_int"]), bool(p["allow_nonint"]),
+                         bool(p["syntactic_int"]))
     return LazyNumberDFA(prefix, trackers, bool(p["allow_exp"]), p)
 
 

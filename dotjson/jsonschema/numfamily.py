@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from fractions import Fraction
 from math import gcd
 
 from dotjson import ir
@@ -220,6 +221,18 @@ def _val(n: int, p: int, cap: int) -> int:
     return k
 
 
+def _split25(n: int):
+    """``(a, b, m)`` with ``n = 2^a · 5^b · m`` and ``m`` prime to 10 (``n > 0``)."""
+    a = b = 0
+    while n % 2 == 0:
+        n //= 2
+        a += 1
+    while n % 5 == 0:
+        n //= 5
+        b += 1
+    return a, b, n
+
+
 def _order10(m: int) -> int:
     """The multiplicative order of 10 modulo ``m`` (``gcd(m, 10) = 1``)."""
     if m == 1:
@@ -234,18 +247,310 @@ def _order10(m: int) -> int:
 _DIGITS = "0123456789"
 
 
+# ----------------------------------------------------------------------------- arithmetic liveness
+#: Remainders a productivity search may meet before the family decides it arithmetically
+#: instead (a ``multipleOf`` of ``0.123456789`` or ``2^40``: the search's states are its
+#: remainders, ten new ones a digit, and none repeats before 10^9 of them).
+BIG_MODULUS = 10_000
+#: Consecutive multiples one interval check may try before it gives up with a named error
+#: (only ``not: {multipleOf}`` and excluded values rule a multiple out; they leave gaps within
+#: a few multiples unless they exclude all of them, which :class:`_Arith` sees first).
+MAX_CANDIDATES = 100_000
+
+
+def _ilog10(x) -> int:
+    """``floor(log10(x))`` of a positive rational, give or take one."""
+    x = Fraction(x)
+    return len(str(x.numerator)) - len(str(x.denominator))
+
+
+class _Arith:
+    """A family's constraints as exact rationals, to decide from the text of a prefix whether
+    some number completes it: the numbers a prefix can still become are a union of intervals
+    (``12`` in plain notation: ``[12·10^j, 13·10^j)`` for ``j >= 0``; a mantissa ``12`` before
+    an exponent: for every integer ``j``), and whether an interval holds a multiple of the
+    ``multipleOf`` divisors within the bounds, not excluded, is a question about the first few
+    multiples in it. Exact for any divisor: no remainder is ever enumerated.
+
+    ``integer``: ``True`` integers only, ``False`` non-integers only, ``None`` either.
+    """
+
+    def __init__(self, lo, lox, hi, hix, mults, notmults, ne, integer):
+        F = Fraction
+        M = None
+        for m in mults:
+            m = F(m)
+            if M is None:
+                M = m
+            else:  # lcm of two rationals: lcm of numerators over gcd of denominators
+                num = M.numerator * m.numerator // gcd(M.numerator, m.numerator)
+                M = F(num, gcd(M.denominator, m.denominator))
+        nots = [F(n) for n in notmults]
+        if integer is True:
+            M = F(1) if M is None else F(M.numerator)  # lcm(M, 1)
+        elif integer is False:
+            nots.append(F(1))
+        self.M = M
+        self._bounds = (None if lo is None else F(lo), None if hi is None else F(hi))
+        # every multiple of M is a multiple of some excluded divisor: no number at all but
+        # (when M is None) the non-multiples
+        self.void = M is not None and any((M / n).denominator == 1 for n in nots)
+        self.sides = {}
+        for neg in (False, True):
+            if not neg:
+                b = (None if lo is None else F(lo), lox, None if hi is None else F(hi), hix)
+                e = frozenset(F(c) for c in ne)
+            else:  # the negative numbers, mirrored: x -> -x swaps the bounds
+                b = (None if hi is None else -F(hi), hix, None if lo is None else -F(lo), lox)
+                e = frozenset(-F(c) for c in ne)
+            self.sides[neg] = (b, e, tuple(nots))
+
+    def _ok(self, v, ne, nots) -> bool:
+        return v not in ne and not any((v / n).denominator == 1 for n in nots) and \
+            (self.M is None or (v / self.M).denominator == 1)
+
+    def exists(self, neg: bool, A, B) -> bool:
+        """Some number ``x`` with ``A <= |x| < B`` (``B`` None: no end), of the sign ``neg``
+        (zero belongs to both), meets every constraint."""
+        (lo, lox, hi, hix), ne, nots = self.sides[neg]
+        L, Lx = Fraction(A), False
+        if lo is not None and (lo > L or (lo == L and lox)):
+            L, Lx = lo, lox
+        if B is None:
+            H, Hx = hi, hix
+        else:
+            H, Hx = Fraction(B), True
+            if hi is not None and hi < H:
+                H, Hx = hi, hix
+        if H is not None and (L > H or (L == H and (Lx or Hx))):
+            return False
+        if self.M is None:
+            if H is None or L < H:
+                return True  # a non-empty open interval: a decimal on none of the lattices
+            return self._ok(L, ne, nots)
+        if self.void:
+            return False
+        q = L / self.M
+        k = -((-q.numerator) // q.denominator)  # ceil
+        if Lx and q.denominator == 1:
+            k += 1
+        k1 = None
+        if H is not None:
+            q = H / self.M
+            k1 = q.numerator // q.denominator
+            if Hx and q.denominator == 1:
+                k1 -= 1
+        end = k + MAX_CANDIDATES
+        while k1 is None or k <= k1:
+            if k >= end:
+                raise LimitExceededError(
+                    f"number automaton: more than {MAX_CANDIDATES} consecutive multiples are excluded")
+            if self._ok(k * self.M, ne, nots):
+                return True
+            k += 1
+        return False
+
+    def _ends(self, neg):
+        (lo, lox, hi, hix), _, _ = self.sides[neg]
+        return lo, hi
+
+    def _scaled(self, neg: bool, c: int, n: int) -> bool:
+        """Some number in ``[c·10^n, (c+1)·10^n)`` for one ``n >= n0`` (``n0`` None: any
+        integer) meets the constraints; ``c >= 1``."""
+        lo, hi = self._ends(neg)
+        if hi is None:
+            # no end on this side: enough digits (or a large enough exponent) pass every lower
+            # bound and give an interval holding every remainder of the multiples
+            return not self.void
+        floor_ = max([x for x in (lo, self.M) if x is not None and x > 0], default=None)
+        if n is None:
+            if floor_ is None:
+                # numbers as small as we like: some tiny interval lies under any positive bound
+                return hi is None or hi > 0
+            n = _ilog10(floor_) - len(str(c)) - 2
+        elif floor_ is not None:
+            n = max(n, _ilog10(floor_) - len(str(c)) - 2)
+        while True:
+            w = 10 ** n if n >= 0 else Fraction(1, 10 ** -n)
+            A = c * w
+            if A > hi:
+                return False
+            if self.exists(neg, A, A + w):
+                return True
+            n += 1
+
+    def plain_live(self, text: str) -> bool:
+        """Some number in plain notation that starts with ``text`` meets the constraints."""
+        neg = text.startswith("-")
+        body = text[1:] if neg else text
+        if not body:
+            return self.exists(True, 0, None) or (not neg and self.exists(False, 0, None))
+        ip, dot, fp = body.partition(".")
+        if dot or int(ip) == 0:
+            t = Fraction(int(ip + fp), 10 ** len(fp))
+            return self.exists(neg, t, t + Fraction(1, 10 ** len(fp)))
+        return self._scaled(neg, int(ip), 0)
+
+    def holds(self, v) -> bool:
+        """The number ``v`` (a rational) meets every constraint."""
+        v = Fraction(v)
+        neg = v < 0
+        (lo, lox, hi, hix), ne, nots = self.sides[neg]
+        a = -v if neg else v
+        if (lo is not None and (a < lo or (a == lo and lox))) or (hi is not None and (a > hi or (a == hi and hix))):
+            return False
+        return self._ok(a, ne, nots)
+
+    @staticmethod
+    def _first_integral(q):
+        """The least integer ``E`` with ``q·10^E`` an integer (``q > 0``), ``None`` when none
+        is (``q``'s denominator has a prime factor other than 2 and 5)."""
+        r = q.numerator
+        x, y, s = _split25(q.denominator)
+        if s != 1:
+            return None
+        if x or y:
+            return max(x, y)
+        k = 0
+        while r % 10 == 0:
+            r //= 10
+            k += 1
+        return -k
+
+    def exp_part_live(self, mantissa: str, esign: str, edigits: str) -> bool:
+        """Some number ``mantissa e esign edigits…`` (the exponent's digits starting with
+        ``edigits``) meets the constraints: the exponents ``E`` allowed are an interval (bounds;
+        a multiple from some ``E`` on, a non-multiple below some ``E``) less the finitely many that
+        hit an excluded value, and the exponents the digits can still become are intervals
+        ``[d·10^j, (d+1)·10^j)``."""
+        v = Fraction(Decimal(mantissa))
+        if v == 0:
+            return self.holds(0)
+        neg = v < 0
+        a = -v if neg else v
+        (lo, lox, hi, hix), ne, nots = self.sides[neg]
+        F10 = Fraction(10)
+        ea = eb = None  # allowed exponents [ea, eb], None: no end
+        if lo is not None and lo > 0:
+            e = _ilog10(lo / a) - 1
+            while a * F10 ** e < lo or (lox and a * F10 ** e == lo):
+                e += 1
+            ea = e
+        if hi is not None:
+            if hi <= 0:
+                return False
+            e = _ilog10(hi / a) + 1
+            while a * F10 ** e > hi or (hix and a * F10 ** e == hi):
+                e -= 1
+            eb = e
+        if self.M is not None:
+            if self.void:
+                return False
+            t = self._first_integral(a / self.M)
+            if t is None:
+                return False
+            ea = t if ea is None else max(ea, t)
+        for n in nots:
+            t = self._first_integral(a / n)
+            if t is not None:
+                eb = t - 1 if eb is None else min(eb, t - 1)
+        if ea is not None and eb is not None and ea > eb:
+            return False
+        bad = set()
+        for c in ne:
+            t = c / a
+            e = _ilog10(t)
+            for k in (e - 1, e, e + 1):
+                if a * F10 ** k == c:
+                    bad.add(k)
+        # the exponents the text can still become, as E (sign applied)
+        sg = -1 if esign == "-" else 1
+        if not edigits:
+            cands = [(None, None)] if not esign else [(0, None)] if sg > 0 else [(None, 0)]
+            return self._meets(cands, ea, eb, bad)
+        d = int(edigits)
+        j = 0
+        while True:
+            r0, r1 = (d * 10 ** j, (d + 1) * 10 ** j - 1) if d else (0, None)
+            iv = (r0, r1) if sg > 0 else ((None if r1 is None else -r1), -r0)
+            if self._meets([iv], ea, eb, bad):
+                return True
+            # past the allowed exponents: none further (with no end there, a range wider than
+            # the excluded ones inside the allowed ones is met first)
+            if r1 is None or (sg > 0 and eb is not None and r0 > eb) or (sg < 0 and ea is not None and -r0 < ea):
+                return False
+            j += 1
+            if j > 1000:
+                raise LimitExceededError("number automaton: an exponent of more than 1000 digits")
+
+    @staticmethod
+    def _meets(ivs, ea, eb, bad) -> bool:
+        """Some integer of the intervals ``ivs`` in ``[ea, eb]`` and not in ``bad``."""
+        for r0, r1 in ivs:
+            lo = r0 if ea is None else ea if r0 is None else max(r0, ea)
+            hi = r1 if eb is None else eb if r1 is None else min(r1, eb)
+            if lo is None:
+                lo = (hi if hi is not None else 0) - len(bad) - 1
+            k = lo
+            while hi is None or k <= hi:
+                if k not in bad:
+                    return True
+                k += 1
+        return False
+
+    def count_upto(self, limit: int) -> int:
+        """How many numbers meet the constraints, counted up to ``limit`` (``limit`` when
+        there are at least that many: an interval of positive length, or no end)."""
+        lo, hi = self._bounds
+        if self.M is None:
+            if lo is not None and lo == hi:
+                return int(self.holds(lo))  # one value
+            return 0 if lo is not None and hi is not None and lo > hi else limit
+        if self.void:
+            return 0
+        if lo is None or hi is None:
+            return limit
+        q = lo / self.M
+        k = -((-q.numerator) // q.denominator)
+        q = hi / self.M
+        k1 = q.numerator // q.denominator
+        n = 0
+        while k <= k1 and n < limit:
+            n += self.holds(k * self.M)
+            k += 1
+        return n
+
+    def exponent_live(self, text: str) -> bool:
+        """Some number written ``text…e…`` (the mantissa starting with ``text``, any exponent)
+        meets the constraints."""
+        neg = text.startswith("-")
+        body = text[1:] if neg else text
+        if not body:
+            return self.exists(True, 0, None) or (not neg and self.exists(False, 0, None))
+        sig = body.replace(".", "").lstrip("0")
+        if not sig:  # zero so far: zero, or any positive number with more digits and an exponent
+            return self.exists(neg, 0, None)
+        return self._scaled(neg, int(sig), None)
+
+
 class _Family:
     """The rule family protocol of :mod:`dotjson.ir.families` over named states."""
 
     kind = ""
     renderable = False  # expand_families refuses these (no finite grammar text)
+    #: the constraints as rationals (:class:`_Arith`) where a search over states would not end
+    _arith = None
 
     def __init__(self, prefix: str):
         self.prefix = prefix
         self._own = prefix + "__"
+        self._states: dict = {}
+        self._names: dict = {}
         self.start = self._own + _encode(self.init_state())
         self._bodies: dict = {}
         self._prod: dict = {}
+        # a text that reaches each state named so far (what :class:`_Arith` decides from)
+        self._rep: dict = {self.init_state(): ""}
 
     def owns(self, name: str) -> bool:
         if not name.startswith(self._own):
@@ -257,13 +562,29 @@ class _Family:
         return True
 
     def _state(self, name: str):
-        st = _decode(name[len(self._own):])
-        if not isinstance(st, tuple):
-            raise ValueError(name)
+        st = self._states.get(name)
+        if st is None:
+            st = _decode(name[len(self._own):])
+            if not isinstance(st, tuple):
+                raise ValueError(name)
+            self._remember(name, st)
         return st
 
+    def _remember(self, name: str, st) -> None:
+        # (names and states both ways: the analyses ask nullable/productive by name, for every
+        # successor of every body, and a name is JSON of the state, hex-encoded)
+        if len(self._states) > 200_000:
+            self._states.clear()
+            self._names.clear()
+        self._states[name] = st
+        self._names[st] = name
+
     def name(self, st) -> str:
-        return self._own + _encode(st)
+        nm = self._names.get(st)
+        if nm is None:
+            nm = self._own + _encode(st)
+            self._remember(nm, st)
+        return nm
 
     def nullable(self, name: str) -> bool:
         return self.accepts_empty(self._state(name))
@@ -283,7 +604,10 @@ class _Family:
             return hit
         st = self._state(name)
         by: dict = {}
+        rep = self._rep.get(st)
         for ch, nxt in self.moves(st):
+            if rep is not None and nxt not in self._rep:
+                self._rep[nxt] = rep + ch[0]
             if self.live(nxt):
                 by.setdefault(nxt, []).extend(ch)  # (ch: one character or a class of digits)
         outs = []
@@ -316,12 +640,39 @@ class _Family:
             for p in path:
                 self._prod[self.abstract(p)] = True
 
+    def _reps_json(self) -> dict:
+        """The texts that reach the states named so far, for a saved index (only where
+        :class:`_Arith` decides: a state reached again after loading needs one); each a longest
+        one (its prefixes reach the states before it)."""
+        if self._arith is None:
+            return {}
+        texts = sorted(set(self._rep.values()))
+        return {"reps": [t for k, t in enumerate(texts) if k + 1 == len(texts) or not texts[k + 1].startswith(t)]}
+
+    def restore_reps(self, texts) -> None:
+        """Replays a saved index's texts (:meth:`_reps_json`): every state on each path gets its
+        text. A text that leaves the automaton is a corrupt file (``ValueError``)."""
+        if not isinstance(texts, list) or not all(isinstance(t, str) and len(t) < 100_000 for t in texts):
+            raise ValueError("malformed rule family: reps must be a list of texts")
+        for text in texts:
+            st = self.init_state()
+            for k, ch in enumerate(text):
+                st = next((n for c, n in self.moves(st) if ch in c), None)
+                if st is None:
+                    raise ValueError(f"malformed rule family: {text!r} leaves the number automaton")
+                self._rep.setdefault(st, text[:k + 1])
+
     def live(self, st) -> bool:
         """Some text completes the number from state ``st`` (exact; memoized)."""
         key = self.abstract(st)
         hit = self._prod.get(key)
         if hit is not None:
             return hit
+        if self._arith is not None:
+            text = self._rep.get(st)
+            if text is not None:
+                ok = self._prod[key] = self._arith_live(text)
+                return ok
         # search the abstract states from key for one that can end; the path to it is
         # productive too (remembered: the next state's question is then answered at once)
         seen = {key: st}
@@ -364,6 +715,8 @@ class LazyNumberDFA(_Family):
     (same trackers), one rule per state, states made when a document reaches them."""
 
     kind = "lazy_number_dfa"
+    why_no_text = ("a number automaton too large to write out: past 4,000 states, bounds of thousands of digits or "
+                   "a multipleOf with many remainders, built a state at a time")
 
     def __init__(self, prefix: str, trackers, allow_exp: bool, params=None):
         from dotjson.jsonschema import numbers as _n
@@ -373,10 +726,15 @@ class LazyNumberDFA(_Family):
         self.allow_exp = allow_exp
         self.params = params
         self._moves: dict = {}
+        if not allow_exp:
+            self._arith = _arith_of_trackers(trackers, _n)
         super().__init__(prefix)
 
     def init_state(self):
         return ("S", tuple(t.init for t in self.trackers))
+
+    def _arith_live(self, text: str) -> bool:
+        return self._arith.plain_live(text)
 
     def moves(self, st):
         """``(characters, next state)`` pairs: the digits of one syntax move are split only
@@ -430,7 +788,38 @@ class LazyNumberDFA(_Family):
     def to_json(self, enc) -> dict:
         if self.params is None:
             raise ValueError("this number family cannot be saved")
-        return {"kind": self.kind, "prefix": self.prefix, "params": self.params}
+        return {"kind": self.kind, "prefix": self.prefix, "params": self.params, **self._reps_json()}
+
+
+def _arith_of_trackers(trackers, n):
+    """The :class:`_Arith` of a plain automaton's trackers when one of them is a remainder
+    too large to search (else ``None``: the search over states decides, as it always has)."""
+    lo = hi = None
+    lox = hix = False
+    mults, notmults, ne = [], [], []
+    integer = None
+    big = False
+    for t in trackers:
+        if isinstance(t, n._CmpTracker):
+            if t.op in ("ge", "gt", "eq"):
+                lo, lox = t.c, t.op == "gt"
+            if t.op in ("le", "lt", "eq"):
+                hi, hix = t.c, t.op == "lt"
+            if t.op == "ne":
+                ne.append(t.c)
+        elif isinstance(t, n._IntTracker):
+            if t.syntactic:
+                return None  # draft 4: "1.0" is no integer; the search decides
+            integer = t.negate is False
+        else:
+            if isinstance(t, n._ModTracker):
+                m, big = Fraction(t.a, 10 ** t.s), big or t.a > BIG_MODULUS
+            else:
+                m, big = Fraction(t.b * 10 ** t.k), big or t.b > BIG_MODULUS
+            (notmults if t.negate else mults).append(m)
+    if not big:
+        return None
+    return _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
 
 
 # ============================================================================ with exponents
@@ -452,6 +841,9 @@ class ExponentNumbers(_Family):
     """
 
     kind = "exponent_numbers"
+    why_no_text = ("its language is not context-free: numbers with exponents under bounds, integrality or "
+                   "multipleOf, which numbers='any' accepts (the default of the every-valid configuration); "
+                   "numbers='plain' writes them in plain notation")
 
     def __init__(self, prefix, lo, lox, hi, hix, mults, notmults, ne, integer):
         self.params = {"lo": None if lo is None else str(lo), "lox": lox, "hi": None if hi is None else str(hi),
@@ -471,14 +863,7 @@ class ExponentNumbers(_Family):
         self.mults = []
         for m, neg in [(m, False) for m in mults] + [(m, True) for m in notmults]:
             a, s = _mult_parts(m)
-            alpha = beta = 0
-            ap = a
-            while ap % 2 == 0:
-                ap //= 2
-                alpha += 1
-            while ap % 5 == 0:
-                ap //= 5
-                beta += 1
+            alpha, beta, ap = _split25(a)
             self.mults.append((a, s, ap, alpha, beta, neg))
         # abstraction of the searches: nsig beyond `ncap` behaves as `ncap`; zs folds at `z0`
         # with the period of 10 modulo the coprime parts
@@ -487,8 +872,13 @@ class ExponentNumbers(_Family):
         self.ncap = max(pts) + max(offs) + 3
         per = 1
         for _, _, ap, _, _, _ in self.mults:
+            if ap > BIG_MODULUS:
+                per = None  # (the order of 10 can be ~ap: the searches are arithmetic then)
+                break
             o = _order10(ap)
             per = per * o // gcd(per, o)
+        if any(a > BIG_MODULUS for a, *_ in self.mults):
+            self._arith = _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
         self.z0 = self.ncap + max([max(al, be) for _, _, _, al, be, _ in self.mults] + [0])
         self.per = per
         self.has_mults = bool(self.mults)
@@ -633,6 +1023,9 @@ class ExponentNumbers(_Family):
                 out = _meet(out, _iv(nsig - s_, None))
         return not out
 
+    def _arith_live(self, text: str) -> bool:
+        return self._arith.exponent_live(text)
+
     def eset(self, st):
         return _shift(self.pset(st), -st[3])
 
@@ -652,7 +1045,7 @@ class ExponentNumbers(_Family):
             nsig = min(nsig, self.ncap)
             if not self.has_mults:
                 zs = min(zs, self.ncap)
-            elif zs >= self.z0:
+            elif zs >= self.z0 and self.per is not None:
                 zs = self.z0 + (zs - self.z0) % self.per
             lim = self.lim[-1 if neg else 1]
             if lim is not None and not zero:
@@ -669,7 +1062,7 @@ class ExponentNumbers(_Family):
         return super().live(st)
 
     def to_json(self, enc) -> dict:
-        return {"kind": self.kind, "prefix": self.prefix, "params": self.params}
+        return {"kind": self.kind, "prefix": self.prefix, "params": self.params, **self._reps_json()}
 
     @classmethod
     def from_params(cls, prefix, p):

@@ -1,0 +1,126 @@
+"""``uniqueItems`` over numbers (issue 29): arrays of distinct numbers, a rule family whose state
+is the set of values read (exact rationals: ``1``, ``1.0`` and ``10e-1`` are one value).
+
+The oracle is ``jsonschema`` with the document's numbers read exactly
+(:func:`tests.test_numbers_exponents.reference`); every verdict of dotjson's automaton is
+compared with it, in the "every valid document" configuration (every spelling) and in the
+default one (plain notation: exact there, and never an invalid document).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from dotjson.errors import UnsupportedSchemaError
+from dotjson.schema import schema_to_grammar
+from test_numbers_exponents import EVERY_VALID, accepts, reference
+
+SCHEMAS = [
+    {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 3, "multipleOf": 0.5},
+     "uniqueItems": True, "minItems": 2},
+    {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 3}, "uniqueItems": True, "minItems": 3},
+    {"type": "array", "items": {"type": "number", "not": {"enum": [2]}}, "uniqueItems": True, "maxItems": 3},
+]
+
+
+def _item(rng: random.Random) -> str:
+    v = rng.choice([0, 1, 1, 2, 3, 0.5, 1.5, 2.5, -1, 10, 100])
+    forms = [str(v), f"{float(v)}", f"{float(v)}0", f"{v}e0", f"{float(v) * 10}e-1", f"{float(v) / 10}E1"]
+    if v == 0:
+        forms.append("-0")
+    return rng.choice(forms)
+
+
+def _array(rng: random.Random) -> str:
+    return "[" + ",".join(_item(rng) for _ in range(rng.randint(0, 4))) + "]"
+
+
+@pytest.mark.parametrize("k", range(len(SCHEMAS)))
+def test_arrays_of_distinct_numbers_match_jsonschema(k):
+    schema = SCHEMAS[k]
+    rng = random.Random(29 + k)
+    texts = {_array(rng) for _ in range(60)} | {"[]", "[1,1.0]", "[1,10e-1]", "[2,3,1]", "[0,-0]", "[0.5,1,1.5]",
+                                                "[3.0,1,20e-1]", "[1,2.00,3]"}
+    seen = 0
+    for text in sorted(texts):
+        want = reference(schema, text)
+        seen += want
+        assert accepts(schema, text, **EVERY_VALID) == want, (schema, text, want)
+        got = accepts(schema, text)
+        if "e" in text.lower():
+            assert not got or want, (schema, text)  # plain notation: never an invalid document
+        else:
+            assert got == want, (schema, text, want)
+    assert seen >= 3, schema  # (the texts hold valid arrays)
+
+
+def test_a_prefix_is_dead_when_only_seen_values_complete_it():
+    # 1..3 integers, two read: the third item can only be the one value left
+    s = {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 3}, "uniqueItems": True}
+    a = accepts
+    assert a(s, "[3,1,2]") and not a(s, "[3,1,1]") and not a(s, "[3,1,2,1]")
+    # the language is empty when minItems asks for more values than the items allow
+    with pytest.raises(Exception, match="accepts no JSON value"):
+        schema_to_grammar({**s, "minItems": 4})
+
+
+def test_index_masks_and_saves(tiny_bpe_vocab, tmp_path):
+    from dotjson import Index
+
+    schema = {"type": "object", "properties": {"ids": SCHEMAS[0]}, "required": ["ids"]}
+    for kw in ({}, EVERY_VALID):
+        index = Index(schema, tiny_bpe_vocab, **kw)
+        assert index.accepts('{"ids": [3, 1, 20]}') and not index.accepts('{"ids": [3, 1, 3]}')
+        index.serialize_to_disk(tmp_path / "u")
+        loaded = Index.deserialize_from_disk(tmp_path / "u", tiny_bpe_vocab)
+        assert loaded.accepts('{"ids": [5, 7]}') and not loaded.accepts('{"ids": [5, 7, 5]}')
+    ev = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    assert ev.accepts('{"ids": [1, 2e0]}') and not ev.accepts('{"ids": [1, 1e0]}')
+
+
+def test_open_item_sets_other_than_numbers_stay_named_errors():
+    for items in ({"type": "string"}, {}, {"anyOf": [{"type": "integer"}, {"type": "string"}]}):
+        with pytest.raises(UnsupportedSchemaError, match="uniqueItems") as ei:
+            schema_to_grammar({"type": "array", "items": items, "uniqueItems": True})
+        assert ei.value.pointer == "/uniqueItems", json.dumps(items)
+
+
+def test_llama3_mask_at_an_items_end(llama3_vocab, llama3_tokenizer):
+    # the mask of a fresh state at the end of an item: "1" after 1 and 2 cannot end there ("]",
+    # "]}", ","), it can grow ("0": 10); "1." only completes to 1 or a non-integer in plain
+    # notation, while with exponents "1.5e1" is the new integer 15 ("]," : another member, only
+    # in the open objects of the every-valid configuration)
+    from dotjson import Guide, Index
+
+    schema = {"type": "object", "properties": {"ids": SCHEMAS[0]}, "required": ["ids"]}
+    ids = {}
+    for t in range(llama3_vocab.max_token_id()):
+        try:
+            ids.setdefault(llama3_vocab.token_bytes(t), t)
+        except Exception:
+            continue
+    for kw in ({}, EVERY_VALID):
+        index = Index(schema, llama3_vocab, **kw)
+        for prefix, want in (("1", {b"0", b"00"} | ({b".", b"e"} if kw else set())),
+                             ("3", {b"0", b"00", b",", b"]", b"]}"} | ({b".", b"e", b"],"} if kw else {b"."}))):
+            guide = Guide(index, batch_size=1)
+            ts = guide.get_start_tokensets()
+            for t in llama3_tokenizer.encode('{"ids": [1, 2, ' + prefix, add_special_tokens=False):
+                ts = guide.get_next_tokensets([t])
+            probe = (b"0", b"00", b",", b"]", b"]}", b"],", b".", b"e")
+            allowed = {tok for tok in probe if ts.contains(ids[tok])[0]}
+            assert allowed == want, (kw, prefix, allowed)
+
+
+@pytest.mark.slow
+def test_hypothesis_instances_are_accepted():
+    # (slow: ~4 s) random valid documents of the issue's schemas (hypothesis-jsonschema), each accepted in the
+    # every-valid configuration, and in the default one when written in plain notation
+    from test_numbers_exponents import BIG_DIVISORS, hypothesis_instances_accepted
+
+    schemas = SCHEMAS[:3] + [BIG_DIVISORS[1], {"type": "array", "items": BIG_DIVISORS[0], "uniqueItems": True}]
+    hypothesis_instances_accepted(schemas, 8, default=True)

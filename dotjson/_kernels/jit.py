@@ -387,7 +387,7 @@ def _weight(u) -> int:
 #: Seconds a compile helper may take before it is stopped (what it did not cache is compiled here).
 _WORKER_TIMEOUT = 1800
 #: The plain kernels this process compiles after :func:`link`, as a share of the units' work.
-_ENTRY_SHARE = 0.3
+_ENTRY_SHARE = 0.2
 #: Helpers started by :func:`prelink` and this process's share: ``(units, processes)``.
 _started = None
 
@@ -408,7 +408,7 @@ def _start_workers(cold):
         return list(cold), []  # one unit, one CPU, or an embedded interpreter: all here
     groups = [[] for _ in range(n)]
     loads = [0] * n
-    # this process also compiles the plain entry kernels after linking (~30% of a cold start,
+    # this process also compiles the plain entry kernels after linking (~20% of a cold start,
     # perf/bench_cold_start.py): it starts with that handicap
     loads[0] = int(_ENTRY_SHARE * sum(_weight(u) for u in cold))
     for u in sorted(cold, key=_weight, reverse=True):  # greedy: the heaviest to the lightest

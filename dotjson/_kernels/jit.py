@@ -274,9 +274,10 @@ def unit(returns, *args):
     its cell in the engine's symbol table rather than linked into them.
 
     For kernels with large bodies (or large closures of callees) that many kernels call; small
-    helpers stay plain :func:`kernel` s, which LLVM can inline. A unit must not call itself,
-    directly or through other units, before :func:`link` has run (it cannot: callers run only
-    after it).
+    helpers stay plain :func:`kernel` s, which LLVM can inline. Units may call units, themselves
+    included: compiling a unit needs only the other units' declared signatures, and their cells
+    are filled before any kernel runs. Python calls go to the unit's own dispatcher; arguments
+    of other types than declared would compile a second copy (a test checks none does).
     """
 
     def wrap(f):

@@ -47,6 +47,15 @@ _SCALARS = (str, int, float, Decimal, bool, type(None))
 #: difference), so that compiling its rules never runs out of lanes after Index(...).
 _LANE_COUNT = 1 << 29
 _MAX_LANE_COUNTS = 31
+#: a negation's partial product is compacted (Normalizer.compact) once it has more branches
+_COMPACT_AT = 16
+#: the branch pairs the emptiness tests of one compact() may combine (normal forms of the
+#: properties they look into): past it, the remaining branches are kept untested
+_COMPACT_FUEL = 20_000
+
+
+class _OutOfFuel(Exception):
+    """A compact()'s emptiness tests ran out of fuel (never leaves Normalizer.compact)."""
 
 
 def _leaf_key(s: dict):
@@ -179,6 +188,7 @@ class Normalizer:
         self.value_sets: dict = {}
         self.depth = 0                   # applicator nesting of the normal form being computed
         self.empty_depth = 0             # nesting of the eager emptiness check
+        self.fuel = None                 # products left to the emptiness tests of a compact()
         root_draft = _draft_of(schema)
         self.root_draft = root_draft
         # draft 4: `integer` is a number written without fraction or exponent (1.0 is not one)
@@ -479,7 +489,16 @@ class Normalizer:
         return ""
 
     def and2(self, A, B, where):
+        if self.fuel is not None:
+            self.fuel -= len(A) * len(B)
+            if self.fuel < 0:
+                raise _OutOfFuel()
+        if len(A) * len(B) > MAX_BRANCHES:
+            # a product past the limit: its factors without their empty and subsumed branches
+            # first (an allOf of if/then pairs is mostly contradictions)
+            A, B = self.compact(A), self.compact(B)
         out = []
+        squeezed = False
         for a in A:
             for b in B:
                 c = a + b if b else a
@@ -487,18 +506,110 @@ class Normalizer:
                     continue
                 out.append(tuple(dict.fromkeys(c)))
                 if len(out) > MAX_BRANCHES:
-                    raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
-                                                 f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+                    out, squeezed = self._over(out, squeezed, where)
         res = []
+        squeezed = False
         for c in out:
             if len(c) > 1 and any(a[0] == "ruleref" for a in c):
                 res.extend(self.expand_refs(c, where))
             else:
                 res.append(c)
             if len(res) > MAX_BRANCHES:
-                raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
-                                             f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+                res, squeezed = self._over(res, squeezed, where)
         return res
+
+    def _over(self, brs, squeezed, where):
+        """``brs``, a union grown past ``MAX_BRANCHES``, compacted (:meth:`compact`), and
+        whether it has been compacted before; refused when compacting does not bring it back
+        to half the limit, or when it grows past the limit a second time after that."""
+        if not squeezed:
+            brs = self.compact(brs)
+            if len(brs) <= MAX_BRANCHES // 2:
+                return brs, True
+        raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
+                                     f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+
+    def compact(self, brs) -> list:
+        """The union of branches ``brs`` without the branches it does not need: those provably
+        empty (:meth:`live_types`) and those another, weaker branch holds (each of its atoms
+        implied by theirs: the same atom, a wider ``type``, a property's schema where they
+        forbid the property, a typed atom of a type they exclude). Exact: the union's language
+        is unchanged. The branches keep their order (the grammar's alternatives do).
+
+        Under the generation policies the weaker branch must also not have the narrower policy
+        language: with ``close_objects`` the object keywords that declare or admit keys (a
+        declared property, ``patternProperties``, ``additionalProperties``, a witness) open
+        keys, and with ``property_order="schema"`` the properties' order is the order objects
+        are written in. There, a branch holds another only when the other adds no such object
+        keyword and lists the same properties in the same order.
+        """
+        keep = []
+        outer = self.fuel is None
+        if outer:
+            self.fuel = _COMPACT_FUEL
+        try:
+            for br in brs:
+                # (a branch with references is kept as it is: deciding it would expand them)
+                if self.fuel <= 0 or any(a[0] == "ruleref" for a in br):
+                    keep.append(br)
+                    continue
+                try:
+                    if self.live_types(br):
+                        keep.append(br)
+                except (UnsupportedSchemaError, _OutOfFuel):
+                    keep.append(br)
+        finally:
+            if outer:
+                self.fuel = None
+        if len(keep) < 2:
+            return keep
+        policy = self.close_objects or self.property_order != "any"
+        norm = (lambda x: x) if policy else (lambda x: x[:3] if x[0] == "props" else x)
+        facts = []
+        for br in keep:
+            absent = {x[1] for x in br if x[0] == "props" and x[2] == FALSE}
+            facts.append((frozenset(norm(x) for x in br), _types_of(br), absent))
+        order = sorted(range(len(keep)), key=lambda i: len(keep[i]))
+        chosen: list = []
+        for i in order:
+            if any(self._implies(facts[i], keep[j], norm) and (not policy or self._same_objects(keep[j], keep[i]))
+                   for j in chosen):
+                continue
+            chosen.append(i)
+        chosen.sort()
+        return [keep[i] for i in chosen]
+
+    @staticmethod
+    def _implies(fact, a, norm) -> bool:
+        """Whether a branch with ``fact`` (its atoms, its types, the properties it forbids)
+        satisfies every atom of branch ``a``."""
+        atoms, types, absent = fact
+        for x in a:
+            k = x[0]
+            if norm(x) in atoms:
+                continue
+            if k == "types":
+                if types <= x[1]:
+                    continue
+                return False
+            if k == "props" and x[1] in absent:
+                continue
+            T = _ATOM_TYPES.get(k)
+            if T is not None and not (types & T):
+                continue
+            return False
+        return True
+
+    @staticmethod
+    def _same_objects(a, b) -> bool:
+        """Whether branch ``b`` (a superset of ``a``'s atoms) holds no object keyword beyond
+        ``a``'s that changes its policy language (see :meth:`compact`)."""
+        extra = set(b).difference(a)
+        if any(x[0] in ("props", "pattern", "addl", "some") for x in extra):
+            return False
+        names_a = list(dict.fromkeys(x[1] for x in a if x[0] == "props"))
+        names_b = list(dict.fromkeys(x[1] for x in b if x[0] == "props"))
+        return names_a == names_b
 
     def inline(self, target, where):
         if target in self.inlining:
@@ -533,14 +644,55 @@ class Normalizer:
         """The normal form of ¬D (``D`` a normal form); ``within``: atoms the result is
         intersected with anyway (a type), so that branches outside them are dropped as they
         are made, not after the product of every negated branch."""
-        out = [tuple(within)]
+        if not D:
+            return [tuple(within)]
+        if len(D) == 1:
+            return self.and2([tuple(within)], self.neg_branch(D[0], where), where)
+        # ¬(B1 ∨ … ∨ Bk) = ∧ ¬Bi, each ¬Bi a union of negated atoms: a product that grows by a
+        # factor per branch. Alternatives that are empty or subsumed (`bar` absent, and `bar`
+        # absent with more) go first, and the alternatives C every ¬Bi shares are factored out:
+        # ∧ (C ∨ Ri) = C ∨ ∧ Ri (a value of another type, a shared property invalid ...)
+        nbs = []
         for br in D:
-            nb = []
-            for a in br:
-                nb.extend(self.neg_atom(a, where))
-            out = self.and2(out, nb, where)
+            nb = self.neg_branch(br, where)
+            nbs.append(self.compact(nb) if len(nb) > 1 else nb)
+        common = set(nbs[0]).intersection(*nbs[1:])
+        out = [tuple(within)]
+        for nb in nbs:
+            rest = [x for x in nb if x not in common] if common else nb
+            out = self.and2(out, rest, where)
             if not out:
                 break
+            if len(out) > _COMPACT_AT:
+                out = self.compact(out)
+        if common:
+            shared = self.and2([tuple(within)], [x for x in nbs[0] if x in common], where)
+            out = shared + out
+            if len(out) > _COMPACT_AT:
+                out = self.compact(out)
+        return out
+
+    def neg_branch(self, br, where) -> list:
+        """The normal form of ¬br (one branch): the union of its atoms' negations, except that a
+        required property and its schemas are negated together: ¬(p present ∧ p's value in X)
+        is "p's value, if present, in ¬X" (one alternative, not "p absent" beside "p present
+        and not in X")."""
+        req = {a[1] for a in br if a[0] == "required"}
+        joint: dict = {}
+        if req:
+            for a in br:
+                if a[0] == "props" and a[1] in req:
+                    joint.setdefault(a[1], []).append(a[2])
+        out = []
+        for a in br:
+            k = a[0]
+            if joint and k == "props" and a[1] in joint:
+                continue
+            if joint and k == "required" and a[1] in joint:
+                ne = self.not_expr(self.and_expr(joint[a[1]]))
+                out.append((_OBJECT_TYPE, ("props", a[1], ne)))
+                continue
+            out.extend(self.neg_atom(a, where))
         return out
 
     def neg_atom(self, a, where):
@@ -1486,6 +1638,7 @@ class Normalizer:
 
 
 # the atoms of each typed node (see _merge)
+_OBJECT_TYPE = ("types", frozenset({"object"}))
 _OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops", "some"})
 _NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
 _ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})

@@ -497,6 +497,11 @@ class Normalizer:
             # a product past the limit: its factors without their empty and subsumed branches
             # first (an allOf of if/then pairs is mostly contradictions)
             A, B = self.compact(A), self.compact(B)
+            if (self.close_objects or self.property_order != "any") and \
+                    sum(1 for a in A for b in B if _types_of(a + b)) > MAX_BRANCHES:
+                # rather than refuse the schema, the generation policies' language may lose the
+                # documents of a branch that another branch holds in the specification's
+                A, B = self.compact(A, policy=False), self.compact(B, policy=False)
         out = []
         squeezed = False
         for a in A:
@@ -524,12 +529,14 @@ class Normalizer:
         to half the limit, or when it grows past the limit a second time after that."""
         if not squeezed:
             brs = self.compact(brs)
+            if len(brs) > MAX_BRANCHES // 2 and (self.close_objects or self.property_order != "any"):
+                brs = self.compact(brs, policy=False)  # (as in and2)
             if len(brs) <= MAX_BRANCHES // 2:
                 return brs, True
         raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
                                      f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
 
-    def compact(self, brs) -> list:
+    def compact(self, brs, policy=True) -> list:
         """The union of branches ``brs`` without the branches it does not need: those provably
         empty (:meth:`live_types`) and those another, weaker branch holds (each of its atoms
         implied by theirs: the same atom, a wider ``type``, a property's schema where they
@@ -541,7 +548,8 @@ class Normalizer:
         declared property, ``patternProperties``, ``additionalProperties``, a witness) open
         keys, and with ``property_order="schema"`` the properties' order is the order objects
         are written in. There, a branch holds another only when the other adds no such object
-        keyword and lists the same properties in the same order.
+        keyword and lists the same properties in the same order. ``policy=False`` leaves that
+        condition out (the policy language may then lose documents; still only valid ones).
         """
         keep = []
         outer = self.fuel is None
@@ -563,7 +571,7 @@ class Normalizer:
                 self.fuel = None
         if len(keep) < 2:
             return keep
-        policy = self.close_objects or self.property_order != "any"
+        policy = policy and (self.close_objects or self.property_order != "any")
         norm = (lambda x: x) if policy else (lambda x: x[:3] if x[0] == "props" else x)
         facts = []
         for br in keep:

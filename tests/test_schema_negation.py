@@ -353,3 +353,30 @@ def test_negation_past_the_limit_is_named():
     with pytest.raises(UnsupportedSchemaError, match="too many alternatives") as e:
         schema_to_grammar(schema, **EVERY_VALID)
     assert e.value.pointer == "/not"
+
+
+#: GeoJSON's shape: six kinds told apart by a `type` const, a seventh with any `type` (it
+#: overlaps all six, so it negates their union: split on the discriminator's values, where the
+#: product of the six negations has 3^6 alternatives)
+DISCRIMINATED = (
+    {"oneOf": [{"type": "object", "required": ["type", "c"],
+                "properties": {"type": {"const": k}, "c": {"type": "array", "maxItems": n + 1, "items": I},
+                               "b": {"type": "array", "minItems": 2}}}
+               for n, k in enumerate(["a", "b", "x", "t", "r", "u"])]
+     + [{"type": "object", "required": ["type", "g"], "properties": {"type": S, "g": {"type": "array"}}}]},
+    [{"type": "a", "c": [1]}, {"type": "a", "c": [1, 2]}, {"type": "b", "c": [1, 2]}, {"type": "a", "c": [], "g": []},
+     {"type": "s", "g": []}, {"type": "s", "c": [], "g": []}, {"type": "a", "c": [1], "g": [], "b": [1, 2]},
+     {"type": "a", "c": [1], "g": [], "b": [1]}, {"type": "u", "c": [1], "g": 1}, {"type": 1, "g": []}, {"g": []},
+     {"type": "r", "c": [1, 2, 3, 4, 5, 6], "g": [1]}, [], "a"])
+
+
+def test_oneOf_split_on_a_discriminator(tiny_bpe_vocab):
+    schema, listed = DISCRIMINATED
+    assert _check(schema, listed, tiny_bpe_vocab) > 0
+
+
+@pytest.mark.slow
+def test_oneOf_split_on_a_discriminator_nested_and_recursive(tiny_bpe_vocab):
+    schema, listed = DISCRIMINATED
+    for form, s, ds in _forms(schema, _documents(listed, seed=5)):
+        assert _check(s, ds, tiny_bpe_vocab) > 0, form

@@ -523,15 +523,16 @@ class Normalizer:
                 res, squeezed = self._over(res, squeezed, where)
         return res
 
-    def _over(self, brs, squeezed, where):
+    def _over(self, brs, squeezed, where, room=MAX_BRANCHES // 2):
         """``brs``, a union grown past ``MAX_BRANCHES``, compacted (:meth:`compact`), and
         whether it has been compacted before; refused when compacting does not bring it back
-        to half the limit, or when it grows past the limit a second time after that."""
+        to ``room`` (half the limit: a product grows by factors), or when it grows past the
+        limit a second time after that."""
         if not squeezed:
             brs = self.compact(brs)
-            if len(brs) > MAX_BRANCHES // 2 and (self.close_objects or self.property_order != "any"):
+            if len(brs) > room and (self.close_objects or self.property_order != "any"):
                 brs = self.compact(brs, policy=False)  # (as in and2)
-            if len(brs) <= MAX_BRANCHES // 2:
+            if len(brs) <= room:
                 return brs, True
         raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
                                      f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
@@ -656,6 +657,17 @@ class Normalizer:
             return [tuple(within)]
         if len(D) == 1:
             return self.and2([tuple(within)], self.neg_branch(D[0], where), where)
+        try:
+            return self._negate_product(D, where, within)
+        except UnsupportedSchemaError as e:
+            if e.keyword != "allOf":
+                raise
+            out = self._negate_split(D, where, within)
+            if out is None:
+                raise
+            return out
+
+    def _negate_product(self, D, where, within):
         # ¬(B1 ∨ … ∨ Bk) = ∧ ¬Bi, each ¬Bi a union of negated atoms: a product that grows by a
         # factor per branch. Alternatives that are empty or subsumed (`bar` absent, and `bar`
         # absent with more) go first, and the alternatives C every ¬Bi shares are factored out:
@@ -678,6 +690,78 @@ class Normalizer:
             out = shared + out
             if len(out) > _COMPACT_AT:
                 out = self.compact(out)
+        return out
+
+    def _negate_split(self, D, where, within):
+        """¬D split on a discriminator, or ``None`` without one: an object property ``p`` to
+        which two branches or more give finitely many values (``"type": {"const": "Point"}``).
+        On objects, ¬D is the union over the cases of ``p`` — absent, present with a value of
+        one group (the values the same branches allow), present with another value — of the
+        case with the negation of the branches that case leaves, restricted to it (their
+        atoms on ``p`` are settled); on other types, ¬D itself. Each case negates a few
+        branches where the product over all of them has one factor per branch."""
+        best, V = None, None
+        for p in dict.fromkeys(a[1] for br in D for a in br if a[0] == "props"):
+            vs = [self._finite_prop(br, p) for br in D]
+            if sum(v is not None for v in vs) > max(1, best and sum(v is not None for v in V) or 0):
+                best, V = p, vs
+        if best is None:
+            return None
+        p = best
+        obj = ("types", frozenset({"object"}))
+        # values grouped by the branches that allow them
+        sig: dict = {}
+        for v in dict.fromkeys(x for vs in V if vs is not None for x in vs):
+            sig.setdefault(tuple(i for i, vs in enumerate(V) if vs is not None and v in vs), []).append(v)
+        allv = tuple(x for g in sig.values() for x in g)
+
+        def rest(br, absent):
+            # br on the case: its atoms on p settled (a finite one holds for the group's values;
+            # any holds when p is absent; `required p` holds when p is present)
+            return tuple(a for a in br if not (a[0] in ("props", "required") and a[1] == p
+                                               and (absent or a[0] == "required" or self._finite_prop((a,), p) is not None)))
+
+        cases = []
+        # p absent: the branches that do not require it
+        cases.append(((obj, ("props", p, FALSE)),
+                      [rest(br, True) for br in D if ("required", p) not in br]))
+        for members, vals in sig.items():
+            g = tuple(vals)
+            cases.append(((obj, ("required", p), ("props", p, ("enum", g))),
+                          [rest(br, False) for i, br in enumerate(D) if V[i] is None or i in members]))
+        cases.append(((obj, ("required", p), ("props", p, ("not", ("enum", allv)))),
+                      [rest(br, False) for i, br in enumerate(D) if V[i] is None]))
+        nonobj = ("types", _U - {"object"})
+        out = self.negate(D, where, tuple(within) + (nonobj,))
+        for atoms, sub in cases:
+            if any(not br for br in sub):
+                continue  # a branch the case satisfies whole: no value of the case is outside D
+            out = out + self.negate(sub, where, tuple(within) + atoms)
+            if len(out) > MAX_BRANCHES:
+                out, _ = self._over(out, False, where)
+        return out
+
+    def _finite_prop(self, br, p):
+        """The values (canonical) branch ``br`` allows property ``p`` by a ``props`` atom whose
+        schema lists them (an ``enum``/``const``), intersected over such atoms; ``None`` when
+        none does."""
+        out = None
+        for a in br:
+            if a[0] == "props" and a[1] == p and a[2] not in (TRUE, FALSE):
+                key = ("finite-prop", a[2])
+                if key not in self.formats:
+                    vals = None
+                    try:
+                        d = self.dnf_strict(a[2])
+                        fins = [self.finite_branch(b) for b in d]
+                        if d and all(f is not None for f in fins):
+                            vals = frozenset(c for f in fins for c in f)
+                    except UnsupportedSchemaError:
+                        vals = None
+                    self.formats[key] = vals
+                vals = self.formats[key]
+                if vals is not None:
+                    out = vals if out is None else out & vals
         return out
 
     def neg_branch(self, br, where) -> list:
@@ -1277,17 +1361,28 @@ class Normalizer:
                 for js, ts in groups.items():
                     ty = ("types", frozenset(ts))
                     cur = [a + (ty,)]
-                    for j in sorted(js):
-                        key = (j, ty)
+                    try:
+                        for j in sorted(js):
+                            key = (j, ty)
+                            if key not in negs:
+                                negs[key] = self.negate(self.dnf_strict(exprs[j]), where, (ty,))
+                            cur = self.and2(cur, negs[key], where)
+                            if not cur:
+                                break
+                    except UnsupportedSchemaError as e:
+                        if e.keyword != "allOf" or len(js) < 2:
+                            raise
+                        # ¬A1 ∧ ¬A2 … as one negation, ¬(A1 ∨ A2 …): a discriminator the
+                        # sub-schemas share splits it (negate), where their product is too big
+                        key = (frozenset(js), ty)
                         if key not in negs:
-                            negs[key] = self.negate(self.dnf_strict(exprs[j]), where, (ty,))
-                        cur = self.and2(cur, negs[key], where)
-                        if not cur:
-                            break
+                            union = [br for j in sorted(js) for br in self.dnf_strict(exprs[j])]
+                            negs[key] = self.negate(union, where, (ty,))
+                        cur = self.and2([a + (ty,)], negs[key], where)
                     out.extend(cur)
                     if len(out) > MAX_BRANCHES:
-                        raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
-                                                     f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+                        # (a union grows by addition here: compacted each time it passes the limit)
+                        out, _ = self._over(out, False, where, MAX_BRANCHES * 3 // 4)
             return out
         except UnsupportedSchemaError as e:
             raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "

@@ -9,8 +9,10 @@ turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a
 array and object node) for the compiler to read: ``allOf`` is a product of branches,
 ``anyOf`` a union, ``oneOf`` a union of branches proven pairwise disjoint (or ``A ∧ ¬B ∨ B ∧ ¬A``
 when the negations are expressible), ``not`` negates atom by atom, ``if``/``then``/``else`` becomes
-``(if ∧ then) ∨ (¬if ∧ else)``. Sub-schemas below a keyword (a property's schema, ``items`` ...)
-stay unexpanded expressions inside their atom: the normal form of one sub-schema costs the size of
+``(if ∧ then) ∨ (¬if ∧ else)``. A union past ``MAX_BRANCHES`` is compacted
+(:meth:`Normalizer.compact`: empty branches and branches another holds dropped), and a negation
+still past it is split on a discriminator (:meth:`Normalizer._negate_split`), before the schema
+is refused. Sub-schemas below a keyword (a property's schema, ``items`` ...) stay unexpanded expressions inside their atom: the normal form of one sub-schema costs the size of
 that sub-schema, not of the schemas under it. Nothing here builds grammar.
 """
 

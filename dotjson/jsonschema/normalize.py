@@ -12,8 +12,9 @@ when the negations are expressible), ``not`` negates atom by atom, ``if``/``then
 ``(if ∧ then) ∨ (¬if ∧ else)``. A union past ``MAX_BRANCHES`` is compacted
 (:meth:`Normalizer.compact`: empty branches and branches another holds dropped), and a negation
 still past it is split on a discriminator (:meth:`Normalizer._negate_split`), before the schema
-is refused. Sub-schemas below a keyword (a property's schema, ``items`` ...) stay unexpanded expressions inside their atom: the normal form of one sub-schema costs the size of
-that sub-schema, not of the schemas under it. Nothing here builds grammar.
+is refused. Sub-schemas below a keyword (a property's schema, ``items`` ...) stay unexpanded
+expressions inside their atom: the normal form of one sub-schema costs the size of that
+sub-schema, not of the schemas under it. Nothing here builds grammar.
 """
 
 from __future__ import annotations

@@ -55,6 +55,10 @@ _COMPACT_AT = 16
 #: the branch pairs the emptiness tests of one compact() may combine (normal forms of the
 #: properties they look into): past it, the remaining branches are kept untested
 _COMPACT_FUEL = 20_000
+#: the work all compactions of one schema may do (branch pairs combined by their emptiness
+#: tests and branch pairs compared for subsumption): past it a union is no longer compacted,
+#: so a schema that is refused in the end is refused in bounded time
+_COMPACT_BUDGET = 1_000_000
 
 
 class _OutOfFuel(Exception):
@@ -192,6 +196,7 @@ class Normalizer:
         self.depth = 0                   # applicator nesting of the normal form being computed
         self.empty_depth = 0             # nesting of the eager emptiness check
         self.fuel = None                 # products left to the emptiness tests of a compact()
+        self.compact_budget = _COMPACT_BUDGET  # work left to all compactions (see compact)
         root_draft = _draft_of(schema)
         self.root_draft = root_draft
         # draft 4: `integer` is a number written without fraction or exponent (1.0 is not one)
@@ -493,7 +498,7 @@ class Normalizer:
 
     def and2(self, A, B, where):
         if self.fuel is not None:
-            self.fuel -= len(A) * len(B)
+            self.fuel -= max(1, len(A) * len(B))
             if self.fuel < 0:
                 raise _OutOfFuel()
         if len(A) * len(B) > MAX_BRANCHES:
@@ -555,10 +560,13 @@ class Normalizer:
         keyword and lists the same properties in the same order. ``policy=False`` leaves that
         condition out (the policy language may then lose documents; still only valid ones).
         """
+        if self.compact_budget <= 0:
+            return brs
         keep = []
         outer = self.fuel is None
         if outer:
-            self.fuel = _COMPACT_FUEL
+            self.fuel = min(_COMPACT_FUEL, self.compact_budget)
+            start = self.fuel
         try:
             for br in brs:
                 # (a branch with references is kept as it is: deciding it would expand them)
@@ -572,9 +580,11 @@ class Normalizer:
                     keep.append(br)
         finally:
             if outer:
+                self.compact_budget -= start - max(self.fuel, 0)
                 self.fuel = None
         if len(keep) < 2:
             return keep
+        self.compact_budget -= len(keep) * len(keep) // 2
         policy = policy and (self.close_objects or self.property_order != "any")
         norm = (lambda x: x) if policy else (lambda x: x[:3] if x[0] == "props" else x)
         facts = []

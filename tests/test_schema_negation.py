@@ -137,6 +137,30 @@ CASES = {
     "items-not-closed": (
         {"type": "array", "items": {"not": {"additionalProperties": False}}},
         [[], [{}], [{"a": 1}], [{"a": 1}, {}]]),
+    # Negations of many-branch sub-schemas (MaskBench's "over 256 alternatives" refusals): the
+    # product of the negated branches, compacted (Normalizer.compact, neg_branch)
+    "not-oneOf-objects": (
+        # Synthesized not(oneOf) over objects: each negated branch a few alternatives
+        {"not": {"oneOf": [{"properties": {"a": I, "b": S}, "required": ["a"]},
+                           {"properties": {"x": S}, "required": ["x"]},
+                           {"properties": {"x": I, "b": I}, "required": ["b"]},
+                           {"properties": {"a": S, "c": {}}, "required": ["c", "x"]}]}},
+        [{}, {"a": 1}, {"a": "s"}, {"x": "s"}, {"x": 1, "b": 1}, {"a": 1, "x": "s"}, {"c": 1, "x": 1, "a": "s"},
+         {"c": 1, "x": "s", "a": "s"}, {"b": "s"}, 1, "s"]),
+    "at-most-one-non-null": (
+        # prometheus' auth: allOf of if/then pairs, "at most one of a..f is not null"
+        {"type": "object", "allOf": [
+            {"if": {"not": {"properties": {k: {"const": None}}}},
+             "then": {"properties": {j: {"const": None} for j in "abcdef" if j != k}}} for k in "abcdef"]},
+        [{}, {"a": 1}, {"a": 1, "b": None}, {"a": 1, "b": 2}, {"a": None, "b": None, "c": None}, {"x": 1, "c": "s"},
+         {"c": [], "f": {}}]),
+    "not-anyOf-required-keys": (
+        # utam's selectors negated: objects holding none of five alternatives
+        {"type": "object", "not": {"anyOf": [
+            {"properties": {k: S, "args": {"type": "array", "items": I}, "all": {"type": "boolean"}},
+             "required": [k]} for k in ("a", "b", "c", "x", "t")]}},
+        [{}, {"a": "s"}, {"a": 1}, {"a": 1, "b": "s"}, {"a": 1, "args": [1]}, {"a": 1, "args": ["s"]},
+         {"x": [], "t": None, "all": 1}, {"u": 1}]),
 }
 
 _KEYS = ["a", "b", "ab", "x", "xa", "aa", "c", "", "r", "t", "u", "type"]
@@ -293,3 +317,66 @@ def test_witness_objects_are_saved_and_loaded(tmp_path, tiny_bpe_vocab):
             want = v.is_valid(d) if k == 0 else index.accepts(text)  # (schema order: a sub-language)
             assert again.accepts(text) == want, (options, text)
             assert not want or v.is_valid(d)
+
+
+def _nested_negated_patterns():
+    # MaskBench Handwritten allany15's shape: not(allOf(not(allOf(patterns)))) twice, 27
+    # alternatives before the product (refused past 256 before the branches were compacted)
+    trip = lambda ps: {"not": {"allOf": [{"not": {"allOf": [{"pattern": p} for p in t]}} for t in ps]}}
+    return {"type": "string", "maxLength": 12, "allOf": [
+        trip([("^.{4,8}$", "ab", "b1"), ("^.{4,8}$", "bc", "c1"), ("^.{4,8}$", "ca", "a1")]),
+        trip([("^.{5,}$", "aa", "b"), ("^.{5,}$", "bb", "c"), ("^.{5,}$", "cc", "a")])]}
+
+
+_PATTERN_DOCS = ["", "ab1", "ab1b", "aab1b", "bbc1c", "cca1a", "aab1", "b1ab", "aabc", "bbcc", "ccab1", "abc1abc1abc",
+                 "xxxxxxxxxxxxx", 1, None]
+
+
+def test_nested_negated_patterns(tiny_bpe_vocab):
+    r = random.Random(3)
+    docs = _PATTERN_DOCS + ["".join(r.choice("abc1") for _ in range(r.randint(3, 7))) for _ in range(20)]
+    assert _check(_nested_negated_patterns(), docs, tiny_bpe_vocab) > 0
+
+
+@pytest.mark.slow
+def test_nested_negated_patterns_nested_and_recursive(tiny_bpe_vocab):
+    r = random.Random(4)
+    docs = _PATTERN_DOCS + ["".join(r.choice("abc1") for _ in range(r.randint(0, 7))) for _ in range(150)]
+    for form, s, ds in _forms(_nested_negated_patterns(), docs):
+        assert _check(s, ds, tiny_bpe_vocab) > 0, form
+
+
+def test_negation_past_the_limit_is_named():
+    # what compacting cannot bring under 256 alternatives is still refused by name: the
+    # negation of 9 objects, each a distinct pair of required names (2^9 minimal alternatives)
+    schema = {"type": "object", "not": {"anyOf": [{"required": [f"a{k}", f"b{k}"]} for k in range(9)]}}
+    with pytest.raises(UnsupportedSchemaError, match="too many alternatives") as e:
+        schema_to_grammar(schema, **EVERY_VALID)
+    assert e.value.pointer == "/not"
+
+
+#: GeoJSON's shape: six kinds told apart by a `type` const, a seventh with any `type` (it
+#: overlaps all six, so it negates their union: split on the discriminator's values, where the
+#: product of the six negations has 3^6 alternatives)
+DISCRIMINATED = (
+    {"oneOf": [{"type": "object", "required": ["type", "c"],
+                "properties": {"type": {"const": k}, "c": {"type": "array", "maxItems": n + 1, "items": I},
+                               "b": {"type": "array", "minItems": 2}}}
+               for n, k in enumerate(["a", "b", "x", "t", "r", "u"])]
+     + [{"type": "object", "required": ["type", "g"], "properties": {"type": S, "g": {"type": "array"}}}]},
+    [{"type": "a", "c": [1]}, {"type": "a", "c": [1, 2]}, {"type": "b", "c": [1, 2]}, {"type": "a", "c": [], "g": []},
+     {"type": "s", "g": []}, {"type": "s", "c": [], "g": []}, {"type": "a", "c": [1], "g": [], "b": [1, 2]},
+     {"type": "a", "c": [1], "g": [], "b": [1]}, {"type": "u", "c": [1], "g": 1}, {"type": 1, "g": []}, {"g": []},
+     {"type": "r", "c": [1, 2, 3, 4, 5, 6], "g": [1]}, [], "a"])
+
+
+def test_oneOf_split_on_a_discriminator(tiny_bpe_vocab):
+    schema, listed = DISCRIMINATED
+    assert _check(schema, listed, tiny_bpe_vocab) > 0
+
+
+@pytest.mark.slow
+def test_oneOf_split_on_a_discriminator_nested_and_recursive(tiny_bpe_vocab):
+    schema, listed = DISCRIMINATED
+    for form, s, ds in _forms(schema, _documents(listed, seed=5)):
+        assert _check(s, ds, tiny_bpe_vocab) > 0, form

@@ -9,9 +9,12 @@ turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a
 array and object node) for the compiler to read: ``allOf`` is a product of branches,
 ``anyOf`` a union, ``oneOf`` a union of branches proven pairwise disjoint (or ``A ∧ ¬B ∨ B ∧ ¬A``
 when the negations are expressible), ``not`` negates atom by atom, ``if``/``then``/``else`` becomes
-``(if ∧ then) ∨ (¬if ∧ else)``. Sub-schemas below a keyword (a property's schema, ``items`` ...)
-stay unexpanded expressions inside their atom: the normal form of one sub-schema costs the size of
-that sub-schema, not of the schemas under it. Nothing here builds grammar.
+``(if ∧ then) ∨ (¬if ∧ else)``. A union past ``MAX_BRANCHES`` is compacted
+(:meth:`Normalizer.compact`: empty branches and branches another holds dropped), and a negation
+still past it is split on a discriminator (:meth:`Normalizer._negate_split`), before the schema
+is refused. Sub-schemas below a keyword (a property's schema, ``items`` ...) stay unexpanded
+expressions inside their atom: the normal form of one sub-schema costs the size of that
+sub-schema, not of the schemas under it. Nothing here builds grammar.
 """
 
 from __future__ import annotations
@@ -47,6 +50,19 @@ _SCALARS = (str, int, float, Decimal, bool, type(None))
 #: difference), so that compiling its rules never runs out of lanes after Index(...).
 _LANE_COUNT = 1 << 29
 _MAX_LANE_COUNTS = 31
+#: a negation's partial product is compacted (Normalizer.compact) once it has more branches
+_COMPACT_AT = 16
+#: the branch pairs the emptiness tests of one compact() may combine (normal forms of the
+#: properties they look into): past it, the remaining branches are kept untested
+_COMPACT_FUEL = 20_000
+#: the work all compactions of one schema may do (branch pairs combined by their emptiness
+#: tests and branch pairs compared for subsumption): past it a union is no longer compacted,
+#: so a schema that is refused in the end is refused in bounded time
+_COMPACT_BUDGET = 1_000_000
+
+
+class _OutOfFuel(Exception):
+    """A compact()'s emptiness tests ran out of fuel (never leaves Normalizer.compact)."""
 
 
 def _leaf_key(s: dict):
@@ -198,6 +214,8 @@ class Normalizer:
         self.value_sets: dict = {}
         self.depth = 0                   # applicator nesting of the normal form being computed
         self.empty_depth = 0             # nesting of the eager emptiness check
+        self.fuel = None                 # products left to the emptiness tests of a compact()
+        self.compact_budget = _COMPACT_BUDGET  # work left to all compactions (see compact)
         root_draft = _draft_of(schema)
         self.root_draft = root_draft
         # draft 4: `integer` is a number written without fraction or exponent (1.0 is not one)
@@ -498,7 +516,21 @@ class Normalizer:
         return ""
 
     def and2(self, A, B, where):
+        if self.fuel is not None:
+            self.fuel -= max(1, len(A) * len(B))
+            if self.fuel < 0:
+                raise _OutOfFuel()
+        if len(A) * len(B) > MAX_BRANCHES:
+            # a product past the limit: its factors without their empty and subsumed branches
+            # first (an allOf of if/then pairs is mostly contradictions)
+            A, B = self.compact(A), self.compact(B)
+            if (self.close_objects or self.property_order != "any") and \
+                    sum(1 for a in A for b in B if _types_of(a + b)) > MAX_BRANCHES:
+                # rather than refuse the schema, the generation policies' language may lose the
+                # documents of a branch that another branch holds in the specification's
+                A, B = self.compact(A, policy=False), self.compact(B, policy=False)
         out = []
+        squeezed = False
         for a in A:
             for b in B:
                 c = a + b if b else a
@@ -506,18 +538,119 @@ class Normalizer:
                     continue
                 out.append(tuple(dict.fromkeys(c)))
                 if len(out) > MAX_BRANCHES:
-                    raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
-                                                 f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+                    out, squeezed = self._over(out, squeezed, where)
         res = []
+        squeezed = False
         for c in out:
             if len(c) > 1 and any(a[0] == "ruleref" for a in c):
                 res.extend(self.expand_refs(c, where))
             else:
                 res.append(c)
             if len(res) > MAX_BRANCHES:
-                raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
-                                             f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+                res, squeezed = self._over(res, squeezed, where)
         return res
+
+    def _over(self, brs, squeezed, where, room=MAX_BRANCHES // 2):
+        """``brs``, a union grown past ``MAX_BRANCHES``, compacted (:meth:`compact`), and
+        whether it has been compacted before; refused when compacting does not bring it back
+        to ``room`` (half the limit: a product grows by factors), or when it grows past the
+        limit a second time after that."""
+        if not squeezed:
+            brs = self.compact(brs)
+            if len(brs) > room and (self.close_objects or self.property_order != "any"):
+                brs = self.compact(brs, policy=False)  # (as in and2)
+            if len(brs) <= room:
+                return brs, True
+        raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
+                                     f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+
+    def compact(self, brs, policy=True) -> list:
+        """The union of branches ``brs`` without the branches it does not need: those provably
+        empty (:meth:`live_types`) and those another, weaker branch holds (each of its atoms
+        implied by theirs: the same atom, a wider ``type``, a property's schema where they
+        forbid the property, a typed atom of a type they exclude). Exact: the union's language
+        is unchanged. The branches keep their order (the grammar's alternatives do).
+
+        Under the generation policies the weaker branch must also not have the narrower policy
+        language: with ``close_objects`` the object keywords that declare or admit keys (a
+        declared property, ``patternProperties``, ``additionalProperties``, a witness) open
+        keys, and with ``property_order="schema"`` the properties' order is the order objects
+        are written in. There, a branch holds another only when the other adds no such object
+        keyword and lists the same properties in the same order. ``policy=False`` leaves that
+        condition out (the policy language may then lose documents; still only valid ones).
+        """
+        if self.compact_budget <= 0:
+            return brs
+        keep = []
+        outer = self.fuel is None
+        if outer:
+            self.fuel = min(_COMPACT_FUEL, self.compact_budget)
+            start = self.fuel
+        try:
+            for br in brs:
+                # (a branch with references is kept as it is: deciding it would expand them)
+                if self.fuel <= 0 or any(a[0] == "ruleref" for a in br):
+                    keep.append(br)
+                    continue
+                try:
+                    if self.live_types(br):
+                        keep.append(br)
+                except (UnsupportedSchemaError, _OutOfFuel):
+                    keep.append(br)
+        finally:
+            if outer:
+                self.compact_budget -= start - max(self.fuel, 0)
+                self.fuel = None
+        if len(keep) < 2:
+            return keep
+        self.compact_budget -= len(keep) * len(keep) // 2
+        policy = policy and (self.close_objects or self.property_order != "any")
+        norm = (lambda x: x) if policy else (lambda x: x[:3] if x[0] == "props" else x)
+        facts = []
+        for br in keep:
+            absent = {x[1] for x in br if x[0] == "props" and x[2] == FALSE}
+            facts.append((frozenset(norm(x) for x in br), _types_of(br), absent))
+        order = sorted(range(len(keep)), key=lambda i: len(keep[i]))
+        chosen: list = []
+        for i in order:
+            if any(self._implies(facts[i], keep[j], norm) and (not policy or self._same_objects(keep[j], keep[i]))
+                   for j in chosen):
+                continue
+            chosen.append(i)
+        chosen.sort()
+        return [keep[i] for i in chosen]
+
+    @staticmethod
+    def _implies(fact, a, norm) -> bool:
+        """Whether a branch with ``fact`` (its atoms, its types, the properties it forbids)
+        satisfies every atom of branch ``a``."""
+        atoms, types, absent = fact
+        for x in a:
+            k = x[0]
+            if norm(x) in atoms:
+                continue
+            if k == "types":
+                if types <= x[1]:
+                    continue
+                return False
+            if k == "props" and x[1] in absent:
+                continue
+            T = _ATOM_TYPES.get(k)
+            if T is not None and not (types & T):
+                continue
+            return False
+        return True
+
+    @staticmethod
+    def _same_objects(a, b) -> bool:
+        """Whether branch ``b`` (a superset of ``a``'s atoms) holds no object keyword beyond
+        ``a``'s that changes its policy language (see :meth:`compact`)."""
+        extra = set(b).difference(a)
+        if any(x[0] in ("props", "pattern", "addl", "some") for x in extra):
+            return False
+        names_a = list(dict.fromkeys(x[1] for x in a if x[0] == "props"))
+        names_b = list(dict.fromkeys(x[1] for x in b if x[0] == "props"))
+        return names_a == names_b
 
     def inline(self, target, where):
         if target in self.inlining:
@@ -552,14 +685,138 @@ class Normalizer:
         """The normal form of ¬D (``D`` a normal form); ``within``: atoms the result is
         intersected with anyway (a type), so that branches outside them are dropped as they
         are made, not after the product of every negated branch."""
-        out = [tuple(within)]
+        if not D:
+            return [tuple(within)]
+        if len(D) == 1:
+            return self.and2([tuple(within)], self.neg_branch(D[0], where), where)
+        try:
+            return self._negate_product(D, where, within)
+        except UnsupportedSchemaError as e:
+            if e.keyword != "allOf":
+                raise
+            out = self._negate_split(D, where, within)
+            if out is None:
+                raise
+            return out
+
+    def _negate_product(self, D, where, within):
+        # ¬(B1 ∨ … ∨ Bk) = ∧ ¬Bi, each ¬Bi a union of negated atoms: a product that grows by a
+        # factor per branch. Alternatives that are empty or subsumed (`bar` absent, and `bar`
+        # absent with more) go first, and the alternatives C every ¬Bi shares are factored out:
+        # ∧ (C ∨ Ri) = C ∨ ∧ Ri (a value of another type, a shared property invalid ...)
+        nbs = []
         for br in D:
-            nb = []
-            for a in br:
-                nb.extend(self.neg_atom(a, where))
-            out = self.and2(out, nb, where)
+            nb = self.neg_branch(br, where)
+            nbs.append(self.compact(nb) if len(nb) > 1 else nb)
+        common = set(nbs[0]).intersection(*nbs[1:])
+        out = [tuple(within)]
+        for nb in nbs:
+            rest = [x for x in nb if x not in common] if common else nb
+            out = self.and2(out, rest, where)
             if not out:
                 break
+            if len(out) > _COMPACT_AT:
+                out = self.compact(out)
+        if common:
+            shared = self.and2([tuple(within)], [x for x in nbs[0] if x in common], where)
+            out = shared + out
+            if len(out) > _COMPACT_AT:
+                out = self.compact(out)
+        return out
+
+    def _negate_split(self, D, where, within):
+        """¬D split on a discriminator, or ``None`` without one: an object property ``p`` to
+        which two branches or more give finitely many values (``"type": {"const": "Point"}``).
+        On objects, ¬D is the union over the cases of ``p`` — absent, present with a value of
+        one group (the values the same branches allow), present with another value — of the
+        case with the negation of the branches that case leaves, restricted to it (their
+        atoms on ``p`` are settled); on other types, ¬D itself. Each case negates a few
+        branches where the product over all of them has one factor per branch."""
+        best, V = None, None
+        for p in dict.fromkeys(a[1] for br in D for a in br if a[0] == "props"):
+            vs = [self._finite_prop(br, p) for br in D]
+            if sum(v is not None for v in vs) > max(1, best and sum(v is not None for v in V) or 0):
+                best, V = p, vs
+        if best is None:
+            return None
+        p = best
+        obj = ("types", frozenset({"object"}))
+        # values grouped by the branches that allow them
+        sig: dict = {}
+        for v in dict.fromkeys(x for vs in V if vs is not None for x in vs):
+            sig.setdefault(tuple(i for i, vs in enumerate(V) if vs is not None and v in vs), []).append(v)
+        allv = tuple(x for g in sig.values() for x in g)
+
+        def rest(br, absent):
+            # br on the case: its atoms on p settled (a finite one holds for the group's values;
+            # any holds when p is absent; `required p` holds when p is present)
+            return tuple(a for a in br if not (a[0] in ("props", "required") and a[1] == p
+                                               and (absent or a[0] == "required" or self._finite_prop((a,), p) is not None)))
+
+        cases = []
+        # p absent: the branches that do not require it
+        cases.append(((obj, ("props", p, FALSE)),
+                      [rest(br, True) for br in D if ("required", p) not in br]))
+        for members, vals in sig.items():
+            g = tuple(vals)
+            cases.append(((obj, ("required", p), ("props", p, ("enum", g))),
+                          [rest(br, False) for i, br in enumerate(D) if V[i] is None or i in members]))
+        cases.append(((obj, ("required", p), ("props", p, ("not", ("enum", allv)))),
+                      [rest(br, False) for i, br in enumerate(D) if V[i] is None]))
+        nonobj = ("types", _U - {"object"})
+        out = self.negate(D, where, tuple(within) + (nonobj,))
+        for atoms, sub in cases:
+            if any(not br for br in sub):
+                continue  # a branch the case satisfies whole: no value of the case is outside D
+            out = out + self.negate(sub, where, tuple(within) + atoms)
+            if len(out) > MAX_BRANCHES:
+                out, _ = self._over(out, False, where)
+        return out
+
+    def _finite_prop(self, br, p):
+        """The values (canonical) branch ``br`` allows property ``p`` by a ``props`` atom whose
+        schema lists them (an ``enum``/``const``), intersected over such atoms; ``None`` when
+        none does."""
+        out = None
+        for a in br:
+            if a[0] == "props" and a[1] == p and a[2] not in (TRUE, FALSE):
+                key = ("finite-prop", a[2])
+                if key not in self.formats:
+                    vals = None
+                    try:
+                        d = self.dnf_strict(a[2])
+                        fins = [self.finite_branch(b) for b in d]
+                        if d and all(f is not None for f in fins):
+                            vals = frozenset(c for f in fins for c in f)
+                    except UnsupportedSchemaError:
+                        vals = None
+                    self.formats[key] = vals
+                vals = self.formats[key]
+                if vals is not None:
+                    out = vals if out is None else out & vals
+        return out
+
+    def neg_branch(self, br, where) -> list:
+        """The normal form of ¬br (one branch): the union of its atoms' negations, except that a
+        required property and its schemas are negated together: ¬(p present ∧ p's value in X)
+        is "p's value, if present, in ¬X" (one alternative, not "p absent" beside "p present
+        and not in X")."""
+        req = {a[1] for a in br if a[0] == "required"}
+        joint: dict = {}
+        if req:
+            for a in br:
+                if a[0] == "props" and a[1] in req:
+                    joint.setdefault(a[1], []).append(a[2])
+        out = []
+        for a in br:
+            k = a[0]
+            if joint and k == "props" and a[1] in joint:
+                continue
+            if joint and k == "required" and a[1] in joint:
+                ne = self.not_expr(self.and_expr(joint[a[1]]))
+                out.append((_OBJECT_TYPE, ("props", a[1], ne)))
+                continue
+            out.extend(self.neg_atom(a, where))
         return out
 
     def neg_atom(self, a, where):
@@ -1308,17 +1565,28 @@ class Normalizer:
                 for js, ts in groups.items():
                     ty = ("types", frozenset(ts))
                     cur = [a + (ty,)]
-                    for j in sorted(js):
-                        key = (j, ty)
+                    try:
+                        for j in sorted(js):
+                            key = (j, ty)
+                            if key not in negs:
+                                negs[key] = self.negate(self.dnf_strict(exprs[j]), where, (ty,))
+                            cur = self.and2(cur, negs[key], where)
+                            if not cur:
+                                break
+                    except UnsupportedSchemaError as e:
+                        if e.keyword != "allOf" or len(js) < 2:
+                            raise
+                        # ¬A1 ∧ ¬A2 … as one negation, ¬(A1 ∨ A2 …): a discriminator the
+                        # sub-schemas share splits it (negate), where their product is too big
+                        key = (frozenset(js), ty)
                         if key not in negs:
-                            negs[key] = self.negate(self.dnf_strict(exprs[j]), where, (ty,))
-                        cur = self.and2(cur, negs[key], where)
-                        if not cur:
-                            break
+                            union = [br for j in sorted(js) for br in self.dnf_strict(exprs[j])]
+                            negs[key] = self.negate(union, where, (ty,))
+                        cur = self.and2([a + (ty,)], negs[key], where)
                     out.extend(cur)
                     if len(out) > MAX_BRANCHES:
-                        raise UnsupportedSchemaError("too many alternatives after combining allOf/anyOf/oneOf "
-                                                     f"(more than {MAX_BRANCHES})", pointer=where, keyword="allOf")
+                        # (a union grows by addition here: compacted each time it passes the limit)
+                        out, _ = self._over(out, False, where, MAX_BRANCHES * 3 // 4)
             return out
         except UnsupportedSchemaError as e:
             raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
@@ -1677,6 +1945,7 @@ class Normalizer:
 
 
 # the atoms of each typed node (see _merge)
+_OBJECT_TYPE = ("types", frozenset({"object"}))
 _OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops", "some"})
 _NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
 _ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})

@@ -24,6 +24,9 @@ class ArrayBuilder:
 
     def build_array(self, a: ArrayNode, where) -> ir.Node:
         lo, hi = a.min_items, a.max_items
+        if hi is None and self.gen_bounds is not None:
+            # the generation bound on items (room kept for what minItems and contains ask)
+            hi = max(lo, self.gen_bounds["items"]) + sum(c[1] for c in a.contains)
         by_position, after = a.positions()
         pos_exprs = [self.and_expr(es) for es in by_position]
         K = len(pos_exprs)

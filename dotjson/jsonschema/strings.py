@@ -140,7 +140,15 @@ class StringBuilder:
         self.string_cache[key] = content
         return content
 
+    def bounded_string(self) -> ir.Node:
+        """A string of at most the generation bound's characters (``bounds="generation"``)."""
+        return self.build_string(StringNode(), ())
+
     def build_string(self, t: StringNode, not_enum) -> ir.Node:
+        if self.gen_bounds is not None and t.max_length is None and not t.patterns:
+            # the generation bound on free strings (no pattern, no format, no maxLength)
+            t = StringNode(patterns=t.patterns, not_patterns=t.not_patterns, min_length=t.min_length,
+                           max_length=max(t.min_length, self.gen_bounds["string_length"]))
         if not t.patterns and not t.not_patterns and t.min_length == 0 and t.max_length is None \
                 and not any(c[0] == "s" for c in not_enum):
             return Ref(self.bp + "json_string")

@@ -12,7 +12,17 @@ worker process with a time and a memory limit per schema (``perf/workers.py``):
    characters). The loop is the same for every engine: logits of the disallowed tokens set to
    -inf, argmax; a token that is the only one allowed is taken without a forward pass (greedy
    would pick it anyway). The output is then checked with ``jsonschema`` (the schema's dialect,
-   Draft 2020-12 by default, with format checking):
+   Draft 2020-12 by default, with format checking).
+
+   The model is loaded once, in the parent; the engines' cursors live in their workers. Every
+   configuration (engine × whitespace mode) of a schema is decoded at once (:func:`decode`): one
+   prefill of the prompt, then one batched forward pass per step over the distinct token paths
+   the configurations follow (greedy decoding is deterministic: configurations that pick the same
+   tokens share a row of the KV cache until they differ), each engine's next mask computed in its
+   worker, the workers side by side. A configuration stops at EOS, at the budget, or when its
+   engine allows nothing. With ``--jsonl`` each schema's results are appended to a file as it
+   ends, and a run given the same file skips what it holds (a stopped run resumes; ``--redo
+   dotjson,dotjson/compact`` runs those labels again after a change to dotjson). Outcomes:
 
    * ``valid``: EOS reached, the text parses and ``jsonschema`` accepts it;
    * ``invalid``: EOS reached but the text is not valid JSON for the schema (an unsound mask:
@@ -20,7 +30,8 @@ worker process with a time and a memory limit per schema (``perf/workers.py``):
    * ``budget``: the token budget ran out first (the model, not the engine, is usually to blame);
    * ``dead``: the engine allowed no token, or refused a token it had allowed;
    * ``unchecked``: ``jsonschema`` itself could not decide (an unresolvable ``$ref``...);
-   * ``timeout``: the job's time limit ran out during the generation;
+   * ``timeout``: the engine's own work (compile, then its masks; not the forward passes) ran
+     past ``--time-limit``, or one mask past ``--step-limit``;
    * ``crash``: the engine's worker died (or its adapter raised) before the generation ended.
 
 The **mask-level** check: every test instance of the schema (compact JSON), teacher-forced token
@@ -55,7 +66,11 @@ The file is not called ``coverage.py``: a module of that name next to the script
 Usage::
 
     python3 perf/engine_coverage.py --sample 1            # one schema per category, every engine
-    python3 perf/engine_coverage.py --sample 3 --whitespace both --no-masklevel   # the README's run
+    python3 perf/engine_coverage.py --sample 3 --whitespace both --no-masklevel \
+        --engines dotjson,llguidance,xgrammar,outlines,dotjson-schema-bounds \
+        --time-limit 300 --jsonl run.jsonl                 # the README's run (resumable)
+    python3 perf/engine_coverage.py --report run.jsonl --sample 3 --whitespace both \
+        --no-masklevel --engines dotjson,llguidance,xgrammar,outlines,dotjson-schema-bounds
     python3 perf/engine_coverage.py --sample 5 --engines dotjson,llguidance --out run.json
     python3 perf/engine_coverage.py --data tests/data/maskbench/subset.jsonl --sample 1
 """

@@ -975,6 +975,53 @@ def _gaps(out: dict, base: str, engines: list) -> list[dict]:
     return res
 
 
+def loop_of(text: str) -> str | None:
+    """What an unfinished text repeats at its end, when it ends in a loop (a heuristic for the
+    report): ``"whitespace"``, ``"digits"``, ``"members"`` (a key and its value again and
+    again), ``"items"`` (an array item again and again), ``"nesting"`` (a value opened inside
+    itself), ``"string"`` (a fragment inside one string); None if the end repeats nothing."""
+    tail = text[-400:]
+    for p in range(1, 121):
+        if len(tail) < 3 * p:
+            break
+        unit = tail[-p:]
+        if tail[-3 * p:] == unit * 3:
+            if not unit.strip():
+                return "whitespace"
+            if unit.strip().isdigit():
+                return "digits"
+            if unit.count("{") > unit.count("}") or unit.count("[") > unit.count("]"):
+                return "nesting"
+            if '":' in unit or '" :' in unit:
+                return "members"
+            if "," in unit and '"' in unit or unit.strip().endswith(","):
+                return "items"
+            return "string"
+    return None
+
+
+def causes(out: dict) -> dict:
+    """Per engine label: why its jobs did not end valid (outcome, and for ``budget`` the loop
+    :func:`loop_of` sees), counted."""
+    res: dict = {}
+    for lbl in out["settings"]["engines"]:
+        c: dict = defaultdict(int)
+        for r in out["results"]:
+            x = r["engines"][lbl]
+            o = x.get("outcome") or x.get("status")
+            if o == "valid":
+                continue
+            if o == "budget":
+                o = f"budget: {loop_of(x.get('text') or '') or 'no loop'}"
+            elif o == "not compiled":
+                err = (x.get("error") or "")
+                o = "not compiled: " + ("time limit" if x.get("status") == "timeout" else
+                                        (x.get("keyword") and f"`{x['keyword']}`") or err.split(":")[0][:40])
+            c[o] += 1
+        res[lbl] = dict(sorted(c.items(), key=lambda kv: -kv[1]))
+    return res
+
+
 def render(out: dict) -> str:
     """Markdown tables: end-to-end coverage and the mask-level check, per category."""
     engines = out["settings"]["engines"]
@@ -1025,6 +1072,9 @@ def render(out: dict) -> str:
             p0 = per[engines[0]]
             lines.append(f"| {cat} | {p0['n_valid']} | {p0['n_invalid']} | " + " | ".join(
                 f"{per[e]['valid_accepted']} / {per[e]['invalid_rejected']}" for e in engines) + " |")
+    lines += ["", "Why a job did not end valid (for `budget`: what the text repeats at its end):", ""]
+    for lbl, c in causes(out).items():
+        lines.append(f"- {lbl}: " + (", ".join(f"{k} {v}" for k, v in c.items()) or "none"))
     g = out.get("gaps") or []
     if g:
         lines += ["", "Where dotjson is below the best peer:", ""]

@@ -3,7 +3,8 @@
 
 Where the schema sets no bound of its own, generation bounds array items, the characters of free
 strings, the undeclared members of open objects and the nesting of free values
-(``values.GENERATION_BOUNDS``): small models loop on repetition until the token budget ends. Each
+(``values.GENERATION_BOUNDS``; a pattern's strings are bounded when its shortest string plainly
+fits): small models loop on repetition until the token budget ends. Each
 bound is a restriction (every document it allows is valid), the schema's own bound wins, and
 ``bounds="schema"`` (the default with ``close_objects=False``, so in the every-valid
 configuration) gives the full language back.
@@ -55,6 +56,9 @@ CASES = [
     ({"type": "array"}, [None] * ITEMS, [None] * (ITEMS + 1)),
     ({"type": "string"}, "x" * LENGTH, "x" * (LENGTH + 1)),
     ({"type": "string", "minLength": 2}, "é" * LENGTH, "é" * (LENGTH + 1)),
+    # a pattern with short strings is bounded too (a path repeating a segment: Github_hard---o21366)
+    ({"type": "string", "pattern": "^(/[a-z.]+)+$"}, "/a" * (LENGTH // 2), "/a" * (LENGTH // 2) + "b"),
+    ({"type": "string", "pattern": "ab"}, "x" * (LENGTH - 2) + "ab", "x" * (LENGTH - 1) + "ab"),
     ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": True},
      {"a": 1, **{f"k{i}": 1 for i in range(EXTRA)}}, {"a": 1, **{f"k{i}": 1 for i in range(EXTRA + 1)}}),
     ({"type": "object"}, {f"k{i}": 1 for i in range(EXTRA)}, {f"k{i}": 1 for i in range(EXTRA + 1)}),
@@ -87,8 +91,10 @@ def test_the_schemas_own_bounds_win():
         [0] * ITEMS + ["a", "b", "c"])
     assert lang({"type": "string", "maxLength": 1000})("y" * 1000)
     assert lang({"type": "string", "minLength": LENGTH + 10})("y" * (LENGTH + 10))
-    # a pattern or a format is a bound of its own: not cut
-    assert lang({"type": "string", "pattern": "^a+$"})("a" * (LENGTH + 1))
+    # a pattern whose strings are all longer than the bound is not cut (nor emptied)
+    assert lang({"type": "string", "pattern": "^x{300}$"})("x" * 300)
+    assert lang({"type": "object", "properties": {"p": {"pattern": "^x{300}$"}}, "required": ["p"]})(
+        {"p": "x" * 300})
     assert lang({"type": "object", "maxProperties": 40})({f"k{i}": 1 for i in range(40)})
     assert lang({"type": "object", "minProperties": EXTRA + 3})({f"k{i}": 1 for i in range(EXTRA + 3)})
 

@@ -187,7 +187,8 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     bounds : {"generation", "schema"}, optional
         A generation policy against loops (``docs/keywords.md``, "Generation policies").
         ``"generation"``: where the schema sets no bound of its own, arrays hold at most 32 items,
-        strings without a pattern or format at most 256 characters, an open object at most 16
+        strings without maxLength at most 256 characters (one with a pattern or format
+        too, when its shortest string plainly fits), an open object at most 16
         members beyond its declared ones, and values the schema leaves free (``{}``, ``true``)
         nest arrays and objects at most 3 deep (:data:`~dotjson.jsonschema.values.GENERATION_BOUNDS`).
         ``"schema"``: only the schema's own bounds. Default: ``"generation"`` with

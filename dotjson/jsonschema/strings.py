@@ -8,7 +8,7 @@ intersected (``ir.And``) and subtracted (``ir.Diff``) and then encoded into JSON
 from __future__ import annotations
 
 from dotjson import ir
-from dotjson.errors import GrammarError
+from dotjson.errors import DotjsonError, GrammarError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.ir.analysis import regular_nullable
 from dotjson.jsonstr import encode_string_language
@@ -49,6 +49,40 @@ def matches_every_string(node: ir.Node) -> bool:
         return all(regular_nullable(x) for x in node.items)
     except GrammarError:
         return False  # (a rule reference: not a pattern's language)
+
+
+def shortest_string(node: ir.Node) -> int | None:
+    """The length (in characters) of the shortest string of a decoded-string language, where its
+    plain structure tells (literals, character sets, sequences, alternatives, repetitions);
+    ``None`` when it holds anything else (``And``, ``Diff``, a reference) or no string."""
+    memo: dict[int, int | None] = {}
+    stack = [(node, False)]
+    while stack:
+        x, done = stack.pop()
+        if id(x) in memo:
+            continue
+        t = type(x)
+        if t is ir.Lit:
+            memo[id(x)] = len(x.text)
+        elif t is ir.Chars:
+            memo[id(x)] = 1 if x.ranges else None
+        elif t is ir.Seq or t is ir.Alt or t is ir.Repeat:
+            kids = (x.item,) if t is ir.Repeat else x.items
+            if not done:
+                stack.append((x, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            got = [memo[id(k)] for k in kids]
+            if t is ir.Seq:
+                memo[id(x)] = None if None in got else sum(got)
+            elif t is ir.Alt:
+                known = [g for g in got if g is not None]
+                memo[id(x)] = min(known) if known and len(known) == len(got) else None
+            else:
+                memo[id(x)] = 0 if x.min == 0 else None if got[0] is None else x.min * got[0]
+        else:
+            memo[id(x)] = None
+    return memo[id(node)]
 
 
 def has_some_string(node: ir.Node) -> bool:
@@ -144,9 +178,24 @@ class StringBuilder:
         """A string of at most the generation bound's characters (``bounds="generation"``)."""
         return self.build_string(StringNode(), ())
 
+    def _may_bound(self, t: StringNode) -> bool:
+        """Whether the generation bound on length may apply to ``t`` without emptying it: no
+        language, or one pattern (or format) whose shortest string is plainly within the bound
+        and nothing taken away (``not``)."""
+        if not t.patterns:
+            return True
+        if len(t.patterns) > 1 or t.not_patterns:
+            return False
+        try:
+            lang = self.str_node(t.patterns[0])
+        except (KeyError, DotjsonError):
+            return False
+        least = shortest_string(lang)
+        return least is not None and least <= self.gen_bounds["string_length"]
+
     def build_string(self, t: StringNode, not_enum) -> ir.Node:
-        if self.gen_bounds is not None and t.max_length is None and not t.patterns:
-            # the generation bound on free strings (no pattern, no format, no maxLength)
+        if self.gen_bounds is not None and t.max_length is None and self._may_bound(t):
+            # the generation bound on strings without maxLength
             t = StringNode(patterns=t.patterns, not_patterns=t.not_patterns, min_length=t.min_length,
                            max_length=max(t.min_length, self.gen_bounds["string_length"]))
         if not t.patterns and not t.not_patterns and t.min_length == 0 and t.max_length is None \

@@ -928,7 +928,8 @@ def _schema_args(p, *, compact_help: str | None, tools: bool = False) -> None:
                         "keys forever)")
     p.add_argument("--no-bounds", action="store_true",
                    help="only the schema's own bounds (default: where the schema sets none, at most "
-                        "32 array items, 256 characters of a string, 16 extra members, free "
+                        "32 array items, 256 characters of a string, 16 extra members, 20 "
+                        "integer digits, free "
                         "values nested 3 deep; small models otherwise repeat until the budget ends)")
     p.add_argument("--lenient", action="store_true",
                    help="unsupported keywords become warnings (the grammar then accepts more "

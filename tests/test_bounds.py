@@ -26,6 +26,7 @@ ITEMS = GENERATION_BOUNDS["items"]
 LENGTH = GENERATION_BOUNDS["string_length"]
 EXTRA = GENERATION_BOUNDS["extra_members"]
 DEPTH = GENERATION_BOUNDS["free_depth"]
+DIGITS = GENERATION_BOUNDS["number_digits"]
 MODES = [{}, {"disallow_whitespace": True}]
 
 
@@ -56,6 +57,9 @@ CASES = [
     ({"type": "array"}, [None] * ITEMS, [None] * (ITEMS + 1)),
     ({"type": "string"}, "x" * LENGTH, "x" * (LENGTH + 1)),
     ({"type": "string", "minLength": 2}, "é" * LENGTH, "é" * (LENGTH + 1)),
+    # integer digits of an integer or a multipleOf number (Handwritten---allany4: "1000000...")
+    ({"type": "integer"}, int("9" * DIGITS), int("1" + "0" * DIGITS)),
+    ({"type": "number", "multipleOf": 3, "minimum": 1}, int("3" * DIGITS), int("3" * (DIGITS + 1))),
     # a pattern with short strings is bounded too (a path repeating a segment: Github_hard---o21366)
     ({"type": "string", "pattern": "^(/[a-z.]+)+$"}, "/a" * (LENGTH // 2), "/a" * (LENGTH // 2) + "b"),
     ({"type": "string", "pattern": "ab"}, "x" * (LENGTH - 2) + "ab", "x" * (LENGTH - 1) + "ab"),
@@ -95,6 +99,8 @@ def test_the_schemas_own_bounds_win():
     assert lang({"type": "string", "pattern": "^x{300}$"})("x" * 300)
     assert lang({"type": "object", "properties": {"p": {"pattern": "^x{300}$"}}, "required": ["p"]})(
         {"p": "x" * 300})
+    assert lang({"type": "integer", "minimum": 10 ** 25})(10 ** 30)
+    assert lang({"type": "integer", "maximum": -10 ** 25})(-10 ** 30)
     assert lang({"type": "object", "maxProperties": 40})({f"k{i}": 1 for i in range(40)})
     assert lang({"type": "object", "minProperties": EXTRA + 3})({f"k{i}": 1 for i in range(EXTRA + 3)})
 

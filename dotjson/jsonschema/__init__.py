@@ -189,7 +189,8 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         ``"generation"``: where the schema sets no bound of its own, arrays hold at most 32 items,
         strings without maxLength at most 256 characters (one with a pattern or format
         too, when its shortest string plainly fits), an open object at most 16
-        members beyond its declared ones, and values the schema leaves free (``{}``, ``true``)
+        members beyond its declared ones, integers and ``multipleOf`` numbers at most 20 integer
+        digits, and values the schema leaves free (``{}``, ``true``)
         nest arrays and objects at most 3 deep (:data:`~dotjson.jsonschema.values.GENERATION_BOUNDS`).
         ``"schema"``: only the schema's own bounds. Default: ``"generation"`` with
         ``close_objects=True``, ``"schema"`` with ``close_objects=False``.

@@ -554,6 +554,17 @@ class NumberBuilder:
         ``ne``, integers and/or not. Under ``spellings="any"`` every spelling: the plain-notation
         automaton and, where it does not write exponents itself, :class:`ExponentNumbers`
         (``numbers="any"``, the compiler's ``exponents``)."""
+        gb = getattr(self, "gen_bounds", None)
+        if gb is not None and (lo is None or hi is None) and (mults or notmults or not allow_nonint):
+            # the generation bound on digits (an integer or a multipleOf number written digit after
+            # digit until the budget ends: Handwritten---allany4): |x| < 10**D, where the schema's
+            # own bounds and multiples leave room for it
+            big = Decimal(10) ** gb["number_digits"]
+            room = all(abs(m) < big / 10 ** 3 for m in tuple(mults) + tuple(notmults))
+            if room and hi is None and (lo is None or lo < big / 10):
+                hi, hix = big, True
+            if room and lo is None and (hi is None or hi > -big / 10):
+                lo, lox = -big, True
         plain = self.plain_number_node(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where)
         if not getattr(self, "exponents", False) or plain is EMPTY:
             return plain

@@ -79,6 +79,7 @@ GENERATION_BOUNDS = {
     "string_length": 256,   # characters of a string without maxLength (see StringBuilder._may_bound)
     "extra_members": 16,    # undeclared members of an open object (schema order)
     "free_depth": 3,        # arrays/objects nested in a value the schema leaves free ({} / true)
+    "number_digits": 20,    # integer digits of an integer or multipleOf number without a bound
 }
 #: The modes of the ``bounds`` option.
 BOUNDS_MODES = ("generation", "schema")

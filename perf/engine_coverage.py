@@ -572,7 +572,7 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
         compile_limit: float = 30.0, mem_limit_gb: float = 8.0, generate: bool = True, masklevel: bool = True,
         model: str | None = None, log=print, whitespace=("default",), generation: bool = True,
         checkpoint=None, jsonl=None, redo=(), step_limit: float = 60.0, threads: int = 1,
-        run_missing: bool = True) -> dict:
+        run_missing: bool = True, ids=None) -> dict:
     """Run the coverage check; returns the results dict that ``--out`` writes.
 
     The model is loaded once, in this process; each engine runs in its own worker process
@@ -625,6 +625,8 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
         Torch threads of the model.
     run_missing : bool
         ``False``: run nothing, only assemble what ``jsonl`` holds (``--report``).
+    ids : iterable of str, optional
+        Run only these schemas of the sample (e.g. to run dotjson again where it changed).
     log : callable
         Progress lines (``None``: silent).
     """
@@ -685,7 +687,8 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
         log(f"{len(rows)} schemas, engines {engines}, modes {modes}, ready in "
             f"{time.perf_counter() - t_start:.0f} s")
         for n, row in enumerate(rows):
-            todo = [lbl for lbl in labels if (row["id"], lbl) not in recs] if todo_any else []
+            todo = [lbl for lbl in labels if (row["id"], lbl) not in recs] \
+                if todo_any and (ids is None or row["id"] in ids) else []
             r = {"id": row["id"], "category": row["category"], "schema": row["schema"],
                  "engines": {}}
             if todo:
@@ -1127,6 +1130,7 @@ def main(argv=None) -> int:
     ap.add_argument("--redo", default="",
                     help="comma-separated labels to run again although --jsonl holds them "
                          "(e.g. dotjson,dotjson/compact after a change to dotjson)")
+    ap.add_argument("--ids", default="", help="comma-separated schema ids: run only these of the sample")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the model (default 1)")
     ap.add_argument("--out", default=str(RESULTS / "coverage.json"),
                     help="JSON results (default perf/results/coverage.json)")
@@ -1168,7 +1172,8 @@ def main(argv=None) -> int:
               checkpoint=lambda part: Path(args.out).write_text(json.dumps(part, indent=1, default=str),
                                                                 encoding="utf-8"),
               jsonl=args.jsonl, redo=[x for x in args.redo.split(",") if x],
-              step_limit=args.step_limit, threads=args.threads)
+              step_limit=args.step_limit, threads=args.threads,
+              ids=set(args.ids.split(",")) if args.ids else None)
     print(render(out))
     print(f"\nwall time {out['wall_s']:.0f} s on {out['machine']['cpus']} CPUs, load average "
           f"{out['machine']['loadavg'][0]:.1f} at the end; engines: " + "; ".join(

@@ -928,7 +928,7 @@ def _schema_args(p, *, compact_help: str | None, tools: bool = False) -> None:
                         "keys forever)")
     p.add_argument("--no-bounds", action="store_true",
                    help="only the schema's own bounds (default: where the schema sets none, at most "
-                        "32 array items, 256 characters of a string, 16 extra members, 20 "
+                        "16 array items, 128 characters of a string, 16 extra members, 20 "
                         "integer digits, free "
                         "values nested 3 deep; small models otherwise repeat until the budget ends)")
     p.add_argument("--lenient", action="store_true",

@@ -129,7 +129,7 @@ class Index:
         ``whitespace="json"``), ``"canonical"`` otherwise.
     bounds : {"generation", "schema"}, optional
         A generation policy against loops. ``"generation"``: where the schema sets no bound of
-        its own, arrays hold at most 32 items, strings without maxLength at most 256
+        its own, arrays hold at most 16 items, strings without maxLength at most 128
         characters (one with a pattern or format too, when its shortest string fits), an open object at most 16 members beyond its declared ones, integers and
         ``multipleOf`` numbers at most 20 integer digits, and values the
         schema leaves free (``{}``, ``true``) nest arrays and objects at most 3 deep (small models

@@ -186,8 +186,8 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         ``"plain"`` otherwise.
     bounds : {"generation", "schema"}, optional
         A generation policy against loops (``docs/keywords.md``, "Generation policies").
-        ``"generation"``: where the schema sets no bound of its own, arrays hold at most 32 items,
-        strings without maxLength at most 256 characters (one with a pattern or format
+        ``"generation"``: where the schema sets no bound of its own, arrays hold at most 16 items,
+        strings without maxLength at most 128 characters (one with a pattern or format
         too, when its shortest string plainly fits), an open object at most 16
         members beyond its declared ones, integers and ``multipleOf`` numbers at most 20 integer
         digits, and values the schema leaves free (``{}``, ``true``)

@@ -789,7 +789,8 @@ def _run_schema(pool, lm, row, job, todo, engines, modes, table, width, eos, gen
                 x["outcome"], x["text"] = g["outcome"], _text(g["ids"], table)
             else:
                 x["outcome"], x["text"] = judge(g, row["schema"], table)
-            x["text"] = x["text"][:2000]
+            t = x["text"]  # the start and the end (where a loop shows) of a long text
+            x["text"] = t if len(t) <= 3000 else t[:1000] + " … " + t[-2000:]
             g["n_tokens"] = len(g.pop("ids"))
             x["gen"] = g
     return xs, stats
@@ -982,25 +983,39 @@ def loop_of(text: str) -> str | None:
     """What an unfinished text repeats at its end, when it ends in a loop (a heuristic for the
     report): ``"whitespace"``, ``"digits"``, ``"members"`` (a key and its value again and
     again), ``"items"`` (an array item again and again), ``"nesting"`` (a value opened inside
-    itself), ``"string"`` (a fragment inside one string); None if the end repeats nothing."""
-    tail = text[-400:]
-    for p in range(1, 121):
+    itself), ``"string"`` (a fragment inside one string); None if the end repeats nothing.
+
+    The period is the one whose repetition covers the longest stretch of the end (at least
+    three times the period), so that a loop cut in the middle of its indentation is not taken
+    for a whitespace loop.
+    """
+    tail = text[-1500:]
+    best = None  # (length of the periodic stretch, period)
+    for p in range(1, 401):
         if len(tail) < 3 * p:
             break
-        unit = tail[-p:]
-        if tail[-3 * p:] == unit * 3:
-            if not unit.strip():
-                return "whitespace"
-            if unit.strip().isdigit():
-                return "digits"
-            if unit.count("{") > unit.count("}") or unit.count("[") > unit.count("]"):
-                return "nesting"
-            if '":' in unit or '" :' in unit:
-                return "members"
-            if "," in unit and '"' in unit or unit.strip().endswith(","):
-                return "items"
-            return "string"
-    return None
+        k = len(tail) - p - 1
+        while k >= 0 and tail[k] == tail[k + p]:
+            k -= 1
+        run = len(tail) - (k + 1)
+        if run >= 3 * p and (best is None or run > best[0]):
+            best = (run, p)
+    if best is None:
+        return None
+    unit = tail[-best[1]:]
+    if not unit.strip():
+        return "whitespace"
+    if unit.strip().isdigit():
+        return "digits"
+    if unit.count("{") > unit.count("}") or unit.count("[") > unit.count("]"):
+        return "nesting"
+    if "{" in unit and "}" in unit or "[" in unit and "]" in unit:
+        return "items"  # whole objects or arrays again and again
+    if '":' in unit or '" :' in unit or '"\n:' in unit:
+        return "members"
+    if "," in unit and ('"' in unit or "}" in unit or "]" in unit):
+        return "items"
+    return "string"
 
 
 def causes(out: dict) -> dict:

@@ -728,7 +728,7 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
                    prompt_chars, time_limit, compile_limit, mem_limit_gb, generate, masklevel, model,
                    t_start)
     out["forward_steps"] = _merge_steps(
-        [s for s in stats_all] or [rec["stats"] for rec in recs.values() if rec.get("stats")])
+        stats_all or list({rec["id"]: rec["stats"] for rec in recs.values() if rec.get("stats")}.values()))
     out["complete"] = len(results) == len(rows)
     out["schemas_sampled"] = len(rows)
     return out

@@ -57,6 +57,7 @@ CASES = [
     ({"type": "array"}, [None] * ITEMS, [None] * (ITEMS + 1)),
     ({"type": "string"}, "x" * LENGTH, "x" * (LENGTH + 1)),
     ({"type": "string", "minLength": 2}, "é" * LENGTH, "é" * (LENGTH + 1)),
+    ({"type": "array", "minItems": 3}, [0] * ITEMS, [0] * (ITEMS + 1)),
     # integer digits of an integer or a multipleOf number (Handwritten---allany4: "1000000...")
     ({"type": "integer"}, int("9" * DIGITS), int("1" + "0" * DIGITS)),
     ({"type": "number", "multipleOf": 3, "minimum": 1}, int("3" * DIGITS), int("3" * (DIGITS + 1))),
@@ -89,12 +90,14 @@ def test_each_bound_holds_by_default_and_is_one_option_away(schema, at, past, kw
 
 def test_the_schemas_own_bounds_win():
     assert lang({"type": "array", "maxItems": 100})([0] * 100)
-    assert lang({"type": "array", "minItems": ITEMS + 5})([0] * (ITEMS + 5))
-    # room for what `contains` asks besides
-    assert lang({"type": "array", "minItems": ITEMS, "contains": {"type": "string"}, "minContains": 3})(
+    # a minimum beyond the bound: the schema wants more, and gets no generation bound
+    assert lang({"type": "array", "minItems": ITEMS + 5})([0] * (ITEMS + 50))
+    assert lang({"type": "string", "minLength": LENGTH + 10})("y" * (LENGTH + 100))
+    assert lang({"type": "object", "minProperties": EXTRA + 3})({f"k{i}": 1 for i in range(EXTRA + 30)})
+    # `contains` and `uniqueItems` count items their own way: no generation bound beside them
+    assert lang({"type": "array", "contains": {"type": "string"}, "minContains": 3})(
         [0] * ITEMS + ["a", "b", "c"])
     assert lang({"type": "string", "maxLength": 1000})("y" * 1000)
-    assert lang({"type": "string", "minLength": LENGTH + 10})("y" * (LENGTH + 10))
     # a pattern whose strings are all longer than the bound is not cut (nor emptied)
     assert lang({"type": "string", "pattern": "^x{300}$"})("x" * 300)
     assert lang({"type": "object", "properties": {"p": {"pattern": "^x{300}$"}}, "required": ["p"]})(
@@ -102,7 +105,6 @@ def test_the_schemas_own_bounds_win():
     assert lang({"type": "integer", "minimum": 10 ** 25})(10 ** 30)
     assert lang({"type": "integer", "maximum": -10 ** 25})(-10 ** 30)
     assert lang({"type": "object", "maxProperties": 40})({f"k{i}": 1 for i in range(40)})
-    assert lang({"type": "object", "minProperties": EXTRA + 3})({f"k{i}": 1 for i in range(EXTRA + 3)})
 
 
 @pytest.mark.parametrize("kw", MODES, ids=["whitespace", "compact"])

@@ -85,6 +85,25 @@ def shortest_string(node: ir.Node) -> int | None:
     return memo[id(node)]
 
 
+def _unbounded(node: ir.Node) -> bool:
+    """Whether a plain decoded-string language has a repetition without an upper bound (``*``,
+    ``+``, ``{m,}``): a pattern without one bounds its strings itself (``^(ab){0,9}$``)."""
+    stack, seen = [node], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        t = type(x)
+        if t is ir.Repeat:
+            if x.max is None:
+                return True
+            stack.append(x.item)
+        elif t is ir.Seq or t is ir.Alt:
+            stack.extend(x.items)
+    return False
+
+
 def has_some_string(node: ir.Node) -> bool:
     """Whether a decoded-string language (ref-free) plainly has a string: ``And``/``Diff`` are not
     looked into (``False`` means "not known"). A sufficient test."""
@@ -180,8 +199,9 @@ class StringBuilder:
 
     def _may_bound(self, t: StringNode) -> bool:
         """Whether the generation bound on length may apply to ``t`` without emptying it: no
-        language, or one pattern (or format) whose shortest string is plainly within the bound
-        and nothing taken away (``not``)."""
+        language, or one pattern (or format) with strings of any length (a pattern whose
+        repetitions are all bounded bounds its strings itself) whose shortest string is plainly
+        within the bound, and nothing taken away (``not``)."""
         if not t.patterns:
             return True
         if len(t.patterns) > 1 or t.not_patterns:
@@ -191,13 +211,14 @@ class StringBuilder:
         except (KeyError, DotjsonError):
             return False
         least = shortest_string(lang)
-        return least is not None and least <= self.gen_bounds["string_length"]
+        return least is not None and least <= self.gen_bounds["string_length"] and _unbounded(lang)
 
     def build_string(self, t: StringNode, not_enum) -> ir.Node:
-        if self.gen_bounds is not None and t.max_length is None and self._may_bound(t):
-            # the generation bound on strings without maxLength
+        if self.gen_bounds is not None and t.max_length is None \
+                and t.min_length <= self.gen_bounds["string_length"] and self._may_bound(t):
+            # the generation bound on strings without maxLength (not where minLength asks for more)
             t = StringNode(patterns=t.patterns, not_patterns=t.not_patterns, min_length=t.min_length,
-                           max_length=max(t.min_length, self.gen_bounds["string_length"]))
+                           max_length=self.gen_bounds["string_length"])
         if not t.patterns and not t.not_patterns and t.min_length == 0 and t.max_length is None \
                 and not any(c[0] == "s" for c in not_enum):
             return Ref(self.bp + "json_string")

@@ -51,38 +51,43 @@ def matches_every_string(node: ir.Node) -> bool:
         return False  # (a rule reference: not a pattern's language)
 
 
-def shortest_string(node: ir.Node) -> int | None:
-    """The length (in characters) of the shortest string of a decoded-string language, where its
-    plain structure tells (literals, character sets, sequences, alternatives, repetitions);
-    ``None`` when it holds anything else (``And``, ``Diff``, a reference) or no string."""
-    memo: dict[int, int | None] = {}
+def _fold(node: ir.Node, leaf, seq_, alt_, rep_):
+    """A value of a plain decoded-string language computed bottom up, iteratively: ``leaf(x)``
+    for a node that is not a ``Seq``/``Alt``/``Repeat``, ``seq_(values)`` / ``alt_(values)`` of
+    the children's, ``rep_(x, value)`` of a repetition's item."""
+    memo: dict = {}
     stack = [(node, False)]
     while stack:
         x, done = stack.pop()
         if id(x) in memo:
             continue
         t = type(x)
-        if t is ir.Lit:
-            memo[id(x)] = len(x.text)
-        elif t is ir.Chars:
-            memo[id(x)] = 1 if x.ranges else None
-        elif t is ir.Seq or t is ir.Alt or t is ir.Repeat:
+        if t is ir.Seq or t is ir.Alt or t is ir.Repeat:
             kids = (x.item,) if t is ir.Repeat else x.items
             if not done:
                 stack.append((x, True))
                 stack.extend((k, False) for k in kids)
                 continue
             got = [memo[id(k)] for k in kids]
-            if t is ir.Seq:
-                memo[id(x)] = None if None in got else sum(got)
-            elif t is ir.Alt:
-                known = [g for g in got if g is not None]
-                memo[id(x)] = min(known) if known and len(known) == len(got) else None
-            else:
-                memo[id(x)] = 0 if x.min == 0 else None if got[0] is None else x.min * got[0]
+            memo[id(x)] = seq_(got) if t is ir.Seq else alt_(got) if t is ir.Alt else rep_(x, got[0])
         else:
-            memo[id(x)] = None
+            memo[id(x)] = leaf(x)
     return memo[id(node)]
+
+
+def shortest_string(node: ir.Node) -> int | None:
+    """The length (in characters) of the shortest string of a decoded-string language, where its
+    plain structure tells (literals, character sets, sequences, alternatives, repetitions);
+    ``None`` when it holds anything else (``And``, ``Diff``, a reference) or no string."""
+
+    def leaf(x):
+        if type(x) is ir.Lit:
+            return len(x.text)
+        return 1 if type(x) is ir.Chars and x.ranges else None
+
+    return _fold(node, leaf, lambda got: None if None in got else sum(got),
+                 lambda got: min(got) if got and None not in got else None,
+                 lambda x, g: 0 if x.min == 0 else None if g is None else x.min * g)
 
 
 def _unbounded(node: ir.Node) -> bool:
@@ -107,32 +112,11 @@ def _unbounded(node: ir.Node) -> bool:
 def has_some_string(node: ir.Node) -> bool:
     """Whether a decoded-string language (ref-free) plainly has a string: ``And``/``Diff`` are not
     looked into (``False`` means "not known"). A sufficient test."""
-    memo: dict[int, bool] = {}
-    stack = [(node, False)]
-    while stack:
-        x, done = stack.pop()
-        if id(x) in memo:
-            continue
-        t = type(x)
-        if t is ir.Lit:
-            memo[id(x)] = True
-        elif t is ir.Chars:
-            memo[id(x)] = bool(x.ranges)
-        elif t is ir.Seq or t is ir.Alt or t is ir.Repeat:
-            kids = (x.item,) if t is ir.Repeat else x.items
-            if not done:
-                stack.append((x, True))
-                stack.extend((k, False) for k in kids)
-                continue
-            if t is ir.Seq:
-                memo[id(x)] = all(memo[id(k)] for k in kids)
-            elif t is ir.Alt:
-                memo[id(x)] = any(memo[id(k)] for k in kids)
-            else:
-                memo[id(x)] = x.min == 0 or memo[id(x.item)]
-        else:
-            memo[id(x)] = False
-    return memo[id(node)]
+
+    def leaf(x):
+        return type(x) is ir.Lit or (type(x) is ir.Chars and bool(x.ranges))
+
+    return _fold(node, leaf, all, any, lambda x, g: x.min == 0 or g)
 
 
 def _encoded(key, decoded, spell=None):

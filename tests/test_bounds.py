@@ -128,3 +128,16 @@ def test_every_valid_configuration_has_no_generation_bound():
 def test_bounds_mode_is_checked():
     with pytest.raises(SchemaError, match=r"bounds must be one of \('generation', 'schema'\), got 'tight'"):
         schema_to_grammar({"type": "array"}, bounds="tight")
+
+
+@pytest.mark.parametrize("kw", MODES, ids=["whitespace", "compact"])
+def test_an_enum_number_takes_few_trailing_zeros(kw):
+    # `{"enum": [1.1]}` spelled 1.1000... until the budget ended (Synthesized---draft2019_09_...)
+    schema = {"allOf": [{"enum": [1.1]}, {"not": {"not": {"type": "number"}}}]}
+    a = Automaton(schema_to_grammar(schema, **kw))
+    full = Automaton(schema_to_grammar(schema, **kw, bounds="schema"))
+    assert a.matches(b"1.1") and a.matches(b"1.10")
+    assert a.matches(("1.1" + "0" * (DIGITS - 1)).encode())
+    assert not a.matches(("1.1" + "0" * DIGITS).encode())
+    assert full.matches(("1.1" + "0" * 40).encode())
+    assert not a.matches(b"1.2") and not a.matches(b"11")

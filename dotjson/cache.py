@@ -25,7 +25,7 @@ _KINDS = ("json", "regex", "lark")
 #: The options each kind of source takes (``Index``'s own names).
 _OPTIONS = {
     "json": {"disallow_whitespace", "close_objects", "lenient", "property_order", "whitespace",
-             "spellings", "resources", "max_states", "max_cache_bytes", "fuel", "max_store_bytes"},
+             "spellings", "bounds", "resources", "max_states", "max_cache_bytes", "fuel", "max_store_bytes"},
     "regex": {"max_states", "max_cache_bytes", "fuel", "max_store_bytes"},
     "lark": {"max_states", "max_cache_bytes", "fuel", "max_store_bytes"},
 }
@@ -97,7 +97,7 @@ class IndexCache:
         """The index of a JSON Schema (JSON text, a parsed value or a Pydantic model class).
 
         ``options`` are :class:`~dotjson.Index`'s keyword arguments (``disallow_whitespace``,
-        ``close_objects``, ``property_order``, ``whitespace``, ``spellings``, ``lenient``, ``resources``,
+        ``close_objects``, ``property_order``, ``whitespace``, ``spellings``, ``bounds``, ``lenient``, ``resources``,
         ``max_states``, ``max_cache_bytes``, ``fuel``); an unknown one is a
         :class:`~dotjson.errors.DotjsonTypeError`.
         """

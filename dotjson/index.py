@@ -22,6 +22,7 @@ from .automaton import counters as _ctr
 from ._config import MAX_STORE_BYTES
 from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
 from .vocabulary import Vocabulary
+from .jsonschema.values import default_bounds
 from .jsonstr import default_spellings
 from .errors import (
     DotjsonIndexError,
@@ -126,6 +127,15 @@ class Index:
         (``\\u0061`` for ``a``, ``\\/``, surrogate pairs). Default: ``"any"`` in the "every valid
         document" configuration (``property_order="any"``, ``close_objects=False``,
         ``whitespace="json"``), ``"canonical"`` otherwise.
+    bounds : {"generation", "schema"}, optional
+        A generation policy against loops. ``"generation"``: where the schema sets no bound of
+        its own, arrays hold at most 16 items, strings without maxLength at most 128
+        characters (one with a pattern or format too, when its shortest string fits), an open object at most 16 members beyond its declared ones, integers and
+        ``multipleOf`` numbers at most 20 integer digits, and values the
+        schema leaves free (``{}``, ``true``) nest arrays and objects at most 3 deep (small models
+        otherwise repeat an item, a fragment or a key until the token budget ends).
+        ``"schema"``: only the schema's own bounds. Default: ``"generation"`` with
+        ``close_objects=True``, ``"schema"`` with ``close_objects=False``.
     resources : mapping of str to schema, optional
         Documents for remote ``$ref`` URIs (``{"https://example.com/s.json": {...}}``, each a
         dict, a bool or JSON text). Nothing is ever fetched from the network.
@@ -176,6 +186,7 @@ class Index:
         property_order: str = "schema",
         whitespace: str = "bounded",
         spellings: str | None = None,
+        bounds: str | None = None,
         resources: Any = None,
         max_states: int = 1_000_000,
         max_cache_bytes: int = 1 << 30,
@@ -208,6 +219,7 @@ class Index:
                 property_order=property_order,
                 whitespace=whitespace,
                 spellings=spellings,
+                bounds=bounds,
                 resources=resources,
                 check_language=False,  # the automaton decides it, exactly, building the start state
             )
@@ -225,7 +237,7 @@ class Index:
             grammar = reasoning_grammar(
                 JsonSchema(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                            property_order=property_order, whitespace=whitespace, lenient=lenient,
-                           spellings=spellings, resources=resources),
+                           spellings=spellings, bounds=bounds, resources=resources),
                 end, begin or None, max_reasoning_chars)
         self._options = {
             "source": "schema",
@@ -237,6 +249,7 @@ class Index:
             "spellings": default_spellings(spellings, disallow_whitespace=disallow_whitespace,
                                            close_objects=close_objects, property_order=property_order,
                                            whitespace=whitespace),
+            "bounds": default_bounds(bounds, close_objects=close_objects),
         }
         if reasoning is not None:
             self._options["reasoning"] = [begin, end]

@@ -12,7 +12,17 @@ worker process with a time and a memory limit per schema (``perf/workers.py``):
    characters). The loop is the same for every engine: logits of the disallowed tokens set to
    -inf, argmax; a token that is the only one allowed is taken without a forward pass (greedy
    would pick it anyway). The output is then checked with ``jsonschema`` (the schema's dialect,
-   Draft 2020-12 by default, with format checking):
+   Draft 2020-12 by default, with format checking).
+
+   The model is loaded once, in the parent; the engines' cursors live in their workers. Every
+   configuration (engine × whitespace mode) of a schema is decoded at once (:func:`decode`): one
+   prefill of the prompt, then one batched forward pass per step over the distinct token paths
+   the configurations follow (greedy decoding is deterministic: configurations that pick the same
+   tokens share a row of the KV cache until they differ), each engine's next mask computed in its
+   worker, the workers side by side. A configuration stops at EOS, at the budget, or when its
+   engine allows nothing. With ``--jsonl`` each schema's results are appended to a file as it
+   ends, and a run given the same file skips what it holds (a stopped run resumes; ``--redo
+   dotjson,dotjson/compact`` runs those labels again after a change to dotjson). Outcomes:
 
    * ``valid``: EOS reached, the text parses and ``jsonschema`` accepts it;
    * ``invalid``: EOS reached but the text is not valid JSON for the schema (an unsound mask:
@@ -20,7 +30,8 @@ worker process with a time and a memory limit per schema (``perf/workers.py``):
    * ``budget``: the token budget ran out first (the model, not the engine, is usually to blame);
    * ``dead``: the engine allowed no token, or refused a token it had allowed;
    * ``unchecked``: ``jsonschema`` itself could not decide (an unresolvable ``$ref``...);
-   * ``timeout``: the job's time limit ran out during the generation;
+   * ``timeout``: the engine's own work (compile, then its masks; not the forward passes) ran
+     past ``--time-limit``, or one mask past ``--step-limit``;
    * ``crash``: the engine's worker died (or its adapter raised) before the generation ended.
 
 The **mask-level** check: every test instance of the schema (compact JSON), teacher-forced token
@@ -55,7 +66,11 @@ The file is not called ``coverage.py``: a module of that name next to the script
 Usage::
 
     python3 perf/engine_coverage.py --sample 1            # one schema per category, every engine
-    python3 perf/engine_coverage.py --sample 3 --whitespace both --no-masklevel   # the README's run
+    python3 perf/engine_coverage.py --sample 3 --whitespace both --no-masklevel \
+        --engines dotjson,llguidance,xgrammar,outlines,dotjson-schema-bounds \
+        --time-limit 300 --jsonl run.jsonl                 # the README's run (resumable)
+    python3 perf/engine_coverage.py --report run.jsonl --sample 3 --whitespace both \
+        --no-masklevel --engines dotjson,llguidance,xgrammar,outlines,dotjson-schema-bounds
     python3 perf/engine_coverage.py --sample 5 --engines dotjson,llguidance --out run.json
     python3 perf/engine_coverage.py --data tests/data/maskbench/subset.jsonl --sample 1
 """
@@ -255,84 +270,39 @@ def _allowed(bits, width: int) -> np.ndarray:
     return a[:width].astype(bool)
 
 
-def greedy(lm, compiled, prompt_ids, max_new_tokens: int) -> dict:
-    """Greedy decoding under ``compiled``'s masks; returns ids, outcome and times.
+def handle_session(state: dict, job: dict, report) -> dict:
+    """One request of the parent's decoding loop, in the engine's process.
 
-    The outcome is ``"eos"`` (the engine allowed EOS and the model took it), ``"budget"``,
-    ``"dead"`` (no token allowed) or ``"refused"`` (the engine refused a token its mask allowed).
+    ``{"op": "compile", "key", "schema", "compact", "masklevel", "instances"}``: compile the
+    schema (a refusal is ``compile_fail``), run the mask-level check if asked, and keep a cursor
+    at the start state under ``key``; returns its first mask (``bits``).
+    ``{"op": "step", "key", "token"}``: advance that cursor by ``token`` and return the next mask
+    and the seconds it took (``mask_s``: the engine's work per token). ``{"op": "drop", "key"}``:
+    forget the cursor. The model runs in the parent (:func:`decode`), once for every engine.
     """
-    import inspect
-
-    import torch
-    from transformers import DynamicCache
-
-    params = inspect.signature(lm.forward).parameters
-    cache_kw = "cache" if "cache" in params else "past_key_values"
-    extra = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
-    cache = DynamicCache()
-    width = int(lm.config.vocab_size)
+    live = state.setdefault("live", {})
+    op = job["op"]
     pc = time.perf_counter
-    fwd_s = mask_s = 0.0
-    forwards = 0
-
-    def forward(ids):
-        nonlocal fwd_s, forwards
+    if op == "drop":
+        live.pop(job["key"], None)
+        return {}
+    if op == "step":
+        m = live[job["key"]]
         t = pc()
-        with torch.no_grad():
-            out = lm(torch.tensor([ids], dtype=torch.long), use_cache=True,
-                     **{cache_kw: cache}, **extra)
-        fwd_s += pc() - t
-        forwards += 1
-        return out.logits[0, -1, :].float().numpy().copy()
-
-    t = pc()
-    m = compiled.matcher()
-    m.first_mask()
-    mask_s += pc() - t
-    eos = set(int(e) for e in m.eos_ids)
-    out: list[int] = []
-    pending = list(prompt_ids)
-    outcome, error = "budget", None
-    while len(out) < max_new_tokens:
-        allowed = _allowed(m.bits, width)
-        n = int(allowed.sum())
-        if n == 0:
-            outcome, error = "dead", m.error()
-            break
-        if n == 1:
-            tok = int(np.flatnonzero(allowed)[0])
-        else:
-            logits = forward(pending)
-            pending = []
-            logits[~allowed] = -np.inf
-            tok = int(np.argmax(logits))
-        out.append(tok)
-        if tok in eos:
-            outcome = "eos"
-            break
-        pending.append(tok)
-        t = pc()
-        ok = m.advance(tok)
+        ok = m.advance(int(job["token"]))
         if ok:
             m.mask()
-        mask_s += pc() - t
+        dt = pc() - t
         if not ok:
-            outcome, error = "refused", m.error()
-            break
-    return {"ids": out, "outcome": outcome, "error": error, "forward_s": fwd_s,
-            "mask_s": mask_s, "forwards": forwards}
-
-
-def handle_schema(state: dict, job: dict, report) -> dict:
-    """One (schema, engine) job: compile, generate, mask-level check (see the module docstring)."""
+            return {"ok": False, "mask_s": dt, "error": m.error()}
+        return {"ok": True, "mask_s": dt, "bits": np.array(m.bits, dtype=np.int32, copy=True)}
     eng = state["engine"]
-    pc = time.perf_counter
+    live.pop(job["key"], None)
     report(phase="compile")
     t0 = pc()
     try:
         compiled = eng.compile(job["schema"], compact=job.get("compact", False))
-        m = compiled.matcher()
-        m.first_mask()
+        compiled.matcher().first_mask()
     except peers.CompileFailed as e:
         cause = e.__cause__
         return {"status": "compile_fail", "error": str(e)[:1000],
@@ -344,6 +314,7 @@ def handle_schema(state: dict, job: dict, report) -> dict:
         checks = []
         for inst in job["instances"]:
             verdicts = []
+            err = None
             for ids in inst["forms"]:
                 ok, err = accepts(compiled, ids)
                 verdicts.append(ok)
@@ -351,13 +322,13 @@ def handle_schema(state: dict, job: dict, report) -> dict:
                     break
             checks.append({"valid": inst["valid"], "accepted": verdicts, "error": err})
             report(checks=checks)
-    if job.get("generate") and state["lm"] is not None:
-        report(phase="generate")
-        t = pc()
-        g = greedy(state["lm"], compiled, job["prompt_ids"], job["max_new_tokens"])
-        g["wall_s"] = pc() - t
-        report(gen=g)
-    return {"status": "compiled", "phase": "done"}
+    report(phase="start")
+    m = compiled.matcher()  # the peers' cursors are reused: a fresh one after the checks
+    t = pc()
+    m.first_mask()
+    live[job["key"]] = m
+    return {"status": "compiled", "first_mask_s": pc() - t,
+            "bits": np.array(m.bits, dtype=np.int32, copy=True)}
 
 
 # ------------------------------------------------------------------------------------------
@@ -417,12 +388,197 @@ def prepare_job(row: dict, tok, prompt_chars: int, max_new_tokens: int, generate
                  "n_invalid": sum(not i["valid"] for i in instances)}
 
 
+class _Rows:
+    """The distinct token paths being decoded for one schema, one row each of a batched KV cache.
+
+    Greedy decoding is deterministic: configurations (engine × whitespace mode) whose masks lead
+    to the same token share the row, and with it the forward pass, until their choices differ;
+    then the row is copied. Every row holds the same number of tokens (a token is appended to
+    every row at each step), so a step is one batched forward pass with no padding; tokens that
+    were the only one allowed wait in ``pending`` until some configuration needs logits.
+    """
+
+    def __init__(self, lm, prompt_ids):
+        import torch
+        from transformers import DynamicCache
+
+        self.lm, self.torch = lm, torch
+        self.cache = DynamicCache()
+        self.paths: list[tuple] = [()]
+        self.pending: list[list[int]] = [[]]
+        self.steps: dict = {}  # batch size -> [forward passes, seconds] (one new token each)
+        t = time.perf_counter()
+        self.logits = self._forward([list(prompt_ids)])
+        self.prefill_s = time.perf_counter() - t
+
+    def _forward(self, ids):
+        torch = self.torch
+        with torch.no_grad():
+            out = self.lm(torch.tensor(ids, dtype=torch.long), past_key_values=self.cache,
+                          use_cache=True, logits_to_keep=1)
+        return out.logits[:, -1, :].float().numpy()
+
+    def compute(self) -> float:
+        """Run the forward pass the rows are due (their pending tokens), if any; its seconds."""
+        if not self.pending or not self.pending[0]:
+            return 0.0
+        t = time.perf_counter()
+        self.logits = self._forward(self.pending)
+        dt = time.perf_counter() - t
+        c = self.steps.setdefault(f"{len(self.paths)}x{len(self.pending[0])}", [0, 0.0])
+        c[0] += 1
+        c[1] += dt
+        self.pending = [[] for _ in self.paths]
+        return dt
+
+    def logits_of(self, path: tuple) -> np.ndarray:
+        """The next-token logits after ``path`` (after :meth:`compute`)."""
+        return self.logits[self.paths.index(path)]
+
+    def advance(self, new_paths: list[tuple]) -> None:
+        """Keep the rows of ``new_paths`` (each an existing path plus one token), copying a row
+        where configurations went different ways, dropping rows no configuration follows."""
+        src = [self.paths.index(p[:-1]) for p in new_paths]
+        if not new_paths:
+            self.paths, self.pending = [], []
+            return
+        if src != list(range(len(self.paths))):
+            self.cache.batch_select_indices(self.torch.tensor(src, dtype=self.torch.long))
+            self.logits = self.logits[src]
+        self.pending = [list(self.pending[i]) + [p[-1]] for i, p in zip(src, new_paths)]
+        self.paths = list(new_paths)
+
+
+def decode(lm, pool: dict, configs: list[tuple], job: dict, width: int, eos: set,
+           step_limit: float, time_limit: float) -> tuple[dict, dict]:
+    """Greedy decoding of every configuration ``(label, engine, whitespace)`` of one schema at
+    once, the model in this process, each engine's cursor in its worker (:func:`handle_session`).
+
+    Every configuration starts from the same prompt (one prefill). At each step every live
+    configuration's mask is applied to the logits of its path, and the argmax taken (a token
+    that is the only one allowed is taken without logits: greedy would pick it anyway); then
+    each engine advances by its token, the engines' workers at the same time. A configuration
+    stops at EOS, when its engine allows nothing or refuses a token it allowed, at the token
+    budget, or past ``time_limit`` seconds of its engine's work (``step_limit`` for one step).
+
+    Returns per label ``{"ids", "outcome", "error", "mask_s", "forwards", "forward_s"}`` and
+    the run's statistics (prefill seconds, forward passes by batch size).
+    """
+    rows = _Rows(lm, job["prompt_ids"])
+    live = {}
+    for lbl, eng, w in configs:
+        live[lbl] = {"engine": eng, "path": (), "bits": job["bits"][lbl], "ids": [], "mask_s": 0.0,
+                     "forwards": 0, "forward_s": 0.0, "outcome": None, "error": None}
+    done = {}
+    budget = job["max_new_tokens"]
+    while live:
+        chosen, need = {}, []
+        for lbl, c in live.items():
+            allowed = _allowed(c["bits"], width)
+            n = int(allowed.sum())
+            if n == 0:
+                c["outcome"], c["error"] = "dead", "no token allowed"
+            elif n == 1:
+                chosen[lbl] = int(np.flatnonzero(allowed)[0])
+            else:
+                need.append((lbl, allowed))
+        if need:
+            dt = rows.compute()
+            for lbl, allowed in need:
+                c = live[lbl]
+                c["forward_s"] += dt
+                c["forwards"] += 1
+                logits = rows.logits_of(c["path"]).copy()
+                logits[~allowed] = -np.inf
+                chosen[lbl] = int(np.argmax(logits))
+        for lbl, c in list(live.items()):
+            if lbl in chosen:
+                tok = chosen[lbl]
+                c["ids"].append(tok)
+                c["path"] = c["path"] + (tok,)
+                if tok in eos:
+                    c["outcome"] = "eos"
+                elif len(c["ids"]) >= budget:
+                    c["outcome"] = "budget"
+            if c["outcome"] is not None:
+                done[lbl] = live.pop(lbl)
+        # the engines advance, one job per worker at a time, the workers side by side
+        by_engine: dict = defaultdict(list)
+        for lbl, c in live.items():
+            by_engine[c["engine"]].append(lbl)
+        while any(by_engine.values()):
+            sent = []
+            for e, lbls in by_engine.items():
+                if lbls:
+                    lbl = lbls.pop(0)
+                    err = pool[e].submit({"op": "step", "key": lbl, "token": live[lbl]["ids"][-1]})
+                    sent.append((e, lbl, err))
+            for e, lbl, err in sent:
+                c = live[lbl]
+                restarts = pool[e].restarts
+                x = err or pool[e].collect(min(step_limit, max(1.0, time_limit - c["mask_s"])))
+                c["mask_s"] += x.get("mask_s", x.get("wall_s", 0.0))
+                if x.get("status") in ("timeout", "crash"):
+                    c["outcome"], c["error"] = x["status"], x.get("error")
+                    if pool[e].restarts != restarts or pool[e].proc is None:
+                        # the worker is gone, and with it this engine's other cursors
+                        for other in by_engine[e]:
+                            live[other]["outcome"] = x["status"]
+                            live[other]["error"] = f"{e}'s worker restarted ({x.get('error')})"
+                        by_engine[e] = []
+                elif not x.get("ok"):
+                    c["outcome"], c["error"] = "refused", x.get("error")
+                else:
+                    c["bits"] = x["bits"]
+        for lbl in [lbl for lbl, c in live.items() if c["outcome"] is not None]:
+            done[lbl] = live.pop(lbl)
+        paths = sorted({c["path"] for c in live.values()}, key=lambda p: (rows.paths.index(p[:-1]), p))
+        rows.advance(paths)
+    for lbl, c in done.items():
+        c.pop("bits", None)
+        c.pop("path", None)
+        c.pop("engine", None)
+    return done, {"prefill_s": rows.prefill_s, "steps": rows.steps}
+
+
+def read_jsonl(path) -> dict:
+    """The records of a results file :func:`run` appends to: ``(schema id, label) -> record``
+    (a later line replaces an earlier one), and the settings of its first line under
+    ``"settings"``."""
+    recs: dict = {}
+    p = Path(path)
+    if not p.exists():
+        return recs
+    for line in p.open(encoding="utf-8"):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:  # a line cut by a killed run
+            continue
+        if "settings" in d and "label" not in d:
+            recs.setdefault("settings", d["settings"])
+        else:
+            recs[(d["id"], d["label"])] = d
+    return recs
+
+
+#: Settings a results file must share with a run that resumes it.
+RESUME_KEYS = ("sample", "seed", "max_new_tokens", "prompt_chars", "generation_defaults")
+
+
 def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, categories=None,
         max_new_tokens: int = 512, prompt_chars: int = 2000, time_limit: float = 120.0,
         compile_limit: float = 30.0, mem_limit_gb: float = 8.0, generate: bool = True, masklevel: bool = True,
         model: str | None = None, log=print, whitespace=("default",), generation: bool = True,
-        checkpoint=None) -> dict:
+        checkpoint=None, jsonl=None, redo=(), step_limit: float = 60.0, threads: int = 1,
+        run_missing: bool = True, ids=None) -> dict:
     """Run the coverage check; returns the results dict that ``--out`` writes.
+
+    The model is loaded once, in this process; each engine runs in its own worker process
+    (``perf/workers.py``). For each schema every configuration (engine × whitespace mode) is
+    compiled, then all are decoded together by :func:`decode`: one prefill of the prompt, one
+    batched forward pass per step for the distinct paths the configurations follow.
 
     Parameters
     ----------
@@ -434,9 +590,13 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
     prompt_chars : int
         The schema is cut to this many characters in the prompt.
     time_limit : float
-        Seconds per (schema, engine) job: compile, mask-level check and generation together.
+        Seconds of an engine's work per (schema, configuration): the compile and the mask-level
+        check (one job), and then its masks during the generation (the forward passes do not
+        count). Past it the configuration ends as ``timeout``.
     compile_limit : float
         Seconds for the compile (and the first mask) alone; past it the schema is not compiled.
+    step_limit : float
+        Seconds for one token's mask.
     mem_limit_gb : float
         Address-space limit of every engine's worker process.
     generate, masklevel : bool
@@ -450,16 +610,30 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
         Schema rule for extra properties in every engine (the mask benchmarks' setting).
     checkpoint : callable, optional
         Called with the results so far (the dict this returns, ``"partial": True``) after each
-        schema: a long run killed on the way still leaves what it measured.
+        schema.
+    jsonl : path, optional
+        A results file: one line per (schema, configuration), appended as each schema ends. A
+        run given an existing file (same sample, seed, budget, prompt and policies) skips what
+        it holds, so a stopped run resumes; the returned results cover every sampled schema the
+        file holds for all ``engines`` × ``whitespace`` labels.
+    redo : sequence of str
+        Labels to run again even where ``jsonl`` holds them (e.g. ``dotjson,dotjson/compact``
+        after a change to dotjson; the peers' records stay).
     model : str, optional
         A transformers model directory; default :func:`model_dir`.
+    threads : int
+        Torch threads of the model.
+    run_missing : bool
+        ``False``: run nothing, only assemble what ``jsonl`` holds (``--report``).
+    ids : iterable of str, optional
+        Run only these schemas of the sample (e.g. to run dotjson again where it changed).
     log : callable
         Progress lines (``None``: silent).
     """
     log = log or (lambda *a, **k: None)
     rows = load_schemas(data, sample, seed, categories)
     # round robin over the categories (the first schema of each, then the second ...): a run
-    # stopped on the way (see ``checkpoint``) has measured every category alike
+    # stopped on the way has measured every category alike
     rank: dict = defaultdict(int)
     keyed = []
     for i, r in enumerate(rows):
@@ -472,57 +646,158 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
     engines = list(engines)
     modes = list(whitespace)
     labels = [label(e, w) for w in modes for e in engines]
+    settings = {"sample": sample, "seed": seed, "max_new_tokens": max_new_tokens,
+                "prompt_chars": prompt_chars, "generation_defaults": generation}
+    recs = read_jsonl(jsonl) if jsonl else {}
+    if jsonl:
+        old = recs.pop("settings", None)
+        if old is not None and any(old.get(k) != settings[k] for k in RESUME_KEYS):
+            raise ValueError(f"{jsonl} was written with other settings ({old}); expected {settings}")
+        if old is None:
+            Path(jsonl).parent.mkdir(parents=True, exist_ok=True)
+            with open(jsonl, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"settings": settings}) + "\n")
+    redo = set(redo)
+    for (rid, lbl) in [k for k in recs if k[1] in redo]:
+        del recs[(rid, lbl)]
     t_start = time.perf_counter()
-    pool = {e: workers.Worker(e, setup_engine, handle_schema,
-                              {"model": model, "load_model": generate, "generation": generation},
+    pool = {e: workers.Worker(e, setup_engine, handle_session,
+                              {"model": model, "load_model": False, "generation": generation},
                               mem_limit_gb)
             for e in engines}
-    infos = {}
+    infos, stats_all = {}, []
+    width = peers.vocab_width(tok)
+    eos = tok.eos_token_id
+    eos = set(int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]))
+    lm = None
+    results = []
     try:
-        infos = workers.start_pool(pool)
-        log(f"{len(rows)} schemas, engines {engines}, workers ready in "
+        todo_any = run_missing and any((r["id"], lbl) not in recs for r in rows for lbl in labels)
+        if todo_any:
+            infos = workers.start_pool(pool)
+            if generate:
+                import torch
+                from transformers import AutoModelForCausalLM
+                from transformers.utils import logging as tlog
+
+                tlog.disable_progress_bar()
+                tlog.set_verbosity_error()
+                torch.set_num_threads(threads)
+                lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
+        log(f"{len(rows)} schemas, engines {engines}, modes {modes}, ready in "
             f"{time.perf_counter() - t_start:.0f} s")
-        results = []
         for n, row in enumerate(rows):
-            job, book = prepare_job(row, tok, prompt_chars, max_new_tokens, generate, masklevel)
-            r = {"id": row["id"], "category": row["category"], "schema": row["schema"], **book,
+            todo = [lbl for lbl in labels if (row["id"], lbl) not in recs] \
+                if todo_any and (ids is None or row["id"] in ids) else []
+            r = {"id": row["id"], "category": row["category"], "schema": row["schema"],
                  "engines": {}}
-            for w, e in ((w, e) for w in modes for e in engines):
-                x = pool[e].run(dict(job, compact=w == "compact"), time_limit, {"compile": compile_limit})
-                x["compiled"] = "ttfm_s" in x
-                if x["compiled"] and generate:
-                    x["outcome"], x["text"] = judge(x.get("gen"), row["schema"], table)
-                    if x.get("gen") is None and x.get("status") == "timeout":
-                        x["outcome"] = "timeout"
-                    elif x.get("gen") is None and x.get("status") in ("crash", "error"):
-                        x["outcome"] = "crash"
-                    x["text"] = x["text"][:2000]
-                    if x.get("gen"):
-                        x["gen"]["n_tokens"] = len(x["gen"].pop("ids"))
-                elif generate:
-                    x["outcome"] = "not compiled"
-                checks = x.get("checks", [])
-                x["valid_accepted"] = sum(1 for c in checks if c["valid"] and any(c["accepted"]))
-                x["invalid_rejected"] = sum(1 for c in checks
-                                            if not c["valid"] and not any(c["accepted"]))
-                x["reordered"] = sum(1 for c in checks if c["valid"] and not c["accepted"][0]
-                                     and any(c["accepted"]))
-                x["checked"] = len(checks)
-                x.pop("checks", None)
-                r["engines"][label(e, w)] = x
+            if todo:
+                t_row = time.perf_counter()
+                job, book = prepare_job(row, tok, prompt_chars, max_new_tokens, generate, masklevel)
+                xs, stats = _run_schema(pool, lm, row, job, todo, engines, modes, table, width, eos,
+                                        generate, time_limit, compile_limit, step_limit)
+                for lbl in todo:
+                    rec = {"id": row["id"], "category": row["category"], "label": lbl, **book,
+                           "x": xs[lbl], "stats": stats,
+                           "wall_s": time.perf_counter() - t_row, "machine": machine()}
+                    recs[(row["id"], lbl)] = rec
+                    if jsonl:
+                        with open(jsonl, "a", encoding="utf-8") as f:
+                            f.write(json.dumps(rec, default=str) + "\n")
+                stats_all.append(stats)
+            got = [recs.get((row["id"], lbl)) for lbl in labels]
+            if any(g is None for g in got):
+                continue
+            for lbl, g in zip(labels, got):
+                r["engines"][lbl] = g["x"]
+            for k in ("label_wrong", "n_valid", "n_invalid"):
+                r[k] = got[0].get(k, 0)
             results.append(r)
-            log(f"[{n + 1}/{len(rows)} {time.perf_counter() - t_start:.0f}s] {row['id']}: " + " ".join(
-                f"{e}={_short(r['engines'][e])}" for e in labels))
+            if todo:
+                log(f"[{n + 1}/{len(rows)} {time.perf_counter() - t_start:.0f}s] {row['id']}: "
+                    + " ".join(f"{e}={_short(r['engines'][e])}" for e in labels))
             if checkpoint is not None:
                 checkpoint(dict(_results(results, infos, data, sample, seed, labels, modes, generation,
                                          max_new_tokens, prompt_chars, time_limit, compile_limit,
-                                         mem_limit_gb, generate, masklevel, model, t_start), partial=True))
+                                         mem_limit_gb, generate, masklevel, model, t_start),
+                                partial=True))
     finally:
         for w in pool.values():
             w.stop()
-    return _results(results, infos, data, sample, seed, labels, modes, generation, max_new_tokens,
-                    prompt_chars, time_limit, compile_limit, mem_limit_gb, generate, masklevel, model,
-                    t_start)
+    out = _results(results, infos, data, sample, seed, labels, modes, generation, max_new_tokens,
+                   prompt_chars, time_limit, compile_limit, mem_limit_gb, generate, masklevel, model,
+                   t_start)
+    out["forward_steps"] = _merge_steps(
+        stats_all or list({rec["id"]: rec["stats"] for rec in recs.values() if rec.get("stats")}.values()))
+    out["complete"] = len(results) == len(rows)
+    out["schemas_sampled"] = len(rows)
+    return out
+
+
+def _merge_steps(stats: list) -> dict:
+    """Forward passes by shape (``rows x tokens``) over schemas: ``[count, seconds]``."""
+    out: dict = {}
+    seen = set()
+    for s in stats:
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        for k, (c, t) in (s.get("steps") or {}).items():
+            v = out.setdefault(k, [0, 0.0])
+            v[0] += c
+            v[1] += t
+    return out
+
+
+def _run_schema(pool, lm, row, job, todo, engines, modes, table, width, eos, generate,
+                time_limit, compile_limit, step_limit) -> tuple[dict, dict]:
+    """Compile and decode the configurations ``todo`` of one schema; their result dicts."""
+    xs, bits, configs = {}, {}, []
+    for w in modes:  # one compile per worker at a time, the workers side by side
+        sent = []
+        for e in engines:
+            lbl = label(e, w)
+            if lbl in todo:
+                err = pool[e].submit(dict(job, op="compile", key=lbl, compact=w == "compact"))
+                sent.append((e, lbl, err))
+        for e, lbl, err in sent:
+            x = err or pool[e].collect(time_limit, {"compile": compile_limit})
+            x["compiled"] = "ttfm_s" in x
+            b = x.pop("bits", None)
+            if x["compiled"] and b is not None and generate:
+                bits[lbl] = b
+                configs.append((lbl, e, w))
+            elif x["compiled"] and generate:
+                x["outcome"] = "crash" if x.get("status") in ("crash", "error") else "timeout"
+            elif generate:
+                x["outcome"] = "not compiled"
+            checks = x.pop("checks", [])
+            x["valid_accepted"] = sum(1 for c in checks if c["valid"] and any(c["accepted"]))
+            x["invalid_rejected"] = sum(1 for c in checks
+                                        if not c["valid"] and not any(c["accepted"]))
+            x["reordered"] = sum(1 for c in checks if c["valid"] and not c["accepted"][0]
+                                 and any(c["accepted"]))
+            x["checked"] = len(checks)
+            xs[lbl] = x
+    stats = {}
+    if configs:
+        gens, stats = decode(lm, pool, configs, dict(job, bits=bits), width, eos, step_limit,
+                             time_limit)
+        for lbl, g in gens.items():
+            x = xs[lbl]
+            if g["outcome"] in ("timeout", "crash"):
+                x["outcome"], x["text"] = g["outcome"], _text(g["ids"], table)
+            else:
+                x["outcome"], x["text"] = judge(g, row["schema"], table)
+            t = x["text"]  # the start and the end (where a loop shows) of a long text
+            x["text"] = t if len(t) <= 3000 else t[:1000] + " … " + t[-2000:]
+            g["n_tokens"] = len(g.pop("ids"))
+            x["gen"] = g
+    return xs, stats
+
+
+def _text(ids, table) -> str:
+    return b"".join(table.get(t, b"") for t in ids).decode("utf-8", errors="replace")
 
 
 def _results(results, infos, data, sample, seed, labels, modes, generation, max_new_tokens,
@@ -704,6 +979,67 @@ def _gaps(out: dict, base: str, engines: list) -> list[dict]:
     return res
 
 
+def loop_of(text: str) -> str | None:
+    """What an unfinished text repeats at its end, when it ends in a loop (a heuristic for the
+    report): ``"whitespace"``, ``"digits"``, ``"members"`` (a key and its value again and
+    again), ``"items"`` (an array item again and again), ``"nesting"`` (a value opened inside
+    itself), ``"string"`` (a fragment inside one string); None if the end repeats nothing.
+
+    The period is the one whose repetition covers the longest stretch of the end (at least
+    three times the period), so that a loop cut in the middle of its indentation is not taken
+    for a whitespace loop.
+    """
+    tail = text[-1500:]
+    best = None  # (length of the periodic stretch, period)
+    for p in range(1, 401):
+        if len(tail) < 3 * p:
+            break
+        k = len(tail) - p - 1
+        while k >= 0 and tail[k] == tail[k + p]:
+            k -= 1
+        run = len(tail) - (k + 1)
+        if run >= 3 * p and (best is None or run > best[0]):
+            best = (run, p)
+    if best is None:
+        return None
+    unit = tail[-best[1]:]
+    if not unit.strip():
+        return "whitespace"
+    if unit.strip().isdigit():
+        return "digits"
+    if unit.count("{") > unit.count("}") or unit.count("[") > unit.count("]"):
+        return "nesting"
+    if "{" in unit and "}" in unit or "[" in unit and "]" in unit:
+        return "items"  # whole objects or arrays again and again
+    if '":' in unit or '" :' in unit or '"\n:' in unit:
+        return "members"
+    if "," in unit and ('"' in unit or "}" in unit or "]" in unit):
+        return "items"
+    return "string"
+
+
+def causes(out: dict) -> dict:
+    """Per engine label: why its jobs did not end valid (outcome, and for ``budget`` the loop
+    :func:`loop_of` sees), counted."""
+    res: dict = {}
+    for lbl in out["settings"]["engines"]:
+        c: dict = defaultdict(int)
+        for r in out["results"]:
+            x = r["engines"][lbl]
+            o = x.get("outcome") or x.get("status")
+            if o == "valid":
+                continue
+            if o == "budget":
+                o = f"budget: {loop_of(x.get('text') or '') or 'no loop'}"
+            elif o == "not compiled":
+                err = (x.get("error") or "")
+                o = "not compiled: " + ("time limit" if x.get("status") == "timeout" else
+                                        (x.get("keyword") and f"`{x['keyword']}`") or err.split(":")[0][:40])
+            c[o] += 1
+        res[lbl] = dict(sorted(c.items(), key=lambda kv: -kv[1]))
+    return res
+
+
 def render(out: dict) -> str:
     """Markdown tables: end-to-end coverage and the mask-level check, per category."""
     engines = out["settings"]["engines"]
@@ -754,6 +1090,9 @@ def render(out: dict) -> str:
             p0 = per[engines[0]]
             lines.append(f"| {cat} | {p0['n_valid']} | {p0['n_invalid']} | " + " | ".join(
                 f"{per[e]['valid_accepted']} / {per[e]['invalid_rejected']}" for e in engines) + " |")
+    lines += ["", "Why a job did not end valid (for `budget`: what the text repeats at its end):", ""]
+    for lbl, c in causes(out).items():
+        lines.append(f"- {lbl}: " + (", ".join(f"{k} {v}" for k, v in c.items()) or "none"))
     g = out.get("gaps") or []
     if g:
         lines += ["", "Where dotjson is below the best peer:", ""]
@@ -790,19 +1129,38 @@ def main(argv=None) -> int:
     ap.add_argument("--prompt-chars", type=int, default=2000,
                     help="the schema is cut to this many characters in the prompt (default 2000)")
     ap.add_argument("--time-limit", type=float, default=120.0,
-                    help="seconds per (schema, engine): compile + mask-level check + generation "
-                         "(default 120)")
+                    help="seconds of an engine's work per (schema, configuration): compile + "
+                         "mask-level check, then its masks during the generation (default 120)")
+    ap.add_argument("--step-limit", type=float, default=60.0,
+                    help="seconds for one token's mask (default 60)")
     ap.add_argument("--compile-limit", type=float, default=30.0,
                     help="seconds for the compile alone (default 30)")
     ap.add_argument("--mem-limit-gb", type=float, default=8.0,
                     help="address-space limit of each engine's process (default 8)")
     ap.add_argument("--no-generate", action="store_true", help="skip the generation")
     ap.add_argument("--no-masklevel", action="store_true", help="skip the mask-level check")
+    ap.add_argument("--jsonl", default=None,
+                    help="append one line per (schema, configuration) to this file as each schema "
+                         "ends, and skip what it already holds (a stopped run resumes)")
+    ap.add_argument("--redo", default="",
+                    help="comma-separated labels to run again although --jsonl holds them "
+                         "(e.g. dotjson,dotjson/compact after a change to dotjson)")
+    ap.add_argument("--ids", default="", help="comma-separated schema ids: run only these of the sample")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of the model (default 1)")
     ap.add_argument("--out", default=str(RESULTS / "coverage.json"),
                     help="JSON results (default perf/results/coverage.json)")
     ap.add_argument("--report", metavar="JSON", default=None,
-                    help="print the tables of a results file this script wrote, and exit")
+                    help="print the tables of a results file this script wrote, and exit (a "
+                         "--jsonl file: what it holds for the sample, --engines and --whitespace)")
     args = ap.parse_args(argv)
+    if args.report and args.report.endswith(".jsonl"):
+        out = run(args.data, args.sample, args.seed, [e for e in args.engines.split(",") if e],
+                  [c for c in args.categories.split(",") if c] or None, args.max_new_tokens,
+                  args.prompt_chars, whitespace=("default", "compact") if args.whitespace == "both"
+                  else (args.whitespace,), generation=not args.spec_policies,
+                  masklevel=not args.no_masklevel, jsonl=args.report, run_missing=False, log=None)
+        print(render(out))
+        return 0
     if args.report:
         out = json.loads(Path(args.report).read_text(encoding="utf-8"))
         out["summary"] = summarize(out)
@@ -827,7 +1185,10 @@ def main(argv=None) -> int:
               whitespace=("default", "compact") if args.whitespace == "both" else (args.whitespace,),
               generation=not args.spec_policies,
               checkpoint=lambda part: Path(args.out).write_text(json.dumps(part, indent=1, default=str),
-                                                                encoding="utf-8"))
+                                                                encoding="utf-8"),
+              jsonl=args.jsonl, redo=[x for x in args.redo.split(",") if x],
+              step_limit=args.step_limit, threads=args.threads,
+              ids=set(args.ids.split(",")) if args.ids else None)
     print(render(out))
     print(f"\nwall time {out['wall_s']:.0f} s on {out['machine']['cpus']} CPUs, load average "
           f"{out['machine']['loadavg'][0]:.1f} at the end; engines: " + "; ".join(

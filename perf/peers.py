@@ -94,7 +94,7 @@ import numpy as np  # noqa: E402
 #: Engines :func:`make_engine` knows, in the order the benchmarks print them.
 ENGINES = ("dotjson", "llguidance", "xgrammar", "outlines")
 #: Extra engine configurations that can be asked for by name.
-EXTRA_ENGINES = ("dotjson-guide", "dotjson-compact", "xgrammar-strict")
+EXTRA_ENGINES = ("dotjson-guide", "dotjson-compact", "xgrammar-strict", "dotjson-schema-bounds")
 
 def set_single_thread_env() -> None:
     """Pin every engine's thread pools to one thread (call before importing any engine)."""
@@ -453,7 +453,8 @@ def _outlines(hf_tokenizer, eos_ids) -> Engine:
 # --------------------------------------------------------------------------------------------
 
 
-def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation: bool = False) -> Engine:
+def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation: bool = False,
+             bounds: str | None = None) -> Engine:
     import time
 
     import dotjson
@@ -535,7 +536,7 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation:
     def compile(schema, compact=compact):
         try:
             if generation:  # the library's generation defaults (closed objects, canonical spellings)
-                index = Index(schema, vocab, disallow_whitespace=compact)
+                index = Index(schema, vocab, disallow_whitespace=compact, bounds=bounds)
             else:  # the JSON Schema rule (open objects), like the peers
                 index = Index(schema, vocab, disallow_whitespace=compact, close_objects=False)
         except dotjson.errors.DotjsonError as e:
@@ -545,9 +546,12 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation:
     how = ("Index.next_state + Index.fill_mask (low-level path)" if api == "low"
            else "Guide.get_next_tokensets (public API)")
     name = "dotjson-compact" if compact else "dotjson" if api == "low" else "dotjson-guide"
+    if bounds == "schema":
+        name = "dotjson-schema-bounds"
     ws = "no whitespace (disallow_whitespace=True)" if compact else "bounded whitespace"
     mode = (f"Index(schema, vocabulary): the generation defaults ({ws}, close_objects=True, "
-            f"canonical spellings)" if generation else
+            f"canonical spellings, " + ("no generation bounds: bounds='schema')" if bounds == "schema"
+                                        else "generation bounds)") if generation else
             f"Index(schema, vocabulary, close_objects=False): {ws}, extra properties per JSON Schema")
     return Engine(name, compile, prep, f"{mode}; timed through {how}; dotjson.warmup() at start-up",
                   dotjson.__version__)
@@ -577,6 +581,8 @@ def make_engine(name: str, hf_tokenizer, generation: bool = False) -> Engine:
         return _dotjson(hf_tokenizer, eos_ids, "guide")
     if name == "dotjson-compact":
         return _dotjson(hf_tokenizer, eos_ids, "low", compact=True)
+    if name == "dotjson-schema-bounds":  # the generation defaults but bounds="schema"
+        return _dotjson(hf_tokenizer, eos_ids, "low", generation=True, bounds="schema")
     raise ValueError(f"Invalid engine: expected one of {ENGINES + EXTRA_ENGINES}, got {name!r}")
 
 

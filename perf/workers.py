@@ -150,16 +150,30 @@ class Worker:
             Seconds for a phase the handler reports (``report(phase=...)``), counted from the
             report: e.g. ``{"compile": 30}``.
         """
-        phase_limits = phase_limits or {}
+        err = self.submit(job)
+        if err is not None:
+            return err
+        return self.collect(time_limit, phase_limits)
+
+    def submit(self, job):
+        """Send ``job`` without waiting (:meth:`collect` waits): jobs of several workers then run
+        at the same time. Returns None, or the result dict of a worker that could not start."""
         try:
             self.ensure()
         except RuntimeError as e:
             return {"status": "crash", "error": str(e), "wall_s": 0.0}
+        self._t0 = time.monotonic()
+        self.conn.send(job)
+        return None
+
+    def collect(self, time_limit, phase_limits=None):
+        """Wait for the job :meth:`submit` sent (the limits count from the submission); see
+        :meth:`run`."""
+        phase_limits = phase_limits or {}
         res = {}
-        t0 = time.monotonic()
+        t0 = self._t0
         deadline = t0 + time_limit
         phase_deadline = deadline
-        self.conn.send(job)
         while True:
             left = min(deadline, phase_deadline) - time.monotonic()
             try:

@@ -10,7 +10,7 @@ loads it; it can also be named explicitly::
 A request opts in with ``SamplingParams(extra_args={"json_schema": schema})`` (a dict or JSON
 text; over HTTP, ``"vllm_xargs": {"json_schema": "<JSON text>"}``), with :class:`~dotjson.Index`
 options beside it under their own names (``disallow_whitespace``, ``close_objects``,
-``property_order``, ``whitespace``, ``spellings``, ``lenient``; booleans may be given as ``"true"`` /
+``property_order``, ``whitespace``, ``spellings``, ``bounds``, ``lenient``; booleans may be given as ``"true"`` /
 ``"false"`` text, as flat ``vllm_xargs`` values are). Requests without ``json_schema`` are left
 untouched. ``docs/vllm.md`` has the whole story.
 
@@ -79,7 +79,7 @@ SCHEMA_KEY = "json_schema"
 #: Index options a request may set beside its schema, with their kinds.
 _BOOL_OPTIONS = ("disallow_whitespace", "close_objects", "lenient")
 _CHOICE_OPTIONS = {"property_order": ("schema", "any"), "whitespace": ("bounded", "json"),
-                   "spellings": ("canonical", "any")}
+                   "spellings": ("canonical", "any"), "bounds": ("generation", "schema")}
 
 
 def _as_bool(value, name: str) -> bool:

@@ -140,7 +140,8 @@ def _shared_with_formats(spellings: str, formats: tuple) -> tuple:
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                       lenient: bool = False, resources=None, property_order: str = "schema",
                       whitespace: str = "bounded", spellings: str | None = None,
-                      check_language: bool = True, numbers: str | None = None) -> ir.Grammar:
+                      check_language: bool = True, numbers: str | None = None,
+                      bounds: str | None = None) -> ir.Grammar:
     """Translate a JSON Schema into a grammar whose language is exactly the documents it accepts.
 
     Parameters
@@ -183,6 +184,16 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         the language is then not context-free, and :func:`dotjson.grammar.to_lark` refuses to
         write it out. Default: ``"any"`` in the "every valid document" configuration,
         ``"plain"`` otherwise.
+    bounds : {"generation", "schema"}, optional
+        A generation policy against loops (``docs/keywords.md``, "Generation policies").
+        ``"generation"``: where the schema sets no bound of its own, arrays hold at most 16 items,
+        strings without maxLength at most 128 characters (one with a pattern or format
+        too, when its shortest string plainly fits), an open object at most 16
+        members beyond its declared ones, integers and ``multipleOf`` numbers at most 20 integer
+        digits, and values the schema leaves free (``{}``, ``true``)
+        nest arrays and objects at most 3 deep (:data:`~dotjson.jsonschema.values.GENERATION_BOUNDS`).
+        ``"schema"``: only the schema's own bounds. Default: ``"generation"`` with
+        ``close_objects=True``, ``"schema"`` with ``close_objects=False``.
     check_language : bool, default True
         Decide here that the language is not empty (:class:`SchemaError` otherwise).
         :class:`~dotjson.Index` passes ``False``: its automaton decides the same question
@@ -240,7 +251,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     try:
         tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                       lenient=lenient, resources=resources, property_order=property_order,
-                      spellings=spellings)
+                      spellings=spellings, bounds=bounds)
         tr.exponents = numbers == "any"  # (read by the number builder, phase 1 included)
         if whitespace == "json" and not disallow_whitespace:
             tr.rules["ws"] = JSON_WS
@@ -286,7 +297,8 @@ EMPTY_LANGUAGE = ("the schema accepts no JSON value (its language is empty: a re
 
 def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
                  lenient: bool = False, resources=None, property_order: str = "schema",
-                 whitespace: str = "bounded", spellings: str | None = None, numbers: str | None = None) -> None:
+                 whitespace: str = "bounded", spellings: str | None = None, numbers: str | None = None,
+                 bounds: str | None = None) -> None:
     """Raise the error :func:`schema_to_grammar` would raise, and nothing otherwise.
 
     Translation is fast (milliseconds), so the check is the translation itself.
@@ -298,4 +310,4 @@ def check_schema(schema, *, disallow_whitespace: bool = False, close_objects: bo
     """
     schema_to_grammar(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                       lenient=lenient, resources=resources, property_order=property_order,
-                      whitespace=whitespace, spellings=spellings, numbers=numbers)
+                      whitespace=whitespace, spellings=spellings, numbers=numbers, bounds=bounds)

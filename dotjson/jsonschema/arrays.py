@@ -24,6 +24,11 @@ class ArrayBuilder:
 
     def build_array(self, a: ArrayNode, where) -> ir.Node:
         lo, hi = a.min_items, a.max_items
+        if hi is None and self.gen_bounds is not None and lo <= self.gen_bounds["items"] \
+                and not a.contains and not a.unique:
+            # the generation bound on items (not where minItems asks for more: the schema wants
+            # long arrays; nor beside contains or uniqueItems, which count items their own way)
+            hi = self.gen_bounds["items"]
         by_position, after = a.positions()
         pos_exprs = [self.and_expr(es) for es in by_position]
         K = len(pos_exprs)

@@ -126,6 +126,8 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         is never compiled.
         """
         if e == TRUE:
+            if self.gen_bounds is not None:
+                return self.free_value(self.gen_bounds["free_depth"])
             return Ref(self.bp + "json_value")
         if e == FALSE:
             return EMPTY
@@ -136,6 +138,34 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         self.pending[name] = e
         ref = self.rule_of[e] = Ref(name)
         return ref
+
+    def free_value(self, depth: int) -> ir.Node:
+        """Any JSON value within the generation bounds (``bounds="generation"``): arrays and
+        objects nested at most ``depth`` deep, each with at most ``items`` / ``extra_members``
+        entries, strings of at most ``string_length`` characters. One rule per depth, built
+        when the automaton first reaches it."""
+        name = f"{self.ns}free_value_{depth}"
+        if name not in self.rules and name not in self.pending:
+            self.names_used.add(name)
+            self.pending[name] = lambda: self._free_value_body(depth)
+            self.state_hints[name] = (False, True)
+        return Ref(name)
+
+    def _free_value_body(self, depth: int) -> ir.Node:
+        b, bp, ws = self.gen_bounds, self.bp, self.ws
+        string = self.bounded_string()
+        scalars = [string, Ref(bp + "json_number"), Ref(bp + "json_boolean"), Ref(bp + "json_null")]
+        if depth == 0:
+            return alt(*scalars)
+        v = self.free_value(depth - 1)
+        member = seq(string, self.colon, v)
+
+        def container(open_, item, close, most):
+            return alt(seq(lit(open_), ws, lit(close)),
+                       seq(lit(open_), ws, item, ir.repeat(seq(self.sep, item), 0, most - 1), ws, lit(close)))
+
+        return alt(*scalars, container("[", v, "]", b["items"]),
+                   container("{", member, "}", b["extra_members"]))
 
     def body(self, name: str) -> ir.Node:
         """Build the body of the pending rule ``name`` (phase 2), record it, and return it."""

@@ -159,7 +159,7 @@ class Normalizer:
     """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
 
     def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema",
-                 namespace: str = "", base_prefix: str = "", spellings=None):
+                 namespace: str = "", base_prefix: str = "", spellings=None, bounds=None):
         from dotjson import grammar as _grammar
         from dotjson import jsonstr as _jsonstr
 
@@ -173,6 +173,11 @@ class Normalizer:
         self.lit_text = self.jsonstr.lit_text
         self.close_objects = close_objects
         self.property_order = property_order
+        # the generation bounds (values.GENERATION_BOUNDS) where the schema sets none, or None
+        from dotjson.jsonschema.values import GENERATION_BOUNDS, default_bounds
+
+        self.bounds = default_bounds(bounds, close_objects=close_objects)
+        self.gen_bounds = GENERATION_BOUNDS if self.bounds == "generation" else None
         self.families: list = []         # lazy rule families (property_order="any" objects)
         self.lenient = lenient
         self.strict = 0

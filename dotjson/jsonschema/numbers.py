@@ -513,12 +513,25 @@ def _digits(c: Decimal) -> int:
     return max(len(digits), -exp) + max(exp, 0) + 1
 
 
-def _equal_node(c: Decimal) -> ir.Node:
+def _equal_node(c: Decimal, digits: int | None = None) -> ir.Node:
     """The JSON spellings of numbers equal to ``c`` that the comparison DFA of ``eq c`` with
     integers and non-integers allowed accepts (an exponent only when ``c`` is 0, as
     :meth:`NumberBuilder.number_node` allows it), written directly: its integer part without
     leading zeros, its fraction digits, any number of trailing zeros after them. The DFA
-    construction takes ~0.3 ms per constant; this is a few nodes (``enum``/``const`` numbers)."""
+    construction takes ~0.3 ms per constant; this is a few nodes (``enum``/``const`` numbers).
+    ``digits``: at most that many fraction digits (the generation bound: ``1.1000…`` without
+    end was a loop), the value's own always."""
+    if digits is not None:
+        ip, _, fp = format(c.copy_abs(), "f").partition(".")
+        ip = ip.lstrip("0") or "0"
+        fp = fp.rstrip("0")
+        sign = ir.lit("-") if c < 0 else EPS
+        zeros = repeat(_ZERO_DIGIT, 0, max(0, digits - len(fp)))
+        if fp:
+            return seq(sign, ir.lit(f"{ip}.{fp}"), zeros)
+        if c == 0:
+            sign = ir.opt(ir.lit("-"))
+        return seq(sign, ir.lit(ip), ir.opt(seq(ir.lit("."), repeat(_ZERO_DIGIT, 1, max(1, digits)))))
     if c == 0:
         return _ZERO
     ip, _, fp = format(c.copy_abs(), "f").partition(".")
@@ -554,6 +567,17 @@ class NumberBuilder:
         ``ne``, integers and/or not. Under ``spellings="any"`` every spelling: the plain-notation
         automaton and, where it does not write exponents itself, :class:`ExponentNumbers`
         (``numbers="any"``, the compiler's ``exponents``)."""
+        gb = getattr(self, "gen_bounds", None)
+        if gb is not None and (lo is None or hi is None) and (mults or notmults or not allow_nonint):
+            # the generation bound on digits (an integer or a multipleOf number written digit after
+            # digit until the budget ends: Handwritten---allany4): |x| < 10**D, where the schema's
+            # own bounds and multiples leave room for it
+            big = Decimal(10) ** gb["number_digits"]
+            room = all(abs(m) < big / 10 ** 3 for m in tuple(mults) + tuple(notmults))
+            if room and hi is None and (lo is None or lo < big / 10):
+                hi, hix = big, True
+            if room and lo is None and (hi is None or hi > -big / 10):
+                lo, lox = -big, True
         plain = self.plain_number_node(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where)
         if not getattr(self, "exponents", False) or plain is EMPTY:
             return plain
@@ -601,7 +625,8 @@ class NumberBuilder:
         if lo is not None and lo == hi and allow_int and allow_nonint and not mults and not notmults \
                 and not ne and _digits(lo) <= _LONG_LITERAL:
             # one value, any spelling (an enum or const number): no automaton to build
-            node = self.number_cache[key] = _equal_node(lo)
+            gb = getattr(self, "gen_bounds", None)
+            node = self.number_cache[key] = _equal_node(lo, None if gb is None else gb["number_digits"])
             return node
         contradict = _multiples_contradict(mults, notmults)
         witness = False if contradict else _range_witness(lo, lox, hi, hix, mults, notmults, ne, allow_int,

@@ -348,6 +348,13 @@ class ObjectBuilder:
         full = (1 << (F + W)) - 1
         reqs = [req for _, _, req in chain] if rq else None
         n = len(chain)
+        if X is not None and self.gen_bounds is not None:
+            # the generation bound on undeclared members: at most that many members beyond the
+            # declared ones (a counter like maxProperties'; not where minProperties asks for more,
+            # nor where it would pass the limit on the object's states)
+            lim = n + len(floating) + self.gen_bounds["extra_members"]
+            if phi is None and plo <= lim and (n + 1) * 2 * (lim + 1) * (full + 1) <= MAX_OBJECT_STATES:
+                phi = lim
         if X is None:  # no other members: a bound beyond the declared ones is no bound
             if plo > n + len(floating):
                 return EMPTY

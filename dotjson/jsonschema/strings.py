@@ -8,7 +8,7 @@ intersected (``ir.And``) and subtracted (``ir.Diff``) and then encoded into JSON
 from __future__ import annotations
 
 from dotjson import ir
-from dotjson.errors import GrammarError
+from dotjson.errors import DotjsonError, GrammarError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.ir.analysis import regular_nullable
 from dotjson.jsonstr import encode_string_language
@@ -51,35 +51,72 @@ def matches_every_string(node: ir.Node) -> bool:
         return False  # (a rule reference: not a pattern's language)
 
 
-def has_some_string(node: ir.Node) -> bool:
-    """Whether a decoded-string language (ref-free) plainly has a string: ``And``/``Diff`` are not
-    looked into (``False`` means "not known"). A sufficient test."""
-    memo: dict[int, bool] = {}
+def _fold(node: ir.Node, leaf, seq_, alt_, rep_):
+    """A value of a plain decoded-string language computed bottom up, iteratively: ``leaf(x)``
+    for a node that is not a ``Seq``/``Alt``/``Repeat``, ``seq_(values)`` / ``alt_(values)`` of
+    the children's, ``rep_(x, value)`` of a repetition's item."""
+    memo: dict = {}
     stack = [(node, False)]
     while stack:
         x, done = stack.pop()
         if id(x) in memo:
             continue
         t = type(x)
-        if t is ir.Lit:
-            memo[id(x)] = True
-        elif t is ir.Chars:
-            memo[id(x)] = bool(x.ranges)
-        elif t is ir.Seq or t is ir.Alt or t is ir.Repeat:
+        if t is ir.Seq or t is ir.Alt or t is ir.Repeat:
             kids = (x.item,) if t is ir.Repeat else x.items
             if not done:
                 stack.append((x, True))
                 stack.extend((k, False) for k in kids)
                 continue
-            if t is ir.Seq:
-                memo[id(x)] = all(memo[id(k)] for k in kids)
-            elif t is ir.Alt:
-                memo[id(x)] = any(memo[id(k)] for k in kids)
-            else:
-                memo[id(x)] = x.min == 0 or memo[id(x.item)]
+            got = [memo[id(k)] for k in kids]
+            memo[id(x)] = seq_(got) if t is ir.Seq else alt_(got) if t is ir.Alt else rep_(x, got[0])
         else:
-            memo[id(x)] = False
+            memo[id(x)] = leaf(x)
     return memo[id(node)]
+
+
+def shortest_string(node: ir.Node) -> int | None:
+    """The length (in characters) of the shortest string of a decoded-string language, where its
+    plain structure tells (literals, character sets, sequences, alternatives, repetitions);
+    ``None`` when it holds anything else (``And``, ``Diff``, a reference) or no string."""
+
+    def leaf(x):
+        if type(x) is ir.Lit:
+            return len(x.text)
+        return 1 if type(x) is ir.Chars and x.ranges else None
+
+    return _fold(node, leaf, lambda got: None if None in got else sum(got),
+                 lambda got: min(got) if got and None not in got else None,
+                 lambda x, g: 0 if x.min == 0 else None if g is None else x.min * g)
+
+
+def _unbounded(node: ir.Node) -> bool:
+    """Whether a plain decoded-string language has a repetition without an upper bound (``*``,
+    ``+``, ``{m,}``): a pattern without one bounds its strings itself (``^(ab){0,9}$``)."""
+    stack, seen = [node], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        t = type(x)
+        if t is ir.Repeat:
+            if x.max is None:
+                return True
+            stack.append(x.item)
+        elif t is ir.Seq or t is ir.Alt:
+            stack.extend(x.items)
+    return False
+
+
+def has_some_string(node: ir.Node) -> bool:
+    """Whether a decoded-string language (ref-free) plainly has a string: ``And``/``Diff`` are not
+    looked into (``False`` means "not known"). A sufficient test."""
+
+    def leaf(x):
+        return type(x) is ir.Lit or (type(x) is ir.Chars and bool(x.ranges))
+
+    return _fold(node, leaf, all, any, lambda x, g: x.min == 0 or g)
 
 
 def _encoded(key, decoded, spell=None):
@@ -140,7 +177,32 @@ class StringBuilder:
         self.string_cache[key] = content
         return content
 
+    def bounded_string(self) -> ir.Node:
+        """A string of at most the generation bound's characters (``bounds="generation"``)."""
+        return self.build_string(StringNode(), ())
+
+    def _may_bound(self, t: StringNode) -> bool:
+        """Whether the generation bound on length may apply to ``t`` without emptying it: no
+        language, or one pattern (or format) with strings of any length (a pattern whose
+        repetitions are all bounded bounds its strings itself) whose shortest string is plainly
+        within the bound, and nothing taken away (``not``)."""
+        if not t.patterns:
+            return True
+        if len(t.patterns) > 1 or t.not_patterns:
+            return False
+        try:
+            lang = self.str_node(t.patterns[0])
+        except (KeyError, DotjsonError):
+            return False
+        least = shortest_string(lang)
+        return least is not None and least <= self.gen_bounds["string_length"] and _unbounded(lang)
+
     def build_string(self, t: StringNode, not_enum) -> ir.Node:
+        if self.gen_bounds is not None and t.max_length is None \
+                and t.min_length <= self.gen_bounds["string_length"] and self._may_bound(t):
+            # the generation bound on strings without maxLength (not where minLength asks for more)
+            t = StringNode(patterns=t.patterns, not_patterns=t.not_patterns, min_length=t.min_length,
+                           max_length=self.gen_bounds["string_length"])
         if not t.patterns and not t.not_patterns and t.min_length == 0 and t.max_length is None \
                 and not any(c[0] == "s" for c in not_enum):
             return Ref(self.bp + "json_string")

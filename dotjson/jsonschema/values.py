@@ -68,6 +68,36 @@ MAX_EMPTINESS_DEPTH = 40   # required properties followed by the eager emptiness
 MAX_FLOATING = 4           # required names outside `properties`, placed in any order
 MAX_UNIQUE_VALUES = 8       # uniqueItems over a finite item domain
 MAX_NUMBER_DIGITS = 10000  # a schema number's digits written out in full (the DFA fits far fewer)
+
+#: The generation bounds (``bounds="generation"``: see ``docs/keywords.md``, "Generation
+#: policies"), each applied only where the schema sets no bound of its own. Small models loop on
+#: repetition (one array item again and again, a string repeating a fragment, an invented key
+#: over and over, free values nested in free values) until the token budget ends; a bound turns
+#: the loop into a closed string, array or object, and the document finishes.
+GENERATION_BOUNDS = {
+    "items": 16,            # items of an array without maxItems
+    "string_length": 128,   # characters of a string without maxLength (see StringBuilder._may_bound)
+    "extra_members": 16,    # undeclared members of an open object (schema order)
+    "free_depth": 3,        # arrays/objects nested in a value the schema leaves free ({} / true)
+    "number_digits": 20,    # integer digits of an integer or multipleOf number without a bound
+}
+#: The modes of the ``bounds`` option.
+BOUNDS_MODES = ("generation", "schema")
+
+
+def default_bounds(bounds, *, close_objects=True) -> str:
+    """The mode ``bounds=None`` means: ``"generation"`` with the generation defaults
+    (``close_objects=True``), ``"schema"`` (the schema's own bounds only) under the
+    specification's rule for extra members; an explicit mode is checked and returned."""
+    if bounds is None:
+        return "generation" if close_objects else "schema"
+    if bounds not in BOUNDS_MODES:
+        from dotjson.errors import SchemaError
+
+        raise SchemaError(f"bounds must be one of {BOUNDS_MODES}, got {bounds!r}")
+    return bounds
+
+
 _DEFAULT_BASE = "https://dotjson.invalid/schema.json"
 
 #: Arithmetic on schema numbers (bounds, multipleOf, enum values): exact at any precision. The

@@ -322,6 +322,7 @@ def test_backend_request_types(backend, smollm2_tokenizer):
         (StructuredOutputOptions.JSON_OBJECT, None, '{"a": [1]}'),
         (StructuredOutputOptions.REGEX, r"\d{3}-[a-z]+", "123-abc"),
         (StructuredOutputOptions.GRAMMAR, 'start: "yes" | "no" | "maybe"', "maybe"),
+        (StructuredOutputOptions.GRAMMAR, 'root ::= "a" [0-9]+ "b"', "a42b"),  # EBNF, XGrammar's format
         (StructuredOutputOptions.CHOICE, json.dumps(["A+B", "C?"]), "C?"),
     ]
     for kind, spec, text in cases:

@@ -485,7 +485,8 @@ class DotjsonBackend(_VLLMBackend):
 
     def compile_grammar(self, request_type, grammar_spec: str, stop_token_ids=None) -> "DotjsonGrammar":
         """A grammar object for one request: ``JSON`` (schema text), ``JSON_OBJECT``,
-        ``REGEX``, ``GRAMMAR`` (Lark) or ``CHOICE`` (a JSON list of strings).
+        ``REGEX``, ``GRAMMAR`` (Lark, or EBNF with ``name ::= ...`` rules) or ``CHOICE`` (a JSON
+        list of strings).
 
         Raises
         ------
@@ -502,8 +503,10 @@ class DotjsonBackend(_VLLMBackend):
             index = self.cache.get({"type": "object"}, **ws)
         elif kind == "REGEX":
             index = self.cache.get_regex(grammar_spec)
-        elif kind == "GRAMMAR":
-            index = self.cache.get_lark(grammar_spec)
+        elif kind == "GRAMMAR":  # Lark, or EBNF (XGrammar's format: rules written name ::= ...)
+            from dotjson.ebnf import grammar_to_lark
+
+            index = self.cache.get_lark(grammar_to_lark(grammar_spec))
         elif kind == "CHOICE":
             choices = json.loads(grammar_spec) if isinstance(grammar_spec, str) else grammar_spec
             index = self.cache.get_regex(_choice_regex(choices))

@@ -63,6 +63,47 @@ def llm():
                structured_outputs_config={"backend": "xgrammar", "disable_any_whitespace": True})
 
 
+def test_backend_plugin_checks_requests_in_the_front_end():
+    """``register()`` (idempotent) makes ``"dotjson"`` a config value, and vLLM's request check
+    under it is dotjson's: every kind it compiles passes (pure Python: no Numba before the
+    engine), what it cannot compile is refused with what and where; other backends keep vLLM's
+    own check."""
+    import types
+
+    from dotjson.integrations.vllm_plugin import register
+
+    assert register() and register()
+    assert "numba" not in sys.modules
+    from vllm.config import StructuredOutputsConfig
+    from vllm.exceptions import VLLMValidationError
+    from vllm.sampling_params import SamplingParams, StructuredOutputsParams
+
+    config = StructuredOutputsConfig(backend="dotjson", disable_any_whitespace=True)
+    with pytest.raises(ValueError, match="disable_additional_properties is only supported"):
+        StructuredOutputsConfig(backend="dotjson", disable_additional_properties=True)
+    model, tokenizer = types.SimpleNamespace(is_diffusion=False), object()
+
+    def check(config=config, **spec):
+        params = SamplingParams(structured_outputs=StructuredOutputsParams(**spec))
+        params._validate_structured_outputs(model, config, tokenizer)
+        return params.structured_outputs._backend
+
+    for spec in (dict(json=SCHEMAS[0]), dict(json=json.dumps(SCHEMAS[1])), dict(json_object=True),
+                 dict(regex=r"[0-9]{3}-[a-z]+"), dict(grammar='root ::= "a" [0-9]+'),
+                 dict(grammar='start: "yes" | "no"'), dict(choice=["a", "b"])):
+        assert check(**spec) == "dotjson", spec
+    for spec, message in ((dict(json={"type": "integer", "minimum": "zero"}), "at /minimum"),
+                          (dict(regex="(unclosed"), "dotjson backend"),
+                          (dict(regex="a\x00"), "NUL"),
+                          (dict(grammar='root ::= "a" b'), "'b' is used but never defined"),
+                          (dict(structural_tag='{"type": "structural_tag"}'), "structural_tag is not supported"),
+                          (dict(choice=[]), "cannot be an empty list")):
+        with pytest.raises(VLLMValidationError, match=message):
+            check(**spec)
+    # another backend: vLLM's own check (XGrammar refuses what it cannot compile)
+    assert check(StructuredOutputsConfig(backend="xgrammar"), json=SCHEMAS[0]) == "xgrammar"
+
+
 def test_mixed_batch_only_valid_documents(llm):
     """4 requests, 3 schemas and 1 free one, temperature 0.8, finishing at different steps (rows
     move as the first ones leave): every constrained output is a valid document."""

@@ -161,6 +161,8 @@ def _validate_request(params, model_config, config, tokenizer) -> None:
     if so.json_object is False:
         raise VLLMValidationError("structured_outputs.json_object must be True if set; omit "
                                   "structured_outputs to disable structured outputs")
+    if so.regex and "\x00" in so.regex:
+        raise VLLMValidationError("structured_outputs.regex must not contain a NUL character ('\\x00')")
     if so.structural_tag is not None:
         raise VLLMValidationError("structured_outputs.structural_tag is not supported by the "
                                   "dotjson backend (JSON schemas, json_object, regex, grammar, choice are)")

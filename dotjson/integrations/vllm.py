@@ -39,9 +39,9 @@ How it meets vLLM's interface (``vllm/v1/sample/logits_processor/interface.py``)
 ``StructuredOutputGrammar`` (``accept_tokens``, ``validate_tokens``, ``rollback``,
 ``fill_bitmask``, ``is_terminated``, ``reset``), the route vLLM uses for speculative decoding
 and for its own ``structured_outputs`` requests. vLLM 0.32 picks its backends from a fixed list
-(``StructuredOutputManager.grammar_init``) and has no registry; dotjson does not patch vLLM, so
-these classes are ready for when it has one (or for a fork that adds a branch), and are tested
-against the interface here.
+(``StructuredOutputManager.grammar_init``) and has no registry; until it has one,
+:mod:`dotjson.integrations.vllm_plugin` (a ``vllm.general_plugins`` entry point, opt-in with
+``DOTJSON_VLLM_BACKEND=1``) makes ``structured_outputs_config.backend = "dotjson"`` select them.
 """
 
 from __future__ import annotations
@@ -451,15 +451,15 @@ def _choice_regex(choices) -> str:
 
 
 class DotjsonBackend(_VLLMBackend):
-    """vLLM's ``StructuredOutputBackend`` shape, on dotjson (*experimental*; see the module
-    docstring: vLLM 0.32 has no registry to plug it into).
+    """vLLM's ``StructuredOutputBackend`` on dotjson (*experimental*: selected by
+    ``structured_outputs_config.backend = "dotjson"`` through :mod:`dotjson.integrations.vllm_plugin`).
 
     Parameters
     ----------
     vllm_config : vllm.config.VllmConfig
-        ``structured_outputs_config.disable_any_whitespace`` maps to ``disallow_whitespace``,
-        ``disable_additional_properties`` to ``close_objects`` (dotjson closes objects by
-        default, like XGrammar).
+        ``structured_outputs_config.disable_any_whitespace`` maps to ``disallow_whitespace``.
+        Objects are closed (``close_objects``, dotjson's default, as XGrammar's);
+        ``disable_additional_properties`` is the guidance backend's alone, refused with this one.
     tokenizer : transformers tokenizer
         The engine's tokenizer (``Vocabulary.from_tokenizer``).
     vocab_size : int
@@ -485,7 +485,8 @@ class DotjsonBackend(_VLLMBackend):
 
     def compile_grammar(self, request_type, grammar_spec: str, stop_token_ids=None) -> "DotjsonGrammar":
         """A grammar object for one request: ``JSON`` (schema text), ``JSON_OBJECT``,
-        ``REGEX``, ``GRAMMAR`` (Lark) or ``CHOICE`` (a JSON list of strings).
+        ``REGEX``, ``GRAMMAR`` (Lark, or EBNF with ``name ::= ...`` rules) or ``CHOICE`` (a JSON
+        list of strings).
 
         Raises
         ------
@@ -502,8 +503,10 @@ class DotjsonBackend(_VLLMBackend):
             index = self.cache.get({"type": "object"}, **ws)
         elif kind == "REGEX":
             index = self.cache.get_regex(grammar_spec)
-        elif kind == "GRAMMAR":
-            index = self.cache.get_lark(grammar_spec)
+        elif kind == "GRAMMAR":  # Lark, or EBNF (XGrammar's format: rules written name ::= ...)
+            from dotjson.ebnf import grammar_to_lark
+
+            index = self.cache.get_lark(grammar_to_lark(grammar_spec))
         elif kind == "CHOICE":
             choices = json.loads(grammar_spec) if isinstance(grammar_spec, str) else grammar_spec
             index = self.cache.get_regex(_choice_regex(choices))

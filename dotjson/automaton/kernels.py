@@ -169,7 +169,8 @@ def _grow_i32(a, n):
     if n < a.shape[0]:
         return a
     b = np.empty(max(2 * a.shape[0], n + 1, 16), dtype=np.int32)
-    b[: a.shape[0]] = a
+    for i in range(a.shape[0]):  # (a loop: a slice assignment compiles shape-error code)
+        b[i] = a[i]
     return b
 
 
@@ -1550,12 +1551,13 @@ def _row(S, t0):
     pool = S[S_POOL]
     rules = S[S_RULE]
     ib = np.empty(64 + 64 + 257, dtype=np.int32)  # one allocation per call, sliced
-    wb = np.empty((64 + 257) * 4, dtype=np.uint64)
     st = ib[:64]
     srct = ib[64:128]
     ct = ib[128:]
-    srcw = wb[: 64 * 4].reshape((64, 4))
-    cw = wb[64 * 4 :].reshape((257, 4))
+    # (two allocations, not a reshaped slice of one: reshape compiles Numba's shape-error
+    # formatting, ~2 s of a cold start)
+    srcw = np.empty((64, 4), dtype=np.uint64)
+    cw = np.empty((257, 4), dtype=np.uint64)
     st[0] = t0
     sp = 1
     while sp > 0:
@@ -1789,8 +1791,12 @@ def _grow_cls(w, t, n):
     cap = max(2 * t.shape[0], n + 1)
     w2 = np.empty((cap, 4), dtype=np.uint64)
     t2 = np.empty(cap, dtype=np.int32)
-    w2[: t.shape[0]] = w
-    t2[: t.shape[0]] = t
+    for i in range(t.shape[0]):  # (a loop: a 2-D slice assignment compiles shape-error code)
+        w2[i, 0] = w[i, 0]
+        w2[i, 1] = w[i, 1]
+        w2[i, 2] = w[i, 2]
+        w2[i, 3] = w[i, 3]
+        t2[i] = t[i]
     return w2, t2
 
 

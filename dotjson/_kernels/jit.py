@@ -388,7 +388,7 @@ def _weight(u) -> int:
 #: Seconds a compile helper may take before it is stopped (what it did not cache is compiled here).
 _WORKER_TIMEOUT = 1800
 #: The plain kernels this process compiles after :func:`link`, as a share of the units' work.
-_ENTRY_SHARE = 0.25
+_ENTRY_SHARE = 0.1
 #: Helpers started by :func:`prelink` and this process's share: ``(units, processes)``.
 _started = None
 

@@ -187,11 +187,7 @@ class Unit:
         self.__wrapped__ = func
         self.returns = returns
         self.args = tuple(args)
-        self.dispatcher = KernelDispatcher(
-            py_func=func, locals={}, targetoptions={**{k: v for k, v in NJIT_OPTS.items() if k != "cache"},
-                                                    "nopython": True})
-        if NJIT_OPTS.get("cache"):
-            self.dispatcher.enable_caching()
+        self.dispatcher = kernel(func)
         # one cell per unit and engine build; named so no two units (or engines) share one
         self.symbol = f"_dotjson_unit_{func.__module__}.{func.__qualname__}_{ENGINE_STAMP[:12]}"
         self._cell = ctypes.c_int64(0)
@@ -307,8 +303,7 @@ def link() -> None:
         try:
             started, _started = _started, None
             if started is None:
-                cold = [u for u in list(UNITS) if not u.address and not u._cached()]
-                started = _start_workers(cold)
+                started = _start_workers(_cold_units())
             mine, procs = started
             try:
                 for u in mine:
@@ -342,8 +337,12 @@ def prelink() -> None:
 
         for rel in ENGINE_MODULES:  # every unit registered (their modules are small)
             importlib.import_module("dotjson." + rel[:-3].replace("/", "."))
-        cold = [u for u in list(UNITS) if not u.address and not u._cached()]
-        _started = _start_workers(cold)
+        _started = _start_workers(_cold_units())
+
+
+def _cold_units() -> list:
+    """The units not linked yet whose code Numba's cache lacks."""
+    return [u for u in list(UNITS) if not u.address and not u._cached()]
 
 
 def compile_workers() -> int:
@@ -407,15 +406,16 @@ def _start_workers(cold):
     exe = sys.executable or ""
     if len(cold) < 2 or n < 2 or not os.path.basename(exe).lower().startswith("python"):
         return list(cold), []  # one unit, one CPU, or an embedded interpreter: all here
+    weight = {u: _weight(u) for u in cold}
     groups = [[] for _ in range(n)]
     loads = [0] * n
-    # this process also compiles the plain entry kernels after linking (~20% of a cold start,
-    # perf/bench_cold_start.py): it starts with that handicap
-    loads[0] = int(_ENTRY_SHARE * sum(_weight(u) for u in cold))
-    for u in sorted(cold, key=_weight, reverse=True):  # greedy: the heaviest to the lightest
+    # this process also compiles the plain entry kernels after linking (perf/bench_cold_start.py):
+    # it starts with that handicap
+    loads[0] = int(_ENTRY_SHARE * sum(weight.values()))
+    for u in sorted(cold, key=weight.__getitem__, reverse=True):  # greedy: heaviest first
         k = loads.index(min(loads))
         groups[k].append(u)
-        loads[k] += _weight(u)
+        loads[k] += weight[u]
     logging.getLogger("dotjson").info(
         "compiling dotjson's kernels into Numba's cache (first run after install): %d units in "
         "%d processes", len(cold), sum(1 for g in groups if g))

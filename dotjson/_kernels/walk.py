@@ -26,7 +26,7 @@ from .jit import kernel, unit
 from ..automaton import kernels as K
 
 _U32_1, _U32_2 = types.Array(types.uint32, 1, "C"), types.Array(types.uint32, 2, "C")
-_I32_3, _I64_1 = types.Array(types.int32, 3, "C"), types.Array(types.int64, 1, "C")
+_I32_3, _I64_1 = K._I32_3, K._I64_1
 #: A token trie (``child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end``).
 _TRIE = types.Tuple((K._I32_1, types.Array(types.uint8, 1, "C"), K._I32_1, K._I32_1, K._I32_1, K._I32_1))
 #: The special trie's ASCII plain runs (:func:`dotjson.trie.ascii_runs`).

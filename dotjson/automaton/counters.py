@@ -30,8 +30,6 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from numba import types
-
 from .._kernels.jit import kernel, unit
 from . import kernels as K
 
@@ -274,7 +272,7 @@ def _shapeable(lo, hi, far):
     return (lo == 0 or lo == v) and (hi == K.INF or hi == v)
 
 
-@unit(K._i64, K.STORE, K._i64, K._i64, types.Array(types.int64, 1, "C"))
+@unit(K._i64, K.STORE, K._i64, K._i64, K._I64_1)
 def make_shape(S, t, far, out):
     """Move the first far counter of ``t``'s sequence into the marker band (or half).
 

@@ -59,7 +59,8 @@ S_TI, S_TF, S_TM, S_BW, S_POOL, S_HT, S_MK, S_MV, S_RCW, S_RCT, S_RULE, S_TERM_O
     S_ACC, S_INV, S_READY, S_CTL = range(17)
 
 _I32_1, _I32_2 = types.Array(types.int32, 1, "C"), types.Array(types.int32, 2, "C")
-_U64_2 = types.Array(types.uint64, 2, "C")
+_U64_2, _I64_1 = types.Array(types.uint64, 2, "C"), types.Array(types.int64, 1, "C")
+_I32_3 = types.Array(types.int32, 3, "C")
 #: The Numba type of the store tuple (the slots above), in the signatures of the units.
 STORE = types.Tuple((
     _I32_2, types.Array(types.uint8, 1, "C"), _I32_2, _U64_2, _I32_1, _I32_1,
@@ -1148,7 +1149,7 @@ OP_EMPTY, OP_EPS, OP_TERM, OP_BYTES, OP_SEQ, OP_ALT, OP_AND, OP_DIFF, OP_REP, OP
     OP_LOAD = range(12)
 
 
-@unit(_i64, STORE, types.Array(types.int64, 1, "C"), _U64_2, _I32_1)
+@unit(_i64, STORE, _I64_1, _U64_2, _I32_1)
 def build(S, prog, words, slots):
     """Run a postfix builder program (one compiled rule body) and return its term.
 
@@ -2495,7 +2496,7 @@ def key_state(S, s, limit):
     return state(S, t)
 
 
-@unit(_i64, STORE, _i64, types.Array(types.int32, 3, "C"), _I32_1)
+@unit(_i64, STORE, _i64, _I32_3, _I32_1)
 def _plain_inv(S, s, pseq, plen):
     """Is state ``s`` unchanged by every plain string character? 1/0, or -1 on exit.
 

@@ -1061,12 +1061,12 @@ class Index:
         """The mask of a state inside a bounded plain run, from the memoized mask of a state
         shared by the whole run; ``None`` where that does not apply. Call with the lock held.
 
-        A state taking ``k`` plain characters in a row (:func:`~dotjson.automaton.kernels.plain_run`,
+        A state taking ``k`` plain characters in a row (:func:`~dotjson.automaton.states.plain_run`,
         e.g. a string body with ``k`` characters left under ``maxLength``) allows exactly the
         plain tokens of at most ``k`` characters (a row of the vocabulary's length bitsets), and
         its special tokens (those holding a quote, a backslash, a control or a partial character)
         behave as in the state clamped below the longest special token (``_special_limit``
-        bytes; :func:`~dotjson.automaton.kernels.clamp`: counters that far from their bounds
+        bytes; :func:`~dotjson.automaton.clamp.clamp`: counters that far from their bounds
         become unbounded). Every position of a string more than that far from its bound shares
         the clamped state, usually the unbounded string's, whose mask is computed once: a new
         position costs two bitset operations, not a walk of the special trie from a new state

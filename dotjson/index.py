@@ -1075,6 +1075,13 @@ class Index:
         if not self._plain_runs or self._special_limit >= self._limit:
             return None
         a = self._auto
+        # read the term's head first (a kernel call passes the whole store: ~2 us): a repetition
+        # whose bound is past the clamp, else nothing to share
+        ti = a.store[_K.S_TI]
+        t = a.term_of(key_state)
+        r = int(ti[t, 1]) if ti[t, 0] == _K.K_SEQ else t
+        if ti[r, 0] != _K.K_REP or not self._special_limit < ti[r, 3] < _K.BAND:
+            return None
         pseq, plen = _PLAIN_SEQS
         k = a._run(_K.plain_run, key_state, pseq, plen)
         if k <= 0 or k >= _K.RUN_INF:

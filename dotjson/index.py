@@ -145,7 +145,9 @@ class Index:
     max_cache_bytes : int, default 1 GiB
         Most memory for memoized masks. When full, the memo is emptied and refilled on demand.
     fuel : int, default 200_000
-        Derivative steps allowed to one emptiness search (patterns intersected with lengths).
+        Work allowed to one emptiness search (patterns intersected with lengths, negations):
+        its derivative steps plus the terms it builds, so that the budget bounds time and
+        memory (``allOf`` of 50 patterns stops in ~2 s, not ~30 s).
     reasoning : str or (str, str), optional
         Reasoning first: unconstrained text until this end tag (``"</think>"``), then the JSON
         document. A pair ``(begin, end)`` also makes the output start with ``begin``

@@ -135,7 +135,8 @@ class Automaton:
     max_states : int
         Budget on the number of interned states; past it, :class:`LimitExceededError`.
     fuel : int
-        Budget on the derivative steps of one emptiness search (``AND``/``DIFF`` terms).
+        Budget on the work of one emptiness search (``AND``/``DIFF`` terms): its derivative
+        steps plus the terms it builds.
 
     Notes
     -----
@@ -339,7 +340,8 @@ class Automaton:
             )
         elif status == K.LIMIT_FUEL:
             raise LimitExceededError(
-                f"emptiness search exceeded its fuel ({self.fuel} derivative steps); "
+                f"emptiness search exceeded its fuel ({self.fuel} derivative steps and terms "
+                "built); "
                 "raise `fuel` or simplify the pattern/length combination"
             )
         else:

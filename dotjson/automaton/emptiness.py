@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from .._kernels.jit import kernel, unit
 from .store import (
-    C_FUEL, EMPTY, F_BOOL, F_NULL, INF, K_ALT, K_DIFF, K_REP, K_SEQ, LIMIT_FUEL, M_EMPTY, M_INF,
+    C_FUEL, C_TERMS, EMPTY, F_BOOL, F_NULL, INF, K_ALT, K_DIFF, K_REP, K_SEQ, LIMIT_FUEL, M_EMPTY, M_INF,
     M_ROW_LEN, M_ROW_OFF, STORE, S_CTL, S_POOL, S_RCT, S_TF, S_TI, S_TM, _fail, _grow_i32, _i64,
     _mix, borrow,
 )
@@ -74,11 +74,18 @@ def _infinite(S, t0):
 
 @kernel
 def _search_nonempty(S, t0):
-    """Bounded breadth-first search for a nullable derivative: 1 found, 0 none, -1 exit."""
+    """Bounded breadth-first search for a nullable derivative: 1 found, 0 none, -1 exit.
+
+    The fuel bounds the work, not only the steps: each successor examined costs one, and each
+    term the search builds (computing rows) costs one more, so that a step over a large
+    intersection (``allOf`` of 50 patterns: ~50 operand terms per derivative) spends fuel in
+    proportion to what it costs in time and memory.
+    """
     tf = S[S_TF]
     tm = S[S_TM]
     ctl = S[S_CTL]
     fuel = ctl[C_FUEL]
+    built0 = ctl[C_TERMS]
     queue = np.empty(64, dtype=np.int32)
     cap = 64
     seen = np.full(cap, -1, dtype=np.int32)
@@ -100,7 +107,7 @@ def _search_nonempty(S, t0):
         for i in range(off, off + tm[u, M_ROW_LEN]):
             v = rct[i]
             steps += 1
-            if steps > fuel:
+            if steps + (ctl[C_TERMS] - built0) > fuel:
                 return _fail(S, LIMIT_FUEL, fuel)
             # membership in the seen set
             j = _mix(v, 7) & (cap - 1)

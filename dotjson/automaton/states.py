@@ -317,7 +317,7 @@ def _plain_complete(S, c, pseq, plen):
     return 1
 
 
-@kernel
+@unit(_i64, STORE, _i64, _I32_3, _I32_1)
 def plain_run(S, s, pseq, plen):
     """How many plain string characters state ``s`` takes in a row, each to the same successor
     whatever the character: ``k`` (``1 <= k``, :data:`RUN_INF` when unbounded), 0 when ``s`` is
@@ -330,8 +330,10 @@ def plain_run(S, s, pseq, plen):
     characters, and the next one to ∅: a plain token is allowed exactly when it has at most
     ``hi`` characters (a JSON string body under ``maxLength``/``minLength``, the generation
     bounds' 128 characters). A plain-invariant state is the unbounded case; this is the bounded
-    one, without a state per count (:func:`plain_inv` would need one per character).
+    one, without a state per count (:func:`plain_inv` would need one per character). A unit:
+    the mask walk and Python both call it, once per fresh mask.
     """
+    S = borrow(S)
     ti = S[S_TI]
     t = S[S_TERM_OF][s]
     k = ti[t, 0]

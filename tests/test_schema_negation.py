@@ -163,6 +163,72 @@ CASES = {
          {"x": [], "t": None, "all": 1}, {"u": 1}]),
 }
 
+
+# Issue 32, "over 256 alternatives": oneOf branches disjoint only beside what surrounds them, or
+# by a discriminator the product never looked at; each was refused before (tests below)
+_TY = [I, S, {"type": "boolean"}, {"type": "null"}, {"type": "array"}]
+
+
+def _tagged(tags, nprops=4):
+    """oneOf branches that give `type` one value each without requiring it, and four other
+    properties of differing types (MaskBench Github_ultra o358-o360, Github_medium o72217)."""
+    return [{"properties": {"type": {"enum": [t]}, **{f"v{k}": _TY[(i + k) % 5] for k in range(nprops)}}}
+            for i, t in enumerate(tags)]
+
+
+_TAGS = ["a", "b", "c", "x"]
+_TAG_DOCS = [{"type": "a"}, {"type": "b", "v0": "s"}, {"type": "a", "v0": 1}, {"type": "a", "v0": "s"}, {},
+             {"v0": 1}, {"type": "c", "v1": None}, {"type": "x", "v0": None, "v3": 1}, {"type": "d"}, {"n": 1, "type": "b"}]
+_PREFIXES = ["ab", "aa", "b", "x", "xa", "c", "ac", "r"]
+
+CASES.update({
+    "oneOf-discriminator-required-beside": (
+        # `required: [type]` beside an allOf holding the oneOf: disjoint there (normal form in context)
+        {"type": "object", "required": ["type"], "allOf": [{"properties": {"n": I}}, {"oneOf": _tagged(_TAGS)}]},
+        _TAG_DOCS),
+    "oneOf-in-dependency": (
+        # the same oneOf as a dependency of `type`: it applies where `type` is present
+        {"type": "object", "properties": {"type": {"enum": _TAGS}}, "dependentSchemas": {"type": {"oneOf": _tagged(_TAGS)}}},
+        _TAG_DOCS),
+    "oneOf-closed-one-key": (
+        # Github_hard o36016's expressions: each branch one property and nothing else (a member
+        # outside another branch's names is a member of this one's: a required key, no witness)
+        {"oneOf": [{"properties": {k: sch}, "additionalProperties": False}
+                   for k, sch in (("a", I), ("b", S), ("x", {}), ("t", {"type": "boolean"}), ("u", {"type": "array"}),
+                                  ("c", I), ("r", {"type": "null"}), ("ab", S), ("xa", {}), ("aa", I))]},
+        [{}, {"a": 1}, {"a": "s"}, {"b": "s"}, {"x": None}, {"a": 1, "b": "s"}, {"t": 1}, 1]),
+    "oneOf-closed-optional-discriminator": (
+        # Github_hard o36016's fields: closed objects sharing most properties, `type` optional
+        # (a property's value outside a schema equal to the branch's own is no alternative, and
+        # the alternatives every negation shares are factored out)
+        {"oneOf": [{"type": "object", "required": ["a"], "additionalProperties": False,
+                    "properties": {"type": {"enum": [t]}, "a": S, "b": {"oneOf": [{"type": "boolean"}, S]}, "c": I,
+                                   own: {}}}
+                   for t, own in (("p", "x"), ("q", "r"), ("s", "u"), ("z", "t"), ("w", "ab"), ("y", "aa"), ("v", "xa"))]},
+        [{"a": "s"}, {"a": "s", "x": 1}, {"a": "s", "type": "p"}, {"a": "s", "type": "q", "x": 1},
+         {"a": "s", "x": 1, "r": 2}, {"a": 1}, {"a": "s", "b": True, "type": "z"}, {"a": "s", "b": 1}]),
+    "oneOf-literal-prefix-patterns": (
+        # JsonSchemaStore mason-registry: a required id whose pattern starts with its branch's
+        # own prefix (^pkg:cargo/, ^pkg:npm/ ...): disjoint
+        {"oneOf": [{"type": "object", "required": ["id"], "additionalProperties": False,
+                    "properties": {"id": {"type": "string", "pattern": f"^{p}/.+"}, f"{p}0": _TY[i % 5]}}
+                   for i, p in enumerate(_PREFIXES)]},
+        [{"id": "ab/1"}, {"id": "ab/1", "ab0": 1}, {"id": "aa/x", "aa0": "s"}, {"id": "a/1"}, {"id": "ab/"},
+         {"id": "xa/s", "xa0": []}, {"id": "x/s", "xa0": []}, {}]),
+    "five-witnesses": (
+        # Handwritten pnmp4: five negated propertyNames, each a member the object must hold
+        {"type": "object", "patternProperties": {"^[0-9]$": {"type": "array", "minItems": 2}},
+         "additionalProperties": False, "maxProperties": 3,
+         "not": {"anyOf": [{"propertyNames": {"not": {"enum": e}}}
+                           for e in (["1", "3"], ["2", "7", "9"], ["2", "3", "11"], ["2", "4", "5"], ["1", "2", "5"])]}},
+        [{"2": [1, 2], "3": [1, 2], "1": [1, 2]}, {"2": [1, 2], "1": [1, 2]}, {"2": [1, 2], "3": [1, 2]},
+         {"1": [1, 2], "2": [1, 2], "3": [1]}, {}, {"2": [1, 2], "5": [0, 0], "3": [1, 1]}, {"2": [0, 0], "5": [1, 1]}]),
+})
+
+#: the cases above that were refused before (over 256 alternatives, or more than 4 witnesses)
+ISSUE32_OVER_256 = ["oneOf-discriminator-required-beside", "oneOf-in-dependency", "oneOf-closed-one-key",
+                    "oneOf-closed-optional-discriminator", "oneOf-literal-prefix-patterns", "five-witnesses"]
+
 _KEYS = ["a", "b", "ab", "x", "xa", "aa", "c", "", "r", "t", "u", "type"]
 
 
@@ -222,7 +288,8 @@ def test_case_is_exact(name, tiny_bpe_vocab):
 
 
 @pytest.mark.parametrize("name", ["not-patternProperties-declared", "not-additionalProperties-schema",
-                                  "oneOf-overlapping", "if-propertyNames", "two-witnesses-one-member"])
+                                  "oneOf-overlapping", "if-propertyNames", "two-witnesses-one-member",
+                                  "oneOf-discriminator-required-beside", "oneOf-closed-optional-discriminator"])
 def test_both_orders_of_composition(name, tiny_bpe_vocab):
     # the keyword's neighbours before and after it (allOf in either order) and, for oneOf, the
     # branches swapped: the same language
@@ -267,7 +334,7 @@ def test_a_witness_needs_a_member_the_count_allows(tiny_bpe_vocab):
 
 
 def test_too_many_witnesses_is_named():
-    schema = {"type": "object", "allOf": [{"not": {"patternProperties": {f"^{c}": S}}} for c in "abcde"]}
+    schema = {"type": "object", "allOf": [{"not": {"patternProperties": {f"^{c}": S}}} for c in "abcdefghi"]}
     with pytest.raises(UnsupportedSchemaError) as e:
         schema_to_grammar(schema, **EVERY_VALID)
     assert e.value.keyword in ("not", "patternProperties")

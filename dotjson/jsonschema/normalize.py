@@ -1622,6 +1622,14 @@ class Normalizer:
         provably empty with it), or ``None`` when ``base`` implies one of them (then ``base ∧ N``
         is ``base``): a negation multiplied into a ``oneOf`` branch keeps only what that branch
         leaves it. Exact; bounded by the compaction budget like :meth:`compact`."""
+        if any(x[0] == "ruleref" for x in base):
+            # (a branch that is a $ref: its atoms, when it is one branch)
+            try:
+                exp = self.expand_refs(base, "")
+            except UnsupportedSchemaError:
+                exp = ()
+            if len(exp) == 1:
+                base = exp[0]
         N = self._witnesses_beside(N, base)
         if self.compact_budget <= 0:
             return N
@@ -1727,8 +1735,13 @@ class Normalizer:
     # that compile alone are untouched (and their normal forms shared as before).
 
     def _part(self, e, where):
-        """``dnf(e)``, or a part to normalise in context (:class:`_InContext`) when that is
-        refused for its size."""
+        """``dnf(e)``, or a part to normalise in context (:class:`_InContext`): a schema whose
+        own ``oneOf`` asks its overlaps beside the atoms around it (its normal form is then
+        never larger), or one refused alone for its size."""
+        if e[0] == "loc":
+            s = self.get(e[1], e[2])
+            if isinstance(s, dict) and "oneOf" in s:
+                return _InContext(e, where, None)
         try:
             return self.dnf(e)
         except UnsupportedSchemaError as err:
@@ -1756,13 +1769,14 @@ class Normalizer:
         try:
             D = self.dnf_in(d.expr, ctx)
         except UnsupportedSchemaError as err:
-            if not _too_many(err):
-                raise
-            err = d.err  # (the error of the part alone: where the product first grew)
-            if self.lenient and self.strict == 0:
-                warnings.warn(f"dotjson: ignoring {err.pointer or '/'} ({err}); the grammar over-approximates",
-                              stacklevel=4)
+            if d.err is not None and _too_many(err):
+                err = d.err  # (the error of the part alone: where the product first grew)
+            if self.lenient and self.strict == 0:  # (as the keyword loop would have: the part ignored)
+                warnings.warn(f"dotjson: ignoring {err.pointer or d.where or '/'} ({err}); the grammar "
+                              "over-approximates", stacklevel=4)
                 return _DROPPED
+            if err.pointer is None:
+                raise UnsupportedSchemaError(str(err), pointer=d.where, keyword=err.keyword) from None
             raise err from None
         if d.key is not None:
             return d.absent + self.and2([(("required", d.key),)], D, d.where)

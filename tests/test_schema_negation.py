@@ -223,11 +223,14 @@ CASES.update({
                            for e in (["1", "3"], ["2", "7", "9"], ["2", "3", "11"], ["2", "4", "5"], ["1", "2", "5"])]}},
         [{"2": [1, 2], "3": [1, 2], "1": [1, 2]}, {"2": [1, 2], "1": [1, 2]}, {"2": [1, 2], "3": [1, 2]},
          {"1": [1, 2], "2": [1, 2], "3": [1]}, {}, {"2": [1, 2], "5": [0, 0], "3": [1, 1]}, {"2": [0, 0], "5": [1, 1]}]),
+    "oneOf-six-item-enums": (
+        # Github_medium o62056: arrays of six overlapping item enums (exactly one holds: an item
+        # outside each other enum, six contains counters)
+        {"oneOf": [{"type": "array", "maxItems": 3, "items": {"enum": e}}
+                   for e in (["a", "b"], ["b", "x"], ["c"], ["x", "t"], ["u", "a"], ["r", "c", "s"])]},
+        [[], ["a"], ["b"], ["a", "b"], ["a", "x"], ["c"], ["c", "r"], ["t", "x", "x"], ["a", "u", "a"],
+         ["a", "b", "a", "b", "a"], ["s", "r"], "a", ["b", "x", "t"]]),
 })
-
-#: the cases above that were refused before (over 256 alternatives, or more than 4 witnesses)
-ISSUE32_OVER_256 = ["oneOf-discriminator-required-beside", "oneOf-in-dependency", "oneOf-closed-one-key",
-                    "oneOf-closed-optional-discriminator", "oneOf-literal-prefix-patterns", "five-witnesses"]
 
 _KEYS = ["a", "b", "ab", "x", "xa", "aa", "c", "", "r", "t", "u", "type"]
 

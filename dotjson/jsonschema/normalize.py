@@ -194,7 +194,7 @@ class Normalizer:
         self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}
-        self.dnf_ctx_cache: dict = {}    # (expr, context atoms) -> normal form (dnf_in)
+        self.dnf_ctx_cache: dict = {}    # (expr, context atoms) -> normal form (dnf in context)
         self._ptr_cache = defaultdict(dict)  # document -> {JSON pointer -> the object or array there}
         self._leaves = defaultdict(dict)  # document -> {a leaf schema's content -> its expression}
         self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
@@ -468,12 +468,17 @@ class Normalizer:
             return out[0]
         return ("and", tuple(out))
 
-    def dnf(self, expr):
+    def dnf(self, expr, ctx=()):
+        """The normal form of ``expr``. ``ctx``: atoms the caller intersects the result D with
+        anyway; D then need only satisfy D ∧ ctx ≡ expr ∧ ctx (the ``oneOf`` of the schema ask
+        their overlaps beside ``ctx``; see :meth:`_part`). Remembered per expression (and
+        context)."""
         if expr == TRUE:
             return [()]
         if expr == FALSE:
             return []
-        hit = self.dnf_cache.get(expr)
+        cache, key = (self.dnf_ctx_cache, (expr, ctx)) if ctx else (self.dnf_cache, expr)
+        hit = cache.get(key)
         if hit is not None:
             return hit
         if self.depth >= MAX_APPLICATOR_DEPTH:
@@ -483,11 +488,11 @@ class Normalizer:
         try:
             kind = expr[0]
             if kind == "loc":
-                out = self._dnf_schema(expr[1], expr[2])
+                out = self._dnf_schema(expr[1], expr[2], ctx)
             elif kind == "and":
                 out = [()]
                 for e in expr[1]:
-                    out = self.and2(out, self.dnf(e), self.expr_where(e))
+                    out = self.and2(out, self.dnf(e, ctx), self.expr_where(e))
             elif kind == "not":
                 out = self.negate(self.dnf_strict(expr[1]), self.expr_where(expr[1]))
             elif kind == "enum":  # a value of a negated `const`/`enum` (see _differs)
@@ -496,7 +501,7 @@ class Normalizer:
                 raise AssertionError(expr)
         finally:
             self.depth -= 1
-        self.dnf_cache[expr] = out
+        cache[key] = out
         return out
 
     def dnf_strict(self, expr):
@@ -587,26 +592,8 @@ class Normalizer:
         """
         if self.compact_budget <= 0:
             return brs
-        keep = []
-        outer = self.fuel is None
-        if outer:
-            self.fuel = min(_COMPACT_FUEL, self.compact_budget)
-            start = self.fuel
-        try:
-            for br in brs:
-                # (a branch with references is kept as it is: deciding it would expand them)
-                if self.fuel <= 0 or any(a[0] == "ruleref" for a in br):
-                    keep.append(br)
-                    continue
-                try:
-                    if self.live_types(br):
-                        keep.append(br)
-                except (UnsupportedSchemaError, _OutOfFuel):
-                    keep.append(br)
-        finally:
-            if outer:
-                self.compact_budget -= start - max(self.fuel, 0)
-                self.fuel = None
+        # (a branch with references is kept as it is: deciding it would expand them)
+        keep = self._live(brs, keep_refs=True)
         if len(keep) < 2:
             return keep
         self.compact_budget -= len(keep) * len(keep) // 2
@@ -953,8 +940,7 @@ class Normalizer:
 
     # ------------------------------------------------------------------ keywords → DNF
     def _dnf_schema(self, doc, ptr, ctx=()):
-        # ctx: atoms the caller intersects the result with anyway (see dnf_in); only parts that
-        # are refused without it are normalised again with it
+        # ctx: atoms the caller intersects the result with anyway (see dnf)
         s = self.get(doc, ptr)
         if s is True:
             return [()]
@@ -1639,21 +1625,27 @@ class Normalizer:
             return None
         if len(N) < 2:
             return N
+        return self._live(N, base)
+
+    def _live(self, brs, base=(), keep_refs=False) -> list:
+        """The branches of ``brs`` not provably empty beside the atoms ``base``
+        (:meth:`live_types`), within the compaction fuel (a branch left untested is kept, and
+        with ``keep_refs`` one holding a reference)."""
         keep = []
         outer = self.fuel is None
         if outer:
             self.fuel = min(_COMPACT_FUEL, self.compact_budget)
             start = self.fuel
         try:
-            for x in N:
-                if self.fuel <= 0:
-                    keep.append(x)
+            for br in brs:
+                if self.fuel <= 0 or (keep_refs and any(a[0] == "ruleref" for a in br)):
+                    keep.append(br)
                     continue
                 try:
-                    if self.live_types(base + x):
-                        keep.append(x)
+                    if self.live_types(base + br if base else br):
+                        keep.append(br)
                 except (UnsupportedSchemaError, _OutOfFuel):
-                    keep.append(x)
+                    keep.append(br)
         finally:
             if outer:
                 self.compact_budget -= start - max(self.fuel, 0)
@@ -1767,7 +1759,7 @@ class Normalizer:
         if d.key is not None:
             ctx += (("types", frozenset({"object"})), ("required", d.key))
         try:
-            D = self.dnf_in(d.expr, ctx)
+            D = self.dnf(d.expr, ctx)
         except UnsupportedSchemaError as err:
             if d.err is not None and _too_many(err):
                 err = d.err  # (the error of the part alone: where the product first grew)
@@ -1781,35 +1773,6 @@ class Normalizer:
         if d.key is not None:
             return d.absent + self.and2([(("required", d.key),)], D, d.where)
         return D
-
-    def dnf_in(self, expr, ctx):
-        """A normal form D of ``expr`` with D ∧ ``ctx`` ≡ ``expr`` ∧ ``ctx`` (``ctx``: atoms the
-        caller intersects D with): the schema's ``oneOf`` ask their overlaps beside ``ctx``.
-        Remembered per expression and context."""
-        if not ctx or expr == TRUE or expr == FALSE:
-            return self.dnf(expr)
-        key = (expr, ctx)
-        hit = self.dnf_ctx_cache.get(key)
-        if hit is not None:
-            return hit
-        if self.depth >= MAX_APPLICATOR_DEPTH:
-            raise LimitExceededError(f"allOf/anyOf/oneOf/not/if/$ref nested deeper than {MAX_APPLICATOR_DEPTH} "
-                                     f"levels, at {_short(self.expr_where(expr))}")
-        self.depth += 1
-        try:
-            kind = expr[0]
-            if kind == "loc":
-                out = self._dnf_schema(expr[1], expr[2], ctx)
-            elif kind == "and":
-                out = [()]
-                for e in expr[1]:
-                    out = self.and2(out, self.dnf_in(e, ctx), self.expr_where(e))
-            else:
-                out = self.dnf(expr)
-        finally:
-            self.depth -= 1
-        self.dnf_ctx_cache[key] = out
-        return out
 
     # ------------------------------------------------------------------ merging a branch
     def merge(self, br) -> Branch:

@@ -223,6 +223,12 @@ CASES.update({
                            for e in (["1", "3"], ["2", "7", "9"], ["2", "3", "11"], ["2", "4", "5"], ["1", "2", "5"])]}},
         [{"2": [1, 2], "3": [1, 2], "1": [1, 2]}, {"2": [1, 2], "1": [1, 2]}, {"2": [1, 2], "3": [1, 2]},
          {"1": [1, 2], "2": [1, 2], "3": [1]}, {}, {"2": [1, 2], "5": [0, 0], "3": [1, 1]}, {"2": [0, 0], "5": [1, 1]}]),
+    "oneOf-required-or-optional-same-schema": (
+        # beside a branch that gives `p` the same schema without requiring it, "p outside its
+        # schema" leaves "p absent" (not nothing)
+        {"oneOf": [{"type": "object", "required": ["p"], "properties": {"p": S}},
+                   {"type": "object", "properties": {"p": S, "q": I}}]},
+        [{}, {"p": "s"}, {"q": 1}, {"p": 1}, {"p": "s", "q": "x"}, {"q": "x"}, {"p": "s", "q": 1}]),
     "oneOf-six-item-enums": (
         # Github_medium o62056: arrays of six overlapping item enums (exactly one holds: an item
         # outside each other enum, six contains counters)

@@ -1668,7 +1668,12 @@ class Normalizer:
                 v = a[2]
                 mine = vals[a[1]]
                 if v[0] == "not" and any(self._same_schema(e, v[1]) for e in mine):
-                    return None  # (its value would be outside the schema it must be in)
+                    # its value would be outside the schema it must be in: the property absent
+                    # (none of it where it is required)
+                    if ("required", a[1]) in x or ("required", a[1]) in base:
+                        return None
+                    out.append(("props", a[1], FALSE))
+                    continue
                 neg = self.not_expr(v)
                 try:
                     if any(self.expr_empty(self.and_expr([e, neg])) for e in mine):

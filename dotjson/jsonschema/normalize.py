@@ -982,8 +982,6 @@ class Normalizer:
                     parts[k] = self.one_of(d.exprs, d.where, around)
                 elif type(d) is _InContext:
                     parts[k] = self._in_context(d, around)
-                    if parts[k] is None:
-                        return []
             parts = [d for d in parts if d is not _DROPPED]
             for d in parts:
                 out = self.and2(out, d, where)
@@ -1725,11 +1723,12 @@ class Normalizer:
     # A sub-schema's normal form does not know the schema around it, so a ``oneOf`` whose
     # branches are disjoint only beside its parent's atoms (``"required": ["type"]`` next to an
     # ``allOf`` holding ``oneOf`` branches that each give ``type`` one value, without requiring
-    # it) needs every branch to negate every other: a product past MAX_BRANCHES, refused. A part
-    # refused so is normalised again *in context*: its normal form D only has to satisfy
-    # D ∧ C ≡ S ∧ C for the atoms C its result is intersected with anyway (the schema's own, a
-    # dependency's key present), which the ``oneOf`` it holds asks its overlaps beside. Parts
-    # that compile alone are untouched (and their normal forms shared as before).
+    # it) needs every branch to negate every other: a product past MAX_BRANCHES, refused. Such a
+    # part (an allOf entry or a dependency whose schema has a ``oneOf``, or one refused alone for
+    # its size) is normalised *in context*: its normal form D only has to satisfy D ∧ C ≡ S ∧ C
+    # for the atoms C its result is intersected with anyway (the schema's own, a dependency's key
+    # present), which the ``oneOf`` it holds asks its overlaps beside. Other parts are untouched
+    # (and their normal forms shared as before).
 
     def _part(self, e, where):
         """``dnf(e)``, or a part to normalise in context (:class:`_InContext`): a schema whose
@@ -1757,9 +1756,8 @@ class Normalizer:
         return absent + self.and2([(("required", name),)], d, where)
 
     def _in_context(self, d, around):
-        """The normal form of part ``d`` (:class:`_InContext`) beside atoms ``around``;
-        ``_DROPPED`` when a lenient translation ignores it, ``None`` when ``around`` leaves it
-        no value."""
+        """The normal form of part ``d`` (:class:`_InContext`) beside atoms ``around``, or
+        ``_DROPPED`` when a lenient translation ignores it."""
         ctx = tuple(around)
         if d.key is not None:
             ctx += (("types", frozenset({"object"})), ("required", d.key))

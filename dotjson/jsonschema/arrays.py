@@ -127,11 +127,17 @@ class ArrayBuilder:
                 universe.setdefault(c, None)
         if universe is None or len(universe) > MAX_UNIQUE_VALUES:
             node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
-            if node is None and not contains:
+            if node is None and not contains and self.gen_bounds is None:
                 node = self.unique_values(pos_exprs, rest, lo, hi)
             if node is None:
-                self.unsupported("uniqueItems beside contains is only supported for items drawn from a small "
-                                 "finite set (enum, const, boolean, null)", a.unique, "uniqueItems")
+                self.unsupported(
+                    "uniqueItems beside contains is only supported for items drawn from a small finite set (enum, "
+                    "const, boolean, null)" if contains else
+                    "uniqueItems over strings, objects, arrays or mixed items is exact only with bounds='schema' (the "
+                    "every-valid configuration: a rule per byte of an item, for checking documents; token masks "
+                    "inside such an array need an engine construct, docs/keywords.md); with the generation bounds "
+                    "only items drawn from a small finite set (enum, const, boolean, null) or numbers",
+                    a.unique, "uniqueItems")
             return node
         vals = sorted(universe, key=repr)
         bit = {c: 1 << k for k, c in enumerate(vals)}

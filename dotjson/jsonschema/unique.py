@@ -17,6 +17,7 @@ each); what they need of the engine is written in ``docs/keywords.md`` (uniqueIt
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from decimal import Decimal
@@ -197,6 +198,11 @@ MAX_VALUE_SEARCH = 20_000
 #: for them (:meth:`UniqueValues._suffixes`)
 N_SUFFIXES = 16
 MAX_SUFFIX_STATES = 2_000
+#: rules made for the items after one set of values read (an item's bytes, and what a token
+#: mask's walk tries from there): a document's item of this many bytes is checked, a token mask
+#: inside the array (a rule per byte of every token a string may hold) is refused, not run out
+#: of memory
+MAX_ITEM_RULES = 20_000
 
 
 def canonical_text(v) -> str:
@@ -222,6 +228,7 @@ def canonical_text(v) -> str:
     return "{" + ",".join(json.dumps(k) + ":" + canonical_text(x) for k, x in sorted(v.items())) + "}"
 
 
+@functools.lru_cache(maxsize=4096)
 def value_key(raw: str) -> str:
     """The :func:`canonical_text` of the JSON text ``raw`` (bytes as a latin-1 string)."""
     text = raw.encode("latin-1").decode("utf-8")
@@ -279,6 +286,7 @@ class UniqueValues(_Family):
         self._qs: dict = {}      # (position, text) -> state of the item automaton
         self._cands: dict = {}   # position -> (distinct values found, exhausted)
         self._sufs: dict = {}    # state of the item automaton -> completions (_suffixes)
+        self._made: dict = {}    # values read -> rules made for the items after them
         super().__init__(prefix)
 
     def attach(self, grammar: ir.Grammar) -> None:
@@ -497,6 +505,8 @@ class UniqueValues(_Family):
                 tried: set = set()
 
                 def good(u):
+                    if not used and len(seen) + 1 >= self.lo:
+                        return True  # (nothing read to differ from, nothing owed after it)
                     v = value_key(u)
                     if v in used or v in tried:
                         return False
@@ -539,6 +549,14 @@ class UniqueValues(_Family):
             return hit
         st = self._state(name)
         seen, text = st
+        n = self._made[seen] = self._made.get(seen, 0) + 1
+        if n > MAX_ITEM_RULES:
+            from dotjson.errors import LimitExceededError
+
+            raise LimitExceededError(
+                f"uniqueItems over any values: more than {MAX_ITEM_RULES} rules for the items after {len(seen)} "
+                "read (an item that long, or a token mask inside the array: it needs a rule per byte of every "
+                "token an item may hold; index.check and index.accepts read a document byte by byte)")
         outs = []
         q = self._q(self._pos(seen), text)
         if q >= 0:

@@ -18,6 +18,7 @@ each); what they need of the engine is written in ``docs/keywords.md`` (uniqueIt
 from __future__ import annotations
 
 import functools
+import heapq
 import json
 from collections.abc import Mapping
 from decimal import Decimal
@@ -202,7 +203,7 @@ MAX_SUFFIX_STATES = 2_000
 #: mask's walk tries from there): a document's item of this many bytes is checked, a token mask
 #: inside the array (a rule per byte of every token a string may hold) is refused, not run out
 #: of memory
-MAX_ITEM_RULES = 20_000
+MAX_ITEM_RULES = 6_000
 
 
 def canonical_text(v) -> str:
@@ -354,13 +355,14 @@ class UniqueValues(_Family):
         row = auto.trans[q]
         return [(b, int(row[b])) for b in range(256) if row[b] >= 0]
 
-    #: bytes the first search for completions tries alone: enough to close any JSON value and
-    #: to make it differ from another (a member or item more, another digit or character)
-    _CLOSERS = frozenset(b'}]",:0a')
+    #: the bytes each search for completions tries, in turn: enough to close any JSON value and
+    #: to make it differ from another (a member or item more, another digit or character); then
+    #: printable ASCII (required keys, patterns); then every byte
+    _PASSES = (frozenset(b'}]",:0a'), frozenset(range(0x21, 0x7F)), None)
 
     def _suffixes(self, q: int):
         """Texts that complete an item from state ``q`` of the item automaton, shortest first,
-        each state expanded once (first over :data:`_CLOSERS`, then over every byte; at most
+        each state expanded once (over the bytes of each of :data:`_PASSES` in turn; at most
         :data:`N_SUFFIXES`): many different completions quickly, not all of them. Made as they
         are asked for, and remembered per state."""
         hit = self._sufs.get(q)
@@ -390,12 +392,13 @@ class UniqueValues(_Family):
         if auto.accepting[q]:
             n += 1
             yield ""
-        for only in (self._CLOSERS, None):
+        for only in self._PASSES:
+            # best first: the texts that leave fewest brackets open (each needs a byte to close)
             seen = {q}
-            order = [(q, "")]
-            for s, t in order:
-                if len(order) > MAX_SUFFIX_STATES:
-                    break
+            todo = [(0, 0, q, "", 0)]
+            k = 0
+            while todo and len(seen) <= MAX_SUFFIX_STATES:
+                _, _, s, t, depth = heapq.heappop(todo)
                 for b, r in self._successors(s):
                     if only is not None and b not in only:
                         continue
@@ -407,7 +410,9 @@ class UniqueValues(_Family):
                         yield u
                     if r not in seen:
                         seen.add(r)
-                        order.append((r, u))
+                        d = depth + (b in b"[{") - (b in b"]}")
+                        k += 1
+                        heapq.heappush(todo, (len(u) + max(d, 0), k, r, u, d))
 
     def _all_completions(self, q: int, text: str):
         """Every complete item text from ``q``, shortest first (``None`` once the search passes

@@ -199,11 +199,10 @@ MAX_VALUE_SEARCH = 20_000
 #: for them (:meth:`UniqueValues._suffixes`)
 N_SUFFIXES = 16
 MAX_SUFFIX_STATES = 2_000
-#: rules made for the items after one set of values read (an item's bytes, and what a token
-#: mask's walk tries from there): a document's item of this many bytes is checked, a token mask
-#: inside the array (a rule per byte of every token a string may hold) is refused, not run out
-#: of memory
-MAX_ITEM_RULES = 6_000
+#: rules made for items of one length after one set of values read: reading a document makes one
+#: or two (its item's text), a token mask's walk inside the array one per token prefix a string
+#: may hold (thousands): refused there, not run out of memory
+MAX_ITEM_FANOUT = 256
 
 
 def canonical_text(v) -> str:
@@ -287,7 +286,7 @@ class UniqueValues(_Family):
         self._qs: dict = {}      # (position, text) -> state of the item automaton
         self._cands: dict = {}   # position -> (distinct values found, exhausted)
         self._sufs: dict = {}    # state of the item automaton -> completions (_suffixes)
-        self._made: dict = {}    # values read -> rules made for the items after them
+        self._made: dict = {}    # (values read, item length) -> rules made (MAX_ITEM_FANOUT)
         super().__init__(prefix)
 
     def attach(self, grammar: ir.Grammar) -> None:
@@ -554,14 +553,17 @@ class UniqueValues(_Family):
             return hit
         st = self._state(name)
         seen, text = st
-        n = self._made[seen] = self._made.get(seen, 0) + 1
-        if n > MAX_ITEM_RULES:
+        key = (seen, len(text))
+        n = self._made[key] = self._made.get(key, 0) + 1
+        if n > MAX_ITEM_FANOUT:
             from dotjson.errors import LimitExceededError
 
             raise LimitExceededError(
-                f"uniqueItems over any values: more than {MAX_ITEM_RULES} rules for the items after {len(seen)} "
-                "read (an item that long, or a token mask inside the array: it needs a rule per byte of every "
-                "token an item may hold; index.check and index.accepts read a document byte by byte)")
+                f"uniqueItems over any values: more than {MAX_ITEM_FANOUT} item texts of {len(text)} bytes after "
+                f"{len(seen)} items (a token mask inside the array needs a rule per byte of every token an item "
+                "may hold; index.check and index.accepts read a document byte by byte)")
+        if len(self._made) > 200_000:
+            self._made.clear()
         outs = []
         q = self._q(self._pos(seen), text)
         if q >= 0:

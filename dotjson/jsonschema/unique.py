@@ -235,6 +235,19 @@ def value_key(raw: str) -> str:
     return canonical_text(json.loads(text, parse_float=Decimal, parse_int=Decimal))
 
 
+_JSON_WS = frozenset(b" \t\n\r")
+
+
+def _lex(state: int, b: int) -> int:
+    """Where byte ``b`` leaves a JSON text: 0 between tokens, 1 in a string, 2 after a
+    backslash in a string."""
+    if state == 0:
+        return 1 if b == 0x22 else 0
+    if state == 1:
+        return 2 if b == 0x5C else 0 if b == 0x22 else 1
+    return 1
+
+
 class _ItemRules(Mapping):
     """A grammar's rules plus the start rules of an array's item languages (for the automaton
     :class:`UniqueValues` reads its items with)."""
@@ -414,21 +427,28 @@ class UniqueValues(_Family):
                         heapq.heappush(todo, (len(u) + max(d, 0), k, r, u, d))
 
     def _all_completions(self, q: int, text: str):
-        """Every complete item text from ``q``, shortest first (``None`` once the search passes
-        :data:`MAX_VALUE_SEARCH` texts: the language may be infinite)."""
+        """Every value of an item completed from ``q`` (reached by ``text``), as texts, shortest
+        first (``None`` once the search passes :data:`MAX_VALUE_SEARCH` texts: the language may
+        be infinite). Whitespace between JSON tokens is skipped: it changes no value, and the
+        item languages are JSON texts, where it is optional."""
         auto = self._auto
         if auto.accepting[q]:
             yield text
-        order = [(q, text)]
-        for s, t in order:
+        lex = 0
+        for ch in text:
+            lex = _lex(lex, ord(ch))
+        order = [(q, text, lex)]
+        for s, t, lx in order:
             if len(order) > MAX_VALUE_SEARCH:
                 yield None
                 return
             for b, r in self._successors(s):
+                if lx == 0 and b in _JSON_WS:
+                    continue
                 u = t + chr(b)
                 if auto.accepting[r]:
                     yield u
-                order.append((r, u))
+                order.append((r, u, _lex(lx, b)))
 
     def _values(self, k: int, need: int):
         """``(values, exhausted)``: at least ``need`` distinct values of position ``k``'s

@@ -10,7 +10,7 @@ from dotjson.jsonschema.values import FALSE, MAX_UNIQUE_VALUES, TRUE
 
 #: ``contains`` keywords of one array (each a counter of its states; an item has an alternative
 #: per set of them it counts for)
-MAX_CONTAINS = 4
+MAX_CONTAINS = 8
 #: states of an array automaton with ``contains`` counters (positions × counts)
 MAX_ARRAY_STATES = 50_000
 #: ``minContains``/``maxContains`` up to this are unrolled (a rule per count, each small);

@@ -91,8 +91,13 @@ def _cause(rel: str, cause: str, n: int) -> None:
         per_file[rel] = per_file.get(rel, 0) + n
 
 
+#: the cause of the last group :func:`run_group` found unsupported (``None`` otherwise)
+_LAST_UNSUPPORTED: list = [None]
+
+
 def _unsupported_cause(e: UnsupportedSchemaError) -> str:
-    msg = e.args[0] if e.args else str(e)
+    """The error without where it stands (one cause for many places)."""
+    msg = re.sub(r" at \S+$", "", e.args[0] if e.args else str(e))
     msg = re.sub(r"'[^']*'", "'…'", msg) if e.keyword == "$ref" else msg
     return f"unsupported {e.keyword}: {msg}"[:150]
 
@@ -100,13 +105,13 @@ def _unsupported_cause(e: UnsupportedSchemaError) -> str:
 def run_group(group: dict, res: dict, draft: str = DEFAULT_DRAFT) -> tuple[list[str], str | None]:
     """Outcome ('pass', 'fail', 'unsupported') per case of one test group, and a note."""
     tests = group["tests"]
-    run_group.last_unsupported = None
+    _LAST_UNSUPPORTED[0] = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             g = schema_to_grammar(_in_dialect(group["schema"], draft), resources=res, close_objects=False, **OPTIONS)
     except UnsupportedSchemaError as e:
-        run_group.last_unsupported = _unsupported_cause(e)
+        _LAST_UNSUPPORTED[0] = _unsupported_cause(e)
         return ["unsupported"] * len(tests), f"unsupported: {e}"
     except SchemaError as e:
         if "accepts no JSON value" in str(e):
@@ -157,7 +162,7 @@ def run_file(rel: str, res: dict | None = None, verbose: bool = False, draft: st
         outcomes, note = run_group(group, res, draft)
         for o in outcomes:
             counts[o] += 1
-        _cause(rel, getattr(run_group, "last_unsupported", None) or "", outcomes.count("unsupported"))
+        _cause(rel, _LAST_UNSUPPORTED[0] or "", outcomes.count("unsupported"))
         _cause(rel, f"fail: {group['description']}"[:150], outcomes.count("fail"))
         if verbose and note:
             print(f"  [{rel}] {group['description']}: {note}")

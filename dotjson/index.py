@@ -478,10 +478,7 @@ class Index:
         #: False: no plain-run shortcuts (the plain trie walked node by node, no shared special
         #: part), for the tests
         self._plain_runs = True
-        # A state inside a bounded run of plain characters (a string body under a length bound)
-        # has its special tokens' part of the mask in common with the same state clamped below
-        # the longest special token: see _run_mask.
-        self._special_limit = vocabulary._special_max_len() + 1
+        self._reach_out = np.zeros(1, dtype=np.int64)
         self._special_mode = _walk.WALK_RUNS
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
@@ -935,34 +932,48 @@ class Index:
 
         A state taking ``k`` plain characters in a row (:func:`~dotjson.automaton.states.plain_run`,
         e.g. a string body with ``k`` characters left under ``maxLength``) allows exactly the
-        plain tokens of at most ``k`` characters (a row of the vocabulary's length bitsets), and
-        its special tokens (those holding a quote, a backslash, a control or a partial character)
-        behave as in the state clamped below the longest special token (``_special_limit``
-        bytes; :func:`~dotjson.automaton.clamp.clamp`: counters that far from their bounds
-        become unbounded). Every position of a string more than that far from its bound shares
-        the clamped state, usually the unbounded string's, whose mask is computed once: a new
-        position costs two bitset operations, not a walk of the special trie from a new state
-        (~50 new states, 0.3 ms, at every token of a 128-character string on Llama 3).
+        plain tokens of at most ``k`` characters (a row of the vocabulary's length bitsets). Its
+        special tokens (those holding a quote, a backslash, a control or a partial character)
+        take at most a few characters of the run before they end or leave it (9 bytes inside a
+        JSON string on Llama 3: :func:`dotjson._kernels.walk.run_share`), so they behave as in
+        the run unbounded, one state for every position further from the bound than that, whose
+        mask is computed once: a new position costs two bitset operations, not a walk of the
+        special trie from a new state (~50 new states, 0.3 ms, at every token of a
+        128-character string on Llama 3).
         """
-        if not self._plain_runs or self._special_limit >= self._limit:
+        if not self._plain_runs:
             return None
         a = self._auto
         # read the term's head first (a kernel call passes the whole store: ~2 us): a repetition
-        # whose bound is past the clamp, else nothing to share
+        # with an upper bound, else nothing to share
         ti = a.store[_K.S_TI]
         t = a.term_of(key_state)
         r = int(ti[t, 1]) if ti[t, 0] == _K.K_SEQ else t
-        if ti[r, 0] != _K.K_REP or not self._special_limit < ti[r, 3] < _K.BAND:
+        if ti[r, 0] != _K.K_REP or not 0 < ti[r, 3] < _K.BAND:
+            return None
+        len_row, len_bits = self._walk_tables[3:]
+        if len_row.shape[0] == 0:
             return None
         pseq, plen = _PLAIN_SEQS
         k = a._run(_K.plain_run, key_state, pseq, plen)
         if k <= 0 or k >= _K.RUN_INF:
             return None
-        shared = a.key_state(state, self._special_limit)
-        if shared == key_state:
-            return None
-        len_row, len_bits = self._walk_tables[3:]
-        if len_row.shape[0] == 0:
+        # the run's reach into the special tokens depends on its item, what follows the run and
+        # the vocabulary only: kept with the base image for the image's terms, so the next
+        # schema does not walk the special trie again (~1-3 ms)
+        image, fact = a.image, None
+        if image is not None:
+            rest = int(ti[t, 2]) if r != t else _K.EPS
+            first = int(ti[rest, 1]) if ti[rest, 0] == _K.K_SEQ else rest
+            if int(ti[r, 1]) < image.n_terms and first < image.n_terms:
+                fact = ("reach", self._vocab.fingerprint, int(ti[r, 1]), first)
+        known = image.facts.get(fact, -1) if fact is not None else -1
+        out = self._reach_out
+        out[0] = -1
+        shared = a._run(_walk.run_share, key_state, self._trie_arrays[0], known, out)
+        if fact is not None and known < 0 and out[0] >= 0:
+            image.facts[fact] = int(out[0])
+        if shared < 0 or shared == key_state:
             return None
         r = self._mask_row(shared)  # (may grow self._masks: read it after)
         m = self._masks[r]

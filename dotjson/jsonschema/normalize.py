@@ -939,7 +939,7 @@ class Normalizer:
         structured = [c for c in m.not_enum if (c[0] == "o" and "object" in ts) or (c[0] == "a" and "array" in ts)]
         if not structured:
             return None
-        scalars = tuple(c for c in m.not_enum if c[0] != "o" and c[0] != "a")
+        scalars = tuple(sorted((c for c in m.not_enum if c[0] != "o" and c[0] != "a"), key=repr))
         out = [tuple(a for a in br if a[0] != "notenum") + ((("notenum", scalars),) if scalars else ())]
         for c in sorted(structured, key=repr):
             out = self.and2(out, self._differs(c), where)
@@ -1624,7 +1624,14 @@ class Normalizer:
             if k == "types":
                 types = types & a[1]
             elif k == "enum":
-                b.enum = set(a[1]) if b.enum is None else b.enum & set(a[1])
+                # a dict, not a set: its values keep the schema's order, so whatever iterates
+                # them (a propertyNames key language, an array's item values) renders the same
+                # grammar in every process (a set of strings iterates in PYTHONHASHSEED's order)
+                if b.enum is None:
+                    b.enum = dict.fromkeys(a[1])
+                else:
+                    keep = set(a[1])
+                    b.enum = {c: None for c in b.enum if c in keep}
             elif k == "notenum":
                 if not b.not_enum:
                     b.not_enum = set()

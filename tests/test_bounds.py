@@ -67,6 +67,16 @@ CASES = [
     ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": True},
      {"a": 1, **{f"k{i}": 1 for i in range(EXTRA)}}, {"a": 1, **{f"k{i}": 1 for i in range(EXTRA + 1)}}),
     ({"type": "object"}, {f"k{i}": 1 for i in range(EXTRA)}, {f"k{i}": 1 for i in range(EXTRA + 1)}),
+    # the keys of extra members: a key repeating a fragment without end under a pattern
+    # (Github_hard---o36012: `"S_S_S_…"` for `^S_`), an invented key of an open object, one
+    # beside more declared names than the trie of undeclared keys starts at (64)
+    ({"type": "object", "patternProperties": {"^S_": {"type": "integer"}}},
+     {"S_" + "x" * (LENGTH - 2): 1}, {"S_" + "x" * (LENGTH - 1): 1}),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "integer"}},
+     {"a": 1, "k" * LENGTH: 2}, {"a": 1, "k" * (LENGTH + 1): 2}),
+    ({"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(70)},
+      "additionalProperties": {"type": "integer"}},
+     {"p1": 1, "p" * LENGTH: 2, "p1" + "x" * (LENGTH - 2): 3}, {"p1": 1, "p1" + "x" * (LENGTH - 1): 3}),
     # a free value ({}) holds arrays and objects nested DEPTH deep below its own level
     ({"type": "object", "properties": {"m": {}}}, {"m": nested(DEPTH + 1)}, {"m": nested(DEPTH + 2)}),
     ({"type": "array", "items": {}}, [[[[[1]]]]], [[[[[[1]]]]]]),
@@ -102,6 +112,13 @@ def test_the_schemas_own_bounds_win():
     assert lang({"type": "string", "pattern": "^x{300}$"})("x" * 300)
     assert lang({"type": "object", "properties": {"p": {"pattern": "^x{300}$"}}, "required": ["p"]})(
         {"p": "x" * 300})
+    # keys likewise: a pattern whose keys are all longer, propertyNames' own length, extra
+    # members minProperties asks for
+    assert lang({"type": "object", "patternProperties": {"^x{300}$": {}}})({"x" * 300: 1})
+    assert lang({"type": "object", "additionalProperties": {"type": "integer"},
+                 "propertyNames": {"maxLength": 300}})({"y" * 300: 1})
+    assert lang({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"},
+                 "minProperties": 2})({"a": 1, "y" * 300: 1})
     assert lang({"type": "integer", "minimum": 10 ** 25})(10 ** 30)
     assert lang({"type": "integer", "maximum": -10 ** 25})(-10 ** 30)
     assert lang({"type": "object", "maxProperties": 40})({f"k{i}": 1 for i in range(40)})

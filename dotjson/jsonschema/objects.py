@@ -204,6 +204,17 @@ class ObjectBuilder:
         contents: dict = {}
         declared_spellings: list = []
 
+        def key_bound(T):
+            # the generation bound on string length cuts the extra keys of class T too (a model
+            # otherwise writes one key without end: `"S_S_S_…"` under a `^S_` pattern, MaskBench
+            # Github_hard---o36012), where it cannot empty a class the object needs (no
+            # minProperties beyond the declared names, no witnesses) and each pattern of T has
+            # keys of any length, the shortest within the bound (as for a string's pattern)
+            if self.gen_bounds is None or wit or plo > len(props):
+                return False
+            return all(isinstance(p, str) and self.bound_fits(self.regex(p, where, "patternProperties"))
+                       for p in T)
+
         def class_content(T):
             # the spellings of the extra keys of class T (the patterns and witness key
             # languages they match, none of the others, no declared or listed name)
@@ -224,6 +235,8 @@ class ObjectBuilder:
                 neg += declared_names + fixed_names
             if pn_lang is not None:
                 pos.append(pn_lang)
+            elif key_bound(T):
+                pos.append(self.jsonstr.string_of_length(0, self.gen_bounds["string_length"]))
             if not pos:
                 content = self.jsonstr.json_string_content()
             elif len(pos) == 1:
@@ -269,7 +282,9 @@ class ObjectBuilder:
             after = seq(lit('"'), self.colon, self.node_of(ve))
             sure = True if self.expr_known(ve)[1] else None
             content = self.jsonstr.json_string_content()
-            others: dict = {}  # characters continuing P -> the node for every other one
+            # the generation bound on a key's characters, counted from where it leaves the names
+            most = self.gen_bounds["string_length"] if key_bound(()) else None
+            others: dict = {}  # (characters continuing P, depth) -> the node for every other one
 
             def node(q, d):
                 nm = f"{xname}_nk_{q}_{d}"
@@ -291,7 +306,8 @@ class ObjectBuilder:
                     used.append(ord(ch))
                     alts.append(seq(self.enc_text(ch), node(k, d + 1)))
                     k = trie.end(k, d + 1)
-                rest = others.get(tuple(used))
+                rkey = (tuple(used), d if most is not None else 0)
+                rest = others.get(rkey)
                 if rest is None:
                     other, lo = [], 0
                     for cp in used:  # ascending: the names are sorted
@@ -300,8 +316,8 @@ class ObjectBuilder:
                         lo = cp + 1
                     if lo <= ir.MAX_CODEPOINT:
                         other.append((lo, ir.MAX_CODEPOINT))
-                    rest = others[tuple(used)] = seq(self.jsonstr.encode_chars(ir.Chars(tuple(other))), content,
-                                                     after)
+                    tail = content if most is None else self.jsonstr.string_of_length(0, max(most - d - 1, 0))
+                    rest = others[rkey] = seq(self.jsonstr.encode_chars(ir.Chars(tuple(other))), tail, after)
                 alts.append(rest)
                 return alt(*alts)
 

@@ -67,6 +67,16 @@ CASES = [
     ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": True},
      {"a": 1, **{f"k{i}": 1 for i in range(EXTRA)}}, {"a": 1, **{f"k{i}": 1 for i in range(EXTRA + 1)}}),
     ({"type": "object"}, {f"k{i}": 1 for i in range(EXTRA)}, {f"k{i}": 1 for i in range(EXTRA + 1)}),
+    # the extra members are counted, whichever declared ones the document holds (Snowplow---sp_182:
+    # 14 declared names, none written, and 30 invented members when the bound counted them all)
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {}}, "additionalProperties": True},
+     {f"k{i}": 1 for i in range(EXTRA)}, {f"k{i}": 1 for i in range(EXTRA + 1)}),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {}}, "required": ["a", "r"],
+      "additionalProperties": {"type": "integer"}},
+     {"k": 1, "a": 1, "r": 2, **{f"k{i}": 1 for i in range(EXTRA - 1)}},
+     {"k": 1, "a": 1, "r": 2, **{f"k{i}": 1 for i in range(EXTRA)}}),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2, "additionalProperties": True},
+     {"a": 1, **{f"k{i}": 1 for i in range(EXTRA)}}, {"a": 1, **{f"k{i}": 1 for i in range(EXTRA + 1)}}),
     # the keys of extra members: a key repeating a fragment without end under a pattern
     # (Github_hard---o36012: `"S_S_S_…"` for `^S_`), an invented key of an open object, one
     # beside more declared names than the trie of undeclared keys starts at (64)

@@ -364,13 +364,25 @@ class ObjectBuilder:
         full = (1 << (F + W)) - 1
         reqs = [req for _, _, req in chain] if rq else None
         n = len(chain)
-        if X is not None and self.gen_bounds is not None:
-            # the generation bound on undeclared members: at most that many members beyond the
-            # declared ones (a counter like maxProperties'; not where minProperties asks for more,
-            # nor where it would pass the limit on the object's states)
-            lim = n + len(floating) + self.gen_bounds["extra_members"]
-            if phi is None and plo <= lim and (n + 1) * 2 * (lim + 1) * (full + 1) <= MAX_OBJECT_STATES:
-                phi = lim
+        # extras_only: the counter counts the undeclared members alone (the generation bound)
+        extras_only = False
+        if X is not None and self.gen_bounds is not None and phi is None:
+            # the generation bound on undeclared members: at most that many of them, whichever
+            # declared ones the document holds (a counter like maxProperties', of the extra
+            # members; not where it would pass the limit on the object's states). Beside
+            # minProperties (not where it asks for more than the bound) the counter counts every
+            # member, so the bound is on members beyond the declared ones.
+            extra = self.gen_bounds["extra_members"]
+            if plo == 0:
+                # the count is 0 before any member, 1 + the extra members after: a declared
+                # member only makes it at least 1 (the separator and `done` ask whether a
+                # member came before)
+                if (n + 1) * 2 * (extra + 2) * (full + 1) <= MAX_OBJECT_STATES:
+                    phi, extras_only = extra + 1, True
+            else:
+                lim = n + len(floating) + extra
+                if plo <= lim and (n + 1) * 2 * (lim + 1) * (full + 1) <= MAX_OBJECT_STATES:
+                    phi = lim
         if X is None:  # no other members: a bound beyond the declared ones is no bound
             if plo > n + len(floating):
                 return EMPTY
@@ -386,7 +398,7 @@ class ObjectBuilder:
             if phi == 0:
                 return empty
             rlo = max(plo - 1, 0)
-            rhi = None if phi is None else phi - 1
+            rhi = None if phi is None else phi - (2 if extras_only else 1)
             return alt(empty, seq(open_, X, repeat(seq(self.sep, X), rlo, rhi), close))
         cap = max(1, phi if phi is not None else plo)
         nstates = (n + 1) * 2 * (cap + 1) * (full + 1)
@@ -416,9 +428,17 @@ class ObjectBuilder:
             return Ref(nm)
 
         def inc(c):
+            # the count after an extra member (or any member, but with extras_only)
+            if extras_only:
+                c += 1 if c > 0 else 2
+                return c if c <= phi else None
             if phi is not None:
                 return c + 1 if c + 1 <= phi else None
             return min(c + 1, cap)
+
+        def inc_declared(c):
+            # the count after a declared (or floating) member
+            return max(c, 1) if extras_only else inc(c)
 
         def done(i, c, mask):
             # the object may close here: no required member left, enough members
@@ -454,7 +474,7 @@ class ObjectBuilder:
             left = [fl[1] for k, fl in enumerate(floating) if not mask >> k & 1]
             if not all(self.expr_known(v)[1] for v in left):
                 return None
-            least = c + cnt + len(left)
+            least = max(c, 1) if extras_only and (c or cnt or left) else c + cnt + len(left)
             if least == 0 or least < plo or (phi is not None and least > phi):
                 return None  # an optional member is needed, or the bound decides: look
             return True
@@ -473,7 +493,7 @@ class ObjectBuilder:
                 val = True if self.expr_known(v)[1] else self.node_of(v)
                 if val is not True:
                     val = val.name if isinstance(val, Ref) else False
-                return (False, all_of(val, state(j + 1, inc(c), mask).name))
+                return (False, all_of(val, state(j + 1, inc_declared(c), mask).name))
             return (False, sure(i, c, mask))
 
         def state(i, c, mask):
@@ -497,6 +517,8 @@ class ObjectBuilder:
                         y = witness_extra(B)
                         if y is not None:
                             alts.append(seq(sp, y, state(i, c2, mask | (B << F))))
+            c2 = inc_declared(c)
+            if c2 is not None:
                 for j, fm in enumerate(fmembers):
                     if not mask & (1 << j):
                         if not wit:

@@ -25,6 +25,8 @@ from dotjson.jsonschema.values import GENERATION_BOUNDS
 ITEMS = GENERATION_BOUNDS["items"]
 LENGTH = GENERATION_BOUNDS["string_length"]
 EXTRA = GENERATION_BOUNDS["extra_members"]
+SITEMS = GENERATION_BOUNDS["structured_items"]
+SEXTRA = GENERATION_BOUNDS["structured_members"]
 DEPTH = GENERATION_BOUNDS["free_depth"]
 DIGITS = GENERATION_BOUNDS["number_digits"]
 MODES = [{}, {"disallow_whitespace": True}]
@@ -77,6 +79,17 @@ CASES = [
      {"k": 1, "a": 1, "r": 2, **{f"k{i}": 1 for i in range(EXTRA)}}),
     ({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2, "additionalProperties": True},
      {"a": 1, **{f"k{i}": 1 for i in range(EXTRA)}}, {"a": 1, **{f"k{i}": 1 for i in range(EXTRA + 1)}}),
+    # items and extra values that are all objects or arrays: fewer (MCPspec---ListRootsResult:
+    # 16 repeated `{"name": "root", "uri": …}` roots of ~30 tokens each outlast a 512-token budget)
+    ({"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string"}}}},
+     [{"n": "a"}] * SITEMS, [{"n": "a"}] * (SITEMS + 1)),
+    ({"$defs": {"r": {"type": "object"}}, "type": "array", "items": {"$ref": "#/$defs/r"}},
+     [{}] * SITEMS, [{}] * (SITEMS + 1)),
+    ({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}, [[1]] * SITEMS, [[1]] * (SITEMS + 1)),
+    ({"type": "array", "items": {"type": ["object", "string"]}}, [{}] * ITEMS, [{}] * (ITEMS + 1)),
+    ({"type": "array", "items": {"type": "object"}, "minItems": SITEMS + 1}, [{}] * ITEMS, [{}] * (ITEMS + 1)),
+    ({"type": "object", "additionalProperties": {"type": "object"}},
+     {f"k{i}": {} for i in range(SEXTRA)}, {f"k{i}": {} for i in range(SEXTRA + 1)}),
     # the keys of extra members: a key repeating a fragment without end under a pattern
     # (Github_hard---o36012: `"S_S_S_…"` for `^S_`), an invented key of an open object, one
     # beside more declared names than the trie of undeclared keys starts at (64)

@@ -373,6 +373,8 @@ class ObjectBuilder:
             # minProperties (not where it asks for more than the bound) the counter counts every
             # member, so the bound is on members beyond the declared ones.
             extra = self.gen_bounds["extra_members"]
+            if live and not fixed_members and all(self.structured(ve) for _, ve in live):
+                extra = self.gen_bounds["structured_members"]  # each value an object or array
             if plo == 0:
                 # the count is 0 before any member, 1 + the extra members after: a declared
                 # member only makes it at least 1 (the separator and `done` ask whether a

@@ -188,3 +188,21 @@ def test_an_enum_number_takes_few_trailing_zeros(kw):
     assert not a.matches(("1.1" + "0" * DIGITS).encode())
     assert full.matches(("1.1" + "0" * 40).encode())
     assert not a.matches(b"1.2") and not a.matches(b"11")
+
+
+@pytest.mark.parametrize("kw", MODES, ids=["whitespace", "compact"])
+def test_a_free_number_takes_few_digits(kw):
+    # a number the schema leaves free ({"type": "number"}, a free value, a schema without a
+    # type): at most DIGITS integer and fraction digits and 3 exponent digits (Github_hard---o68391
+    # compact: "1.1111…" to the token budget)
+    frac = GENERATION_BOUNDS["number_digits"]
+    at = ["1." + "1" * frac, "-" + "9" * DIGITS, "2.5e-999", "0E+7"]
+    past = ["1." + "1" * (frac + 1), "1" + "0" * DIGITS, "1e1000"]
+    for schema in ({"type": "number"}, {"minProperties": 1}, True):
+        bounded = Automaton(schema_to_grammar(schema, **kw))
+        full = Automaton(schema_to_grammar(schema, **kw, bounds="schema"))
+        for text in at:
+            jsonschema.validate(json.loads(text), schema if schema is not True else {})
+            assert bounded.matches(text.encode()) and full.matches(text.encode()), (schema, text)
+        for text in past:
+            assert not bounded.matches(text.encode()) and full.matches(text.encode()), (schema, text)

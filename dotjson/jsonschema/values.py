@@ -82,7 +82,9 @@ GENERATION_BOUNDS = {
     "extra_members": 16,    # undeclared members of an open object, whichever declared ones it holds
     "structured_members": 8,  # ... whose values are all objects or arrays
     "free_depth": 3,        # arrays/objects nested in a value the schema leaves free ({} / true)
-    "number_digits": 20,    # integer digits of an integer or multipleOf number without a bound
+    "number_digits": 20,    # integer digits of an integer or multipleOf number without a bound,
+                            # integer and fraction digits of a number the schema leaves free
+    "exponent_digits": 3,   # exponent digits of a number the schema leaves free
 }
 #: The modes of the ``bounds`` option.
 BOUNDS_MODES = ("generation", "schema")

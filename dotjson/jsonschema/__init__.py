@@ -191,7 +191,8 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         characters (one with a pattern or format too, when its shortest string plainly fits;
         one without either at most 20 digits in a row), undeclared keys at most 128 characters,
         an open object at most 16 undeclared members (8 where their values are all objects or
-        arrays), integers and ``multipleOf`` numbers at most 20 integer digits, and values the
+        arrays), integers and ``multipleOf`` numbers at most 20 integer digits, numbers the schema
+        leaves free at most 20 integer and 20 fraction digits (3 exponent digits), and values the
         schema leaves free (``{}``, ``true``)
         nest arrays and objects at most 3 deep (:data:`~dotjson.jsonschema.values.GENERATION_BOUNDS`).
         ``"schema"``: only the schema's own bounds. Default: ``"generation"`` with

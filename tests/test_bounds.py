@@ -138,6 +138,7 @@ def test_the_schemas_own_bounds_win():
     # the digit runs of a string the schema gives a pattern or a maxLength are the schema's
     assert lang({"type": "string", "pattern": "^[0-9]+$"})("1" * 100)
     assert lang({"type": "string", "maxLength": 60})("1" * 60)
+    assert lang({"type": "string", "minLength": 1})("1" * 60)
     # a pattern whose strings are all longer than the bound is not cut (nor emptied)
     assert lang({"type": "string", "pattern": "^x{300}$"})("x" * 300)
     assert lang({"type": "object", "properties": {"p": {"pattern": "^x{300}$"}}, "required": ["p"]})(

@@ -209,7 +209,8 @@ class StringBuilder:
             # the generation bound on strings without maxLength (not where minLength asks for more)
             t = StringNode(patterns=t.patterns, not_patterns=t.not_patterns, min_length=t.min_length,
                            max_length=self.gen_bounds["string_length"])
-            digits = not t.patterns and not t.not_patterns  # a free string: its digit runs too
+            # a string the schema leaves free (no pattern, format or length): its digit runs too
+            digits = not t.patterns and not t.not_patterns and t.min_length == 0
         if not t.patterns and not t.not_patterns and t.min_length == 0 and t.max_length is None \
                 and not any(c[0] == "s" for c in not_enum):
             return Ref(self.bp + "json_string")

@@ -34,7 +34,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .errors import DotjsonOSError, DotjsonTypeError, DotjsonValueError, IndexFormatError, VocabularyError
-from .trie import ascii_runs, big_subtree_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
+from .trie import ascii_runs, big_subtree_bits, max_token_len, plain_length_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
 
 __all__ = ["Vocabulary", "bytes_to_unicode"]
 
@@ -302,7 +302,7 @@ class Vocabulary:
     """
 
     __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_n_tokens",
-                 "_walk")
+                 "_walk", "_special_len")
 
     def __init__(self, blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
                  eos_token_ids: tuple[int, ...], tries: VocabTries | None = None,
@@ -317,6 +317,7 @@ class Vocabulary:
         self._list = token_list
         self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
         self._walk = None
+        self._special_len = None
         # a vocabulary is made just before kernels run: on a cold Numba cache, start the
         # compile helpers now, beside whatever the caller does next (no-op once linked)
         from ._kernels.jit import prelink
@@ -712,12 +713,22 @@ class Vocabulary:
     def _walk_tables(self) -> tuple:
         """Tables the mask walk uses beside the tries, derived on first use and kept with the
         vocabulary (never saved: they follow from the tries): the plain trie's big-subtree
-        bitsets (:func:`dotjson.trie.big_subtree_bits`) and the special trie's ASCII runs
-        (:func:`dotjson.trie.ascii_runs`), as ``(big_index, big_bits, runs)``."""
+        bitsets (:func:`dotjson.trie.big_subtree_bits`), the special trie's ASCII runs
+        (:func:`dotjson.trie.ascii_runs`) and the plain tokens by length
+        (:func:`dotjson.trie.plain_length_bits`), as ``(big_index, big_bits, runs, len_row,
+        len_bits)``."""
         if self._walk is None:
             tries = self.tries
-            self._walk = (*big_subtree_bits(tries.plain, tries.n_words), ascii_runs(tries.special))
+            self._walk = (*big_subtree_bits(tries.plain, tries.n_words), ascii_runs(tries.special),
+                          *plain_length_bits(tries.plain, tries.n_words))
         return self._walk
+
+    def _special_max_len(self) -> int:
+        """The longest token of the special trie (holding a quote, a backslash, a control or a
+        partial character), in bytes."""
+        if self._special_len is None:
+            self._special_len = max_token_len(self.tries.special)
+        return self._special_len
 
     def __repr__(self) -> str:
         return (f"Vocabulary({len(self)} tokens, max_token_id={self.max_token_id()}, "

@@ -299,7 +299,7 @@ def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_voca
 
     vocab = tiny_bpe_vocab
     saved = vocab._walk_tables()
-    vocab._walk = (*big_subtree_bits(vocab.tries.plain, vocab.tries.n_words, min_tokens=1), saved[2])
+    vocab._walk = (*big_subtree_bits(vocab.tries.plain, vocab.tries.n_words, min_tokens=1), *saved[2:])
     try:
         assert (vocab._walk[0] >= 0).all()
         index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")

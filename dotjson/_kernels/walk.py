@@ -174,12 +174,16 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     return DONE
 
 
-@unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, _U32_1, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3, K._I32_1, K._i64, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
-def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, special_mode, pseq, plen,
-                 wide, out, st_node, st_state, st_edge, ret):
+@unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, _U32_1, K._I32_1, _U32_2, _RUNS, K._I32_1, _U32_2, K._i64, _I32_3, K._I32_1, K._i64, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
+def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_row, len_bits,
+                 special_mode, pseq, plen, wide, out, st_node, st_state, st_edge, ret):
     """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's
-    walk, then the plain trie's (or the whole plain bitset for a plain-invariant state);
-    ``big``/``big_bits``: the plain trie's big-subtree bitsets (:func:`dotjson.trie.big_subtree_bits`);
+    walk, then the plain trie's (or the whole plain bitset for a plain-invariant state, or the
+    plain tokens of at most ``k`` characters for a state with a plain run of ``k``:
+    :func:`~dotjson.automaton.kernels.plain_run`); ``big``/``big_bits``: the plain trie's
+    big-subtree bitsets (:func:`dotjson.trie.big_subtree_bits`); ``len_row``/``len_bits``: the
+    plain tokens of at most ``k`` characters are row ``len_row[k]`` of ``len_bits``
+    (:func:`dotjson.trie.plain_length_bits`; an empty ``len_row`` turns that shortcut off);
     ``runs``: the special trie's ASCII runs (:func:`dotjson.trie.ascii_runs`), used when
     ``special_mode`` is ``WALK_RUNS`` (``WALK_ALL``: the special trie walked node by node).
 
@@ -198,6 +202,17 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, spec
                     or_words(out, plain_bits)
                     ret[R_PHASE] = PH_DONE
                     return DONE
+                if len_row.shape[0] > 0:
+                    k = K.plain_run(S, state, pseq, plen)
+                    if k < 0:
+                        return EXIT
+                    if k > 0:
+                        if k >= len_row.shape[0]:
+                            or_words(out, plain_bits)
+                        else:
+                            or_words(out, len_bits[len_row[k]])
+                        ret[R_PHASE] = PH_DONE
+                        return DONE
             trie = special if ph == PH_START else plain
             if trie[0].shape[0] <= 2:  # a trie with a root only
                 ret[R_PHASE] = PH_INV if ph == PH_START else PH_DONE

@@ -34,7 +34,7 @@ from .._kernels.jit import kernel, unit
 from . import kernels as K
 
 #: Counts at or above this are markers or lane values; real counts stay below it.
-BAND = 1 << 29
+BAND = K.BAND
 #: The nearest bound of a marker in a canonical shape (a token's length below it stays a marker).
 MARK = BAND + (1 << 20)
 #: Counts of at least :data:`BAND` (up to any size) live in *lanes* above the marker band: lane

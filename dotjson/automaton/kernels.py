@@ -93,6 +93,11 @@ NEED_KEY_TAIL = 11
 UNKNOWN = -1
 DEAD = -2
 
+#: Counts at or above this are markers or lane values (:mod:`.counters`); real counts stay below.
+BAND = 1 << 29
+#: :func:`plain_run` of a state whose plain run has no end (or is past every token's length).
+RUN_INF = 1 << 30
+
 # Memo key tags (bits 58..62 of an int64 key; term ids stay below 2**29).
 TERM_ID_BITS = 29
 _T_DERIV = 1 << 58
@@ -101,6 +106,7 @@ _T_CLAMP = 3 << 58
 _T_RADIUS = 4 << 58
 _T_FARHI = 5 << 58
 _T_KCTX = 6 << 58
+_T_PLAINC = 7 << 58
 #: :func:`_far_hi` of a term whose counters a clamp leaves alone.
 NO_FAR = (1 << 31) - 1
 
@@ -2577,3 +2583,125 @@ def fill_rows(S, states):
         if fill_row(S, states[i]) < 0:
             return -1
     return 0
+
+
+@kernel
+def _plain_complete(S, c, pseq, plen):
+    """Does every plain string character lead term ``c`` to exactly ε? 1/0, -1 on exit.
+
+    Walked over ``c``'s derivative classes (rows: a handful of small terms), one front of
+    successor terms per byte range of each UTF-8 sequence (``pseq``/``plen``, as for
+    :func:`plain_inv`): every byte of every range must have a successor, and the last front of
+    every sequence must be ``{ε}``.
+    """
+    front = np.empty(64, dtype=np.int32)
+    nxt = np.empty(64, dtype=np.int32)
+    tm = S[S_TM]
+    for q in range(pseq.shape[0]):
+        front[0] = c
+        nf = 1
+        for p in range(plen[q]):
+            lo, hi = pseq[q, p, 0], pseq[q, p, 1]
+            # the range as four words
+            rw0 = _U0
+            rw1 = _U0
+            rw2 = _U0
+            rw3 = _U0
+            for b in range(lo, hi + 1):
+                bit = _U1 << np.uint64(b & 63)
+                if b < 64:
+                    rw0 |= bit
+                elif b < 128:
+                    rw1 |= bit
+                elif b < 192:
+                    rw2 |= bit
+                else:
+                    rw3 |= bit
+            nn = 0
+            for i in range(nf):
+                u = front[i]
+                if row(S, u) < 0:
+                    return -1
+                off = tm[u, M_ROW_OFF]
+                rcw = S[S_RCW]
+                rct = S[S_RCT]
+                c0 = _U0
+                c1 = _U0
+                c2 = _U0
+                c3 = _U0
+                for j in range(off, off + tm[u, M_ROW_LEN]):
+                    if (rcw[j, 0] & rw0) | (rcw[j, 1] & rw1) | (rcw[j, 2] & rw2) | (rcw[j, 3] & rw3):
+                        c0 |= rcw[j, 0] & rw0
+                        c1 |= rcw[j, 1] & rw1
+                        c2 |= rcw[j, 2] & rw2
+                        c3 |= rcw[j, 3] & rw3
+                        x = rct[j]
+                        k = 0
+                        while k < nn and nxt[k] != x:
+                            k += 1
+                        if k == nn:
+                            if nn == nxt.shape[0]:
+                                return 0
+                            nxt[nn] = x
+                            nn += 1
+                if c0 != rw0 or c1 != rw1 or c2 != rw2 or c3 != rw3:
+                    return 0  # some byte of the range has no successor
+            front, nxt = nxt, front
+            nf = nn
+        if nf != 1 or front[0] != EPS:
+            return 0
+    return 1
+
+
+@kernel
+def plain_run(S, s, pseq, plen):
+    """How many plain string characters state ``s`` takes in a row, each to the same successor
+    whatever the character: ``k`` (``1 <= k``, :data:`RUN_INF` when unbounded), 0 when ``s`` is
+    not such a state, -1 on exit.
+
+    Recognised on the term: ``R{lo,hi} rest`` (or ``R{lo,hi}`` alone) where every plain
+    character takes ``R`` to exactly ε and, when the repetition may be empty, no plain
+    character starts ``rest`` (its first item is a byte set with no plain lead byte). Then a
+    plain character takes the term to ``R{lo-1,hi-1} rest``, whatever the character, for ``hi``
+    characters, and the next one to ∅: a plain token is allowed exactly when it has at most
+    ``hi`` characters (a JSON string body under ``maxLength``/``minLength``, the generation
+    bounds' 128 characters). A plain-invariant state is the unbounded case; this is the bounded
+    one, without a state per count (:func:`plain_inv` would need one per character).
+    """
+    ti = S[S_TI]
+    t = S[S_TERM_OF][s]
+    k = ti[t, 0]
+    if k == K_SEQ:
+        a = ti[t, 1]
+        rest = ti[t, 2]
+    elif k == K_REP:
+        a = t
+        rest = EPS
+    else:
+        return 0
+    if ti[a, 0] != K_REP:
+        return 0
+    if (S[S_TF][a] & F_NULL) != 0 and rest != EPS:
+        first = ti[rest, 1] if ti[rest, 0] == K_SEQ else rest
+        if ti[first, 0] != K_BYTES:
+            return 0
+        bw = S[S_BW]
+        j = ti[first, 1]
+        for q in range(pseq.shape[0]):  # the plain lead bytes
+            for b in range(pseq[q, 0, 0], pseq[q, 0, 1] + 1):
+                if (bw[j, b >> 6] >> np.uint64(b & 63)) & _U1:
+                    return 0
+    item = ti[a, 1]
+    v = _mget(S, _T_PLAINC | item)
+    if v < 0:
+        v = _plain_complete(S, item, pseq, plen)
+        if v < 0:
+            return -1
+        if _mput(S, _T_PLAINC | item, v) < 0:
+            return -1
+    if v == 0:
+        return 0
+    hi = ti[a, 3]
+    if hi == INF or hi >= BAND:
+        return RUN_INF
+    return hi

@@ -929,7 +929,7 @@ def _schema_args(p, *, compact_help: str | None, tools: bool = False) -> None:
     p.add_argument("--no-bounds", action="store_true",
                    help="only the schema's own bounds (default: where the schema sets none, at most "
                         "16 array items (8 objects or arrays), 128 characters of a string or an "
-                        "undeclared key, 20 digits in a row in a free string, 16 undeclared members "
+                        "undeclared key, 16 undeclared members "
                         "(8 objects or arrays), 20 integer digits (20 fraction digits of a free number), "
                         "free values nested 3 deep; small "
                         "models otherwise repeat until the budget ends)")

@@ -188,8 +188,8 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         A generation policy against loops (``docs/keywords.md``, "Generation policies").
         ``"generation"``: where the schema sets no bound of its own, arrays hold at most 16 items
         (8 where every item is an object or an array), strings without maxLength at most 128
-        characters (one with a pattern or format too, when its shortest string plainly fits;
-        one without either at most 20 digits in a row), undeclared keys at most 128 characters,
+        characters (one with a pattern or format too, when its shortest string plainly fits),
+        undeclared keys at most 128 characters,
         an open object at most 16 undeclared members (8 where their values are all objects or
         arrays), integers and ``multipleOf`` numbers at most 20 integer digits, numbers the schema
         leaves free at most 20 integer and 20 fraction digits (3 exponent digits), and values the

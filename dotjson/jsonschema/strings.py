@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dotjson import ir
 from dotjson.errors import DotjsonError, GrammarError
-from dotjson.ir import EMPTY, Ref, alt, lit, repeat, seq
+from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.ir.analysis import regular_nullable
 from dotjson.jsonstr import encode_string_language
 from dotjson.jsonschema.nodes import StringNode
@@ -203,39 +203,18 @@ class StringBuilder:
         return least is not None and least <= self.gen_bounds["string_length"] and _unbounded(lang)
 
     def build_string(self, t: StringNode, not_enum) -> ir.Node:
-        digits = False
         if self.gen_bounds is not None and t.max_length is None \
                 and t.min_length <= self.gen_bounds["string_length"] and self._may_bound(t):
             # the generation bound on strings without maxLength (not where minLength asks for more)
             t = StringNode(patterns=t.patterns, not_patterns=t.not_patterns, min_length=t.min_length,
                            max_length=self.gen_bounds["string_length"])
-            # a string the schema leaves free (no pattern, format or length): its digit runs too
-            digits = not t.patterns and not t.not_patterns and t.min_length == 0
         if not t.patterns and not t.not_patterns and t.min_length == 0 and t.max_length is None \
                 and not any(c[0] == "s" for c in not_enum):
             return Ref(self.bp + "json_string")
         content = self.string_content(t, not_enum)
         if content == EMPTY:
             return EMPTY
-        if digits:
-            content = self.few_digits(content)
         return seq(lit('"'), content, lit('"'))
-
-    def few_digits(self, content: ir.Node) -> ir.Node:
-        """String content ``content`` without a run of more raw digits than the generation
-        bound's (a small model counts ``"1234567890123…"`` on to the length bound, one token a
-        digit: MaskBench Snowplow---sp_360)."""
-        key = ("digits", id(content))
-        hit = self.string_cache.get(key)
-        if hit is not None and hit[0] is content:
-            return hit[1]
-        d = self.gen_bounds["string_digits"]
-        digit = ir.Chars(((0x30, 0x39),))
-        other = self.jsonstr.encode_chars(ir.Chars(((0, 0x2F), (0x3A, ir.MAX_CODEPOINT))))
-        runs = seq(repeat(seq(repeat(digit, 0, d), other), 0, None), repeat(digit, 0, d))
-        node = ir.And((content, runs))
-        self.string_cache[key] = (content, node)
-        return node
 
     def key_language(self, e) -> ir.Node:
         """Encoded content language of the strings an expression accepts (for propertyNames)."""

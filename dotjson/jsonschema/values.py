@@ -78,7 +78,6 @@ GENERATION_BOUNDS = {
     "items": 16,            # items of an array without maxItems
     "structured_items": 8,  # ... whose items are all objects or arrays (20-40 tokens each)
     "string_length": 128,   # characters of a string without maxLength, or of an undeclared key (StringBuilder.bound_fits)
-    "string_digits": 20,    # raw digits in a row in a string the schema leaves free (no pattern)
     "extra_members": 16,    # undeclared members of an open object, whichever declared ones it holds
     "structured_members": 8,  # ... whose values are all objects or arrays
     "free_depth": 3,        # arrays/objects nested in a value the schema leaves free ({} / true)

@@ -120,7 +120,7 @@ def known_by_member(values, known_at) -> np.ndarray:
 
 
 class KeySet:
-    """A key trie's names as the automaton's native key set (:func:`dotjson.automaton.kernels.keys_root`).
+    """A key trie's names as the automaton's native key set (:func:`dotjson.automaton.keysets.keys_root`).
 
     The automaton writes the sorted names into its term store once and answers a key position's
     derivatives by narrowing ranges of them; it asks this object only what depends on the members'

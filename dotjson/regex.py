@@ -561,6 +561,45 @@ def _expand_edges(items: list, flags_list: list, conv: _Converter, depth: int = 
     return [(items, flags_list)]
 
 
+def _middle_anchors(conv: _Converter, items: list, sa: bool, ea: bool):
+    """``^`` and ``$`` between the items of an ECMA pattern's top-level sequence (``/^x$/``,
+    ``^$[a-z]*$``): a ``^`` holds only at the text's start, so what comes before it matches the
+    empty text there (or the alternative matches nothing), and a ``$`` only at its end, so what
+    follows it matches the empty text. Returns ``(items, sa, ea, whole)``: the items between
+    the last ``^`` and the first ``$`` with the anchoring they give, or ``whole``, the
+    alternative's language when the anchors decide it (``ir.EMPTY``, or the empty text when a
+    ``$`` comes before a ``^``)."""
+    starts, ends = [], []
+    for i, ((op, av), f) in enumerate(items):
+        if op is _C.AT:
+            if _is_start(op, av, f):
+                starts.append(i)
+            elif _is_end(op, av, f, True):
+                ends.append(i)
+            else:
+                raise conv.unsupported(f"anchor {_anchor_name(av)} in the middle of the pattern")
+
+    def nullable(part) -> bool:
+        rest = [(it, f) for it, f in part if it[0] is not _C.AT]
+        if any(_has_look([it]) or _has_anchor([it]) for it, _ in rest):
+            raise conv.unsupported("lookaround or anchor beside an anchor in the middle of the pattern")
+        return regular_nullable(_seq_lits([conv.item(op, av, f) for (op, av), f in rest]))
+
+    s = starts[-1] if starts else -1
+    e = ends[0] if ends else len(items)
+    if e < s:  # `$` before `^`: only the empty text, if every item matches it
+        return [], True, True, (ir.EPS if nullable(items) else ir.EMPTY)
+    if s >= 0:
+        if not nullable(items[:s]):
+            return [], sa, ea, ir.EMPTY
+        items, e, sa = items[s + 1:], e - s - 1, True
+    if e < len(items):
+        if not nullable(items[e + 1:]):
+            return [], sa, ea, ir.EMPTY
+        items, ea = items[:e], True
+    return items, sa, ea, None
+
+
 def _convert(parsed, pattern: str, *, ecma: bool, search: bool, error: type[Exception]) -> ir.Node:
     parsed, big = parsed
     conv = _Converter(pattern, ecma, error, big)
@@ -592,6 +631,11 @@ def _convert(parsed, pattern: str, *, ecma: bool, search: bool, error: type[Exce
             j -= 1
         # leading run may contain a '$' (e.g. "^$"): then everything after it must be anchors
         body_items = list(zip(its[k:j], fls[k:j]))
+        if ecma and any(op is _C.AT for (op, av), f in body_items):
+            body_items, sa, ea, whole = _middle_anchors(conv, body_items, sa, ea)
+            if whole is not None:
+                out.append(whole)
+                continue
         for (op, av), f in body_items:
             if op is _C.AT:
                 raise conv.unsupported(f"anchor {_anchor_name(av)} in the middle of the pattern")

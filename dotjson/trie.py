@@ -131,7 +131,7 @@ def plain_length_bits(trie: TokenTrie, n_words: int) -> tuple[np.ndarray, np.nda
     """The plain tokens of at most ``k`` characters, for every ``k``, as cumulative bitsets.
 
     A state that takes any ``k`` plain characters in a row, each to one successor (a string
-    body under a length bound: :func:`dotjson.automaton.kernels.plain_run`), allows exactly the
+    body under a length bound: :func:`dotjson.automaton.states.plain_run`), allows exactly the
     plain tokens of at most ``k`` characters; with these rows its plain-trie walk is one OR.
     Llama 3: 120 rows, ~1.9 MB. A vocabulary with more than :data:`MAX_LENGTH_ROWS` distinct
     lengths gets no rows (the walk takes the trie node by node instead).

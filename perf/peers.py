@@ -94,7 +94,8 @@ import numpy as np  # noqa: E402
 #: Engines :func:`make_engine` knows, in the order the benchmarks print them.
 ENGINES = ("dotjson", "llguidance", "xgrammar", "outlines")
 #: Extra engine configurations that can be asked for by name.
-EXTRA_ENGINES = ("dotjson-guide", "dotjson-compact", "xgrammar-strict", "dotjson-schema-bounds")
+EXTRA_ENGINES = ("dotjson-guide", "dotjson-compact", "xgrammar-strict", "dotjson-schema-bounds",
+                 "dotjson-generation")
 
 def set_single_thread_env() -> None:
     """Pin every engine's thread pools to one thread (call before importing any engine)."""
@@ -454,7 +455,7 @@ def _outlines(hf_tokenizer, eos_ids) -> Engine:
 
 
 def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation: bool = False,
-             bounds: str | None = None) -> Engine:
+             bounds: str | None = None, label: str | None = None) -> Engine:
     import time
 
     import dotjson
@@ -548,6 +549,8 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation:
     name = "dotjson-compact" if compact else "dotjson" if api == "low" else "dotjson-guide"
     if bounds == "schema":
         name = "dotjson-schema-bounds"
+    if label:
+        name = label
     ws = "no whitespace (disallow_whitespace=True)" if compact else "bounded whitespace"
     mode = (f"Index(schema, vocabulary): the generation defaults ({ws}, close_objects=True, "
             f"canonical spellings, " + ("no generation bounds: bounds='schema')" if bounds == "schema"
@@ -581,6 +584,8 @@ def make_engine(name: str, hf_tokenizer, generation: bool = False) -> Engine:
         return _dotjson(hf_tokenizer, eos_ids, "guide")
     if name == "dotjson-compact":
         return _dotjson(hf_tokenizer, eos_ids, "low", compact=True)
+    if name == "dotjson-generation":  # the library's defaults, Index(schema, vocabulary)
+        return _dotjson(hf_tokenizer, eos_ids, "low", generation=True, label=name)
     if name == "dotjson-schema-bounds":  # the generation defaults but bounds="schema"
         return _dotjson(hf_tokenizer, eos_ids, "low", generation=True, bounds="schema")
     raise ValueError(f"Invalid engine: expected one of {ENGINES + EXTRA_ENGINES}, got {name!r}")

@@ -48,7 +48,7 @@ from dotjson.automaton.utf8 import _range_mask, utf8_sequences  # shared: not th
 from dotjson.ir.families import rules_with_families
 
 # Term kinds.
-K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
+from dotjson.automaton.store import K_ALT, K_AND, K_BYTES, K_DIFF, K_EMPTY, K_EPS, K_REF, K_REP, K_SEQ  # the layout, shared
 
 UNKNOWN = -1
 DEAD = -2

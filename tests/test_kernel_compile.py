@@ -85,10 +85,10 @@ def test_uint64_arguments_keep_their_type():
 
 def _engine_dispatchers():
     from dotjson._kernels import group, walk
-    from dotjson.automaton import counters, keys, kernels
+    from dotjson.automaton import clamp, counters, derive, emptiness, keys, keysets, rows, states, store, terms
     from dotjson import trie
 
-    for mod in (kernels, counters, keys, walk, group, trie):
+    for mod in (store, terms, keysets, derive, rows, emptiness, clamp, states, counters, keys, walk, group, trie):
         for name, obj in vars(mod).items():
             if isinstance(obj, jit.KernelDispatcher) and obj.py_func.__module__ == mod.__name__:
                 yield f"{mod.__name__}.{name}", obj

@@ -157,6 +157,117 @@ def test_analysis_long_chains_without_recursion():
         an.check_left_recursion(f"r{n}")
 
 
+class _ChainFamily:
+    """A rule family ``f0 .. fn`` whose productivity hint asks the analysis about a member:
+    ``f{i}`` is ``[`` ``v{i}`` ``]`` and its hint is the productivity of ``v{i}``, a plain rule
+    that refers to ``f{i+1}`` (what an any-order object does with a required member whose
+    value is the next object)."""
+
+    prefix = "f"
+
+    def __init__(self, n):
+        self.n = n
+        self.ask = None
+        self.asked = 0
+
+    def owns(self, name):
+        return name.startswith("f__") and name[3:].isdigit() and int(name[3:]) <= self.n
+
+    def body(self, name):
+        return ir.seq(ir.lit("["), ir.Ref(f"v{name[3:]}"), ir.lit("]"))
+
+    def nullable(self, name):
+        return False
+
+    def productive(self, name):
+        if self.ask is None:
+            return None
+        self.asked += 1
+        return bool(self.ask(ir.Ref(f"v{name[3:]}")))
+
+    def bind(self, node_productive):
+        self.ask = node_productive
+
+
+@pytest.mark.parametrize("end", ["x", "loop"])
+def test_analysis_hints_asking_through_long_chains_without_recursion(end):
+    # each hint asks about the next family rule: before, one nested search per link (the
+    # interpreter's stack overflowed after ~80 links, Github_medium o3626); now the solver's
+    # own loop settles the rule asked about first, then asks the hint again
+    from dotjson.ir.families import rules_with_families
+
+    n = 5_000
+    fam = _ChainFamily(n)
+    rules = {f"v{i}": ir.Ref(f"f__{i + 1}") for i in range(n)}
+    # "loop": the last link leads back to the first, so no rule ends (a hint then asks about a
+    # rule being settled, and the analysis reads the bodies instead)
+    rules[f"v{n}"] = ir.lit("x") if end == "x" else ir.Ref("f__0")
+    rules["start"] = ir.Ref("f__0")
+    an = Analysis(rules_with_families(ir.Grammar(rules, "start", families=[fam])))
+    assert an.productive("start") is (end == "x")
+    assert an.productive(f"f__{n // 2}") is (end == "x")
+    assert an.productive(f"v{n - 1}") is (end == "x")
+    if end == "x":
+        assert fam.asked >= n  # the hints answered (not the bodies read instead)
+
+
+def _object_chain(n):
+    """``d0`` .. ``d{n-1}``: objects whose required member ``x`` is the next one, ``d{n}`` an
+    integer; and the document of depth ``n`` (``y`` required on odd levels)."""
+    defs = {f"d{i}": {"type": "object", "properties": {"x": {"$ref": f"#/$defs/d{i + 1}"}, "y": {"type": "string"}},
+                      "required": ["x"] if i % 2 == 0 else ["x", "y"]} for i in range(n)}
+    defs[f"d{n}"] = {"type": "integer"}
+    doc = "1"
+    for i in reversed(range(n)):
+        doc = ('{"x":%s}' if i % 2 == 0 else '{"y":"s","x":%s}') % doc
+    return {"$defs": defs, "$ref": "#/$defs/d0"}, doc
+
+
+def test_any_order_objects_chained_deeper_than_the_interpreter_stack():
+    import json
+
+    import jsonschema
+
+    # the oracle on a chain it can validate; then the same chain 300 objects deep (before: a
+    # LimitExceededError "schema nesting too deep to compile" from ~80 on, in this configuration)
+    for n in (6, 300):
+        schema, doc = _object_chain(n)
+        g = schema_to_grammar(schema, property_order="any", close_objects=False, whitespace="json")
+        a = Automaton(g)
+        bad = [doc.replace("1", '"1"'), doc.replace('"y":"s",', "", 1), doc.replace('"x":1', '"z":1')]
+        if n < 10:
+            check = jsonschema.Draft202012Validator(schema)
+            assert check.is_valid(json.loads(doc))
+            assert not any(check.is_valid(json.loads(b)) for b in bad)
+        assert a.matches(doc.encode())
+        assert not any(a.matches(b.encode()) for b in bad)
+    # a member that must be itself forever: no document at all, decided without recursion
+    loop = {"$defs": {"d": {"type": "object", "properties": {"x": {"$ref": "#/$defs/e"}}, "required": ["x"]},
+                      "e": {"type": "object", "properties": {"x": {"$ref": "#/$defs/d"}}, "required": ["x"]}},
+            "$ref": "#/$defs/d"}
+    with pytest.raises(SchemaError, match="empty"):
+        schema_to_grammar(loop, property_order="any", close_objects=False, whitespace="json")
+
+
+@pytest.mark.slow
+def test_maskbench_o3626_every_valid():
+    # the MaskBench schema that overflowed the interpreter's stack in the productivity analysis
+    # (every-valid configuration only; ~3 s: 900 object families, 14,000 rule bodies)
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    path = Path(__file__).resolve().parent / "data" / "maskbench" / "regressions.jsonl"
+    row = next(r for r in map(json.loads, path.read_text().splitlines()) if r["id"] == "Github_medium---o3626")
+    g = schema_to_grammar(row["schema"], property_order="any", close_objects=False, whitespace="json")
+    a = Automaton(g)
+    check = jsonschema.validators.validator_for(row["schema"])(row["schema"])
+    for t in row["tests"]:
+        doc = json.dumps(t["data"], separators=(",", ":"))
+        assert a.matches(doc.encode()) is check.is_valid(t["data"]) is t["valid"], doc
+
+
 def test_index_resources_for_remote_refs(tiny_bpe_vocab):
     remote = {"https://example.com/point.json": {"type": "object", "required": ["x"],
                                                  "properties": {"x": {"type": "integer"}},

@@ -113,8 +113,8 @@ def test_dollar_does_not_match_before_final_newline():
         (r"(a(?<=a))", "lookbehind after a lookahead or inside a group"),
         (r"\bfoo", r"anchor \\b"),
         (r"a\Bb", r"anchor \\B"),
-        (r"a^b", r"anchor \^"),
-        (r"a$b", r"anchor \$"),
+        (r"a(?=b)^b", "lookaround or anchor beside an anchor"),
+        (r"a\b^b", r"anchor \\b"),
         (r"(^a)*", "anchor"),
         (r"\p{Script=Greek}", "property"),
     ],
@@ -124,6 +124,25 @@ def test_unsupported_constructs_name_pattern_and_construct(pattern, what):
         regex_to_ir(pattern)
     assert repr(pattern) in str(e.value)
     assert e.value.keyword == "pattern"
+
+
+@pytest.mark.parametrize("pattern, matches", [
+    ("/^[0-9]{4}-[0-9]{2}$/", 0),  # (MaskBench Github_easy o21833: slashes around ^...$)
+    ("^$[a-zA-Z0-9$_]*$", 1),      # (Github_medium o12562: only the empty key)
+    ("a*^b", 21), ("^b$c*", 1), ("a*$^b*", 1), ("(a)^b", 0), ("a$^b", 0), ("a$b*", 21),
+    ("^a$|b^c", 1), ("(?:a|b*)^c$", 1), ("a?^b?$c?", 2),
+])
+def test_anchors_between_items_match_re_search(pattern, matches):
+    # a `^` away from the start holds only where the text starts (what precedes it matches the
+    # empty text), a `$` only where it ends: exact, checked against Python's re (`$` as `\Z`)
+    import itertools
+
+    rx = full(regex_to_ir(pattern))
+    texts = ["".join(t) for n in range(4) for t in itertools.product("abcx", repeat=n)]
+    texts += ["/2020-01/", "2020-01"]
+    py = re.compile(re.sub(r"\$(?![^\[]*\])", r"\\Z", pattern))
+    assert [s for s in texts if rx.fullmatch(s)] == [s for s in texts if py.search(s)]
+    assert sum(1 for s in texts if rx.fullmatch(s)) == matches
 
 
 @pytest.mark.parametrize("pattern", ["(", "a)", "[a", "*a", "a{2,1}", "\\"])

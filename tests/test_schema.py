@@ -10,7 +10,8 @@ import warnings
 import pytest
 
 from dotjson import ir
-from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
+from dotjson.automaton import Automaton
+from dotjson.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.grammar import lark_parses, to_lark
 from dotjson.schema import check_schema, schema_to_grammar
 
@@ -483,12 +484,18 @@ def test_maskbench_subset(per_category):
         except SchemaError:  # UnsupportedSchemaError included: named, never a crash
             continue
         translated += 1
-        text = to_lark(g)
+        try:
+            text = to_lark(g)
+            parses = lambda f: lark_parses(text, f)  # noqa: E731
+        except GrammarError as e:  # (a rule family with no grammar text: dotjson's automaton checks)
+            assert "has no grammar text" in str(e)
+            auto = Automaton(g)
+            parses = lambda f: auto.matches(f.encode())  # noqa: E731
         order = _key_order(row["schema"])
         for t in row["tests"]:
             forms = {json.dumps(t["data"], separators=(",", ":"), ensure_ascii=False),
                      json.dumps(_reorder(t["data"], order), separators=(",", ":"), ensure_ascii=False)}
-            got = any(lark_parses(text, f) for f in forms)
+            got = any(parses(f) for f in forms)
             if t["valid"]:
                 valid_n += 1
                 valid_ok += got
@@ -760,7 +767,7 @@ NEVER_SILENT = {
     "patternProperties": {"patternProperties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "null"},
                                                 "d": {"type": "boolean"}, "e": {"type": "array"}, "f": {"minimum": 1},
                                                 "g": {"maximum": 1}}},
-    "not": {"type": "object", "allOf": [{"not": {"patternProperties": {f"^{c}": {"type": "string"}}}} for c in "abcde"]},
+    "not": {"type": "object", "allOf": [{"not": {"patternProperties": {f"^{c}": {"type": "string"}}}} for c in "abcdefghi"]},
     # (beside allOf, anyOf, oneOf, if: exact since issue 29; what a nested applicator or
     # contains decides is still refused)
     "unevaluatedProperties": {"allOf": [{"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}]}],

@@ -2,9 +2,9 @@
 
 The walk is a depth-first traversal of a token trie in lock-step with the automaton's transition
 table. A subtree is pruned as soon as its byte prefix leads to the dead state. A transition not
-computed yet (``-1``) is computed on the spot by the derivative kernels of
-:mod:`dotjson.automaton.kernels` (a single transition at a narrow trie node, the whole row at a
-node branching on more than ``wide`` bytes), and so is a state's plain-invariance: one kernel call
+computed yet (``-1``) is computed on the spot by :mod:`dotjson.automaton.states` (a single
+transition at a narrow trie node, the whole row at a node branching on more than ``wide``
+bytes), and so is a state's plain-invariance: one kernel call
 computes a fresh mask, without the GIL. The walk returns to Python only when the store must grow,
 a rule body must be compiled, or a budget is spent (``EXIT``, the reason in the store's ``ctl``),
 with its explicit stack intact; Python acts and calls again to resume exactly where it stopped.
@@ -180,7 +180,7 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
     """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's
     walk, then the plain trie's (or the whole plain bitset for a plain-invariant state, or the
     plain tokens of at most ``k`` characters for a state with a plain run of ``k``:
-    :func:`~dotjson.automaton.kernels.plain_run`); ``big``/``big_bits``: the plain trie's
+    :func:`~dotjson.automaton.states.plain_run`); ``big``/``big_bits``: the plain trie's
     big-subtree bitsets (:func:`dotjson.trie.big_subtree_bits`); ``len_row``/``len_bits``: the
     plain tokens of at most ``k`` characters are row ``len_row[k]`` of ``len_bits``
     (:func:`dotjson.trie.plain_length_bits`; an empty ``len_row`` turns that shortcut off);

@@ -41,12 +41,12 @@ from . import counters as _ctr
 from . import kernels as K
 from . import keys as _keys
 from .rules import Rules
+from .store import K_ALT, K_AND, K_BYTES, K_DIFF, K_EMPTY, K_EPS, K_REF, K_REP, K_SEQ
 from .utf8 import utf8_sequences
 
 UNKNOWN = K.UNKNOWN
 DEAD = K.DEAD
 INF = K.INF
-K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF = range(9)
 
 #: Store arrays saved by :func:`export_state` (the memo tables are rebuilt on demand).
 _SAVED = ("ti", "tf", "bw", "pool", "rule_body", "term_of", "trans", "accepting", "plain_inv",
@@ -135,7 +135,8 @@ class Automaton:
     max_states : int
         Budget on the number of interned states; past it, :class:`LimitExceededError`.
     fuel : int
-        Budget on the derivative steps of one emptiness search (``AND``/``DIFF`` terms).
+        Budget on the work of one emptiness search (``AND``/``DIFF`` terms): its derivative
+        steps plus the terms it builds.
 
     Notes
     -----
@@ -169,7 +170,7 @@ class Automaton:
                            weak_method(self._set_body), weak_method(self._add_rule),
                            weak_method(self._keys_body))
         self._ret = np.zeros(4, dtype=np.int64)
-        # key sets (see kernels.K_KEYS): pool offset of each table, by its Python object and
+        # key sets (see keysets): pool offset of each table, by its Python object and
         # back (their contexts are interned by the kernels, in the memo)
         self._ktab: dict[int, int] = {}
         self._kpy: dict[int, object] = {}
@@ -339,7 +340,8 @@ class Automaton:
             )
         elif status == K.LIMIT_FUEL:
             raise LimitExceededError(
-                f"emptiness search exceeded its fuel ({self.fuel} derivative steps); "
+                f"emptiness search exceeded its fuel ({self.fuel} derivative steps and terms "
+                "built); "
                 "raise `fuel` or simplify the pattern/length combination"
             )
         else:

@@ -4,7 +4,7 @@ A mask is the set of tokens (at most ``limit - 1`` bytes each) that keep a state
 rewrites keep that set while making states that differ only beyond one token's reach share a
 key (and so one memoized mask and one trie walk):
 
-* :func:`dotjson.automaton.kernels.clamp`: a counter further than ``limit`` from its bounds
+* :func:`dotjson.automaton.clamp.clamp`: a counter further than ``limit`` from its bounds
   becomes unbounded (the states of a long counted repetition share a key);
 * :func:`truncate`: the part of the parse stack that a token cannot reach is dropped. A state's
   term is a right-nested sequence whose items are the pending continuations (``]``, ``}``, ...);

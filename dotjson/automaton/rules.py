@@ -6,7 +6,7 @@ This is the only place that reads the IR grammar. Its interface with the rest of
   its IR body and may produce bodies on demand (:class:`dotjson.ir.LazyRules`); the rules of the
   grammar's families (:mod:`dotjson.objects_any_order`) are looked up the same way;
   ``build(prog, words, n_slots)`` runs a builder program in the term store (see
-  :func:`dotjson.automaton.kernels.build`) and returns ``(term, slots)``; ``add_rule(n)`` makes
+  :func:`dotjson.automaton.terms.build`) and returns ``(term, slots)``; ``add_rule(n)`` makes
   room for ``n`` rule ids in every array indexed by rule id;
 * ``rules.names``, ``rules.index[name]``, ``rules.nullable[i]``: the rules that have an id so far;
 * ``rules.body(i)``: the term of rule ``i``'s body (compiled on first use);
@@ -51,7 +51,7 @@ class Rules:
         self.grammar = grammar
         self.src = rules_with_families(grammar)
         # rules the automaton builds natively, not from their IR body (a wide object's key
-        # position: :func:`dotjson.automaton.kernels.keys_root`); ``native(spec)`` makes the term
+        # position: :func:`dotjson.automaton.keysets.keys_root`); ``native(spec)`` makes the term
         self._native_of = getattr(grammar.rules, "native", None) if native is not None else None
         self._native_body = native
         self.names: list[str] = []

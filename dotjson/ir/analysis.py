@@ -18,7 +18,14 @@ is answered in two steps:
    it still needs) settles them all. A rule on the search stack counted as ``False`` meanwhile,
    which is why a plain search cannot conclude ``False`` by itself.
 
-Both steps iterate with explicit stacks: a chain of ten thousand rules costs no recursion.
+Both steps iterate with explicit stacks: a chain of ten thousand rules costs no recursion. A
+rule's builder may answer for it (``known_language``) by asking this analysis about other rules
+(an any-order object asks about its members' values); such a question, asked while a solver is
+already settling rules, is not answered by a nested search: it raises :class:`_Pending` to the
+solver's own loop, which settles that rule first and then asks the builder again; a question
+about a rule the loop is already settling raises :class:`Unsettled`, and the builder answers
+"not known" (the analysis then reads the rule's body). So the depth of the Python stack never
+grows with the grammar (nothing here depends on the interpreter's recursion limit).
 
 ``And``/``Diff`` operands are regular (no references). Their nullability is computed directly;
 their emptiness is not decidable from the IR alone, so the productive analysis takes a callback
@@ -135,6 +142,21 @@ def regular_nullable(node: Node) -> bool:
 _MISS = object()
 
 
+class Unsettled(Exception):
+    """Raised into a rule's builder that asks, while it answers for a rule, about a rule the
+    analysis is settling at that moment (a recursive schema asking about itself): the builder
+    answers "not known" (``None``), and the analysis reads the rule's body instead."""
+
+
+class _Pending(Exception):
+    """A question the solver's loop must settle first (asked from inside a builder's hint)."""
+
+    def __init__(self, solver, name):
+        super().__init__(name)
+        self.solver = solver
+        self.name = name
+
+
 class _Solver:
     """Demand-driven least fixpoint of one family of monotone equations over rules."""
 
@@ -144,11 +166,22 @@ class _Solver:
         self.known: dict[str, bool] = {}
         self._conds: dict[str, object] = {}
         self._hint = hint
+        # the rules the loop of solve() is settling, outermost first (None: not solving)
+        self._todo: dict[str, None] | None = None
+        self._no_hint: set[str] = set()  # rules whose hint answered None in this search
 
     def get(self, name: str):
         v = self.known.get(name)
-        if v is None and self._hint is not None:
-            v = self._hint(name)
+        if v is None and self._hint is not None and name not in self._no_hint:
+            try:
+                v = self._hint(name)
+            except Unsettled:
+                v = None  # its builder asked about a rule being settled: read the body
+            if v is None:
+                # not asked again while this search lasts (it would not know more before its
+                # end, and the body answers exactly): a recursive schema's rules are otherwise
+                # asked once per visit
+                self._no_hint.add(name)
             if v is True or v is False:
                 self.known[name] = v
             elif v is not None:
@@ -203,9 +236,40 @@ class _Solver:
         return is_and, 0, None, tainted
 
     def solve(self, root: str) -> bool:
-        v = self.get(root)
+        v = self.known.get(root)
         if v is not None:
             return v
+        todo = self._todo
+        if todo is not None:
+            # asked from inside a builder's hint while this solver settles other rules: the loop
+            # below settles it first (no nested search), or, settling it already, says so
+            if root in todo:
+                raise Unsettled(root)
+            raise _Pending(self, root)
+        todo = self._todo = {root: None}
+        try:
+            while todo:
+                x = next(reversed(todo))
+                try:
+                    self._settle(x)
+                except _Pending as p:
+                    if p.solver is not self:
+                        raise
+                    # settle p.name, then start x over: what x's search settled stays known
+                    # (True is final, False was recorded only when no provisional value was
+                    # used), and each restart adds a rule to settle, so the loop ends
+                    todo[p.name] = None
+                    continue
+                del todo[x]
+        finally:
+            self._todo = None
+        return self.known[root]
+
+    def _settle(self, root: str) -> None:
+        self._no_hint.clear()
+        v = self.get(root)
+        if v is not None:
+            return
         # 1. witness search
         prov: set[str] = set()       # on the stack, or failed during this search
         visited: list[str] = []      # in finishing order
@@ -226,9 +290,8 @@ class _Solver:
             elif not tainted:
                 self.known[x] = False
                 prov.discard(x)
-        v = self.known.get(root)
-        if v is not None:
-            return v
+        if root in self.known:
+            return
         # 2. exact fixpoint over what the search saw (and what it still needs)
         group = [x for x in visited if x not in self.known]
         members = set(group)
@@ -245,7 +308,6 @@ class _Solver:
                     changed = True
         for x in group:
             self.known[x] = x in proven
-        return self.known[root]
 
     def _fix_eval(self, c, proven, members, group) -> bool:
         if c is True or c is False:

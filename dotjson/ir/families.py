@@ -6,7 +6,9 @@ A grammar may hold *families* (``ir.Grammar.families``). A family is any object 
 * ``body(name) -> ir.Node``: that rule's body, made when first asked;
 * ``nullable(name) -> bool`` and ``productive(name) -> bool | None``: the rule's language, from
   the family's own knowledge (``None``: not known yet);
-* ``bind(node_productive)``: the callback it uses to ask the analysis about its members.
+* ``bind(node_productive)``: the callback it uses to ask the analysis about its members;
+* optionally ``prefix``: a string such that every name it owns starts with ``<prefix>__`` (its
+  names are then found without asking every family).
 
 The automaton and the analyses read a grammar's rules through :func:`rules_with_families`, which
 looks family rules up on demand; :func:`expand_families` writes the reachable ones out (for
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 
 from dotjson import ir
 from dotjson._weak import weak_method
+from dotjson.ir.analysis import Unsettled
 
 __all__ = ["family_of", "rules_with_families", "expand_families"]
 
@@ -44,6 +47,12 @@ class _FamilyRules(Mapping):
         self._analysis = None
         self._final: set = set()
         self._owner: dict = {}  # family rule name -> its family
+        # families by their ``prefix`` (a family's names are ``<prefix>__...``): a name is looked
+        # up by its own prefixes, not asked of every family (a schema may make a thousand);
+        # families without one (or a prefix met twice) are asked one by one
+        self._by_prefix: dict = {}
+        self._unindexed: list = []
+        self._n_indexed = 0
 
     def bind_analysis(self, analysis) -> None:
         """The analysis that asks (:class:`dotjson.ir.analysis.Analysis` calls this): a family's
@@ -54,9 +63,25 @@ class _FamilyRules(Mapping):
         hit = self._owner.get(name)
         if hit is not None:
             return hit
-        for fam in self._families:
-            if fam.owns(name):
+        fams = self._families
+        while self._n_indexed < len(fams):  # (the list grows as a lazily compiled schema builds)
+            fam = fams[self._n_indexed]
+            self._n_indexed += 1
+            prefix = getattr(fam, "prefix", None)
+            if isinstance(prefix, str) and prefix not in self._by_prefix:
+                self._by_prefix[prefix] = fam
+            else:
+                self._unindexed.append(fam)
+        i = name.find("__")
+        while i > 0:
+            fam = self._by_prefix.get(name[:i])
+            if fam is not None and fam.owns(name):
                 self._owner[name] = fam  # (asked of every family rule by every lookup)
+                return fam
+            i = name.find("__", i + 1)
+        for fam in self._unindexed:
+            if fam.owns(name):
+                self._owner[name] = fam
                 return fam
         return None  # (not remembered: the list of families may still grow)
 
@@ -94,7 +119,10 @@ class _FamilyRules(Mapping):
                 self._final.add(id(fam))
             # the family's own arithmetic (e.g. AnyOrderObject's counts and required members;
             # None while a member's own productivity is being settled: the analysis then searches)
-            return (False, fam.productive(name))
+            try:
+                return (False, fam.productive(name))
+            except Unsettled:  # a member asked about a rule the analysis is settling now
+                return (False, None)
         return self._known(name) if self._known is not None else (None, None)
 
 

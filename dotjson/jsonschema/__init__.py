@@ -277,6 +277,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     # the families list is shared: property_order="any" objects add theirs as they are built
     grammar = ir.Grammar(rules, "start", families=tr.families,
                          shared=(base, _shared_with_formats(spellings, _format_nodes(tr))))
+    tr.grammar = grammar  # (what families reading their items with an automaton of their own need)
     if not check_language:
         return grammar
     # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the

@@ -10,7 +10,7 @@ from dotjson.jsonschema.values import FALSE, MAX_UNIQUE_VALUES, TRUE
 
 #: ``contains`` keywords of one array (each a counter of its states; an item has an alternative
 #: per set of them it counts for)
-MAX_CONTAINS = 4
+MAX_CONTAINS = 8
 #: states of an array automaton with ``contains`` counters (positions × counts)
 MAX_ARRAY_STATES = 50_000
 #: ``minContains``/``maxContains`` up to this are unrolled (a rule per count, each small);
@@ -132,10 +132,17 @@ class ArrayBuilder:
                 universe.setdefault(c, None)
         if universe is None or len(universe) > MAX_UNIQUE_VALUES:
             node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
+            if node is None and not contains and self.gen_bounds is None:
+                node = self.unique_values(pos_exprs, rest, lo, hi)
             if node is None:
-                self.unsupported("uniqueItems is only supported for items drawn from a small finite set "
-                                 "(enum, const, boolean, null) or numbers (type integer/number with bounds, "
-                                 "multipleOf, ...)", a.unique, "uniqueItems")
+                self.unsupported(
+                    "uniqueItems beside contains is only supported for items drawn from a small finite set (enum, "
+                    "const, boolean, null)" if contains else
+                    "uniqueItems over strings, objects, arrays or mixed items is exact only with bounds='schema' (the "
+                    "every-valid configuration: a rule per byte of an item, for checking documents; token masks "
+                    "inside such an array need an engine construct, docs/keywords.md); with the generation bounds "
+                    "only items drawn from a small finite set (enum, const, boolean, null) or numbers",
+                    a.unique, "uniqueItems")
             return node
         vals = sorted(universe, key=repr)
         bit = {c: 1 << k for k, c in enumerate(vals)}
@@ -200,6 +207,20 @@ class ArrayBuilder:
             both and not item["mults"] and not item["notmults"] and all(float(c) == 0 for c in consts))
         self.counter += 1
         fam = UniqueNumbers(f"{self.ns}unum{self.counter}", lo, hi, item, exponents, self.sep)
+        self.families.append(fam)
+        empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
+        return alt(empty, seq(lit("["), self.ws, Ref(fam.start), self.ws, lit("]")))
+
+    def unique_values(self, pos_exprs, rest, lo, hi):
+        """Arrays of distinct values of any item schemas
+        (:class:`~dotjson.jsonschema.unique.UniqueValues`: a rule per byte of an item, its
+        items read by an automaton of their own over this grammar's rules)."""
+        from dotjson.jsonschema.unique import UniqueValues
+
+        items = [self.node_of(e) for e in pos_exprs] + [self.node_of(rest)]
+        self.counter += 1
+        fam = UniqueValues(f"{self.ns}uval{self.counter}", lo, hi, items, self.sep,
+                           grammar_of=lambda: getattr(self, "grammar", None))
         self.families.append(fam)
         empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), self.ws, Ref(fam.start), self.ws, lit("]")))

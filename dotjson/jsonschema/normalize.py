@@ -196,6 +196,7 @@ class Normalizer:
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}
         self._structured: dict = {}  # expression -> every value an object or array
+        self.dnf_ctx_cache: dict = {}    # (expr, context atoms) -> normal form (dnf in context)
         self._ptr_cache = defaultdict(dict)  # document -> {JSON pointer -> the object or array there}
         self._leaves = defaultdict(dict)  # document -> {a leaf schema's content -> its expression}
         self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
@@ -469,12 +470,17 @@ class Normalizer:
             return out[0]
         return ("and", tuple(out))
 
-    def dnf(self, expr):
+    def dnf(self, expr, ctx=()):
+        """The normal form of ``expr``. ``ctx``: atoms the caller intersects the result D with
+        anyway; D then need only satisfy D ∧ ctx ≡ expr ∧ ctx (the ``oneOf`` of the schema ask
+        their overlaps beside ``ctx``; see :meth:`_part`). Remembered per expression (and
+        context)."""
         if expr == TRUE:
             return [()]
         if expr == FALSE:
             return []
-        hit = self.dnf_cache.get(expr)
+        cache, key = (self.dnf_ctx_cache, (expr, ctx)) if ctx else (self.dnf_cache, expr)
+        hit = cache.get(key)
         if hit is not None:
             return hit
         if self.depth >= MAX_APPLICATOR_DEPTH:
@@ -484,11 +490,11 @@ class Normalizer:
         try:
             kind = expr[0]
             if kind == "loc":
-                out = self._dnf_schema(expr[1], expr[2])
+                out = self._dnf_schema(expr[1], expr[2], ctx)
             elif kind == "and":
                 out = [()]
                 for e in expr[1]:
-                    out = self.and2(out, self.dnf(e), self.expr_where(e))
+                    out = self.and2(out, self.dnf(e, ctx), self.expr_where(e))
             elif kind == "not":
                 out = self.negate(self.dnf_strict(expr[1]), self.expr_where(expr[1]))
             elif kind == "enum":  # a value of a negated `const`/`enum` (see _differs)
@@ -497,7 +503,7 @@ class Normalizer:
                 raise AssertionError(expr)
         finally:
             self.depth -= 1
-        self.dnf_cache[expr] = out
+        cache[key] = out
         return out
 
     def dnf_strict(self, expr):
@@ -588,26 +594,8 @@ class Normalizer:
         """
         if self.compact_budget <= 0:
             return brs
-        keep = []
-        outer = self.fuel is None
-        if outer:
-            self.fuel = min(_COMPACT_FUEL, self.compact_budget)
-            start = self.fuel
-        try:
-            for br in brs:
-                # (a branch with references is kept as it is: deciding it would expand them)
-                if self.fuel <= 0 or any(a[0] == "ruleref" for a in br):
-                    keep.append(br)
-                    continue
-                try:
-                    if self.live_types(br):
-                        keep.append(br)
-                except (UnsupportedSchemaError, _OutOfFuel):
-                    keep.append(br)
-        finally:
-            if outer:
-                self.compact_budget -= start - max(self.fuel, 0)
-                self.fuel = None
+        # (a branch with references is kept as it is: deciding it would expand them)
+        keep = self._live(brs, keep_refs=True)
         if len(keep) < 2:
             return keep
         self.compact_budget -= len(keep) * len(keep) // 2
@@ -953,7 +941,8 @@ class Normalizer:
         return ("not", ("enum", (c,)))
 
     # ------------------------------------------------------------------ keywords → DNF
-    def _dnf_schema(self, doc, ptr):
+    def _dnf_schema(self, doc, ptr, ctx=()):
+        # ctx: atoms the caller intersects the result with anyway (see dnf)
         s = self.get(doc, ptr)
         if s is True:
             return [()]
@@ -989,9 +978,13 @@ class Normalizer:
             return []
         if parts:
             where = self.where(doc, ptr)
+            around = out[0] + tuple(ctx) if ctx else out[0]
             for k, d in enumerate(parts):
                 if type(d) is _OneOf:  # its overlaps are asked beside this schema's own atoms
-                    parts[k] = self.one_of(d.exprs, d.where, out[0])
+                    parts[k] = self.one_of(d.exprs, d.where, around)
+                elif type(d) is _InContext:
+                    parts[k] = self._in_context(d, around)
+            parts = [d for d in parts if d is not _DROPPED]
             for d in parts:
                 out = self.and2(out, d, where)
                 if not out:
@@ -1186,8 +1179,7 @@ class Normalizer:
                     present = [(("required", name),) + tuple(("required", d) for d in dep)]
                     parts.append(absent + present)
                 elif kw == "dependencies" and isinstance(dep, (dict, bool)):
-                    d = self.and2([(("required", name),)], self.dnf(self._sub(s, doc, ptr, kw, name)), kwhere)
-                    parts.append(absent + d)
+                    parts.append(self._dependent(self._sub(s, doc, ptr, kw, name), name, absent, kwhere))
                 else:
                     raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
         elif kw == "dependentSchemas" and draft >= 2019:
@@ -1195,8 +1187,7 @@ class Normalizer:
                 raise SchemaError(f"{kw} must be an object", kwhere, kw)
             for name in val:
                 absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
-                d = self.and2([(("required", name),)], self.dnf(self._sub(s, doc, ptr, kw, name)), kwhere)
-                parts.append(absent + d)
+                parts.append(self._dependent(self._sub(s, doc, ptr, kw, name), name, absent, kwhere))
         elif kw == "prefixItems" and draft >= 2020:
             if not isinstance(val, list):
                 raise SchemaError("prefixItems must be an array", kwhere, kw)
@@ -1263,7 +1254,7 @@ class Normalizer:
                 atoms.append(("unique", kwhere))
         elif kw == "allOf":
             for i in range(_nonempty_list(val, kwhere, kw)):
-                parts.append(self.dnf(self._sub(s, doc, ptr, kw, i)))
+                parts.append(self._part(self._sub(s, doc, ptr, kw, i), kwhere))
         elif kw == "anyOf":
             u = []
             for i in range(_nonempty_list(val, kwhere, kw)):
@@ -1573,13 +1564,24 @@ class Normalizer:
                     ty = ("types", frozenset(ts))
                     cur = [a + (ty,)]
                     try:
+                        # each ¬A_j beside this branch (what the branch leaves of it); the
+                        # alternatives they all share are factored out: ∧ (C ∨ R_j) = C ∨ ∧ R_j
+                        factors = []
                         for j in sorted(js):
                             key = (j, ty)
                             if key not in negs:
                                 negs[key] = self.negate(self.dnf_strict(exprs[j]), where, (ty,))
-                            cur = self.and2(cur, negs[key], where)
+                            nj = self._beside(negs[key], context + a + (ty,))
+                            if nj is None:
+                                continue  # the branch implies ¬A_j: nothing to multiply
+                            factors.append(nj)
+                        common = set(factors[0]).intersection(*factors[1:]) if len(factors) > 1 else ()
+                        for nj in factors:
+                            cur = self.and2(cur, [x for x in nj if x not in common] if common else nj, where)
                             if not cur:
                                 break
+                        if common:
+                            cur = self.and2([a + (ty,)], [x for x in factors[0] if x in common], where) + cur
                     except UnsupportedSchemaError as e:
                         if e.keyword != "allOf" or len(js) < 2:
                             raise
@@ -1600,6 +1602,182 @@ class Normalizer:
                                          f"expressible ({e})", pointer=where, keyword="oneOf") from None
         finally:
             self.strict -= 1
+
+    def _beside(self, N, base):
+        """The branches of union ``N`` that may hold beside the atoms ``base`` (the others are
+        provably empty with it), or ``None`` when ``base`` implies one of them (then ``base ∧ N``
+        is ``base``): a negation multiplied into a ``oneOf`` branch keeps only what that branch
+        leaves it. Exact; bounded by the compaction budget like :meth:`compact`."""
+        if any(x[0] == "ruleref" for x in base):
+            # (a branch that is a $ref: its atoms, when it is one branch)
+            try:
+                exp = self.expand_refs(base, "")
+            except UnsupportedSchemaError:
+                exp = ()
+            if len(exp) == 1:
+                base = exp[0]
+        N = self._witnesses_beside(N, base)
+        if self.compact_budget <= 0:
+            return N
+        N = [y for y in (self._atoms_beside(x, base) for x in N) if y is not None]
+        fact = (frozenset(base), _types_of(base), {x[1] for x in base if x[0] == "props" and x[2] == FALSE})
+        if any(self._implies(fact, x, _same) for x in N):
+            return None
+        if len(N) < 2:
+            return N
+        return self._live(N, base)
+
+    def _live(self, brs, base=(), keep_refs=False) -> list:
+        """The branches of ``brs`` not provably empty beside the atoms ``base``
+        (:meth:`live_types`), within the compaction fuel (a branch left untested is kept, and
+        with ``keep_refs`` one holding a reference)."""
+        keep = []
+        outer = self.fuel is None
+        if outer:
+            self.fuel = min(_COMPACT_FUEL, self.compact_budget)
+            start = self.fuel
+        try:
+            for br in brs:
+                if self.fuel <= 0 or (keep_refs and any(a[0] == "ruleref" for a in br)):
+                    keep.append(br)
+                    continue
+                try:
+                    if self.live_types(base + br if base else br):
+                        keep.append(br)
+                except (UnsupportedSchemaError, _OutOfFuel):
+                    keep.append(br)
+        finally:
+            if outer:
+                self.compact_budget -= start - max(self.fuel, 0)
+                self.fuel = None
+        return keep
+
+    def _atoms_beside(self, x, base):
+        """Branch ``x`` without the atoms ``base`` implies, or ``None`` when one contradicts it
+        (a property's value outside a schema that ``base`` gives it: the same schema, or one
+        disjoint from it, as a ``oneOf``'s discriminator without ``required``)."""
+        vals: dict = {}
+        for a in base:
+            if a[0] == "props":
+                vals.setdefault(a[1], []).append(a[2])
+        out = []
+        for a in x:
+            if a in base:
+                continue
+            if a[0] == "props" and a[1] in vals and a[2] not in (TRUE, FALSE):
+                v = a[2]
+                mine = vals[a[1]]
+                if v[0] == "not" and any(self._same_schema(e, v[1]) for e in mine):
+                    # its value would be outside the schema it must be in: the property absent
+                    # (none of it where it is required)
+                    if ("required", a[1]) in x or ("required", a[1]) in base:
+                        return None
+                    out.append(("props", a[1], FALSE))
+                    continue
+                neg = self.not_expr(v)
+                try:
+                    if any(self.expr_empty(self.and_expr([e, neg])) for e in mine):
+                        continue  # every value base allows satisfies it
+                except (UnsupportedSchemaError, _OutOfFuel):
+                    pass
+            out.append(a)
+        return tuple(out)
+
+    def _same_schema(self, e1, e2) -> bool:
+        """Whether two expressions are the same schema: equal, or equal JSON in one document
+        under the same base URI (its references then resolve alike)."""
+        if e1 == e2:
+            return True
+        if e1[0] != "loc" or e2[0] != "loc" or e1[1] != e2[1]:
+            return False
+        s1, s2 = self.get(e1[1], e1[2]), self.get(e2[1], e2[2])
+        return type(s1) is type(s2) and s1 == s2 and self.base_uri(e1[1], e1[2]) == self.base_uri(e2[1], e2[2])
+
+    def _witnesses_beside(self, N, base, most=4):
+        """``N`` with each witness of an extra member (``some`` of an ``additionalProperties``)
+        beside a closed object (``base`` allows no key outside its names) written as the
+        required members it can be: ``{"properties": {"a": …}, "additionalProperties": false}``
+        beside ``¬{"properties": {"b": …}, "additionalProperties": false}`` needs a member
+        outside ``b``, i.e. ``a`` (one object bit fewer for each of a ``oneOf``'s branches).
+        Left as it is when it may be more than ``most`` names."""
+        closed = [x for x in base if x[0] == "addl" and x[1] == FALSE and not x[3]]
+        if not closed or not any(a[0] == "some" and a[1][0] == "a" for x in N for a in x):
+            return N
+        allowed = frozenset.intersection(*(frozenset(x[2]) for x in closed))
+        out = []
+        for x in N:
+            alts = [()]
+            for a in x:
+                if a[0] == "some" and a[1][0] == "a":
+                    names, pats = a[1][1], a[1][2]
+                    ks = sorted(k for k in allowed if k not in names and not any(self.key_matches(k, q) for q in pats))
+                    if len(ks) > most:
+                        alts = [y + (a,) for y in alts]
+                        continue
+                    one = [(("required", k),) + ((("props", k, a[2]),) if a[2] != TRUE else ()) for k in ks]
+                    alts = [y + z for y in alts for z in one]
+                else:
+                    alts = [y + (a,) for y in alts]
+            out.extend(tuple(dict.fromkeys(y)) for y in alts)
+        return out
+
+    # ------------------------------------------------------------------ normal forms in context
+    # A sub-schema's normal form does not know the schema around it, so a ``oneOf`` whose
+    # branches are disjoint only beside its parent's atoms (``"required": ["type"]`` next to an
+    # ``allOf`` holding ``oneOf`` branches that each give ``type`` one value, without requiring
+    # it) needs every branch to negate every other: a product past MAX_BRANCHES, refused. Such a
+    # part (an allOf entry or a dependency whose schema has a ``oneOf``, or one refused alone for
+    # its size) is normalised *in context*: its normal form D only has to satisfy D ∧ C ≡ S ∧ C
+    # for the atoms C its result is intersected with anyway (the schema's own, a dependency's key
+    # present), which the ``oneOf`` it holds asks its overlaps beside. Other parts are untouched
+    # (and their normal forms shared as before).
+
+    def _part(self, e, where):
+        """``dnf(e)``, or a part to normalise in context (:class:`_InContext`): a schema whose
+        own ``oneOf`` asks its overlaps beside the atoms around it (its normal form is then
+        never larger), or one refused alone for its size."""
+        if e[0] == "loc":
+            s = self.get(e[1], e[2])
+            if isinstance(s, dict) and "oneOf" in s:
+                return _InContext(e, where, None)
+        try:
+            return self.dnf(e)
+        except UnsupportedSchemaError as err:
+            if not _too_many(err):
+                raise
+            return _InContext(e, where, err)
+
+    def _dependent(self, e, name, absent, where):
+        """The part of a dependency on key ``name`` (its schema ``e``): the key absent, or
+        present and ``e`` (in context when ``e`` alone is refused for its size)."""
+        d = self._part(e, where)
+        if type(d) is _InContext:
+            d.key = name
+            d.absent = absent
+            return d
+        return absent + self.and2([(("required", name),)], d, where)
+
+    def _in_context(self, d, around):
+        """The normal form of part ``d`` (:class:`_InContext`) beside atoms ``around``, or
+        ``_DROPPED`` when a lenient translation ignores it."""
+        ctx = tuple(around)
+        if d.key is not None:
+            ctx += (("types", frozenset({"object"})), ("required", d.key))
+        try:
+            D = self.dnf(d.expr, ctx)
+        except UnsupportedSchemaError as err:
+            if d.err is not None and _too_many(err):
+                err = d.err  # (the error of the part alone: where the product first grew)
+            if self.lenient and self.strict == 0:  # (as the keyword loop would have: the part ignored)
+                warnings.warn(f"dotjson: ignoring {err.pointer or d.where or '/'} ({err}); the grammar "
+                              "over-approximates", stacklevel=4)
+                return _DROPPED
+            if err.pointer is None:
+                raise UnsupportedSchemaError(str(err), pointer=d.where, keyword=err.keyword) from None
+            raise err from None
+        if d.key is not None:
+            return d.absent + self.and2([(("required", d.key),)], D, d.where)
+        return D
 
     # ------------------------------------------------------------------ merging a branch
     def merge(self, br) -> Branch:
@@ -1791,6 +1969,13 @@ class Normalizer:
                 strings = self.finite_of(h)
                 if strings is not None:
                     return not any(self.string_ok(x, st, m.not_enum) for x in strings)
+            # patterns that fix different starts (`^pkg:cargo/`, `^pkg:npm/`: a discriminator)
+            if len(st.patterns) > 1:
+                heads = [self.literal_head(h) for h in dict.fromkeys(st.patterns)]
+                for i, a in enumerate(heads):
+                    for b in heads[i + 1:]:
+                        if not (a.startswith(b) or b.startswith(a)):
+                            return True
             return False
         if t == "array":
             a = m.array
@@ -1814,6 +1999,22 @@ class Normalizer:
                     return True
             return False
         return False
+
+    def literal_head(self, handle) -> str:
+        """The text every string of a pattern/format handle's language starts with (its
+        anchored literal prefix; ``""`` when it has none)."""
+        key = ("head", handle)
+        hit = self.formats.get(key)
+        if hit is None:
+            hit = ""
+            if handle[0] == "pattern":
+                n = self.str_node(handle)
+                if type(n) is ir.Seq:
+                    n = n.items[0]
+                if type(n) is ir.Lit:
+                    hit = n.text
+            self.formats[key] = hit
+        return hit
 
     def finite_of(self, handle):
         """The strings of a pattern/format handle's language when there are few, else ``None``."""
@@ -1978,6 +2179,29 @@ _OBJECT_TYPE = ("types", frozenset({"object"}))
 _OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops", "some"})
 _NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
 _ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})
+
+
+def _same(x):
+    return x
+
+
+def _too_many(err) -> bool:
+    """Whether an UnsupportedSchemaError is a refusal for the size of a normal form."""
+    return err.keyword in ("allOf", "oneOf") and "too many alternatives" in str(err)
+
+
+class _InContext:
+    """A part of a schema refused alone for its size, to normalise beside the schema's own atoms
+    once they are known (:meth:`Normalizer._in_context`); ``key``: a dependency's key."""
+
+    __slots__ = ("expr", "where", "err", "key", "absent")
+
+    def __init__(self, expr, where, err):
+        self.expr, self.where, self.err = expr, where, err
+        self.key = self.absent = None
+
+
+_DROPPED = object()  # (a part a lenient translation ignores)
 
 
 class _OneOf:

@@ -25,7 +25,7 @@ from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_KEY_CLASSES, MAX_
 WIDE_EXTRA = 64
 #: members an object must hold (``some`` atoms: witnesses against negated object keywords), each
 #: a bit of the object automaton's state
-MAX_WITNESSES = 4
+MAX_WITNESSES = 8
 
 
 def _subsets(bits: int):

@@ -1,0 +1,373 @@
+"""Automaton states over terms: state ids, transitions (whole rows or single entries), walks of
+byte strings, mask keys, plain invariance and plain runs.
+
+A state is a live term with an id; its transitions ``trans[s, byte]`` (``UNKNOWN`` until asked,
+``DEAD`` for ∅) are filled by ``fill_row``/``fill_entry`` from the term's derivatives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from .._kernels.jit import kernel, unit
+from .store import (
+    BAND, C_EXPANDED, C_MAX_STATES, C_STATES, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, INF,
+    K_BYTES, K_REP, K_SEQ, LIMIT_STATES, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
+    RUN_INF, STORE, S_ACC, S_BW, S_CTL, S_INV, S_RCT, S_RCW, S_READY, S_TERM_OF, S_TF, S_TI,
+    S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _U0, _U1, _fail, _i64, _low, _mget,
+    _mput, borrow,
+)
+from .derive import deriv
+from .rows import row
+from .emptiness import is_empty
+from .clamp import clamp
+
+
+
+@kernel
+def state(S, t):
+    """The state id of live term ``t`` (interned), or -1 on exit."""
+    S = borrow(S)
+    tm = S[S_TM]
+    s = tm[t, M_STATE]
+    if s >= 0:
+        return s
+    ctl = S[S_CTL]
+    n = ctl[C_STATES]
+    if n >= ctl[C_MAX_STATES]:
+        return _fail(S, LIMIT_STATES, n)
+    trans = S[S_TRANS]
+    if n >= trans.shape[0]:
+        return _fail(S, NEED_GROW_STATES, 0)
+    S[S_TERM_OF][n] = t
+    S[S_ACC][n] = (S[S_TF][t] & F_NULL) != 0
+    tm[t, M_STATE] = n
+    ctl[C_STATES] = n + 1
+    return n
+
+
+@kernel
+def _live_state(S, u):
+    """State of successor term ``u``, ``DEAD`` when it denotes ∅, or -1 (FAIL) on exit."""
+    if u == EMPTY:
+        return DEAD
+    if (S[S_TF][u] & F_BOOL) != 0:
+        e = is_empty(S, u)
+        if e < 0:
+            return FAIL
+        if e == 1:
+            return DEAD
+    return state(S, u)
+
+
+@unit(_i64, STORE, _i64)
+def _fill_row(S, s):
+    """Compute every byte transition of state ``s``; 0, or -1 on exit."""
+    S = borrow(S)
+    if S[S_READY][s]:
+        return 0
+    t = S[S_TERM_OF][s]
+    if row(S, t) < 0:
+        return -1
+    tm = S[S_TM]
+    off, n = tm[t, M_ROW_OFF], tm[t, M_ROW_LEN]
+    out = np.full(256, DEAD, dtype=np.int32)
+    for i in range(off, off + n):
+        u = S[S_RCT][i]
+        r = _live_state(S, u)
+        if r == FAIL:
+            return -1
+        if r == DEAD:
+            continue
+        rcw = S[S_RCW]
+        for w in range(4):
+            x = rcw[i, w]
+            while x != _U0:
+                out[w * 64 + _low(x)] = r
+                x &= x - _U1
+    trans = S[S_TRANS]
+    for b in range(256):
+        trans[s, b] = out[b]
+    S[S_READY][s] = True
+    S[S_CTL][C_EXPANDED] += 1
+    return 0
+
+
+@kernel
+def fill_row(S, s):
+    """Compute every byte transition of state ``s`` (:func:`_fill_row`, a unit, unless done);
+    0, or -1 on exit."""
+    if S[S_READY][s]:
+        return 0
+    return _fill_row(S, s)
+
+
+
+@unit(_i64, STORE, _i64, _i64)
+def _fill_entry(S, s, byte):
+    """Compute the one transition of state ``s`` on ``byte``; the successor (or DEAD), -1 on exit."""
+    S = borrow(S)
+    trans = S[S_TRANS]
+    r = trans[s, byte]
+    if r != UNKNOWN:
+        return r
+    u = deriv(S, S[S_TERM_OF][s], byte)
+    if u < 0:
+        return FAIL
+    r = _live_state(S, u)
+    if r == FAIL:
+        return FAIL
+    trans[s, byte] = r
+    return r
+
+
+@kernel
+def fill_entry(S, s, byte):
+    """The transition of state ``s`` on ``byte`` (computed by :func:`_fill_entry`, a unit, when
+    not known); the successor (or DEAD), -1 on exit."""
+    r = S[S_TRANS][s, byte]
+    if r != UNKNOWN:
+        return r
+    return _fill_entry(S, s, byte)
+
+
+
+@kernel
+def step(S, s, byte):
+    r = S[S_TRANS][s, byte]
+    if r == UNKNOWN:
+        r = fill_entry(S, s, byte)
+    return r
+
+
+@kernel
+def walk_bytes(S, s, data, ret):
+    """Advance state ``s`` over ``data``; the final state or DEAD; -1 on exit (``ret[0]`` =
+    the position reached, ``ret[1]`` its state: resume from there)."""
+    S = borrow(S)
+    for i in range(data.shape[0]):
+        r = step(S, s, data[i])
+        if r == FAIL:
+            ret[0] = i
+            ret[1] = s
+            return FAIL
+        if r < 0:
+            return DEAD
+        s = r
+    return s
+
+
+@kernel
+def key_state(S, s, limit):
+    """The state of the clamped term of state ``s`` (the key its mask is memoized under)."""
+    S = borrow(S)
+    t = clamp(S, S[S_TERM_OF][s], limit)
+    if t < 0:
+        return -1
+    return state(S, t)
+
+
+@unit(_i64, STORE, _i64, _I32_3, _I32_1)
+def _plain_inv(S, s, pseq, plen):
+    """Is state ``s`` unchanged by every plain string character? 1/0, or -1 on exit.
+
+    ``pseq[i, :plen[i]]`` are the ``(lo, hi)`` byte ranges of the UTF-8 sequences of the plain
+    characters. Memoized in the store's ``plain_inv`` column.
+    """
+    S = borrow(S)
+    inv = S[S_INV]
+    v = inv[s]
+    if v >= 0:
+        return v
+    # cheap necessary condition first: a plain-invariant state loops on 'a' (asked of the
+    # term, so that a state that is not invariant costs one derivative, not a new state)
+    t = S[S_TERM_OF][s]
+    d = deriv(S, t, 0x61)
+    if d < 0:
+        return -1
+    if d != t:
+        inv[s] = 0
+        return 0
+    front = np.empty(512, dtype=np.int32)
+    nxt = np.empty(512, dtype=np.int32)
+    ok = True
+    for q in range(pseq.shape[0]):
+        front[0] = s
+        nf = 1
+        for p in range(plen[q]):
+            lo, hi = pseq[q, p, 0], pseq[q, p, 1]
+            nn = 0
+            for i in range(nf):
+                u = front[i]
+                if fill_row(S, u) < 0:
+                    return -1
+                trans = S[S_TRANS]
+                for b in range(lo, hi + 1):
+                    x = trans[u, b]
+                    if x < 0:
+                        ok = False
+                        break
+                    j = 0
+                    while j < nn and nxt[j] != x:
+                        j += 1
+                    if j == nn:
+                        if nn == nxt.shape[0]:
+                            ok = False  # more than 512 distinct successors: not invariant
+                            break
+                        nxt[nn] = x
+                        nn += 1
+                if not ok:
+                    break
+            if not ok:
+                break
+            front, nxt = nxt, front
+            nf = nn
+        if not ok or nf != 1 or front[0] != s:
+            ok = False
+            break
+    inv[s] = 1 if ok else 0
+    return inv[s]
+
+
+@kernel
+def plain_inv(S, s, pseq, plen):
+    """Is state ``s`` unchanged by every plain string character? 1/0, or -1 on exit (memoized in
+    the store's ``plain_inv`` column, read inline; :func:`_plain_inv`, a unit, computes it)."""
+    v = S[S_INV][s]
+    if v >= 0:
+        return v
+    return _plain_inv(S, s, pseq, plen)
+
+
+
+@kernel
+def fill_rows(S, states):
+    """:func:`fill_row` for every state of ``states`` (one call for a whole BFS frontier)."""
+    S = borrow(S)
+    for i in range(states.shape[0]):
+        if fill_row(S, states[i]) < 0:
+            return -1
+    return 0
+
+
+@kernel
+def _plain_complete(S, c, pseq, plen):
+    """Does every plain string character lead term ``c`` to exactly ε? 1/0, -1 on exit.
+
+    Walked over ``c``'s derivative classes (rows: a handful of small terms), one front of
+    successor terms per byte range of each UTF-8 sequence (``pseq``/``plen``, as for
+    :func:`plain_inv`): every byte of every range must have a successor, and the last front of
+    every sequence must be ``{ε}``.
+    """
+    front = np.empty(64, dtype=np.int32)
+    nxt = np.empty(64, dtype=np.int32)
+    tm = S[S_TM]
+    for q in range(pseq.shape[0]):
+        front[0] = c
+        nf = 1
+        for p in range(plen[q]):
+            lo, hi = pseq[q, p, 0], pseq[q, p, 1]
+            # the range as four words
+            rw0 = _U0
+            rw1 = _U0
+            rw2 = _U0
+            rw3 = _U0
+            for b in range(lo, hi + 1):
+                bit = _U1 << np.uint64(b & 63)
+                if b < 64:
+                    rw0 |= bit
+                elif b < 128:
+                    rw1 |= bit
+                elif b < 192:
+                    rw2 |= bit
+                else:
+                    rw3 |= bit
+            nn = 0
+            for i in range(nf):
+                u = front[i]
+                if row(S, u) < 0:
+                    return -1
+                off = tm[u, M_ROW_OFF]
+                rcw = S[S_RCW]
+                rct = S[S_RCT]
+                c0 = _U0
+                c1 = _U0
+                c2 = _U0
+                c3 = _U0
+                for j in range(off, off + tm[u, M_ROW_LEN]):
+                    if (rcw[j, 0] & rw0) | (rcw[j, 1] & rw1) | (rcw[j, 2] & rw2) | (rcw[j, 3] & rw3):
+                        c0 |= rcw[j, 0] & rw0
+                        c1 |= rcw[j, 1] & rw1
+                        c2 |= rcw[j, 2] & rw2
+                        c3 |= rcw[j, 3] & rw3
+                        x = rct[j]
+                        k = 0
+                        while k < nn and nxt[k] != x:
+                            k += 1
+                        if k == nn:
+                            if nn == nxt.shape[0]:
+                                return 0
+                            nxt[nn] = x
+                            nn += 1
+                if c0 != rw0 or c1 != rw1 or c2 != rw2 or c3 != rw3:
+                    return 0  # some byte of the range has no successor
+            front, nxt = nxt, front
+            nf = nn
+        if nf != 1 or front[0] != EPS:
+            return 0
+    return 1
+
+
+@unit(_i64, STORE, _i64, _I32_3, _I32_1)
+def plain_run(S, s, pseq, plen):
+    """How many plain string characters state ``s`` takes in a row, each to the same successor
+    whatever the character: ``k`` (``1 <= k``, :data:`RUN_INF` when unbounded), 0 when ``s`` is
+    not such a state, -1 on exit.
+
+    Recognised on the term: ``R{lo,hi} rest`` (or ``R{lo,hi}`` alone) where every plain
+    character takes ``R`` to exactly ε and, when the repetition may be empty, no plain
+    character starts ``rest`` (its first item is a byte set with no plain lead byte). Then a
+    plain character takes the term to ``R{lo-1,hi-1} rest``, whatever the character, for ``hi``
+    characters, and the next one to ∅: a plain token is allowed exactly when it has at most
+    ``hi`` characters (a JSON string body under ``maxLength``/``minLength``, the generation
+    bounds' 128 characters). A plain-invariant state is the unbounded case; this is the bounded
+    one, without a state per count (:func:`plain_inv` would need one per character). A unit:
+    the mask walk and Python both call it, once per fresh mask.
+    """
+    S = borrow(S)
+    ti = S[S_TI]
+    t = S[S_TERM_OF][s]
+    k = ti[t, 0]
+    if k == K_SEQ:
+        a = ti[t, 1]
+        rest = ti[t, 2]
+    elif k == K_REP:
+        a = t
+        rest = EPS
+    else:
+        return 0
+    if ti[a, 0] != K_REP:
+        return 0
+    if (S[S_TF][a] & F_NULL) != 0 and rest != EPS:
+        first = ti[rest, 1] if ti[rest, 0] == K_SEQ else rest
+        if ti[first, 0] != K_BYTES:
+            return 0
+        bw = S[S_BW]
+        j = ti[first, 1]
+        for q in range(pseq.shape[0]):  # the plain lead bytes
+            for b in range(pseq[q, 0, 0], pseq[q, 0, 1] + 1):
+                if (bw[j, b >> 6] >> np.uint64(b & 63)) & _U1:
+                    return 0
+    item = ti[a, 1]
+    v = _mget(S, _T_PLAINC | item)
+    if v < 0:
+        v = _plain_complete(S, item, pseq, plen)
+        if v < 0:
+            return -1
+        if _mput(S, _T_PLAINC | item, v) < 0:
+            return -1
+    if v == 0:
+        return 0
+    hi = ti[a, 3]
+    if hi == INF or hi >= BAND:
+        return RUN_INF
+    return hi

@@ -1,0 +1,325 @@
+"""The term store's layout and its lowest layer: term kinds and flags, the per-term memo columns,
+the slots of the store tuple and of its control array, exit statuses, memo key tags; ``borrow``
+(the tuple as views without reference counts), hashing, growth of scratch arrays and the memo
+table (open addressing over ``int64`` keys: a tag, a term id, a small field).
+
+A term is a row of ``ti: int32[n, 4]`` (kind and up to three fields: children, counters, a rule
+index, a byte-set index into ``bw: uint64[m, 4]``, or an offset/count into ``pool`` for the sorted
+children of ``ALT``/``AND``) plus flags ``tf`` (nullable, holds ``AND``/``DIFF``, holds ``REP``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+from .._kernels.jit import kernel, unit
+
+try:  # LLVM's cttz; a loop where this private helper is missing
+    from numba.cpython.unsafe.numbers import trailing_zeros as _ctz
+except ImportError:  # pragma: no cover
+    @kernel
+    def _ctz(x):
+        n = 0
+        while (x & np.uint64(1)) == 0:
+            x >>= np.uint64(1)
+            n += 1
+        return n
+
+
+# Term kinds.
+K_EMPTY, K_EPS, K_BYTES, K_SEQ, K_ALT, K_REP, K_REF, K_AND, K_DIFF, K_KEYS = range(10)
+EMPTY = 0
+EPS = 1
+INF = -1  # no upper bound in a REP term
+
+# Term flags.
+F_NULL = 1
+F_BOOL = 2  # holds AND/DIFF
+F_REP = 4  # holds REP
+
+# Per-term memo columns (``tm``).
+M_ROW_OFF, M_ROW_LEN, M_EMPTY, M_INF, M_STATE = range(5)
+N_TM = 5
+
+# Store tuple slots.
+S_TI, S_TF, S_TM, S_BW, S_POOL, S_HT, S_MK, S_MV, S_RCW, S_RCT, S_RULE, S_TERM_OF, S_TRANS, \
+    S_ACC, S_INV, S_READY, S_CTL = range(17)
+
+_I32_1, _I32_2 = types.Array(types.int32, 1, "C"), types.Array(types.int32, 2, "C")
+_U64_2, _I64_1 = types.Array(types.uint64, 2, "C"), types.Array(types.int64, 1, "C")
+_I32_3 = types.Array(types.int32, 3, "C")
+#: The Numba type of the store tuple (the slots above), in the signatures of the units.
+STORE = types.Tuple((
+    _I32_2, types.Array(types.uint8, 1, "C"), _I32_2, _U64_2, _I32_1, _I32_1,
+    types.Array(types.int64, 1, "C"), _I32_1, _U64_2, _I32_1, _I32_1, _I32_1, _I32_2,
+    types.Array(types.boolean, 1, "C"), types.Array(types.int8, 1, "C"),
+    types.Array(types.boolean, 1, "C"), types.Array(types.int64, 1, "C"),
+))
+_i64 = types.int64
+
+# ctl slots.
+C_TERMS, C_BSETS, C_POOL, C_RC, C_STATES, C_MEMO, C_STATUS, C_ARG, C_MAX_STATES, C_FUEL, \
+    C_EXPANDED, C_ARG2, C_ARG3, C_ARG4 = range(14)
+N_CTL = 16
+
+# Exit statuses.
+FAIL = -1
+OK = 0
+NEED_GROW_TERMS = 1
+NEED_GROW_BSETS = 2
+NEED_GROW_POOL = 3
+NEED_GROW_RC = 4
+NEED_GROW_STATES = 5
+NEED_GROW_MEMO = 6
+NEED_RULE = 7
+LIMIT_STATES = 8
+LIMIT_FUEL = 9
+NEED_KEY_ALIVE = 10
+NEED_KEY_TAIL = 11
+
+UNKNOWN = -1
+DEAD = -2
+
+#: Counts at or above this are markers or lane values (:mod:`.counters`); real counts stay below.
+BAND = 1 << 29
+#: :func:`plain_run` of a state whose plain run has no end (or is past every token's length).
+RUN_INF = 1 << 30
+
+# Memo key tags (bits 58..62 of an int64 key; term ids stay below 2**29).
+TERM_ID_BITS = 29
+_T_DERIV = 1 << 58
+_T_SEQ = 2 << 58
+_T_CLAMP = 3 << 58
+_T_RADIUS = 4 << 58
+_T_FARHI = 5 << 58
+_T_KCTX = 6 << 58
+_T_PLAINC = 7 << 58
+#: :func:`_far_hi` of a term whose counters a clamp leaves alone.
+NO_FAR = (1 << 31) - 1
+
+#: Terms of a derivative closure explored by :func:`radius` before it answers "unknown".
+RADIUS_FUEL = 512
+#: :func:`radius` of a term whose closure is larger than :data:`RADIUS_FUEL` terms.
+R_UNKNOWN = 1 << 30
+
+_U1 = np.uint64(1)
+_U0 = np.uint64(0)
+
+@intrinsic
+def borrow(typingctx, S):
+    """The store tuple as views without reference counts.
+
+    Every array a kernel takes out of the tuple, or passes to a helper, costs an atomic
+    increment and decrement of its reference count; over 17 arrays that was most of the time of
+    an expansion. The views are the same arrays with no memory owner (a null ``meminfo`` and
+    ``parent``), so those operations become a test of a null pointer. The caller keeps ``S``
+    (and so the memory) alive for the call. An intrinsic: a few register moves where it is
+    called, no compile of its own (as a kernel of 17 ``carray`` views it was 8 compiles and
+    ~210 kB of IR linked into every kernel that borrows).
+    """
+    if not isinstance(S, types.BaseTuple) or not all(isinstance(t, types.Array) for t in S.types):
+        return None
+    sig = S(S)
+
+    def codegen(context, builder, signature, args):
+        tup = args[0]
+        for i, aty in enumerate(signature.args[0].types):
+            ary = context.make_array(aty)(context, builder, builder.extract_value(tup, i))
+            ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+            ary.parent = cgutils.get_null_value(ary.parent.type)
+            tup = builder.insert_value(tup, ary._getvalue(), i)
+        return tup
+
+    return sig, codegen
+
+
+# No kernel is inlined by Numba (``inline="always"``): that copies the callee's IR into every
+# call site before type inference, at a compile-time cost on every first run. The kernels take
+# the store as borrowed views (no reference counts to move at a call), and LLVM inlines the small
+# helpers itself when it links a kernel's callees. Measured with perf/profile_fresh_masks.py on
+# 12 MaskBench schemas (2,288 fresh masks): 257-278 us per fresh mask without Numba inlining,
+# 273-292 us with it, same runs, alternated.
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+
+@kernel
+def _fail(S, status, arg):
+    ctl = S[S_CTL]
+    ctl[C_STATUS] = status
+    ctl[C_ARG] = arg
+    return -1
+
+
+@kernel
+def _low(x):
+    """Index of the lowest set bit of a non-zero ``uint64``."""
+    return np.int64(_ctz(x))
+
+
+@unit(_I32_1, _I32_1, _i64)
+def _grow_i32(a, n):
+    if n < a.shape[0]:
+        return a
+    b = np.empty(max(2 * a.shape[0], n + 1, 16), dtype=np.int32)
+    for i in range(a.shape[0]):  # (a loop: a slice assignment compiles shape-error code)
+        b[i] = a[i]
+    return b
+
+
+@kernel
+def _mix(h, x):
+    # in uint64, where a product wraps: Numba's signed products are `mul nsw`, whose overflow
+    # LLVM may assume never happens, so the same hash inlined into two kernels could differ
+    # (a term interned off the slot its lookup probes, made again on every lookup)
+    u = (np.uint64(h) ^ np.uint64(x)) * np.uint64(0x100000001B3)
+    return np.int64(u ^ (u >> np.uint64(29)))
+
+
+@kernel
+def _mslot(key):
+    """The memo table's hash of a key: a full 64-bit finalizer (MurmurHash3's ``fmix64``).
+    Memo keys hold a term id shifted left past a small field (``t << 8 | byte``,
+    ``t << 16 | limit``), so their low bits are often equal: one multiply moves bits only
+    upwards, and the single multiply-xorshift used before sent 4,096 consecutive terms' keys to
+    64 slots of 8,192 (derivative keys) or 218 (clamp keys): linear probing then walked long
+    runs (tests/test_memo_table.py)."""
+    u = np.uint64(key)
+    u ^= u >> np.uint64(33)
+    u *= np.uint64(0xFF51AFD7ED558CCD)
+    u ^= u >> np.uint64(33)
+    u *= np.uint64(0xC4CEB9FE1A85EC53)
+    u ^= u >> np.uint64(33)
+    return np.int64(u >> np.uint64(1))
+
+
+@kernel
+def _hash_simple(kind, a, b, c):
+    h = 0x5BD1E995 + kind
+    h = _mix(h, a)
+    h = _mix(h, b)
+    h = _mix(h, c)
+    return h
+
+
+@kernel
+def _hash_words(w0, w1, w2, w3):
+    h = 0x5BD1E995 + K_BYTES
+    h = _mix(h, np.int64(w0))
+    h = _mix(h, np.int64(w1))
+    h = _mix(h, np.int64(w2))
+    h = _mix(h, np.int64(w3))
+    return h
+
+
+@kernel
+def _hash_list(kind, buf, n):
+    h = 0x5BD1E995 + kind
+    for i in range(n):
+        h = _mix(h, buf[i])
+    return _mix(h, n)
+
+
+@kernel
+def term_hash(ti, bw, pool, t):
+    """The interning hash of stored term ``t`` (the one its constructor probed with)."""
+    k = ti[t, 0]
+    if k == K_BYTES:
+        i = ti[t, 1]
+        return _hash_words(bw[i, 0], bw[i, 1], bw[i, 2], bw[i, 3])
+    if k == K_ALT or k == K_AND:
+        off = ti[t, 1]
+        return _hash_list(k, pool[off : off + ti[t, 2]], ti[t, 2])
+    return _hash_simple(k, ti[t, 1], ti[t, 2], ti[t, 3])
+
+
+@kernel
+def rehash_terms(ti, bw, pool, n, ht):
+    """Insert terms ``0..n-1`` into the empty table ``ht``; returns the number of duplicates
+    (0 for a store built by the constructors)."""
+    mask = ht.shape[0] - 1
+    dup = 0
+    for t in range(n):
+        i = term_hash(ti, bw, pool, t) & mask
+        while ht[i] >= 0:
+            u = ht[i]
+            if _same(ti, bw, pool, t, u):
+                dup += 1
+                break
+            i = (i + 1) & mask
+        ht[i] = t
+    return dup
+
+
+@kernel
+def _same(ti, bw, pool, t, u):
+    k = ti[t, 0]
+    if ti[u, 0] != k:
+        return False
+    if k == K_BYTES:
+        i, j = ti[t, 1], ti[u, 1]
+        return bw[i, 0] == bw[j, 0] and bw[i, 1] == bw[j, 1] and bw[i, 2] == bw[j, 2] \
+            and bw[i, 3] == bw[j, 3]
+    if k == K_ALT or k == K_AND:
+        n = ti[t, 2]
+        if ti[u, 2] != n:
+            return False
+        for x in range(n):
+            if pool[ti[t, 1] + x] != pool[ti[u, 1] + x]:
+                return False
+        return True
+    return ti[t, 1] == ti[u, 1] and ti[t, 2] == ti[u, 2] and ti[t, 3] == ti[u, 3]
+
+
+@kernel
+def rehash_memo(keys, vals, nkeys, nvals):
+    """Insert the live entries of one memo table into an empty larger one."""
+    mask = nkeys.shape[0] - 1
+    for j in range(keys.shape[0]):
+        k = keys[j]
+        if k < 0:
+            continue
+        i = _mslot(k) & mask
+        while nkeys[i] >= 0:
+            i = (i + 1) & mask
+        nkeys[i] = k
+        nvals[i] = vals[j]
+
+
+@kernel
+def _mget(S, key):
+    keys = S[S_MK]
+    mask = keys.shape[0] - 1
+    i = _mslot(key) & mask
+    while True:
+        k = keys[i]
+        if k == key:
+            return S[S_MV][i]
+        if k < 0:
+            return -1
+        i = (i + 1) & mask
+
+
+@kernel
+def _mput(S, key, val):
+    keys = S[S_MK]
+    ctl = S[S_CTL]
+    if 2 * (ctl[C_MEMO] + 1) > keys.shape[0]:
+        return _fail(S, NEED_GROW_MEMO, 0)
+    mask = keys.shape[0] - 1
+    i = _mslot(key) & mask
+    while True:
+        k = keys[i]
+        if k == key:
+            S[S_MV][i] = val
+            return 0
+        if k < 0:
+            break
+        i = (i + 1) & mask
+    S[S_MV][i] = val
+    keys[i] = key
+    ctl[C_MEMO] += 1
+    return 0

@@ -24,15 +24,20 @@ class ArrayBuilder:
 
     def build_array(self, a: ArrayNode, where) -> ir.Node:
         lo, hi = a.min_items, a.max_items
-        if hi is None and self.gen_bounds is not None and lo <= self.gen_bounds["items"] \
-                and not a.contains and not a.unique:
-            # the generation bound on items (not where minItems asks for more: the schema wants
-            # long arrays; nor beside contains or uniqueItems, which count items their own way)
-            hi = self.gen_bounds["items"]
         by_position, after = a.positions()
         pos_exprs = [self.and_expr(es) for es in by_position]
         K = len(pos_exprs)
         rest = self.and_expr(after)
+        if hi is None and self.gen_bounds is not None and not a.contains and not a.unique:
+            # the generation bound on items (not where minItems asks for more: the schema wants
+            # long arrays; nor beside contains or uniqueItems, which count items their own way),
+            # tighter where every item is an object or an array (20-40 tokens each to a model)
+            most = self.gen_bounds["structured_items"] \
+                if all(self.structured(e) for e in [*pos_exprs, rest]) else self.gen_bounds["items"]
+            if lo <= most:
+                hi = most
+            elif lo <= self.gen_bounds["items"]:
+                hi = self.gen_bounds["items"]
         for i, e in enumerate(pos_exprs):
             if e == FALSE:
                 hi = i if hi is None else min(hi, i)

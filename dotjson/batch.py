@@ -15,7 +15,8 @@ import numpy as np
 
 from .errors import DotjsonIndexError, DotjsonTypeError, DotjsonValueError
 from .guide import Guide, _pool
-from .index import _LOW31, _VIRT, _as_int
+from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
+from .index import _as_int
 
 __all__ = ["fill_next_token_bitmask"]
 

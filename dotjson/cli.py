@@ -928,9 +928,11 @@ def _schema_args(p, *, compact_help: str | None, tools: bool = False) -> None:
                         "keys forever)")
     p.add_argument("--no-bounds", action="store_true",
                    help="only the schema's own bounds (default: where the schema sets none, at most "
-                        "16 array items, 128 characters of a string, 16 extra members, 20 "
-                        "integer digits, free "
-                        "values nested 3 deep; small models otherwise repeat until the budget ends)")
+                        "16 array items (8 objects or arrays), 128 characters of a string or an "
+                        "undeclared key, 16 undeclared members "
+                        "(8 objects or arrays), 20 integer digits (20 fraction digits of a free number), "
+                        "free values nested 3 deep; small "
+                        "models otherwise repeat until the budget ends)")
     p.add_argument("--lenient", action="store_true",
                    help="unsupported keywords become warnings (the grammar then accepts more "
                         "than the schema) instead of errors")

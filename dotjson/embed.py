@@ -194,6 +194,7 @@ class EmbeddedSchemas:
     def __init__(self, plain: dict):
         self.plain = plain
         self.compilers: dict[str, Any] = {}   # namespace -> Compiler
+        self._grammar = None                  # the grammar, once grammar() made it
         self.rules = ChainMap(plain)
         self.pending = _Pending([])
         self.native = ChainMap()
@@ -262,6 +263,7 @@ class EmbeddedSchemas:
                 raise
             raise type(e)(f"{where}{_message_of(e)}", pointer=e.pointer, keyword=e.keyword) from None
         self.compilers[ns] = tr
+        tr.grammar = self._grammar  # (None until grammar() made it; see there)
         self.rules.maps.append(tr.rules)
         self.pending.maps.append(tr.pending)
         self.native.maps.append(tr.native)
@@ -294,7 +296,10 @@ class EmbeddedSchemas:
         shared = ()
         if self._bases.get(_DEFAULT_BASE) == "":
             shared = (json_base_items(False, _DEFAULT_BASE[2]), shared_nodes(_DEFAULT_BASE[2]))
-        return ir.Grammar(ir.LazyRules(self), start, families=self.families, shared=shared)
+        g = self._grammar = ir.Grammar(ir.LazyRules(self), start, families=self.families, shared=shared)
+        for tr in self.compilers.values():
+            tr.grammar = g  # (what families reading their items with an automaton of their own need)
+        return g
 
 
 def _message_of(e: SchemaError) -> str:

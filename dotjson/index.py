@@ -18,7 +18,7 @@ import numpy as np
 from . import ir
 from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, EmptyLanguageError, plain_seq_arrays, utf8_sequences
-from .automaton import counters as _ctr
+from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT, CounterIds
 from .automaton import kernels as _K
 from ._config import MAX_STORE_BYTES
 from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
@@ -60,12 +60,6 @@ _LIVE_WORK = 1 << 22
 #: States the byte-level search (over the one-byte tokens alone) may visit first.
 _LIVE_BYTE_STATES = 1024
 
-#: Counter-carrying state ids (see :mod:`dotjson.automaton.counters`): ``_VIRT | (offset +
-#: _C_BIAS) << 31 | shape``, the shape an automaton state, the offset what its marker counter's
-#: bounds lack from the exact ones. Ordinary state ids are below ``2**31``.
-_VIRT = 1 << 62
-_C_BIAS = 1 << 30
-_LOW31 = (1 << 31) - 1
 
 #: Trie nodes branching on more bytes than this get a whole automaton row at once; narrower
 #: ones only the transitions the walk asks for.
@@ -484,10 +478,7 @@ class Index:
         #: False: no plain-run shortcuts (the plain trie walked node by node, no shared special
         #: part), for the tests
         self._plain_runs = True
-        # A state inside a bounded run of plain characters (a string body under a length bound)
-        # has its special tokens' part of the mask in common with the same state clamped below
-        # the longest special token: see _run_mask.
-        self._special_limit = vocabulary._special_max_len() + 1
+        self._reach_out = np.zeros(1, dtype=np.int64)
         self._special_mode = _walk.WALK_RUNS
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
@@ -504,12 +495,9 @@ class Index:
         self._mask_of_key: dict[int, int] = {}
         self._state_row: dict[int, int] = {}  # state -> memo row (a cache of the clamped lookup)
         self._next: dict[int, int] = {}
-        # Counter-carrying states: a counter at least ``_far`` from its bounds cannot reach them
-        # within one token, nor within the next (its mask is the clamped key's either way).
-        self._far = 2 * self._limit + 2
-        self._virt: dict[int, int] = {}  # state without markers -> its id (counter-carrying or itself)
-        self._shape_info: dict[int, tuple[int, int, int]] = {}  # successor of a shape -> (marker min, canonical shape, shift)
-        self._vstep: dict[int, tuple[int, int, int]] = {}  # shape * 2**32 + token -> the far successor (_next_virtual)
+        # counter-carrying ids: a counter twice a token's length from its bounds cannot reach
+        # them within one token, nor within the next (its mask is the clamped key's either way)
+        self._ids = CounterIds(self._auto, 2 * self._limit + 2)
         self._grammar_text: str | None = None
 
     def _check_start_live(self) -> None:
@@ -647,7 +635,7 @@ class Index:
         automaton's store, the memoized masks and an estimate for its transition memos. The
         vocabulary, shared by every index built for it, is not counted."""
         store = sum(int(v.nbytes) for v in self._auto._a.values())
-        memos = len(self._next) + len(self._state_row) + len(self._virt) + len(self._mask_of_key)
+        memos = len(self._next) + len(self._state_row) + len(self._ids) + len(self._mask_of_key)
         return store + int(self._masks.nbytes) + 100 * memos
 
     @property
@@ -687,31 +675,21 @@ class Index:
 
     def _advance_bytes(self, s: int, data: bytes) -> int:
         """The id after ``data`` (at most :attr:`_text_step` bytes) from id ``s``, or ``DEAD``."""
-        a = self._auto
         if s >= _VIRT:
-            r = a.walk_bytes(s & _LOW31, data)
-            return r if r < 0 else self._resolve(r, ((s >> 31) & _LOW31) - _C_BIAS)
-        r = a.walk_bytes(s, data)
-        if r < 0:
-            return r
-        v = self._virt.get(r)
-        return v if v is not None else self._virtualize(r)
+            return self._ids.walk(s, data)
+        r = self._auto.walk_bytes(s, data)
+        return r if r < 0 else self._ids.of(r)
 
     def _exact(self, s: int) -> int:
         """The ordinary automaton state of id ``s`` (its exact term; a new state for a
         counter-carrying id, which is what walking byte by byte needs)."""
-        if s < _VIRT:
-            return s
-        a = self._auto
-        shape, c = s & _LOW31, ((s >> 31) & _LOW31) - _C_BIAS
-        t = a.term_of(shape)
-        return a.state(a.shift_markers(t, self._exact_shift(a.marker_min(t), c)))
+        return s if s < _VIRT else self._ids.exact(s)
 
     def _check_state(self, state) -> int:
         """``state`` as an int: a state expanded so far, a valid counter-carrying id,
         :data:`FINISHED` or ``-2`` (dead)."""
         s = _as_int(state, "state")
-        if s >= _VIRT and self._valid_virtual(s):
+        if s >= _VIRT and self._ids.valid(s):
             return s
         if not (s in (FINISHED, DEAD) or 0 <= s < self._auto.n_states):
             raise DotjsonIndexError(
@@ -787,15 +765,12 @@ class Index:
             return FINISHED if token_id in self._eos_set else DEAD
         if state < 0:
             return DEAD
-        if state >= _VIRT:
-            return self._next_virtual(state, token_id)
         if token_id in self._eos_set:
-            return FINISHED if self._auto.accepting[state] else DEAD
+            return FINISHED if self._auto.accepting[state & _LOW31] else DEAD
+        if state >= _VIRT:
+            return self._ids.next(state, token_id, self._step)
         r = self._step(state, token_id)
-        if r < 0:
-            return r
-        v = self._virt.get(r)
-        return v if v is not None else self._virtualize(r)
+        return r if r < 0 else self._ids.of(r)
 
     def _step(self, state: int, token_id: int) -> int:
         """The automaton state after ``token_id`` (no EOS), memoized."""
@@ -817,114 +792,6 @@ class Index:
             r = self._auto.walk_bytes(state, data)
         self._next[key] = r
         return r
-
-    # ------------------------------------------------------------------ counter-carrying states
-
-    def _virtualize(self, s: int) -> int:
-        """The id of state ``s`` (a successor holding no marker): a counter-carrying id when
-        its sequence starts with a counter far from its bounds, else ``s``."""
-        a = self._auto
-        if a.rules.lanes.anchors and a.n_states > _ctr.DRIFT_STATES:
-            raise LimitExceededError(
-                f"the automaton has {a.n_states} states, more than {_ctr.DRIFT_STATES} with counts "
-                f"of at least {_ctr.BAND} in use (a count that is no shape is exact for that many "
-                f"items); lower max_states to {_ctr.DRIFT_STATES} or less"
-            )
-        t = a.term_of(s)
-        v = s
-        if a.marker_min(t) == _ctr.NONE:  # a shape reached by a raw state id stays as it is
-            got = a.make_shape(t, self._far)
-            if got is not None:
-                shape, c = got
-                v = _VIRT | (c + _C_BIAS) << 31 | a.state(shape)
-        self._virt[s] = v
-        return v
-
-    def _info(self, s: int) -> tuple[int, int, int]:
-        """``(marker min, canonical shape, shift)`` of automaton state ``s``."""
-        info = self._shape_info.get(s)
-        if info is None:
-            a = self._auto
-            t = a.term_of(s)
-            m = a.marker_min(t)
-            if m == _ctr.NONE or m == _ctr.canonical_marker(m):
-                info = (m, s, 0)
-            else:
-                d = _ctr.canonical_marker(m) - m
-                info = (m, a.state(a.shift_markers(t, d)), d)
-            self._shape_info[s] = info
-        return info
-
-    def _valid_virtual(self, v: int) -> bool:
-        shape, c = v & _LOW31, ((v >> 31) & _LOW31) - _C_BIAS
-        if v >> 62 != 1 or shape >= self._auto.n_states:
-            return False
-        m, canon, _ = self._info(shape)
-        lanes = self._auto.rules.lanes
-        return m != _ctr.NONE and m == _ctr.canonical_marker(m) and canon == shape and lanes.known(m) \
-            and lanes.marker_count(m, c) >= self._far
-
-    def _next_virtual(self, v: int, token_id: int) -> int:
-        """:meth:`_next_state` of counter-carrying id ``v``: the token walked from the shape,
-        the offset updated; exact counts again once a bound is near."""
-        f, shape = (v >> 31) & _LOW31, v & _LOW31
-        key = shape * 4_294_967_296 + token_id
-        hit = self._vstep.get(key)  # (canonical successor, its shift, least offset field far)
-        if hit is not None and f >= hit[2]:
-            f2 = f - hit[1]
-            if 0 <= f2 <= _LOW31:
-                return _VIRT | f2 << 31 | hit[0]
-        if token_id in self._eos_set:
-            return FINISHED if self._auto.accepting[shape] else DEAD
-        r = self._step(shape, token_id)
-        if r < 0:
-            return r
-        if hit is None:
-            m, canon, d = self._info(r)
-            if m != _ctr.NONE:  # the offset fields that keep the successor far
-                self._vstep[key] = (canon, d, self._far - self._auto.rules.lanes.marker_count(m, 0) + _C_BIAS)
-        return self._resolve(r, f - _C_BIAS)
-
-    def _resolve(self, r: int, c: int) -> int:
-        """The id of automaton state ``r``, reached from a shape with offset ``c`` by at most a
-        token's length of bytes."""
-        m, canon, d = self._info(r)
-        if m == _ctr.NONE:  # the counted repetition is over
-            v2 = self._virt.get(r)
-            return v2 if v2 is not None else self._virtualize(r)
-        lanes = self._auto.rules.lanes
-        n = lanes.marker_count(m, c)
-        if n >= self._far:
-            if 0 <= c - d + _C_BIAS <= _LOW31:
-                return _VIRT | (c - d + _C_BIAS) << 31 | canon
-            # after 2**30 items of a lane's counter the offset outgrows its field: the same
-            # count as a marker of another lane (or the band), with a small offset
-            try:
-                target, c2 = lanes.marker_of(n)
-            except OverflowError:
-                raise self._lanes_full(n) from None
-            a = self._auto
-            return _VIRT | (c2 + _C_BIAS) << 31 | a.state(a.shift_markers(a.term_of(r), target - m))
-        # a bound is near: the exact term, ordinary states from here
-        a = self._auto
-        p = a.state(a.shift_markers(a.term_of(r), self._exact_shift(m, c)))
-        v2 = self._virt.get(p)
-        return v2 if v2 is not None else self._virtualize(p)
-
-    def _exact_shift(self, m: int, c: int) -> int:
-        """The shift making the markers of a term (nearest bound ``m``, offset ``c``) exact
-        counts (:meth:`dotjson.automaton.counters.Lanes.exact_shift`)."""
-        try:
-            return self._auto.rules.lanes.exact_shift(m, c)
-        except OverflowError:
-            raise self._lanes_full(self._auto.rules.lanes.marker_count(m, c)) from None
-
-    @staticmethod
-    def _lanes_full(n: int) -> LimitExceededError:
-        return LimitExceededError(
-            f"a counted repetition reached count {n}, and all {_ctr.N_LANES} lanes for counts of "
-            f"at least {_ctr.BAND} are taken (counts more than {_ctr.LANE_SHARE} apart take one each)"
-        )
 
     # ------------------------------------------------------------------ masks
 
@@ -1065,34 +932,48 @@ class Index:
 
         A state taking ``k`` plain characters in a row (:func:`~dotjson.automaton.states.plain_run`,
         e.g. a string body with ``k`` characters left under ``maxLength``) allows exactly the
-        plain tokens of at most ``k`` characters (a row of the vocabulary's length bitsets), and
-        its special tokens (those holding a quote, a backslash, a control or a partial character)
-        behave as in the state clamped below the longest special token (``_special_limit``
-        bytes; :func:`~dotjson.automaton.clamp.clamp`: counters that far from their bounds
-        become unbounded). Every position of a string more than that far from its bound shares
-        the clamped state, usually the unbounded string's, whose mask is computed once: a new
-        position costs two bitset operations, not a walk of the special trie from a new state
-        (~50 new states, 0.3 ms, at every token of a 128-character string on Llama 3).
+        plain tokens of at most ``k`` characters (a row of the vocabulary's length bitsets). Its
+        special tokens (those holding a quote, a backslash, a control or a partial character)
+        take at most a few characters of the run before they end or leave it (9 bytes inside a
+        JSON string on Llama 3: :func:`dotjson._kernels.walk.run_share`), so they behave as in
+        the run unbounded, one state for every position further from the bound than that, whose
+        mask is computed once: a new position costs two bitset operations, not a walk of the
+        special trie from a new state (~50 new states, 0.3 ms, at every token of a
+        128-character string on Llama 3).
         """
-        if not self._plain_runs or self._special_limit >= self._limit:
+        if not self._plain_runs:
             return None
         a = self._auto
         # read the term's head first (a kernel call passes the whole store: ~2 us): a repetition
-        # whose bound is past the clamp, else nothing to share
+        # with an upper bound, else nothing to share
         ti = a.store[_K.S_TI]
         t = a.term_of(key_state)
         r = int(ti[t, 1]) if ti[t, 0] == _K.K_SEQ else t
-        if ti[r, 0] != _K.K_REP or not self._special_limit < ti[r, 3] < _K.BAND:
+        if ti[r, 0] != _K.K_REP or not 0 < ti[r, 3] < _K.BAND:
+            return None
+        len_row, len_bits = self._walk_tables[3:]
+        if len_row.shape[0] == 0:
             return None
         pseq, plen = _PLAIN_SEQS
         k = a._run(_K.plain_run, key_state, pseq, plen)
         if k <= 0 or k >= _K.RUN_INF:
             return None
-        shared = a.key_state(state, self._special_limit)
-        if shared == key_state:
-            return None
-        len_row, len_bits = self._walk_tables[3:]
-        if len_row.shape[0] == 0:
+        # the run's reach into the special tokens depends on its item, what follows the run and
+        # the vocabulary only: kept with the base image for the image's terms, so the next
+        # schema does not walk the special trie again (~1-3 ms)
+        image, fact = a.image, None
+        if image is not None:
+            rest = int(ti[t, 2]) if r != t else _K.EPS
+            first = int(ti[rest, 1]) if ti[rest, 0] == _K.K_SEQ else rest
+            if int(ti[r, 1]) < image.n_terms and first < image.n_terms:
+                fact = ("reach", self._vocab.fingerprint, int(ti[r, 1]), first)
+        known = image.facts.get(fact, -1) if fact is not None else -1
+        out = self._reach_out
+        out[0] = -1
+        shared = a._run(_walk.run_share, key_state, self._trie_arrays[0], known, out)
+        if fact is not None and known < 0 and out[0] >= 0:
+            image.facts[fact] = int(out[0])
+        if shared < 0 or shared == key_state:
             return None
         r = self._mask_row(shared)  # (may grow self._masks: read it after)
         m = self._masks[r]

@@ -20,7 +20,8 @@ import numpy as np
 
 from .automaton import DEAD
 from .errors import DotjsonTypeError, DotjsonValueError
-from .index import _VIRT, _as_int
+from .automaton.ids import VIRT as _VIRT
+from .index import _as_int
 
 __all__ = ["forced_bytes", "forced_tokens", "validate_tokens", "draft_masks"]
 

@@ -138,6 +138,13 @@ def _family_from_json(f):
             return fam
         except (KeyError, TypeError, ArithmeticError) as e:
             raise ValueError(f"malformed rule family: {e}") from None
+    if kind == "unique_values":
+        from .jsonschema.unique import UniqueValues
+
+        try:
+            return UniqueValues.from_json(f, ir_from_json)
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"malformed rule family: {e}") from None
     if kind == "unique_numbers":
         from .jsonschema.unique import UniqueNumbers
 
@@ -150,7 +157,12 @@ def _family_from_json(f):
 
 def grammar_from_json(d: dict) -> ir.Grammar:
     families = tuple(_family_from_json(f) for f in d.get("families", ()))
-    return ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]), families=families)
+    g = ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]), families=families)
+    for fam in families:
+        attach = getattr(fam, "attach", None)  # (a family reading its items over the grammar's rules)
+        if attach is not None:
+            attach(g)
+    return g
 
 
 # ------------------------------------------------------------------------------ index files

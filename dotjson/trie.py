@@ -111,18 +111,6 @@ def big_subtree_bits(trie: TokenTrie, n_words: int,
     return index, bits
 
 
-def max_token_len(trie: TokenTrie) -> int:
-    """The longest token of ``trie``, in bytes (0 for an empty trie)."""
-    n = trie.n_nodes
-    if n <= 1:
-        return 0
-    # a node's depth: the nodes on its path, counted as in plain_length_bits (preorder ranges)
-    ys = trie.child_node
-    depth = np.cumsum(np.bincount(ys, minlength=n + 1) - np.bincount(trie.subtree_end[ys], minlength=n + 1))[:n]
-    holds = np.diff(trie.tok_ptr) > 0
-    return int(depth[holds].max()) if holds.any() else 0
-
-
 #: More distinct character lengths of plain tokens than this: no length bitsets (see below).
 MAX_LENGTH_ROWS = 512
 

@@ -34,7 +34,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .errors import DotjsonOSError, DotjsonTypeError, DotjsonValueError, IndexFormatError, VocabularyError
-from .trie import ascii_runs, big_subtree_bits, max_token_len, plain_length_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
+from .trie import ascii_runs, big_subtree_bits, plain_length_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
 
 __all__ = ["Vocabulary", "bytes_to_unicode"]
 
@@ -302,7 +302,7 @@ class Vocabulary:
     """
 
     __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_n_tokens",
-                 "_walk", "_special_len")
+                 "_walk")
 
     def __init__(self, blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
                  eos_token_ids: tuple[int, ...], tries: VocabTries | None = None,
@@ -317,7 +317,6 @@ class Vocabulary:
         self._list = token_list
         self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
         self._walk = None
-        self._special_len = None
         # a vocabulary is made just before kernels run: on a cold Numba cache, start the
         # compile helpers now, beside whatever the caller does next (no-op once linked)
         from ._kernels.jit import prelink
@@ -722,13 +721,6 @@ class Vocabulary:
             self._walk = (*big_subtree_bits(tries.plain, tries.n_words), ascii_runs(tries.special),
                           *plain_length_bits(tries.plain, tries.n_words))
         return self._walk
-
-    def _special_max_len(self) -> int:
-        """The longest token of the special trie (holding a quote, a backslash, a control or a
-        partial character), in bytes."""
-        if self._special_len is None:
-            self._special_len = max_token_len(self.tries.special)
-        return self._special_len
 
     def __repr__(self) -> str:
         return (f"Vocabulary({len(self)} tokens, max_token_id={self.max_token_id()}, "

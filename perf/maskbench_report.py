@@ -191,7 +191,7 @@ def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: boo
 
 
 def run_category(path: Path, *, lark: bool, budget: float, limit: int | None = None, verbose: bool = False,
-                 close_objects: bool = False, every_valid: bool = False) -> dict:
+                 close_objects: bool = False, every_valid: bool = False, containing: str | None = None) -> dict:
     c = Counter()
     crashes = []
     errors = Counter()
@@ -201,6 +201,8 @@ def run_category(path: Path, *, lark: bool, budget: float, limit: int | None = N
             if limit is not None and i >= limit:
                 break
             row = json.loads(line)
+            if containing is not None and containing not in json.dumps(row["schema"]):
+                continue
             r = check_schema_row(row, lark=lark, budget=budget, close_objects=close_objects, every_valid=every_valid)
             c["schemas"] += 1
             c[r["status"]] += 1
@@ -234,6 +236,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=3.0, help="seconds of Lark checking per schema")
     ap.add_argument("--limit", type=int, help="first N schemas per category")
     ap.add_argument("--no-lark", action="store_true", help="translation only")
+    ap.add_argument("--containing", metavar="TEXT",
+                    help="only the schemas whose JSON text contains TEXT (e.g. '\"uniqueItems\": true')")
     ap.add_argument("--close-objects", action="store_true")
     ap.add_argument("--every-valid", action="store_true",
                     help="property_order='any', instances checked by dotjson's automaton, not reordered")
@@ -256,7 +260,7 @@ def main(argv=None) -> int:
     print(hdr)
     for f in files:
         r = run_category(f, lark=not args.no_lark, budget=args.budget, limit=args.limit, verbose=args.verbose,
-                         close_objects=args.close_objects, every_valid=args.every_valid)
+                         close_objects=args.close_objects, every_valid=args.every_valid, containing=args.containing)
         results[f.stem] = r
         c = Counter(r["counts"])
         for k, v in c.items():

@@ -15,6 +15,7 @@ Usage::
     python3 perf/suite_report.py --json out.json    # also write the per-file counts
     python3 perf/suite_report.py --every-valid      # any order, open objects, every spelling (automaton)
     python3 perf/suite_report.py --update-baseline  # write the ratchet's baseline for the draft
+    python3 perf/suite_report.py --every-valid --causes  # also: the cases not passing, by cause and file
     python3 perf/suite_report.py FILE...            # some files only (paths relative to the draft)
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import warnings
@@ -78,16 +80,38 @@ OPTIONS: dict = {}
 #: whitespace, every string and number spelling), checked by dotjson's own automaton instead of
 #: Lark (its exponent forms have no Lark text)
 EVERY_VALID = False
+#: ``--causes``: cause -> file -> cases not passing for it (unsupported: the error's keyword and
+#: message without its location; failing: ``fail: <the test group's description>``)
+CAUSES: dict = {}
+
+
+def _cause(rel: str, cause: str, n: int) -> None:
+    if n:
+        per_file = CAUSES.setdefault(cause, {})
+        per_file[rel] = per_file.get(rel, 0) + n
+
+
+#: the cause of the last group :func:`run_group` found unsupported (``None`` otherwise)
+_LAST_UNSUPPORTED: list = [None]
+
+
+def _unsupported_cause(e: UnsupportedSchemaError) -> str:
+    """The error without where it stands (one cause for many places)."""
+    msg = re.sub(r" at \S+$", "", e.args[0] if e.args else str(e))
+    msg = re.sub(r"'[^']*'", "'…'", msg) if e.keyword == "$ref" else msg
+    return f"unsupported {e.keyword}: {msg}"[:150]
 
 
 def run_group(group: dict, res: dict, draft: str = DEFAULT_DRAFT) -> tuple[list[str], str | None]:
     """Outcome ('pass', 'fail', 'unsupported') per case of one test group, and a note."""
     tests = group["tests"]
+    _LAST_UNSUPPORTED[0] = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             g = schema_to_grammar(_in_dialect(group["schema"], draft), resources=res, close_objects=False, **OPTIONS)
     except UnsupportedSchemaError as e:
+        _LAST_UNSUPPORTED[0] = _unsupported_cause(e)
         return ["unsupported"] * len(tests), f"unsupported: {e}"
     except SchemaError as e:
         if "accepts no JSON value" in str(e):
@@ -138,6 +162,8 @@ def run_file(rel: str, res: dict | None = None, verbose: bool = False, draft: st
         outcomes, note = run_group(group, res, draft)
         for o in outcomes:
             counts[o] += 1
+        _cause(rel, _LAST_UNSUPPORTED[0] or "", outcomes.count("unsupported"))
+        _cause(rel, f"fail: {group['description']}"[:150], outcomes.count("fail"))
         if verbose and note:
             print(f"  [{rel}] {group['description']}: {note}")
     return counts
@@ -154,6 +180,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write per-file counts to this file")
     ap.add_argument("--update-baseline", action="store_true",
                     help="write the counts of every file of the draft to its ratchet baseline (tests/data/)")
+    ap.add_argument("--causes", action="store_true",
+                    help="print the cases that do not pass grouped by cause, with their files")
     ap.add_argument("-v", "--verbose", action="store_true", help="print why cases fail / are unsupported")
     args = ap.parse_args(argv)
     if args.update_baseline and (args.files or args.property_order != "schema"):
@@ -180,6 +208,11 @@ def main(argv=None) -> int:
     n = sum(total.values())
     print(f"{'TOTAL':45s} {total['pass']:5d} {total['fail']:5d} {total['unsupported']:5d}"
           f"   ({100 * total['pass'] / max(n, 1):.1f}% pass, {time.perf_counter() - t0:.1f} s)")
+    if args.causes:
+        print("\ncases not passing, by cause (files: cases)")
+        for cause, per_file in sorted(CAUSES.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+            files_text = ", ".join(f"{f}: {n}" for f, n in sorted(per_file.items(), key=lambda kv: -kv[1]))
+            print(f"{sum(per_file.values()):5d}  {cause}\n       {files_text}")
     out = json.dumps(table, indent=1, sort_keys=True) + "\n"
     if args.json:
         Path(args.json).write_text(out)

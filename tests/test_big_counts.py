@@ -20,7 +20,7 @@ from naive import reference_mask
 from dotjson import Guide, Index
 from dotjson.automaton import counters
 from dotjson.errors import DotjsonIndexError
-from dotjson.index import _C_BIAS, _LOW31, _VIRT
+from dotjson.automaton.ids import C_BIAS as _C_BIAS, LOW31 as _LOW31, VIRT as _VIRT
 
 from test_counters import DEAD, _accepts, _ids, _mask_set, _walk
 
@@ -102,7 +102,7 @@ def _at(index, v: int, remaining: int) -> int:
     """The id of the state of ``v``'s shape whose counter stands for ``remaining`` (what a
     document ``count(v) - remaining`` items longer reaches), through the counter machinery."""
     shape, c = _offset(v)
-    return index._resolve(shape, c + remaining - _count(index, v))
+    return index._ids.resolve(shape, c + remaining - _count(index, v))
 
 
 CASES = {

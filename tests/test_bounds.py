@@ -25,6 +25,8 @@ from dotjson.jsonschema.values import GENERATION_BOUNDS
 ITEMS = GENERATION_BOUNDS["items"]
 LENGTH = GENERATION_BOUNDS["string_length"]
 EXTRA = GENERATION_BOUNDS["extra_members"]
+SITEMS = GENERATION_BOUNDS["structured_items"]
+SEXTRA = GENERATION_BOUNDS["structured_members"]
 DEPTH = GENERATION_BOUNDS["free_depth"]
 DIGITS = GENERATION_BOUNDS["number_digits"]
 MODES = [{}, {"disallow_whitespace": True}]
@@ -67,6 +69,37 @@ CASES = [
     ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": True},
      {"a": 1, **{f"k{i}": 1 for i in range(EXTRA)}}, {"a": 1, **{f"k{i}": 1 for i in range(EXTRA + 1)}}),
     ({"type": "object"}, {f"k{i}": 1 for i in range(EXTRA)}, {f"k{i}": 1 for i in range(EXTRA + 1)}),
+    # the extra members are counted, whichever declared ones the document holds (Snowplow---sp_182:
+    # 14 declared names, none written, and 30 invented members when the bound counted them all)
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {}}, "additionalProperties": True},
+     {f"k{i}": 1 for i in range(EXTRA)}, {f"k{i}": 1 for i in range(EXTRA + 1)}),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {}}, "required": ["a", "r"],
+      "additionalProperties": {"type": "integer"}},
+     {"k": 1, "a": 1, "r": 2, **{f"k{i}": 1 for i in range(EXTRA - 1)}},
+     {"k": 1, "a": 1, "r": 2, **{f"k{i}": 1 for i in range(EXTRA)}}),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2, "additionalProperties": True},
+     {"a": 1, **{f"k{i}": 1 for i in range(EXTRA)}}, {"a": 1, **{f"k{i}": 1 for i in range(EXTRA + 1)}}),
+    # items and extra values that are all objects or arrays: fewer (MCPspec---ListRootsResult:
+    # 16 repeated `{"name": "root", "uri": …}` roots of ~30 tokens each outlast a 512-token budget)
+    ({"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string"}}}},
+     [{"n": "a"}] * SITEMS, [{"n": "a"}] * (SITEMS + 1)),
+    ({"$defs": {"r": {"type": "object"}}, "type": "array", "items": {"$ref": "#/$defs/r"}},
+     [{}] * SITEMS, [{}] * (SITEMS + 1)),
+    ({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}, [[1]] * SITEMS, [[1]] * (SITEMS + 1)),
+    ({"type": "array", "items": {"type": ["object", "string"]}}, [{}] * ITEMS, [{}] * (ITEMS + 1)),
+    ({"type": "array", "items": {"type": "object"}, "minItems": SITEMS + 1}, [{}] * ITEMS, [{}] * (ITEMS + 1)),
+    ({"type": "object", "additionalProperties": {"type": "object"}},
+     {f"k{i}": {} for i in range(SEXTRA)}, {f"k{i}": {} for i in range(SEXTRA + 1)}),
+    # the keys of extra members: a key repeating a fragment without end under a pattern
+    # (Github_hard---o36012: `"S_S_S_…"` for `^S_`), an invented key of an open object, one
+    # beside more declared names than the trie of undeclared keys starts at (64)
+    ({"type": "object", "patternProperties": {"^S_": {"type": "integer"}}},
+     {"S_" + "x" * (LENGTH - 2): 1}, {"S_" + "x" * (LENGTH - 1): 1}),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "integer"}},
+     {"a": 1, "k" * LENGTH: 2}, {"a": 1, "k" * (LENGTH + 1): 2}),
+    ({"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(70)},
+      "additionalProperties": {"type": "integer"}},
+     {"p1": 1, "p" * LENGTH: 2, "p1" + "x" * (LENGTH - 2): 3}, {"p1": 1, "p1" + "x" * (LENGTH - 1): 3}),
     # a free value ({}) holds arrays and objects nested DEPTH deep below its own level
     ({"type": "object", "properties": {"m": {}}}, {"m": nested(DEPTH + 1)}, {"m": nested(DEPTH + 2)}),
     ({"type": "array", "items": {}}, [[[[[1]]]]], [[[[[[1]]]]]]),
@@ -102,6 +135,13 @@ def test_the_schemas_own_bounds_win():
     assert lang({"type": "string", "pattern": "^x{300}$"})("x" * 300)
     assert lang({"type": "object", "properties": {"p": {"pattern": "^x{300}$"}}, "required": ["p"]})(
         {"p": "x" * 300})
+    # keys likewise: a pattern whose keys are all longer, propertyNames' own length, extra
+    # members minProperties asks for
+    assert lang({"type": "object", "patternProperties": {"^x{300}$": {}}})({"x" * 300: 1})
+    assert lang({"type": "object", "additionalProperties": {"type": "integer"},
+                 "propertyNames": {"maxLength": 300}})({"y" * 300: 1})
+    assert lang({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"},
+                 "minProperties": 2})({"a": 1, "y" * 300: 1})
     assert lang({"type": "integer", "minimum": 10 ** 25})(10 ** 30)
     assert lang({"type": "integer", "maximum": -10 ** 25})(-10 ** 30)
     assert lang({"type": "object", "maxProperties": 40})({f"k{i}": 1 for i in range(40)})
@@ -141,3 +181,21 @@ def test_an_enum_number_takes_few_trailing_zeros(kw):
     assert not a.matches(("1.1" + "0" * DIGITS).encode())
     assert full.matches(("1.1" + "0" * 40).encode())
     assert not a.matches(b"1.2") and not a.matches(b"11")
+
+
+@pytest.mark.parametrize("kw", MODES, ids=["whitespace", "compact"])
+def test_a_free_number_takes_few_digits(kw):
+    # a number the schema leaves free ({"type": "number"}, a free value, a schema without a
+    # type): at most DIGITS integer and fraction digits and 3 exponent digits (Github_hard---o68391
+    # compact: "1.1111…" to the token budget)
+    frac = GENERATION_BOUNDS["number_digits"]
+    at = ["1." + "1" * frac, "-" + "9" * DIGITS, "2.5e-999", "0E+7"]
+    past = ["1." + "1" * (frac + 1), "1" + "0" * DIGITS, "1e1000"]
+    for schema in ({"type": "number"}, {"minProperties": 1}, True):
+        bounded = Automaton(schema_to_grammar(schema, **kw))
+        full = Automaton(schema_to_grammar(schema, **kw, bounds="schema"))
+        for text in at:
+            jsonschema.validate(json.loads(text), schema if schema is not True else {})
+            assert bounded.matches(text.encode()) and full.matches(text.encode()), (schema, text)
+        for text in past:
+            assert not bounded.matches(text.encode()) and full.matches(text.encode()), (schema, text)

@@ -19,7 +19,7 @@ from naive import reference_mask
 from dotjson import Guide, Index
 from dotjson.automaton import counters
 from dotjson.errors import DotjsonIndexError, LimitExceededError
-from dotjson.index import _VIRT
+from dotjson.automaton.ids import VIRT as _VIRT
 
 DEAD = -2
 
@@ -84,7 +84,7 @@ def test_max_length_exact_with_bounded_states(tiny_bpe_vocab, n):
     assert not _accepts(index, _string(n + 1))
     assert _accepts(index, b'""')
     # the counter lives in the state id, not in a state per character
-    assert index.n_states < 300 + 4 * index._far
+    assert index.n_states < 300 + 4 * index._ids.far
     states = _walk(index, _ids(tiny_bpe_vocab, _string(n // 2)[:-1]))
     assert states[-1] >= _VIRT
 
@@ -96,7 +96,7 @@ def test_accepts_and_is_prefix_walk_counters_too(tiny_bpe_vocab):
     assert not index.accepts(doc.replace('"a', '"aa'))
     assert not index.is_prefix('["' + "é" * 30_001)
     assert index.is_prefix('["' + "é" * 30_000)
-    assert index.n_states < 300 + 8 * index._far
+    assert index.n_states < 300 + 8 * index._ids.far
 
 
 def test_check_walks_counters_and_reports_the_exact_byte(tiny_bpe_vocab):
@@ -116,7 +116,7 @@ def test_check_walks_counters_and_reports_the_exact_byte(tiny_bpe_vocab):
     inc = index.check(good[:-2])
     assert (inc.ok, inc.reason) == (False, "incomplete") and inc.expected == small.check('{"s":"aaaaa').expected
     assert index.check(good[:-200]).expected == small.check('{"s":"aa').expected
-    assert index.n_states < 300 + 8 * index._far
+    assert index.n_states < 300 + 8 * index._ids.far
 
 
 def test_min_length_and_both_bounds_exact(tiny_bpe_vocab):

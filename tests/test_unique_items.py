@@ -1,5 +1,7 @@
-"""``uniqueItems`` over numbers (issue 29): arrays of distinct numbers, a rule family whose state
-is the set of values read (exact rationals: ``1``, ``1.0`` and ``10e-1`` are one value).
+"""``uniqueItems`` (issue 29): over numbers, a rule family whose state is the set of values read
+(exact rationals: ``1``, ``1.0`` and ``10e-1`` are one value); over any values (strings, objects,
+arrays, mixed; ``bounds="schema"``), a rule family over bytes whose state is the values read and
+the current item's bytes (``"\u0061"`` = ``"a"``, objects in any key order).
 
 The oracle is ``jsonschema`` with the document's numbers read exactly
 (:func:`tests.test_numbers_exponents.reference`); every verdict of dotjson's automaton is
@@ -16,7 +18,7 @@ import pytest
 
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.schema import schema_to_grammar
-from test_numbers_exponents import EVERY_VALID, accepts, reference
+from test_numbers_exponents import EVERY_VALID, accepts, automaton, reference
 
 SCHEMAS = [
     {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
@@ -45,17 +47,22 @@ def test_arrays_of_distinct_numbers_match_jsonschema(k):
     rng = random.Random(29 + k)
     texts = {_array(rng) for _ in range(60)} | {"[]", "[1,1.0]", "[1,10e-1]", "[2,3,1]", "[0,-0]", "[0.5,1,1.5]",
                                                 "[3.0,1,20e-1]", "[1,2.00,3]"}
-    seen = 0
-    for text in sorted(texts):
-        want = reference(schema, text)
-        seen += want
-        assert accepts(schema, text, **EVERY_VALID) == want, (schema, text, want)
+    for text, want in _every_valid_verdicts(schema, texts, at_least=3):
         got = accepts(schema, text)
         if "e" in text.lower():
             assert not got or want, (schema, text)  # plain notation: never an invalid document
         else:
             assert got == want, (schema, text, want)
-    assert seen >= 3, schema  # (the texts hold valid arrays)
+
+
+def _every_valid_verdicts(schema, texts, at_least: int):
+    """``(text, jsonschema's verdict)`` of each text, once the every-valid configuration's
+    verdict is checked equal; at least ``at_least`` of them valid."""
+    out = [(text, reference(schema, text)) for text in sorted(texts)]
+    for text, want in out:
+        assert accepts(schema, text, **EVERY_VALID) == want, (schema, text, want)
+    assert sum(w for _, w in out) >= at_least, schema  # (the texts hold valid arrays)
+    return out
 
 
 def test_a_prefix_is_dead_when_only_seen_values_complete_it():
@@ -82,11 +89,71 @@ def test_index_masks_and_saves(tiny_bpe_vocab, tmp_path):
     assert ev.accepts('{"ids": [1, 2e0]}') and not ev.accepts('{"ids": [1, 1e0]}')
 
 
-def test_open_item_sets_other_than_numbers_stay_named_errors():
+def test_open_item_sets_other_than_numbers_are_named_errors_with_generation_bounds():
     for items in ({"type": "string"}, {}, {"anyOf": [{"type": "integer"}, {"type": "string"}]}):
-        with pytest.raises(UnsupportedSchemaError, match="uniqueItems") as ei:
+        with pytest.raises(UnsupportedSchemaError, match="uniqueItems over strings.*bounds='schema'") as ei:
             schema_to_grammar({"type": "array", "items": items, "uniqueItems": True})
         assert ei.value.pointer == "/uniqueItems", json.dumps(items)
+        schema_to_grammar({"type": "array", "items": items, "uniqueItems": True}, bounds="schema")
+    with pytest.raises(UnsupportedSchemaError, match="beside contains"):
+        schema_to_grammar({"items": {"type": "string"}, "uniqueItems": True, "contains": {"const": "a"}},
+                          bounds="schema")
+
+
+ANY_SCHEMAS = [
+    {"uniqueItems": True},
+    {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "minItems": 2, "maxItems": 4},
+    {"prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "uniqueItems": True},
+    {"type": "array", "uniqueItems": True,
+     "items": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}},
+    # (nine strings: over the eager finite-set limit of eight, so the family decides)
+    {"type": "array", "items": {"enum": list("abcdefghi")}, "uniqueItems": True, "minItems": 8},
+]
+_VALUES = ['"a"', '"\\u0061"', '"\\u0041"', '"A"', '"b"', '""', '"é"', '"\\u00e9"', '"\\u00E9"', "1", "1.0",
+           "10e-1", "true", "false", "null", "0", "-0", "[]", "[1]", "[1.0]", "[ 1 ]", "{}", '{"x":1}', '{"x":1.0}',
+           '{"x":1,"y":2}', '{"y":2,"x":1}', '{"x":2}', '{"x":{"y":[true]}}', '{"x":{"y":[false]}}']
+
+
+def _any_array(rng: random.Random) -> str:
+    items = [rng.choice(_VALUES).replace("\\\\", "\\") for _ in range(rng.randint(0, 4))]
+    return "[" + rng.choice([",", ", ", " ,\n"]).join(items) + "]"
+
+
+@pytest.mark.parametrize("k", range(len(ANY_SCHEMAS)))
+def test_arrays_of_distinct_values_match_jsonschema(k):
+    # every verdict on random arrays of values in several spellings (escapes, key orders, number
+    # forms, whitespace) is jsonschema's, with the every-valid configuration
+    schema = ANY_SCHEMAS[k]
+    rng = random.Random(290 + k)
+    texts = {_any_array(rng) for _ in range(80)} | {'["a","\\u0061"]', '[{"x":1,"y":2},{"y":2,"x":1}]', "[1,1.0]",
+                                                   "[true,1]", "[0,false]", "[[1],[1.0]]", '["a","b"]', "[true,false]",
+                                                   '["a","b","c","d","e","f","g","h"]', '["i","h","g","f","e","d","c","b"]'}
+    _every_valid_verdicts(schema, texts, at_least=2)
+
+
+def test_a_string_item_is_dead_when_only_values_read_complete_it():
+    # items "a" or "b": after "a", a second item beginning "a (or \u0061) can only be "a" again
+    s = {"type": "array", "items": {"type": "string", "pattern": "^[ab]$"}, "uniqueItems": True}
+    a = automaton(s, **EVERY_VALID)
+    assert a.is_prefix(b'["a","') and a.is_prefix(b'["a","\\u006') and a.is_prefix(b'["a","b"')
+    assert not a.is_prefix(b'["a","a') and not a.is_prefix(b'["a","\\u0061') and not a.is_prefix(b'["a","b","')
+    assert a.matches(b'["\\u0062", "a"]') and not a.matches(b'["\\u0062", "b"]')
+    with pytest.raises(Exception, match="accepts no JSON value"):
+        schema_to_grammar({**s, "minItems": 3}, bounds="schema")
+
+
+def test_every_valid_index_checks_and_saves(tiny_bpe_vocab, tmp_path):
+    from dotjson import Index
+
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"},
+                                                        "uniqueItems": True}}, "required": ["tags"]}
+    index = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    assert index.accepts('{"tags": ["a", "b"]}') and not index.accepts('{"tags": ["a", "\\u0061"]}')
+    r = index.check('{"tags": ["ab", "a", "ab"]}')
+    assert not r.ok and r.position == len('{"tags": ["ab", "a", "ab') and '\'"\'' not in r.expected
+    index.serialize_to_disk(tmp_path / "u")
+    loaded = Index.deserialize_from_disk(tmp_path / "u", tiny_bpe_vocab)
+    assert loaded.accepts('{"tags": ["x", "xy", "y"]}') and not loaded.accepts('{"tags": ["x", "y", "x"]}')
 
 
 def test_llama3_mask_at_an_items_end(llama3_vocab, llama3_tokenizer):
@@ -124,3 +191,18 @@ def test_hypothesis_instances_are_accepted():
 
     schemas = SCHEMAS[:3] + [BIG_DIVISORS[1], {"type": "array", "items": BIG_DIVISORS[0], "uniqueItems": True}]
     hypothesis_instances_accepted(schemas, 8, default=True)
+
+
+@pytest.mark.slow
+def test_hypothesis_instances_of_distinct_values_are_accepted():
+    from test_numbers_exponents import hypothesis_instances_accepted
+
+    # any values, in the every-valid configuration (items of a few hundred bytes at most: a rule per
+    # byte, each asking whether the item can still differ from those read, ~1 ms per byte there)
+    small = {"type": "object", "maxProperties": 3, "properties": {"x": {"type": "integer"}}, "required": ["x"],
+             "additionalProperties": {"type": ["string", "boolean", "array"], "maxLength": 6, "maxItems": 2,
+                                      "items": {"type": "integer"}}}
+    hypothesis_instances_accepted(ANY_SCHEMAS[1:3] + ANY_SCHEMAS[4:] + [
+        {"type": "array", "uniqueItems": True, "items": small},
+        {"type": "array", "uniqueItems": True, "items": {"type": ["string", "number", "array"], "maxLength": 8,
+                                                         "maxItems": 3, "items": {"type": "boolean"}}}], 20)

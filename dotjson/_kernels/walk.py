@@ -240,6 +240,114 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
         return DONE
 
 
+#: :func:`run_share`'s answer when a state has no shared state.
+NO_SHARE = -2
+
+
+@kernel
+def _reach(S, u0, fterm, special):
+    """How many bytes of a special token a plain run can take before the token ends or leaves
+    the run: the deepest node of the special trie, walked from state ``u0`` (the run unbounded,
+    ``R{0,}``), at which a token ends alive, or before a byte of ``fterm`` (the byte set that
+    may follow the run; ``-1``: any byte) where the run may end. -1 on exit."""
+    child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = special
+    n = child_ptr.shape[0] - 1
+    st_node = np.empty(n + 1, dtype=np.int32)
+    st_state = np.empty(n + 1, dtype=np.int32)
+    st_depth = np.empty(n + 1, dtype=np.int32)
+    bw = S[K.S_BW]
+    ti = S[K.S_TI]
+    acc = S[K.S_ACC]
+    fj = ti[fterm, 1] if fterm > 0 else -1
+    best = 0
+    st_node[0] = 0
+    st_state[0] = u0
+    st_depth[0] = 0
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        node = st_node[sp]
+        u = st_state[sp]
+        d = st_depth[sp]
+        for e in range(child_ptr[node], child_ptr[node + 1]):
+            b = child_byte[e]
+            if acc[u] and d > best and (fterm < 0 or (fj >= 0 and (bw[fj, b >> 6] >> np.uint64(b & 63)) & np.uint64(1))):
+                best = d  # the run may end here and the token go on into what follows it
+            nxt = K.fill_entry(S, u, b)
+            if nxt == K.FAIL:
+                return -1
+            if nxt < 0:
+                continue
+            c = child_node[e]
+            if tok_ptr[c + 1] > tok_ptr[c] and d + 1 > best:
+                best = d + 1
+            if child_ptr[c + 1] > child_ptr[c]:
+                st_node[sp] = c
+                st_state[sp] = nxt
+                st_depth[sp] = d + 1
+                sp += 1
+    return best
+
+
+@unit(K._i64, K.STORE, K._i64, _TRIE, K._i64, _I64_1)
+def run_share(S, s, special, known, out):
+    """The state whose mask ``s``, a bounded plain run (:func:`~dotjson.automaton.states.plain_run`),
+    shares for its special tokens; :data:`NO_SHARE` when there is none; -1 on exit.
+
+    ``s`` is ``R{lo,hi} rest``. A special token takes at most ``D`` items of ``R`` before it
+    ends or leaves the run (``D`` from :func:`_reach`, once per ``R`` and first byte set of
+    ``rest``, memoized), so when ``hi > D`` the token cannot tell ``R{lo,hi}`` from
+    ``R{min(lo, D+1),}``: that state (the same for every position of the run more than ``D``
+    from its bound) has the same special tokens. Its plain tokens differ, and are not asked of
+    it. Llama 3: ``D`` = 9 bytes inside a JSON string (Qwen 14, SmolLM2 4). ``known``: ``D``
+    when the caller has it (another automaton computed it for the same terms), else -1;
+    ``out[0]`` receives ``D``.
+    """
+    S = K.borrow(S)
+    ti = S[K.S_TI]
+    t = S[K.S_TERM_OF][s]
+    if ti[t, 0] == K.K_SEQ:
+        a = ti[t, 1]
+        rest = ti[t, 2]
+    else:
+        a = t
+        rest = K.EPS
+    if ti[a, 0] != K.K_REP:
+        return NO_SHARE
+    item, lo, hi = ti[a, 1], ti[a, 2], ti[a, 3]
+    if hi == K.INF or hi >= K.BAND:
+        return NO_SHARE
+    if rest == K.EPS:
+        fterm = K.EMPTY  # nothing follows: a token cannot leave the run
+    else:
+        first = ti[rest, 1] if ti[rest, 0] == K.K_SEQ else rest
+        fterm = first if ti[first, 0] == K.K_BYTES else -1
+    free = K.rep(S, item, 0, K.INF)
+    if free < 0:
+        return -1
+    key = K._T_REACH | (np.int64(free) << 29) | (fterm & ((1 << 29) - 1))
+    reach = known if known >= 0 else K._mget(S, key)
+    if reach < 0:
+        u0 = K.state(S, free)
+        if u0 < 0:
+            return -1
+        reach = _reach(S, u0, fterm, special)
+        if reach < 0:
+            return -1
+        if K._mput(S, key, reach) < 0:
+            return -1
+    out[0] = reach
+    if hi <= reach:
+        return NO_SHARE
+    r = K.rep(S, item, min(lo, reach + 1), K.INF)
+    if r < 0:
+        return -1
+    shared = K.seq(S, r, rest) if rest != K.EPS else r
+    if shared < 0:
+        return -1
+    return K.state(S, shared)
+
+
 @kernel
 def walk_token(trans, state, data, lo, hi, ret):
     """Advance ``state`` over ``data[lo:hi]``; returns the final state, ``-2`` (dead) or ``-1``

@@ -77,6 +77,11 @@ class _Image:
         self.owner = a  # keeps the nodes whose identities the memos hold alive
         self.arrays = {k: v.copy() for k, v in a._a.items()}
         self.rules = a.rules.snapshot()
+        #: terms below this id are the image's, the same in every automaton started from it
+        self.n_terms = int(self.arrays["ctl"][K.C_TERMS])
+        #: facts about the image's terms that every such automaton can reuse (keyed by whoever
+        #: computes them: e.g. a plain run's reach into a vocabulary's special tokens)
+        self.facts: dict = {}
 
 
 _IMAGES: dict = {}
@@ -149,6 +154,8 @@ class Automaton:
                  max_store_bytes: int = MAX_STORE_BYTES):
         self._init(grammar, max_states, fuel, max_store_bytes)
         image = self._image_for(grammar)
+        #: the base image this automaton started from (None: a store of its own, or loaded)
+        self.image = image
         if image is None:
             self._new_store()
         else:
@@ -161,6 +168,7 @@ class Automaton:
 
     def _init(self, grammar, max_states, fuel, max_store_bytes=None):
         self.grammar = grammar
+        self.image = None  # (set by __init__ when it starts from a base image)
         self.max_states = int(max_states)
         self.fuel = int(fuel)
         self.max_store_bytes = MAX_STORE_BYTES if max_store_bytes is None else int(max_store_bytes)

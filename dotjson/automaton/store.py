@@ -96,6 +96,7 @@ _T_RADIUS = 4 << 58
 _T_FARHI = 5 << 58
 _T_KCTX = 6 << 58
 _T_PLAINC = 7 << 58
+_T_REACH = 8 << 58
 #: :func:`_far_hi` of a term whose counters a clamp leaves alone.
 NO_FAR = (1 << 31) - 1
 

@@ -186,11 +186,14 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         ``"plain"`` otherwise.
     bounds : {"generation", "schema"}, optional
         A generation policy against loops (``docs/keywords.md``, "Generation policies").
-        ``"generation"``: where the schema sets no bound of its own, arrays hold at most 16 items,
-        strings without maxLength at most 128 characters (one with a pattern or format
-        too, when its shortest string plainly fits), an open object at most 16
-        members beyond its declared ones, integers and ``multipleOf`` numbers at most 20 integer
-        digits, and values the schema leaves free (``{}``, ``true``)
+        ``"generation"``: where the schema sets no bound of its own, arrays hold at most 16 items
+        (8 where every item is an object or an array), strings without maxLength at most 128
+        characters (one with a pattern or format too, when its shortest string plainly fits),
+        undeclared keys at most 128 characters,
+        an open object at most 16 undeclared members (8 where their values are all objects or
+        arrays), integers and ``multipleOf`` numbers at most 20 integer digits, numbers the schema
+        leaves free at most 20 integer and 20 fraction digits (3 exponent digits), and values the
+        schema leaves free (``{}``, ``true``)
         nest arrays and objects at most 3 deep (:data:`~dotjson.jsonschema.values.GENERATION_BOUNDS`).
         ``"schema"``: only the schema's own bounds. Default: ``"generation"`` with
         ``close_objects=True``, ``"schema"`` with ``close_objects=False``.
@@ -274,6 +277,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     # the families list is shared: property_order="any" objects add theirs as they are built
     grammar = ir.Grammar(rules, "start", families=tr.families,
                          shared=(base, _shared_with_formats(spellings, _format_nodes(tr))))
+    tr.grammar = grammar  # (what families reading their items with an automaton of their own need)
     if not check_language:
         return grammar
     # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the

@@ -24,15 +24,20 @@ class ArrayBuilder:
 
     def build_array(self, a: ArrayNode, where) -> ir.Node:
         lo, hi = a.min_items, a.max_items
-        if hi is None and self.gen_bounds is not None and lo <= self.gen_bounds["items"] \
-                and not a.contains and not a.unique:
-            # the generation bound on items (not where minItems asks for more: the schema wants
-            # long arrays; nor beside contains or uniqueItems, which count items their own way)
-            hi = self.gen_bounds["items"]
         by_position, after = a.positions()
         pos_exprs = [self.and_expr(es) for es in by_position]
         K = len(pos_exprs)
         rest = self.and_expr(after)
+        if hi is None and self.gen_bounds is not None and not a.contains and not a.unique:
+            # the generation bound on items (not where minItems asks for more: the schema wants
+            # long arrays; nor beside contains or uniqueItems, which count items their own way),
+            # tighter where every item is an object or an array (20-40 tokens each to a model)
+            most = self.gen_bounds["structured_items"] \
+                if all(self.structured(e) for e in [*pos_exprs, rest]) else self.gen_bounds["items"]
+            if lo <= most:
+                hi = most
+            elif lo <= self.gen_bounds["items"]:
+                hi = self.gen_bounds["items"]
         for i, e in enumerate(pos_exprs):
             if e == FALSE:
                 hi = i if hi is None else min(hi, i)
@@ -127,10 +132,17 @@ class ArrayBuilder:
                 universe.setdefault(c, None)
         if universe is None or len(universe) > MAX_UNIQUE_VALUES:
             node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
+            if node is None and not contains and self.gen_bounds is None:
+                node = self.unique_values(pos_exprs, rest, lo, hi)
             if node is None:
-                self.unsupported("uniqueItems is only supported for items drawn from a small finite set "
-                                 "(enum, const, boolean, null) or numbers (type integer/number with bounds, "
-                                 "multipleOf, ...)", a.unique, "uniqueItems")
+                self.unsupported(
+                    "uniqueItems beside contains is only supported for items drawn from a small finite set (enum, "
+                    "const, boolean, null)" if contains else
+                    "uniqueItems over strings, objects, arrays or mixed items is exact only with bounds='schema' (the "
+                    "every-valid configuration: a rule per byte of an item, for checking documents; token masks "
+                    "inside such an array need an engine construct, docs/keywords.md); with the generation bounds "
+                    "only items drawn from a small finite set (enum, const, boolean, null) or numbers",
+                    a.unique, "uniqueItems")
             return node
         vals = sorted(universe, key=repr)
         bit = {c: 1 << k for k, c in enumerate(vals)}
@@ -195,6 +207,20 @@ class ArrayBuilder:
             both and not item["mults"] and not item["notmults"] and all(float(c) == 0 for c in consts))
         self.counter += 1
         fam = UniqueNumbers(f"{self.ns}unum{self.counter}", lo, hi, item, exponents, self.sep)
+        self.families.append(fam)
+        empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
+        return alt(empty, seq(lit("["), self.ws, Ref(fam.start), self.ws, lit("]")))
+
+    def unique_values(self, pos_exprs, rest, lo, hi):
+        """Arrays of distinct values of any item schemas
+        (:class:`~dotjson.jsonschema.unique.UniqueValues`: a rule per byte of an item, its
+        items read by an automaton of their own over this grammar's rules)."""
+        from dotjson.jsonschema.unique import UniqueValues
+
+        items = [self.node_of(e) for e in pos_exprs] + [self.node_of(rest)]
+        self.counter += 1
+        fam = UniqueValues(f"{self.ns}uval{self.counter}", lo, hi, items, self.sep,
+                           grammar_of=lambda: getattr(self, "grammar", None))
         self.families.append(fam)
         empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), self.ws, Ref(fam.start), self.ws, lit("]")))

@@ -151,10 +151,31 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             self.state_hints[name] = (False, True)
         return Ref(name)
 
+    def free_number(self) -> ir.Node:
+        """Any JSON number within the generation bounds (``bounds="generation"``): at most
+        ``number_digits`` integer and fraction digits and ``exponent_digits`` exponent digits (a
+        small model otherwise writes ``1.1111…`` to the token budget: MaskBench
+        Github_hard---o68391). One rule, built when the automaton first reaches it."""
+        name = f"{self.ns}free_number"
+        if name not in self.rules and name not in self.pending:
+            self.names_used.add(name)
+            self.pending[name] = self._free_number_body
+            self.state_hints[name] = (False, True)
+        return Ref(name)
+
+    def _free_number_body(self) -> ir.Node:
+        b = self.gen_bounds
+        digit = ir.Chars(((0x30, 0x39),))
+        int_part = alt(lit("0"), seq(ir.Chars(((0x31, 0x39),)), ir.repeat(digit, 0, b["number_digits"] - 1)))
+        frac = seq(lit("."), ir.repeat(digit, 1, b["number_digits"]))
+        exp = seq(ir.Chars(((0x45, 0x45), (0x65, 0x65))), ir.repeat(ir.Chars(((0x2B, 0x2B), (0x2D, 0x2D))), 0, 1),
+                  ir.repeat(digit, 1, b["exponent_digits"]))
+        return seq(ir.repeat(lit("-"), 0, 1), int_part, ir.repeat(frac, 0, 1), ir.repeat(exp, 0, 1))
+
     def _free_value_body(self, depth: int) -> ir.Node:
         b, bp, ws = self.gen_bounds, self.bp, self.ws
         string = self.bounded_string()
-        scalars = [string, Ref(bp + "json_number"), Ref(bp + "json_boolean"), Ref(bp + "json_null")]
+        scalars = [string, self.free_number(), Ref(bp + "json_boolean"), Ref(bp + "json_null")]
         if depth == 0:
             return alt(*scalars)
         v = self.free_value(depth - 1)

@@ -125,7 +125,7 @@ class Branch:
     """One branch of a normal form, merged (see the module docstring)."""
 
     types: frozenset
-    enum: set | None = None
+    enum: dict | None = None           # canonical values, in the schema's order
     not_enum: frozenset | set = frozenset()
     refs: list = ()                    # $ref targets (expressions) the value must satisfy too
     number: NumberNode = NO_NUMBER

@@ -26,7 +26,7 @@ from fractions import Fraction
 from urllib.parse import unquote
 
 from dotjson import ir
-from dotjson.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
+from dotjson.errors import DotjsonError, GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS
 from dotjson.ir import EPS, Ref, lit, seq
 from dotjson.jsonschema.nodes import (
@@ -45,6 +45,7 @@ _TYPE_ATOMS = {name: ("types", ts) for name, ts in _TYPE_NAMES.items()}
 
 
 _SCALARS = (str, int, float, Decimal, bool, type(None))
+_STRUCTURED = frozenset({"object", "array"})
 #: Counts from here on are lane counts (dotjson.automaton.counters.BAND); a schema may hold this
 #: many distinct ones (half the lanes: a repetition with two such bounds also takes their
 #: difference), so that compiling its rules never runs out of lanes after Index(...).
@@ -194,6 +195,7 @@ class Normalizer:
         self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
         self.names_used: set[str] = set(self.base) | {"start"}
         self.dnf_cache: dict = {}
+        self._structured: dict = {}  # expression -> every value an object or array
         self.dnf_ctx_cache: dict = {}    # (expr, context atoms) -> normal form (dnf in context)
         self._ptr_cache = defaultdict(dict)  # document -> {JSON pointer -> the object or array there}
         self._leaves = defaultdict(dict)  # document -> {a leaf schema's content -> its expression}
@@ -927,7 +929,7 @@ class Normalizer:
         structured = [c for c in m.not_enum if (c[0] == "o" and "object" in ts) or (c[0] == "a" and "array" in ts)]
         if not structured:
             return None
-        scalars = tuple(c for c in m.not_enum if c[0] != "o" and c[0] != "a")
+        scalars = tuple(sorted((c for c in m.not_enum if c[0] != "o" and c[0] != "a"), key=repr))
         out = [tuple(a for a in br if a[0] != "notenum") + ((("notenum", scalars),) if scalars else ())]
         for c in sorted(structured, key=repr):
             out = self.and2(out, self._differs(c), where)
@@ -1802,7 +1804,14 @@ class Normalizer:
             if k == "types":
                 types = types & a[1]
             elif k == "enum":
-                b.enum = set(a[1]) if b.enum is None else b.enum & set(a[1])
+                # a dict, not a set: its values keep the schema's order, so whatever iterates
+                # them (a propertyNames key language, an array's item values) renders the same
+                # grammar in every process (a set of strings iterates in PYTHONHASHSEED's order)
+                if b.enum is None:
+                    b.enum = dict.fromkeys(a[1])
+                else:
+                    keep = set(a[1])
+                    b.enum = {c: None for c in b.enum if c in keep}
             elif k == "notenum":
                 if not b.not_enum:
                     b.not_enum = set()
@@ -1918,6 +1927,21 @@ class Normalizer:
             return frozenset(_type_of(self.literal_cache[("v", c)]) for c in m.enum
                              if self.satisfies(self.literal_cache[("v", c)], br))
         return frozenset(t for t in m.types if not self.type_empty(m, t))
+
+    def structured(self, e) -> bool:
+        """Whether every value of expression ``e`` is an object or an array (a sufficient test:
+        ``False`` where the normal form does not tell)."""
+        if e == TRUE or e == FALSE:
+            return False
+        hit = self._structured.get(e)
+        if hit is None:
+            try:
+                brs = self.dnf(e)
+                hit = bool(brs) and all(self.live_types(br) <= _STRUCTURED for br in brs)
+            except DotjsonError:
+                hit = False
+            self._structured[e] = hit
+        return hit
 
     def type_empty(self, m: Branch, t) -> bool:
         """True when branch ``m`` provably has no value of type ``t`` (a sufficient test)."""

@@ -606,6 +606,8 @@ class NumberBuilder:
         bound is 0 and every value may be: the sign checks stay exact)."""
         if lo is None and hi is None and not mults and not notmults and not ne:
             if allow_int and allow_nonint:
+                if getattr(self, "gen_bounds", None) is not None:
+                    return self.free_number()  # digits bounded (integer, fraction, exponent)
                 return Ref(self.bp + "json_number")
         key = (lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint)
         hit = self.number_cache.get(key)

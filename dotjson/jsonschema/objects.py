@@ -204,6 +204,17 @@ class ObjectBuilder:
         contents: dict = {}
         declared_spellings: list = []
 
+        def key_bound(T):
+            # the generation bound on string length cuts the extra keys of class T too (a model
+            # otherwise writes one key without end: `"S_S_S_…"` under a `^S_` pattern, MaskBench
+            # Github_hard---o36012), where it cannot empty a class the object needs (no
+            # minProperties beyond the declared names, no witnesses) and each pattern of T has
+            # keys of any length, the shortest within the bound (as for a string's pattern)
+            if self.gen_bounds is None or wit or plo > len(props):
+                return False
+            return all(isinstance(p, str) and self.bound_fits(self.regex(p, where, "patternProperties"))
+                       for p in T)
+
         def class_content(T):
             # the spellings of the extra keys of class T (the patterns and witness key
             # languages they match, none of the others, no declared or listed name)
@@ -224,6 +235,8 @@ class ObjectBuilder:
                 neg += declared_names + fixed_names
             if pn_lang is not None:
                 pos.append(pn_lang)
+            elif key_bound(T):
+                pos.append(self.jsonstr.string_of_length(0, self.gen_bounds["string_length"]))
             if not pos:
                 content = self.jsonstr.json_string_content()
             elif len(pos) == 1:
@@ -269,7 +282,9 @@ class ObjectBuilder:
             after = seq(lit('"'), self.colon, self.node_of(ve))
             sure = True if self.expr_known(ve)[1] else None
             content = self.jsonstr.json_string_content()
-            others: dict = {}  # characters continuing P -> the node for every other one
+            # the generation bound on a key's characters, counted from where it leaves the names
+            most = self.gen_bounds["string_length"] if key_bound(()) else None
+            others: dict = {}  # (characters continuing P, depth) -> the node for every other one
 
             def node(q, d):
                 nm = f"{xname}_nk_{q}_{d}"
@@ -291,7 +306,8 @@ class ObjectBuilder:
                     used.append(ord(ch))
                     alts.append(seq(self.enc_text(ch), node(k, d + 1)))
                     k = trie.end(k, d + 1)
-                rest = others.get(tuple(used))
+                rkey = (tuple(used), d if most is not None else 0)
+                rest = others.get(rkey)
                 if rest is None:
                     other, lo = [], 0
                     for cp in used:  # ascending: the names are sorted
@@ -300,8 +316,8 @@ class ObjectBuilder:
                         lo = cp + 1
                     if lo <= ir.MAX_CODEPOINT:
                         other.append((lo, ir.MAX_CODEPOINT))
-                    rest = others[tuple(used)] = seq(self.jsonstr.encode_chars(ir.Chars(tuple(other))), content,
-                                                     after)
+                    tail = content if most is None else self.jsonstr.string_of_length(0, max(most - d - 1, 0))
+                    rest = others[rkey] = seq(self.jsonstr.encode_chars(ir.Chars(tuple(other))), tail, after)
                 alts.append(rest)
                 return alt(*alts)
 
@@ -348,13 +364,27 @@ class ObjectBuilder:
         full = (1 << (F + W)) - 1
         reqs = [req for _, _, req in chain] if rq else None
         n = len(chain)
-        if X is not None and self.gen_bounds is not None:
-            # the generation bound on undeclared members: at most that many members beyond the
-            # declared ones (a counter like maxProperties'; not where minProperties asks for more,
-            # nor where it would pass the limit on the object's states)
-            lim = n + len(floating) + self.gen_bounds["extra_members"]
-            if phi is None and plo <= lim and (n + 1) * 2 * (lim + 1) * (full + 1) <= MAX_OBJECT_STATES:
-                phi = lim
+        # extras_only: the counter counts the undeclared members alone (the generation bound)
+        extras_only = False
+        if X is not None and self.gen_bounds is not None and phi is None:
+            # the generation bound on undeclared members: at most that many of them, whichever
+            # declared ones the document holds (a counter like maxProperties', of the extra
+            # members; not where it would pass the limit on the object's states). Beside
+            # minProperties (not where it asks for more than the bound) the counter counts every
+            # member, so the bound is on members beyond the declared ones.
+            extra = self.gen_bounds["extra_members"]
+            if live and not fixed_members and all(self.structured(ve) for _, ve in live):
+                extra = self.gen_bounds["structured_members"]  # each value an object or array
+            if plo == 0:
+                # the count is 0 before any member, 1 + the extra members after: a declared
+                # member only makes it at least 1 (the separator and `done` ask whether a
+                # member came before)
+                if (n + 1) * 2 * (extra + 2) * (full + 1) <= MAX_OBJECT_STATES:
+                    phi, extras_only = extra + 1, True
+            else:
+                lim = n + len(floating) + extra
+                if plo <= lim and (n + 1) * 2 * (lim + 1) * (full + 1) <= MAX_OBJECT_STATES:
+                    phi = lim
         if X is None:  # no other members: a bound beyond the declared ones is no bound
             if plo > n + len(floating):
                 return EMPTY
@@ -370,7 +400,7 @@ class ObjectBuilder:
             if phi == 0:
                 return empty
             rlo = max(plo - 1, 0)
-            rhi = None if phi is None else phi - 1
+            rhi = None if phi is None else phi - (2 if extras_only else 1)
             return alt(empty, seq(open_, X, repeat(seq(self.sep, X), rlo, rhi), close))
         cap = max(1, phi if phi is not None else plo)
         nstates = (n + 1) * 2 * (cap + 1) * (full + 1)
@@ -400,9 +430,17 @@ class ObjectBuilder:
             return Ref(nm)
 
         def inc(c):
+            # the count after an extra member (or any member, but with extras_only)
+            if extras_only:
+                c += 1 if c > 0 else 2
+                return c if c <= phi else None
             if phi is not None:
                 return c + 1 if c + 1 <= phi else None
             return min(c + 1, cap)
+
+        def inc_declared(c):
+            # the count after a declared (or floating) member
+            return max(c, 1) if extras_only else inc(c)
 
         def done(i, c, mask):
             # the object may close here: no required member left, enough members
@@ -438,7 +476,7 @@ class ObjectBuilder:
             left = [fl[1] for k, fl in enumerate(floating) if not mask >> k & 1]
             if not all(self.expr_known(v)[1] for v in left):
                 return None
-            least = c + cnt + len(left)
+            least = max(c, 1) if extras_only and (c or cnt or left) else c + cnt + len(left)
             if least == 0 or least < plo or (phi is not None and least > phi):
                 return None  # an optional member is needed, or the bound decides: look
             return True
@@ -457,7 +495,7 @@ class ObjectBuilder:
                 val = True if self.expr_known(v)[1] else self.node_of(v)
                 if val is not True:
                     val = val.name if isinstance(val, Ref) else False
-                return (False, all_of(val, state(j + 1, inc(c), mask).name))
+                return (False, all_of(val, state(j + 1, inc_declared(c), mask).name))
             return (False, sure(i, c, mask))
 
         def state(i, c, mask):
@@ -481,6 +519,8 @@ class ObjectBuilder:
                         y = witness_extra(B)
                         if y is not None:
                             alts.append(seq(sp, y, state(i, c2, mask | (B << F))))
+            c2 = inc_declared(c)
+            if c2 is not None:
                 for j, fm in enumerate(fmembers):
                     if not mask & (1 << j):
                         if not wit:

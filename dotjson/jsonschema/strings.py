@@ -194,6 +194,11 @@ class StringBuilder:
             lang = self.str_node(t.patterns[0])
         except (KeyError, DotjsonError):
             return False
+        return self.bound_fits(lang)
+
+    def bound_fits(self, lang: ir.Node) -> bool:
+        """Whether the generation bound on length may cut decoded-string language ``lang`` (a
+        pattern's): it has strings of any length, and its shortest plainly fits the bound."""
         least = shortest_string(lang)
         return least is not None and least <= self.gen_bounds["string_length"] and _unbounded(lang)
 

@@ -17,6 +17,10 @@ each); what they need of the engine is written in ``docs/keywords.md`` (uniqueIt
 
 from __future__ import annotations
 
+import functools
+import heapq
+import json
+from collections.abc import Mapping
 from decimal import Decimal
 from fractions import Fraction
 
@@ -25,7 +29,7 @@ from dotjson.ir import Ref, seq
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
 from dotjson.jsonschema.numfamily import _Arith, _Family
 
-__all__ = ["UniqueNumbers"]
+__all__ = ["UniqueNumbers", "UniqueValues", "canonical_text"]
 
 _CHARS = "-+.eE0123456789"
 
@@ -186,3 +190,428 @@ def item_params(m, integer) -> dict:
             "mults": [str(x) for x in n.multiples], "notmults": [str(x) for x in n.not_multiples],
             "ne": sorted(str(c[1]) for c in m.not_enum if c[0] == "x"), "integer": integer}
 
+
+
+# ----------------------------------------------------------------------------- any values
+#: texts the search for a completion of an item may visit before it gives up (LimitExceededError)
+MAX_VALUE_SEARCH = 20_000
+#: completions of an item remembered per state of the item automaton, and the states searched
+#: for them (:meth:`UniqueValues._suffixes`)
+N_SUFFIXES = 16
+MAX_SUFFIX_STATES = 2_000
+#: rules made for items of one length after one set of values read: reading a document makes one
+#: or two (its item's text), a token mask's walk inside the array one per token prefix a string
+#: may hold (thousands): refused there, not run out of memory
+MAX_ITEM_FANOUT = 256
+
+
+def canonical_text(v) -> str:
+    """A text equal for equal JSON values (JSON Schema equality: ``1`` = ``1.0`` = ``10e-1``,
+    ``true`` ≠ ``1``, object key order irrelevant), different for different ones; ``v`` as
+    :func:`json.loads` gives it with ``parse_float`` and ``parse_int`` :class:`~decimal.Decimal`.
+    Numbers are never expanded (``1e999999999`` is a short key)."""
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, Decimal):
+        sign, digits, exp = v.as_tuple()
+        ds = "".join(map(str, digits)).lstrip("0")
+        if not ds:
+            return "#0"
+        k = len(ds) - len(ds.rstrip("0"))
+        return f"#{'-' if sign else ''}{ds[:len(ds) - k]}e{exp + k}"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ",".join(canonical_text(x) for x in v) + "]"
+    return "{" + ",".join(json.dumps(k) + ":" + canonical_text(x) for k, x in sorted(v.items())) + "}"
+
+
+@functools.lru_cache(maxsize=4096)
+def value_key(raw: str) -> str:
+    """The :func:`canonical_text` of the JSON text ``raw`` (bytes as a latin-1 string)."""
+    text = raw.encode("latin-1").decode("utf-8")
+    return canonical_text(json.loads(text, parse_float=Decimal, parse_int=Decimal))
+
+
+_JSON_WS = frozenset(b" \t\n\r")
+
+
+def _lex(state: int, b: int) -> int:
+    """Where byte ``b`` leaves a JSON text: 0 between tokens, 1 in a string, 2 after a
+    backslash in a string."""
+    if state == 0:
+        return 1 if b == 0x22 else 0
+    if state == 1:
+        return 2 if b == 0x5C else 0 if b == 0x22 else 1
+    return 1
+
+
+class _ItemRules(Mapping):
+    """A grammar's rules plus the start rules of an array's item languages (for the automaton
+    :class:`UniqueValues` reads its items with)."""
+
+    def __init__(self, rules, starts: dict):
+        self._rules, self._starts = rules, starts
+
+    def __getitem__(self, name):
+        body = self._starts.get(name)
+        return body if body is not None else self._rules[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._starts or name in self._rules
+
+    def __iter__(self):
+        yield from self._starts
+        yield from self._rules
+
+    def __len__(self) -> int:
+        return len(self._starts) + len(self._rules)
+
+    def __getattr__(self, attr):  # known_language, native, force: the grammar's own
+        return getattr(self._rules, attr)
+
+
+class UniqueValues(_Family):
+    """Arrays of ``lo`` to ``hi`` distinct JSON values, from the first item to the last (the
+    brackets are the compiler's), the ``k``-th item from ``items[min(k, len(items) - 1)]``
+    (``prefixItems`` positions, then the items after them; ∅ when the array is closed there).
+
+    A state is ``(values, text)``: the canonical texts of the items read (:func:`value_key`:
+    ``"\\u0061"`` = ``"a"``, ``1`` = ``1.0``, objects in any key order) and the bytes of the
+    current item so far. The rules are over **bytes** (a byte 0x80-0xFF is the lone surrogate
+    U+DC80-U+DCFF of a ``Lit``, as for :mod:`dotjson.embed`'s markers): a state has at most 256
+    successors, where one per character would be a body of ~1.1M alternatives. Which bytes
+    continue an item, and when it is complete, is read from an automaton of the item languages
+    alone (the same grammar's rules, its own store); a complete item may end unless its value is
+    one read before, and the array then goes on with the values plus its own. Exact; its cost
+    is a new rule per byte of an item (a mask inside an item is fresh at every position)."""
+
+    kind = "unique_values"
+    why_no_text = "arrays of distinct values (uniqueItems) are not a context-free language"
+
+    def __init__(self, prefix: str, lo: int, hi, items: list, sep: ir.Node, grammar_of=None):
+        self.lo, self.hi, self.items, self.sep = lo, hi, list(items), sep
+        self._grammar_of = grammar_of  # () -> the grammar the item nodes belong to
+        self._auto = None
+        self._busy = False
+        self._qs: dict = {}      # (position, text) -> state of the item automaton
+        self._cands: dict = {}   # position -> (distinct values found, exhausted)
+        self._sufs: dict = {}    # state of the item automaton -> completions (_suffixes)
+        self._made: dict = {}    # (values read, item length) -> rules made (MAX_ITEM_FANOUT)
+        super().__init__(prefix)
+
+    def attach(self, grammar: ir.Grammar) -> None:
+        """The grammar whose rules the item nodes refer to (a loaded index's)."""
+        self._grammar_of = lambda: grammar
+
+    def _starts(self) -> list:
+        return [f"{self.prefix}_item{k}" for k in range(len(self.items))]
+
+    def _automaton(self):
+        if self._auto is None:
+            from dotjson.automaton import Automaton
+            from dotjson.errors import UnsupportedSchemaError
+
+            g = self._grammar_of() if self._grammar_of is not None else None
+            if g is None:
+                raise UnsupportedSchemaError("uniqueItems over these items: the grammar is not attached",
+                                             keyword="uniqueItems")
+            if self._busy:  # (the items reach this array again: a recursive schema)
+                raise UnsupportedSchemaError("uniqueItems over items that contain the same array (a recursive "
+                                             "schema) is not supported", keyword="uniqueItems")
+            self._busy = True
+            try:
+                starts = dict(zip(self._starts(), self.items))
+                view = ir.Grammar(_ItemRules(g.rules, starts), self._starts()[0], families=g.families,
+                                  shared=g.shared)
+                auto = Automaton(view)
+                self._q0 = []
+                for n in self._starts():
+                    t = auto.ref_term(n)
+                    self._q0.append(-2 if auto.is_empty(t) else auto.state(t))
+                self._auto = auto
+            finally:
+                self._busy = False
+        return self._auto
+
+    def init_state(self):
+        return ((), "")
+
+    def _pos(self, seen) -> int:
+        return min(len(seen), len(self.items) - 1)
+
+    def _q(self, k: int, text: str) -> int:
+        """The item automaton's state after ``text`` at position ``k`` (negative: dead)."""
+        q = self._qs.get((k, text))
+        if q is not None:
+            return q
+        auto = self._automaton()
+        i = max(len(text) - 1, 0)
+        while i > 0 and (k, text[:i]) not in self._qs:
+            i -= 1
+        q = self._qs.get((k, text[:i]), self._q0[k]) if i > 0 else self._q0[k]
+        if len(self._qs) > 200_000:
+            self._qs.clear()
+        while i < len(text) and q >= 0:
+            q = auto.step(q, ord(text[i]))
+            i += 1
+        q = q if i == len(text) else -2
+        self._qs[(k, text)] = q
+        return q
+
+    def _successors(self, q: int):
+        auto = self._auto
+        auto.fill_row(q)
+        row = auto.trans[q]
+        return [(b, int(row[b])) for b in range(256) if row[b] >= 0]
+
+    #: the bytes each search for completions tries, in turn: enough to close any JSON value and
+    #: to make it differ from another (a member or item more, another digit or character); then
+    #: printable ASCII (required keys, patterns); then every byte
+    _PASSES = (frozenset(b'}]",:0a'), frozenset(range(0x21, 0x7F)), None)
+
+    def _suffixes(self, q: int):
+        """Texts that complete an item from state ``q`` of the item automaton, shortest first,
+        each state expanded once (over the bytes of each of :data:`_PASSES` in turn; at most
+        :data:`N_SUFFIXES`): many different completions quickly, not all of them. Made as they
+        are asked for, and remembered per state."""
+        hit = self._sufs.get(q)
+        if hit is None:
+            if len(self._sufs) > 100_000:
+                self._sufs.clear()
+            hit = self._sufs[q] = ([], self._search_suffixes(q))
+        done, more = hit
+        yield from done
+        k = len(done)
+        while True:
+            if k < len(done):  # (another reader extended the list)
+                yield done[k]
+                k += 1
+                continue
+            u = next(more, None)
+            if u is None:
+                return
+            if u not in done:
+                done.append(u)
+                k += 1
+                yield u
+
+    def _search_suffixes(self, q: int):
+        auto = self._auto
+        n = 0
+        if auto.accepting[q]:
+            n += 1
+            yield ""
+        for only in self._PASSES:
+            # best first: the texts that leave fewest brackets open (each needs a byte to close)
+            seen = {q}
+            todo = [(0, 0, q, "", 0)]
+            k = 0
+            while todo and len(seen) <= MAX_SUFFIX_STATES:
+                _, _, s, t, depth = heapq.heappop(todo)
+                for b, r in self._successors(s):
+                    if only is not None and b not in only:
+                        continue
+                    u = t + chr(b)
+                    if auto.accepting[r]:
+                        n += 1
+                        if n > N_SUFFIXES:
+                            return
+                        yield u
+                    if r not in seen:
+                        seen.add(r)
+                        d = depth + (b in b"[{") - (b in b"]}")
+                        k += 1
+                        heapq.heappush(todo, (len(u) + max(d, 0), k, r, u, d))
+
+    def _all_completions(self, q: int, text: str):
+        """Every value of an item completed from ``q`` (reached by ``text``), as texts, shortest
+        first (``None`` once the search passes :data:`MAX_VALUE_SEARCH` texts: the language may
+        be infinite). Whitespace between JSON tokens is skipped: it changes no value, and the
+        item languages are JSON texts, where it is optional."""
+        auto = self._auto
+        if auto.accepting[q]:
+            yield text
+        lex = 0
+        for ch in text:
+            lex = _lex(lex, ord(ch))
+        order = [(q, text, lex)]
+        for s, t, lx in order:
+            if len(order) > MAX_VALUE_SEARCH:
+                yield None
+                return
+            for b, r in self._successors(s):
+                if lx == 0 and b in _JSON_WS:
+                    continue
+                u = t + chr(b)
+                if auto.accepting[r]:
+                    yield u
+                order.append((r, u, _lex(lx, b)))
+
+    def _values(self, k: int, need: int):
+        """``(values, exhausted)``: at least ``need`` distinct values of position ``k``'s
+        language, or all of them (``exhausted``)."""
+        hit = self._cands.get(k)
+        if hit is not None and (hit[1] or len(hit[0]) >= need):
+            return hit
+        q = self._q(k, "")
+        vals: dict = {}
+        exhausted = False
+        if q >= 0:
+            for u in self._suffixes(q):
+                vals.setdefault(value_key(u), None)
+                if len(vals) >= need:
+                    break
+            if len(vals) < need:
+                for u in self._all_completions(q, ""):
+                    if u is None:
+                        self._undecided(k)
+                    vals.setdefault(value_key(u), None)
+                    if len(vals) >= need:
+                        break
+                else:
+                    exhausted = True
+        else:
+            exhausted = True
+        out = self._cands[k] = (list(vals), exhausted)
+        return out
+
+    def _undecided(self, k: int):
+        from dotjson.errors import LimitExceededError
+
+        raise LimitExceededError(
+            f"uniqueItems: deciding whether item {k} of an array of distinct values can still differ from "
+            f"the items before it visited more than {MAX_VALUE_SEARCH} texts (its language has few values "
+            "written in many ways)")
+
+    def _feasible(self, used: frozenset, n: int) -> bool:
+        """Positions ``n`` to ``lo - 1`` can hold distinct values none of which is ``used``."""
+        if n >= self.lo:
+            return True
+        if self.hi is not None and self.lo > self.hi:
+            return False
+        rest = self.lo - n
+        need = len(used) + rest
+        small = []
+        for j in range(n, self.lo):
+            k = min(j, len(self.items) - 1)
+            vals, exhausted = self._values(k, need)
+            if len(vals) < need:
+                small.append([v for v in vals if v not in used])
+        # (a position with at least `need` values always has one left for it: match the others)
+        match: dict = {}
+
+        def assign(i, tried):
+            for v in small[i]:
+                if v in tried:
+                    continue
+                tried.add(v)
+                if v not in match or assign(match[v], tried):
+                    match[v] = i
+                    return True
+            return False
+
+        return all(assign(i, set()) for i in range(len(small)))
+
+    def live(self, st) -> bool:
+        hit = self._prod.get(st)
+        if hit is not None:
+            return hit
+        seen, text = st
+        ok = False
+        if self.hi is None or len(seen) < self.hi:
+            k = self._pos(seen)
+            q = self._q(k, text)
+            if q >= 0:
+                used = frozenset(seen)
+                tried: set = set()
+
+                def good(u):
+                    if not used and len(seen) + 1 >= self.lo:
+                        return True  # (nothing read to differ from, nothing owed after it)
+                    v = value_key(u)
+                    if v in used or v in tried:
+                        return False
+                    tried.add(v)
+                    return self._feasible(used | {v}, len(seen) + 1)
+
+                ok = any(good(text + u) for u in self._suffixes(q))
+                if not ok:
+                    for u in self._all_completions(q, text):
+                        if u is None:
+                            self._undecided(k)
+                        if good(u):
+                            ok = True
+                            break
+        if len(self._prod) > 200_000:
+            self._prod.clear()
+        self._prod[st] = ok
+        return ok
+
+    def _done(self, st):
+        """``(count, next state)`` when the current item is complete and new, else ``None``."""
+        seen, text = st
+        if not text or not self._auto.accepting[self._q(self._pos(seen), text)]:
+            return None
+        v = value_key(text)
+        if v in seen:
+            return None
+        nxt = tuple(sorted(seen + (v,)))
+        return len(nxt), (nxt, "")
+
+    def accepts_empty(self, st) -> bool:
+        done = self._done(st)
+        return done is not None and done[0] >= self.lo
+
+    can_end = accepts_empty
+
+    def body(self, name: str) -> ir.Node:
+        hit = self._bodies.get(name)
+        if hit is not None:
+            return hit
+        st = self._state(name)
+        seen, text = st
+        key = (seen, len(text))
+        n = self._made[key] = self._made.get(key, 0) + 1
+        if n > MAX_ITEM_FANOUT:
+            from dotjson.errors import LimitExceededError
+
+            raise LimitExceededError(
+                f"uniqueItems over any values: more than {MAX_ITEM_FANOUT} item texts of {len(text)} bytes after "
+                f"{len(seen)} items (a token mask inside the array needs a rule per byte of every token an item "
+                "may hold; index.check and index.accepts read a document byte by byte)")
+        if len(self._made) > 200_000:
+            self._made.clear()
+        outs = []
+        q = self._q(self._pos(seen), text)
+        if q >= 0:
+            for b, _ in self._successors(q):
+                nxt = (seen, text + chr(b))
+                if self.live(nxt):
+                    byte = ir.chars((b, b)) if b < 0x80 else ir.Lit(chr(0xDC00 + b))
+                    outs.append(seq(byte, Ref(self.name(nxt))))
+        done = self._done(st)
+        if done is not None:
+            count, nxt = done
+            if count >= self.lo:
+                outs.append(ir.EPS)
+            if (self.hi is None or count < self.hi) and self.live(nxt):
+                outs.append(seq(self.sep, Ref(self.name(nxt))))
+        node = ir.alt(*outs)
+        self._bodies[name] = node
+        return node
+
+    def to_json(self, enc) -> dict:
+        return {"kind": self.kind, "prefix": self.prefix, "lo": self.lo, "hi": self.hi,
+                "items": [enc(n) for n in self.items], "sep": enc(self.sep)}
+
+    @classmethod
+    def from_json(cls, d: dict, dec) -> "UniqueValues":
+        """The family :meth:`to_json` wrote (its grammar attached later: :meth:`attach`);
+        ``ValueError`` (``KeyError``, ``TypeError``) if malformed."""
+        if not isinstance(d["lo"], int) or not (d["hi"] is None or isinstance(d["hi"], int)) or \
+                not isinstance(d["prefix"], str) or not isinstance(d["items"], list) or not d["items"]:
+            raise ValueError("malformed rule family")
+        return cls(d["prefix"], d["lo"], d["hi"], [dec(n) for n in d["items"]], dec(d["sep"]))

@@ -76,10 +76,14 @@ MAX_NUMBER_DIGITS = 10000  # a schema number's digits written out in full (the D
 #: the loop into a closed string, array or object, and the document finishes.
 GENERATION_BOUNDS = {
     "items": 16,            # items of an array without maxItems
-    "string_length": 128,   # characters of a string without maxLength (see StringBuilder._may_bound)
-    "extra_members": 16,    # undeclared members of an open object (schema order)
+    "structured_items": 8,  # ... whose items are all objects or arrays (20-40 tokens each)
+    "string_length": 128,   # characters of a string without maxLength, or of an undeclared key (StringBuilder.bound_fits)
+    "extra_members": 16,    # undeclared members of an open object, whichever declared ones it holds
+    "structured_members": 8,  # ... whose values are all objects or arrays
     "free_depth": 3,        # arrays/objects nested in a value the schema leaves free ({} / true)
-    "number_digits": 20,    # integer digits of an integer or multipleOf number without a bound
+    "number_digits": 20,    # integer digits of an integer or multipleOf number without a bound,
+                            # integer and fraction digits of a number the schema leaves free
+    "exponent_digits": 3,   # exponent digits of a number the schema leaves free
 }
 #: The modes of the ``bounds`` option.
 BOUNDS_MODES = ("generation", "schema")

@@ -124,11 +124,15 @@ class Index:
         ``whitespace="json"``), ``"canonical"`` otherwise.
     bounds : {"generation", "schema"}, optional
         A generation policy against loops. ``"generation"``: where the schema sets no bound of
-        its own, arrays hold at most 16 items, strings without maxLength at most 128
-        characters (one with a pattern or format too, when its shortest string fits), an open object at most 16 members beyond its declared ones, integers and
-        ``multipleOf`` numbers at most 20 integer digits, and values the
-        schema leaves free (``{}``, ``true``) nest arrays and objects at most 3 deep (small models
-        otherwise repeat an item, a fragment or a key until the token budget ends).
+        its own, arrays hold at most 16 items (8 when every item is an object or an array),
+        strings without maxLength at most 128 characters (one with a pattern or format too,
+        when its shortest string fits), an open object at most 16 undeclared members whichever
+        declared ones it holds (8 when their values are all objects or arrays), undeclared keys
+        at most 128 characters, integers and ``multipleOf`` numbers at most 20 integer digits,
+        numbers the schema leaves free at most 20 integer, 20 fraction and 3 exponent digits,
+        and values the schema leaves free (``{}``, ``true``) nest arrays and objects at most 3
+        deep (small models otherwise repeat an item, a fragment or a key until the token budget
+        ends; docs/keywords.md, "Generation policies").
         ``"schema"``: only the schema's own bounds. Default: ``"generation"`` with
         ``close_objects=True``, ``"schema"`` with ``close_objects=False``.
     resources : mapping of str to schema, optional

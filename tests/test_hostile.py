@@ -1092,3 +1092,17 @@ def test_five_thousand_digit_numbers_in_schema_text_are_read_exactly(smollm2_voc
     assert ix.accepts(big) and not ix.accepts(big1) and not ix.accepts(big + "0")
     ix = Index('{"enum": [%s]}' % big[:99], smollm2_vocab)  # a literal: written directly
     assert ix.accepts(big[:99]) and not ix.accepts(big1[:98] + "1")
+
+
+def test_a_long_property_name_costs_a_state_per_chunk_not_per_byte(smollm2_vocab):
+    # checking a document walks its text by derivatives, a state at the end of each token-long
+    # chunk only: a 1 MB declared key cost a state (and a ~1 KB transition row) per byte and
+    # stopped at max_states; 100,000 bytes here
+    key = "k" * 100_000
+    for close in (True, False):
+        ix = Index({"type": "object", "properties": {key: {"type": "integer"}}, "required": [key]},
+                   smollm2_vocab, close_objects=close)
+        assert ix.check(json.dumps({key: 1})).ok
+        bad = ix.check(json.dumps({key[:-1] + "x": 1}))
+        assert not bad.ok and bad.position == 100_001 + (5 if not close else 0)
+        assert ix.n_states < 100_000 // 40

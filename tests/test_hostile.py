@@ -1038,6 +1038,21 @@ def test_an_intersection_of_many_patterns_stops_at_the_store_budget(smollm2_voca
     assert peak < 3 * budget, peak
 
 
+@pytest.mark.slow
+def test_an_intersection_of_many_patterns_runs_out_of_fuel_in_bounded_memory(smollm2_vocab):
+    # the default budgets: the emptiness search's fuel counts the terms it builds, so it stops
+    # after ~200,000 terms (~6 s, +240 MB on a loaded 2-core machine), where counting steps
+    # alone let it run 80 s and grow to 1 GB
+    pats = [{"pattern": f"^[a-j]*{'abcdefghij'[i % 10]}[a-j]{{{i % 7 + 2}}}$"} for i in range(50)]
+
+    def build():
+        with pytest.raises(LimitExceededError, match=r"emptiness search exceeded its fuel \(200000 derivative steps and terms built\)"):
+            Guide(Index({"type": "string", "allOf": pats}, smollm2_vocab)).get_start_tokensets()
+
+    _, peak = _peak(build)
+    assert peak < 512 << 20, peak
+
+
 def test_the_store_budget_survives_a_save(tmp_path, smollm2_vocab):
     ix = Index(SCHEMA, smollm2_vocab, max_store_bytes=48 << 20)
     ix.serialize_to_disk(tmp_path / "i")

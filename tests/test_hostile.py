@@ -1038,6 +1038,21 @@ def test_an_intersection_of_many_patterns_stops_at_the_store_budget(smollm2_voca
     assert peak < 3 * budget, peak
 
 
+@pytest.mark.slow
+def test_an_intersection_of_many_patterns_runs_out_of_fuel_in_bounded_memory(smollm2_vocab):
+    # the default budgets: the emptiness search's fuel counts the terms it builds, so it stops
+    # after ~200,000 terms (~6 s, +240 MB on a loaded 2-core machine), where counting steps
+    # alone let it run 80 s and grow to 1 GB
+    pats = [{"pattern": f"^[a-j]*{'abcdefghij'[i % 10]}[a-j]{{{i % 7 + 2}}}$"} for i in range(50)]
+
+    def build():
+        with pytest.raises(LimitExceededError, match=r"emptiness search exceeded its fuel \(200000 derivative steps and terms built\)"):
+            Guide(Index({"type": "string", "allOf": pats}, smollm2_vocab)).get_start_tokensets()
+
+    _, peak = _peak(build)
+    assert peak < 512 << 20, peak
+
+
 def test_the_store_budget_survives_a_save(tmp_path, smollm2_vocab):
     ix = Index(SCHEMA, smollm2_vocab, max_store_bytes=48 << 20)
     ix.serialize_to_disk(tmp_path / "i")
@@ -1092,3 +1107,17 @@ def test_five_thousand_digit_numbers_in_schema_text_are_read_exactly(smollm2_voc
     assert ix.accepts(big) and not ix.accepts(big1) and not ix.accepts(big + "0")
     ix = Index('{"enum": [%s]}' % big[:99], smollm2_vocab)  # a literal: written directly
     assert ix.accepts(big[:99]) and not ix.accepts(big1[:98] + "1")
+
+
+def test_a_long_property_name_costs_a_state_per_chunk_not_per_byte(smollm2_vocab):
+    # checking a document walks its text by derivatives, a state at the end of each token-long
+    # chunk only: a 1 MB declared key cost a state (and a ~1 KB transition row) per byte and
+    # stopped at max_states; 100,000 bytes here
+    key = "k" * 100_000
+    for close in (True, False):
+        ix = Index({"type": "object", "properties": {key: {"type": "integer"}}, "required": [key]},
+                   smollm2_vocab, close_objects=close)
+        assert ix.check(json.dumps({key: 1})).ok
+        bad = ix.check(json.dumps({key[:-1] + "x": 1}))
+        assert not bad.ok and bad.position == 100_001 + (5 if not close else 0)
+        assert ix.n_states < 100_000 // 40

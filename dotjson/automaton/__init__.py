@@ -813,6 +813,27 @@ class Automaton:
                 buf = buf[int(self._ret[0]) :]
                 self.handle_exit()
 
+    def walk_text(self, s: int, data: bytes) -> int:
+        """The state after ``data`` from state ``s``, or ``DEAD``, like :meth:`walk_bytes` but
+        making a state only at the end (the terms between are derivatives, memoized): for texts
+        walked once (checking a document), where a state per byte would cost its transition row
+        (~1 KB) and a 1 MB property name would exhaust ``max_states``."""
+        if not data:
+            return s
+        buf = np.frombuffer(bytes(data), dtype=np.uint8)
+        t = self.term_of(s)
+        with self.lock:
+            while True:
+                r = int(K.walk_terms(self._S, t, buf, self._ret))
+                if r != K.FAIL:
+                    break
+                t = int(self._ret[1])
+                buf = buf[int(self._ret[0]) :]
+                self.handle_exit()
+            if r == K.EMPTY or self.is_empty(r):
+                return DEAD
+            return self.state(r)
+
     def matches(self, data: bytes) -> bool:
         """True when ``data`` is a complete document of the grammar."""
         s = self.walk_bytes(self.start, data)

@@ -115,7 +115,7 @@ class CounterIds:
     def walk(self, v: int, data: bytes) -> int:
         """The id after ``data`` (at most a token's length of bytes) from counter-carrying id
         ``v``, or a negative dead state."""
-        r = self._auto.walk_bytes(v & LOW31, data)
+        r = self._auto.walk_text(v & LOW31, data)
         return r if r < 0 else self.resolve(r, ((v >> 31) & LOW31) - C_BIAS)
 
     def resolve(self, r: int, c: int) -> int:

@@ -65,5 +65,5 @@ from .clamp import (  # noqa: F401
     clamp,
 )
 from .states import (  # noqa: F401
-    fill_entry, fill_row, fill_rows, plain_inv, plain_run, state, walk_bytes,
+    fill_entry, fill_row, fill_rows, plain_inv, plain_run, state, walk_bytes, walk_terms,
 )

@@ -157,6 +157,26 @@ def walk_bytes(S, s, data, ret):
 
 
 @kernel
+def walk_terms(S, t, data, ret):
+    """Advance term ``t`` over ``data`` by derivatives alone, making no state on the way (a
+    text of a million bytes is a million terms, not a million states with their transition
+    rows); the final term, ``EMPTY``, or -1 on exit (``ret[0]`` = the position reached,
+    ``ret[1]`` its term: resume from there). A term holding ``AND``/``DIFF`` may denote ∅
+    without being ``EMPTY``: the caller asks the final term's emptiness."""
+    S = borrow(S)
+    for i in range(data.shape[0]):
+        u = deriv(S, t, data[i])
+        if u < 0:
+            ret[0] = i
+            ret[1] = t
+            return FAIL
+        if u == EMPTY:
+            return EMPTY
+        t = u
+    return t
+
+
+@kernel
 def key_state(S, s, limit):
     """The state of the clamped term of state ``s`` (the key its mask is memoized under)."""
     S = borrow(S)

@@ -180,10 +180,16 @@ def plot_coverage(out):
 
 
 def plot_masklevel(out):
-    """Per engine, over all categories: shares of valid instances accepted and invalid rejected."""
-    plt = _plt()
+    """Per engine, over all categories: shares of valid instances accepted and invalid rejected.
+
+    A run without the mask-level check (``--no-masklevel``) has nothing to plot: a one-line
+    note is printed instead and ``None`` returned."""
     engines = out["settings"]["engines"]
     a = out["summary"]["ALL"]
+    if not out["settings"].get("masklevel", True):
+        print("No mask-level data: this run skipped the mask-level check (--no-masklevel).")
+        return None
+    plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 3.5))
     x = np.arange(len(engines))
     nv, ni = a[engines[0]]["n_valid"], a[engines[0]]["n_invalid"]

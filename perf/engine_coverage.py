@@ -757,7 +757,8 @@ def _provenance(used: list, jsonl) -> dict:
         if loads:
             mach["loadavg_1min_range"] = [min(loads), max(loads)]
     return {"wall_s": sum(runs.values()), "machine": mach,
-            "assembled_from": {"jsonl": Path(jsonl).name, "records": len(used), "decodes": len(runs)}}
+            "assembled_from": {"jsonl": Path(jsonl).name, "records": len(used),
+                               "decodes": len(runs)}}
 
 
 def _merge_steps(stats: list) -> dict:
@@ -1174,8 +1175,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ids", default="", help="comma-separated schema ids: run only these of the sample")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the model (default 1)")
     ap.add_argument("--out", default=None,
-                    help="JSON results (default perf/results/coverage.json; with --report FILE.jsonl "
-                         "the results assembled from it, written only when given)")
+                    help="JSON results (default perf/results/coverage.json; with --report "
+                         "FILE.jsonl the results assembled from it, written only when given)")
     ap.add_argument("--report", metavar="JSON", default=None,
                     help="print the tables of a results file this script wrote, and exit (a "
                          "--jsonl file: what it holds for the sample, --engines and --whitespace)")

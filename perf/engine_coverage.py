@@ -731,7 +731,34 @@ def run(data=None, sample: int = 1, seed: int = 0, engines=peers.ENGINES, catego
         stats_all or list({rec["id"]: rec["stats"] for rec in recs.values() if rec.get("stats")}.values()))
     out["complete"] = len(results) == len(rows)
     out["schemas_sampled"] = len(rows)
+    if not run_missing:
+        used = [recs[(r["id"], lbl)] for r in results for lbl in labels]
+        out.update(_provenance(used, jsonl))
     return out
+
+
+def _provenance(used: list, jsonl) -> dict:
+    """What a report assembled from ``jsonl`` (no engine run) says of the run that wrote the
+    records ``used``: ``wall_s`` the sum of the decodes they came from (a decode covers the
+    labels it ran, told apart by schema and the minute it ended; redone labels count their own
+    decode), ``machine`` the latest record's with ``date_utc`` spanning the first to the last,
+    and ``assembled_from``."""
+    runs: dict = {}  # (schema, the minute its decode ended) -> its wall time
+    for u in used:
+        k = (u["id"], (u.get("machine") or {}).get("date_utc"))
+        runs[k] = max(runs.get(k, 0.0), u.get("wall_s") or 0.0)
+    dates = sorted(d for _, d in runs if d)
+    latest = max(used, key=lambda u: (u.get("machine") or {}).get("date_utc") or "", default={})
+    mach = dict(latest.get("machine") or machine())
+    if dates:
+        mach["date_utc"] = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+        loads = [(u.get("machine") or {}).get("loadavg", [None])[0] for u in used]
+        loads = [x for x in loads if x is not None]
+        if loads:
+            mach["loadavg_1min_range"] = [min(loads), max(loads)]
+    return {"wall_s": sum(runs.values()), "machine": mach,
+            "assembled_from": {"jsonl": Path(jsonl).name, "records": len(used),
+                               "decodes": len(runs)}}
 
 
 def _merge_steps(stats: list) -> dict:
@@ -1147,8 +1174,9 @@ def main(argv=None) -> int:
                          "(e.g. dotjson,dotjson/compact after a change to dotjson)")
     ap.add_argument("--ids", default="", help="comma-separated schema ids: run only these of the sample")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the model (default 1)")
-    ap.add_argument("--out", default=str(RESULTS / "coverage.json"),
-                    help="JSON results (default perf/results/coverage.json)")
+    ap.add_argument("--out", default=None,
+                    help="JSON results (default perf/results/coverage.json; with --report "
+                         "FILE.jsonl the results assembled from it, written only when given)")
     ap.add_argument("--report", metavar="JSON", default=None,
                     help="print the tables of a results file this script wrote, and exit (a "
                          "--jsonl file: what it holds for the sample, --engines and --whitespace)")
@@ -1156,10 +1184,16 @@ def main(argv=None) -> int:
     if args.report and args.report.endswith(".jsonl"):
         out = run(args.data, args.sample, args.seed, [e for e in args.engines.split(",") if e],
                   [c for c in args.categories.split(",") if c] or None, args.max_new_tokens,
-                  args.prompt_chars, whitespace=("default", "compact") if args.whitespace == "both"
+                  args.prompt_chars, args.time_limit, args.compile_limit, args.mem_limit_gb,
+                  whitespace=("default", "compact") if args.whitespace == "both"
                   else (args.whitespace,), generation=not args.spec_policies,
-                  masklevel=not args.no_masklevel, jsonl=args.report, run_missing=False, log=None)
+                  masklevel=not args.no_masklevel, jsonl=args.report, run_missing=False, log=None,
+                  step_limit=args.step_limit)
         print(render(out))
+        if args.out is not None:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(_dumps(out), encoding="utf-8")
+            print(f"wrote {args.out}", file=sys.stderr)
         return 0
     if args.report:
         out = json.loads(Path(args.report).read_text(encoding="utf-8"))
@@ -1174,6 +1208,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     engines = [e for e in args.engines.split(",") if e]
+    args.out = args.out or str(RESULTS / "coverage.json")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     for e in engines:
         if e not in peers.ENGINES + peers.EXTRA_ENGINES:
@@ -1194,9 +1229,15 @@ def main(argv=None) -> int:
           f"{out['machine']['loadavg'][0]:.1f} at the end; engines: " + "; ".join(
               f"{e} {i.get('version', '?')}" for e, i in out["infos"].items()))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
+    Path(args.out).write_text(_dumps(out), encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _dumps(out: dict) -> str:
+    """The results as ``--out`` writes them: compact JSON (the 45-schema run with both
+    whitespace modes is ~0.8 MB so, 1.05 MB indented; the notebook reads either)."""
+    return json.dumps(out, separators=(",", ":"), default=str)
 
 
 if __name__ == "__main__":

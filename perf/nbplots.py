@@ -11,7 +11,7 @@ import numpy as np
 COLORS = {"dotjson": "#1f77b4", "dotjson (memoized)": "#17becf", "dotjson-guide": "#9467bd",
           "dotjson-compact": "#aec7e8",
           "llguidance": "#ff7f0e", "llguidance.torch": "#8c564b", "xgrammar": "#2ca02c", "xgrammar-strict": "#98df8a",
-          "outlines": "#d62728"}
+          "outlines": "#d62728", "dotjson-schema-bounds": "#7f7f7f"}
 
 
 def _plt():
@@ -156,34 +156,51 @@ def sizes_table(sweep) -> str:
 
 
 def plot_coverage(out):
-    """Per category: compiled % and valid-output % for every engine (``engine_coverage.run``)."""
+    """Per category: compiled % and valid-output % for every engine (``engine_coverage.run``).
+
+    A run in several whitespace modes labels an engine's other modes ``ENGINE/MODE``: they share
+    the engine's colour, hatched. The title names the engines that let the model end on an
+    invalid document."""
     plt = _plt()
     engines = out["settings"]["engines"]
     summ = out["summary"]
     cats = list(summ)
-    fig, axes = plt.subplots(2, 1, figsize=(min(14, max(8, 0.8 * len(cats))), 7), sharex=True)
+    fig, axes = plt.subplots(2, 1, figsize=(min(16, max(8, 0.1 * len(cats) * len(engines))), 7.5),
+                             sharex=True)
     w = 0.8 / len(engines)
     x = np.arange(len(cats))
     for ax, metric, title in ((axes[0], "compiled_pct", "compiled %"),
                               (axes[1], "valid_pct", "valid output % (SmolLM2-135M, greedy)")):
         for i, e in enumerate(engines):
-            ax.bar(x + i * w, [summ[c][e][metric] for c in cats], w, label=e, color=COLORS.get(e))
+            base, _, mode = e.partition("/")
+            ax.bar(x + i * w, [summ[c][e][metric] for c in cats], w, label=e,
+                   color=COLORS.get(base, f"C{i % 10}"), hatch="///" if mode else None,
+                   edgecolor="white" if mode else None, linewidth=0)
         ax.set(ylim=(0, 105), ylabel="%", title=title)
         ax.grid(True, axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8, ncol=len(engines), loc="lower left", framealpha=0.9)
-    axes[1].set_xticks(x + 0.4 - w / 2, [c.replace("_", "\n") for c in cats], fontsize=8)
+    axes[1].set_xticks(x + 0.4 - w / 2, cats, fontsize=8, rotation=30, ha="right")
     bad = {e: summ["ALL"][e]["invalid"] for e in engines}
+    worse = ", ".join(f"{e} {n}" for e, n in bad.items() if n)
     fig.suptitle("MaskBench end to end; invalid outputs: "
-                 + ", ".join(f"{e} {n}" for e, n in bad.items()))
-    fig.tight_layout()
+                 + (f"{worse}; every other configuration 0" if worse else "0 for every engine"))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0.07 if len(engines) > 5 else 0.04, 1, 1))
+    fig.legend(handles, labels, fontsize=8, ncol=min(len(engines), 5), loc="lower center",
+               framealpha=0.9)
     return fig
 
 
 def plot_masklevel(out):
-    """Per engine, over all categories: shares of valid instances accepted and invalid rejected."""
-    plt = _plt()
+    """Per engine, over all categories: shares of valid instances accepted and invalid rejected.
+
+    A run without the mask-level check (``--no-masklevel``) has nothing to plot: a one-line
+    note is printed instead and ``None`` returned."""
     engines = out["settings"]["engines"]
     a = out["summary"]["ALL"]
+    if not out["settings"].get("masklevel", True):
+        print("No mask-level data: this run skipped the mask-level check (--no-masklevel).")
+        return None
+    plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 3.5))
     x = np.arange(len(engines))
     nv, ni = a[engines[0]]["n_valid"], a[engines[0]]["n_invalid"]
@@ -216,7 +233,8 @@ def plot_suite(suite):
         ax.barh(y + i * h, xs, h, label=e, color=COLORS.get(e))
     ax.set_yticks(y + 0.4 - h / 2, [f.removesuffix(".json") for f in files], fontsize=7)
     ax.invert_yaxis()
-    ax.set(xlim=(0, 100), xlabel="% of cases passed", title="JSON-Schema-Test-Suite, draft 2020-12")
+    ax.set(xlim=(0, 100), xlabel="% of cases passed")
+    ax.set_title("JSON-Schema-Test-Suite, draft 2020-12", pad=28)  # the legend sits above the axes
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8, ncol=len(engines), loc="lower center", bbox_to_anchor=(0.5, 1.02))
     fig.tight_layout()

@@ -109,9 +109,13 @@ SAMPLE = 1
 CATEGORIES = ("Glaiveai2K",)
 DATA = {str(SUBSET)!r}
 ENGINES = {ENGINES!r}
+WHITESPACE = ("default",)
 MAX_NEW_TOKENS = 12
 TIME_LIMIT_S = 120.0
+MASKLEVEL = True
+RESULTS = None
 SUITE_FILES = ("minLength.json", "enum.json")
+SUITE_RESULTS = None
 """
     nb = execute("coverage.ipynb", tiny)
     kernel, figures, text = outputs(nb)
@@ -121,3 +125,22 @@ SUITE_FILES = ("minLength.json", "enum.json")
     assert "| Glaiveai2K | 1 |" in text and "| minLength | 7 |" in text
     for e in ENGINES:
         assert e in text
+
+
+def test_coverage_results_without_masklevel(capsys):
+    """The coverage notebook's saved run (``--no-masklevel``): its results file loads, says
+    dotjson wrote no invalid document, and the mask-level plot gives a one-line note instead of
+    failing on the counts that run did not take."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "perf"))
+    try:
+        import nbplots
+    finally:
+        sys.path.remove(str(ROOT / "perf"))
+    out = json.loads((ROOT / "perf" / "results" / "coverage-sample3-512.json").read_text())
+    assert out["settings"]["masklevel"] is False and out["complete"]
+    assert out["summary"]["ALL"]["dotjson"]["invalid"] == 0
+    assert out["summary"]["ALL"]["dotjson/compact"]["invalid"] == 0
+    assert nbplots.plot_masklevel(out) is None
+    assert "No mask-level data" in capsys.readouterr().out

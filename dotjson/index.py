@@ -22,6 +22,7 @@ from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT, CounterIds
 from .automaton import kernels as _K
 from ._config import MAX_STORE_BYTES
 from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
+from .trie import PLAIN_RANGES
 from .vocabulary import Vocabulary
 from .jsonschema.values import default_bounds
 from .jsonstr import default_spellings
@@ -65,8 +66,7 @@ _LIVE_BYTE_STATES = 1024
 #: ones only the transitions the walk asks for.
 _WIDE_NODE = 2
 
-_PLAIN_RANGES = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF)]
-_PLAIN_SEQS = plain_seq_arrays([sq for lo, hi in _PLAIN_RANGES for sq in utf8_sequences(lo, hi)])
+_PLAIN_SEQS = plain_seq_arrays([sq for lo, hi in PLAIN_RANGES for sq in utf8_sequences(lo, hi)])
 
 
 _SCRATCH = threading.local()

@@ -32,7 +32,17 @@ from ._kernels.jit import kernel
 from ._kernels.group import group_by
 from .errors import VocabularyError
 
-_NON_PLAIN_ASCII = frozenset(range(0x20)) | {0x22, 0x5C}
+#: The *plain* characters (code point ranges): those a JSON string body takes as themselves,
+#: so that a state inside a string is unchanged by them. Defined here once: the tries split
+#: tokens by it, the mask walk's plain invariance and plain runs test states against it
+#: (``dotjson.index``). Every character from U+0080 on but the surrogates is plain (the UTF-8
+#: check of :func:`_plain_mask` relies on it; checked below); the ASCII ones are a table.
+PLAIN_RANGES = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))
+#: ``PLAIN_ASCII[b]``: ASCII byte ``b`` is a plain character.
+PLAIN_ASCII = np.array([any(lo <= b <= hi for lo, hi in PLAIN_RANGES) for b in range(0x80)],
+                       dtype=np.bool_)
+assert [(max(lo, 0x80), hi) for lo, hi in PLAIN_RANGES if hi >= 0x80] == [(0x80, 0xD7FF), (0xE000, 0x10FFFF)]
+_NON_PLAIN_ASCII = frozenset(int(b) for b in np.flatnonzero(~PLAIN_ASCII))
 
 
 @dataclass(frozen=True)
@@ -201,8 +211,7 @@ def _ascii_runs_kernel(child_ptr, child_byte, child_node, tok_ptr, tok_ids, is_r
     return 0
 
 
-_ASCII_RUN = np.array([0x20 <= b <= 0x7E and b not in (0x22, 0x5C) for b in range(256)],
-                      dtype=np.bool_)
+_ASCII_RUN = np.array([b <= 0x7E and PLAIN_ASCII[b] for b in range(256)], dtype=np.bool_)
 
 
 def ascii_runs(trie: TokenTrie) -> tuple[np.ndarray, ...]:
@@ -474,8 +483,9 @@ def check_trie(child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end,
 
 
 @kernel
-def _plain_mask(blob, starts, lens):
-    """``is_plain`` for every item: no control byte, ``"`` or ``\\``; strict UTF-8."""
+def _plain_mask(blob, starts, lens, plain_ascii):
+    """``is_plain`` for every item: its ASCII bytes plain (``plain_ascii``: no control byte,
+    ``"`` or ``\\``), the rest strict UTF-8."""
     n = starts.shape[0]
     out = np.zeros(n, dtype=np.bool_)
     for k in range(n):
@@ -488,7 +498,7 @@ def _plain_mask(blob, starts, lens):
         while i < e:
             c = blob[i]
             if c < 0x80:
-                if c < 0x20 or c == 0x22 or c == 0x5C:
+                if not plain_ascii[c]:
                     ok = False
                     break
                 i += 1
@@ -610,7 +620,7 @@ def _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id: int) -> Voca
     keep = lens > 0
     if not keep.all():
         starts, lens, ids = starts[keep], lens[keep], ids[keep]
-    plain = _plain_mask(blob, starts, lens) if starts.shape[0] else np.zeros(0, dtype=np.bool_)
+    plain = _plain_mask(blob, starts, lens, PLAIN_ASCII) if starts.shape[0] else np.zeros(0, dtype=np.bool_)
     n_words = (max_token_id + 31) // 32
     plain_bits = np.zeros(n_words, dtype=np.uint32)
     pids = ids[plain].astype(np.int64)

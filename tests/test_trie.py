@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dotjson.trie import (
-    TokenTrie, _pack, _plain_mask, ascii_runs, big_subtree_bits, build_trie, build_vocab_tries,
+    PLAIN_ASCII, TokenTrie, _pack, _plain_mask, ascii_runs, big_subtree_bits, build_trie, build_vocab_tries,
     is_plain,
 )
 
@@ -167,7 +167,7 @@ def test_plain_kernel_matches_is_plain():
     cases += [bytes(rng.choice([0x80, 0x9F, 0xA0, 0xBF, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0x41])
                     for _ in range(rng.randint(1, 5))) for _ in range(3000)]
     blob, starts, lens = _pack(cases)
-    got = _plain_mask(blob, starts, lens)
+    got = _plain_mask(blob, starts, lens, PLAIN_ASCII)
     for b, g in zip(cases, got):
         assert bool(g) == naive_is_plain(b) == is_plain(b), b
 

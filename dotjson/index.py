@@ -482,7 +482,7 @@ class Index:
         #: False: no plain-run shortcuts (the plain trie walked node by node, no shared special
         #: part), for the tests
         self._plain_runs = True
-        self._reach_out = np.zeros(1, dtype=np.int64)
+        self._reach_out = np.zeros(2, dtype=np.int64)  # run_share's reach and run length
         self._special_mode = _walk.WALK_RUNS
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
@@ -958,10 +958,6 @@ class Index:
         len_row, len_bits = self._walk_tables[3:]
         if len_row.shape[0] == 0:
             return None
-        pseq, plen = _PLAIN_SEQS
-        k = a._run(_K.plain_run, key_state, pseq, plen)
-        if k <= 0 or k >= _K.RUN_INF:
-            return None
         # the run's reach into the special tokens depends on its item, what follows the run and
         # the vocabulary only: kept with the base image for the image's terms, so the next
         # schema does not walk the special trie again (~1-3 ms)
@@ -973,25 +969,18 @@ class Index:
                 fact = ("reach", self._vocab.fingerprint, int(ti[r, 1]), first)
         known = image.facts.get(fact, -1) if fact is not None else -1
         out = self._reach_out
-        out[0] = -1
-        shared = a._run(_walk.run_share, key_state, self._trie_arrays[0], known, out)
+        out[:] = -1
+        shared = a._run(_walk.run_share, key_state, self._trie_arrays[0], known, out, *_PLAIN_SEQS)
         if fact is not None and known < 0 and out[0] >= 0:
             image.facts[fact] = int(out[0])
         if shared < 0 or shared == key_state:
             return None
+        k = int(out[1])
         r = self._mask_row(shared)  # (may grow self._masks: read it after)
-        m = self._masks[r]
-        bits = m & ~self._tries.plain_bits
-        if k >= len_row.shape[0]:
-            bits |= self._tries.plain_bits
-        else:
-            bits |= len_bits[len_row[k]]
-        if bool(a.accepting[key_state]) != bool(a.accepting[shared]):
-            for t in self._eos:
-                if t < bits.shape[0] * 32:
-                    bits[t >> 5] &= ~np.uint32(1 << (int(t) & 31))
-            if a.accepting[key_state]:
-                self._set_eos(bits)
+        # (its EOS bits are the run's: R{min(lo, D+1),} rest is nullable exactly when R{lo,hi}
+        # rest is, lo and min(lo, D+1) being 0 together)
+        bits = self._masks[r] & ~self._tries.plain_bits
+        bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
         return bits
 
     def _scratch(self):

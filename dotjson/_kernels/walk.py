@@ -289,10 +289,12 @@ def _reach(S, u0, fterm, special):
     return best
 
 
-@unit(K._i64, K.STORE, K._i64, _TRIE, K._i64, _I64_1)
-def run_share(S, s, special, known, out):
-    """The state whose mask ``s``, a bounded plain run (:func:`~dotjson.automaton.states.plain_run`),
-    shares for its special tokens; :data:`NO_SHARE` when there is none; -1 on exit.
+@unit(K._i64, K.STORE, K._i64, _TRIE, K._i64, _I64_1, _I32_3, K._I32_1)
+def run_share(S, s, special, known, out, pseq, plen):
+    """The state whose mask ``s``, a bounded plain run of ``k`` characters
+    (:func:`~dotjson.automaton.states.plain_run`, written to ``out[1]``), shares for its special
+    tokens; :data:`NO_SHARE` when there is none (``s`` is no bounded run, or is too near its
+    bound); -1 on exit.
 
     ``s`` is ``R{lo,hi} rest``. A special token takes at most ``D`` items of ``R`` before it
     ends or leaves the run (``D`` from :func:`_reach`, once per ``R`` and first byte set of
@@ -304,6 +306,12 @@ def run_share(S, s, special, known, out):
     ``out[0]`` receives ``D``.
     """
     S = K.borrow(S)
+    k = K.plain_run(S, s, pseq, plen)
+    if k < 0:
+        return -1
+    out[1] = k
+    if k == 0 or k >= K.RUN_INF:
+        return NO_SHARE
     ti = S[K.S_TI]
     t = S[K.S_TERM_OF][s]
     if ti[t, 0] == K.K_SEQ:

@@ -826,13 +826,10 @@ class Automaton:
             while True:
                 r = int(K.walk_terms(self._S, t, buf, self._ret))
                 if r != K.FAIL:
-                    break
+                    return r
                 t = int(self._ret[1])
                 buf = buf[int(self._ret[0]) :]
                 self.handle_exit()
-            if r == K.EMPTY or self.is_empty(r):
-                return DEAD
-            return self.state(r)
 
     def matches(self, data: bytes) -> bool:
         """True when ``data`` is a complete document of the grammar."""

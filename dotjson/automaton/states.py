@@ -158,11 +158,10 @@ def walk_bytes(S, s, data, ret):
 
 @kernel
 def walk_terms(S, t, data, ret):
-    """Advance term ``t`` over ``data`` by derivatives alone, making no state on the way (a
-    text of a million bytes is a million terms, not a million states with their transition
-    rows); the final term, ``EMPTY``, or -1 on exit (``ret[0]`` = the position reached,
-    ``ret[1]`` its term: resume from there). A term holding ``AND``/``DIFF`` may denote ∅
-    without being ``EMPTY``: the caller asks the final term's emptiness."""
+    """The state after ``data`` from term ``t``, by derivatives alone, making a state only at
+    the end (a text of a million bytes is a million terms, not a million states with their
+    transition rows); ``DEAD``, or -1 on exit (``ret[0]`` = the position reached, ``ret[1]`` its
+    term: resume from there)."""
     S = borrow(S)
     for i in range(data.shape[0]):
         u = deriv(S, t, data[i])
@@ -171,9 +170,13 @@ def walk_terms(S, t, data, ret):
             ret[1] = t
             return FAIL
         if u == EMPTY:
-            return EMPTY
+            return DEAD
         t = u
-    return t
+    r = _live_state(S, t)  # (a term holding AND/DIFF may denote ∅ without being EMPTY)
+    if r == FAIL:
+        ret[0] = data.shape[0]
+        ret[1] = t
+    return r
 
 
 @kernel

@@ -140,6 +140,11 @@ def _scalar_text(value, where, kw) -> None:
 class Normalizer:
     """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
 
+    #: the dynamic scopes (:mod:`.dynamic`), once :meth:`track_dynamic_scope` was called
+    scopes = None
+    #: a ``$dynamicRef`` needing scopes raises ``dynamic.Restart`` (the caller starts over)
+    restartable = False
+
     def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema",
                  namespace: str = "", base_prefix: str = "", spellings=None, bounds=None):
         from dotjson import grammar as _grammar
@@ -340,6 +345,8 @@ class Normalizer:
 
     def base_uri(self, doc, ptr):
         """The base URI in force at a schema location: the ``$id``s on the path from the root."""
+        if self.scopes is not None:
+            doc = self.scopes.split(doc)[0]  # (a scoped copy's identifiers are its document's)
         b = self.base_of.get((doc, ptr))
         if b is not None:
             return b
@@ -937,7 +944,7 @@ class Normalizer:
         parts: list = []
 
         if "$ref" in s and draft <= 7:
-            return [(("ruleref", self.resolve(doc, ptr, s["$ref"])),)]
+            return [(("ruleref", self.ref_target(doc, ptr, s["$ref"], "$ref")),)]
 
         for kw, val in s.items():
             try:
@@ -1057,8 +1064,7 @@ class Normalizer:
         where = self.where(doc, ptr)
         kwhere = f"{where}/{_esc(kw)}"
         if kw == "$ref":
-            target = self.resolve(doc, ptr, val)
-            atoms.append(("ruleref", target))
+            atoms.append(("ruleref", self.ref_target(doc, ptr, val, kw)))
         elif kw == "$dynamicRef" and draft >= 2020:
             target = self.ref_target(doc, ptr, val, kw)
             if target is not None and target != TRUE:
@@ -1251,17 +1257,32 @@ class Normalizer:
         """The expression ``$ref``/``$dynamicRef`` ``ref`` at ``(doc, ptr)`` refers to (``None``:
         refused, leniently)."""
         if kw != "$dynamicRef":
-            return self.resolve(doc, ptr, ref, kw)
+            target = self.resolve(doc, ptr, ref, kw)
+            return target if self.scopes is None or target == TRUE else self.scopes.follow(doc, ptr, target)
         self.index_all()  # every $dynamicAnchor counts
         target = self.resolve(doc, ptr, ref, kw)
-        if target != TRUE:
-            frag = _defrag(ref)[1]
-            tgt = self.get(target[1], target[2])
-            name = tgt.get("$dynamicAnchor") if isinstance(tgt, dict) else None
-            if name == frag and self.dyn_anchor_count.get(name, 0) > 1:
-                return self.unsupported("$dynamicRef with several candidate $dynamicAnchors is not supported",
-                                        self._kw_where(doc, ptr, kw), kw)
+        if target == TRUE:
+            return target
+        if self.scopes is not None:
+            return self.scopes.dynamic(doc, ptr, ref, target)
+        frag = _defrag(ref)[1]
+        tgt = self.get(target[1], target[2])
+        name = tgt.get("$dynamicAnchor") if isinstance(tgt, dict) else None
+        if name == frag and self.dyn_anchor_count.get(name, 0) > 1:
+            if self.restartable:
+                from dotjson.jsonschema.dynamic import Restart
+
+                raise Restart()  # (the dynamic scope matters: tracked from the root, see .dynamic)
+            return self.unsupported("$dynamicRef with several candidate $dynamicAnchors needs the dynamic "
+                                    "scope tracked from the root (track_dynamic_scope)", self._kw_where(doc, ptr, kw), kw)
         return target
+
+    def track_dynamic_scope(self) -> None:
+        """Follow every reference into a copy per dynamic scope (:mod:`.dynamic`): called before
+        phase 1 where a ``$dynamicRef`` has several candidate ``$dynamicAnchor``s."""
+        from dotjson.jsonschema.dynamic import Scopes
+
+        self.scopes = Scopes(self)
 
     def addl_atom(self, s, e, where):
         props = s.get("properties", {})

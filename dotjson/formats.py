@@ -22,9 +22,12 @@ Also supported: ``iri``, ``iri-reference`` (RFC 3987), ``json-pointer`` (RFC 690
 ``relative-json-pointer`` and ``uri-template`` (RFC 6570 syntax, up to level 4: literals,
 expressions with an operator, variable lists, prefix and explode modifiers).
 
+``regex``: ECMA-262 patterns (``u`` flag) within the limits :mod:`dotjson.jsonschema.ecma_pattern`
+lists (group nesting, some early errors that no context-free grammar decides): valid patterns
+outside them are rejected, never the reverse.
+
 Not supported (:func:`format_to_ir` returns ``None``): the formats of
-:data:`UNSUPPORTED_FORMATS` (``regex``: regular expressions nest parentheses, which no regular
-language can check; ``idn-hostname``/``idn-email``: IDNA2008 needs Punycode and NFC checks), for
+:data:`UNSUPPORTED_FORMATS` (``idn-hostname``/``idn-email``: IDNA2008 needs Punycode and NFC checks), for
 which :func:`dotjson.schema.schema_to_grammar` raises ``UnsupportedSchemaError``, and formats no
 JSON Schema draft defines (``int32``, ``jsonschema``, ...), which every validator ignores (the
 specification makes unknown formats annotations), so ignoring them is exact.
@@ -306,6 +309,16 @@ def _uri_template() -> ir.Node:
     return ir.repeat(ir.alt(literals, expression), 0, None)
 
 
+# ----------------------------------------------------------------------------- regex
+
+
+def _ecma_pattern() -> ir.Node:
+    # ECMA-262 patterns: dotjson.jsonschema.ecma_pattern (a regular under-approximation)
+    from dotjson.jsonschema.ecma_pattern import pattern_language
+
+    return pattern_language()
+
+
 # ----------------------------------------------------------------------------- registry
 
 _BUILDERS = {
@@ -325,13 +338,14 @@ _BUILDERS = {
     "json-pointer": _json_pointer,
     "relative-json-pointer": _relative_json_pointer,
     "uri-template": _uri_template,
+    "regex": lambda: _ecma_pattern(),
 }
 
 SUPPORTED_FORMATS = frozenset(_BUILDERS)
 
 #: Formats a JSON Schema draft defines that dotjson cannot check exactly: a schema asserting one
 #: raises ``UnsupportedSchemaError`` (a warning with ``lenient=True``), never ignored silently.
-UNSUPPORTED_FORMATS = frozenset({"regex", "idn-hostname", "idn-email"})
+UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "idn-email"})
 
 
 @functools.lru_cache(maxsize=None)

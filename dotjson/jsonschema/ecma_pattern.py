@@ -20,14 +20,14 @@ every string it accepts is a valid pattern; a valid pattern is rejected only whe
   more than 9 significant digits in ``n``;
 * has a class range whose first endpoint is not ASCII and that is not either two literal
   characters in different blocks (16 code points below U+4000, 256 below U+10000, a plane
-  above) or two ``\\uHHHH`` escapes whose first two hex digits differ (``[а-я]``, ``[一-龥]``,
-  ``[\\u4e00-\\u9fa5]`` are accepted; ``[ぁ-ゖ]`` is not), or uses a surrogate ``\\uD800``–
-  ``\\uDFFF`` escape as an endpoint;
+  above) or two ``\\uHHHH`` escapes whose first two hex digits differ (``[а-я]``, ``[ぁ-ゖ]``,
+  ``[一-龥]``, ``[\\u4e00-\\u9fa5]`` are accepted; ``[ぁ-ぅ]`` is not), or a surrogate ``\\uD800``–
+  ``\\uDFFF`` escape as an endpoint; or ``\\0`` inside a class;
 * has more than one named group, a group name that is not an ASCII identifier, or ``\\k<name>``
-  with a name longer than one character (``(?<n>a)\\k<n>`` is accepted);
-* has a backreference of two or more digits (``\\10``).
+  other than beside a top-level group with a one-character name (``(?<n>a)\\k<n>`` is accepted);
+* has a backreference (``\\1`` and up: the count of capturing groups is not tracked).
 
-``\\p{…}``/``\\P{…}`` take the property names and values of V8 in Node.js 20 (Unicode 15.1):
+``\\p{…}``/``\\P{…}`` take the property names and values V8 11.3 accepts in Node.js 20.20 (its ICU: Unicode 17.0):
 :data:`_GC`, :data:`_BINARY`, :data:`_SCRIPTS` (probed with ``new RegExp``).
 """
 
@@ -337,7 +337,7 @@ def _quantifier() -> ir.Node:
 
 @functools.lru_cache(maxsize=None)
 def pattern_language(depth: int = MAX_NESTING) -> ir.Node:
-    """The decoded strings accepted as ECMA-262 patterns (``u`` flag), within the limits the
+    r"""The decoded strings accepted as ECMA-262 patterns (``u`` flag), within the limits the
     module docstring lists: groups and lookarounds nested at most ``depth`` deep, at most one
     named group, ``\k<c>`` beside a top-level group named ``c``, no ``\0`` before a digit
     (``\01`` is no escape)."""

@@ -18,13 +18,14 @@ every string it accepts is a valid pattern; a valid pattern is rejected only whe
 * has ``{m,n}`` with ``m`` and ``n`` of the same number of significant digits (leading zeros
   aside), at least 3, and the same first digit (``{100,150}``; ``{100,200}`` is accepted), or
   more than 9 significant digits in ``n``;
-* has a class range whose first endpoint is not ASCII and that is not either two literal
-  characters in different blocks (16 code points below U+4000, 256 below U+10000, a plane
-  above) or two ``\\uHHHH`` escapes whose first two hex digits differ (``[а-я]``, ``[ぁ-ゖ]``,
-  ``[一-龥]``, ``[\\u4e00-\\u9fa5]`` are accepted; ``[ぁ-ぅ]`` is not), or a surrogate ``\\uD800``–
-  ``\\uDFFF`` escape as an endpoint; or ``\\0`` inside a class;
+* has a class range ``x-y`` whose endpoints are not both literal characters, both ``\\xHH`` or
+  both ``\\uHHHH`` escapes (``[\\t-\\r]``, ``[a-\\x7A]``, ``\\u{…}`` endpoints are rejected); or
+  non-ASCII literals in the same block (16 code points below U+4000, 256 below U+10000, a plane
+  above: ``[а-я]``, ``[ぁ-ゖ]``, ``[一-龥]`` are accepted, ``[ぁ-ぅ]`` is not); or ``\\uPPHH`` escapes
+  with the same ``PP`` other than ``00`` (``[\\u4e00-\\u9fa5]`` and ``[\\u0000-\\u001F]`` are
+  accepted, ``[\\u4e00-\\u4eff]`` is not) or a surrogate ``PP``; or ``\\0`` inside a class;
 * has more than one named group, a group name that is not an ASCII identifier, or ``\\k<name>``
-  other than beside a top-level group with a one-character name (``(?<n>a)\\k<n>`` is accepted);
+  other than after a top-level group with a one-character name (``(?<n>a)\\k<n>`` is accepted);
 * has a backreference (``\\1`` and up: the count of capturing groups is not tracked).
 
 ``\\p{…}``/``\\P{…}`` take the property names and values V8 11.3 accepts in Node.js 20.20 (its ICU: Unicode 17.0):
@@ -247,16 +248,36 @@ def _endpoint(lo: int, hi: int, dash: bool = True) -> ir.Node:
     return ir.alt(*parts)
 
 
+def _literal_from(v: int) -> ir.Chars:
+    r"""Literal class characters (not ``\`` or ``]``) from ``v`` on."""
+    return _minus(ir.chars((v, MAX)), "\\]")
+
+
+def _hex_pairs(after: str) -> ir.Node:
+    """``HH<after>HH``: two 2-digit hex numbers, the first at most the second (16 alternatives
+    alive after the first digit, one after the second)."""
+    out = []
+    for h in range(16):
+        lows = []
+        for lo in range(16):
+            second = ir.alt(ir.seq(_hex_digits(h + 1, 15), _HEX) if h < 15 else ir.EMPTY,
+                            ir.seq(_hex_digit(h), _hex_digits(lo, 15)))
+            lows.append(ir.seq(_hex_digit(lo), ir.lit(after), second))
+        out.append(ir.seq(_hex_digit(h), ir.alt(*lows)))
+    return ir.alt(*out)
+
+
 @functools.lru_cache(maxsize=None)
 def _ranges() -> tuple[ir.Node, ir.Node]:
-    """``x-y`` with ``x <= y`` within the forms the module docstring lists: (ranges whose ``x``
-    is not a literal ``-``, all ranges)."""
+    r"""``x-y`` with ``x <= y`` within the forms the module docstring lists: (ranges whose ``x``
+    is not a literal ``-``, all ranges). Both endpoints are literal characters, or ``\xHH``
+    escapes, or ``\uHHHH`` escapes; the alternatives are factored by their first characters, so
+    that a state inside a class holds few of them."""
     parts = []
-    high = _endpoint(0x80, MAX)
-    for v in range(0x80):  # ASCII first endpoints: exact, every spelling of the second
-        first = _endpoint(v, v, dash=False)
-        if first != ir.EMPTY:
-            parts.append(ir.seq(first, ir.lit("-"), ir.alt(_endpoint(v, 0x7F), high)))
+    for v in range(0x80):  # ASCII literal first endpoints: exact
+        c = chr(v)
+        if c not in "\\]-":
+            parts.append(ir.seq(ir.chars((v, v)), ir.lit("-"), _literal_from(v)))
     # non-ASCII literal endpoints: x's 256-block before y's; within one below U+4000, x's
     # 16-block before y's
     for h in range(0x100):
@@ -270,13 +291,21 @@ def _ranges() -> tuple[ir.Node, ir.Node]:
         if b < MAX:
             parts.append(ir.seq(ir.chars((a, b)), ir.lit("-"), ir.chars((b + 1, MAX))))
     hh = ir.repeat(_HEX, 2, 2)
+    bmp_after = {}
     for p in range(1, 0xFF):  # \uHHHH endpoints whose first two hex digits increase
-        if 0xD8 <= p <= 0xDF:
-            continue
-        gt = ir.alt(*(_hex_fixed(a, b, 2) for a, b in ((p + 1, 0xD7), (max(p + 1, 0xE0), 0xFF)) if a <= b))
-        parts.append(ir.seq(ir.lit("\\u"), _hex_fixed(p, p, 2), hh, ir.lit("-\\u"), gt, hh))
-    nd = ir.alt(*parts)
-    return nd, ir.alt(nd, ir.seq(ir.lit("--"), _endpoint(0x2D, MAX)))
+        if not 0xD8 <= p <= 0xDF:
+            gt = ir.alt(*(_hex_fixed(a, b, 2) for a, b in ((p + 1, 0xD7), (max(p + 1, 0xE0), 0xFF)) if a <= b))
+            bmp_after[p] = ir.seq(_hex_fixed(p, p, 2), hh, ir.lit("-\\u"), gt, hh)
+    u_any = ir.alt(*(_hex_fixed(a, b, 2) for a, b in ((1, 0xD7), (0xE0, 0xFF))))
+    escapes = ir.alt(
+        ir.seq(ir.lit("x"), _hex_pairs("-\\x")),
+        ir.seq(ir.lit("u"), ir.alt(
+            # \u00HH: the last two digits compared, or a later \uPPHH
+            ir.seq(ir.lit("00"), ir.alt(_hex_pairs("-\\u00"), ir.seq(hh, ir.lit("-\\u"), u_any, hh))),
+            *bmp_after.values())),
+    )
+    nd = ir.alt(*parts, ir.seq(ir.lit("\\"), escapes))
+    return nd, ir.alt(nd, ir.seq(ir.lit("--"), _literal_from(0x2D)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -372,11 +401,22 @@ def pattern_language(depth: int = MAX_NESTING) -> ir.Node:
         nd0 = ir.alt(*nd0)
         inner = d0
         d0, d1 = disjunction(nd0), (disjunction(nd0, t1) if t1 != ir.EMPTY else ir.EMPTY)
-    top = [d0, d1]
-    if inner is not None:
-        for lo, hi in _ID_START.ranges:  # \k<c> beside a group named c, both at the top level
-            for cp in range(lo, hi + 1):
-                c = chr(cp)
-                nd = ir.alt(nd0, ir.seq(ir.lit(f"\\k<{c}>"), ir.opt(quant)))
-                top.append(disjunction(nd, ir.seq(ir.lit(f"(?<{c}>"), inner, ir.lit(")"), ir.opt(quant))))
-    return ir.alt(*top)
+    if inner is None:
+        return ir.alt(d0, d1)
+
+    def seq_of(nd):
+        return ir.seq(ir.repeat(ir.alt(nd, digit_term, ir.seq(ir.repeat(zero, 1, None), nd)), 0, None),
+                      ir.repeat(zero, 0, None))
+
+    # \k<c> after a top-level group named c (one character): the part before the group is
+    # shared by every c, so a state before it is one term, not one per name
+    seq0 = seq_of(nd0)
+    before = ir.seq(ir.repeat(ir.seq(seq0, ir.lit("|")), 0, None), seq0, ir.lit("(?<"))
+    named = []
+    for lo, hi in _ID_START.ranges:
+        for cp in range(lo, hi + 1):
+            c = chr(cp)
+            seq_k = seq_of(ir.alt(nd0, ir.seq(ir.lit(f"\\k<{c}>"), ir.opt(quant))))
+            named.append(ir.seq(ir.lit(c + ">"), inner, ir.lit(")"), ir.opt(quant), seq_k,
+                                ir.repeat(ir.seq(ir.lit("|"), seq_k), 0, None)))
+    return ir.alt(d0, d1, ir.seq(before, ir.alt(*named)))

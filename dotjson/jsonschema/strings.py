@@ -188,7 +188,9 @@ class StringBuilder:
         within the bound, and nothing taken away (``not``)."""
         if not t.patterns:
             return True
-        if len(t.patterns) > 1 or t.not_patterns:
+        if len(t.patterns) > 1 or t.not_patterns or t.patterns[0] == ("format", "regex"):
+            # (format regex: its ~15,000-node language intersected with a length bound costs the
+            # emptiness search more than its fuel inside groups: left unbounded)
             return False
         try:
             lang = self.str_node(t.patterns[0])

@@ -39,15 +39,15 @@ def _sample(rows, k, seed):
 
 def test_real_world_patterns_exactly(regex_format):
     # (a sample in the default run; --runslow: test_every_recorded_verdict)
-    for p, valid in _sample(DATA["maskbench"], 300, 29):
+    for p, valid in _sample(DATA["maskbench"], 150, 29):
         assert regex_format(p) == valid, p
 
 
 def test_generated_patterns_never_invalid(regex_format):
-    rows = _sample(DATA["generated"], 300, 29)
+    rows = _sample(DATA["generated"], 200, 29)
     accepted = [p for p, valid in rows if regex_format(p)]
     assert all(dict(rows)[p] for p in accepted), [p for p in accepted if not dict(rows)[p]]
-    assert len(accepted) > 50  # (the language is not a trivial subset)
+    assert len(accepted) > 30  # (the language is not a trivial subset)
 
 
 @pytest.mark.slow

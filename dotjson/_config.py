@@ -12,3 +12,8 @@ NJIT_PARALLEL_OPTS = dict(cache=True, nogil=True, parallel=True)
 #: 2 GiB holds several hundred thousand states. Checked before every growth, so a hostile
 #: schema (a 1 MB literal, an intersection of 50 patterns) stops at a bounded size.
 MAX_STORE_BYTES = 2 << 30
+#: Budget of the process-wide head cache (:mod:`dotjson.automaton.heads`): the masks of the
+#: heads of states (the rest of a string with its format or bounds) shared by every index of a
+#: vocabulary, 16 KiB each at 128k tokens, so 64 MiB holds ~4,000; when full it is emptied and
+#: refilled on demand (each index keeps the heads it uses).
+MAX_HEAD_CACHE_BYTES = 64 << 20

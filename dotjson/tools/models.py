@@ -29,8 +29,8 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ._cache import atomic_dir, cache_root, is_built
-from .errors import ModelLoadError
+from .._cache import atomic_dir, cache_root, is_built
+from ..errors import ModelLoadError
 
 __all__ = [
     "default_model",

@@ -25,7 +25,7 @@ from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
 from .trie import PLAIN_RANGES
 from .vocabulary import Vocabulary
 from .jsonschema.values import default_bounds
-from .jsonstr import default_spellings
+from .jsonschema.jsonstr import default_spellings
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,

@@ -119,7 +119,7 @@ def grammar_to_json(g: ir.Grammar) -> dict:
 def _family_from_json(f):
     """A rule family :meth:`to_json` wrote: any-order objects, the number families and arrays of
     distinct numbers."""
-    from .objects_any_order import AnyOrderObject
+    from .jsonschema.objects_any_order import AnyOrderObject
 
     kind = f.get("kind") if isinstance(f, dict) else None
     if kind in ("exponent_numbers", "lazy_number_dfa"):

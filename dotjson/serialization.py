@@ -53,7 +53,7 @@ INDEX_FILES = ("index.json", "arrays.npz", "vocabulary.bin")
 #: The manifest lists three files: anything larger is not one (read no further).
 MANIFEST_MAX_BYTES = 1 << 16
 #: The largest file a manifest may declare (an index's memoized masks are bounded by its
-#: ``max_cache_bytes``, 1 GiB by default).
+#: ``max_cache_bytes``, :data:`dotjson._config.BUDGETS`).
 MAX_FILE_BYTES = 1 << 40
 
 

@@ -56,6 +56,12 @@ def test_the_library_imports_nothing_of_the_tooling():
              if p.relative_to(PKG).parts[0] not in TOOLING_FILES]
     assert len(paths) > 50  # the library's modules were found
     assert _offenders(paths, TOOLING) == []
+    # the one path users import (the README's quickstart) is the tooling's own function
+    import dotjson.models
+    import dotjson.tools.models
+
+    assert dotjson.models.converted_model_dir is dotjson.tools.models.converted_model_dir
+    assert set(dotjson.models.__all__) <= set(vars(dotjson.models))
 
 
 def test_json_layer_modules_live_under_jsonschema():

@@ -21,12 +21,12 @@ from .automaton import DEAD, Automaton, EmptyLanguageError, plain_seq_arrays, ut
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT, CounterIds
 from .automaton import kernels as _K
 from .automaton import heads as _heads
-from ._config import MAX_STORE_BYTES
+from ._config import BUDGET_NAMES, BUDGETS
 from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
 from .trie import NON_PLAIN_WORDS, PLAIN_RANGES
 from .vocabulary import Vocabulary
 from .jsonschema.values import default_bounds
-from .jsonstr import default_spellings
+from .jsonschema.jsonstr import default_spellings
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
@@ -191,12 +191,12 @@ class Index:
         spellings: str | None = None,
         bounds: str | None = None,
         resources: Any = None,
-        max_states: int = 1_000_000,
-        max_cache_bytes: int = 1 << 30,
-        fuel: int = 200_000,
+        max_states: int = BUDGETS.max_states,
+        max_cache_bytes: int = BUDGETS.max_cache_bytes,
+        fuel: int = BUDGETS.fuel,
         reasoning=None,
         max_reasoning_chars: int | None = None,
-        max_store_bytes: int = MAX_STORE_BYTES,
+        max_store_bytes: int = BUDGETS.max_store_bytes,
     ):
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -275,10 +275,10 @@ class Index:
         grammar: ir.Grammar,
         vocabulary,
         *,
-        max_states: int = 1_000_000,
-        max_cache_bytes: int = 1 << 30,
-        fuel: int = 200_000,
-        max_store_bytes: int = MAX_STORE_BYTES,
+        max_states: int = BUDGETS.max_states,
+        max_cache_bytes: int = BUDGETS.max_cache_bytes,
+        fuel: int = BUDGETS.fuel,
+        max_store_bytes: int = BUDGETS.max_store_bytes,
     ) -> "Index":
         """An index for a grammar already in the internal form (:mod:`dotjson.ir`)."""
         if not isinstance(grammar, ir.Grammar):
@@ -462,7 +462,7 @@ class Index:
         return cls(_pydantic_schema(model), vocabulary, disallow_whitespace, **options)
 
     def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None,
-               max_store_bytes=MAX_STORE_BYTES):
+               max_store_bytes=BUDGETS.max_store_bytes):
         _check_vocabulary(vocabulary)
         for name, value, most in (("max_states", max_states, _MAX_STATES), ("max_cache_bytes", max_cache_bytes, None),
                                   ("fuel", fuel, _MAX_FUEL), ("max_store_bytes", max_store_bytes, None)):
@@ -1194,14 +1194,14 @@ def _eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
 
 
 def _budgets(options: dict) -> tuple:
-    """``max_states``, ``max_cache_bytes``, ``fuel`` of a constructor's ``**options``; anything
-    else is an error naming it."""
-    bad = sorted(set(options) - {"max_states", "max_cache_bytes", "fuel", "max_store_bytes"})
+    """``max_states``, ``max_cache_bytes``, ``fuel``, ``max_store_bytes`` of a constructor's
+    ``**options`` (the defaults: :data:`dotjson._config.BUDGETS`); anything else is an error
+    naming it."""
+    bad = sorted(set(options) - set(BUDGET_NAMES))
     if bad:
         raise DotjsonTypeError(f"Invalid option {bad[0]!r}: expected max_states, max_cache_bytes, fuel "
                                "or max_store_bytes")
-    return (options.get("max_states", 1_000_000), options.get("max_cache_bytes", 1 << 30),
-            options.get("fuel", 200_000), options.get("max_store_bytes", MAX_STORE_BYTES))
+    return tuple(options.get(name, getattr(BUDGETS, name)) for name in BUDGET_NAMES)
 
 
 def _as_int(x, what: str) -> int:

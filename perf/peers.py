@@ -119,10 +119,10 @@ def tokenizer_dir(name: str = "llama3") -> str:
     ----------
     name : str
         ``"llama3"`` for the shared Llama 3 128k vocabulary
-        (``dotjson.testing.llama3_tokenizer_dir()``), or a path to a tokenizer directory.
+        (``dotjson.tools.testing.llama3_tokenizer_dir()``), or a path to a tokenizer directory.
     """
     if name == "llama3":
-        from dotjson.testing import llama3_tokenizer_dir
+        from dotjson.tools.testing import llama3_tokenizer_dir
 
         return str(llama3_tokenizer_dir())
     if os.path.isdir(name):
@@ -646,7 +646,7 @@ def llama3_setup(no_peer: bool = False):
     on it (``None`` with ``no_peer``): what the teacher-forcing benchmarks start from."""
     set_single_thread_env()
     from dotjson import Vocabulary
-    from dotjson.testing import llama3_tokenizer_dir
+    from dotjson.tools.testing import llama3_tokenizer_dir
 
     tok = load_tokenizer("llama3")
     vocab = Vocabulary.from_pretrained(llama3_tokenizer_dir())

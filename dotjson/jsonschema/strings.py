@@ -2,7 +2,7 @@
 
 A string's constraints are languages of *decoded* text (a regex, a format, a length); they are
 intersected (``ir.And``) and subtracted (``ir.Diff``) and then encoded into JSON spellings
-(``dotjson.jsonstr``) to sit between the quotes. Formats themselves live in ``dotjson.formats``.
+(``dotjson.jsonschema.jsonstr``) to sit between the quotes. Formats themselves live in ``dotjson.formats``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dotjson import ir
 from dotjson.errors import DotjsonError, GrammarError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.ir.analysis import regular_nullable
-from dotjson.jsonstr import encode_string_language
+from dotjson.jsonschema.jsonstr import encode_string_language
 from dotjson.jsonschema.nodes import StringNode
 from dotjson.jsonschema.values import _ENC_CACHE, FALSE, TRUE
 
@@ -21,7 +21,7 @@ def warm_format_languages() -> None:
     text): ~20 ms once, instead of a few ms in the first schema that names each format (called
     by :func:`dotjson.warmup`)."""
     from dotjson.formats import SUPPORTED_FORMATS, format_to_ir
-    from dotjson.jsonstr import SPELLINGS, spellings
+    from dotjson.jsonschema.jsonstr import SPELLINGS, spellings
 
     for name in sorted(SUPPORTED_FORMATS):
         node = format_to_ir(name)

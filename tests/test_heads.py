@@ -98,9 +98,9 @@ def test_interned_ids_follow_structure(llama3_vocab):
         s = index._auto.walk_bytes(index.initial_state, prefix)
         from dotjson._kernels import walk
         from dotjson.trie import NON_PLAIN_WORDS
-        head = index._auto._run(walk.head_split, s, NON_PLAIN_WORDS, index._head_out)
-        assert head >= 0
-        return index._head_gid_of(head)
+        n = index._auto._run(walk.head_pairs, s, NON_PLAIN_WORDS, index._head_pairs)
+        assert n == 1
+        return index._head_gid_of(int(index._head_pairs[0]))
 
     date = {"type": "string", "format": "date"}
     g1 = head_of({"type": "object", "properties": {"d": date}}, b'{"d": "2024-0')

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from dotjson.automaton import Automaton
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 
 EVERY_VALID = {"property_order": "any", "close_objects": False, "whitespace": "json"}
 DATA = json.loads((Path(__file__).resolve().parent / "data" / "ecma_patterns.json").read_text())

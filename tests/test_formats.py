@@ -64,8 +64,9 @@ def _cases(name: str):
     return out
 
 
-@pytest.mark.parametrize("name", sorted(SUPPORTED_FORMATS))
+@pytest.mark.parametrize("name", sorted(SUPPORTED_FORMATS - {"regex"}))
 def test_format_against_suite(name):
+    # (regex: its ~15,000-node language is no Python regex of sane size; tests/test_ecma_pattern.py)
     rx = re.compile(to_python_regex(format_to_ir(name)))
     cases = _cases(name)
     wrong, known = [], 0
@@ -83,7 +84,7 @@ def test_format_against_suite(name):
     print(f"{name}: {len(cases) - known} of {len(cases)} as the suite says, {known} valid rejected on purpose")
 
 
-@pytest.mark.parametrize("name", ["idn-hostname", "idn-email", "regex", "unknown", "made-up"])
+@pytest.mark.parametrize("name", ["idn-hostname", "idn-email", "unknown", "made-up"])
 def test_unsupported_formats_are_none(name):
     assert format_to_ir(name) is None
 

@@ -490,6 +490,7 @@ class Index:
         self._heads = True
         self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's
         self._head_gid = np.full(0, _heads.UNKNOWN_GID, dtype=np.int64)  # term -> process id
+        self._gid_gen = -1  # the interner's generation of those ids
         self._head_pairs = np.zeros(2 * _walk.MAX_HEADS, dtype=np.int64)
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
@@ -1044,7 +1045,7 @@ class Index:
         if entry is not None:
             return entry
         gid = self._head_gid_of(head)
-        key = (self._vocab.fingerprint, gid) if gid >= 0 else None
+        key = (self._vocab.fingerprint, self._gid_gen, gid) if gid >= 0 else None
         cache = _heads.head_cache()
         entry = cache.get(key) if key is not None else None
         if entry is None:
@@ -1090,8 +1091,9 @@ class Index:
             grown = np.full(n, _heads.UNKNOWN_GID, dtype=np.int64)
             grown[: self._head_gid.shape[0]] = self._head_gid
             self._head_gid = grown
-        return _heads.interner().gid(S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL], self._head_gid,
-                                     self._rule_gid, t)
+        self._gid_gen, gid = _heads.interner().gid(
+            S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL], self._head_gid, self._rule_gid, t, self._gid_gen)
+        return gid
 
     def _head_exits(self, sa: int) -> np.ndarray:
         """The special-trie nodes with children where head state ``sa`` has accepted."""

@@ -128,9 +128,36 @@ def test_interner_grows_and_rehashes():
     small = H.Interner(cap=16)
     gid_of = np.full(6000, H.UNKNOWN_GID, dtype=np.int64)
     rules = np.full(0, -1, dtype=np.int64)
-    got = [small.gid(ti, bw, pool, gid_of, rules, t) for t in range(6000)]
+    got = [small.gid(ti, bw, pool, gid_of, rules, t, 0)[1] for t in range(6000)]
     again = np.full(6000, H.UNKNOWN_GID, dtype=np.int64)
-    assert [small.gid(ti, bw, pool, again, rules, t) for t in range(6000)] == got
+    assert [small.gid(ti, bw, pool, again, rules, t, 0)[1] for t in range(6000)] == got
     assert len(set(got[2:3000])) == 2998
     # a SEQ repeats (i and i + 2998 have the same children): the same id
     assert got[3000] == got[3000 + 2998] and got[3001] != got[3000]
+
+
+def test_interner_starts_a_new_generation_when_full():
+    """Past its budget of ids the interner empties its tables: ids of the old generation are
+    never compared with the new ones (a caller's memo is emptied, and cache keys carry the
+    generation)."""
+    ti = np.zeros((40, 4), dtype=np.int32)
+    bw = np.zeros((40, 4), dtype=np.uint64)
+    pool = np.zeros(8, dtype=np.int32)
+    ti[0, 0], ti[1, 0] = H.K_EMPTY, H.K_EPS
+    for i in range(2, 40):
+        ti[i] = (H.K_BYTES, i, 0, 0)
+        bw[i] = (i, 0, 0, 0)
+    small = H.Interner(cap=16, max_ids=20)
+    rules = np.full(0, -1, dtype=np.int64)
+    memo = np.full(40, H.UNKNOWN_GID, dtype=np.int64)
+    gen = 0
+    seen = []
+    for t in range(2, 30):  # 18 ids fill generation 0 (ids 2..19), 10 go to generation 1
+        gen, g = small.gid(ti, bw, pool, memo, rules, t, gen)
+        seen.append((gen, g))
+    assert small.generation == 1 and seen[0] == (0, 2) and seen[18] == (1, 2)
+    assert len({g for _, g in seen[18:]}) == 10
+    # term 2's old id (2, generation 0) is forgotten: in generation 1 it gets its own
+    gen, g = small.gid(ti, bw, pool, memo, rules, 2, gen)
+    assert gen == 1 and g == 12
+    assert small.gid(ti, bw, pool, memo, rules, 2, gen) == (1, 12)

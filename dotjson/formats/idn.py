@@ -204,11 +204,23 @@ def _u_label(nfc: bool) -> ir.Node:
         # a mark, nor after another second-of-composite: refused, narrower)
         maybe = ir.chars(*((m, m) for m in T.MAYBE_BAD_BEFORE))
         starters = _minus(sigma, marks, maybe)
-        groups: dict = {}
+        # the starters some second-of-composite composes with, by the set of those it does (few
+        # and small); every other starter may be followed by any of them
+        refused: dict = {}
         for m, before in T.MAYBE_BAD_BEFORE.items():
-            groups.setdefault(before, []).append((m, m))
-        rules.append(_each(sigma, maybe, *(ir.seq(_minus(starters, _c(before)), ir.chars(*ms))
-                                          for before, ms in groups.items())))
+            for lo, hi in before:
+                for c in range(lo, hi + 1):
+                    refused.setdefault(c, set()).add(m)
+        by_set: dict = {}
+        for c, ms in refused.items():
+            by_set.setdefault(frozenset(ms), []).append((c, c))
+        free = _minus(starters, ir.chars(*((c, c) for c in refused)))
+        units = [ir.seq(free, maybe)]
+        for ms, cs in by_set.items():
+            ok = _minus(maybe, ir.chars(*((m, m) for m in ms)))
+            if ok.ranges:
+                units.append(ir.seq(ir.chars_intersect(ir.chars(*cs), starters), ok))
+        rules.append(_each(sigma, maybe, *units))
     rules.append(_label_length_bound())
     return ir.And(tuple(rules))
 
@@ -219,7 +231,11 @@ def _bidi_label() -> ir.Node:
     t = _tables()
     nsm = ir.repeat(t.bidi_of("NSM"), 0, None)
     r_al = t.bidi_of("R", "AL")
-    rtl_ok = t.bidi_of("R", "AL", "AN", "EN", "ES", "CS", "ET", "ON", "BN", "NSM")
+    # (less KATAKANA MIDDLE DOT, MIDDLE DOT and KERAIA: their contexts need characters of class L,
+    # which an RTL label cannot hold; left in, they would make states whose emptiness only a
+    # search through every length bound could prove)
+    rtl_ok = _minus(t.bidi_of("R", "AL", "AN", "EN", "ES", "CS", "ET", "ON", "BN", "NSM"),
+                    ir.chars((0xB7, 0xB7), (0x375, 0x375), (0x30FB, 0x30FB)))
     rtl_end = t.bidi_of("R", "AL", "EN", "AN")
     en, an = t.bidi_of("EN"), t.bidi_of("AN")
     rtl = ir.And((

@@ -196,3 +196,26 @@ def test_formats_through_json_strings_and_lark(name, samples):
         # the same text with every ASCII letter spelled as \\u00XX
         escaped = '"' + "".join(f"\\u{ord(c):04X}" if c.isalpha() else json.dumps(c)[1:-1] for c in s) + '"'
         assert lark_parses(text, escaped) == want, escaped
+
+
+def test_docs_format_lists_come_from_the_registry():
+    # README, docs/keywords.md and docs/grammar.md list the formats between markers that
+    # tools/gen_format_docs.py writes from dotjson.formats.FORMATS: stale lists fail here
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "gen_format_docs.py"
+    spec = importlib.util.spec_from_file_location("gen_format_docs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.stale() == [], "run python3 tools/gen_format_docs.py"
+    assert "idn-hostname" in mod.region("supported") and mod.region("unsupported") == "`regex`"
+
+
+def test_registry_entries_are_whole():
+    from dotjson.formats import FORMATS
+
+    names = [f.name for f in FORMATS]
+    assert len(names) == len(set(names))
+    for f in FORMATS:
+        assert f.since in ("draft-03", "draft-04", "draft-06", "draft-07", "2019-09", "2020-12") and f.notes
+        assert f.exact or "refused" in f.notes.lower() or "unsupported" in f.notes, f.name  # narrower says where

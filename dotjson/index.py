@@ -20,12 +20,13 @@ from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, EmptyLanguageError, plain_seq_arrays, utf8_sequences
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT, CounterIds
 from .automaton import kernels as _K
-from ._config import MAX_STORE_BYTES
+from .automaton import heads as _heads
+from ._config import BUDGET_NAMES, BUDGETS
 from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
-from .trie import PLAIN_RANGES
+from .trie import NON_PLAIN_WORDS, PLAIN_RANGES
 from .vocabulary import Vocabulary
 from .jsonschema.values import default_bounds
-from .jsonstr import default_spellings
+from .jsonschema.jsonstr import default_spellings
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
@@ -190,12 +191,12 @@ class Index:
         spellings: str | None = None,
         bounds: str | None = None,
         resources: Any = None,
-        max_states: int = 1_000_000,
-        max_cache_bytes: int = 1 << 30,
-        fuel: int = 200_000,
+        max_states: int = BUDGETS.max_states,
+        max_cache_bytes: int = BUDGETS.max_cache_bytes,
+        fuel: int = BUDGETS.fuel,
         reasoning=None,
         max_reasoning_chars: int | None = None,
-        max_store_bytes: int = MAX_STORE_BYTES,
+        max_store_bytes: int = BUDGETS.max_store_bytes,
     ):
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -274,10 +275,10 @@ class Index:
         grammar: ir.Grammar,
         vocabulary,
         *,
-        max_states: int = 1_000_000,
-        max_cache_bytes: int = 1 << 30,
-        fuel: int = 200_000,
-        max_store_bytes: int = MAX_STORE_BYTES,
+        max_states: int = BUDGETS.max_states,
+        max_cache_bytes: int = BUDGETS.max_cache_bytes,
+        fuel: int = BUDGETS.fuel,
+        max_store_bytes: int = BUDGETS.max_store_bytes,
     ) -> "Index":
         """An index for a grammar already in the internal form (:mod:`dotjson.ir`)."""
         if not isinstance(grammar, ir.Grammar):
@@ -461,7 +462,7 @@ class Index:
         return cls(_pydantic_schema(model), vocabulary, disallow_whitespace, **options)
 
     def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None,
-               max_store_bytes=MAX_STORE_BYTES):
+               max_store_bytes=BUDGETS.max_store_bytes):
         _check_vocabulary(vocabulary)
         for name, value, most in (("max_states", max_states, _MAX_STATES), ("max_cache_bytes", max_cache_bytes, None),
                                   ("fuel", fuel, _MAX_FUEL), ("max_store_bytes", max_store_bytes, None)):
@@ -485,6 +486,11 @@ class Index:
         self._plain_runs = True
         self._reach_out = np.zeros(2, dtype=np.int64)  # run_share's reach and run length
         self._special_mode = _walk.WALK_RUNS
+        #: False: no head sharing (every fresh mask one walk of the whole state), for the tests
+        self._heads = True
+        self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's
+        self._head_gid = np.full(0, _heads.UNKNOWN_GID, dtype=np.int64)  # term -> process id
+        self._head_out = np.zeros(2, dtype=np.int64)
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
         self._eos, self._eos_set = _eos_of(vocabulary.eos_token_ids)
@@ -493,6 +499,7 @@ class Index:
             grammar, max_states=max_states, fuel=fuel, max_store_bytes=max_store_bytes
         )
         self._lock = self._auto.lock
+        self._rule_gid = _heads.rule_ids(self._auto.image)
         # one row to start with (an index often serves one mask first; 16 rows of a 128k
         # vocabulary are 256 KiB to zero): _mask_row grows it to 16 rows, then doubles
         self._masks = np.zeros((1, self._n_words), dtype=np.uint32)
@@ -908,6 +915,8 @@ class Index:
                 return r
             bits = self._run_mask(state, key_state)
             if bits is None:
+                bits = self._head_mask(key_state)
+            if bits is None:
                 bits = self._compute_mask(key_state)
             if (self._n_masks + 1) * self._n_words * 4 > self._max_cache_bytes:
                 if self._n_words * 4 > self._max_cache_bytes:
@@ -983,6 +992,78 @@ class Index:
         bits = self._masks[r] & ~self._tries.plain_bits
         bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
         return bits
+
+    def _head_mask(self, state: int):
+        """The mask of ``state`` from its head's, shared by every index of the process; ``None``
+        where the state has no head (see :mod:`dotjson.automaton.heads`). Call with the lock
+        held.
+
+        ``state`` is ``A c`` with ``A`` ending at a delimiter no plain token holds (a string's
+        closing quote): its tokens are the prefixes of ``A``'s words (the head's bits, one walk
+        of both tries from ``A``'s state, once per head and vocabulary in the process), and the
+        tokens that complete a word of ``A`` and go on (the head's exits, special-trie nodes)
+        continued from ``c``'s state, the only walk done per state. Every position of a
+        ``date-time`` value of every schema in the process shares its head's walk.
+        """
+        if not (self._heads and self._plain_runs) or self._options.get("specials"):
+            return None
+        a = self._auto
+        out = self._head_out
+        head = a._run(_walk.head_split, state, NON_PLAIN_WORDS, out)
+        if head < 0:
+            return None
+        sc = int(out[1])
+        entry = self._local_heads.get(head)
+        if entry is None:
+            gid = self._head_gid_of(head)
+            key = (self._vocab.fingerprint, gid) if gid >= 0 else None
+            cache = _heads.head_cache()
+            entry = cache.get(key) if key is not None else None
+            if entry is None:
+                sa = a.state(head)
+                entry = (self._compute_mask(sa), self._head_exits(sa))
+                if key is not None:
+                    cache.put(key, entry)
+            self._local_heads[head] = entry
+        bits, exits = entry
+        out = bits.copy()
+        if sc >= 0 and exits.shape[0]:
+            sc_ = self._scratch()
+            ret = sc_.ret
+            ret[:] = 0
+            ret[_walk.R_PHASE] = _walk.PH_START
+            big, big_bits, runs = self._walk_tables[:3]
+            pseq, plen = _PLAIN_SEQS
+            while _walk.walk_from(
+                a.store, self._trie_arrays[0], big, big_bits, runs, self._special_mode, pseq,
+                plen, _WIDE_NODE, exits, exits.shape[0], sc, out, sc_.st_node, sc_.st_state,
+                sc_.st_edge, ret,
+            ) != _walk.DONE:
+                a.handle_exit()
+        if a.accepting[state]:  # (never: a head ends with a byte)
+            self._set_eos(out)
+        return out
+
+    def _head_gid_of(self, t: int) -> int:
+        """The process-wide id of term ``t`` (:class:`dotjson.automaton.heads.Interner`)."""
+        a = self._auto
+        S = a.store
+        n = S[_K.S_TI].shape[0]
+        if self._head_gid.shape[0] < n:
+            grown = np.full(n, _heads.UNKNOWN_GID, dtype=np.int64)
+            grown[: self._head_gid.shape[0]] = self._head_gid
+            self._head_gid = grown
+        return _heads.interner().gid(S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL], self._head_gid,
+                                     self._rule_gid, t)
+
+    def _head_exits(self, sa: int) -> np.ndarray:
+        """The special-trie nodes with children where head state ``sa`` has accepted."""
+        buf = np.empty(64, dtype=np.int32)
+        while True:
+            m = self._auto._run(_walk.head_exits, sa, self._trie_arrays[0], buf)
+            if m >= 0:
+                return buf[:m].copy()
+            buf = np.empty(2 * buf.shape[0], dtype=np.int32)
 
     def _scratch(self):
         """This thread's walk stacks, at least as deep as this index's walk needs: the fan-outs
@@ -1113,14 +1194,14 @@ def _eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
 
 
 def _budgets(options: dict) -> tuple:
-    """``max_states``, ``max_cache_bytes``, ``fuel`` of a constructor's ``**options``; anything
-    else is an error naming it."""
-    bad = sorted(set(options) - {"max_states", "max_cache_bytes", "fuel", "max_store_bytes"})
+    """``max_states``, ``max_cache_bytes``, ``fuel``, ``max_store_bytes`` of a constructor's
+    ``**options`` (the defaults: :data:`dotjson._config.BUDGETS`); anything else is an error
+    naming it."""
+    bad = sorted(set(options) - set(BUDGET_NAMES))
     if bad:
         raise DotjsonTypeError(f"Invalid option {bad[0]!r}: expected max_states, max_cache_bytes, fuel "
                                "or max_store_bytes")
-    return (options.get("max_states", 1_000_000), options.get("max_cache_bytes", 1 << 30),
-            options.get("fuel", 200_000), options.get("max_store_bytes", MAX_STORE_BYTES))
+    return tuple(options.get(name, getattr(BUDGETS, name)) for name in BUDGET_NAMES)
 
 
 def _as_int(x, what: str) -> int:

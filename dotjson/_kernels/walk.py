@@ -376,3 +376,125 @@ def walk_token(trans, state, data, lo, hi, ret):
 def or_words(out, src):
     for i in range(out.shape[0]):
         out[i] |= src[i]
+
+
+# ------------------------------------------------------------------ heads (automaton/heads.py)
+
+_U64_1 = types.Array(types.uint64, 1, "C")
+
+
+@unit(K._i64, K.STORE, K._i64, _U64_1, _I64_1)
+def head_split(S, s, delim, out):
+    """Split state ``s``'s term ``e1 e2 ... ek q c`` at its first item ``q`` that is a byte set
+    inside ``delim`` (the 256-bit set of bytes no plain token holds): the head
+    ``A = e1 ... ek q`` (a term) is returned and ``out[1]`` is the state of ``c`` (-1 when
+    nothing follows). :data:`NO_SHARE` when the term has no such item in its first
+    64; -1 on exit. See :mod:`dotjson.automaton.heads`."""
+    S = K.borrow(S)
+    ti = S[K.S_TI]
+    bw = S[K.S_BW]
+    t = S[K.S_TERM_OF][s]
+    items = np.empty(64, dtype=np.int32)
+    n = 0
+    cur = t
+    rest = -1
+    while n < 64:
+        if ti[cur, 0] == K.K_SEQ:
+            e = ti[cur, 1]
+            nxt = ti[cur, 2]
+        else:
+            e = cur
+            nxt = K.EPS
+        items[n] = e
+        n += 1
+        if ti[e, 0] == K.K_BYTES:
+            j = ti[e, 1]
+            inside = True
+            for w in range(4):
+                if (bw[j, w] & ~delim[w]) != np.uint64(0):
+                    inside = False
+                    break
+            if inside:
+                rest = nxt
+                break
+        if nxt == K.EPS:
+            break
+        cur = nxt
+    if rest < 0:
+        return NO_SHARE
+    a = K.seq_list(S, items, n)
+    if a < 0:
+        return -1
+    if rest == K.EPS:
+        out[1] = -1
+    else:
+        sc = K.state(S, rest)
+        if sc < 0:
+            return -1
+        out[1] = sc
+    return a
+
+
+@unit(K._i64, K.STORE, K._i64, _TRIE, K._I32_1)
+def head_exits(S, sa, special, out):
+    """The nodes of the ``special`` trie, with children, at which state ``sa`` (a head) has
+    accepted (the head's word is complete: a token going on takes what follows it), written to
+    ``out``; their count, -1 on exit (call again: nothing is lost), -2 when ``out`` is too small
+    (grow it). Nodes are walked once each from ``sa``."""
+    S = K.borrow(S)
+    child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = special
+    acc = S[K.S_ACC]
+    n = child_ptr.shape[0] - 1
+    st_node = np.empty(n + 1, dtype=np.int32)
+    st_state = np.empty(n + 1, dtype=np.int32)
+    st_node[0] = 0
+    st_state[0] = sa
+    sp = 1
+    m = 0
+    while sp > 0:
+        sp -= 1
+        node = st_node[sp]
+        u = st_state[sp]
+        for e in range(child_ptr[node], child_ptr[node + 1]):
+            c = child_node[e]
+            if child_ptr[c + 1] == child_ptr[c]:
+                continue  # a leaf: its tokens are the head's, nothing goes on from it
+            nxt = K.fill_entry(S, u, child_byte[e])
+            if nxt == K.FAIL:
+                return -1
+            if nxt < 0:
+                continue
+            if acc[nxt]:
+                if m >= out.shape[0]:
+                    return -2
+                out[m] = c
+                m += 1
+            st_node[sp] = c
+            st_state[sp] = nxt
+            sp += 1
+    return m
+
+
+@unit(K._i64, K.STORE, _TRIE, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3, K._I32_1, K._i64, K._I32_1, K._i64, K._i64, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
+def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_seeds, sc, out,
+              st_node, st_state, st_edge, ret):
+    """The tokens of the ``special`` trie below the ``seeds`` nodes (not at them) allowed from
+    state ``sc``, OR-ed into ``out``: a head's exits continued by what follows the head. Resumable
+    as :func:`compute_mask` (``ret[R_PHASE] = PH_START`` once, call again after ``EXIT``)."""
+    S = K.borrow(S)
+    if ret[R_PHASE] == PH_START:
+        child_ptr = special[0]
+        sp = 0
+        for i in range(n_seeds):
+            st_node[sp] = seeds[i]
+            st_state[sp] = sc
+            st_edge[sp] = child_ptr[seeds[i]]
+            sp += 1
+        ret[R_SP] = sp
+        ret[R_PHASE] = PH_SPECIAL
+    r = walk_trie(S, special, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
+                  ret[R_SP], ret, pseq, plen, wide)
+    if r == EXIT:
+        return EXIT
+    ret[R_PHASE] = PH_DONE
+    return DONE

@@ -218,3 +218,22 @@ def test_generated_table_is_fresh():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.render() == mod.OUT.read_text(encoding="utf-8")
+
+
+def test_in_a_schema_every_json_spelling():
+    # the decoded-string language spelled as JSON: raw UTF-8, \uXXXX escapes (surrogate pairs
+    # for the supplementary planes), in an object, with jsonschema's verdict beside dotjson's
+    from dotjson.jsonschema import schema_to_grammar
+
+    schema = {"type": "object", "properties": {"h": {"type": "string", "format": "idn-hostname"}}}
+    auto = Automaton(schema_to_grammar(schema, spellings="any", close_objects=False, property_order="any"))
+    for text, valid in [
+        ('{"h": "\uc2e4\ub840.\ud14c\uc2a4\ud2b8"}', True),
+        ('{"h": "\\uc2e4\\ub840\\u3002\\ud14c\\uc2a4\\ud2b8"}', True),       # escaped, ideographic stop
+        ('{"h": "\\u0061\\u00b7l"}', False),                                   # a·l, escaped
+        ('{"h": "l\\u00B7l"}', True),
+        ('{"h": "\\ud840\\udc00\\u4e00"}', True),                              # U+20000 as a surrogate pair
+        ('{"h": "\\ud840"}', False),                                           # a lone surrogate
+        ('{"h": "\\u302e\\uc2e4"}', False),
+    ]:
+        assert auto.matches(text.encode("utf-8")) is valid, text

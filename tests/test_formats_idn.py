@@ -7,7 +7,8 @@ beyond it or refuses on purpose, each computed here independently of the IR:
 * the Bidi rule over the whole name (RFC 5893 section 2: every label of a name with an RTL
   label; ``idna`` checks RTL labels alone; the suite's ``0a.\\u05d0`` is invalid);
 * refused on purpose: U-labels whose A-label is not provably short enough by
-  :func:`dotjson.formats.idn.punycode_digit_weight`, names not provably ≤ 253 octets, and a
+  :func:`dotjson.formats.idn.punycode_digit_weight`, names of four labels or more not provably
+  ≤ 253 octets (``n + 12 K``), and a
   second-of-composite mark not right after a starter (see ``dotjson/formats/idn.py``).
 
 So on every string: accepted by dotjson ⇔ the oracle says valid and none of the refusals applies,
@@ -92,7 +93,7 @@ _MAYBE = frozenset(T.MAYBE_BAD_BEFORE)
 def _refused_on_purpose(labels: list[str]) -> bool:
     n = sum(len(lab) for lab in labels) + len(labels) - 1
     k = sum(1 for lab in labels for c in lab if ord(c) > 0x7F)
-    if n + 12 * k > 253:
+    if len(labels) > 3 and n + 12 * k > 253:
         return True
     for lab in labels:
         if all(ord(c) < 0x80 for c in lab):
@@ -172,6 +173,10 @@ def test_random_names_against_idna_sweep():
     ("\u00fc" * 11, True),                        # 4 + 1 + 11 * 5 = 60 by the bound
     ("\u00fc" * 12, False),                       # refused by the bound (its A-label is 16 octets)
     ("\u05d0.0a", False),                         # a Bidi name: every label an RTL or LTR label
+    (".".join(["\uc2e4\ub840\ud14c\uc2a4\ud2b8"] * 3), True),   # three labels: 191 octets at most
+    (".".join(["\uc2e4\ub840\ud14c\uc2a4\ud2b8"] * 4), False),  # four: 23 + 12 * 20 > 253 (refused)
+    (".".join(["a" * 63] * 3 + ["a" * 61]), True),                   # 253 ASCII octets
+    (".".join(["a" * 63] * 3 + ["a" * 62]), False),
     ("\u05d0.a0", True),
 ])
 def test_rules_one_by_one(text, valid):

@@ -85,8 +85,9 @@ FORMATS: tuple[Format, ...] = (
            "`.` U+3002 U+FF0E U+FF61; LDH labels as `hostname`. **Refused:** A-labels (`xn--…`); "
            "U-labels whose A-label length is not provably ≤ 63 octets by a per-code-point digit "
            "bound (Latin ≤ 11, Greek/Cyrillic/Indic ≤ 9, CJK/Hangul ≤ 8 non-ASCII characters), "
-           "names not provably ≤ 253 octets; a second-of-composite mark after another mark "
-           "(NFC check); code points newer than Python's `unicodedata`"),
+           "names of 4+ labels not provably ≤ 253 octets (`n + 12K`, `K` non-ASCII); a "
+           "second-of-composite mark not right after a starter (NFC check); code points newer than "
+           "Python's `unicodedata`"),
     Format("ipv4", rfc.ipv4, "draft-04", True, "dotted quad, no leading zeros"),
     Format("ipv6", rfc.ipv6, "draft-04", True, "RFC 4291 text forms, embedded IPv4"),
     Format("uuid", rfc.uuid, "2019-09", True, "8-4-4-4-12 hex, either case"),

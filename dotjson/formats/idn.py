@@ -32,8 +32,8 @@ Not regular in practice, so refused (never accepted wrongly):
   takes at most ``D(q)`` digits, the fewest for which the smallest capacity of ``D`` digits over
   all thresholds exceeds ``q``), so ``4 + b + 1 + sum W`` (``b`` the ASCII characters) bounds
   the A-label; ``W`` is 5 up to U+02DD, 6 up to U+183A, 7 up to U+EDDA, 8 above. A name with
-  ``K`` non-ASCII characters (separators aside) and ``n`` characters is accepted when
-  ``n + 12 K <= 253``.
+  ``K`` non-ASCII characters (separators aside) and ``n`` characters is accepted when it has at
+  most three labels (3 * 63 + 2 < 253) or ``n + 12 K <= 253``.
 
 ``idn-email`` is ``email`` with RFC 6531's UTF8-non-ascii in atext, qtext and quoted pairs, and
 an ``idn-hostname`` domain without the NFC requirement (the suite reads RFC 6531 that way:
@@ -113,12 +113,20 @@ def _label_length_bound() -> ir.Node:
 
 @functools.lru_cache(maxsize=None)
 def _name_length_bound() -> ir.Node:
-    """Names whose A-label form is provably at most 253 octets: ``n + 12 K <= 253``."""
+    """Names whose A-label form is provably at most 253 octets: at most three labels (each at
+    most 63), or ``n + 12 K <= 253``."""
     other = ir.chars_union(_ASCII, _SEPARATORS)
     counted = _minus(_NON_ASCII, _SEPARATORS)
-    per = max(w for w, _ in _weight_tiers()) - 1 + len("xn--") + 1
-    return ir.alt(*(ir.And((_exactly(k, other, counted), ir.repeat(ir.ANY_CHAR, 1, _NAME_MAX - per * k)))
-                    for k in range(0, _NAME_MAX // (per + 1) + 1)))
+    # each non-ASCII character: its digits beyond the one it counts in n, and its label's
+    # "xn--" and "-" (at most one label per non-ASCII character); W is 8 at most in the table
+    w_max = punycode_digit_weight(_tables().allowed.ranges[-1][1])
+    per = w_max - 1 + len("xn--") + 1
+    weighted = (ir.And((_exactly(k, other, counted), ir.repeat(ir.ANY_CHAR, 1, _NAME_MAX - per * k)))
+                for k in range(0, _NAME_MAX // (per + 1) + 1))
+    # three labels of at most 63 octets each and two dots are 191 octets: no count needed
+    in_label = ir.repeat(ir.chars_complement(_SEPARATORS), 0, None)
+    few_labels = ir.seq(in_label, ir.repeat(ir.seq(_SEPARATORS, in_label), 0, 2))
+    return ir.alt(few_labels, *weighted)
 
 
 class _Tables:

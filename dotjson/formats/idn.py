@@ -74,9 +74,19 @@ def _digits(q: int) -> int:
 
 
 def punycode_digit_weight(v: int) -> int:
-    """Digits a non-ASCII code point ``v`` adds to the Punycode of a label of at most 63 code
-    points, at most (its first occurrence's delta is below ``(v - 126) * 64``; a repeat's
-    below 63, which ``W(v) >= 5`` covers)."""
+    """The most Punycode digits a non-ASCII code point adds to a label of at most 63 code points.
+
+    Parameters
+    ----------
+    v : int
+        The code point (``>= 0x80``).
+
+    Returns
+    -------
+    int
+        ``W(v)``: its first occurrence's delta is below ``(v - 126) * 64`` and a repeat's below
+        127, and a delta ``q`` takes at most ``D(q)`` digits whatever the bias (``_CAPS``).
+    """
     return _digits((v - 126) * 64)
 
 
@@ -270,12 +280,26 @@ def _name(nfc: bool) -> ir.Node:
 
 @functools.lru_cache(maxsize=None)
 def idn_hostname() -> ir.Node:
-    """``format: idn-hostname``: IDNA2008 names (see the module docstring for what is refused)."""
+    """``format: idn-hostname``.
+
+    Returns
+    -------
+    ir.Node
+        The IDNA2008 names as decoded strings (full match; ``And`` inside, so no Lark text),
+        less what the module docstring lists as refused.
+    """
     return _name(True)
 
 
 @functools.lru_cache(maxsize=None)
 def idn_email() -> ir.Node:
-    """``format: idn-email``: RFC 6531 addresses."""
+    """``format: idn-email``.
+
+    Returns
+    -------
+    ir.Node
+        RFC 6531 addresses as decoded strings: UTF-8 local parts, ``idn-hostname`` domains
+        without NFC, or the address literals ``email`` takes.
+    """
     utf8_non_ascii = ir.chars((0x80, ir.MAX_CODEPOINT))
     return ir.seq(email_local(utf8_non_ascii), ir.lit("@"), ir.alt(address_literal(), _name(False)))

@@ -142,8 +142,8 @@ def _check(names: list[str]) -> tuple[int, int]:
 
 
 def test_random_names_against_idna():
-    accepted, n = _check(_random_names(random.Random(29), 150))
-    assert 10 < accepted < n  # (the sample reaches both answers)
+    accepted, n = _check(_random_names(random.Random(29), 50))
+    assert 3 < accepted < n  # (the sample reaches both answers)
 
 
 @pytest.mark.slow

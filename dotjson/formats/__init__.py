@@ -52,6 +52,9 @@ class Format:
         refused, never an invalid one accepted), ``notes`` says which.
     notes : str
         The specification followed and, when not exact, what is refused (Markdown).
+    warm : bool
+        Whether :func:`dotjson.warmup` builds its language (``False`` for the IDN formats: ~0.2 s
+        each and rare, built by the first schema that names them).
     """
 
     name: str
@@ -59,6 +62,7 @@ class Format:
     since: str
     exact: bool
     notes: str
+    warm: bool = True
 
 
 FORMATS: tuple[Format, ...] = (
@@ -75,7 +79,7 @@ FORMATS: tuple[Format, ...] = (
     Format("idn-email", idn.idn_email, "draft-07", False,
            "RFC 6531: `email` with UTF-8 in atext, qtext and quoted pairs; domain an `idn-hostname` "
            "(NFC not required, as the suite reads RFC 6531) or an address literal as `email`; "
-           "**refused:** as `email` and `idn-hostname`"),
+           "**refused:** as `email` and `idn-hostname`", warm=False),
     Format("hostname", rfc.hostname, "draft-04", False,
            "RFC 1123 labels ≤ 63, total ≤ 253; **refused:** labels with `--` in positions 3–4 (all "
            "A-labels, `xn--…`): Punycode validity is not a practical regular language"),
@@ -87,7 +91,7 @@ FORMATS: tuple[Format, ...] = (
            "bound (Latin ≤ 11, Greek/Cyrillic/Indic ≤ 9, CJK/Hangul ≤ 8 non-ASCII characters), "
            "names of 4+ labels not provably ≤ 253 octets (`n + 12K`, `K` non-ASCII); a "
            "second-of-composite mark not right after a starter (NFC check); code points newer than "
-           "Python's `unicodedata`"),
+           "Python's `unicodedata`", warm=False),
     Format("ipv4", rfc.ipv4, "draft-04", True, "dotted quad, no leading zeros"),
     Format("ipv6", rfc.ipv6, "draft-04", True, "RFC 4291 text forms, embedded IPv4"),
     Format("uuid", rfc.uuid, "2019-09", True, "8-4-4-4-12 hex, either case"),

@@ -161,3 +161,31 @@ def test_interner_starts_a_new_generation_when_full():
     gen, g = small.gid(ti, bw, pool, memo, rules, 2, gen)
     assert gen == 1 and g == 12
     assert small.gid(ti, bw, pool, memo, rules, 2, gen) == (1, 12)
+
+
+def test_heads_inside_a_long_bounded_string_are_not_kept(llama3_vocab):
+    """Every position of a long bounded string is a head of its own (``R{0,k} "``; here under an
+    alternation of two object variants, so the heads path serves it): each is rebuilt from the
+    run's one shared head, not kept (a 16 KiB mask per character), and this index's heads stay
+    within its mask budget."""
+    text = {"type": "string", "maxLength": 3000}
+    schema = {"anyOf": [
+        {"type": "object", "properties": {"a": text}, "required": ["a"],
+         "additionalProperties": False},
+        {"type": "object", "properties": {"a": {**text, "minLength": 2}, "b": {"type": "integer"}},
+         "required": ["a", "b"], "additionalProperties": False}]}
+    index = Index(schema, llama3_vocab, max_cache_bytes=1 << 22)
+    ref = Index(schema, llama3_vocab)
+    ref._heads = False
+    s = index._auto.walk_bytes(index.initial_state, b'{"a": "')
+    r = ref._auto.walk_bytes(ref.initial_state, b'{"a": "')
+    with index._lock:
+        assert index._head_mask(s) is not None
+    for i in range(300):
+        index.mask(s)
+        if i % 50 == 0:
+            assert np.array_equal(index.mask(s), ref.mask(r)), i
+        s = index._auto.walk_bytes(s, b"x")
+        r = ref._auto.walk_bytes(r, b"x")
+    assert len(index._local_heads) <= 4
+    assert index._local_heads_bytes <= 1 << 22

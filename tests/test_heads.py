@@ -189,3 +189,43 @@ def test_heads_inside_a_long_bounded_string_are_not_kept(llama3_vocab):
         r = ref._auto.walk_bytes(r, b"x")
     assert len(index._local_heads) <= 4
     assert index._local_heads_bytes <= 1 << 22
+
+
+def _subset():
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "maskbench" / "subset.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vocab_name", ["llama3_vocab", "qwen_vocab", "smollm2_vocab"])
+def test_head_masks_equal_the_whole_walk_on_random_walks(request, vocab_name):
+    """Issue 24's check: at every state of seeded random walks (tokens drawn from each mask) over
+    the MaskBench subset, the masks with heads (shared across all these indexes in one process)
+    equal the whole walk's; both configurations of the objects."""
+    from dotjson.errors import DotjsonError
+
+    vocab = request.getfixturevalue(vocab_name)
+    rng = np.random.default_rng(24)
+    checked = 0
+    for row in _subset():
+        for close in (True, False):
+            try:
+                fast = Index(row["schema"], vocab, close_objects=close)
+                slow = Index(row["schema"], vocab, close_objects=close)
+            except DotjsonError:
+                continue
+            slow._heads = False
+            s, u = fast.initial_state, slow.initial_state
+            for _ in range(40):
+                m = fast.mask(s)
+                assert np.array_equal(m, slow.mask(u)), (row["id"], close)
+                checked += 1
+                ids = np.flatnonzero(np.unpackbits(m.view(np.uint8), bitorder="little"))
+                ids = [int(t) for t in ids if int(t) not in vocab.eos_token_ids]
+                if not ids:
+                    break
+                t = ids[int(rng.integers(len(ids)))]
+                s, u = fast.next_state(s, t), slow.next_state(u, t)
+    assert checked > 1000

@@ -97,32 +97,16 @@ def intern(ti, bw, pool, gid_of, rule_gid, gk, ght, gpool, gctl, stack, buf, t):
         kind = ti[x, 0]
         # children first
         pending = False
-        if kind == K_SEQ or kind == K_DIFF:
-            for y in (ti[x, 1], ti[x, 2]):
-                if gid_of[y] == UNKNOWN_GID:
-                    if sp >= stack.shape[0]:
-                        return GROW_STACK
-                    stack[sp] = y
-                    sp += 1
-                    pending = True
-        elif kind == K_REP:
-            y = ti[x, 1]
+        listed = kind == K_ALT or kind == K_AND
+        nk = ti[x, 2] if listed else 2 if kind == K_SEQ or kind == K_DIFF else 1 if kind == K_REP else 0
+        for j in range(nk):
+            y = pool[ti[x, 1] + j] if listed else ti[x, 1 + j]
             if gid_of[y] == UNKNOWN_GID:
                 if sp >= stack.shape[0]:
                     return GROW_STACK
                 stack[sp] = y
                 sp += 1
                 pending = True
-        elif kind == K_ALT or kind == K_AND:
-            off, n = ti[x, 1], ti[x, 2]
-            for j in range(n):
-                y = pool[off + j]
-                if gid_of[y] == UNKNOWN_GID:
-                    if sp >= stack.shape[0]:
-                        return GROW_STACK
-                    stack[sp] = y
-                    sp += 1
-                    pending = True
         if pending:
             continue
         g = UNSHARED

@@ -20,10 +20,11 @@ def warm_format_languages() -> None:
     """Build the process's cached languages of every supported ``format`` (decoded, and as JSON
     text): ~20 ms once, instead of a few ms in the first schema that names each format (called
     by :func:`dotjson.warmup`)."""
-    from dotjson.formats import SUPPORTED_FORMATS, format_to_ir
+    from dotjson.formats import FORMATS, SUPPORTED_FORMATS, format_to_ir
     from dotjson.jsonschema.jsonstr import SPELLINGS, spellings
 
-    for name in sorted(SUPPORTED_FORMATS - {"regex"}):  # (regex: ~1 s to build and encode, rarely used)
+    cold = {f.name for f in FORMATS if not f.warm}
+    for name in sorted(SUPPORTED_FORMATS - cold):
         node = format_to_ir(name)
         if node is not None:
             for sp in SPELLINGS:
@@ -215,9 +216,7 @@ class StringBuilder:
         within the bound, and nothing taken away (``not``)."""
         if not t.patterns:
             return True
-        if len(t.patterns) > 1 or t.not_patterns or t.patterns[0] == ("format", "regex"):
-            # (format regex: its ~15,000-node language intersected with a length bound costs the
-            # emptiness search more than its fuel inside groups: left unbounded)
+        if len(t.patterns) > 1 or t.not_patterns:
             return False
         try:
             lang = self.str_node(t.patterns[0])

@@ -209,7 +209,8 @@ def test_docs_format_lists_come_from_the_registry():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.stale() == [], "run python3 tools/gen_format_docs.py"
-    assert "idn-hostname" in mod.region("supported") and mod.region("unsupported") == "`regex`"
+    assert "idn-hostname" in mod.region("supported") and "regex" in mod.region("supported")
+    assert mod.region("unsupported") == ""  # (every format a draft defines has a language)
 
 
 def test_registry_entries_are_whole():

@@ -778,7 +778,6 @@ NEVER_SILENT = {
     "unevaluatedItems": {"allOf": [{"anyOf": [{"prefixItems": [True] * i} for i in range(1, 5)]},
                                    {"anyOf": [{"contains": {"const": i}} for i in range(5)]}],
                          "unevaluatedItems": False},
-    "format": {"type": "string", "format": "idn-hostname"},
 }
 
 

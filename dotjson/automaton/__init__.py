@@ -1013,7 +1013,7 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable, contexts=None) -> np.nd
             f = 0
         elif k == K_SEQ:
             fa, fb = child(p), child(q)
-            f = ((fa & fb) & K.F_NULL) | ((fa | fb) & (K.F_BOOL | K.F_REP))
+            f = ((fa & fb) & K.F_NULL) | ((fa | fb) & (K.F_BOOL | K.F_REP | K.F_FAR))
         elif k in (K_ALT, K_AND):
             if not (0 <= p and 2 <= q and p + q <= pool.shape[0]) or r:
                 raise ValueError(f"children of term {i} out of range")
@@ -1028,12 +1028,13 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable, contexts=None) -> np.nd
             else:
                 f = K.F_BOOL | (K.F_NULL if all(x & K.F_NULL for x in fs) else 0)
                 for x in fs:
-                    f |= x & K.F_REP
+                    f |= x & (K.F_REP | K.F_FAR)
         elif k == K_REP:
             fi = child(p)
             if q < 0 or r < INF or (r != INF and r < q):
                 raise ValueError("repeat bounds out of range")
-            f = K.F_REP | (fi & K.F_BOOL) | (K.F_NULL if (q == 0 or fi & K.F_NULL) else 0)
+            far = K.F_FAR if q > K.FAR_MIN or (r != INF and r > K.FAR_MIN) else 0
+            f = K.F_REP | far | (fi & (K.F_BOOL | K.F_FAR)) | (K.F_NULL if (q == 0 or fi & K.F_NULL) else 0)
         elif k == K_REF:
             if not 0 <= p < n_rules or q or r:
                 raise ValueError("rule index out of range")

@@ -370,8 +370,11 @@ def masks_report(files, args) -> dict:
     sys.path.insert(0, str(ROOT / "perf"))
     import peers
 
+    import dotjson
+
     tokenizer = peers.load_tokenizer(args.tokenizer)
     vocab = Vocabulary.from_tokenizer(tokenizer)
+    dotjson.warmup()  # (every kernel loaded first: no schema's budget pays for it)
     print("configuration: Index(schema, vocabulary, " + ", ".join(f"{k}={v!r}" for k, v in EVERY_VALID.items())
           + f"); tokenizer {args.tokenizer}; {args.budget:g} s per schema")
     hdr = (f"{'category':16s} {'schemas':>7s} {'(a) ok':>7s} {'(b)':>5s} {'(c)':>5s} {'(d)':>5s} {'(u)':>5s} {'crash':>5s} "

@@ -27,8 +27,9 @@ at the end), and sorts the schemas into (a) the index builds and its masks work 
 check (the automaton) but a mask is refused by name (``LimitExceededError``: ``uniqueItems`` over
 any values), (c) refused at ``Index()`` (an ``UnsupportedSchemaError`` or another named error),
 (d) correctly empty (a ``SchemaError`` saying no value is valid, with no instance ``jsonschema``
-finds valid); each count is printed by reason (the error's keyword and its message with names,
-numbers and pointers left out).
+finds valid), (u) not finished within ``--budget`` seconds; a (b) schema whose documents meet a
+limit too says so ("documents too", those instances unchecked); each count is printed by reason
+(the error's keyword and its message with names, numbers and pointers left out).
 
 Usage::
 
@@ -303,7 +304,11 @@ def check_masks_row(row: dict, vocab, tokenizer, *, budget: float) -> dict:
                 except LimitExceededError as e:
                     refused, got = e, None
             if got is None:  # masks refused: the document is checked by the automaton
-                got = bool(index.accepts(doc))
+                try:
+                    got = bool(index.accepts(doc))
+                except LimitExceededError as e:  # (not even the document: counted unchecked)
+                    out["doc_refused"] = reason_of(e)
+                    continue
             if t["valid"]:
                 out["valid_ok" if got else "valid_bad"] += 1
             else:
@@ -314,6 +319,8 @@ def check_masks_row(row: dict, vocab, tokenizer, *, budget: float) -> dict:
         out["outcome"] = "a" if refused is None else "b"
         if refused is not None:
             out["reason"] = reason_of(refused)
+        if "doc_refused" in out:
+            out["reason"] = "documents too: " + out["doc_refused"]
     except _Timeout:
         out["outcome"], out["reason"] = "u", f"{'Index()' if index is None else 'instances'} past {budget:g} s"
     except DotjsonError as e:  # a named error at a mask: neither a refusal at Index() nor a working mask

@@ -273,7 +273,7 @@ def check_masks_row(row: dict, vocab, tokenizer, *, budget: float) -> dict:
         def allowed(t):
             return bool((buf[t >> 5] >> np.uint32(t & 31)) & np.uint32(1))
 
-        refused = None
+        refused = checker = None
         try:
             index.fill_mask(index.initial_state, buf)
         except LimitExceededError as e:
@@ -303,9 +303,14 @@ def check_masks_row(row: dict, vocab, tokenizer, *, budget: float) -> dict:
                         got = any(allowed(e) for e in eos)
                 except LimitExceededError as e:
                     refused, got = e, None
-            if got is None:  # masks refused: the document is checked by the automaton
+            if got is None:  # masks refused: the document is checked by the automaton, on an index
+                # of its own (the masks' walk may have spent the family's per-length rule budget)
                 try:
-                    got = bool(index.accepts(doc))
+                    if checker is None:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            checker = Index(row["schema"], vocab, **EVERY_VALID)
+                    got = bool(checker.accepts(doc))
                 except LimitExceededError as e:  # (not even the document: counted unchecked)
                     out["doc_refused"] = reason_of(e)
                     continue

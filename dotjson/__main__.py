@@ -1,7 +1,7 @@
-"""``python -m dotjson``: the same command line as ``dotjson`` (see :mod:`dotjson.cli`)."""
+"""``python -m dotjson``: the same command line as ``dotjson`` (see :mod:`dotjson.tools.cli`)."""
 
 import sys
 
-from dotjson.cli import main
+from dotjson.tools.cli import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@ Everything dotjson caches is a directory under :func:`cache_root`:
 
 =================================  ==========================================================
 ``tokenizers/<name>``              tokenizer directories built from package files
-                                   (:mod:`dotjson.testing`) or read out of a GGUF file
+                                   (:mod:`dotjson.tools.testing`) or read out of a GGUF file
 ``models/<gguf stem>-<key>``       a GGUF model converted (de-quantized) by ``transformers``,
                                    with its tokenizer: an ordinary model directory
 =================================  ==========================================================

@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 
+from ._config import BUDGET_NAMES, BUDGETS
 from .errors import DotjsonTypeError, DotjsonValueError
 from .index import Index, _as_int, _check_vocabulary
 
@@ -22,12 +23,12 @@ __all__ = ["IndexCache"]
 
 _KINDS = ("json", "regex", "lark")
 
-#: The options each kind of source takes (``Index``'s own names).
+#: The options each kind of source takes (``Index``'s own names; every kind takes the budgets).
 _OPTIONS = {
     "json": {"disallow_whitespace", "close_objects", "lenient", "property_order", "whitespace",
-             "spellings", "bounds", "resources", "max_states", "max_cache_bytes", "fuel", "max_store_bytes"},
-    "regex": {"max_states", "max_cache_bytes", "fuel", "max_store_bytes"},
-    "lark": {"max_states", "max_cache_bytes", "fuel", "max_store_bytes"},
+             "spellings", "bounds", "resources", *BUDGET_NAMES},
+    "regex": set(BUDGET_NAMES),
+    "lark": set(BUDGET_NAMES),
 }
 
 
@@ -153,7 +154,7 @@ class IndexCache:
 
     def _build(self, kind: str, source, options: dict) -> Index:
         opts = dict(options)
-        opts["max_cache_bytes"] = min(_as_int(opts.get("max_cache_bytes", 1 << 30), "max_cache_bytes"),
+        opts["max_cache_bytes"] = min(_as_int(opts.get("max_cache_bytes", BUDGETS.max_cache_bytes), "max_cache_bytes"),
                                       self.max_bytes)
         if kind == "json":
             return Index(source, self.vocabulary, **opts)

@@ -71,7 +71,7 @@ class JsonSchema:
     def spelling(self) -> str:
         """The string spelling policy this schema is compiled with (``spellings=None`` resolved
         as :class:`~dotjson.Index` resolves it)."""
-        from dotjson.jsonstr import default_spellings
+        from dotjson.jsonschema.jsonstr import default_spellings
 
         return default_spellings(self.spellings, disallow_whitespace=bool(self.disallow_whitespace),
                                  close_objects=bool(self.close_objects),
@@ -234,7 +234,7 @@ class EmbeddedSchemas:
         from dotjson.jsonschema import _load
         from dotjson.jsonschema.compiler import Compiler
         from dotjson.jsonschema.values import FALSE, TRUE
-        from dotjson.objects_any_order import PROPERTY_ORDERS
+        from dotjson.jsonschema.objects_any_order import PROPERTY_ORDERS
 
         try:
             if js.property_order not in PROPERTY_ORDERS:

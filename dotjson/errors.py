@@ -79,4 +79,4 @@ class IndexFormatError(DotjsonError, ValueError):
 
 
 class ModelLoadError(DotjsonError, OSError):
-    """A model or tokenizer that cannot be found, reached or loaded (:mod:`dotjson.models`)."""
+    """A model or tokenizer that cannot be found, reached or loaded (:mod:`dotjson.tools.models`)."""

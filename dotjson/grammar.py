@@ -298,7 +298,7 @@ def _subst_ws(node: ir.Node, memo: dict) -> ir.Node:
 def _json_base(disallow_whitespace: bool, spellings: str = "any") -> tuple[tuple[str, ir.Node], ...]:
     rules = _json_rules()
     if spellings != "any":
-        from dotjson.jsonstr import spellings as _spellings
+        from dotjson.jsonschema.jsonstr import spellings as _spellings
 
         rules = dict(rules)
         # one string character as the policy spells it (the lexical pieces of json.lark stay,
@@ -357,7 +357,7 @@ def json_base(disallow_whitespace: bool = False, prefix: str = "", spellings: st
         in a grammar holding schemas with different settings (:mod:`dotjson.embed`).
     spellings : {"any", "canonical"}
         ``"canonical"``: ``json_string_char`` spells a character raw wherever JSON allows it
-        (:mod:`dotjson.jsonstr`'s generation policy); ``"any"``: every JSON spelling.
+        (:mod:`dotjson.jsonschema.jsonstr`'s generation policy); ``"any"``: every JSON spelling.
 
     Returns
     -------

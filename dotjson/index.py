@@ -20,12 +20,13 @@ from ._kernels import walk as _walk
 from .automaton import DEAD, Automaton, EmptyLanguageError, plain_seq_arrays, utf8_sequences
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT, CounterIds
 from .automaton import kernels as _K
-from ._config import MAX_STORE_BYTES
+from .automaton import heads as _heads
+from ._config import BUDGET_NAMES, BUDGETS
 from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
-from .trie import PLAIN_RANGES
+from .trie import NON_PLAIN_WORDS, PLAIN_RANGES
 from .vocabulary import Vocabulary
 from .jsonschema.values import default_bounds
-from .jsonstr import default_spellings
+from .jsonschema.jsonstr import default_spellings
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
@@ -190,12 +191,12 @@ class Index:
         spellings: str | None = None,
         bounds: str | None = None,
         resources: Any = None,
-        max_states: int = 1_000_000,
-        max_cache_bytes: int = 1 << 30,
-        fuel: int = 200_000,
+        max_states: int = BUDGETS.max_states,
+        max_cache_bytes: int = BUDGETS.max_cache_bytes,
+        fuel: int = BUDGETS.fuel,
         reasoning=None,
         max_reasoning_chars: int | None = None,
-        max_store_bytes: int = MAX_STORE_BYTES,
+        max_store_bytes: int = BUDGETS.max_store_bytes,
     ):
         if isinstance(schema, (bytes, bytearray, memoryview)):
             try:
@@ -274,10 +275,10 @@ class Index:
         grammar: ir.Grammar,
         vocabulary,
         *,
-        max_states: int = 1_000_000,
-        max_cache_bytes: int = 1 << 30,
-        fuel: int = 200_000,
-        max_store_bytes: int = MAX_STORE_BYTES,
+        max_states: int = BUDGETS.max_states,
+        max_cache_bytes: int = BUDGETS.max_cache_bytes,
+        fuel: int = BUDGETS.fuel,
+        max_store_bytes: int = BUDGETS.max_store_bytes,
     ) -> "Index":
         """An index for a grammar already in the internal form (:mod:`dotjson.ir`)."""
         if not isinstance(grammar, ir.Grammar):
@@ -461,7 +462,7 @@ class Index:
         return cls(_pydantic_schema(model), vocabulary, disallow_whitespace, **options)
 
     def _setup(self, grammar, vocabulary, max_states, max_cache_bytes, fuel, automaton=None,
-               max_store_bytes=MAX_STORE_BYTES):
+               max_store_bytes=BUDGETS.max_store_bytes):
         _check_vocabulary(vocabulary)
         for name, value, most in (("max_states", max_states, _MAX_STATES), ("max_cache_bytes", max_cache_bytes, None),
                                   ("fuel", fuel, _MAX_FUEL), ("max_store_bytes", max_store_bytes, None)):
@@ -485,6 +486,12 @@ class Index:
         self._plain_runs = True
         self._reach_out = np.zeros(2, dtype=np.int64)  # run_share's reach and run length
         self._special_mode = _walk.WALK_RUNS
+        #: False: no head sharing (every fresh mask one walk of the whole state), for the tests
+        self._heads = True
+        self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's
+        self._head_gid = np.full(0, _heads.UNKNOWN_GID, dtype=np.int64)  # term -> process id
+        self._gid_gen = -1  # the interner's generation of those ids
+        self._head_pairs = np.zeros(2 * _walk.MAX_HEADS, dtype=np.int64)
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
         self._eos, self._eos_set = _eos_of(vocabulary.eos_token_ids)
@@ -493,6 +500,7 @@ class Index:
             grammar, max_states=max_states, fuel=fuel, max_store_bytes=max_store_bytes
         )
         self._lock = self._auto.lock
+        self._rule_gid = _heads.rule_ids(self._auto.image)
         # one row to start with (an index often serves one mask first; 16 rows of a 128k
         # vocabulary are 256 KiB to zero): _mask_row grows it to 16 rows, then doubles
         self._masks = np.zeros((1, self._n_words), dtype=np.uint32)
@@ -908,6 +916,8 @@ class Index:
                 return r
             bits = self._run_mask(state, key_state)
             if bits is None:
+                bits = self._head_mask(key_state)
+            if bits is None:
                 bits = self._compute_mask(key_state)
             if (self._n_masks + 1) * self._n_words * 4 > self._max_cache_bytes:
                 if self._n_words * 4 > self._max_cache_bytes:
@@ -948,6 +958,21 @@ class Index:
         """
         if not self._plain_runs:
             return None
+        got = self._run_shared(key_state)
+        if got is None:
+            return None
+        shared, k = got
+        len_row, len_bits = self._walk_tables[3:]
+        r = self._mask_row(shared)  # (may grow self._masks: read it after)
+        # (its EOS bits are the run's: R{min(lo, D+1),} rest is nullable exactly when R{lo,hi}
+        # rest is, lo and min(lo, D+1) being 0 together)
+        bits = self._masks[r] & ~self._tries.plain_bits
+        bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
+        return bits
+
+    def _run_shared(self, key_state: int):
+        """``(shared, k)`` for a state inside a bounded plain run of ``k`` characters whose
+        special tokens are those of state ``shared`` (see :meth:`_run_mask`), else ``None``."""
         a = self._auto
         # read the term's head first (a kernel call passes the whole store: ~2 us): a repetition
         # with an upper bound, else nothing to share
@@ -976,13 +1001,108 @@ class Index:
             image.facts[fact] = int(out[0])
         if shared < 0 or shared == key_state:
             return None
-        k = int(out[1])
-        r = self._mask_row(shared)  # (may grow self._masks: read it after)
-        # (its EOS bits are the run's: R{min(lo, D+1),} rest is nullable exactly when R{lo,hi}
-        # rest is, lo and min(lo, D+1) being 0 together)
-        bits = self._masks[r] & ~self._tries.plain_bits
-        bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
-        return bits
+        return int(shared), int(out[1])
+
+    def _head_mask(self, state: int):
+        """The mask of ``state`` from its heads', shared by every index of the process; ``None``
+        where the state has no heads (see :mod:`dotjson.automaton.heads`). Call with the lock
+        held.
+
+        ``state`` is ``A c`` (or a union of such, an alternation first in it distributed) with
+        ``A`` ending at a delimiter no plain token holds (a string's closing quote): its tokens
+        are the prefixes of ``A``'s words (the head's bits, once per head and vocabulary in the
+        process), and the tokens that complete a word of ``A`` and go on (the head's exits,
+        special-trie nodes) continued from ``c``'s state, the only walk done per state. Every
+        position of a ``date-time`` value of every schema in the process shares its head's walk.
+        """
+        if not (self._heads and self._plain_runs) or self._options.get("specials"):
+            return None
+        a = self._auto
+        pairs = self._head_pairs
+        n = a._run(_walk.head_pairs, state, NON_PLAIN_WORDS, pairs)
+        if n < 0:
+            return None
+        heads = [(int(pairs[2 * i]), int(pairs[2 * i + 1])) for i in range(n)]
+        out = None
+        for head, sc in heads:
+            bits, exits = self._head_entry(head)
+            if out is None:
+                out = bits.copy()
+            else:
+                out |= bits
+            if sc >= 0 and exits.shape[0]:
+                self._walk_exits(exits, sc, out)
+        if a.accepting[state]:  # (never: a head ends with a byte)
+            self._set_eos(out)
+        return out
+
+    def _head_entry(self, head: int) -> tuple:
+        """``(bits, exits)`` of head term ``head``: this index's, the process's (by structure),
+        or computed. A head inside a bounded plain run far from its bound (``R{lo,hi} q``) takes
+        its special tokens and exits from the run's shared state (see :meth:`_run_mask`): one
+        walk for every position of a 128-character string."""
+        entry = self._local_heads.get(head)
+        if entry is not None:
+            return entry
+        gid = self._head_gid_of(head)
+        key = (self._vocab.fingerprint, self._gid_gen, gid) if gid >= 0 else None
+        cache = _heads.head_cache()
+        entry = cache.get(key) if key is not None else None
+        if entry is None:
+            a = self._auto
+            sa = a.state(head)
+            got = self._run_shared(sa)
+            if got is not None and a.term_of(got[0]) != head:
+                shared, k = got
+                bits, exits = self._head_entry(a.term_of(shared))
+                len_row, len_bits = self._walk_tables[3:]
+                bits = bits & ~self._tries.plain_bits
+                bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
+            else:
+                bits, exits = self._compute_mask(sa), self._head_exits(sa)
+            entry = (bits, exits)
+            if key is not None:
+                cache.put(key, entry)
+        self._local_heads[head] = entry
+        return entry
+
+    def _walk_exits(self, exits: np.ndarray, sc: int, out: np.ndarray) -> None:
+        """OR into ``out`` the special tokens below ``exits`` allowed from state ``sc``."""
+        a = self._auto
+        sc_ = self._scratch()
+        ret = sc_.ret
+        ret[:] = 0
+        ret[_walk.R_PHASE] = _walk.PH_START
+        big, big_bits, runs = self._walk_tables[:3]
+        pseq, plen = _PLAIN_SEQS
+        while _walk.walk_from(
+            a.store, self._trie_arrays[0], big, big_bits, runs, self._special_mode, pseq, plen,
+            _WIDE_NODE, exits, exits.shape[0], sc, out, sc_.st_node, sc_.st_state, sc_.st_edge,
+            ret,
+        ) != _walk.DONE:
+            a.handle_exit()
+
+    def _head_gid_of(self, t: int) -> int:
+        """The process-wide id of term ``t`` (:class:`dotjson.automaton.heads.Interner`)."""
+        a = self._auto
+        S = a.store
+        n = S[_K.S_TI].shape[0]
+        if self._head_gid.shape[0] < n:
+            grown = np.full(n, _heads.UNKNOWN_GID, dtype=np.int64)
+            grown[: self._head_gid.shape[0]] = self._head_gid
+            self._head_gid = grown
+        self._gid_gen, gid = _heads.interner().gid(
+            S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL], self._head_gid, self._rule_gid, t, self._gid_gen)
+        return gid
+
+    def _head_exits(self, sa: int) -> np.ndarray:
+        """The special-trie nodes with children where head state ``sa`` has accepted."""
+        buf = np.empty(64, dtype=np.int32)
+        while True:
+            m = self._auto._run(_walk.head_exits, sa, self._trie_arrays[0], buf)
+            if m >= 0:
+                return buf[:m].copy()
+            buf = np.empty(2 * buf.shape[0], dtype=np.int32)
 
     def _scratch(self):
         """This thread's walk stacks, at least as deep as this index's walk needs: the fan-outs
@@ -1113,14 +1233,14 @@ def _eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
 
 
 def _budgets(options: dict) -> tuple:
-    """``max_states``, ``max_cache_bytes``, ``fuel`` of a constructor's ``**options``; anything
-    else is an error naming it."""
-    bad = sorted(set(options) - {"max_states", "max_cache_bytes", "fuel", "max_store_bytes"})
+    """``max_states``, ``max_cache_bytes``, ``fuel``, ``max_store_bytes`` of a constructor's
+    ``**options`` (the defaults: :data:`dotjson._config.BUDGETS`); anything else is an error
+    naming it."""
+    bad = sorted(set(options) - set(BUDGET_NAMES))
     if bad:
         raise DotjsonTypeError(f"Invalid option {bad[0]!r}: expected max_states, max_cache_bytes, fuel "
                                "or max_store_bytes")
-    return (options.get("max_states", 1_000_000), options.get("max_cache_bytes", 1 << 30),
-            options.get("fuel", 200_000), options.get("max_store_bytes", MAX_STORE_BYTES))
+    return tuple(options.get(name, getattr(BUDGETS, name)) for name in BUDGET_NAMES)
 
 
 def _as_int(x, what: str) -> int:

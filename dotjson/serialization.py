@@ -53,7 +53,7 @@ INDEX_FILES = ("index.json", "arrays.npz", "vocabulary.bin")
 #: The manifest lists three files: anything larger is not one (read no further).
 MANIFEST_MAX_BYTES = 1 << 16
 #: The largest file a manifest may declare (an index's memoized masks are bounded by its
-#: ``max_cache_bytes``, 1 GiB by default).
+#: ``max_cache_bytes``, :data:`dotjson._config.BUDGETS`).
 MAX_FILE_BYTES = 1 << 40
 
 
@@ -119,7 +119,7 @@ def grammar_to_json(g: ir.Grammar) -> dict:
 def _family_from_json(f):
     """A rule family :meth:`to_json` wrote: any-order objects, the number families and arrays of
     distinct numbers."""
-    from .objects_any_order import AnyOrderObject
+    from .jsonschema.objects_any_order import AnyOrderObject
 
     kind = f.get("kind") if isinstance(f, dict) else None
     if kind in ("exponent_numbers", "lazy_number_dfa"):

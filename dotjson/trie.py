@@ -45,6 +45,26 @@ assert [(max(lo, 0x80), hi) for lo, hi in PLAIN_RANGES if hi >= 0x80] == [(0x80,
 _NON_PLAIN_ASCII = frozenset(int(b) for b in np.flatnonzero(~PLAIN_ASCII))
 
 
+def _plain_bytes() -> np.ndarray:
+    """``[b]``: byte ``b`` occurs in the UTF-8 spelling of some plain character."""
+    out = np.zeros(256, dtype=np.bool_)
+    for lo, hi in PLAIN_RANGES:
+        for cp in range(lo, min(hi, 0x7F) + 1):
+            out[cp] = True
+        # beyond ASCII: continuation bytes, and the lead byte of every 64-code-point block
+        for cp in range(max(lo, 0x80), hi + 1, 64):
+            for b in chr(cp).encode("utf-8", "surrogatepass"):
+                out[b] = True
+            out[0x80:0xC0] = True
+    return out
+
+
+#: The bytes no plain token holds (``"``, ``\\``, controls, bytes no UTF-8 text has) as four
+#: 64-bit words: a byte set inside it is a *delimiter* no plain token can pass
+#: (:mod:`dotjson.automaton.heads`).
+NON_PLAIN_WORDS = np.packbits(~_plain_bytes(), bitorder="little").view("<u8").astype(np.uint64)
+
+
 @dataclass(frozen=True)
 class TokenTrie:
     child_ptr: np.ndarray  # int32[n_nodes + 1]

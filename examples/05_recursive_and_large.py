@@ -192,7 +192,7 @@ def large(vocabulary, n: int, seed: int) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokenizer", default=None,
-                    help="tokenizer dir or id (default: SmolLM2's, from dotjson.testing)")
+                    help="tokenizer dir or id (default: SmolLM2's, from dotjson.tools.testing)")
     ap.add_argument("--depth", type=int, default=200, help="nesting depth of the linked list")
     ap.add_argument("--trees", type=int, default=4, help="random trees to decode")
     ap.add_argument("--properties", type=int, default=500, help="size of the large schema")
@@ -202,7 +202,7 @@ def main(argv=None) -> int:
     from transformers import AutoTokenizer
 
     if args.tokenizer is None:
-        from dotjson.testing import smollm2_tokenizer_dir
+        from dotjson.tools.testing import smollm2_tokenizer_dir
 
         args.tokenizer = str(smollm2_tokenizer_dir())
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)

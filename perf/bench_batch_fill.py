@@ -65,7 +65,7 @@ def main() -> None:
 
     import dotjson
     from dotjson import Guide, Index, Vocabulary, fill_next_token_bitmask
-    from dotjson.testing import llama3_tokenizer_dir
+    from dotjson.tools.testing import llama3_tokenizer_dir
 
     dotjson.warmup()
     tdir = str(llama3_tokenizer_dir())

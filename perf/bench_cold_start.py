@@ -52,7 +52,7 @@ _CHILD = textwrap.dedent(
         marks["warmup"] = time.perf_counter() - t0
     elif job == "first-mask":
         from dotjson import Guide, Index, Vocabulary
-        from dotjson.testing import llama3_tokenizer_dir
+        from dotjson.tools.testing import llama3_tokenizer_dir
         from transformers import AutoTokenizer
         tok = AutoTokenizer.from_pretrained(llama3_tokenizer_dir())
         marks["tokenizer"] = time.perf_counter() - t0

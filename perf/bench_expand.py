@@ -75,7 +75,7 @@ def main(argv=None):
 
     from dotjson.automaton import Automaton
     from dotjson.errors import DotjsonError
-    from dotjson.schema import schema_to_grammar
+    from dotjson.jsonschema import schema_to_grammar
     from naive_automaton import Automaton as Reference
 
     sample = load_sample(CATEGORIES, args.limit, args.seed, data=args.data)

@@ -67,7 +67,11 @@ def _slowest(engine, schema, ids):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--no-peer", action="store_true", help="dotjson only (no llguidance column)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time masks by the thread's CPU time, not wall time (a loaded machine)")
     args = ap.parse_args(argv)
+    if args.cpu:
+        peers.CLOCK = time.thread_time
     tok, vocab, llg = peers.llama3_setup(args.no_peer)
     import dotjson
     from dotjson import Index

@@ -3,7 +3,7 @@
 Every case runs in its own subprocess with a wall-clock limit and an address-space limit
 (``resource.setrlimit(RLIMIT_AS)``), so a blow-up is reported as "over budget" instead of killing
 the run. Only the public API is used: ``Vocabulary.from_pretrained`` on the Llama 3 tokenizer of
-``dotjson.testing.llama3_tokenizer_dir()``, ``Index`` and ``Guide``.
+``dotjson.tools.testing.llama3_tokenizer_dir()``, ``Index`` and ``Guide``.
 
 Measurements (and the ratio issue 14 names):
 
@@ -74,7 +74,7 @@ def _setup():
     from tokenizers import Tokenizer
 
     from dotjson import Guide, Index, Vocabulary
-    from dotjson.testing import llama3_tokenizer_dir
+    from dotjson.tools.testing import llama3_tokenizer_dir
 
     d = llama3_tokenizer_dir()
     vocab = Vocabulary.from_pretrained(str(d))

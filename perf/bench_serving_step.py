@@ -122,7 +122,7 @@ def main(argv=None):
 
     import dotjson
     from dotjson import Vocabulary
-    from dotjson.testing import llama3_tokenizer_dir
+    from dotjson.tools.testing import llama3_tokenizer_dir
 
     dotjson.warmup()
     tok = peers.load_tokenizer("llama3")

@@ -92,7 +92,7 @@ def main() -> None:
     import numpy as np
     from transformers import AutoTokenizer
 
-    import dotjson.testing as testing
+    import dotjson.tools.testing as testing
     from dotjson import Index, Vocabulary
 
     tok_dir = getattr(testing, f"{args.vocab}_tokenizer_dir")()

@@ -1,6 +1,6 @@
 """Vocabulary preparation time: from a loaded tokenizer to tries ready, and reloading a saved one.
 
-On the real tokenizers of :mod:`dotjson.testing` (Qwen2.5's 151,665 ids by default; ``--all``
+On the real tokenizers of :mod:`dotjson.tools.testing` (Qwen2.5's 151,665 ids by default; ``--all``
 adds Llama 3's 128,256 and SmolLM2's 49,152), after one warm-up pass (Numba kernels loaded from
 their cache), times the median of ``--repeat`` runs of:
 
@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dotjson import testing  # noqa: E402
+from dotjson.tools import testing  # noqa: E402
 from dotjson.vocabulary import Vocabulary  # noqa: E402
 
 TOKENIZERS = {

@@ -221,7 +221,7 @@ def reorder(data, schema):
 def model_dir() -> str:
     """The transformers directory of SmolLM2-135M-Instruct converted from the shipped GGUF
     (made and cached on first use, about 30 s)."""
-    from dotjson.cli import converted_model_dir
+    from dotjson.tools.models import converted_model_dir
 
     return str(converted_model_dir())
 
@@ -363,7 +363,7 @@ def judge(gen: dict | None, schema, table: dict[int, bytes]) -> tuple[str, str]:
 def prepare_job(row: dict, tok, prompt_chars: int, max_new_tokens: int, generate: bool,
                 masklevel: bool) -> tuple[dict, dict]:
     """The job sent to every engine for one schema, and the instance bookkeeping."""
-    from dotjson.cli import chat_prompt_ids
+    from dotjson.tools.generation import chat_prompt_ids
 
     schema = row["schema"]
     stext = json.dumps(schema, ensure_ascii=False)

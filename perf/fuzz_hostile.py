@@ -169,7 +169,7 @@ class _Ctx:
 
     def __init__(self, tmp: Path):
         from dotjson import Guide, Index, Vocabulary
-        from dotjson.testing import smollm2_tokenizer_dir
+        from dotjson.tools.testing import smollm2_tokenizer_dir
 
         self.vocab = Vocabulary.from_pretrained(smollm2_tokenizer_dir())
         toks = [bytes([b]) for b in range(256)] + [b'{"', b'":', b'",', b"true", b"null", b"  "]

@@ -1,4 +1,4 @@
-"""MaskBench coverage of dotjson.schema: translation share, valid accepted, invalid rejected.
+"""MaskBench coverage of dotjson.jsonschema: translation share, valid accepted, invalid rejected.
 
 Per category (a ``*.jsonl`` file of ``/work/shared/data/maskbench`` or ``--data DIR``): the share
 of schemas that translate (every failure must be a named ``UnsupportedSchemaError`` /
@@ -57,7 +57,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from dotjson.errors import SchemaError, UnsupportedSchemaError  # noqa: E402
-from dotjson.schema import schema_to_grammar  # noqa: E402
+from dotjson.jsonschema import schema_to_grammar  # noqa: E402
 
 DEFAULT_DATA = Path("/work/shared/data/maskbench")
 

@@ -39,7 +39,7 @@ def main(argv=None):
 
     from dotjson import Index, Vocabulary
     from dotjson.errors import DotjsonError
-    from dotjson.testing import llama3_tokenizer_dir
+    from dotjson.tools.testing import llama3_tokenizer_dir
 
     tok = peers.load_tokenizer("llama3")
     vocab = Vocabulary.from_pretrained(llama3_tokenizer_dir())

@@ -48,8 +48,8 @@ def suite_files(optional: bool = True) -> list[str]:
 
 
 def tokenizer_dir() -> str:
-    """SmolLM2's tokenizer (49,152 ids), built from the shipped GGUF by ``dotjson.testing``."""
-    from dotjson.testing import smollm2_tokenizer_dir
+    """SmolLM2's tokenizer (49,152 ids), built from the shipped GGUF by ``dotjson.tools.testing``."""
+    from dotjson.tools.testing import smollm2_tokenizer_dir
 
     return str(smollm2_tokenizer_dir())
 

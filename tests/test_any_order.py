@@ -12,7 +12,7 @@ from naive import allowed_tokens
 from dotjson.automaton import Automaton
 from dotjson.errors import GrammarError, SchemaError
 from dotjson.grammar import lark_parses, to_lark
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 
 ANY = {"property_order": "any", "close_objects": False}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dotjson.testing import package_dir
+from dotjson.tools.testing import package_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "examples" / "schemas"
@@ -33,8 +33,8 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None,
 
 
 def run_main(capsys, *args: str) -> subprocess.CompletedProcess:
-    """Run ``dotjson.cli.main`` in this process (fast); an escaping exception fails the test."""
-    from dotjson.cli import main
+    """Run ``dotjson.tools.cli.main`` in this process (fast); an escaping exception fails the test."""
+    from dotjson.tools.cli import main
 
     import torch
 
@@ -176,7 +176,7 @@ def test_bad_input_in_a_real_process_is_one_line_no_traceback(bad_schemas):
 
 def test_compile_saves_an_index_that_loads(tmp_path):
     from dotjson import Guide, Index
-    from dotjson.testing import smollm2_tokenizer_dir
+    from dotjson.tools.testing import smollm2_tokenizer_dir
 
     out = tmp_path / "person_index"
     proc = run_cli("compile", "--schema", str(SCHEMAS / "person.json"),
@@ -191,7 +191,7 @@ def test_compile_saves_an_index_that_loads(tmp_path):
 
 @pytest.mark.parametrize("name, pattern", BAD_INPUT)
 def test_compile_bad_schema(bad_schemas, tmp_path, capsys, name, pattern):
-    from dotjson.testing import smollm2_tokenizer_dir
+    from dotjson.tools.testing import smollm2_tokenizer_dir
 
     proc = run_main(capsys, "compile", "--schema", str(bad_schemas[name]),
                    "--model", str(smollm2_tokenizer_dir()), "--out", str(tmp_path / "x"))
@@ -221,7 +221,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from dotjson.testing import smollm2_tokenizer_dir
+    from dotjson.tools.testing import smollm2_tokenizer_dir
 
     d = tmp_path_factory.mktemp("tiny_model")
     tok = AutoTokenizer.from_pretrained(str(smollm2_tokenizer_dir()))
@@ -438,8 +438,8 @@ def test_open_objects_and_lenient_flags_reach_the_grammar(tmp_path):
 def test_chat_template_switch_and_system_prompt():
     from transformers import AutoTokenizer
 
-    from dotjson.cli import DEFAULT_SYSTEM_PROMPT, chat_prompt_ids
-    from dotjson.testing import smollm2_tokenizer_dir
+    from dotjson.tools.generation import DEFAULT_SYSTEM_PROMPT, chat_prompt_ids
+    from dotjson.tools.testing import smollm2_tokenizer_dir
 
     tok = AutoTokenizer.from_pretrained(str(smollm2_tokenizer_dir()))
     schema = '{"type": "integer"}'
@@ -455,7 +455,7 @@ def test_chat_template_switch_and_system_prompt():
 
 
 def test_pretty_json_keeps_every_token_as_written():
-    from dotjson.cli import pretty_json
+    from dotjson.tools.generation import pretty_json
 
     text = '{"a":[1,2.50,{"b":"x\\\\\\"\\u00e9,:{}"}],"c":{},"d":[],"e":-0.1000000000000000055}'
     pretty = pretty_json(text)
@@ -528,7 +528,7 @@ def test_generate_tools_and_reasoning_options_are_checked(capsys, extra, pattern
 
 
 def test_tool_calls_are_read_from_text():
-    from dotjson.cli import tool_calls
+    from dotjson.tools.cli import tool_calls
 
     text = ('I will. <tool_call>\n{"name": "a", "arguments": {"s": "<tool_call> inside"}}\n</tool_call> then'
             '<tool_call>\n{"name": "b", "arguments": {}}\n</tool_call>')

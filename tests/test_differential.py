@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from dotjson.automaton import Automaton
 from dotjson.grammar import lark_parses, to_lark
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 
 SCHEMAS = [
     {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 3}}, "required": ["a"]},

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dotjson.testing import package_dir
+from dotjson.tools.testing import package_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -12,8 +12,8 @@ from dotjson import ir
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.formats import SUPPORTED_FORMATS, UNSUPPORTED_FORMATS, format_to_ir
 from dotjson.grammar import lark_parses, to_lark, to_python_regex
-from dotjson.jsonstr import encode_string_language
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema.jsonstr import encode_string_language
+from dotjson.jsonschema import schema_to_grammar
 
 
 def _format_dir() -> Path | None:

@@ -21,7 +21,7 @@ from dotjson.grammar import (
     to_lark,
     to_python_regex,
 )
-from dotjson.jsonstr import encode_string_language
+from dotjson.jsonschema.jsonstr import encode_string_language
 
 
 def stock_lark(text: str) -> lark.Lark:
@@ -306,7 +306,7 @@ def test_json_lark_string_char_equals_jsonstr():
     # grammars/json.lark's json_string_char and jsonstr's encoding of "any character" agree
     import re
 
-    from dotjson.jsonstr import JSON_STRING_CHAR
+    from dotjson.jsonschema.jsonstr import JSON_STRING_CHAR
 
     ours = re.compile(to_python_regex(json_base(False)["json_string_char"]))
     theirs = re.compile(to_python_regex(JSON_STRING_CHAR))

@@ -1,4 +1,4 @@
-"""The JSON-Schema-Test-Suite (draft2020-12 and draft7) through dotjson.schema, checked with Lark: a ratchet.
+"""The JSON-Schema-Test-Suite (draft2020-12 and draft7) through dotjson.jsonschema, checked with Lark: a ratchet.
 
 One baseline per draft (``tests/data/suite_baseline.json`` for draft2020-12,
 ``tests/data/suite_baseline_draft7.json`` for draft7) records, per file, how many cases pass, fail

@@ -1,4 +1,4 @@
-"""dotjson.jsonstr: decoded-string languages → every JSON spelling of their strings."""
+"""dotjson.jsonschema.jsonstr: decoded-string languages → every JSON spelling of their strings."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dotjson import ir
 from dotjson.errors import GrammarError
 from dotjson.grammar import lark_parses, to_lark, to_python_regex
-from dotjson.jsonstr import (
+from dotjson.jsonschema.jsonstr import (
     JSON_STRING_CHAR,
     encode_chars,
     encode_string_language,

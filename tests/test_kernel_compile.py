@@ -151,7 +151,7 @@ def test_dotjson_warmup_stays_the_function_whatever_was_imported():
     import importlib
 
     importlib.import_module("dotjson._warmup")
-    importlib.import_module("dotjson.cli")
+    importlib.import_module("dotjson.tools.cli")
     assert callable(dotjson.warmup) and dotjson.warmup.__name__ == "warmup"
 
 

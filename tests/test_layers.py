@@ -3,6 +3,7 @@ token tries, regexes) know nothing of JSON Schema."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import dotjson
@@ -11,32 +12,147 @@ PKG = Path(dotjson.__file__).resolve().parent
 
 GENERIC = ("ir", "automaton", "_kernels")
 GENERIC_FILES = ("trie.py", "regex.py")
-JSON_LAYER = ("dotjson.jsonschema", "dotjson.objects_any_order", "dotjson.key_trie", "dotjson.jsonstr",
-              "dotjson.pattern_keys", "dotjson.formats")
+JSON_LAYER = ("dotjson.jsonschema", "dotjson.formats")
+#: Tooling beside the library (the command line, model loading, test tokenizers) and the alias the
+#: README's quickstart imports: the library uses none of it.
+TOOLING = ("dotjson.tools", "dotjson.models")
+#: The modules that may import the tooling: the tooling itself, its alias and ``python -m dotjson``.
+TOOLING_FILES = ("tools", "models.py", "__main__.py")
+
+
+def _imports(path):
+    """(line, dotted names) of every import in one module, relative imports resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    pkg = path.relative_to(PKG.parent).with_suffix("").parts
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(pkg[: len(pkg) - node.level])
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            yield node.lineno, [name] + [f"{name}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            yield node.lineno, [a.name for a in node.names]
+
+
+def _offenders(paths, layer):
+    return [f"{path.relative_to(PKG)}:{line}" for path in paths for line, names in _imports(path)
+            if any(n == j or n.startswith(j + ".") for n in names for j in layer)]
 
 
 def test_generic_layers_import_nothing_of_the_json_layer():
     """The grammar IR (with the rule-family protocol), the derivative engine and the hot loops
     take JSON facts as data: none of their modules imports a JSON Schema module."""
-    import ast
-
     paths = [p for d in GENERIC for p in (PKG / d).rglob("*.py")] + [PKG / f for f in GENERIC_FILES]
-    bad = []
-    for path in paths:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        pkg = path.relative_to(PKG.parent).with_suffix("").parts
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = list(pkg[: len(pkg) - node.level])
-                    name = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    name = node.module or ""
-                names = [name] + [f"{name}.{a.name}" for a in node.names]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
-            if any(n == j or n.startswith(j + ".") for n in names for j in JSON_LAYER):
-                bad.append(f"{path.relative_to(PKG)}:{node.lineno}")
-    assert bad == []
+    assert _offenders(paths, JSON_LAYER) == []
+
+
+def test_the_library_imports_nothing_of_the_tooling():
+    """The command line, model loading and the test tokenizers sit beside the library: no library
+    module imports them, so the library never pulls in ``transformers`` model code or a tokenizer
+    builder by accident."""
+    paths = [p for p in PKG.rglob("*.py")
+             if p.relative_to(PKG).parts[0] not in TOOLING_FILES]
+    assert len(paths) > 50  # the library's modules were found
+    assert _offenders(paths, TOOLING) == []
+    # the one path users import (the README's quickstart) is the tooling's own function
+    import dotjson.models
+    import dotjson.tools.models
+
+    assert dotjson.models.converted_model_dir is dotjson.tools.models.converted_model_dir
+    assert set(dotjson.models.__all__) <= set(vars(dotjson.models))
+
+
+def test_json_layer_modules_live_under_jsonschema():
+    """The JSON-only modules moved under ``dotjson/jsonschema/`` have no second copy at the top
+    level, and the compatibility alias ``dotjson.schema`` is gone (no user imports it)."""
+    for name in ("key_trie", "pattern_keys", "objects_any_order", "jsonstr", "schema"):
+        assert not (PKG / f"{name}.py").exists(), name
+    for name in ("key_trie", "pattern_keys", "objects_any_order", "jsonstr"):
+        assert (PKG / "jsonschema" / f"{name}.py").exists(), name
+
+
+# ------------------------------------------------------------------------------ one definition each
+
+#: Modules that still write a budget default of their own, each with why; the lead's engine work
+#: removes them (the entry must then go: the test checks that each one still offends).
+BUDGETS_PENDING: dict = {}
+
+
+def _literal(node) -> bool:
+    """A number written out: ``200_000``, ``1 << 30``, ``-1``."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    if isinstance(node, ast.BinOp):
+        return _literal(node.left) and _literal(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return _literal(node.operand)
+    return False
+
+
+def _budget_defaults_written_out(path, names) -> list[str]:
+    """Where one module writes a budget's default as a number: a parameter's default, a keyword
+    argument, ``options.get(name, default)``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    where = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            pos = a.posonlyargs + a.args
+            pairs = list(zip(pos[len(pos) - len(a.defaults):], a.defaults))
+            pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            where += [f"{node.lineno} {p.arg}" for p, d in pairs if p.arg in names and _literal(d)]
+        elif isinstance(node, ast.Call):
+            where += [f"{node.lineno} {k.arg}" for k in node.keywords if k.arg in names and _literal(k.value)]
+            f = node.func
+            if (isinstance(f, ast.Attribute) and f.attr == "get" and len(node.args) == 2
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value in names
+                    and _literal(node.args[1])):
+                where.append(f"{node.lineno} {node.args[0].value}")
+    return where
+
+
+def test_the_budget_defaults_have_one_definition():
+    """``max_states``, ``max_cache_bytes``, ``fuel`` and ``max_store_bytes`` default to the values of
+    ``dotjson._config.BUDGETS`` everywhere, and no module but ``_config`` writes one out."""
+    from dotjson._config import BUDGET_NAMES
+
+    found = {}
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG).as_posix()
+        if rel != "_config.py":
+            hits = _budget_defaults_written_out(path, set(BUDGET_NAMES))
+            if hits:
+                found[rel] = hits
+    assert set(found) - set(BUDGETS_PENDING) == set(), found
+    stale = set(BUDGETS_PENDING) - set(found)
+    assert not stale, f"no longer writes a budget default: remove {stale} from BUDGETS_PENDING"
+
+
+def test_the_budget_defaults_are_the_ones_documented():
+    """Every constructor taking a budget defaults to ``BUDGETS``' value, and ``Index``'s docstring
+    states the same defaults (prose cannot read the table: it is checked against it)."""
+    import inspect
+    import re
+
+    from dotjson import Index
+    from dotjson._config import BUDGET_NAMES, BUDGETS, Budgets
+    from dotjson.automaton import Automaton
+
+    for f in (Index.__init__, Index.from_grammar, Automaton.__init__):
+        params = inspect.signature(f).parameters
+        for name in BUDGET_NAMES:
+            if name in params:
+                assert params[name].default == getattr(BUDGETS, name), (f.__qualname__, name)
+
+    def spelled(v):
+        return f"{v >> 30} GiB" if v >= 1 << 30 and v % (1 << 30) == 0 else f"{v:_}"
+
+    for doc in (Index.__doc__, Budgets.__doc__):
+        said = dict(re.findall(r"^\s*(\w+) : int, default (\S+(?: GiB)?)\s*$", doc, flags=re.M))
+        assert {n: said.get(n) for n in BUDGET_NAMES} == {n: spelled(getattr(BUDGETS, n)) for n in BUDGET_NAMES}
+    # the options an IndexCache forwards are the budgets' names
+    from dotjson.cache import _OPTIONS
+
+    assert all(set(BUDGET_NAMES) <= opts for opts in _OPTIONS.values())

@@ -20,7 +20,7 @@ from dotjson import ir
 from dotjson.automaton import Automaton
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.regex import regex_to_ir
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 
 EVERY_VALID = {"property_order": "any", "close_objects": False, "whitespace": "json"}
 

@@ -25,7 +25,7 @@ from naive import reference_mask
 from dotjson import Index, ir
 from dotjson.automaton import DEAD, Automaton
 from dotjson.errors import DotjsonError, GrammarError, LimitExceededError, SchemaError
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 
 DATA = Path(__file__).parent / "data"
 

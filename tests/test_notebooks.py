@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dotjson.testing import package_dir, smollm2_tokenizer_dir
+from dotjson.tools.testing import package_dir, smollm2_tokenizer_dir
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")

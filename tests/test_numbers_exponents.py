@@ -26,7 +26,7 @@ import pytest
 from dotjson.automaton import Automaton
 from dotjson.errors import GrammarError
 from dotjson.grammar import lark_parses, to_lark
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 
 EVERY_VALID = {"property_order": "any", "close_objects": False, "whitespace": "json"}
 

@@ -1,4 +1,4 @@
-"""dotjson.schema: one test per keyword, checked with Lark's Earley parser on the rendered grammar."""
+"""dotjson.jsonschema: one test per keyword, checked with Lark's Earley parser on the rendered grammar."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dotjson import ir
 from dotjson.automaton import Automaton
 from dotjson.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.grammar import lark_parses, to_lark
-from dotjson.schema import check_schema, schema_to_grammar
+from dotjson.jsonschema import check_schema, schema_to_grammar
 
 
 def _text(x) -> str:
@@ -879,7 +879,7 @@ def test_disjoint_pattern_properties_are_few_key_classes():
 _RENDER_UNDER_SEED = r"""
 import hashlib, json, sys, warnings
 from dotjson.grammar import to_lark
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 out = []
 for schema in json.loads(sys.argv[1]):
     for kw in ({}, {"close_objects": False, "spellings": "any", "bounds": "schema"}):

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 
 from dotjson import Index
 from dotjson.errors import SchemaError, UnsupportedSchemaError
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 
 EVERY_VALID = dict(property_order="any", close_objects=False, whitespace="json")
 S = {"type": "string"}

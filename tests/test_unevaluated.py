@@ -19,7 +19,7 @@ import pytest
 
 from dotjson.automaton import Automaton
 from dotjson.errors import UnsupportedSchemaError
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 
 EVERY_VALID = {"property_order": "any", "close_objects": False, "whitespace": "json"}
 D = "https://json-schema.org/draft/2020-12/schema"

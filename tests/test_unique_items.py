@@ -17,7 +17,7 @@ import random
 import pytest
 
 from dotjson.errors import UnsupportedSchemaError
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
 from test_numbers_exponents import EVERY_VALID, accepts, automaton, reference
 
 SCHEMAS = [

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from dotjson import BatchedTokenSet, Guide, Index, LogitsProcessor, Vocabulary
-from dotjson.testing import smollm2_tokenizer_dir
+from dotjson.tools.testing import smollm2_tokenizer_dir
 
 PAGE = Path(__file__).parent / "data" / "usage-page.txt"
 README = Path(__file__).parent.parent / "README.md"

@@ -178,7 +178,7 @@ def test_llama3_matches_package_tokenizer(llama3_tokenizer):
 
 def test_smollm2_matches_package_tokenizer(smollm2_tokenizer):
     llama_cpp = pytest.importorskip("llama_cpp")
-    from dotjson.testing import smollm2_gguf_path
+    from dotjson.tools.testing import smollm2_gguf_path
 
     ref = llama_cpp.Llama(model_path=str(smollm2_gguf_path()), vocab_only=True, verbose=False)
     for t in TEXTS:
@@ -189,7 +189,7 @@ def test_smollm2_matches_package_tokenizer(smollm2_tokenizer):
 
 @pytest.mark.slow
 def test_smollm2_from_gguf_file_matches_dir(smollm2_vocab):
-    from dotjson.testing import smollm2_gguf_path
+    from dotjson.tools.testing import smollm2_gguf_path
 
     p = smollm2_gguf_path()
     v = Vocabulary.from_pretrained(p.parent, gguf_file=p.name)
@@ -550,18 +550,18 @@ def test_unconvertible_slow_tokenizer_is_an_error():
         Vocabulary.from_tokenizer(ByT5Tokenizer())
 
 
-# --- dotjson.testing: every failure to build a real tokenizer is a DotjsonError --------------
+# --- dotjson.tools.testing: every failure to build a real tokenizer is a DotjsonError --------------
 
 
 def test_testing_missing_package_is_model_load_error():
-    from dotjson import testing
+    from dotjson.tools import testing
 
     with pytest.raises(ModelLoadError, match=r"package 'no_such_pkg_dotjson' is not installed"):
         testing._package_file("no_such_pkg_dotjson", "data")
 
 
 def test_testing_missing_gguf_is_model_load_error(monkeypatch, tmp_path):
-    from dotjson import testing
+    from dotjson.tools import testing
 
     monkeypatch.setattr(testing, "package_dir", lambda package: tmp_path)
     with pytest.raises(ModelLoadError, match=r"SmolLM2 GGUF not found at .*SmolLM2-135M-Instruct"):
@@ -573,7 +573,7 @@ def test_testing_missing_gguf_is_model_load_error(monkeypatch, tmp_path):
 def test_testing_corrupt_package_files_are_vocabulary_errors(tmp_path):
     import struct
 
-    from dotjson import testing
+    from dotjson.tools import testing
 
     vocab = tmp_path / "x.vocab"
     vocab.write_bytes(struct.pack("<IH", 2, 1) + b"a" + struct.pack("<I", 0))  # 2 declared, 1 present
@@ -593,7 +593,7 @@ def test_testing_corrupt_package_files_are_vocabulary_errors(tmp_path):
 
 
 def test_testing_disagreeing_tokenizer_is_vocabulary_error(llama3_tokenizer_dir):
-    from dotjson import testing
+    from dotjson.tools import testing
 
     d = llama3_tokenizer_dir
     with pytest.raises(VocabularyError, match=r"converted Llama 3 tokenizer disagrees with its package on 'x'"):

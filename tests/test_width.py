@@ -1,7 +1,7 @@
 """Wide objects: the key position is a trie of the names a state offers (issues 10 and 14).
 
 The automaton asks for an object's rules one by one and gets, at a key, one alternative per next
-character (``dotjson/key_trie.py``); a grammar built whole (rendering, saving) takes the balanced
+character (``dotjson/jsonschema/key_trie.py``); a grammar built whole (rendering, saving) takes the balanced
 tree of members instead. Both must denote the same language: these tests compare them on
 documents that probe every edge of a name set (prefixes of names, extensions, escapes, order,
 duplicates, required members, counters), and check the 10,000-property object exactly.
@@ -18,8 +18,8 @@ import pytest
 
 from dotjson.automaton import Automaton
 from dotjson.grammar import lark_parses, to_lark
-from dotjson.key_trie import INLINE, KeyTrie
-from dotjson.schema import schema_to_grammar
+from dotjson.jsonschema.key_trie import INLINE, KeyTrie
+from dotjson.jsonschema import schema_to_grammar
 
 # names sharing prefixes at every depth, one the empty string, some needing escapes, non-ASCII
 NAMES = (["", "a", "ab", "abc", "abd", "abcd", "b", "ba", "bab", "é", "é1", "日本", "日本語", 'q"uote', "back\\s",

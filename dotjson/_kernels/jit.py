@@ -81,6 +81,7 @@ ENGINE_MODULES = (
     "automaton/states.py",
     "automaton/counters.py",
     "automaton/keys.py",
+    "automaton/heads.py",
     "trie.py",
 )
 

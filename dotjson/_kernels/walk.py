@@ -376,3 +376,181 @@ def walk_token(trans, state, data, lo, hi, ret):
 def or_words(out, src):
     for i in range(out.shape[0]):
         out[i] |= src[i]
+
+
+# ------------------------------------------------------------------ heads (automaton/heads.py)
+
+_U64_1 = types.Array(types.uint64, 1, "C")
+
+
+#: Most (head, continuation) pairs :func:`head_pairs` splits a state into.
+MAX_HEADS = 16
+
+
+@unit(K._i64, K.STORE, K._i64, _U64_1, _I64_1)
+def head_pairs(S, s, delim, out):
+    """Split state ``s``'s term into pairs ``A c`` whose union it is, each head ``A`` a chain
+    ``e1 ... ek q`` ending at its first item ``q`` that is a byte set inside ``delim`` (the 256-bit
+    set of bytes no plain token holds): an alternation first in a chain is distributed over what
+    follows it (``(x | y) z`` is ``x z | y z``). Pair ``i`` is written to ``out[2i]`` (``A``, a
+    term) and ``out[2i + 1]`` (the state of ``c``, -1 when nothing follows); returns the count,
+    :data:`NO_SHARE` when some branch has no such item in its first 64 or there would be more than
+    :data:`MAX_HEADS` pairs, -1 on exit. See :mod:`dotjson.automaton.heads`."""
+    S = K.borrow(S)
+    ti = S[K.S_TI]
+    bw = S[K.S_BW]
+    pool = S[K.S_POOL]
+    items = np.empty(64, dtype=np.int32)
+    work_x = np.empty(4 * MAX_HEADS, dtype=np.int64)
+    work_y = np.empty(4 * MAX_HEADS, dtype=np.int64)
+    work_x[0] = S[K.S_TERM_OF][s]
+    work_y[0] = K.EPS
+    nw = 1
+    steps = 0
+    m = 0
+    while nw > 0:
+        steps += 1
+        if steps > 4 * MAX_HEADS:
+            return NO_SHARE
+        nw -= 1
+        x = work_x[nw]
+        y = work_y[nw]
+        n = 0
+        cur = x
+        rest = -1
+        while n < 64:
+            if ti[cur, 0] == K.K_SEQ:
+                e = ti[cur, 1]
+                nxt = ti[cur, 2]
+            else:
+                e = cur
+                nxt = K.EPS
+            items[n] = e
+            n += 1
+            if ti[e, 0] == K.K_BYTES:
+                j = ti[e, 1]
+                inside = True
+                for w in range(4):
+                    if (bw[j, w] & ~delim[w]) != np.uint64(0):
+                        inside = False
+                        break
+                if inside:
+                    rest = nxt
+                    break
+            if nxt == K.EPS:
+                break
+            cur = nxt
+        first = ti[x, 1] if ti[x, 0] == K.K_SEQ else x
+        if rest < 0 and ti[first, 0] == K.K_ALT:
+            # no delimiter in the chain: (x1 | x2 | ...) rest y, each alternative on its own
+            tail = ti[x, 2] if ti[x, 0] == K.K_SEQ else K.EPS
+            ty = K.seq(S, tail, y)
+            if ty < 0:
+                return -1
+            off, n = ti[first, 1], ti[first, 2]
+            if nw + n > work_x.shape[0]:
+                return NO_SHARE
+            for j in range(n):
+                work_x[nw] = pool[off + j]
+                work_y[nw] = ty
+                nw += 1
+            continue
+        if rest < 0 and n < 64 and y != K.EPS:  # the delimiter may be in what follows: x y
+            xy = K.seq(S, x, y)
+            if xy < 0:
+                return -1
+            work_x[nw] = xy
+            work_y[nw] = K.EPS
+            nw += 1
+            continue
+        if rest < 0 or m >= MAX_HEADS:
+            return NO_SHARE
+        a = K.seq_list(S, items, n)
+        if a < 0:
+            return -1
+        c = K.seq(S, rest, y)
+        if c < 0:
+            return -1
+        # (an alternative of a live state may be empty, with intersections or differences
+        # inside: its head's prefixes are not the state's)
+        ea = K.is_empty(S, a)
+        ec = K.is_empty(S, c)
+        if ea < 0 or ec < 0:
+            return -1
+        if ea == 1 or ec == 1:
+            continue
+        out[2 * m] = a
+        if c == K.EPS:
+            out[2 * m + 1] = -1
+        else:
+            sc = K.state(S, c)
+            if sc < 0:
+                return -1
+            out[2 * m + 1] = sc
+        m += 1
+    return m if m > 0 else NO_SHARE
+
+
+@unit(K._i64, K.STORE, K._i64, _TRIE, K._I32_1)
+def head_exits(S, sa, special, out):
+    """The nodes of the ``special`` trie, with children, at which state ``sa`` (a head) has
+    accepted (the head's word is complete: a token going on takes what follows it), written to
+    ``out``; their count, -1 on exit (call again: nothing is lost), -2 when ``out`` is too small
+    (grow it). Nodes are walked once each from ``sa``."""
+    S = K.borrow(S)
+    child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = special
+    acc = S[K.S_ACC]
+    n = child_ptr.shape[0] - 1
+    st_node = np.empty(n + 1, dtype=np.int32)
+    st_state = np.empty(n + 1, dtype=np.int32)
+    st_node[0] = 0
+    st_state[0] = sa
+    sp = 1
+    m = 0
+    while sp > 0:
+        sp -= 1
+        node = st_node[sp]
+        u = st_state[sp]
+        for e in range(child_ptr[node], child_ptr[node + 1]):
+            c = child_node[e]
+            if child_ptr[c + 1] == child_ptr[c]:
+                continue  # a leaf: its tokens are the head's, nothing goes on from it
+            nxt = K.fill_entry(S, u, child_byte[e])
+            if nxt == K.FAIL:
+                return -1
+            if nxt < 0:
+                continue
+            if acc[nxt]:
+                if m >= out.shape[0]:
+                    return -2
+                out[m] = c
+                m += 1
+            st_node[sp] = c
+            st_state[sp] = nxt
+            sp += 1
+    return m
+
+
+@unit(K._i64, K.STORE, _TRIE, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3, K._I32_1, K._i64, K._I32_1, K._i64, K._i64, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
+def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_seeds, sc, out,
+              st_node, st_state, st_edge, ret):
+    """The tokens of the ``special`` trie below the ``seeds`` nodes (not at them) allowed from
+    state ``sc``, OR-ed into ``out``: a head's exits continued by what follows the head. Resumable
+    as :func:`compute_mask` (``ret[R_PHASE] = PH_START`` once, call again after ``EXIT``)."""
+    S = K.borrow(S)
+    if ret[R_PHASE] == PH_START:
+        child_ptr = special[0]
+        sp = 0
+        for i in range(n_seeds):
+            st_node[sp] = seeds[i]
+            st_state[sp] = sc
+            st_edge[sp] = child_ptr[seeds[i]]
+            sp += 1
+        ret[R_SP] = sp
+        ret[R_PHASE] = PH_SPECIAL
+    r = walk_trie(S, special, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
+                  ret[R_SP], ret, pseq, plen, wide)
+    if r == EXIT:
+        return EXIT
+    ret[R_PHASE] = PH_DONE
+    return DONE

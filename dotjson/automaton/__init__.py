@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import ir
 from .._weak import weak_method
-from .._config import MAX_STORE_BYTES
+from .._config import BUDGETS, MAX_STORE_BYTES
 from ..errors import GrammarError, LimitExceededError
 from . import counters as _ctr
 from . import kernels as K
@@ -62,7 +62,7 @@ class _Image:
     def __init__(self, rules: dict, nodes: tuple, terms: int, states: int):
         names = list(rules)
         a = Automaton.__new__(Automaton)
-        a._init(ir.Grammar(dict(rules), names[0]), 1_000_000, 200_000)
+        a._init(ir.Grammar(dict(rules), names[0]), BUDGETS.max_states, BUDGETS.fuel)
         a._new_store(terms, states)
         with a.lock:
             for name in names:
@@ -150,8 +150,8 @@ class Automaton:
     transition filled since, and asks again).
     """
 
-    def __init__(self, grammar: ir.Grammar, *, max_states: int = 1_000_000, fuel: int = 200_000,
-                 max_store_bytes: int = MAX_STORE_BYTES):
+    def __init__(self, grammar: ir.Grammar, *, max_states: int = BUDGETS.max_states,
+                 fuel: int = BUDGETS.fuel, max_store_bytes: int = BUDGETS.max_store_bytes):
         self._init(grammar, max_states, fuel, max_store_bytes)
         image = self._image_for(grammar)
         #: the base image this automaton started from (None: a store of its own, or loaded)
@@ -389,7 +389,7 @@ class Automaton:
 
     def _keys_body(self, spec) -> int:
         """The term of a key position built natively: ``spec = (keyset, lo, hi)``, a
-        :class:`dotjson.key_trie.KeySet` and the members ``lo .. hi - 1`` it offers. Called with
+        :class:`dotjson.jsonschema.key_trie.KeySet` and the members ``lo .. hi - 1`` it offers. Called with
         :attr:`lock` held, for a rule the analysis found productive (so some offered member can
         complete and the term is not empty)."""
         keyset, lo, hi = spec

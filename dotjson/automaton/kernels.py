@@ -46,7 +46,7 @@ from .store import (  # noqa: F401
 )
 from .terms import (  # noqa: F401
     OP_ALT, OP_AND, OP_BYTES, OP_DIFF, OP_EMPTY, OP_LOAD, OP_REF, OP_REP, OP_SAVE, OP_SEQ,
-    OP_TERM, alt, build, mk_simple, rep, seq,
+    OP_TERM, alt, build, mk_simple, rep, seq, seq_list,
 )
 from .keysets import (  # noqa: F401
     KD_END, KD_ESC, KT_ALIVE, KT_BLOB, KT_FULL, KT_MEMBER, KT_N, KT_TAIL, N_KT, keys_register,

@@ -168,7 +168,7 @@ class Grammar:
         Name of the start rule.
     families : sequence, optional
         Rule families: objects owning a set of rule names too large to write down, whose bodies
-        are produced on demand (:class:`dotjson.objects_any_order.AnyOrderObject`). A lazily
+        are produced on demand (:class:`dotjson.jsonschema.objects_any_order.AnyOrderObject`). A lazily
         compiled schema shares its list, which grows as objects are built.
     shared : tuple, optional
         ``(rules, nodes)``: rules of ``rules`` (a mapping, or a tuple of ``(name, body)`` pairs;

@@ -13,7 +13,7 @@ A grammar may hold *families* (``ir.Grammar.families``). A family is any object 
 The automaton and the analyses read a grammar's rules through :func:`rules_with_families`, which
 looks family rules up on demand; :func:`expand_families` writes the reachable ones out (for
 rendering). Nothing here knows what a family stands for: ``property_order="any"`` JSON objects
-(:mod:`dotjson.objects_any_order`) are today's one kind.
+(:mod:`dotjson.jsonschema.objects_any_order`) are today's one kind.
 """
 
 from __future__ import annotations

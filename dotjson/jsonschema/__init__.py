@@ -42,7 +42,7 @@ from dotjson.ir import EMPTY, seq
 from dotjson.ir.analysis import Analysis
 from dotjson.jsonschema.compiler import Compiler
 from dotjson.ir.families import rules_with_families
-from dotjson.objects_any_order import PROPERTY_ORDERS
+from dotjson.jsonschema.objects_any_order import PROPERTY_ORDERS
 from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, MAX_NUMBER_DIGITS, TRUE, UNSUPPORTED_KEYWORDS
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
@@ -89,7 +89,7 @@ def shared_nodes(spellings: str = "any") -> tuple:
     the spelling policy ``spellings``; one tuple per policy and process)."""
     hit = _SHARED_NODES.get(spellings)
     if hit is None:
-        from dotjson.jsonstr import spellings as _spellings
+        from dotjson.jsonschema.jsonstr import spellings as _spellings
 
         sp = _spellings(spellings)
         ascii_ = [chr(c) for c in range(0x20, 0x7F)]
@@ -163,13 +163,13 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         Schemas for remote ``$ref`` URIs (nothing is fetched from the network).
     property_order : {"schema", "any"}, default "schema"
         ``"schema"``: declared properties in the schema's order. ``"any"``: in any order, each at
-        most once, built lazily (:mod:`dotjson.objects_any_order`; the grammar then holds rule
+        most once, built lazily (:mod:`dotjson.jsonschema.objects_any_order`; the grammar then holds rule
         families, written out by :func:`dotjson.grammar.to_lark` for small objects only).
     whitespace : {"bounded", "json"}, default "bounded"
         Without ``disallow_whitespace``: ``"bounded"`` is the ``ws`` rule of ``grammars/json.lark``
         (one line break, 20 blanks); ``"json"`` is any whitespace JSON allows between tokens.
     spellings : {"canonical", "any"}, optional
-        A generation policy for strings (:mod:`dotjson.jsonstr`). ``"canonical"``: declared keys,
+        A generation policy for strings (:mod:`dotjson.jsonschema.jsonstr`). ``"canonical"``: declared keys,
         ``enum`` and ``const`` strings only as ``json.dumps(..., ensure_ascii=False)`` writes
         them, and string contents with no escape of a character JSON lets stand raw (``\\"``,
         ``\\\\``, control characters keep theirs). ``"any"``: every JSON spelling of every string
@@ -225,8 +225,8 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
 
     if whitespace not in WHITESPACE_MODES:
         raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
-    from dotjson.jsonstr import default_spellings
-    from dotjson.jsonstr import spellings as _spellings
+    from dotjson.jsonschema.jsonstr import default_spellings
+    from dotjson.jsonschema.jsonstr import spellings as _spellings
 
     spellings = default_spellings(spellings, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
                                   property_order=property_order, whitespace=whitespace)

@@ -22,7 +22,7 @@ from dotjson.jsonschema.numbers import NumberBuilder, _digits
 from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder, has_some_string
 from dotjson.jsonschema.values import _NAME_JUNK, _NUM, EXACT, FALSE, MAX_DEPTH, TRUE
-from dotjson.jsonstr import enc_text
+from dotjson.jsonschema.jsonstr import enc_text
 
 # atoms holding a sub-schema expression, and where
 _SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
@@ -95,7 +95,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         # rule name -> (nullable, productive) known to its builder, or a function computing it
         self.state_hints: dict = {}
         # rule name -> what the automaton builds natively in place of its IR body (a wide
-        # object's key position: see ObjectBuilder.build_object, dotjson.key_trie.KeySet)
+        # object's key position: see ObjectBuilder.build_object, dotjson.jsonschema.key_trie.KeySet)
         self.native: dict = {}
         self.known_cache: dict = {}   # expression -> (nullable, productive) from its normal form
         self.known_depth = 0          # nesting of expr_known (required members within members)
@@ -557,7 +557,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         self.literal_cache[key] = node
         return node
 
-    #: All JSON spellings of a string's text (:func:`dotjson.jsonstr.enc_text`, shared with the
+    #: All JSON spellings of a string's text (:func:`dotjson.jsonschema.jsonstr.enc_text`, shared with the
     #: key tries); an instance binds its spelling policy's (``Normalizer.__init__``), with
     #: ``lit_text``, the policy's spelling of a schema's own strings.
     enc_text = staticmethod(enc_text)

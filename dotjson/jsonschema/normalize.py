@@ -162,7 +162,7 @@ class Normalizer:
     def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema",
                  namespace: str = "", base_prefix: str = "", spellings=None, bounds=None):
         from dotjson import grammar as _grammar
-        from dotjson import jsonstr as _jsonstr
+        from dotjson.jsonschema import jsonstr as _jsonstr
 
         spellings = _jsonstr.default_spellings(spellings, disallow_whitespace=disallow_whitespace,
                                                close_objects=close_objects, property_order=property_order)
@@ -2020,7 +2020,7 @@ class Normalizer:
         """The strings of a pattern/format handle's language when there are few, else ``None``."""
         key = ("finite", handle)
         if key not in self.formats:
-            from dotjson.pattern_keys import finite_strings
+            from dotjson.jsonschema.pattern_keys import finite_strings
 
             self.formats[key] = finite_strings(self.str_node(handle)) if handle[0] == "pattern" else None
         return self.formats[key]

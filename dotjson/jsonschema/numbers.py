@@ -679,7 +679,7 @@ class NumberBuilder:
 def _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, syntactic_int):
     """The trackers of the plain-notation automaton of these constraints (a remainder of any
     size: past ``MAX_DFA_STATES`` the automaton is built lazily, and whether a state can still
-    be completed is decided in rationals, ``numfamily._Arith``)."""
+    be completed is decided in rationals, ``numarith._Arith``)."""
     trackers = []
     if lo is not None and hi is not None and lo == hi:
         trackers.append(_CmpTracker(lo, "eq"))
@@ -696,7 +696,7 @@ def _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, sy
         trackers.append(_IntTracker(True, syntactic_int))
     for mm, neg in [(x, False) for x in mults] + [(x, True) for x in notmults]:
         # mm = a · 10^-s with a not a multiple of 10: a multiple of 10^30 is "ends in 30 zeros"
-        from dotjson.jsonschema.numfamily import _mult_parts
+        from dotjson.jsonschema.numarith import _mult_parts
 
         a, s = _mult_parts(EXACT.normalize(mm))
         trackers.append(_ModTracker(a, s, neg) if s >= 0 else _ZerosModTracker(a, -s, neg))
@@ -724,7 +724,7 @@ def _multiples_contradict(mults, notmults) -> bool:
         return False
     from math import gcd
 
-    from dotjson.jsonschema.numfamily import _mult_parts
+    from dotjson.jsonschema.numarith import _mult_parts
 
     parts = [_mult_parts(EXACT.normalize(m)) for m in mults] or [(1, 0)]
     scale = max(s for _, s in parts)

@@ -12,9 +12,9 @@ from operator import itemgetter
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
-from dotjson.key_trie import KeySet, KeyTrie, known_by_member
-from dotjson.objects_any_order import any_order_object
-from dotjson.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
+from dotjson.jsonschema.key_trie import KeySet, KeyTrie, known_by_member
+from dotjson.jsonschema.objects_any_order import any_order_object
+from dotjson.jsonschema.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.nodes import ObjectNode
 from dotjson.jsonschema.strings import matches_every_string
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_KEY_CLASSES, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES

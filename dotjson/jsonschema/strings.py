@@ -2,7 +2,7 @@
 
 A string's constraints are languages of *decoded* text (a regex, a format, a length); they are
 intersected (``ir.And``) and subtracted (``ir.Diff``) and then encoded into JSON spellings
-(``dotjson.jsonstr``) to sit between the quotes. Formats themselves live in ``dotjson.formats``.
+(``dotjson.jsonschema.jsonstr``) to sit between the quotes. Formats themselves live in ``dotjson.formats``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dotjson import ir
 from dotjson.errors import DotjsonError, GrammarError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.ir.analysis import regular_nullable
-from dotjson.jsonstr import encode_string_language
+from dotjson.jsonschema.jsonstr import encode_string_language
 from dotjson.jsonschema.nodes import StringNode
 from dotjson.jsonschema.values import _ENC_CACHE, FALSE, TRUE
 
@@ -21,7 +21,7 @@ def warm_format_languages() -> None:
     text): ~20 ms once, instead of a few ms in the first schema that names each format (called
     by :func:`dotjson.warmup`)."""
     from dotjson.formats import SUPPORTED_FORMATS, format_to_ir
-    from dotjson.jsonstr import SPELLINGS, spellings
+    from dotjson.jsonschema.jsonstr import SPELLINGS, spellings
 
     for name in sorted(SUPPORTED_FORMATS):
         node = format_to_ir(name)
@@ -75,10 +75,33 @@ def _fold(node: ir.Node, leaf, seq_, alt_, rep_):
     return memo[id(node)]
 
 
+#: answers of :func:`shortest_string` and :func:`_unbounded` by node identity (the node kept
+#: alive with its answer): a ``format``'s language is one node per process, ~2,400 nodes for
+#: ``date-time``, and every schema using it asked again (~0.8 ms each, a third of a new schema's
+#: rule compiles in its first masks)
+_NODE_FACTS: dict = {}
+
+
+def _node_fact(tag: str, node: ir.Node, compute):
+    key = (tag, id(node))
+    hit = _NODE_FACTS.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    value = compute(node)
+    if len(_NODE_FACTS) >= 1024:
+        _NODE_FACTS.clear()
+    _NODE_FACTS[key] = (node, value)
+    return value
+
+
 def shortest_string(node: ir.Node) -> int | None:
     """The length (in characters) of the shortest string of a decoded-string language, where its
     plain structure tells (literals, character sets, sequences, alternatives, repetitions);
     ``None`` when it holds anything else (``And``, ``Diff``, a reference) or no string."""
+    return _node_fact("shortest", node, _shortest_string)
+
+
+def _shortest_string(node: ir.Node) -> int | None:
 
     def leaf(x):
         if type(x) is ir.Lit:
@@ -93,6 +116,10 @@ def shortest_string(node: ir.Node) -> int | None:
 def _unbounded(node: ir.Node) -> bool:
     """Whether a plain decoded-string language has a repetition without an upper bound (``*``,
     ``+``, ``{m,}``): a pattern without one bounds its strings itself (``^(ab){0,9}$``)."""
+    return _node_fact("unbounded", node, _unbounded_walk)
+
+
+def _unbounded_walk(node: ir.Node) -> bool:
     stack, seen = [node], set()
     while stack:
         x = stack.pop()

@@ -7,7 +7,7 @@ visits exist: a state is ``(S, text)``, the values read before the current item 
 rationals, so ``1``, ``1.0`` and ``10e-1`` are one value) and the text of the current item so
 far. A character is allowed when some number starting with the new text meets the item's
 constraints and is not in ``S`` (decided in rationals by
-:class:`~dotjson.jsonschema.numfamily._Arith`, its excluded values ``S``); a complete item
+:class:`~dotjson.jsonschema.numarith._Arith`, its excluded values ``S``); a complete item
 moves on to ``S`` plus its value.
 
 Strings, objects and arrays as items are not here: a state per text of the current item costs
@@ -27,7 +27,8 @@ from fractions import Fraction
 from dotjson import ir
 from dotjson.ir import Ref, seq
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
-from dotjson.jsonschema.numfamily import _Arith, _Family
+from dotjson.jsonschema.numarith import _Arith
+from dotjson.jsonschema.statefamily import _Family
 
 __all__ = ["UniqueNumbers", "UniqueValues", "canonical_text"]
 

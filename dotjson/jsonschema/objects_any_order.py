@@ -8,7 +8,7 @@ its rules are named ``<prefix>__seen_<count>_<j>_<j>...`` (the member count, cap
 ``minProperties``/``maxProperties``, and the indices of the declared properties seen so far)
 and their bodies are produced on demand, when the automaton first expands the name. Only the
 sets a document actually visits are ever built. The key of the next member is a trie of the
-names not seen yet (``__key_`` rules, :mod:`dotjson.key_trie`) and what follows a completed name
+names not seen yet (``__key_`` rules, :mod:`dotjson.jsonschema.key_trie`) and what follows a completed name
 a ``__tail_`` rule, so a byte of a key follows one branch and starting a 10,000-property object
 costs a few rule bodies; a member's productivity is asked only when a rule depends on it.
 
@@ -31,7 +31,7 @@ import numpy as np
 from dotjson import ir
 from dotjson.ir import EPS, Ref
 from dotjson.ir.families import expand_families, family_of, rules_with_families  # noqa: F401 (the family protocol's home)
-from dotjson.key_trie import INLINE, KeySet, KeyTrie, known_by_member
+from dotjson.jsonschema.key_trie import INLINE, KeySet, KeyTrie, known_by_member
 
 __all__ = ["AnyOrderObject", "any_order_object", "expand_families", "family_of", "rules_with_families"]
 
@@ -81,7 +81,7 @@ class AnyOrderObject:
     * ``<prefix>__seen_<c>[_<j>...]``: the rest of the object (a separator, then a member, or
       the end where the object may close);
     * ``<prefix>__key_<q>_<d>_<c>[_<j>...]``: after ``"`` and the prefix ``keys[q][:d]`` of a
-      name (:class:`~dotjson.key_trie.KeyTrie` positions), the rest of the name of a member not
+      name (:class:`~dotjson.jsonschema.key_trie.KeyTrie` positions), the rest of the name of a member not
       in ``S``: one alternative per next character, so a byte of a key follows one branch;
     * ``<prefix>__tail_<j>_<c>[_<j>...]``: after member ``j``'s name: ``"``-closing quote is
       behind, then ``:``, its value, and the state with ``j`` added to ``S``.
@@ -107,7 +107,7 @@ class AnyOrderObject:
         ``None`` (a hint; the analysis settles the rest).
     native : dict, optional
         The compiler's mapping of rules the automaton builds natively: given, a family of more
-        than ``INLINE`` names makes each key position a key set (:class:`~dotjson.key_trie.KeySet`).
+        than ``INLINE`` names makes each key position a key set (:class:`~dotjson.jsonschema.key_trie.KeySet`).
     value_exprs : sequence, optional
         Each member's value expression: members with the same object share ``value_known``.
     witnesses : tuple, optional
@@ -121,7 +121,7 @@ class AnyOrderObject:
 
     def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None,
                  native=None, value_exprs=None, spell=None, witnesses=None):
-        from dotjson.jsonstr import spellings
+        from dotjson.jsonschema.jsonstr import spellings
 
         # the spellings of the names (a schema's own strings: `Spellings.lit_text`/`lit_char`)
         self._spell = spell or spellings("any")
@@ -516,7 +516,7 @@ class AnyOrderObject:
                 or not (phi is None or isinstance(phi, int))):
             raise ValueError("malformed rule family")
         extra = None if d["extra"] is None else dec(d["extra"])
-        from dotjson.jsonstr import SPELLINGS, spellings
+        from dotjson.jsonschema.jsonstr import SPELLINGS, spellings
 
         sp = d.get("spellings", "any")  # (how the names are spelled: the policy it was built with)
         if sp not in SPELLINGS:

@@ -21,7 +21,7 @@ import bisect
 import numpy as np
 
 from dotjson import ir
-from dotjson.jsonstr import enc_char, enc_text
+from dotjson.jsonschema.jsonstr import enc_char, enc_text
 
 __all__ = ["INLINE", "KeySet", "KeyTrie", "enc_text", "known_by_member"]
 
@@ -144,7 +144,7 @@ class KeySet:
         Members never offered (an object in any order: the ones already seen). Key sets over one
         trie share its names in the automaton's store; only which members complete, and their
         tails, are their own.
-    spelling : callable, default :func:`dotjson.jsonstr.enc_char`
+    spelling : callable, default :func:`dotjson.jsonschema.jsonstr.enc_char`
         The spellings of one name character (the spelling policy's ``lit_char``: under
         ``spellings="canonical"`` one spelling; the automaton reads the escapes it allows from it).
     """

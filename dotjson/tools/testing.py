@@ -30,9 +30,9 @@ import struct
 import importlib.util
 from pathlib import Path
 
-from ._cache import atomic_dir, cache_root
-from .errors import ModelLoadError, VocabularyError
-from .vocabulary import bytes_to_unicode
+from .._cache import atomic_dir, cache_root
+from ..errors import ModelLoadError, VocabularyError
+from ..vocabulary import bytes_to_unicode
 
 __all__ = [
     "LLAMA3_EOS_TOKEN_IDS",

@@ -1,0 +1,163 @@
+"""Heads: a state ``A q c`` (``q`` a delimiter no plain token holds, a string's closing quote)
+takes its mask from the head ``A q`` (the prefixes of its words and the special-trie nodes where
+they end: computed once per process and vocabulary) and a walk of those nodes' subtrees from
+``c`` (``dotjson.automaton.heads``, ``Index._head_mask``).
+
+Checked against the same index with heads off (one walk of the whole state) at every byte of
+documents with formats, bounds, patterns and nesting, on the three shipped vocabularies; the
+sharing across indexes by the structure of the head; the interner's ids (equal structure, equal
+id; a schema's own rules, never shared).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dotjson import Index
+from dotjson.automaton import heads as H
+
+_DOCS = [
+    ({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"},
+                                       "n": {"type": "integer"}}, "required": ["when"]},
+     {"when": "2023-04-15T19:30:00.25+02:00", "n": 3}),
+    ({"type": "array", "items": {"type": "string", "format": "uri"}, "maxItems": 3},
+     ["https://www.example.com/a/b?c=d#x", "urn:isbn:0451450523"]),
+    ({"type": "object", "properties": {"e": {"type": "string", "format": "email"},
+                                       "u": {"type": "string", "format": "uuid"},
+                                       "ip": {"type": "string", "format": "ipv4"}}},
+     {"e": "jane.doe+x@example.co.uk", "u": "123e4567-e89b-12d3-a456-426614174000",
+      "ip": "192.168.10.1"}),
+    ({"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3,5}$"},
+                                       "tag": {"enum": ["alpha", "beta\"q", "gamma"]},
+                                       "s": {"type": "string", "minLength": 2, "maxLength": 12}}},
+     {"code": "AB-1234", "tag": "beta\"q", "s": "héllo \"wörld\""}),
+    ({"type": "array", "items": {"type": "array", "items": {"type": "string", "format": "date"}}},
+     [["2024-02-29", "1999-12-31"], [], ["2000-01-01"]]),
+]
+
+
+def _check_every_byte(vocab, schema, doc):
+    fast = Index(schema, vocab)
+    slow = Index(schema, vocab)
+    slow._heads = False
+    data = json.dumps(doc, ensure_ascii=False).encode()
+    for i in range(len(data) + 1):
+        a = fast._auto.walk_bytes(fast.initial_state, data[:i])
+        b = slow._auto.walk_bytes(slow.initial_state, data[:i])
+        assert (a < 0) == (b < 0), data[:i]
+        if a >= 0:
+            assert np.array_equal(fast.mask(a), slow.mask(b)), data[:i]
+    return fast
+
+
+@pytest.mark.parametrize("vocab_name", ["llama3_vocab", "qwen_vocab", "smollm2_vocab"])
+@pytest.mark.parametrize("k", range(len(_DOCS)))
+def test_head_masks_equal_the_whole_walk(request, vocab_name, k):
+    _check_every_byte(request.getfixturevalue(vocab_name), *_DOCS[k])
+
+
+def test_heads_are_shared_across_indexes(llama3_vocab):
+    """A second schema holding the same format computes none of its heads again: its fresh
+    masks inside the string only walk the exits from what follows it (and equal the whole
+    walk's)."""
+    prop = {"type": "string", "format": "date-time"}
+    first = {"type": "object", "properties": {"when": prop, "a": {"type": "integer"}}}
+    second = {"type": "object", "properties": {"b": {"type": "boolean"}, "at": prop},
+              "required": ["at"]}
+    _check_every_byte(llama3_vocab, first, {"when": "2023-04-15T19:30:00Z"})
+    misses = []
+    orig = Index._compute_mask
+
+    def counting(self, state):
+        misses.append(state)
+        return orig(self, state)
+
+    Index._compute_mask = counting
+    try:
+        index = Index(second, llama3_vocab)
+        data = b'{"at": "2023-04-15T19:30:00Z'
+        s0 = index._auto.walk_bytes(index.initial_state, b'{"at": "')
+        n0 = len(misses)
+        for i in range(len(b'{"at": "'), len(data) + 1):
+            index.mask(index._auto.walk_bytes(index.initial_state, data[:i]))
+    finally:
+        Index._compute_mask = orig
+    assert s0 >= 0
+    assert len(misses) == n0  # every position inside the string: its head was known
+    _check_every_byte(llama3_vocab, second, {"b": True, "at": "2023-04-15T19:30:00Z"})
+
+
+def test_interned_ids_follow_structure(llama3_vocab):
+    """Equal structures get one id in every automaton; a reference to a schema's own rule (its
+    meaning is that schema's) gets none."""
+    def head_of(schema, prefix):
+        index = Index(schema, llama3_vocab)
+        s = index._auto.walk_bytes(index.initial_state, prefix)
+        from dotjson._kernels import walk
+        from dotjson.trie import NON_PLAIN_WORDS
+        n = index._auto._run(walk.head_pairs, s, NON_PLAIN_WORDS, index._head_pairs)
+        assert n == 1
+        return index._head_gid_of(int(index._head_pairs[0]))
+
+    date = {"type": "string", "format": "date"}
+    g1 = head_of({"type": "object", "properties": {"d": date}}, b'{"d": "2024-0')
+    g2 = head_of({"type": "array", "items": date}, b'["2024-0')
+    g3 = head_of({"type": "array", "items": date}, b'["2023-0')  # no 29 February: another head
+    assert g1 == g2 >= 0
+    assert g3 >= 0 and g3 != g1
+    assert head_of({"type": "string", "format": "time"}, b'"12:') not in (g1, g3)
+
+
+def test_interner_grows_and_rehashes():
+    """Past its first tables (thousands of distinct structures), ids stay exact: every id
+    interned before growth is found again after it."""
+    ti = np.zeros((6000, 4), dtype=np.int32)
+    bw = np.zeros((3000, 4), dtype=np.uint64)
+    pool = np.zeros(8, dtype=np.int32)
+    # terms 2..2999: byte sets {b} for distinct words; 3000..5999: SEQ(bytes_i, bytes_i+1)
+    ti[0, 0], ti[1, 0] = H.K_EMPTY, H.K_EPS
+    for i in range(2, 3000):
+        ti[i] = (H.K_BYTES, i, 0, 0)
+        bw[i] = (i, i * 7, 0, 1)
+    for i in range(3000, 6000):
+        a = 2 + (i - 3000) % 2998
+        ti[i] = (H.K_SEQ, a, 2 + (a - 1) % 2998, 0)
+    small = H.Interner(cap=16)
+    gid_of = np.full(6000, H.UNKNOWN_GID, dtype=np.int64)
+    rules = np.full(0, -1, dtype=np.int64)
+    got = [small.gid(ti, bw, pool, gid_of, rules, t, 0)[1] for t in range(6000)]
+    again = np.full(6000, H.UNKNOWN_GID, dtype=np.int64)
+    assert [small.gid(ti, bw, pool, again, rules, t, 0)[1] for t in range(6000)] == got
+    assert len(set(got[2:3000])) == 2998
+    # a SEQ repeats (i and i + 2998 have the same children): the same id
+    assert got[3000] == got[3000 + 2998] and got[3001] != got[3000]
+
+
+def test_interner_starts_a_new_generation_when_full():
+    """Past its budget of ids the interner empties its tables: ids of the old generation are
+    never compared with the new ones (a caller's memo is emptied, and cache keys carry the
+    generation)."""
+    ti = np.zeros((40, 4), dtype=np.int32)
+    bw = np.zeros((40, 4), dtype=np.uint64)
+    pool = np.zeros(8, dtype=np.int32)
+    ti[0, 0], ti[1, 0] = H.K_EMPTY, H.K_EPS
+    for i in range(2, 40):
+        ti[i] = (H.K_BYTES, i, 0, 0)
+        bw[i] = (i, 0, 0, 0)
+    small = H.Interner(cap=16, max_ids=20)
+    rules = np.full(0, -1, dtype=np.int64)
+    memo = np.full(40, H.UNKNOWN_GID, dtype=np.int64)
+    gen = 0
+    seen = []
+    for t in range(2, 30):  # 18 ids fill generation 0 (ids 2..19), 10 go to generation 1
+        gen, g = small.gid(ti, bw, pool, memo, rules, t, gen)
+        seen.append((gen, g))
+    assert small.generation == 1 and seen[0] == (0, 2) and seen[18] == (1, 2)
+    assert len({g for _, g in seen[18:]}) == 10
+    # term 2's old id (2, generation 0) is forgotten: in generation 1 it gets its own
+    gen, g = small.gid(ti, bw, pool, memo, rules, 2, gen)
+    assert gen == 1 and g == 12
+    assert small.gid(ti, bw, pool, memo, rules, 2, gen) == (1, 12)

@@ -107,6 +107,32 @@ def _jsonschema_says(schema, data):
         return None
 
 
+def _instances(row: dict, out: dict):
+    """The row's instances whose label ``jsonschema`` agrees with, each with its compact JSON
+    text; the others are counted in ``out["label_disputed"]``."""
+    for t in row.get("tests") or []:
+        js = _jsonschema_says(row["schema"], t["data"])
+        if js is not None and js != t["valid"]:
+            out["label_disputed"] += 1
+            continue
+        yield t, json.dumps(t["data"], separators=(",", ":"), ensure_ascii=False)
+
+
+def _tally(out: dict, valid: bool, got: bool, doc: str) -> None:
+    """Count one verdict ``got`` on an instance labelled ``valid``."""
+    if valid:
+        out["valid_ok" if got else "valid_bad"] += 1
+    else:
+        out["invalid_ok" if not got else "invalid_bad"] += 1
+    if got != valid:
+        out["bad"].append((valid, doc[:200]))
+
+
+def _unchecked(out: dict, tests: list) -> int:
+    return len(tests) - out["label_disputed"] - sum(out[k] for k in ("valid_ok", "valid_bad", "invalid_ok",
+                                                                      "invalid_bad"))
+
+
 def schema_key_order(schema) -> dict:
     """Property names in the order the schema first declares them (anywhere in the document)."""
     order: dict = {}
@@ -181,26 +207,12 @@ def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: boo
         return out
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, budget)
-    done = 0
     try:
         text = to_lark(g) if auto is None else None
         order = schema_key_order(row["schema"])
-        for t in tests:
-            js = _jsonschema_says(row["schema"], t["data"])
-            if js is not None and js != t["valid"]:
-                out["label_disputed"] += 1
-                done += 1
-                continue
-            doc = json.dumps(t["data"], separators=(",", ":"), ensure_ascii=False)
+        for t, doc in _instances(row, out):
             if auto is not None:
-                got = auto.matches(doc.encode("utf-8"))
-                if t["valid"]:
-                    out["valid_ok" if got else "valid_bad"] += 1
-                else:
-                    out["invalid_ok" if not got else "invalid_bad"] += 1
-                if got != t["valid"]:
-                    out["bad"].append((t["valid"], doc[:200]))
-                done += 1
+                _tally(out, t["valid"], auto.matches(doc.encode("utf-8")), doc)
                 continue
             got = lark_parses(text, doc)
             # the grammar puts declared properties in schema order: also try the instance with
@@ -211,13 +223,7 @@ def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: boo
                 if t["valid"] and got2 and not got:
                     out["reordered"] += 1
                 got = got or got2
-            if t["valid"]:
-                out["valid_ok" if got else "valid_bad"] += 1
-            else:
-                out["invalid_ok" if not got else "invalid_bad"] += 1
-            if got != t["valid"]:
-                out["bad"].append((t["valid"], doc[:200]))
-            done += 1
+            _tally(out, t["valid"], got, doc)
     except (_Timeout, RecursionError):
         pass
     except Exception as e:  # Lark wraps the timeout in its own exceptions
@@ -226,7 +232,7 @@ def check_schema_row(row: dict, *, lark: bool, budget: float, close_objects: boo
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-    out["unchecked"] = len(tests) - done
+    out["unchecked"] = _unchecked(out, tests)
     return out
 
 
@@ -255,7 +261,6 @@ def check_masks_row(row: dict, vocab, tokenizer, *, budget: float) -> dict:
     t0 = time.perf_counter()
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, budget)
-    done = 0
     index = None
     try:
         try:
@@ -278,13 +283,7 @@ def check_masks_row(row: dict, vocab, tokenizer, *, budget: float) -> dict:
             index.fill_mask(index.initial_state, buf)
         except LimitExceededError as e:
             refused = e
-        for t in tests:
-            js = _jsonschema_says(row["schema"], t["data"])
-            if js is not None and js != t["valid"]:
-                out["label_disputed"] += 1
-                done += 1
-                continue
-            doc = json.dumps(t["data"], separators=(",", ":"), ensure_ascii=False)
+        for t, doc in _instances(row, out):
             got = None
             if refused is None:
                 try:
@@ -314,13 +313,7 @@ def check_masks_row(row: dict, vocab, tokenizer, *, budget: float) -> dict:
                 except LimitExceededError as e:  # (not even the document: counted unchecked)
                     out["doc_refused"] = reason_of(e)
                     continue
-            if t["valid"]:
-                out["valid_ok" if got else "valid_bad"] += 1
-            else:
-                out["invalid_ok" if not got else "invalid_bad"] += 1
-            if got != t["valid"]:
-                out["bad"].append((t["valid"], doc[:200]))
-            done += 1
+            _tally(out, t["valid"], got, doc)
         out["outcome"] = "a" if refused is None else "b"
         if refused is not None:
             out["reason"] = reason_of(refused)
@@ -340,15 +333,13 @@ def check_masks_row(row: dict, vocab, tokenizer, *, budget: float) -> dict:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
         out["ms"] = (time.perf_counter() - t0) * 1000
-        out["unchecked"] = len(tests) - done if out["outcome"] in ("a", "b", "u") else 0
+        out["unchecked"] = _unchecked(out, tests) if out["outcome"] in ("a", "b", "u") else 0
     return out
 
 
-def run_masks_category(path: Path, vocab, tokenizer, *, budget: float, limit: int | None = None,
-                       verbose: bool = False, containing: str | None = None, ids=None) -> dict:
-    """:func:`check_masks_row` over one category: counts per outcome and per reason."""
-    c = Counter()
-    reasons = {k: Counter() for k in (*OUTCOMES, "crash")}
+def _rows(path: Path, limit, containing, ids):
+    """The rows of one category file: the first ``limit``, those whose schema text holds
+    ``containing``, those whose id is in ``ids`` (each when given)."""
     with open(path) as f:
         for i, line in enumerate(f):
             if limit is not None and i >= limit:
@@ -358,20 +349,29 @@ def run_masks_category(path: Path, vocab, tokenizer, *, budget: float, limit: in
                 continue
             if ids is not None and row["id"] not in ids:
                 continue
-            r = check_masks_row(row, vocab, tokenizer, budget=budget)
-            c["schemas"] += 1
-            c[r["outcome"]] += 1
-            if "reason" in r:
-                reasons[r["outcome"]][r["reason"]] += 1
-            for k in ("valid_ok", "valid_bad", "invalid_ok", "invalid_bad", "unchecked", "label_disputed",
-                      "mask_step"):
-                c[k] += r[k]
-            if verbose:
-                for valid, doc in r["bad"]:
-                    print(f"  {r['id']}: {'valid' if valid else 'INVALID'} instance "
-                          f"{'rejected' if valid else 'ACCEPTED'}: {doc}")
-                if r["outcome"] != "a":
-                    print(f"  ({r['outcome']}) {r['id']}: {r.get('reason', '')}")
+            yield row
+
+
+def run_masks_category(path: Path, vocab, tokenizer, *, budget: float, limit: int | None = None,
+                       verbose: bool = False, containing: str | None = None, ids=None) -> dict:
+    """:func:`check_masks_row` over one category: counts per outcome and per reason."""
+    c = Counter()
+    reasons = {k: Counter() for k in (*OUTCOMES, "crash")}
+    for row in _rows(path, limit, containing, ids):
+        r = check_masks_row(row, vocab, tokenizer, budget=budget)
+        c["schemas"] += 1
+        c[r["outcome"]] += 1
+        if "reason" in r:
+            reasons[r["outcome"]][r["reason"]] += 1
+        for k in ("valid_ok", "valid_bad", "invalid_ok", "invalid_bad", "unchecked", "label_disputed",
+                  "mask_step"):
+            c[k] += r[k]
+        if verbose:
+            for valid, doc in r["bad"]:
+                print(f"  {r['id']}: {'valid' if valid else 'INVALID'} instance "
+                      f"{'rejected' if valid else 'ACCEPTED'}: {doc}")
+            if r["outcome"] != "a":
+                print(f"  ({r['outcome']}) {r['id']}: {r.get('reason', '')}")
     return {"counts": dict(c), "reasons": {k: dict(v) for k, v in reasons.items() if v}}
 
 
@@ -430,31 +430,23 @@ def run_category(path: Path, *, lark: bool, budget: float, limit: int | None = N
     crashes = []
     errors = Counter()
     ms = []
-    with open(path) as f:
-        for i, line in enumerate(f):
-            if limit is not None and i >= limit:
-                break
-            row = json.loads(line)
-            if containing is not None and containing not in json.dumps(row["schema"]):
-                continue
-            if ids is not None and row["id"] not in ids:
-                continue
-            r = check_schema_row(row, lark=lark, budget=budget, close_objects=close_objects, every_valid=every_valid)
-            c["schemas"] += 1
-            c[r["status"]] += 1
-            ms.append(r["ms"])
-            for k in ("valid_ok", "valid_bad", "invalid_ok", "invalid_bad", "unchecked", "label_disputed", "reordered"):
-                c[k] += r[k]
-            if r["status"] == "crash":
-                crashes.append((r["id"], r["error"]))
-            elif r["status"] in ("unsupported", "schema_error"):
-                errors[r["error"].split(":")[0] if r["status"] == "unsupported" else "SchemaError"] += 1
-            if verbose and r["bad"]:
-                for valid, doc in r["bad"]:
-                    print(f"  {r['id']}: {'valid' if valid else 'INVALID'} instance "
-                          f"{'rejected' if valid else 'ACCEPTED'}: {doc}")
-            if verbose and r["status"] == "crash":
-                print(f"  CRASH {r['id']}: {r['error']}")
+    for row in _rows(path, limit, containing, ids):
+        r = check_schema_row(row, lark=lark, budget=budget, close_objects=close_objects, every_valid=every_valid)
+        c["schemas"] += 1
+        c[r["status"]] += 1
+        ms.append(r["ms"])
+        for k in ("valid_ok", "valid_bad", "invalid_ok", "invalid_bad", "unchecked", "label_disputed", "reordered"):
+            c[k] += r[k]
+        if r["status"] == "crash":
+            crashes.append((r["id"], r["error"]))
+        elif r["status"] in ("unsupported", "schema_error"):
+            errors[r["error"].split(":")[0] if r["status"] == "unsupported" else "SchemaError"] += 1
+        if verbose and r["bad"]:
+            for valid, doc in r["bad"]:
+                print(f"  {r['id']}: {'valid' if valid else 'INVALID'} instance "
+                      f"{'rejected' if valid else 'ACCEPTED'}: {doc}")
+        if verbose and r["status"] == "crash":
+            print(f"  CRASH {r['id']}: {r['error']}")
     ms.sort()
     c["p50_ms"] = ms[len(ms) // 2] if ms else 0
     c["max_ms"] = ms[-1] if ms else 0

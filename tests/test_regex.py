@@ -185,7 +185,7 @@ def test_anchors_in_groups_in_schemas_match_jsonschema():
     import jsonschema
 
     from dotjson.automaton import Automaton
-    from dotjson.schema import schema_to_grammar
+    from dotjson.jsonschema import schema_to_grammar
 
     path, host = ANCHORS_IN_GROUPS[0], ANCHORS_IN_GROUPS[1]
     p = {"type": "string", "pattern": path}

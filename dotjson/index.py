@@ -489,6 +489,7 @@ class Index:
         #: False: no head sharing (every fresh mask one walk of the whole state), for the tests
         self._heads = True
         self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's
+        self._local_heads_bytes = 0
         self._head_gid = np.full(0, _heads.UNKNOWN_GID, dtype=np.int64)  # term -> process id
         self._gid_gen = -1  # the interner's generation of those ids
         self._head_pairs = np.zeros(2 * _walk.MAX_HEADS, dtype=np.int64)
@@ -992,7 +993,7 @@ class Index:
             rest = int(ti[t, 2]) if r != t else _K.EPS
             first = int(ti[rest, 1]) if ti[rest, 0] == _K.K_SEQ else rest
             if int(ti[r, 1]) < image.n_terms and first < image.n_terms:
-                fact = ("reach", self._vocab.fingerprint, int(ti[r, 1]), first)
+                fact = ("reach", self._vocab.uid, int(ti[r, 1]), first)
         known = image.facts.get(fact, -1) if fact is not None else -1
         out = self._reach_out
         out[:] = -1
@@ -1040,30 +1041,36 @@ class Index:
         """``(bits, exits)`` of head term ``head``: this index's, the process's (by structure),
         or computed. A head inside a bounded plain run far from its bound (``R{lo,hi} q``) takes
         its special tokens and exits from the run's shared state (see :meth:`_run_mask`): one
-        walk for every position of a 128-character string."""
+        walk for every position of a 128-character string, and two bitset operations a position
+        (not kept: a 100,000-character string would keep 100,000 masks)."""
         entry = self._local_heads.get(head)
         if entry is not None:
             return entry
+        a = self._auto
+        sa = a.state(head)
+        got = self._run_shared(sa)
+        if got is not None and a.term_of(got[0]) != head:
+            shared, k = got
+            bits, exits = self._head_entry(a.term_of(shared))
+            len_row, len_bits = self._walk_tables[3:]
+            bits = bits & ~self._tries.plain_bits
+            bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
+            return bits, exits
         gid = self._head_gid_of(head)
-        key = (self._vocab.fingerprint, self._gid_gen, gid) if gid >= 0 else None
+        key = (self._vocab.uid, self._gid_gen, gid) if gid >= 0 else None
         cache = _heads.head_cache()
         entry = cache.get(key) if key is not None else None
         if entry is None:
-            a = self._auto
-            sa = a.state(head)
-            got = self._run_shared(sa)
-            if got is not None and a.term_of(got[0]) != head:
-                shared, k = got
-                bits, exits = self._head_entry(a.term_of(shared))
-                len_row, len_bits = self._walk_tables[3:]
-                bits = bits & ~self._tries.plain_bits
-                bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
-            else:
-                bits, exits = self._compute_mask(sa), self._head_exits(sa)
-            entry = (bits, exits)
+            entry = (self._compute_mask(sa), self._head_exits(sa))
             if key is not None:
                 cache.put(key, entry)
+        # this index's heads: under the memo's budget (max_cache_bytes), emptied with it
+        size = entry[0].nbytes + entry[1].nbytes
+        if self._local_heads_bytes + size > self._max_cache_bytes:
+            self._local_heads.clear()
+            self._local_heads_bytes = 0
         self._local_heads[head] = entry
+        self._local_heads_bytes += size
         return entry
 
     def _walk_exits(self, exits: np.ndarray, sc: int, out: np.ndarray) -> None:

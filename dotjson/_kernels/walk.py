@@ -405,6 +405,7 @@ def head_pairs(S, s, delim, out):
     work_y = np.empty(4 * MAX_HEADS, dtype=np.int64)
     work_x[0] = S[K.S_TERM_OF][s]
     work_y[0] = K.EPS
+    root = work_x[0]
     nw = 1
     steps = 0
     m = 0
@@ -471,14 +472,15 @@ def head_pairs(S, s, delim, out):
         c = K.seq(S, rest, y)
         if c < 0:
             return -1
-        # (an alternative of a live state may be empty, with intersections or differences
-        # inside: its head's prefixes are not the state's)
-        ea = K.is_empty(S, a)
-        ec = K.is_empty(S, c)
-        if ea < 0 or ec < 0:
-            return -1
-        if ea == 1 or ec == 1:
-            continue
+        if x != root:
+            # (an alternative of a live state may be empty, with intersections or differences
+            # inside: its head's prefixes are not the state's; the state's own chain is live)
+            ea = K.is_empty(S, a)
+            ec = K.is_empty(S, c)
+            if ea < 0 or ec < 0:
+                return -1
+            if ea == 1 or ec == 1:
+                continue
         out[2 * m] = a
         if c == K.EPS:
             out[2 * m + 1] = -1

@@ -7,7 +7,6 @@ the declared ones where the schema allows extras; ``required`` names outside ``p
 
 from __future__ import annotations
 
-import itertools
 from operator import itemgetter
 
 from dotjson import ir
@@ -36,8 +35,53 @@ def _subsets(bits: int):
         b = (b - 1) & bits
 
 
+def key_classes(entries: list, may_share, limit: int):
+    """The subsets of ``entries`` (patterns and witness key languages) one key may match all of,
+    in the order of :func:`itertools.combinations` by size (the empty one first), or ``None``
+    when there are more than ``limit``. ``may_share(x, y)`` is False only where no key matches
+    both ``x`` and ``y`` (a subset holding both is an empty class, left out): ``^schema `` and
+    ``^table `` (pyrseas-0.8's fifteen prefixes) make 16 classes, not 2**15."""
+    n = len(entries)
+    ok = [[i == j or may_share(entries[i], entries[j]) for j in range(n)] for i in range(n)]
+    out = [()]
+    todo = [((i,), i) for i in range(n)]
+    while todo:  # (the cliques of the graph `ok`, each grown by larger indices only)
+        nxt = []
+        for T, last in todo:
+            out.append(T)
+            if len(out) > limit:
+                return None
+            nxt += [(T + (j,), j) for j in range(last + 1, n) if all(ok[i][j] for i in T)]
+        todo = nxt
+    return [tuple(entries[i] for i in T) for T in out]
+
+
 class ObjectBuilder:
     """Mixin of the compiler: objects."""
+
+    def _may_share_key(self, x, y, where, wnames: dict) -> bool:
+        """Some key may match both ``x`` and ``y`` (patterns, or witness key entries
+        ``("w", a)`` whose finite names ``wnames`` holds): False only when proven disjoint, two
+        patterns with anchored literal heads neither of which starts the other, or listed names
+        none of which the other matches."""
+        if isinstance(x, str) and isinstance(y, str):
+            hx, hy = self._pattern_head(x, where), self._pattern_head(y, where)
+            return hx.startswith(hy) or hy.startswith(hx)
+        nx, ny = wnames.get(x), wnames.get(y)
+        if nx is not None and ny is not None:
+            return bool(set(nx) & set(ny))
+        if nx is not None and isinstance(y, str):
+            return any(self.key_matches(k, y) for k in nx)
+        if ny is not None and isinstance(x, str):
+            return any(self.key_matches(k, x) for k in ny)
+        return True
+
+    def _pattern_head(self, p: str, where) -> str:
+        """The text every key pattern ``p`` matches starts with (``""`` when not anchored)."""
+        n = self.regex(p, where, "patternProperties")
+        if type(n) is ir.Seq and n.items:
+            n = n.items[0]
+        return n.text if type(n) is ir.Lit else ""
 
     def build_object(self, o: ObjectNode, where) -> ir.Node:
         # the declared names (a required one outside `properties` too), each with its schemas;
@@ -117,15 +161,24 @@ class ObjectBuilder:
             # additionalProperties leaves out that this object does not declare, the keys a
             # negated propertyNames allows; extra keys are split by them too
             wlangs = []
+            wnames = {}  # the finite witness key languages' names
             for a, (sp, _) in enumerate(wit):
                 if sp[0] == "a":
                     names = sorted(n for n in sp[1] if n not in props)
                     if names:
                         wlangs.append((("w", a), alt(*(self.enc_text(n) for n in names))))
+                        wnames[("w", a)] = names
                 elif sp[0] == "n":
                     wlangs.append((("w", a), self.key_language(sp[1])))
+
+            def classes(entries):
+                # the key classes: the sets of entries one key may match all of (``None``
+                # past MAX_KEY_CLASSES); 2**len(entries) unless some are disjoint
+                return key_classes(entries, lambda x, y: self._may_share_key(x, y, where, wnames),
+                                   MAX_KEY_CLASSES)
+
             if wit:
-                if 2 ** (len(pats) + len(wlangs)) > MAX_KEY_CLASSES:
+                if classes(pats + [k for k, _ in wlangs]) is None:
                     r = self.unsupported(f"more than {MAX_KEY_CLASSES} key classes (patternProperties and the "
                                          "keys of negated object keywords)", where, "patternProperties")
                     if r is None:
@@ -141,17 +194,16 @@ class ObjectBuilder:
             # beyond 16 classes: one class for all patterns when they share a schema, else
             # (up to 6 patterns) every class of the patterns a key matches
             same = 2 ** len(pats) > MAX_PATTERN_CLASSES and not wit and same_pattern_schemas(o)
-            if same or 2 ** len(pats) > MAX_KEY_CLASSES:
+            subsets = None if same else classes(pats + [k for k, _ in wlangs])
+            if same or subsets is None:
                 if not same:
-                    r = self.unsupported(f"more than {MAX_KEY_CLASSES.bit_length() - 1} patternProperties "
-                                         "with different schemas (and not finite)", where, "patternProperties")
+                    r = self.unsupported(f"more than {MAX_KEY_CLASSES} key classes (patternProperties with different "
+                                         "schemas one key may match together, not finite)", where, "patternProperties")
                     if r is None:
                         pats = []
                 subsets = [(), tuple(pats)] if same else [()]
                 union_mode = same
             else:
-                entries = pats + [k for k, _ in wlangs]
-                subsets = [T for r in range(len(entries) + 1) for T in itertools.combinations(entries, r)]
                 union_mode = False
             pn_lang = self.key_language(pn) if pn is not None else None
             live = []

@@ -210,7 +210,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     -------
     ir.Grammar
         Start rule ``"start"``: optional ``ws``, the value, optional ``ws``. Rule bodies share the
-        base rules of :func:`dotjson.grammar.json_base`.
+        base rules of :func:`dotjson.jsonschema.jsonbase.json_base`.
 
     Raises
     ------
@@ -224,7 +224,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     """
     if property_order not in PROPERTY_ORDERS:
         raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
-    from dotjson.grammar import JSON_WS, WHITESPACE_MODES
+    from dotjson.jsonschema.jsonbase import JSON_WS, WHITESPACE_MODES
 
     if whitespace not in WHITESPACE_MODES:
         raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
@@ -272,7 +272,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     rules = ir.LazyRules(tr)
     # the base rules the automaton finds precompiled: the process's own tuple of them (one
     # image lookup by identity) unless `whitespace="json"` replaced `ws`
-    from dotjson.grammar import json_base_items
+    from dotjson.jsonschema.jsonbase import json_base_items
 
     base = json_base_items(disallow_whitespace, spellings)
     if any(tr.rules[k] is not v for k, v in base):

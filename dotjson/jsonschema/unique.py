@@ -27,6 +27,7 @@ from fractions import Fraction
 from dotjson import ir
 from dotjson.ir import Ref, seq
 from dotjson.ir.families import register_family
+from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
 from dotjson.jsonschema.numarith import _Arith
 from dotjson.jsonschema.statefamily import _Family
@@ -238,7 +239,7 @@ def value_key(raw: str) -> str:
     return canonical_text(json.loads(text, parse_float=Decimal, parse_int=Decimal))
 
 
-_JSON_WS = frozenset(b" \t\n\r")
+_JSON_WS = frozenset(JSON_WS_BYTES)
 
 
 def _lex(state: int, b: int) -> int:

@@ -51,3 +51,6 @@ MAX_STORE_BYTES = BUDGETS.max_store_bytes
 #: vocabulary, 16 KiB each at 128k tokens, so 64 MiB holds ~4,000; when full it is emptied and
 #: refilled on demand (each index keeps the heads it uses).
 MAX_HEAD_CACHE_BYTES = 64 << 20
+#: Most process-wide head ids (:class:`dotjson.automaton.heads.Interner`, 56 bytes each with
+#: their hash table): past it the interner starts a new generation (and the head cache with it).
+MAX_HEAD_IDS = 1 << 20

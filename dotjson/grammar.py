@@ -455,12 +455,14 @@ class _Renderer:
             return inner + _rx_quant(n.min, n.max)
         if isinstance(n, ir.And):
             if not at_quote:
-                raise GrammarError("an intersection (And) must be directly followed by a closing quote to render as Lark")
+                raise GrammarError("an intersection (And) not directly followed by a closing quote has no grammar text "
+                                   "(Lark lookaheads are anchored at the quote; the automaton checks it)")
             heads = "".join(f"(?=(?:{self.rx(x, True)}){self.end})" for x in n.items[1:])
             return heads + "(?:" + self.rx(n.items[0], True) + ")"
         if isinstance(n, ir.Diff):
             if not at_quote:
-                raise GrammarError("a difference (Diff) must be directly followed by a closing quote to render as Lark")
+                raise GrammarError("a difference (Diff) not directly followed by a closing quote has no grammar text "
+                                   "(Lark lookaheads are anchored at the quote; the automaton checks it)")
             return f"(?!(?:{self.rx(n.right, True)}){self.end})(?:{self.rx(n.left, True)})"
         if isinstance(n, ir.Ref):
             raise GrammarError(f"rule reference {n.name!r} inside a regular sub-tree")
@@ -545,7 +547,8 @@ class _Renderer:
             return inner + "+" if inner and _SIMPLE_ATOM.fullmatch(inner) else self.hoist(n)
         if isinstance(n, (ir.And, ir.Diff)):
             raise GrammarError(
-                f"{type(n).__name__} must be directly followed by a closing-quote literal to render as Lark"
+                f"{type(n).__name__} not directly followed by a closing quote has no grammar text (Lark "
+                "lookaheads are anchored at the quote; the automaton checks it)"
             )
         return self.hoist(n)
 

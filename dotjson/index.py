@@ -489,8 +489,10 @@ class Index:
         #: False: no head sharing (every fresh mask one walk of the whole state), for the tests
         self._heads = True
         self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's
+        self._local_heads_bytes = 0
         self._head_gid = np.full(0, _heads.UNKNOWN_GID, dtype=np.int64)  # term -> process id
-        self._head_out = np.zeros(2, dtype=np.int64)
+        self._gid_gen = -1  # the interner's generation of those ids
+        self._head_pairs = np.zeros(2 * _walk.MAX_HEADS, dtype=np.int64)
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
         self._eos, self._eos_set = _eos_of(vocabulary.eos_token_ids)
@@ -957,6 +959,21 @@ class Index:
         """
         if not self._plain_runs:
             return None
+        got = self._run_shared(key_state)
+        if got is None:
+            return None
+        shared, k = got
+        len_row, len_bits = self._walk_tables[3:]
+        r = self._mask_row(shared)  # (may grow self._masks: read it after)
+        # (its EOS bits are the run's: R{min(lo, D+1),} rest is nullable exactly when R{lo,hi}
+        # rest is, lo and min(lo, D+1) being 0 together)
+        bits = self._masks[r] & ~self._tries.plain_bits
+        bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
+        return bits
+
+    def _run_shared(self, key_state: int):
+        """``(shared, k)`` for a state inside a bounded plain run of ``k`` characters whose
+        special tokens are those of state ``shared`` (see :meth:`_run_mask`), else ``None``."""
         a = self._auto
         # read the term's head first (a kernel call passes the whole store: ~2 us): a repetition
         # with an upper bound, else nothing to share
@@ -976,7 +993,7 @@ class Index:
             rest = int(ti[t, 2]) if r != t else _K.EPS
             first = int(ti[rest, 1]) if ti[rest, 0] == _K.K_SEQ else rest
             if int(ti[r, 1]) < image.n_terms and first < image.n_terms:
-                fact = ("reach", self._vocab.fingerprint, int(ti[r, 1]), first)
+                fact = ("reach", self._vocab.uid, int(ti[r, 1]), first)
         known = image.facts.get(fact, -1) if fact is not None else -1
         out = self._reach_out
         out[:] = -1
@@ -985,64 +1002,92 @@ class Index:
             image.facts[fact] = int(out[0])
         if shared < 0 or shared == key_state:
             return None
-        k = int(out[1])
-        r = self._mask_row(shared)  # (may grow self._masks: read it after)
-        # (its EOS bits are the run's: R{min(lo, D+1),} rest is nullable exactly when R{lo,hi}
-        # rest is, lo and min(lo, D+1) being 0 together)
-        bits = self._masks[r] & ~self._tries.plain_bits
-        bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
-        return bits
+        return int(shared), int(out[1])
 
     def _head_mask(self, state: int):
-        """The mask of ``state`` from its head's, shared by every index of the process; ``None``
-        where the state has no head (see :mod:`dotjson.automaton.heads`). Call with the lock
+        """The mask of ``state`` from its heads', shared by every index of the process; ``None``
+        where the state has no heads (see :mod:`dotjson.automaton.heads`). Call with the lock
         held.
 
-        ``state`` is ``A c`` with ``A`` ending at a delimiter no plain token holds (a string's
-        closing quote): its tokens are the prefixes of ``A``'s words (the head's bits, one walk
-        of both tries from ``A``'s state, once per head and vocabulary in the process), and the
-        tokens that complete a word of ``A`` and go on (the head's exits, special-trie nodes)
-        continued from ``c``'s state, the only walk done per state. Every position of a
-        ``date-time`` value of every schema in the process shares its head's walk.
+        ``state`` is ``A c`` (or a union of such, an alternation first in it distributed) with
+        ``A`` ending at a delimiter no plain token holds (a string's closing quote): its tokens
+        are the prefixes of ``A``'s words (the head's bits, once per head and vocabulary in the
+        process), and the tokens that complete a word of ``A`` and go on (the head's exits,
+        special-trie nodes) continued from ``c``'s state, the only walk done per state. Every
+        position of a ``date-time`` value of every schema in the process shares its head's walk.
         """
         if not (self._heads and self._plain_runs) or self._options.get("specials"):
             return None
         a = self._auto
-        out = self._head_out
-        head = a._run(_walk.head_split, state, NON_PLAIN_WORDS, out)
-        if head < 0:
+        pairs = self._head_pairs
+        n = a._run(_walk.head_pairs, state, NON_PLAIN_WORDS, pairs)
+        if n < 0:
             return None
-        sc = int(out[1])
-        entry = self._local_heads.get(head)
-        if entry is None:
-            gid = self._head_gid_of(head)
-            key = (self._vocab.fingerprint, gid) if gid >= 0 else None
-            cache = _heads.head_cache()
-            entry = cache.get(key) if key is not None else None
-            if entry is None:
-                sa = a.state(head)
-                entry = (self._compute_mask(sa), self._head_exits(sa))
-                if key is not None:
-                    cache.put(key, entry)
-            self._local_heads[head] = entry
-        bits, exits = entry
-        out = bits.copy()
-        if sc >= 0 and exits.shape[0]:
-            sc_ = self._scratch()
-            ret = sc_.ret
-            ret[:] = 0
-            ret[_walk.R_PHASE] = _walk.PH_START
-            big, big_bits, runs = self._walk_tables[:3]
-            pseq, plen = _PLAIN_SEQS
-            while _walk.walk_from(
-                a.store, self._trie_arrays[0], big, big_bits, runs, self._special_mode, pseq,
-                plen, _WIDE_NODE, exits, exits.shape[0], sc, out, sc_.st_node, sc_.st_state,
-                sc_.st_edge, ret,
-            ) != _walk.DONE:
-                a.handle_exit()
+        heads = [(int(pairs[2 * i]), int(pairs[2 * i + 1])) for i in range(n)]
+        out = None
+        for head, sc in heads:
+            bits, exits = self._head_entry(head)
+            if out is None:
+                out = bits.copy()
+            else:
+                out |= bits
+            if sc >= 0 and exits.shape[0]:
+                self._walk_exits(exits, sc, out)
         if a.accepting[state]:  # (never: a head ends with a byte)
             self._set_eos(out)
         return out
+
+    def _head_entry(self, head: int) -> tuple:
+        """``(bits, exits)`` of head term ``head``: this index's, the process's (by structure),
+        or computed. A head inside a bounded plain run far from its bound (``R{lo,hi} q``) takes
+        its special tokens and exits from the run's shared state (see :meth:`_run_mask`): one
+        walk for every position of a 128-character string, and two bitset operations a position
+        (not kept: a 100,000-character string would keep 100,000 masks)."""
+        entry = self._local_heads.get(head)
+        if entry is not None:
+            return entry
+        a = self._auto
+        sa = a.state(head)
+        got = self._run_shared(sa)
+        if got is not None and a.term_of(got[0]) != head:
+            shared, k = got
+            bits, exits = self._head_entry(a.term_of(shared))
+            len_row, len_bits = self._walk_tables[3:]
+            bits = bits & ~self._tries.plain_bits
+            bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
+            return bits, exits
+        gid = self._head_gid_of(head)
+        key = (self._vocab.uid, self._gid_gen, gid) if gid >= 0 else None
+        cache = _heads.head_cache()
+        entry = cache.get(key) if key is not None else None
+        if entry is None:
+            entry = (self._compute_mask(sa), self._head_exits(sa))
+            if key is not None:
+                cache.put(key, entry)
+        # this index's heads: under the memo's budget (max_cache_bytes), emptied with it
+        size = entry[0].nbytes + entry[1].nbytes
+        if self._local_heads_bytes + size > self._max_cache_bytes:
+            self._local_heads.clear()
+            self._local_heads_bytes = 0
+        self._local_heads[head] = entry
+        self._local_heads_bytes += size
+        return entry
+
+    def _walk_exits(self, exits: np.ndarray, sc: int, out: np.ndarray) -> None:
+        """OR into ``out`` the special tokens below ``exits`` allowed from state ``sc``."""
+        a = self._auto
+        sc_ = self._scratch()
+        ret = sc_.ret
+        ret[:] = 0
+        ret[_walk.R_PHASE] = _walk.PH_START
+        big, big_bits, runs = self._walk_tables[:3]
+        pseq, plen = _PLAIN_SEQS
+        while _walk.walk_from(
+            a.store, self._trie_arrays[0], big, big_bits, runs, self._special_mode, pseq, plen,
+            _WIDE_NODE, exits, exits.shape[0], sc, out, sc_.st_node, sc_.st_state, sc_.st_edge,
+            ret,
+        ) != _walk.DONE:
+            a.handle_exit()
 
     def _head_gid_of(self, t: int) -> int:
         """The process-wide id of term ``t`` (:class:`dotjson.automaton.heads.Interner`)."""
@@ -1053,8 +1098,9 @@ class Index:
             grown = np.full(n, _heads.UNKNOWN_GID, dtype=np.int64)
             grown[: self._head_gid.shape[0]] = self._head_gid
             self._head_gid = grown
-        return _heads.interner().gid(S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL], self._head_gid,
-                                     self._rule_gid, t)
+        self._gid_gen, gid = _heads.interner().gid(
+            S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL], self._head_gid, self._rule_gid, t, self._gid_gen)
+        return gid
 
     def _head_exits(self, sa: int) -> np.ndarray:
         """The special-trie nodes with children where head state ``sa`` has accepted."""

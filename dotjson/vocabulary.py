@@ -34,6 +34,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .errors import DotjsonOSError, DotjsonTypeError, DotjsonValueError, IndexFormatError, VocabularyError
+import itertools
+
 from .trie import ascii_runs, big_subtree_bits, plain_length_bits, TokenTrie, VocabTries, _vocab_tries_from_packed, check_trie
 
 __all__ = ["Vocabulary", "bytes_to_unicode"]
@@ -288,6 +290,9 @@ def _looks_like_path(s: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+_UIDS = itertools.count()
+
+
 class Vocabulary:
     """The exact output bytes of every token id of a tokenizer, its EOS ids and its byte tries.
 
@@ -302,7 +307,7 @@ class Vocabulary:
     """
 
     __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_n_tokens",
-                 "_walk")
+                 "_walk", "_uid")
 
     def __init__(self, blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
                  eos_token_ids: tuple[int, ...], tries: VocabTries | None = None,
@@ -314,6 +319,9 @@ class Vocabulary:
         self._eos = tuple(int(e) for e in eos_token_ids)
         self._tries = tries
         self._fingerprint: str | None = None
+        #: this object's number in the process (never reused): keys of process-wide caches
+        #: of facts about this vocabulary (the fingerprint costs ~5 ms to compute)
+        self._uid = next(_UIDS)
         self._list = token_list
         self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
         self._walk = None
@@ -680,6 +688,11 @@ class Vocabulary:
         if self._eos:
             ok[np.asarray(self._eos, dtype=np.int64)] = False
         return np.flatnonzero(ok)
+
+    @property
+    def uid(self) -> int:
+        """A number that no other ``Vocabulary`` of this process has (a cheap cache key)."""
+        return self._uid
 
     @property
     def fingerprint(self) -> str:

@@ -69,7 +69,7 @@ _PATTERN_PIECES = ["a", "b", "[a-z]", "\\d", ".", "(x|y)", "+", "*", "?", "{2,5}
                    "[^\"]", "\\w", "(", ")", "[", "]", "\\", "{", "}", "|", "\\p{L}", "é", "\U0001F600",
                    "(?=a)", "\\b", "[\\u0000-\\u001f]", "(ab|cd){10}"]
 _FORMATS = ["date", "date-time", "time", "email", "uri", "uuid", "ipv4", "ipv6", "hostname", "duration",
-            "regex", "bogus", "json-pointer", "idn-email"]
+            "regex", "bogus", "json-pointer", "idn-email", "idn-hostname"]
 _TYPES = ["null", "boolean", "integer", "number", "string", "array", "object"]
 
 

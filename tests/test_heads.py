@@ -98,9 +98,9 @@ def test_interned_ids_follow_structure(llama3_vocab):
         s = index._auto.walk_bytes(index.initial_state, prefix)
         from dotjson._kernels import walk
         from dotjson.trie import NON_PLAIN_WORDS
-        head = index._auto._run(walk.head_split, s, NON_PLAIN_WORDS, index._head_out)
-        assert head >= 0
-        return index._head_gid_of(head)
+        n = index._auto._run(walk.head_pairs, s, NON_PLAIN_WORDS, index._head_pairs)
+        assert n == 1
+        return index._head_gid_of(int(index._head_pairs[0]))
 
     date = {"type": "string", "format": "date"}
     g1 = head_of({"type": "object", "properties": {"d": date}}, b'{"d": "2024-0')
@@ -128,9 +128,64 @@ def test_interner_grows_and_rehashes():
     small = H.Interner(cap=16)
     gid_of = np.full(6000, H.UNKNOWN_GID, dtype=np.int64)
     rules = np.full(0, -1, dtype=np.int64)
-    got = [small.gid(ti, bw, pool, gid_of, rules, t) for t in range(6000)]
+    got = [small.gid(ti, bw, pool, gid_of, rules, t, 0)[1] for t in range(6000)]
     again = np.full(6000, H.UNKNOWN_GID, dtype=np.int64)
-    assert [small.gid(ti, bw, pool, again, rules, t) for t in range(6000)] == got
+    assert [small.gid(ti, bw, pool, again, rules, t, 0)[1] for t in range(6000)] == got
     assert len(set(got[2:3000])) == 2998
     # a SEQ repeats (i and i + 2998 have the same children): the same id
     assert got[3000] == got[3000 + 2998] and got[3001] != got[3000]
+
+
+def test_interner_starts_a_new_generation_when_full():
+    """Past its budget of ids the interner empties its tables: ids of the old generation are
+    never compared with the new ones (a caller's memo is emptied, and cache keys carry the
+    generation)."""
+    ti = np.zeros((40, 4), dtype=np.int32)
+    bw = np.zeros((40, 4), dtype=np.uint64)
+    pool = np.zeros(8, dtype=np.int32)
+    ti[0, 0], ti[1, 0] = H.K_EMPTY, H.K_EPS
+    for i in range(2, 40):
+        ti[i] = (H.K_BYTES, i, 0, 0)
+        bw[i] = (i, 0, 0, 0)
+    small = H.Interner(cap=16, max_ids=20)
+    rules = np.full(0, -1, dtype=np.int64)
+    memo = np.full(40, H.UNKNOWN_GID, dtype=np.int64)
+    gen = 0
+    seen = []
+    for t in range(2, 30):  # 18 ids fill generation 0 (ids 2..19), 10 go to generation 1
+        gen, g = small.gid(ti, bw, pool, memo, rules, t, gen)
+        seen.append((gen, g))
+    assert small.generation == 1 and seen[0] == (0, 2) and seen[18] == (1, 2)
+    assert len({g for _, g in seen[18:]}) == 10
+    # term 2's old id (2, generation 0) is forgotten: in generation 1 it gets its own
+    gen, g = small.gid(ti, bw, pool, memo, rules, 2, gen)
+    assert gen == 1 and g == 12
+    assert small.gid(ti, bw, pool, memo, rules, 2, gen) == (1, 12)
+
+
+def test_heads_inside_a_long_bounded_string_are_not_kept(llama3_vocab):
+    """Every position of a long bounded string is a head of its own (``R{0,k} "``; here under an
+    alternation of two object variants, so the heads path serves it): each is rebuilt from the
+    run's one shared head, not kept (a 16 KiB mask per character), and this index's heads stay
+    within its mask budget."""
+    text = {"type": "string", "maxLength": 3000}
+    schema = {"anyOf": [
+        {"type": "object", "properties": {"a": text}, "required": ["a"],
+         "additionalProperties": False},
+        {"type": "object", "properties": {"a": {**text, "minLength": 2}, "b": {"type": "integer"}},
+         "required": ["a", "b"], "additionalProperties": False}]}
+    index = Index(schema, llama3_vocab, max_cache_bytes=1 << 22)
+    ref = Index(schema, llama3_vocab)
+    ref._heads = False
+    s = index._auto.walk_bytes(index.initial_state, b'{"a": "')
+    r = ref._auto.walk_bytes(ref.initial_state, b'{"a": "')
+    with index._lock:
+        assert index._head_mask(s) is not None
+    for i in range(300):
+        index.mask(s)
+        if i % 50 == 0:
+            assert np.array_equal(index.mask(s), ref.mask(r)), i
+        s = index._auto.walk_bytes(s, b"x")
+        r = ref._auto.walk_bytes(r, b"x")
+    assert len(index._local_heads) <= 4
+    assert index._local_heads_bytes <= 1 << 22

@@ -383,56 +383,114 @@ def or_words(out, src):
 _U64_1 = types.Array(types.uint64, 1, "C")
 
 
+#: Most (head, continuation) pairs :func:`head_pairs` splits a state into.
+MAX_HEADS = 16
+
+
 @unit(K._i64, K.STORE, K._i64, _U64_1, _I64_1)
-def head_split(S, s, delim, out):
-    """Split state ``s``'s term ``e1 e2 ... ek q c`` at its first item ``q`` that is a byte set
-    inside ``delim`` (the 256-bit set of bytes no plain token holds): the head
-    ``A = e1 ... ek q`` (a term) is returned and ``out[1]`` is the state of ``c`` (-1 when
-    nothing follows). :data:`NO_SHARE` when the term has no such item in its first
-    64; -1 on exit. See :mod:`dotjson.automaton.heads`."""
+def head_pairs(S, s, delim, out):
+    """Split state ``s``'s term into pairs ``A c`` whose union it is, each head ``A`` a chain
+    ``e1 ... ek q`` ending at its first item ``q`` that is a byte set inside ``delim`` (the 256-bit
+    set of bytes no plain token holds): an alternation first in a chain is distributed over what
+    follows it (``(x | y) z`` is ``x z | y z``). Pair ``i`` is written to ``out[2i]`` (``A``, a
+    term) and ``out[2i + 1]`` (the state of ``c``, -1 when nothing follows); returns the count,
+    :data:`NO_SHARE` when some branch has no such item in its first 64 or there would be more than
+    :data:`MAX_HEADS` pairs, -1 on exit. See :mod:`dotjson.automaton.heads`."""
     S = K.borrow(S)
     ti = S[K.S_TI]
     bw = S[K.S_BW]
-    t = S[K.S_TERM_OF][s]
+    pool = S[K.S_POOL]
     items = np.empty(64, dtype=np.int32)
-    n = 0
-    cur = t
-    rest = -1
-    while n < 64:
-        if ti[cur, 0] == K.K_SEQ:
-            e = ti[cur, 1]
-            nxt = ti[cur, 2]
-        else:
-            e = cur
-            nxt = K.EPS
-        items[n] = e
-        n += 1
-        if ti[e, 0] == K.K_BYTES:
-            j = ti[e, 1]
-            inside = True
-            for w in range(4):
-                if (bw[j, w] & ~delim[w]) != np.uint64(0):
-                    inside = False
+    work_x = np.empty(4 * MAX_HEADS, dtype=np.int64)
+    work_y = np.empty(4 * MAX_HEADS, dtype=np.int64)
+    work_x[0] = S[K.S_TERM_OF][s]
+    work_y[0] = K.EPS
+    root = work_x[0]
+    nw = 1
+    steps = 0
+    m = 0
+    while nw > 0:
+        steps += 1
+        if steps > 4 * MAX_HEADS:
+            return NO_SHARE
+        nw -= 1
+        x = work_x[nw]
+        y = work_y[nw]
+        n = 0
+        cur = x
+        rest = -1
+        while n < 64:
+            if ti[cur, 0] == K.K_SEQ:
+                e = ti[cur, 1]
+                nxt = ti[cur, 2]
+            else:
+                e = cur
+                nxt = K.EPS
+            items[n] = e
+            n += 1
+            if ti[e, 0] == K.K_BYTES:
+                j = ti[e, 1]
+                inside = True
+                for w in range(4):
+                    if (bw[j, w] & ~delim[w]) != np.uint64(0):
+                        inside = False
+                        break
+                if inside:
+                    rest = nxt
                     break
-            if inside:
-                rest = nxt
+            if nxt == K.EPS:
                 break
-        if nxt == K.EPS:
-            break
-        cur = nxt
-    if rest < 0:
-        return NO_SHARE
-    a = K.seq_list(S, items, n)
-    if a < 0:
-        return -1
-    if rest == K.EPS:
-        out[1] = -1
-    else:
-        sc = K.state(S, rest)
-        if sc < 0:
+            cur = nxt
+        first = ti[x, 1] if ti[x, 0] == K.K_SEQ else x
+        if rest < 0 and ti[first, 0] == K.K_ALT:
+            # no delimiter in the chain: (x1 | x2 | ...) rest y, each alternative on its own
+            tail = ti[x, 2] if ti[x, 0] == K.K_SEQ else K.EPS
+            ty = K.seq(S, tail, y)
+            if ty < 0:
+                return -1
+            off, n = ti[first, 1], ti[first, 2]
+            if nw + n > work_x.shape[0]:
+                return NO_SHARE
+            for j in range(n):
+                work_x[nw] = pool[off + j]
+                work_y[nw] = ty
+                nw += 1
+            continue
+        if rest < 0 and n < 64 and y != K.EPS:  # the delimiter may be in what follows: x y
+            xy = K.seq(S, x, y)
+            if xy < 0:
+                return -1
+            work_x[nw] = xy
+            work_y[nw] = K.EPS
+            nw += 1
+            continue
+        if rest < 0 or m >= MAX_HEADS:
+            return NO_SHARE
+        a = K.seq_list(S, items, n)
+        if a < 0:
             return -1
-        out[1] = sc
-    return a
+        c = K.seq(S, rest, y)
+        if c < 0:
+            return -1
+        if x != root:
+            # (an alternative of a live state may be empty, with intersections or differences
+            # inside: its head's prefixes are not the state's; the state's own chain is live)
+            ea = K.is_empty(S, a)
+            ec = K.is_empty(S, c)
+            if ea < 0 or ec < 0:
+                return -1
+            if ea == 1 or ec == 1:
+                continue
+        out[2 * m] = a
+        if c == K.EPS:
+            out[2 * m + 1] = -1
+        else:
+            sc = K.state(S, c)
+            if sc < 0:
+                return -1
+            out[2 * m + 1] = sc
+        m += 1
+    return m if m > 0 else NO_SHARE
 
 
 @unit(K._i64, K.STORE, K._i64, _TRIE, K._I32_1)

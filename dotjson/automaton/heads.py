@@ -27,7 +27,7 @@ import threading
 
 import numpy as np
 
-from .._config import MAX_HEAD_CACHE_BYTES
+from .._config import MAX_HEAD_CACHE_BYTES, MAX_HEAD_IDS
 from .._kernels.jit import kernel
 from .store import BAND, K_ALT, K_AND, K_BYTES, K_DIFF, K_EMPTY, K_EPS, K_KEYS, K_REF, K_REP, K_SEQ
 
@@ -197,10 +197,20 @@ def intern(ti, bw, pool, gid_of, rule_gid, gk, ght, gpool, gctl, stack, buf, t):
 
 class Interner:
     """Process-wide ids of term structures (see :func:`intern`); thread-safe, growing by
-    doubling. One per process: the ids mean the same in every automaton."""
+    doubling. One per process: the ids mean the same in every automaton.
 
-    def __init__(self, cap: int = 1 << 12):
+    Bounded: past ``max_ids`` ids (:data:`dotjson._config.MAX_HEAD_IDS`) the tables are emptied
+    and a new *generation* starts; an id is meaningful only with its generation (callers keep
+    it beside their memo of ids and key what they cache by both)."""
+
+    def __init__(self, cap: int = 1 << 12, max_ids: int = MAX_HEAD_IDS):
         self.lock = threading.Lock()
+        self.max_ids = int(max_ids)
+        self.generation = 0
+        self._cap0 = cap
+        self._tables(cap)
+
+    def _tables(self, cap: int) -> None:
         self.gk = np.zeros((cap, 5), dtype=np.int64)
         self.ght = np.full(2 * cap, -1, dtype=np.int64)
         self.gpool = np.zeros(4 * cap, dtype=np.int64)
@@ -213,15 +223,22 @@ class Interner:
     def nbytes(self) -> int:
         return self.gk.nbytes + self.ght.nbytes + self.gpool.nbytes
 
-    def gid(self, ti, bw, pool, gid_of, rule_gid, t: int) -> int:
-        """The id of term ``t`` of a store (``gid_of`` its memo, grown by the caller to the
-        store's term count), or :data:`UNSHARED`."""
+    def gid(self, ti, bw, pool, gid_of, rule_gid, t: int, generation: int) -> tuple[int, int]:
+        """``(generation, id)`` of term ``t`` of a store (``gid_of`` its memo of ids of
+        ``generation``, grown by the caller to the store's term count; emptied here when the
+        generation has changed, so the caller keeps the generation returned), the id
+        :data:`UNSHARED` for a term not shared."""
         with self.lock:
+            if self.gctl[0] >= self.max_ids:
+                self._tables(self._cap0)
+                self.generation += 1
+            if generation != self.generation:
+                gid_of.fill(UNKNOWN_GID)
             while True:
                 g = intern(ti, bw, pool, gid_of, rule_gid, self.gk, self.ght, self.gpool,
                            self.gctl, self.stack, self.buf, t)
                 if g >= UNSHARED:
-                    return int(g)
+                    return self.generation, int(g)
                 self._grow(int(g))
 
     def _grow(self, why: int) -> None:
@@ -269,8 +286,8 @@ def interner() -> Interner:
 
 
 class HeadCache:
-    """The masks of heads shared by every automaton of the process: ``(vocabulary fingerprint,
-    head id) -> (bits, exits)`` (the tokens that are prefixes of the head's words, and the
+    """The masks of heads shared by every automaton of the process: ``(vocabulary uid, interner
+    generation, head id) -> (bits, exits)`` (the tokens that are prefixes of the head's words, and the
     special trie's nodes where a word of the head ends inside a token). Bounded by
     :data:`dotjson._config.MAX_HEAD_CACHE_BYTES` (emptied when full); thread-safe."""
 

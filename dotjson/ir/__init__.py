@@ -317,7 +317,19 @@ def chars_union(*cs: Chars) -> Chars:
 
 
 def chars_intersect(a: Chars, b: Chars) -> Chars:
-    return chars_complement(chars_union(chars_complement(a), chars_complement(b)))
+    # one pass over both sorted, merged range lists (their pieces stay sorted and apart)
+    A, B = a.ranges, b.ranges
+    out = []
+    i = j = 0
+    while i < len(A) and j < len(B):
+        lo, hi = max(A[i][0], B[j][0]), min(A[i][1], B[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if A[i][1] < B[j][1]:
+            i += 1
+        else:
+            j += 1
+    return Chars(tuple(out))
 
 
 ANY_CHAR = chars((0, MAX_CODEPOINT))

@@ -20,10 +20,11 @@ def warm_format_languages() -> None:
     """Build the process's cached languages of every supported ``format`` (decoded, and as JSON
     text): ~20 ms once, instead of a few ms in the first schema that names each format (called
     by :func:`dotjson.warmup`)."""
-    from dotjson.formats import SUPPORTED_FORMATS, format_to_ir
+    from dotjson.formats import FORMATS, SUPPORTED_FORMATS, format_to_ir
     from dotjson.jsonschema.jsonstr import SPELLINGS, spellings
 
-    for name in sorted(SUPPORTED_FORMATS):
+    cold = {f.name for f in FORMATS if not f.warm}
+    for name in sorted(SUPPORTED_FORMATS - cold):
         node = format_to_ir(name)
         if node is not None:
             for sp in SPELLINGS:

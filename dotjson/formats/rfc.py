@@ -1,4 +1,5 @@
-"""JSON Schema ``format`` values as languages over decoded strings.
+"""The formats written from their RFCs' ABNF: dates and times, internet addresses, URIs and IRIs,
+JSON pointers, URI templates (registered in :data:`dotjson.formats.FORMATS`).
 
 Each supported format is written from its RFC's ABNF as an IR node (small pieces go through
 :func:`dotjson.regex.regex_to_ir` with full-match semantics). The JSON-Schema-Test-Suite's
@@ -18,16 +19,9 @@ Deliberately narrower than the RFCs (valid strings rejected, never the reverse):
   A-label (``xn--...``), are rejected, because Punycode validity is not a regular language.
 * ``email``: no ``General-address-literal`` (only IPv4 and ``IPv6:`` literals).
 
-Also supported: ``iri``, ``iri-reference`` (RFC 3987), ``json-pointer`` (RFC 6901),
+Also: ``iri``, ``iri-reference`` (RFC 3987), ``json-pointer`` (RFC 6901),
 ``relative-json-pointer`` and ``uri-template`` (RFC 6570 syntax, up to level 4: literals,
 expressions with an operator, variable lists, prefix and explode modifiers).
-
-Not supported (:func:`format_to_ir` returns ``None``): the formats of
-:data:`UNSUPPORTED_FORMATS` (``regex``: regular expressions nest parentheses, which no regular
-language can check; ``idn-hostname``/``idn-email``: IDNA2008 needs Punycode and NFC checks), for
-which :func:`dotjson.schema.schema_to_grammar` raises ``UnsupportedSchemaError``, and formats no
-JSON Schema draft defines (``int32``, ``jsonschema``, ...), which every validator ignores (the
-specification makes unknown formats annotations), so ignoring them is exact.
 """
 
 from __future__ import annotations
@@ -37,7 +31,11 @@ import functools
 from dotjson import ir
 from dotjson.regex import regex_to_ir
 
-__all__ = ["format_to_ir", "SUPPORTED_FORMATS", "UNSUPPORTED_FORMATS"]
+__all__ = [
+    "full_date", "full_time", "date_time", "duration", "ipv4", "ipv6", "hostname", "ldh_label", "email",
+    "email_local", "address_literal", "uuid", "uri", "uri_reference", "iri", "iri_reference", "json_pointer",
+    "relative_json_pointer", "uri_template",
+]
 
 
 def _r(pattern: str) -> ir.Node:
@@ -56,7 +54,7 @@ def _two(n: int) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _full_date() -> ir.Node:
+def full_date() -> ir.Node:
     year = ir.repeat(_DIGIT, 4, 4)
     d28 = _r("(0[1-9]|1[0-9]|2[0-8])")
     d30 = _r("(0[1-9]|[12][0-9]|30)")
@@ -76,7 +74,7 @@ def _full_date() -> ir.Node:
 
 
 @functools.lru_cache(maxsize=None)
-def _full_time() -> ir.Node:
+def full_time() -> ir.Node:
     hour = _r("([01][0-9]|2[0-3])")
     minute = _r("[0-5][0-9]")
     frac = ir.opt(ir.seq(ir.lit("."), ir.repeat(_DIGIT, 1, None)))
@@ -116,7 +114,7 @@ def _full_time() -> ir.Node:
 
 
 @functools.lru_cache(maxsize=None)
-def _duration() -> ir.Node:
+def duration() -> ir.Node:
     n = ir.repeat(_DIGIT, 1, None)
 
     def u(c: str) -> ir.Node:
@@ -141,16 +139,16 @@ _DEC_OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
 
 
 @functools.lru_cache(maxsize=None)
-def _ipv4() -> ir.Node:
+def ipv4() -> ir.Node:
     return _r(f"{_DEC_OCTET}(\\.{_DEC_OCTET}){{3}}")
 
 
 @functools.lru_cache(maxsize=None)
-def _ipv6() -> ir.Node:
+def ipv6() -> ir.Node:
     h16 = ir.repeat(_HEXDIG, 1, 4)
     c = ir.lit(":")
     h16c = ir.seq(h16, c)
-    ls32 = ir.alt(ir.seq(h16, c, h16), _ipv4())
+    ls32 = ir.alt(ir.seq(h16, c, h16), ipv4())
     dc = ir.lit("::")
 
     def before(k: int) -> ir.Node:
@@ -173,36 +171,55 @@ def _ipv6() -> ir.Node:
 
 
 @functools.lru_cache(maxsize=None)
-def _hostname() -> ir.Node:
+def ldh_label() -> ir.Node:
+    """An RFC 1123 label: 1..63 letters, digits and hyphens, a letter or digit at both ends, and
+    no ``--`` in positions 3-4 (which refuses every A-label, ``xn--...``)."""
     ld = ir.chars((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A))
     ldh = ir.chars_union(ld, ir.chars((0x2D, 0x2D)))
-    # labels of 1..63 characters, letters/digits at both ends, no "--" in positions 3-4
-    label = ir.alt(
+    return ir.alt(
         ld,
         ir.seq(ld, ld),
         ir.seq(ld, ldh, ld),
         ir.seq(ld, ldh, ldh, ld),
         ir.seq(ld, ldh, ir.alt(ir.seq(ld, ldh), ir.seq(ir.lit("-"), ld)), ir.repeat(ldh, 0, 58), ld),
     )
+
+
+@functools.lru_cache(maxsize=None)
+def hostname() -> ir.Node:
+    label = ldh_label()
     structure = ir.seq(label, ir.repeat(ir.seq(ir.lit("."), label), 0, None))
     return ir.And((structure, ir.repeat(ir.ANY_CHAR, 1, 253)))
 
 
-@functools.lru_cache(maxsize=None)
-def _email() -> ir.Node:
-    atext = _r("[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~]")
+def email_local(extra: ir.Chars | None = None) -> ir.Node:
+    """RFC 5321 Local-part (dot-string or quoted string); ``extra``: the characters RFC 6531
+    adds to atext, qtext and quoted pairs (UTF8-non-ascii)."""
+    def plus(c: ir.Node) -> ir.Node:
+        return c if extra is None else ir.chars_union(c, extra)
+
+    atext = plus(_r("[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~]"))
     atom = ir.repeat(atext, 1, None)
     dot_string = ir.seq(atom, ir.repeat(ir.seq(ir.lit("."), atom), 0, None))
-    qtext = ir.chars((32, 33), (35, 91), (93, 126))
-    qpair = ir.seq(ir.lit("\\"), ir.chars((32, 126)))
+    qtext = plus(ir.chars((32, 33), (35, 91), (93, 126)))
+    qpair = ir.seq(ir.lit("\\"), plus(ir.chars((32, 126))))
     quoted = ir.seq(ir.lit('"'), ir.repeat(ir.alt(qtext, qpair), 0, None), ir.lit('"'))
-    local = ir.alt(dot_string, quoted)
-    literal = ir.seq(ir.lit("["), ir.alt(_ipv4(), ir.seq(ir.lit("IPv6:"), _ipv6())), ir.lit("]"))
-    return ir.seq(local, ir.lit("@"), ir.alt(literal, _hostname()))
+    return ir.alt(dot_string, quoted)
 
 
 @functools.lru_cache(maxsize=None)
-def _uuid() -> ir.Node:
+def address_literal() -> ir.Node:
+    """``[IPv4]`` or ``[IPv6:...]`` (RFC 5321 address literals, less General-address-literal)."""
+    return ir.seq(ir.lit("["), ir.alt(ipv4(), ir.seq(ir.lit("IPv6:"), ipv6())), ir.lit("]"))
+
+
+@functools.lru_cache(maxsize=None)
+def email() -> ir.Node:
+    return ir.seq(email_local(), ir.lit("@"), ir.alt(address_literal(), hostname()))
+
+
+@functools.lru_cache(maxsize=None)
+def uuid() -> ir.Node:
     h = _HEXDIG
     return ir.seq(
         ir.repeat(h, 8, 8), ir.lit("-"), ir.repeat(h, 4, 4), ir.lit("-"), ir.repeat(h, 4, 4), ir.lit("-"),
@@ -238,7 +255,7 @@ def _uri_parts(iri: bool) -> dict[str, ir.Node]:
         ir.chars((0x56, 0x56), (0x76, 0x76)), ir.repeat(_HEXDIG, 1, None), ir.lit("."),
         ir.repeat(ir.alt(ir.chars_union(_r("[A-Za-z0-9\\-._~]"), sub_delims, ir.chars((0x3A, 0x3A)))), 1, None),
     )
-    ip_literal = ir.seq(ir.lit("["), ir.alt(_ipv6(), ipvfuture), ir.lit("]"))
+    ip_literal = ir.seq(ir.lit("["), ir.alt(ipv6(), ipvfuture), ir.lit("]"))
     reg_name = ir.repeat(ch, 0, None)  # includes IPv4address
     host = ir.alt(ip_literal, reg_name)
     port = ir.repeat(_DIGIT, 0, None)
@@ -266,23 +283,23 @@ def _uri_parts(iri: bool) -> dict[str, ir.Node]:
 
 
 @functools.lru_cache(maxsize=None)
-def _json_pointer() -> ir.Node:
+def json_pointer() -> ir.Node:
     unescaped = ir.chars_complement(ir.chars((0x2F, 0x2F), (0x7E, 0x7E)))
     token = ir.repeat(ir.alt(unescaped, ir.lit("~0"), ir.lit("~1")), 0, None)
     return ir.repeat(ir.seq(ir.lit("/"), token), 0, None)
 
 
 @functools.lru_cache(maxsize=None)
-def _relative_json_pointer() -> ir.Node:
+def relative_json_pointer() -> ir.Node:
     nonneg = _r("(0|[1-9][0-9]*)")
-    return ir.seq(nonneg, ir.alt(ir.lit("#"), _json_pointer()))
+    return ir.seq(nonneg, ir.alt(ir.lit("#"), json_pointer()))
 
 
 # ----------------------------------------------------------------------------- URI templates
 
 
 @functools.lru_cache(maxsize=None)
-def _uri_template() -> ir.Node:
+def uri_template() -> ir.Node:
     """RFC 6570 section 2 (level 4 syntax): ``*( literals / expression )``."""
     pct = ir.seq(ir.lit("%"), _HEXDIG, _HEXDIG)
     # literals: any character except CTL, SP, DQUOTE, "%" (outside pct-encoded), "<", ">", "\\",
@@ -306,48 +323,24 @@ def _uri_template() -> ir.Node:
     return ir.repeat(ir.alt(literals, expression), 0, None)
 
 
-# ----------------------------------------------------------------------------- registry
-
-_BUILDERS = {
-    "date": _full_date,
-    "time": _full_time,
-    "date-time": lambda: ir.seq(_full_date(), ir.chars((0x54, 0x54), (0x74, 0x74)), _full_time()),
-    "duration": _duration,
-    "email": _email,
-    "hostname": _hostname,
-    "ipv4": _ipv4,
-    "ipv6": _ipv6,
-    "uuid": _uuid,
-    "uri": lambda: _uri_parts(False)["uri"],
-    "uri-reference": lambda: _uri_parts(False)["reference"],
-    "iri": lambda: _uri_parts(True)["uri"],
-    "iri-reference": lambda: _uri_parts(True)["reference"],
-    "json-pointer": _json_pointer,
-    "relative-json-pointer": _relative_json_pointer,
-    "uri-template": _uri_template,
-}
-
-SUPPORTED_FORMATS = frozenset(_BUILDERS)
-
-#: Formats a JSON Schema draft defines that dotjson cannot check exactly: a schema asserting one
-#: raises ``UnsupportedSchemaError`` (a warning with ``lenient=True``), never ignored silently.
-UNSUPPORTED_FORMATS = frozenset({"regex", "idn-hostname", "idn-email"})
+# ----------------------------------------------------------------------------- the registry's builders
 
 
-@functools.lru_cache(maxsize=None)
-def format_to_ir(name: str) -> ir.Node | None:
-    """The set of decoded strings a JSON Schema ``format`` accepts.
+def date_time() -> ir.Node:
+    return ir.seq(full_date(), ir.chars((0x54, 0x54), (0x74, 0x74)), full_time())
 
-    Parameters
-    ----------
-    name : str
-        The ``format`` value.
 
-    Returns
-    -------
-    ir.Node or None
-        A ref-free node over decoded strings (full match), or ``None`` when the format is not
-        supported (the caller decides whether that is an error or an ignored annotation).
-    """
-    build = _BUILDERS.get(name)
-    return build() if build is not None else None
+def uri() -> ir.Node:
+    return _uri_parts(False)["uri"]
+
+
+def uri_reference() -> ir.Node:
+    return _uri_parts(False)["reference"]
+
+
+def iri() -> ir.Node:
+    return _uri_parts(True)["uri"]
+
+
+def iri_reference() -> ir.Node:
+    return _uri_parts(True)["reference"]

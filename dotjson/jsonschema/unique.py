@@ -26,6 +26,8 @@ from fractions import Fraction
 
 from dotjson import ir
 from dotjson.ir import Ref, seq
+from dotjson.ir.families import register_family
+from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
 from dotjson.jsonschema.numarith import _Arith
 from dotjson.jsonschema.statefamily import _Family
@@ -49,6 +51,7 @@ def _key(v: Fraction) -> str:
     return f"{v.numerator}/{v.denominator}"
 
 
+@register_family
 class UniqueNumbers(_Family):
     """Arrays of ``lo`` to ``hi`` distinct numbers meeting the item's numeric constraints, from
     the first item to the last (the brackets are the compiler's). ``sep`` is the separator node
@@ -247,7 +250,7 @@ def value_key(raw: str) -> str:
     return canonical_text(json.loads(text, parse_float=Decimal, parse_int=Decimal))
 
 
-_JSON_WS = frozenset(b" \t\n\r")
+_JSON_WS = frozenset(JSON_WS_BYTES)
 
 
 def _lex(state: int, b: int) -> int:
@@ -285,6 +288,7 @@ class _ItemRules(Mapping):
         return getattr(self._rules, attr)
 
 
+@register_family
 class UniqueValues(_Family):
     """Arrays of ``lo`` to ``hi`` distinct JSON values, from the first item to the last (the
     brackets are the compiler's), the ``k``-th item from ``items[min(k, len(items) - 1)]``

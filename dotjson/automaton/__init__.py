@@ -95,7 +95,7 @@ def base_image(rules, nodes: tuple, terms: int, states: int) -> _Image:
     """The store image of shared ``rules`` (a mapping, or a tuple of ``(name, body)`` pairs) and
     ``nodes`` (built on first use, once per process and capacity; keyed by the identity of the
     bodies and nodes, which the image keeps alive). Given the same tuples again (the JSON
-    base rules of :func:`dotjson.grammar.json_base_items`), the image is found by their
+    base rules of :func:`dotjson.jsonschema.jsonbase.json_base_items`), the image is found by their
     identity alone."""
     fast = isinstance(rules, tuple) and isinstance(nodes, tuple)
     if fast:

@@ -230,7 +230,7 @@ class EmbeddedSchemas:
 
     def add(self, js: JsonSchema, where: str = "") -> ir.Node:
         """Phase 1 of schema ``js`` (errors now, prefixed with ``where``); the node of its value."""
-        from dotjson.grammar import JSON_WS, WHITESPACE_MODES
+        from dotjson.jsonschema.jsonbase import JSON_WS, WHITESPACE_MODES
         from dotjson.jsonschema import _load
         from dotjson.jsonschema.compiler import Compiler
         from dotjson.jsonschema.dynamic import Restart
@@ -302,7 +302,7 @@ class EmbeddedSchemas:
     def grammar(self, start: str) -> ir.Grammar:
         """The grammar: the plain rules and every schema's, lazily; the JSON base rules of the
         default whitespace setting shared with the process's precompiled image."""
-        from dotjson.grammar import json_base_items
+        from dotjson.jsonschema.jsonbase import json_base_items
         from dotjson.jsonschema import shared_nodes
 
         shared = ()
@@ -332,7 +332,7 @@ _DEFAULT_BASE = (False, "bounded", "canonical")
 def _base_names() -> frozenset:
     global _BASE_NAMES
     if not _BASE_NAMES:
-        from dotjson.grammar import json_base_items
+        from dotjson.jsonschema.jsonbase import json_base_items
 
         _BASE_NAMES = frozenset(k for k, _ in json_base_items(False))
     return _BASE_NAMES

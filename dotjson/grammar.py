@@ -3,7 +3,6 @@
 * :func:`load_lark` reads Lark text with Lark's own loader (``lark.load_grammar``) and converts
   its EBNF trees (rules and terminal definitions) into IR. Terminal regexes go through
   :mod:`dotjson.regex`; nothing here parses grammar text by hand.
-* :func:`json_base` is the JSON grammar of ``grammars/json.lark`` as IR, loaded once per process.
 * :func:`to_lark` renders any IR grammar as Lark text that describes the same language.
 * :func:`lark_parses` runs Lark's Earley parser as a reference oracle.
 
@@ -37,13 +36,12 @@ from __future__ import annotations
 
 import functools
 import re
-from pathlib import Path
 from typing import Callable
 
 from dotjson import ir
 from dotjson.errors import GrammarError
 
-__all__ = ["load_lark", "json_base", "json_base_grammar", "to_lark", "to_python_regex", "lark_parses", "lark_name"]
+__all__ = ["load_lark", "to_lark", "to_python_regex", "lark_parses", "lark_name"]
 
 
 # ============================================================================ Lark → IR
@@ -256,138 +254,6 @@ def load_lark(text: str, start: str = "start") -> ir.Grammar:
     if start not in rules:
         raise GrammarError(f"start rule {start!r} is not defined in the grammar")
     return ir.Grammar(rules, start)
-
-
-# ============================================================================ the JSON base
-
-
-def _json_lark_text() -> str:
-    try:
-        from importlib.resources import files
-
-        return files("dotjson.grammars").joinpath("json.lark").read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError, TypeError):
-        # running from a checkout: grammars/ sits next to the package
-        return (Path(__file__).resolve().parent.parent / "grammars" / "json.lark").read_text(encoding="utf-8")
-
-
-@functools.lru_cache(maxsize=1)
-def _json_rules() -> dict[str, ir.Node]:
-    return dict(load_lark(_json_lark_text(), start="json_value").rules)
-
-
-def _subst_ws(node: ir.Node, memo: dict) -> ir.Node:
-    hit = memo.get(id(node))
-    if hit is not None:
-        return hit
-    if isinstance(node, ir.Ref):
-        out = ir.EPS if node.name == "ws" else node
-    elif isinstance(node, ir.Seq):
-        out = ir.seq(*(_subst_ws(x, memo) for x in node.items))
-    elif isinstance(node, ir.Alt):
-        out = ir.alt(*(_subst_ws(x, memo) for x in node.items))
-    elif isinstance(node, ir.Repeat):
-        out = ir.repeat(_subst_ws(node.item, memo), node.min, node.max)
-    else:
-        out = node
-    memo[id(node)] = out
-    return out
-
-
-@functools.lru_cache(maxsize=4)
-def _json_base(disallow_whitespace: bool, spellings: str = "any") -> tuple[tuple[str, ir.Node], ...]:
-    rules = _json_rules()
-    if spellings != "any":
-        from dotjson.jsonschema.jsonstr import spellings as _spellings
-
-        rules = dict(rules)
-        # one string character as the policy spells it (the lexical pieces of json.lark stay,
-        # unreferenced: grammars that name them get every spelling)
-        rules["json_string_char"] = _spellings(spellings).JSON_STRING_CHAR
-    if not disallow_whitespace:
-        return tuple(rules.items())
-    memo: dict = {}
-    out = {name: _subst_ws(body, memo) for name, body in rules.items()}
-    out["ws"] = ir.EPS
-    return tuple(out.items())
-
-
-def rename_refs(node: ir.Node, names: dict, memo: dict) -> ir.Node:
-    """``node`` with every ``Ref(n)`` for ``n`` in ``names`` replaced by ``Ref(names[n])``
-    (sub-trees without such a reference are kept as they are; ``memo`` is keyed by node id, so
-    the caller keeps the nodes alive while it uses the memo)."""
-    hit = memo.get(id(node))
-    if hit is not None:
-        return hit
-    t = type(node)
-    if t is ir.Ref:
-        out = ir.Ref(names[node.name]) if node.name in names else node
-    elif t is ir.Seq or t is ir.Alt or t is ir.And:
-        items = tuple(rename_refs(x, names, memo) for x in node.items)
-        out = node if all(a is b for a, b in zip(items, node.items)) else t(items)
-    elif t is ir.Repeat:
-        item = rename_refs(node.item, names, memo)
-        out = node if item is node.item else ir.Repeat(item, node.min, node.max)
-    elif t is ir.Diff:
-        a, b = rename_refs(node.left, names, memo), rename_refs(node.right, names, memo)
-        out = node if a is node.left and b is node.right else ir.Diff(a, b)
-    else:
-        out = node
-    memo[id(node)] = out
-    return out
-
-
-@functools.lru_cache(maxsize=16)
-def _json_base_prefixed(disallow_whitespace: bool, prefix: str, spellings: str = "any") -> tuple[tuple[str, ir.Node], ...]:
-    items = _json_base(disallow_whitespace, spellings)
-    names = {k: prefix + k for k, _ in items}
-    memo: dict = {}
-    return tuple((prefix + k, rename_refs(v, names, memo)) for k, v in items)
-
-
-def json_base(disallow_whitespace: bool = False, prefix: str = "", spellings: str = "any") -> dict[str, ir.Node]:
-    """The rules of ``grammars/json.lark`` as IR (a fresh dict over shared, immutable nodes).
-
-    Parameters
-    ----------
-    disallow_whitespace : bool
-        ``True``: the ``ws`` rule is ε and every reference to it is dropped (compact JSON).
-    prefix : str, default ""
-        Prepended to every rule name (and reference): the base rules of one whitespace setting
-        in a grammar holding schemas with different settings (:mod:`dotjson.embed`).
-    spellings : {"any", "canonical"}
-        ``"canonical"``: ``json_string_char`` spells a character raw wherever JSON allows it
-        (:mod:`dotjson.jsonschema.jsonstr`'s generation policy); ``"any"``: every JSON spelling.
-
-    Returns
-    -------
-    dict of str to ir.Node
-        Rules ``json_value``, ``json_object``, ``json_member``, ``json_array``, ``json_string``,
-        ``json_string_content``, ``json_string_char``, ``json_number``, ``json_integer``,
-        ``json_boolean``, ``json_null``, ``ws`` and helpers. Loaded once per process.
-    """
-    if prefix:
-        return dict(_json_base_prefixed(bool(disallow_whitespace), prefix, spellings))
-    return dict(_json_base(bool(disallow_whitespace), spellings))
-
-
-def json_base_items(disallow_whitespace: bool = False, spellings: str = "any") -> tuple[tuple[str, ir.Node], ...]:
-    """:func:`json_base` as the process's one immutable tuple of ``(name, body)`` pairs: the same
-    object at every call, so that it can stand for the base rules in a cache key
-    (:func:`dotjson.automaton.base_image`)."""
-    return _json_base(bool(disallow_whitespace), spellings)
-
-
-#: ``whitespace=`` modes: ``"bounded"`` (the ``ws`` rule of ``grammars/json.lark``) and ``"json"``
-#: (RFC 8259: any run of space, tab, line feed and carriage return between tokens).
-WHITESPACE_MODES = ("bounded", "json")
-#: The ``ws`` rule of ``whitespace="json"``.
-JSON_WS = ir.repeat(ir.chars((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)), 0, None)
-
-
-def json_base_grammar(disallow_whitespace: bool = False, start: str = "json_value") -> ir.Grammar:
-    """:func:`json_base` as a grammar, starting at ``start``."""
-    return ir.Grammar(json_base(disallow_whitespace), start)
 
 
 # ============================================================================ IR → Lark

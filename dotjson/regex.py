@@ -10,14 +10,16 @@ Two dialects enter here:
 * Python patterns, as Lark terminals (``/.../flags``) and :func:`regex_to_grammar` use them
   (:func:`python_regex_to_ir`).
 
-The language is always over Unicode scalar values (decoded characters). ECMA lookaheads and
+ECMA ``^`` and ``$`` are exact anywhere, repeated groups included (``(^a|b$)*``; see
+:func:`_anchored`). The language is always over Unicode scalar values (decoded characters). ECMA lookaheads and
 lookbehinds are exact: a condition on the rest of the text (or on what came before) at one
 position is an intersection or a difference with it (``ir.And``/``ir.Diff``; see
 :func:`_with_lookarounds`), except inside repeated groups (but for ``(?:(?!A)c)*`` at the end) and
 lookbehinds inside groups or after a lookahead. Constructs that are not regular, or whose
 meaning depends on context we do not track (backreferences, those lookarounds, every
 lookaround of a Python pattern (a Lark terminal's would look past its own text), word
-boundaries, anchors away from the pattern's edges, possessive quantifiers and atomic groups)
+boundaries, multiline anchors, anchors inside groups of a Python pattern or beside a
+lookaround, possessive quantifiers and atomic groups)
 raise :class:`~dotjson.errors.UnsupportedSchemaError` (ECMA) or
 :class:`~dotjson.errors.GrammarError` (Python); a malformed pattern raises
 :class:`~dotjson.errors.SchemaError` (ECMA) or :class:`~dotjson.errors.GrammarError` (Python).
@@ -600,11 +602,123 @@ def _middle_anchors(conv: _Converter, items: list, sa: bool, ea: bool):
     return items, sa, ea, None
 
 
+# --- anchors inside groups: the four kinds of matched words
+#
+# An ECMA pattern with ``^``/``$`` nested in groups (``(a|^b)*``, ``(x($|/))*``) is read as a
+# language over characters and two markers, ``^`` and ``$``, that consume nothing: a match of
+# the pattern is one of its words whose every ``^`` stands where no character has been read yet
+# (the text's start) and whose every ``$`` where no character follows (its end). A part of the
+# pattern is kept as four languages of characters, by the markers its words hold: ``n`` none,
+# ``s`` a ``^`` (then all its characters follow it), ``e`` a ``$`` (all its characters precede
+# it), ``b`` both (the whole text). The search language is ``.*n.* | s.* | .*e | b``.
+
+_NO_PARTS = (ir.EMPTY, ir.EMPTY, ir.EMPTY, ir.EMPTY)
+
+
+def _eps_if(node: ir.Node) -> ir.Node:
+    """The empty text if ``node`` matches it, else nothing."""
+    return ir.EPS if regular_nullable(node) else ir.EMPTY
+
+
+def _parts_seq2(x: tuple, y: tuple) -> tuple:
+    """The four parts of ``x`` followed by ``y``: a ``^`` in ``y`` needs ``x``'s characters
+    empty, a ``$`` in ``x`` needs ``y``'s characters empty."""
+    xn, xs, xe, xb = x
+    yn, ys, ye, yb = y
+    ex = [_eps_if(p) for p in x]
+    ey = [_eps_if(p) for p in y]
+    n = ir.seq(xn, yn)
+    s = ir.alt(ir.seq(xs, yn), ir.seq(ir.alt(ex[0], ex[1]), ys))
+    e = ir.alt(ir.seq(xn, ye), ir.seq(xe, ir.alt(ey[0], ey[2])))
+    b = ir.alt(ir.seq(xs, ye), ir.seq(ir.alt(ex[0], ex[1]), yb), ir.seq(xb, ir.alt(ey[0], ey[2])),
+               ir.seq(ir.alt(ex[2], ex[3]), ir.alt(ey[1], ey[3])))
+    return n, s, e, b
+
+
+def _parts_repeat(x: tuple, lo: int, hi) -> tuple:
+    """The four parts of ``x{lo,hi}`` (``hi`` None: unbounded). The iterations are in order; the
+    last one holding a ``^`` (the first holding a ``$``) has only iterations that read nothing
+    before (after) it, which may be left out, unless they are needed to reach ``lo``."""
+    xn, xs, xe, xb = x
+    en, es, ee = regular_nullable(xn), regular_nullable(xs), regular_nullable(xe)
+    if hi == 0:
+        return ir.EPS, ir.EMPTY, ir.EMPTY, ir.EMPTY
+    pre, post = en or es, en or ee   # an iteration that reads nothing may come before / after
+    dec = (lambda k: None if k is None else k - 1)
+    n = ir.repeat(xn, lo, hi)
+    s = ir.seq(xs, ir.repeat(xn, 0 if pre else max(lo - 1, 0), dec(hi)))
+    e = ir.seq(ir.repeat(xn, 0 if post else max(lo - 1, 0), dec(hi)), xe)
+    bs = [xb] if lo <= 1 or pre or post else []
+    if hi is None or hi >= 2:
+        mid_lo = 0 if pre or post else max(lo - 2, 0)
+        bs.append(ir.seq(xs, ir.repeat(xn, mid_lo, None if hi is None else hi - 2), xe))
+        if ee and es and (lo <= 2 or pre or post or regular_nullable(xb)):
+            bs.append(ir.EPS)
+    return n, s, e, ir.alt(*bs)
+
+
+def _parts(conv: "_Converter", op, av, f: int) -> tuple:
+    """The four parts (``n``, ``s``, ``e``, ``b``) of one parsed item under flags ``f``."""
+    if not _has_anchor([(op, av)]):
+        return conv.item(op, av, f), ir.EMPTY, ir.EMPTY, ir.EMPTY
+    if op is _C.AT:
+        if _is_start(op, av, f):
+            return ir.EMPTY, ir.EPS, ir.EMPTY, ir.EMPTY
+        if _is_end(op, av, f, True):
+            return ir.EMPTY, ir.EMPTY, ir.EPS, ir.EMPTY
+        raise conv.unsupported(f"anchor {_anchor_name(av)} inside a group")
+    if op is _C.BRANCH:
+        alts = [_parts_items(conv, [(it, f) for it in b]) for b in av[1]]
+        return tuple(ir.alt(*(a[i] for a in alts)) for i in range(4))
+    if op is _C.SUBPATTERN:
+        _group, add, delete, p = av
+        g = (f | add) & ~delete
+        return _parts_items(conv, [(it, g) for it in p])
+    if op in (_C.MAX_REPEAT, _C.MIN_REPEAT):
+        lo, hi, p = av
+        lo, hi = conv.big.get(lo, lo), (None if hi == _C.MAXREPEAT else conv.big.get(hi, hi))
+        return _parts_repeat(_parts_items(conv, [(it, f) for it in p]), lo, hi)
+    raise conv.unsupported(f"anchor inside construct {op}")
+
+
+def _parts_items(conv: "_Converter", items: list) -> tuple:
+    """The four parts of a sequence of ``((op, av), flags)`` items."""
+    out = (ir.EPS, ir.EMPTY, ir.EMPTY, ir.EMPTY)
+    for (op, av), f in items:
+        out = _parts_seq2(out, _parts(conv, op, av, f))
+    return out
+
+
+def _anchored(conv: "_Converter", items: list, sa: bool, ea: bool, search: bool) -> ir.Node:
+    """An ECMA alternative whose items hold ``^``/``$`` inside groups (``sa``/``ea``: anchored
+    at its start/end as well), exactly: the union of its four parts, each where it may stand in
+    the text (see the comment above :func:`_eps_if`)."""
+    n, s, e, b = _parts_items(conv, items)
+    if sa:
+        n, s, e, b = _parts_seq2((ir.EMPTY, ir.EPS, ir.EMPTY, ir.EMPTY), (n, s, e, b))
+    if ea:
+        n, s, e, b = _parts_seq2((n, s, e, b), (ir.EMPTY, ir.EMPTY, ir.EPS, ir.EMPTY))
+    if not search:
+        return ir.alt(n, s, e, b)
+    return ir.alt(ir.seq(_ANY_STAR, n, _ANY_STAR), ir.seq(s, _ANY_STAR), ir.seq(_ANY_STAR, e), b)
+
+
 def _convert(parsed, pattern: str, *, ecma: bool, search: bool, error: type[Exception]) -> ir.Node:
     parsed, big = parsed
     conv = _Converter(pattern, ecma, error, big)
     flags0 = parsed.state.flags
     items = list(parsed)
+    try:
+        return _convert_items(conv, items, flags0, ecma=ecma, search=search)
+    except UnsupportedSchemaError:
+        # anchors where the edge rules below do not reach them (``(a|$)(b|^)``, more than
+        # _MAX_ANCHOR_ALTERNATIVES distributed): the four parts of the whole pattern
+        if not ecma or _has_look(items) or not _has_anchor(items):
+            raise
+        return _anchored(conv, [(it, flags0) for it in items], False, False, search)
+
+
+def _convert_items(conv: _Converter, items: list, flags0: int, *, ecma: bool, search: bool) -> ir.Node:
     alts = _expand_edges(items, [flags0] * len(items), conv)
     out = []
     for its, fls in alts:
@@ -640,7 +754,10 @@ def _convert(parsed, pattern: str, *, ecma: bool, search: bool, error: type[Exce
             if op is _C.AT:
                 raise conv.unsupported(f"anchor {_anchor_name(av)} in the middle of the pattern")
         if any(_has_anchor([it]) for it, _ in body_items):
-            raise conv.unsupported("anchor inside a repeated or nested group away from the pattern's edges")
+            if not ecma or any(_has_look([it]) for it, _ in body_items):
+                raise conv.unsupported("anchor inside a repeated or nested group away from the pattern's edges")
+            out.append(_anchored(conv, body_items, sa, ea, search))
+            continue
         if ecma and any(_has_look([it]) for it, _ in body_items):
             # (ECMA patterns only: in a Lark terminal a lookaround would look past the
             # terminal's own text, at what the lexer reads next)

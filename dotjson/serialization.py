@@ -40,6 +40,7 @@ from ._files import SizeError, read_regular
 from .automaton import export_state, import_state
 from .automaton.counters import Lanes
 from .errors import DotjsonError, DotjsonOSError, DotjsonTypeError, IndexFormatError
+from .ir.families import family_from_json, family_to_json
 from .vocabulary import _as_path
 
 FORMAT = "dotjson-index"
@@ -112,51 +113,12 @@ def ir_from_json(x) -> ir.Node:
 def grammar_to_json(g: ir.Grammar) -> dict:
     out = {"start": g.start, "rules": [[n, ir_to_json(b)] for n, b in g.rules.items()]}
     if g.families:
-        out["families"] = [f.to_json(ir_to_json) for f in g.families]
+        out["families"] = [family_to_json(f, ir_to_json) for f in g.families]
     return out
 
 
-def _family_from_json(f):
-    """A rule family :meth:`to_json` wrote: any-order objects, the number families and arrays of
-    distinct numbers."""
-    from .jsonschema.objects_any_order import AnyOrderObject
-
-    kind = f.get("kind") if isinstance(f, dict) else None
-    if kind in ("exponent_numbers", "lazy_number_dfa"):
-        from .jsonschema.numbers import lazy_number_family
-        from .jsonschema.numfamily import ExponentNumbers
-
-        try:
-            if not isinstance(f.get("prefix"), str) or not isinstance(f.get("params"), dict):
-                raise ValueError("malformed rule family")
-            if kind == "exponent_numbers":
-                fam = ExponentNumbers.from_params(f["prefix"], f["params"])
-            else:
-                fam = lazy_number_family(f["prefix"], f["params"])
-            if "reps" in f:
-                fam.restore_reps(f["reps"])
-            return fam
-        except (KeyError, TypeError, ArithmeticError) as e:
-            raise ValueError(f"malformed rule family: {e}") from None
-    if kind == "unique_values":
-        from .jsonschema.unique import UniqueValues
-
-        try:
-            return UniqueValues.from_json(f, ir_from_json)
-        except (KeyError, TypeError) as e:
-            raise ValueError(f"malformed rule family: {e}") from None
-    if kind == "unique_numbers":
-        from .jsonschema.unique import UniqueNumbers
-
-        try:
-            return UniqueNumbers.from_json(f, ir_from_json)
-        except (KeyError, TypeError, ArithmeticError) as e:
-            raise ValueError(f"malformed rule family: {e}") from None
-    return AnyOrderObject.from_json(f, ir_from_json)
-
-
 def grammar_from_json(d: dict) -> ir.Grammar:
-    families = tuple(_family_from_json(f) for f in d.get("families", ()))
+    families = tuple(family_from_json(f, ir_from_json) for f in d.get("families", ()))
     g = ir.Grammar({str(n): ir_from_json(b) for n, b in d["rules"]}, str(d["start"]), families=families)
     for fam in families:
         attach = getattr(fam, "attach", None)  # (a family reading its items over the grammar's rules)

@@ -554,6 +554,9 @@ def main(argv=None):
     ap.add_argument("--limit", type=int, default=3,
                     help="schemas per category, a seeded random sample (0: all 6,774; default 3)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ids", default=None,
+                    help="comma-separated schema ids: only these (from the --categories; --limit and --seed "
+                         "then ignored), e.g. the schemas a change touched")
     ap.add_argument("--engines", default=",".join(peers.ENGINES),
                     help=f"comma-separated, from {peers.ENGINES + peers.EXTRA_ENGINES}")
     ap.add_argument("--time-budget-per-schema", type=float, default=10.0,
@@ -587,7 +590,14 @@ def main(argv=None):
         if e not in peers.ENGINES + peers.EXTRA_ENGINES:
             ap.error(f"unknown engine {e!r}")
     cats = [c for c in args.categories.split(",") if c]
-    rows = load_sample(cats, args.limit, args.seed, args.data)
+    if args.ids:
+        want = set(args.ids.split(","))
+        rows = [r for r in load_sample(cats, 0, args.seed, args.data) if r["id"] in want]
+        missing = want - {r["id"] for r in rows}
+        if missing:
+            ap.error(f"--ids: not in the sample: {', '.join(sorted(missing))}")
+    else:
+        rows = load_sample(cats, args.limit, args.seed, args.data)
     tok = peers.load_tokenizer(args.tokenizer)
     print(f"{len(rows)} schemas from {len(cats)} categories (limit {args.limit}, seed {args.seed}); "
           f"tokenizer {args.tokenizer} ({peers.vocab_width(tok)} ids); engines {engines}; "

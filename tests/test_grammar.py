@@ -1,9 +1,11 @@
-"""dotjson.grammar: Lark text ↔ IR, the JSON base grammar, and the Lark oracle."""
+"""dotjson.grammar: Lark text ↔ IR and the Lark oracle, over the JSON base grammar
+(:mod:`dotjson.jsonschema.jsonbase`) among others."""
 
 from __future__ import annotations
 
 import json
 import random
+import re
 
 import lark
 import pytest
@@ -13,14 +15,13 @@ from hypothesis import strategies as st
 from dotjson import ir
 from dotjson.errors import GrammarError
 from dotjson.grammar import (
-    json_base,
-    json_base_grammar,
     lark_name,
     lark_parses,
     load_lark,
     to_lark,
     to_python_regex,
 )
+from dotjson.jsonschema.jsonbase import JSON_WS, json_base, json_base_grammar
 from dotjson.jsonschema.jsonstr import encode_string_language
 
 
@@ -130,6 +131,10 @@ def test_json_base_rules_and_whitespace():
     assert c["ws"] == ir.EPS
     assert all("ws" not in ir.refs(node) for node in c.values())
     assert json_base(True) == c and json_base(True) is not c  # fresh dict, cached content
+    # whitespace="json": any run of RFC 8259's four whitespace bytes, and nothing else
+    ws = re.compile(to_python_regex(JSON_WS))
+    assert ws.fullmatch(" \t\n\r  \n") and ws.fullmatch("")
+    assert not any(ws.fullmatch(ch) for ch in "\f\v\u00a0\u2028x")
 
 
 @pytest.fixture(scope="module")

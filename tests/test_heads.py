@@ -111,17 +111,23 @@ def test_interned_ids_follow_structure(llama3_vocab):
     assert head_of({"type": "string", "format": "time"}, b'"12:') not in (g1, g3)
 
 
+def _byte_terms(n_terms: int, n_bytes: int):
+    """Term arrays whose terms 2 .. n_bytes - 1 are distinct byte sets (the rest left to the
+    caller), ∅ and ε first."""
+    ti = np.zeros((n_terms, 4), dtype=np.int32)
+    bw = np.zeros((n_bytes, 4), dtype=np.uint64)
+    ti[0, 0], ti[1, 0] = H.K_EMPTY, H.K_EPS
+    for i in range(2, n_bytes):
+        ti[i] = (H.K_BYTES, i, 0, 0)
+        bw[i] = (i, i * 7, 0, 1)
+    return ti, bw, np.zeros(8, dtype=np.int32)
+
+
 def test_interner_grows_and_rehashes():
     """Past its first tables (thousands of distinct structures), ids stay exact: every id
     interned before growth is found again after it."""
-    ti = np.zeros((6000, 4), dtype=np.int32)
-    bw = np.zeros((3000, 4), dtype=np.uint64)
-    pool = np.zeros(8, dtype=np.int32)
-    # terms 2..2999: byte sets {b} for distinct words; 3000..5999: SEQ(bytes_i, bytes_i+1)
-    ti[0, 0], ti[1, 0] = H.K_EMPTY, H.K_EPS
-    for i in range(2, 3000):
-        ti[i] = (H.K_BYTES, i, 0, 0)
-        bw[i] = (i, i * 7, 0, 1)
+    # terms 2..2999: byte sets; 3000..5999: SEQ of two of them
+    ti, bw, pool = _byte_terms(6000, 3000)
     for i in range(3000, 6000):
         a = 2 + (i - 3000) % 2998
         ti[i] = (H.K_SEQ, a, 2 + (a - 1) % 2998, 0)
@@ -140,13 +146,7 @@ def test_interner_starts_a_new_generation_when_full():
     """Past its budget of ids the interner empties its tables: ids of the old generation are
     never compared with the new ones (a caller's memo is emptied, and cache keys carry the
     generation)."""
-    ti = np.zeros((40, 4), dtype=np.int32)
-    bw = np.zeros((40, 4), dtype=np.uint64)
-    pool = np.zeros(8, dtype=np.int32)
-    ti[0, 0], ti[1, 0] = H.K_EMPTY, H.K_EPS
-    for i in range(2, 40):
-        ti[i] = (H.K_BYTES, i, 0, 0)
-        bw[i] = (i, 0, 0, 0)
+    ti, bw, pool = _byte_terms(40, 40)
     small = H.Interner(cap=16, max_ids=20)
     rules = np.full(0, -1, dtype=np.int64)
     memo = np.full(40, H.UNKNOWN_GID, dtype=np.int64)

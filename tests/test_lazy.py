@@ -487,7 +487,7 @@ def test_an_automaton_starts_from_exactly_the_image_store():
     # the copy reads only the used prefix of the image's arrays (the rest is fill, and an image
     # has no state): what an automaton starts with is the image's store, array for array
     from dotjson.automaton import base_image
-    from dotjson.grammar import json_base_items
+    from dotjson.jsonschema.jsonbase import json_base_items
     from dotjson.jsonschema import shared_nodes
 
     g = schema_to_grammar({"type": "object", "properties": {"a": {"type": "string"}}}, close_objects=False)

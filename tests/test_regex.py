@@ -115,7 +115,7 @@ def test_dollar_does_not_match_before_final_newline():
         (r"a\Bb", r"anchor \\B"),
         (r"a(?=b)^b", "lookaround or anchor beside an anchor"),
         (r"a\b^b", r"anchor \\b"),
-        (r"(^a)*", "anchor"),
+        (r"(^a)*(?=b)", "anchor inside a repeated or nested group"),  # (alone exact: test_anchors_in_groups)
         (r"\p{Script=Greek}", "property"),
     ],
 )
@@ -143,6 +143,77 @@ def test_anchors_between_items_match_re_search(pattern, matches):
     py = re.compile(re.sub(r"\$(?![^\[]*\])", r"\\Z", pattern))
     assert [s for s in texts if rx.fullmatch(s)] == [s for s in texts if py.search(s)]
     assert sum(1 for s in texts if rx.fullmatch(s)) == matches
+
+
+#: ``^``/``$`` inside groups, repeated or not (issue 32): the MaskBench patterns o77367 and
+#: gradle-enterprise-config-schema-7 (refused before), then small cases of each rule
+ANCHORS_IN_GROUPS = [
+    r"^(\/?((\.{2})|([a-z0-9\-]*))($|\/))*$",
+    r"^(?:(?:(?:[0-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-5])\.){3}(?:[0-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]"
+    r"|25[0-5])|(?:(?:^[\*]|[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9\-]*[a-zA-Z0-9])\.)*(?:[A-Za-z0-9]|[A-Za-z0-9]"
+    r"[A-Za-z0-9\-]*[A-Za-z0-9]))$",
+    r"(^a|b$)*", r"(^a|b$)+c", r"(^a|b$){2}", r"(^a|b$){2,3}x", r"x(^a|b$)*", r"(a$|^b)*c", r"(a|^)+b",
+    r"(a($|b))*", r"((^)|a)*b", r"(a|$)(b|^)", r"(^|a)(b|$)", r"(^a)*(b$)*", r"(^a|b)*(c|x$)+",
+    r"(a(^|b))*c", r"(($)|a){0,3}", r"^(a|$^)*$", r"(^$|ab)+", r"(?:a|b(?:^|c))*x", r"(?:(?:^|a)b){2,}",
+]
+
+
+@pytest.mark.parametrize("pattern", ANCHORS_IN_GROUPS)
+def test_anchors_in_groups_match_re_search(pattern):
+    # ECMA-262 search semantics: a `^` inside a group holds where no character has been read
+    # (the text's start), a `$` where none follows; checked against Python's re (`$` as `\Z`),
+    # on every text of up to 4 characters over a few letters and random longer ones
+    import itertools
+    import random
+
+    rx = full(regex_to_ir(pattern))
+    py = re.compile(re.sub(r"\$(?![^\[]*\])", r"\\Z", pattern))
+    alpha = "ab./-x1*c"
+    rng = random.Random(len(pattern))
+    texts = ["".join(t) for n in range(4) for t in itertools.product("abcx/", repeat=n)]
+    texts += ["".join(rng.choice(alpha) for _ in range(rng.randint(4, 12))) for _ in range(300)]
+    texts += ["192.168.0.1", "*.example.com", "a.*.b", "../a/b/", "/a//b", "a/../", "256.1.1.1"]
+    assert [s for s in texts if rx.fullmatch(s)] == [s for s in texts if py.search(s)], pattern
+
+
+def test_anchors_in_groups_in_schemas_match_jsonschema():
+    # o77367's path pattern and gradle's host pattern where a schema uses them: both orders of
+    # an allOf, nested in arrays and objects, as property names, under a recursive $ref; in the
+    # default and the every-valid configuration, against jsonschema (Draft 2020-12)
+    import random
+
+    import jsonschema
+
+    from dotjson.automaton import Automaton
+    from dotjson.jsonschema import schema_to_grammar
+
+    path, host = ANCHORS_IN_GROUPS[0], ANCHORS_IN_GROUPS[1]
+    p = {"type": "string", "pattern": path}
+    schemas = [
+        p,
+        {"allOf": [p, {"maxLength": 6}]},
+        {"allOf": [{"maxLength": 6}, p]},
+        {"type": "array", "items": {"type": "string", "pattern": host}},
+        {"type": "object", "propertyNames": {"pattern": path}, "additionalProperties": {"pattern": host}},
+        {"$defs": {"node": {"type": "object", "properties": {
+            "path": p, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+         "$ref": "#/$defs/node"},
+        {"not": p},
+    ]
+    rng = random.Random(7)
+    words = ["", "a", "/", "..", "../", "a/b", "a//b", "/a/", "a/../b/", "a.b", "*.a.b", "a.*.b", "1.2.3.4",
+             "256.1.1.1", "-a", "a-", "A_b", "x/y/"]
+    words += ["".join(rng.choice("ab./-*1") for _ in range(rng.randint(1, 7))) for _ in range(60)]
+    every_valid = {"property_order": "any", "close_objects": False, "whitespace": "json"}
+    for config in ({}, {"close_objects": False}, every_valid):
+        for schema in schemas:
+            a = Automaton(schema_to_grammar(schema, **config))
+            v = jsonschema.Draft202012Validator(schema)
+            docs = list(words) + [[w, "a"] for w in words] + [{w: w} for w in words[:30]]
+            docs += [{"path": w, "children": [{"path": "a/"}, {"path": w}]} for w in words]
+            for doc in docs:
+                if config or not isinstance(doc, dict):  # (the defaults close objects: a policy)
+                    assert a.matches(json.dumps(doc).encode()) == v.is_valid(doc), (schema, config, doc)
 
 
 @pytest.mark.parametrize("pattern", ["(", "a)", "[a", "*a", "a{2,1}", "\\"])

@@ -836,6 +836,50 @@ def test_many_finite_pattern_properties_are_listed_keys():
         assert lark_parses(text, json.dumps(doc)) is True
 
 
+def test_disjoint_pattern_properties_are_few_key_classes():
+    # patterns with different literal heads (`^schema `, `^table `: pyrseas-0.8's fifteen, issue
+    # 32) share no key: 16 patterns with different schemas are 17 key classes, not 2**16 (refused
+    # before past 6); beside a oneOf whose branches negate each other (witness key languages,
+    # the listed names none of the patterns matches), in both orders of an allOf, as array
+    # items, under a recursive $ref; the every-valid and the default configurations, against
+    # jsonschema (Draft 2020-12)
+    import itertools
+
+    import jsonschema
+
+    heads = ["schema ", "table ", "view ", "type ", "cast ", "domain ", "function ", "sequence ", "t", "s",
+             "f", "c", "a ", "b ", "d ", "e "]
+    pats = {f"^{h}": ({"type": "integer"} if i % 3 == 0 else {"type": "string", "maxLength": 2} if i % 3 == 1
+                      else {"type": "object", "additionalProperties": False, "properties": {"x": {}}})
+            for i, h in enumerate(heads)}
+    obj = {"type": "object", "additionalProperties": False, "patternProperties": pats}
+    two = {"oneOf": [obj, {"type": "object", "additionalProperties": False,
+                            "properties": {"owner": {"type": "string"}, "schema x": {"type": "integer"}}}]}
+    schemas = [
+        obj,
+        two,
+        {"allOf": [obj, {"maxProperties": 2}]},
+        {"allOf": [{"maxProperties": 2}, obj]},
+        {"type": "array", "items": two},
+        {"$defs": {"n": {"type": "object", "additionalProperties": False,
+                         "patternProperties": dict(pats, **{"^kids": {"type": "array", "items": {"$ref": "#/$defs/n"}}})}},
+         "$ref": "#/$defs/n"},
+    ]
+    keys = ["schema x", "table t", "sequence", "ta", "s", "fx", "c ", "a b", "owner", "zz", "kids", "e "]
+    values = [1, "ab", "abc", {}, {"x": 1}, {"y": 1}, None]
+    docs = [{k: v} for k, v in itertools.product(keys, values)]
+    docs += [{"schema a": 1, "table b": "x"}, {"owner": "me", "schema x": 2}, {"owner": "me"}, {},
+             {"kids": [{"t": "a"}, {"kids": [{"zz": 1}]}]}, {"kids": [{"schema q": 5}]}]
+    every_valid = {"property_order": "any", "close_objects": False, "whitespace": "json"}
+    for config in ({}, every_valid):
+        for schema in schemas:
+            a = Automaton(schema_to_grammar(schema, **config))
+            v = jsonschema.Draft202012Validator(schema)
+            for doc in docs + [[d] for d in docs[:40]]:
+                if config or len(doc) < 2 or schema is not two:  # (the defaults: keys in schema order)
+                    assert a.matches(json.dumps(doc).encode()) == v.is_valid(doc), (schema, config, doc)
+
+
 _RENDER_UNDER_SEED = r"""
 import hashlib, json, sys, warnings
 from dotjson.grammar import to_lark

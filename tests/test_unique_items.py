@@ -142,6 +142,32 @@ def test_a_string_item_is_dead_when_only_values_read_complete_it():
         schema_to_grammar({**s, "minItems": 3}, bounds="schema")
 
 
+def test_items_with_long_completions_beside_free_members(tiny_bpe_vocab):
+    # JsonSchemaStore---tson (issue 32): distinct objects with required members beside free ones;
+    # a search for completions by length spends its budget on the free members' short values
+    # before it reaches `{"frequency ratio":0,"amplitude weight":0}` (LimitExceededError at the
+    # first mask before): with nothing read the array is live whenever the item is, and a
+    # depth-first search finds the completions the second item needs (a repeated item costs
+    # ~3 s here: repeated values are checked in test_arrays_of_distinct_values_match_jsonschema)
+    from dotjson import Index
+
+    import jsonschema
+
+    item = {"type": "object", "required": ["frequency ratio", "amplitude weight"], "additionalProperties": True,
+            "properties": {"frequency ratio": {"type": "number"}, "amplitude weight": {"type": "number"},
+                           "name": {"type": "string"}}}
+    schema = {"type": "object", "properties": {"partials": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                                            "items": item}}}
+    index = Index(schema, tiny_bpe_vocab, close_objects=False)
+    assert index.mask(index.initial_state).any()
+    docs = [{"partials": [{"frequency ratio": 1, "amplitude weight": 2}]},
+            {"partials": [{"frequency ratio": 1, "amplitude weight": 2}, {"amplitude weight": 2, "frequency ratio": 1.5}]},
+            {"partials": [{"frequency ratio": 1}]}, {"partials": []}, {"partials": [{"name": "x"}]}]
+    a = automaton(schema, **EVERY_VALID)
+    for d in docs:
+        assert a.matches(json.dumps(d).encode()) == jsonschema.Draft202012Validator(schema).is_valid(d), d
+
+
 def test_every_valid_index_checks_and_saves(tiny_bpe_vocab, tmp_path):
     from dotjson import Index
 

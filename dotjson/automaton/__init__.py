@@ -95,7 +95,7 @@ def base_image(rules, nodes: tuple, terms: int, states: int) -> _Image:
     """The store image of shared ``rules`` (a mapping, or a tuple of ``(name, body)`` pairs) and
     ``nodes`` (built on first use, once per process and capacity; keyed by the identity of the
     bodies and nodes, which the image keeps alive). Given the same tuples again (the JSON
-    base rules of :func:`dotjson.grammar.json_base_items`), the image is found by their
+    base rules of :func:`dotjson.jsonschema.jsonbase.json_base_items`), the image is found by their
     identity alone."""
     fast = isinstance(rules, tuple) and isinstance(nodes, tuple)
     if fast:
@@ -1013,7 +1013,7 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable, contexts=None) -> np.nd
             f = 0
         elif k == K_SEQ:
             fa, fb = child(p), child(q)
-            f = ((fa & fb) & K.F_NULL) | ((fa | fb) & (K.F_BOOL | K.F_REP))
+            f = ((fa & fb) & K.F_NULL) | ((fa | fb) & (K.F_BOOL | K.F_REP | K.F_FAR))
         elif k in (K_ALT, K_AND):
             if not (0 <= p and 2 <= q and p + q <= pool.shape[0]) or r:
                 raise ValueError(f"children of term {i} out of range")
@@ -1028,12 +1028,13 @@ def _check_terms(ti, bw, pool, rule_body, rule_nullable, contexts=None) -> np.nd
             else:
                 f = K.F_BOOL | (K.F_NULL if all(x & K.F_NULL for x in fs) else 0)
                 for x in fs:
-                    f |= x & K.F_REP
+                    f |= x & (K.F_REP | K.F_FAR)
         elif k == K_REP:
             fi = child(p)
             if q < 0 or r < INF or (r != INF and r < q):
                 raise ValueError("repeat bounds out of range")
-            f = K.F_REP | (fi & K.F_BOOL) | (K.F_NULL if (q == 0 or fi & K.F_NULL) else 0)
+            far = K.F_FAR if q > K.FAR_MIN or (r != INF and r > K.FAR_MIN) else 0
+            f = K.F_REP | far | (fi & (K.F_BOOL | K.F_FAR)) | (K.F_NULL if (q == 0 or fi & K.F_NULL) else 0)
         elif k == K_REF:
             if not 0 <= p < n_rules or q or r:
                 raise ValueError("rule index out of range")

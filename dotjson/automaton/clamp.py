@@ -11,7 +11,7 @@ import numpy as np
 from .._kernels.jit import kernel, unit
 from .._kernels.group import group_by
 from .store import (
-    F_BOOL, F_NULL, F_REP, INF, K_ALT, K_AND, K_REP, K_SEQ, M_ROW_LEN, M_ROW_OFF, NO_FAR,
+    F_BOOL, F_NULL, F_REP, F_FAR, FAR_MIN, INF, K_ALT, K_AND, K_REP, K_SEQ, M_ROW_LEN, M_ROW_OFF, NO_FAR,
     RADIUS_FUEL, R_UNKNOWN, STORE, S_POOL, S_RCT, S_TF, S_TI, S_TM, _T_CLAMP, _T_FARHI,
     _T_RADIUS, _grow_i32, _i64, _mget, _mix, _mput, borrow,
 )
@@ -22,8 +22,9 @@ from .rows import row
 
 @kernel
 def _cget(S, t, limit):
-    if (S[S_TF][t] & F_REP) == 0:
-        return t
+    f = S[S_TF][t]
+    if (f & F_REP) == 0 or ((f & F_FAR) == 0 and limit >= FAR_MIN):
+        return t  # no counter a token can tell from unbounded: nothing to clamp
     return _mget(S, _T_CLAMP | (np.int64(t) << 16) | limit)
 
 

@@ -4,7 +4,7 @@ This is the only place that reads the IR grammar. Its interface with the rest of
 
 * ``Rules(grammar, build, is_empty, set_body, add_rule)``: ``grammar.rules`` maps a rule's name to
   its IR body and may produce bodies on demand (:class:`dotjson.ir.LazyRules`); the rules of the
-  grammar's families (:mod:`dotjson.jsonschema.objects_any_order`) are looked up the same way;
+  grammar's families (e.g. the JSON layer's any-order objects) are looked up the same way;
   ``build(prog, words, n_slots)`` runs a builder program in the term store (see
   :func:`dotjson.automaton.terms.build`) and returns ``(term, slots)``; ``add_rule(n)`` makes
   room for ``n`` rule ids in every array indexed by rule id;

@@ -38,6 +38,13 @@ INF = -1  # no upper bound in a REP term
 F_NULL = 1
 F_BOOL = 2  # holds AND/DIFF
 F_REP = 4  # holds REP
+#: holds a REP with a bound above :data:`FAR_MIN` (or a marker): only such a term can change under
+#: :func:`~dotjson.automaton.clamp.clamp` for tokens of at least ``FAR_MIN`` bytes, so a mask key
+#: of a term without it (a ``date-time`` value: ~2,400 terms of small counts) is the term itself,
+#: without walking it
+F_FAR = 8
+#: The largest count a REP may have and leave its term without :data:`F_FAR`.
+FAR_MIN = 16
 
 # Per-term memo columns (``tm``).
 M_ROW_OFF, M_ROW_LEN, M_EMPTY, M_INF, M_STATE = range(5)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from .._kernels.jit import kernel, unit
 from .store import (
-    C_BSETS, C_POOL, C_TERMS, EMPTY, EPS, F_BOOL, F_NULL, F_REP, INF, K_ALT, K_AND, K_BYTES,
+    C_BSETS, C_POOL, C_TERMS, EMPTY, EPS, F_BOOL, F_NULL, F_REP, F_FAR, FAR_MIN, INF, K_ALT, K_AND, K_BYTES,
     K_DIFF, K_REF, K_REP, K_SEQ, M_EMPTY, M_INF, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_BSETS,
     NEED_GROW_POOL, NEED_GROW_TERMS, STORE, S_BW, S_CTL, S_HT, S_POOL, S_TF, S_TI, S_TM,
     TERM_ID_BITS, _I32_1, _I64_1, _T_SEQ, _U0, _U64_2, _fail, _grow_i32, _hash_list,
@@ -139,7 +139,7 @@ def _mk_list(S, kind, buf, n, flags):
 def _cons(S, a, b):
     tf = S[S_TF]
     fa, fb = tf[a], tf[b]
-    flags = ((fa & fb) & F_NULL) | ((fa | fb) & (F_BOOL | F_REP))
+    flags = ((fa & fb) & F_NULL) | ((fa | fb) & (F_BOOL | F_REP | F_FAR))
     return mk_simple(S, K_SEQ, a, b, 0, flags)
 
 
@@ -301,7 +301,7 @@ def and_(S, buf, n):
     for x in range(m):
         if (tf[flat[x]] & F_NULL) == 0:
             alln = False
-        reps |= tf[flat[x]] & F_REP
+        reps |= tf[flat[x]] & (F_REP | F_FAR)
     if flat[0] == EPS:  # sorted: ε (id 1) comes first after ∅ (absent)
         return EPS if alln else EMPTY
     # F_REP: an operand holds a counter (clamp looks inside; see _clamp_and)
@@ -331,7 +331,8 @@ def rep(S, item, lo, hi):
         lo = 0
     if lo == 1 and hi == 1:
         return item
-    flags = F_REP | (fi & F_BOOL) | (F_NULL if (lo == 0 or (fi & F_NULL) != 0) else 0)
+    far = F_FAR if lo > FAR_MIN or (hi != INF and hi > FAR_MIN) else 0
+    flags = F_REP | far | (fi & (F_BOOL | F_FAR)) | (F_NULL if (lo == 0 or (fi & F_NULL) != 0) else 0)
     return mk_simple(S, K_REP, item, lo, hi, flags)
 
 

@@ -91,7 +91,9 @@ FORMATS: tuple[Format, ...] = (
            "bound (Latin ≤ 11, Greek/Cyrillic/Indic ≤ 9, CJK/Hangul ≤ 8 non-ASCII characters), "
            "names of 4+ labels not provably ≤ 253 octets (`n + 12K`, `K` non-ASCII); a "
            "second-of-composite mark not right after a starter (NFC check); code points newer than "
-           "Python's `unicodedata`", warm=False),
+           "Python's `unicodedata`. **Slow to generate:** a mask inside the name costs 0.1–5 s on "
+           "Llama 3 (`perf/bench_idn.py`; checking a document is fast): its length counts sit "
+           "inside intersections, a new term per count", warm=False),
     Format("ipv4", rfc.ipv4, "draft-04", True, "dotted quad, no leading zeros"),
     Format("ipv6", rfc.ipv6, "draft-04", True, "RFC 4291 text forms, embedded IPv4"),
     Format("uuid", rfc.uuid, "2019-09", True, "8-4-4-4-12 hex, either case"),

@@ -379,3 +379,28 @@ def refs(node: Node) -> set[str]:
 def is_regular(node: Node) -> bool:
     """True when the node references no rule (so it may appear under And/Diff)."""
     return not any(isinstance(n, Ref) for n in _distinct(node))
+
+
+def rename_refs(node: Node, names: dict, memo: dict) -> Node:
+    """``node`` with every ``Ref(n)`` for ``n`` in ``names`` replaced by ``Ref(names[n])``
+    (sub-trees without such a reference are kept as they are; ``memo`` is keyed by node id, so
+    the caller keeps the nodes alive while it uses the memo)."""
+    hit = memo.get(id(node))
+    if hit is not None:
+        return hit
+    t = type(node)
+    if t is Ref:
+        out = Ref(names[node.name]) if node.name in names else node
+    elif t is Seq or t is Alt or t is And:
+        items = tuple(rename_refs(x, names, memo) for x in node.items)
+        out = node if all(a is b for a, b in zip(items, node.items)) else t(items)
+    elif t is Repeat:
+        item = rename_refs(node.item, names, memo)
+        out = node if item is node.item else Repeat(item, node.min, node.max)
+    elif t is Diff:
+        a, b = rename_refs(node.left, names, memo), rename_refs(node.right, names, memo)
+        out = node if a is node.left and b is node.right else Diff(a, b)
+    else:
+        out = node
+    memo[id(node)] = out
+    return out

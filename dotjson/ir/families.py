@@ -8,12 +8,23 @@ A grammar may hold *families* (``ir.Grammar.families``). A family is any object 
   the family's own knowledge (``None``: not known yet);
 * ``bind(node_productive)``: the callback it uses to ask the analysis about its members;
 * optionally ``prefix``: a string such that every name it owns starts with ``<prefix>__`` (its
-  names are then found without asking every family).
+  names are then found without asking every family);
+* optionally ``renderable = False`` (with ``why_no_text``): its rules are never written out as
+  grammar text;
+* for saving (:mod:`dotjson.serialization`): a ``kind`` (a name unique among families),
+  ``to_json(enc) -> dict`` (plain JSON values with ``"kind": kind``; ``enc`` turns an IR node
+  into JSON) and a class method ``from_json(d, dec)`` (``dec`` the inverse of ``enc``; a
+  malformed ``d`` raises ``ValueError``, ``KeyError`` or ``TypeError``), the class registered
+  with :func:`register_family`. A family that reads the grammar's own rules may define
+  ``attach(grammar)``, called once the loaded grammar exists.
 
 The automaton and the analyses read a grammar's rules through :func:`rules_with_families`, which
 looks family rules up on demand; :func:`expand_families` writes the reachable ones out (for
-rendering). Nothing here knows what a family stands for: ``property_order="any"`` JSON objects
-(:mod:`dotjson.jsonschema.objects_any_order`) are today's one kind.
+rendering); :func:`family_to_json` and :func:`family_from_json` save and load one through the
+registry. Nothing here knows what a family stands for: the JSON Schema layer's families
+(any-order objects, number automata, ``uniqueItems``) register themselves where they are defined,
+and the modules that define them are imported with that layer (``dotjson.jsonschema``), so a
+saved index loads in a fresh process.
 """
 
 from __future__ import annotations
@@ -25,7 +36,102 @@ from dotjson import ir
 from dotjson._weak import weak_method
 from dotjson.ir.analysis import Unsettled
 
-__all__ = ["family_of", "rules_with_families", "expand_families"]
+__all__ = ["family_of", "rules_with_families", "expand_families", "register_family", "family_kinds",
+           "family_to_json", "family_from_json"]
+
+#: family kind -> the class that loads it (its ``from_json``), filled by :func:`register_family`
+_KINDS: dict = {}
+
+
+def register_family(cls):
+    """Register a rule family class for saving and loading (a class decorator).
+
+    Parameters
+    ----------
+    cls : type
+        A family class with a class attribute ``kind`` (a non-empty string, unique among
+        families), a ``to_json(enc)`` method and a class method ``from_json(d, dec)``.
+
+    Returns
+    -------
+    type
+        ``cls`` itself, so that ``@register_family`` stands above the class.
+
+    Raises
+    ------
+    DotjsonTypeError
+        ``cls`` lacks a string ``kind``, ``to_json`` or ``from_json``.
+    DotjsonValueError
+        Another class already registered the same ``kind``.
+    """
+    from dotjson.errors import DotjsonTypeError, DotjsonValueError
+
+    kind = getattr(cls, "kind", None)
+    if not isinstance(kind, str) or not kind:
+        raise DotjsonTypeError(f"Invalid rule family {getattr(cls, '__qualname__', cls)!r}: expected a class "
+                               f"with a non-empty string attribute 'kind', got {kind!r}")
+    for method in ("to_json", "from_json"):
+        if not callable(getattr(cls, method, None)):
+            raise DotjsonTypeError(f"Invalid rule family {cls.__qualname__!r} (kind {kind!r}): it has no {method}")
+    prev = _KINDS.get(kind)
+    # (the same class registered again, e.g. by a reloaded module, replaces itself)
+    if prev is not None and (prev.__module__, prev.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise DotjsonValueError(f"rule family kind {kind!r} is registered twice: by "
+                                f"{prev.__module__}.{prev.__qualname__} and {cls.__module__}.{cls.__qualname__}")
+    _KINDS[kind] = cls
+    return cls
+
+
+def family_kinds() -> tuple:
+    """The registered family kinds, sorted (the kinds a saved index may hold)."""
+    return tuple(sorted(_KINDS))
+
+
+def family_to_json(fam, enc) -> dict:
+    """``fam.to_json(enc)``, checked: its class is the one registered for its kind, and the kind
+    is written; ``enc`` turns an IR node into JSON.
+
+    Raises
+    ------
+    DotjsonTypeError
+        ``fam``'s class is not registered (an index holding it could be saved but never loaded).
+    """
+    kind = getattr(fam, "kind", None)
+    if not isinstance(kind, str) or _KINDS.get(kind) is not type(fam):
+        from dotjson.errors import DotjsonTypeError
+
+        raise DotjsonTypeError(f"rule family {type(fam).__qualname__!r} (kind {kind!r}) cannot be saved: its class "
+                               "is not registered (dotjson.ir.families.register_family)")
+    d = fam.to_json(enc)
+    if not isinstance(d, dict) or d.get("kind") != kind:
+        from dotjson.errors import DotjsonTypeError
+
+        raise DotjsonTypeError(f"rule family {type(fam).__qualname__!r}: to_json must return a dict with "
+                               f"'kind': {kind!r}")
+    return d
+
+
+def family_from_json(d, dec):
+    """The family :func:`family_to_json` wrote, made by the ``from_json`` of the class registered
+    for its kind (``dec`` turns JSON back into an IR node).
+
+    Raises
+    ------
+    ValueError
+        ``d`` is not a family of a registered kind (the message names the kind), or is malformed;
+        the loader (:mod:`dotjson.serialization`) reports it as an
+        :class:`~dotjson.errors.IndexFormatError` naming the directory.
+    """
+    kind = d.get("kind") if isinstance(d, dict) else None
+    cls = _KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown rule family kind {kind!r} (this dotjson loads {', '.join(family_kinds())})")
+    try:
+        return cls.from_json(d, dec)
+    except (KeyError, TypeError, ArithmeticError) as e:
+        raise ValueError(f"malformed rule family {kind!r}: {type(e).__name__}: {e}") from None
+    except ValueError as e:
+        raise ValueError(f"rule family {kind!r}: {e}") from None
 
 
 def family_of(grammar: ir.Grammar, name: str):

@@ -44,6 +44,9 @@ from dotjson.jsonschema.compiler import Compiler
 from dotjson.ir.families import rules_with_families
 from dotjson.jsonschema.objects_any_order import PROPERTY_ORDERS
 from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, MAX_NUMBER_DIGITS, TRUE, UNSUPPORTED_KEYWORDS
+# the modules defining this layer's rule families (their builders import them on first use):
+# imported with the layer so that their kinds are registered before an index holding them loads
+from dotjson.jsonschema import numfamily as _numfamily, unique as _unique  # noqa: F401, E402
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
 
@@ -207,7 +210,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     -------
     ir.Grammar
         Start rule ``"start"``: optional ``ws``, the value, optional ``ws``. Rule bodies share the
-        base rules of :func:`dotjson.grammar.json_base`.
+        base rules of :func:`dotjson.jsonschema.jsonbase.json_base`.
 
     Raises
     ------
@@ -221,7 +224,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     """
     if property_order not in PROPERTY_ORDERS:
         raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
-    from dotjson.grammar import JSON_WS, WHITESPACE_MODES
+    from dotjson.jsonschema.jsonbase import JSON_WS, WHITESPACE_MODES
 
     if whitespace not in WHITESPACE_MODES:
         raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
@@ -281,7 +284,7 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     rules = ir.LazyRules(tr)
     # the base rules the automaton finds precompiled: the process's own tuple of them (one
     # image lookup by identity) unless `whitespace="json"` replaced `ws`
-    from dotjson.grammar import json_base_items
+    from dotjson.jsonschema.jsonbase import json_base_items
 
     base = json_base_items(disallow_whitespace, spellings)
     if any(tr.rules[k] is not v for k, v in base):

@@ -95,14 +95,14 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         # rule name -> (nullable, productive) known to its builder, or a function computing it
         self.state_hints: dict = {}
         # rule name -> what the automaton builds natively in place of its IR body (a wide
-        # object's key position: see ObjectBuilder.build_object, dotjson.jsonschema.key_trie.KeySet)
+        # object's key position: see objects.ObjectRules.keys_rule, dotjson.jsonschema.key_trie.KeySet)
         self.native: dict = {}
         self.known_cache: dict = {}   # expression -> (nullable, productive) from its normal form
         self.known_depth = 0          # nesting of expr_known (required members within members)
         self.inhabited_cache: dict = {}  # normal-form branch -> obviously inhabited (shared by equal schemas)
         # False while the automaton asks for rules one by one; True once the whole grammar is
         # being built (rendering, saving: LazyRules.force), where wide objects take the shape
-        # that is smallest written out in full (see ObjectBuilder.build_object)
+        # that is smallest written out in full (see objects.ObjectRules.cover)
         self.whole = False
         self.rules.update(self.base)
 

@@ -147,7 +147,7 @@ class Normalizer:
 
     def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema",
                  namespace: str = "", base_prefix: str = "", spellings=None, bounds=None):
-        from dotjson import grammar as _grammar
+        from dotjson.jsonschema import jsonbase as _grammar
         from dotjson.jsonschema import jsonstr as _jsonstr
 
         spellings = _jsonstr.default_spellings(spellings, disallow_whitespace=disallow_whitespace,

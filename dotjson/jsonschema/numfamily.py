@@ -37,12 +37,14 @@ from dotjson.ir import EMPTY
 from dotjson.jsonschema.numarith import (ALL, BIG_MODULUS, NONE, _DIGITS, _Arith, _complement, _iv, _join,
                                          _meet, _mult_parts, _order10, _shift, _sig, _split25, _val,
                                          exponent_node)
+from dotjson.ir.families import register_family
 from dotjson.jsonschema.statefamily import _Family
 
 __all__ = ["LazyNumberDFA", "ExponentNumbers"]
 
 
 # ============================================================================ plain, lazily
+@register_family
 class LazyNumberDFA(_Family):
     """The plain-notation number automaton of :func:`dotjson.jsonschema.numbers._number_dfa`
     (same trackers), one rule per state, states made when a document reaches them."""
@@ -123,6 +125,25 @@ class LazyNumberDFA(_Family):
             raise ValueError("this number family cannot be saved")
         return {"kind": self.kind, "prefix": self.prefix, "params": self.params, **self._reps_json()}
 
+    @classmethod
+    def from_json(cls, d: dict, dec) -> "LazyNumberDFA":
+        """The family :meth:`to_json` wrote (its trackers made again from ``params``)."""
+        from dotjson.jsonschema.numbers import lazy_number_family
+
+        return _from_params_json(d, lazy_number_family)
+
+
+def _from_params_json(d: dict, make):
+    """A number family saved as ``prefix``, ``params`` and the texts that reach its states
+    (``reps``): ``make(prefix, params)``, its texts replayed. ``ValueError`` (``KeyError``,
+    ``TypeError``, ``ArithmeticError``) if malformed."""
+    if not isinstance(d.get("prefix"), str) or not isinstance(d.get("params"), dict):
+        raise ValueError("malformed rule family")
+    fam = make(d["prefix"], d["params"])
+    if "reps" in d:
+        fam.restore_reps(d["reps"])
+    return fam
+
 
 def _arith_of_trackers(trackers, n):
     """The :class:`_Arith` of a plain automaton's trackers when one of them is a remainder
@@ -156,6 +177,7 @@ def _arith_of_trackers(trackers, n):
 
 
 # ============================================================================ with exponents
+@register_family
 class ExponentNumbers(_Family):
     """The numbers written with an exponent that satisfy the constraints (exactly), as a family.
 
@@ -396,6 +418,11 @@ class ExponentNumbers(_Family):
 
     def to_json(self, enc) -> dict:
         return {"kind": self.kind, "prefix": self.prefix, "params": self.params, **self._reps_json()}
+
+    @classmethod
+    def from_json(cls, d: dict, dec) -> "ExponentNumbers":
+        """The family :meth:`to_json` wrote."""
+        return _from_params_json(d, cls.from_params)
 
     @classmethod
     def from_params(cls, prefix, p):

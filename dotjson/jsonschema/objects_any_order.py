@@ -30,10 +30,10 @@ import numpy as np
 
 from dotjson import ir
 from dotjson.ir import EPS, Ref
-from dotjson.ir.families import expand_families, family_of, rules_with_families  # noqa: F401 (the family protocol's home)
+from dotjson.ir.families import register_family
 from dotjson.jsonschema.key_trie import INLINE, KeySet, KeyTrie, known_by_member
 
-__all__ = ["AnyOrderObject", "any_order_object", "expand_families", "family_of", "rules_with_families"]
+__all__ = ["AnyOrderObject", "any_order_object"]
 
 PROPERTY_ORDERS = ("schema", "any")
 
@@ -72,8 +72,11 @@ def any_order_object(tr, declared, extra, plo: int, phi, witnesses=None) -> ir.N
     return ir.alt(empty, ir.seq(ir.lit("{"), tr.ws, Ref(fam.start), tr.ws, ir.lit("}")))
 
 
+@register_family
 class AnyOrderObject:
     """A rule family: the members of one object in any order, each declared one at most once.
+
+    The :mod:`dotjson.ir.families` protocol, registered for saving as kind ``any_order_object``.
 
     Its rules, for a set ``S`` of the declared members seen (their indices, ascending) and a
     member count ``c`` (capped, for ``minProperties``/``maxProperties``):
@@ -118,6 +121,8 @@ class AnyOrderObject:
         that are. The count in the rule names then carries the witnesses seen in its low ``w``
         bits (``count << w | bits``); the object closes only once it has them all.
     """
+
+    kind = "any_order_object"
 
     def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None,
                  native=None, value_exprs=None, spell=None, witnesses=None):
@@ -493,7 +498,7 @@ class AnyOrderObject:
     # ------------------------------------------------------------------ persistence
     def to_json(self, enc) -> dict:
         """Plain JSON values (``enc``: IR node to JSON, as :mod:`dotjson.serialization` writes)."""
-        return {"kind": "any_order_object", "prefix": self.prefix, "names": self.names,
+        return {"kind": self.kind, "prefix": self.prefix, "names": self.names,
                 "values": [enc(self.value(j)) for j in range(self.n)], "required": self.required,
                 "extra": None if self.extra is None else enc(self.extra), "sep": enc(self.sep),
                 "colon": enc(self.colon), "plo": self.plo, "phi": self.phi, "spellings": self._spell.name,
@@ -504,8 +509,6 @@ class AnyOrderObject:
     @classmethod
     def from_json(cls, d: dict, dec) -> "AnyOrderObject":
         """The family :meth:`to_json` wrote (``dec``: JSON to IR node); ``ValueError`` if malformed."""
-        if not isinstance(d, dict) or d.get("kind") != "any_order_object":
-            raise ValueError("unknown rule family")
         names, required = d["names"], d["required"]
         values = [dec(v) for v in d["values"]]
         plo, phi = d["plo"], d["phi"]

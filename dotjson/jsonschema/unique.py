@@ -26,6 +26,8 @@ from fractions import Fraction
 
 from dotjson import ir
 from dotjson.ir import Ref, seq
+from dotjson.ir.families import register_family
+from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
 from dotjson.jsonschema.numarith import _Arith
 from dotjson.jsonschema.statefamily import _Family
@@ -49,6 +51,7 @@ def _key(v: Fraction) -> str:
     return f"{v.numerator}/{v.denominator}"
 
 
+@register_family
 class UniqueNumbers(_Family):
     """Arrays of ``lo`` to ``hi`` distinct numbers meeting the item's numeric constraints, from
     the first item to the last (the brackets are the compiler's). ``sep`` is the separator node
@@ -204,6 +207,17 @@ MAX_SUFFIX_STATES = 2_000
 #: or two (its item's text), a token mask's walk inside the array one per token prefix a string
 #: may hold (thousands): refused there, not run out of memory
 MAX_ITEM_FANOUT = 256
+#: the order the depth-first search for completions (:meth:`UniqueValues._dive`) tries bytes in:
+#: what closes a string, an object or an array first, then what ends a member or starts a short
+#: value, then printable ASCII, a space, and last a backslash (an escape spells a character
+#: another way: every spelling of a key is a state of its own), other bytes
+_DIVE_FIRST = b'}]",:0a'
+_DIVE_RANK = tuple(_DIVE_FIRST.index(b) if b in _DIVE_FIRST else 8 + b if 0x21 <= b < 0x7F and b != 0x5C
+                   else 200 if b == 0x20 else 201 if b == 0x5C else 256 + b for b in range(256))
+#: brackets the depth-first search may open below where it starts (at most), and the states it
+#: may enter in all
+MAX_DIVE_DEPTH = 5
+MAX_DIVE_STATES = 4_000
 
 
 def canonical_text(v) -> str:
@@ -236,7 +250,7 @@ def value_key(raw: str) -> str:
     return canonical_text(json.loads(text, parse_float=Decimal, parse_int=Decimal))
 
 
-_JSON_WS = frozenset(b" \t\n\r")
+_JSON_WS = frozenset(JSON_WS_BYTES)
 
 
 def _lex(state: int, b: int) -> int:
@@ -274,6 +288,7 @@ class _ItemRules(Mapping):
         return getattr(self._rules, attr)
 
 
+@register_family
 class UniqueValues(_Family):
     """Arrays of ``lo`` to ``hi`` distinct JSON values, from the first item to the last (the
     brackets are the compiler's), the ``k``-th item from ``items[min(k, len(items) - 1)]``
@@ -373,16 +388,20 @@ class UniqueValues(_Family):
     #: printable ASCII (required keys, patterns); then every byte
     _PASSES = (frozenset(b'}]",:0a'), frozenset(range(0x21, 0x7F)), None)
 
-    def _suffixes(self, q: int):
-        """Texts that complete an item from state ``q`` of the item automaton, shortest first,
-        each state expanded once (over the bytes of each of :data:`_PASSES` in turn; at most
+    def _suffixes(self, q: int, text: str = ""):
+        """Texts that complete an item from state ``q`` of the item automaton (reached by
+        ``text``), shortest first, each state expanded once (over the bytes of each of
+        :data:`_PASSES` in turn, and a depth-first search, :meth:`_dive`; at most
         :data:`N_SUFFIXES`): many different completions quickly, not all of them. Made as they
         are asked for, and remembered per state."""
         hit = self._sufs.get(q)
         if hit is None:
             if len(self._sufs) > 100_000:
                 self._sufs.clear()
-            hit = self._sufs[q] = ([], self._search_suffixes(q))
+            lex = 0
+            for ch in text:
+                lex = _lex(lex, ord(ch))
+            hit = self._sufs[q] = ([], self._search_suffixes(q, lex))
         done, more = hit
         yield from done
         k = len(done)
@@ -399,13 +418,23 @@ class UniqueValues(_Family):
                 k += 1
                 yield u
 
-    def _search_suffixes(self, q: int):
+    def _search_suffixes(self, q: int, lex: int):
         auto = self._auto
         n = 0
         if auto.accepting[q]:
             n += 1
             yield ""
-        for only in self._PASSES:
+        for k, only in enumerate(self._PASSES):
+            if k == 1:
+                # the shortest completions over a few bytes were not enough: before the wider
+                # best-first passes (which visit every short text of the free values beside a
+                # required member, JsonSchemaStore---tson's items, and meet the budget first),
+                # a depth-first search that closes what it opens
+                for u in self._dive(q, lex):
+                    n += 1
+                    if n > N_SUFFIXES:
+                        return
+                    yield u
             # best first: the texts that leave fewest brackets open (each needs a byte to close)
             seen = {q}
             todo = [(0, 0, q, "", 0)]
@@ -426,6 +455,46 @@ class UniqueValues(_Family):
                         d = depth + (b in b"[{") - (b in b"]}")
                         k += 1
                         heapq.heappush(todo, (len(u) + max(d, 0), k, r, u, d))
+
+    def _dive(self, q: int, lex: int):
+        """Completions of an item from state ``q`` of the item automaton (``lex``: where its text
+        leaves a JSON text, :func:`_lex`), depth first, its successors in ``_DIVE_RANK`` order
+        (close, end a member, a short value, then any byte), never whitespace between tokens (no
+        JSON text needs it), and with brackets opened at most ``cap`` levels below ``q``'s, for
+        ``cap`` = 1, 2, ... :data:`MAX_DIVE_DEPTH` in turn (each state entered once per ``cap``;
+        :data:`MAX_DIVE_STATES` in all). Every successor of a state is live, so a text that
+        closes what it opens reaches an accepting state in about as many states as it has bytes,
+        where a search by length visits every shorter text first; the cap keeps the search out
+        of the free values beside the members it needs (JsonSchemaStore---tson's items: a
+        required array of objects with required members, ~45 bytes past free members)."""
+        auto = self._auto
+        budget = MAX_DIVE_STATES
+        for cap in range(1, MAX_DIVE_DEPTH + 1):
+
+            def succ(r, lx, depth):
+                out = [(b, r2) for b, r2 in self._successors(r)
+                       if not (lx == 0 and (b in _JSON_WS or (b in b"[{" and depth >= cap)))]
+                out.sort(key=lambda br: _DIVE_RANK[br[0]])
+                return iter(out)
+
+            seen = {q}
+            stack = [("", lex, 0, succ(q, lex, 0))]
+            while stack and budget > 0:
+                t, lx, depth, todo = stack[-1]
+                for b, r in todo:
+                    if r in seen:
+                        continue
+                    seen.add(r)
+                    budget -= 1
+                    u = t + chr(b)
+                    if auto.accepting[r]:
+                        yield u
+                    d = depth + ((b in b"[{") - (b in b"]}") if lx == 0 else 0)
+                    lx2 = _lex(lx, b)
+                    stack.append((u, lx2, d, succ(r, lx2, d)))
+                    break
+                else:
+                    stack.pop()
 
     def _all_completions(self, q: int, text: str):
         """Every value of an item completed from ``q`` (reached by ``text``), as texts, shortest
@@ -525,7 +594,13 @@ class UniqueValues(_Family):
         if self.hi is None or len(seen) < self.hi:
             k = self._pos(seen)
             q = self._q(k, text)
-            if q >= 0:
+            if q >= 0 and not seen and self.lo <= 1:
+                # nothing read to differ from, nothing owed after it: any completion will do, and
+                # the item automaton's states are live (its successors are DEAD where the
+                # language is empty), so one exists; no search (JsonSchemaStore---tson's items
+                # have completions ~45 bytes long past free members, beyond a search's budget)
+                ok = True
+            elif q >= 0:
                 used = frozenset(seen)
                 tried: set = set()
 
@@ -538,7 +613,7 @@ class UniqueValues(_Family):
                     tried.add(v)
                     return self._feasible(used | {v}, len(seen) + 1)
 
-                ok = any(good(text + u) for u in self._suffixes(q))
+                ok = any(good(text + u) for u in self._suffixes(q, text))
                 if not ok:
                     for u in self._all_completions(q, text):
                         if u is None:

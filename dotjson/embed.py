@@ -233,6 +233,7 @@ class EmbeddedSchemas:
         from dotjson.jsonschema.jsonbase import JSON_WS, WHITESPACE_MODES
         from dotjson.jsonschema import _load
         from dotjson.jsonschema.compiler import Compiler
+        from dotjson.jsonschema.dynamic import Restart
         from dotjson.jsonschema.values import FALSE, TRUE
         from dotjson.jsonschema.objects_any_order import PROPERTY_ORDERS
 
@@ -246,16 +247,27 @@ class EmbeddedSchemas:
             bp = self.base_prefix(js)
             ns = self._fresh_prefix(f"j{len(self.compilers) + 1}")
             self._taken.add(ns)
-            tr = Compiler(schema, disallow_whitespace=bool(js.disallow_whitespace),
-                          close_objects=bool(js.close_objects), lenient=bool(js.lenient),
-                          resources=resources, property_order=js.property_order,
-                          spellings=js.spelling(), bounds=js.bounds, namespace=ns, base_prefix=bp)
-            tr.families = self.families  # one list: objects of every schema add their families
-            if js.whitespace == "json" and not js.disallow_whitespace:
-                tr.rules[bp + "ws"] = JSON_WS
-            root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
-            tr.prepare(root_expr)
-            root = tr.node_of(root_expr)
+            nfam = len(self.families)
+            for dynamic in (False, True):  # (as schema_to_grammar: dynamic scopes where needed)
+                tr = Compiler(schema, disallow_whitespace=bool(js.disallow_whitespace),
+                              close_objects=bool(js.close_objects), lenient=bool(js.lenient),
+                              resources=resources, property_order=js.property_order,
+                              spellings=js.spelling(), bounds=js.bounds, namespace=ns, base_prefix=bp)
+                tr.families = self.families  # one list: objects of every schema add their families
+                if js.whitespace == "json" and not js.disallow_whitespace:
+                    tr.rules[bp + "ws"] = JSON_WS
+                if dynamic:
+                    tr.track_dynamic_scope()
+                tr.restartable = not dynamic
+                root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
+                try:
+                    tr.prepare(root_expr)
+                    root = tr.node_of(root_expr)
+                except Restart:
+                    del self.families[nfam:]  # (the first attempt's)
+                    continue
+                tr.restartable = False
+                break
         except RecursionError:
             raise LimitExceededError(f"{where}schema nesting too deep to normalise") from None
         except SchemaError as e:

@@ -308,6 +308,10 @@ def _lark_string(text: str) -> str:
     return '"' + "".join(_esc_str_char(c) for c in text) + '"'
 
 
+#: the longest regular expression text :class:`_Renderer` spells out for one node
+_MAX_RX_TEXT = 4_000_000
+
+
 class _Renderer:
     def __init__(self, names: dict[str, str], end: str = '"'):
         self.names = names
@@ -434,6 +438,11 @@ class _Renderer:
         if hit is None:
             self._keep.append(n)
             hit = self._rx[key] = self._rx_uncached(n, at_quote)
+            if len(hit) > _MAX_RX_TEXT:
+                # (a node shared at every level, as format regex's 16 levels of nesting, is
+                # spelled out again at each: the text doubles per level)
+                raise GrammarError(f"a regular sub-language has no grammar text of a sane size (over "
+                                   f"{_MAX_RX_TEXT // 1_000_000} MB as one regular expression)")
         return hit
 
     def _rx_uncached(self, n: ir.Node, at_quote: bool) -> str:

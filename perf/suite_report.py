@@ -5,7 +5,8 @@ all its cases count as *unsupported*), then for every case check that the gramma
 instance exactly when the suite says it is valid: compact (``json.dumps(separators=(',', ':'))``)
 and pretty-printed (``indent=2``). A case *passes* when every form agrees, else it *fails*.
 A grammar with a number automaton built a state at a time (``multipleOf: 0.123456789``: no
-grammar text) is checked by dotjson's own automaton instead.
+grammar text), or with ``format: "regex"`` (no Lark text of a sane size: ``to_lark`` says so), is
+checked by dotjson's own automaton instead.
 A schema without ``$schema`` is read in the draft of its folder (draft7 files are draft 7).
 
 Usage::

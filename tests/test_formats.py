@@ -86,8 +86,9 @@ def _cases(name: str):
     return out
 
 
-@pytest.mark.parametrize("name", sorted(SUPPORTED_FORMATS))
+@pytest.mark.parametrize("name", sorted(SUPPORTED_FORMATS - {"regex"}))
 def test_format_against_suite(name):
+    # (regex: its ~15,000-node language is no Python regex of sane size; tests/test_ecma_pattern.py)
     match = _matcher(name)
     cases = _cases(name)
     wrong, known = [], 0
@@ -105,7 +106,7 @@ def test_format_against_suite(name):
     print(f"{name}: {len(cases) - known} of {len(cases)} as the suite says, {known} valid rejected on purpose")
 
 
-@pytest.mark.parametrize("name", ["regex", "unknown", "made-up"])
+@pytest.mark.parametrize("name", ["unknown", "made-up"])
 def test_unsupported_formats_are_none(name):
     assert format_to_ir(name) is None
 
@@ -208,7 +209,8 @@ def test_docs_format_lists_come_from_the_registry():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.stale() == [], "run python3 tools/gen_format_docs.py"
-    assert "idn-hostname" in mod.region("supported") and mod.region("unsupported") == "`regex`"
+    assert "idn-hostname" in mod.region("supported") and "regex" in mod.region("supported")
+    assert mod.region("unsupported") == ""  # (every format a draft defines has a language)
 
 
 def test_registry_entries_are_whole():

@@ -256,11 +256,14 @@ def test_unsupported_pattern_lookaround():
 
 def test_unevaluated_with_applicators():
     # beside allOf it is additionalProperties over what the allOf evaluates (issue 29; refused
-    # before), and alone additionalProperties; where a nested applicator decides: a named error
+    # before), and alone additionalProperties; where a nested applicator decides, a case per
+    # branch outcome (tests/test_unevaluated.py); past 64 evaluated sets: a named error
     check({"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False}, [{"a": 1}], [{"b": 1}])
     check({"properties": {"a": {}}, "unevaluatedProperties": False}, [{"a": 1}], [{"b": 1}])
+    check({"allOf": [{"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}]}],
+           "unevaluatedProperties": False}, [{"a": 1}, {"a": 1, "b": 2}, {}], [{"c": 1}, {"a": 1, "c": 1}])
     with pytest.raises(UnsupportedSchemaError, match="unevaluatedProperties"):
-        schema_to_grammar({"allOf": [{"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}]}],
+        schema_to_grammar({"anyOf": [{"properties": {f"k{i}": {}}} for i in range(7)],
                            "unevaluatedProperties": False})
 
 
@@ -768,12 +771,13 @@ NEVER_SILENT = {
                                                 "d": {"type": "boolean"}, "e": {"type": "array"}, "f": {"minimum": 1},
                                                 "g": {"maximum": 1}}},
     "not": {"type": "object", "allOf": [{"not": {"patternProperties": {f"^{c}": {"type": "string"}}}} for c in "abcdefghi"]},
-    # (beside allOf, anyOf, oneOf, if: exact since issue 29; what a nested applicator or
-    # contains decides is still refused)
-    "unevaluatedProperties": {"allOf": [{"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}]}],
+    # (beside applicators at any depth and contains: exact since issue 29, a case per set of
+    # evaluated members; past 64 such sets, refused)
+    "unevaluatedProperties": {"anyOf": [{"properties": {f"k{i}": {}}} for i in range(7)],
                               "unevaluatedProperties": False},
-    "unevaluatedItems": {"allOf": [{"contains": {"type": "integer"}}], "unevaluatedItems": False},
-    "format": {"type": "string", "format": "regex"},
+    "unevaluatedItems": {"allOf": [{"anyOf": [{"prefixItems": [True] * i} for i in range(1, 5)]},
+                                   {"anyOf": [{"contains": {"const": i}} for i in range(5)]}],
+                         "unevaluatedItems": False},
 }
 
 

@@ -56,6 +56,30 @@ SCHEMAS = [
      "unevaluatedItems": {"type": "string"}},
     {"$schema": D, "if": {"prefixItems": [{"type": "integer"}]}, "then": {"prefixItems": [True, True]},
      "unevaluatedItems": False},
+    # nested: the evaluated set depends on branches below allOf, $ref, anyOf, oneOf, if
+    {"$schema": D, "allOf": [{"anyOf": [{"properties": {"a": True}}, {"properties": {"b": True}}]}],
+     "unevaluatedProperties": False},
+    {"$schema": D, "$ref": "#/$defs/one", "properties": {"w": True}, "unevaluatedProperties": {"type": "integer"},
+     "$defs": {"one": {"oneOf": [{"$ref": "#/$defs/two"}, {"required": ["b"], "properties": {"b": True}}]},
+               "two": {"oneOf": [{"required": ["c"], "properties": {"c": True}},
+                                 {"required": ["a"], "patternProperties": {"^p": True}}]}}},
+    {"$schema": D, "anyOf": [{"if": {"required": ["a"]}, "then": {"properties": {"b": True}},
+                              "else": {"properties": {"c": True}}}, {"required": ["z"], "properties": {"z": True}}],
+     "unevaluatedProperties": False},
+    {"$schema": D, "dependentSchemas": {"a": {"anyOf": [{"properties": {"b": {"type": "integer"}}}, True]}},
+     "allOf": [{"properties": {"a": True}}], "unevaluatedProperties": False},
+    {"$schema": D, "allOf": [{"anyOf": [{"properties": {"a": True}, "unevaluatedProperties": False},
+                                        {"required": ["c"]}]}], "unevaluatedProperties": {"type": "null"}},
+    # contains: the items matching it are evaluated
+    {"$schema": D, "allOf": [{"contains": {"type": "integer"}}], "unevaluatedItems": False},
+    {"$schema": D, "prefixItems": [True], "contains": {"type": "string"}, "unevaluatedItems": {"type": "boolean"}},
+    {"$schema": D, "contains": {"type": "string"}, "minContains": 0, "unevaluatedItems": {"type": "integer"}},
+    {"$schema": D, "allOf": [{"contains": {"type": "integer"}}, {"contains": {"type": "string"}}],
+     "unevaluatedItems": {"type": "null"}},
+    {"$schema": D, "if": {"contains": {"const": 1}}, "then": {"if": {"contains": {"const": "s"}}},
+     "unevaluatedItems": False},
+    {"$schema": D, "anyOf": [{"prefixItems": [{"type": "integer"}]}, {"contains": {"type": "boolean"}}],
+     "unevaluatedItems": {"type": "string"}},
 ]
 
 
@@ -86,12 +110,13 @@ def test_static_evaluation_matches_jsonschema(k):
 
 
 @pytest.mark.parametrize("schema", [
-    {"$schema": D, "allOf": [{"anyOf": [{"properties": {"a": True}}, {"properties": {"b": True}}]}],
-     "unevaluatedProperties": False},
-    {"$schema": D, "allOf": [{"contains": {"type": "integer"}}], "unevaluatedItems": False},
+    {"$schema": D, "anyOf": [{"properties": {f"k{i}": True}} for i in range(7)], "unevaluatedProperties": False},
+    {"$schema": D, "allOf": [{"anyOf": [{"prefixItems": [True] * i} for i in range(1, 5)]},
+                             {"anyOf": [{"contains": {"const": i}} for i in range(5)]}], "unevaluatedItems": False},
 ])
-def test_instance_dependent_evaluation_is_a_named_error(schema):
+def test_too_many_evaluated_sets_is_a_named_error(schema):
+    # 2^7 sets of evaluated names (4 x 2^5 for items): past MAX_CASES, refused by name
     kw = "unevaluatedProperties" if "unevaluatedProperties" in schema else "unevaluatedItems"
-    with pytest.raises(UnsupportedSchemaError, match=kw) as ei:
+    with pytest.raises(UnsupportedSchemaError, match=f"{kw} whose evaluated .* cannot be enumerated: more than 64") as ei:
         schema_to_grammar(schema, **EVERY_VALID)
     assert ei.value.pointer == "/" + kw

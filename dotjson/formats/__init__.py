@@ -105,9 +105,21 @@ FORMATS: tuple[Format, ...] = (
     Format("relative-json-pointer", rfc.relative_json_pointer, "draft-07", True, "the relative JSON pointer draft"),
     Format("uri-template", rfc.uri_template, "draft-06", True,
            "RFC 6570 syntax, level 4 (operators, variable lists, prefix and explode modifiers)"),
-    Format("regex", None, "draft-03", False,
-           "**unsupported:** ECMA-262 patterns nest parentheses, which no regular language checks"),
+    Format("regex", lambda: _ecma_pattern(), "draft-03", False,
+           "ECMA-262 patterns, `u` flag (V8 the reference), as a regular under-approximation "
+           "(`dotjson/jsonschema/ecma_pattern.py`; the exact language is not even context-free); "
+           "**refused:** groups nested over 16 deep; `{m,n}` with bounds of equal length ≥ 3 and "
+           "the same first digit, or `n` over 9 digits; class ranges other than two literals "
+           "(non-ASCII: in different blocks), two `\\xHH` or two `\\uHHHH` (same `PP`: only "
+           "`00`); more than one named group, `\\k` other than after a top-level one-letter "
+           "group; backreferences; `\\0` in a class", warm=False),
 )
+
+
+def _ecma_pattern() -> ir.Node:
+    from dotjson.jsonschema.ecma_pattern import pattern_language  # (the JSON layer's own module)
+
+    return pattern_language()
 
 _BY_NAME = {f.name: f for f in FORMATS}
 

@@ -357,14 +357,28 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(children(n)))
 
 
+def _distinct(node: Node) -> Iterator[Node]:
+    """Every distinct node (by identity) of the tree once: a DAG whose sub-trees are shared at
+    every level (the 16 levels of the ``regex`` format's nesting) has exponentially many paths."""
+    seen: set = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        stack.extend(children(n))
+
+
 def refs(node: Node) -> set[str]:
     """Names of the rules a node references directly."""
-    return {n.name for n in walk(node) if isinstance(n, Ref)}
+    return {n.name for n in _distinct(node) if isinstance(n, Ref)}
 
 
 def is_regular(node: Node) -> bool:
     """True when the node references no rule (so it may appear under And/Diff)."""
-    return not any(isinstance(n, Ref) for n in walk(node))
+    return not any(isinstance(n, Ref) for n in _distinct(node))
 
 
 def rename_refs(node: Node, names: dict, memo: dict) -> Node:

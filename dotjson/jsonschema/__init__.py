@@ -254,18 +254,30 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
             except SchemaError as e:
                 raise SchemaError(f"resource {k!r}: {e}") from None
         resources = loaded
-    try:
-        tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                      lenient=lenient, resources=resources, property_order=property_order,
-                      spellings=spellings, bounds=bounds)
-        tr.exponents = numbers == "any"  # (read by the number builder, phase 1 included)
-        if whitespace == "json" and not disallow_whitespace:
-            tr.rules["ws"] = JSON_WS
-        root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
-        tr.prepare(root_expr)                                  # phase 1: the whole reachable schema
-        root = tr.node_of(root_expr)                           # phase 2 starts on demand
-    except RecursionError:
-        raise LimitExceededError("schema nesting too deep to normalise") from None
+    from dotjson.jsonschema.dynamic import Restart
+
+    # (a $dynamicRef with several candidate anchors restarts phase 1 with dynamic scopes tracked
+    # from the root: a copy of what it reaches per scope; other schemas run once, untracked)
+    for dynamic in (False, True):
+        try:
+            tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
+                          lenient=lenient, resources=resources, property_order=property_order,
+                          spellings=spellings, bounds=bounds)
+            tr.exponents = numbers == "any"  # (read by the number builder, phase 1 included)
+            if whitespace == "json" and not disallow_whitespace:
+                tr.rules["ws"] = JSON_WS
+            if dynamic:
+                tr.track_dynamic_scope()
+            tr.restartable = not dynamic
+            root_expr = TRUE if schema is True else FALSE if schema is False else ("loc", "", "")
+            tr.prepare(root_expr)                                  # phase 1: the whole reachable schema
+            root = tr.node_of(root_expr)                           # phase 2 starts on demand
+            tr.restartable = False
+            break
+        except Restart:
+            continue
+        except RecursionError:
+            raise LimitExceededError("schema nesting too deep to normalise") from None
     if root == EMPTY:
         raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
     tr.rules["start"] = seq(tr.ws, root, tr.ws)

@@ -98,25 +98,6 @@ def _short(where: str) -> str:
     where = where or "/"
     return where if len(where) <= 200 else f"{where[:90]}…{where[-90:]}"
 
-#: cases of ``Normalizer.unevaluated_choices`` (products of the branches that may hold)
-_MAX_CHOICES = 64
-#: ``Normalizer.evaluated``: everything is evaluated (``additionalProperties``, ``items``, ...)
-_ALL_EVALUATED = "all"
-_NONE_EVALUATED = {"props": (frozenset(), frozenset()), "items": 0}
-
-
-def _merge_evaluated(parts, what):
-    """What several sub-schemas that all hold evaluate together (``None`` if one depends on the
-    instance)."""
-    if any(p is None for p in parts):
-        return None
-    if any(p == _ALL_EVALUATED for p in parts):
-        return _ALL_EVALUATED
-    if what == "props":
-        return (frozenset().union(*(p[0] for p in parts)), frozenset().union(*(p[1] for p in parts)))
-    return max(parts)
-
-
 class _Doc:
     __slots__ = ("uri", "root", "draft", "label")
 
@@ -158,6 +139,11 @@ def _scalar_text(value, where, kw) -> None:
 
 class Normalizer:
     """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
+
+    #: the dynamic scopes (:mod:`.dynamic`), once :meth:`track_dynamic_scope` was called
+    scopes = None
+    #: a ``$dynamicRef`` needing scopes raises ``dynamic.Restart`` (the caller starts over)
+    restartable = False
 
     def __init__(self, schema, *, disallow_whitespace, close_objects, lenient, resources, property_order="schema",
                  namespace: str = "", base_prefix: str = "", spellings=None, bounds=None):
@@ -359,6 +345,8 @@ class Normalizer:
 
     def base_uri(self, doc, ptr):
         """The base URI in force at a schema location: the ``$id``s on the path from the root."""
+        if self.scopes is not None:
+            doc = self.scopes.split(doc)[0]  # (a scoped copy's identifiers are its document's)
         b = self.base_of.get((doc, ptr))
         if b is not None:
             return b
@@ -956,7 +944,7 @@ class Normalizer:
         parts: list = []
 
         if "$ref" in s and draft <= 7:
-            return [(("ruleref", self.resolve(doc, ptr, s["$ref"])),)]
+            return [(("ruleref", self.ref_target(doc, ptr, s["$ref"], "$ref")),)]
 
         for kw, val in s.items():
             try:
@@ -1076,19 +1064,10 @@ class Normalizer:
         where = self.where(doc, ptr)
         kwhere = f"{where}/{_esc(kw)}"
         if kw == "$ref":
-            target = self.resolve(doc, ptr, val)
-            atoms.append(("ruleref", target))
+            atoms.append(("ruleref", self.ref_target(doc, ptr, val, kw)))
         elif kw == "$dynamicRef" and draft >= 2020:
-            self.index_all()  # every $dynamicAnchor counts
-            target = self.resolve(doc, ptr, val, kw)
-            if target != TRUE:
-                frag = _defrag(val)[1]
-                tgt = self.get(target[1], target[2])
-                name = tgt.get("$dynamicAnchor") if isinstance(tgt, dict) else None
-                if name == frag and self.dyn_anchor_count.get(name, 0) > 1:
-                    self.unsupported("$dynamicRef with several candidate $dynamicAnchors is not supported",
-                                     kwhere, kw)
-                    return
+            target = self.ref_target(doc, ptr, val, kw)
+            if target is not None and target != TRUE:
                 atoms.append(("ruleref", target))
         elif kw == "$recursiveRef" and draft == 2019:
             self.index_all()
@@ -1141,20 +1120,7 @@ class Normalizer:
             if e == TRUE or "additionalProperties" in s:
                 return
             if any(k in s for k in _APPLICATORS):
-                ev = self.evaluated(s, doc, ptr, "props", draft, top=True)
-                if ev is None:
-                    d = self.unevaluated_choices(s, doc, ptr, e, draft, kwhere, "props")
-                    if d is None:
-                        self.unsupported("unevaluatedProperties next to applicators whose evaluated properties "
-                                         "depend on the instance in nested applicators, $dynamicRef, or more than "
-                                         f"{_MAX_CHOICES} cases is not supported", kwhere, kw)
-                    else:
-                        parts.append(d)
-                    return
-                if ev is not _ALL_EVALUATED:
-                    for pat in ev[1]:
-                        self.regex(pat, kwhere, "patternProperties")
-                    atoms.append(("addl", e, ev[0], tuple(sorted(ev[1]))))
+                self.unevaluated(doc, ptr, "props", e, kwhere, kw, parts)
                 return
             atoms.append(self.addl_atom(s, e, kwhere))
         elif kw == "patternProperties":
@@ -1211,15 +1177,7 @@ class Normalizer:
             if e == TRUE:
                 return
             if any(k in s for k in _APPLICATORS) or "contains" in s:
-                ev = self.evaluated(s, doc, ptr, "items", draft, top=True)
-                d = self.unevaluated_choices(s, doc, ptr, e, draft, kwhere, "items") if ev is None else None
-                if d is not None:
-                    parts.append(d)
-                elif ev is None:
-                    self.unsupported("unevaluatedItems next to contains, or applicators whose evaluated items "
-                                     "depend on the instance in nested applicators, is not supported", kwhere, kw)
-                elif ev is not _ALL_EVALUATED:
-                    atoms.append(("items", ev, e))
+                self.unevaluated(doc, ptr, "items", e, kwhere, kw, parts)
                 return
             items = s.get("items")
             if draft >= 2020:
@@ -1281,157 +1239,50 @@ class Normalizer:
             parts.append(T + E)
         # everything else: not a keyword of this dialect (or an annotation): no constraint
 
-    def unevaluated_choices(self, s, doc, ptr, e, draft, where, what):
-        """``unevaluatedProperties: e`` (``what="props"``; ``unevaluatedItems``: ``"items"``) where what is evaluated depends on which of the schema's
-        own ``anyOf``/``oneOf`` branches, ``if`` or ``dependentSchemas`` hold (each of those
-        evaluating a fixed set): the union, over the cases, of "these hold, and the keys none of
-        them (nor the rest of the schema) evaluates satisfy ``e``". ``anyOf``: every non-empty set
-        of branches that hold (more evaluated keys only weaken the condition, so some set is the
-        one that holds exactly when the instance is valid); ``oneOf``: the branch that holds (the
-        ``oneOf`` itself stays a conjunct); ``if``: ``if`` and ``then``, or not ``if`` and
-        ``else``; ``dependentSchemas``: the key absent, or present and its schema. ``None`` when a
-        branch's own evaluation depends on the instance, or past ``_MAX_CHOICES`` cases."""
-        dynamic = ("anyOf", "oneOf", "if", "then", "else", "dependentSchemas")
-        rest = {k: v for k, v in s.items() if k not in dynamic}
-        static = self.evaluated(rest, doc, ptr, what, draft, top=True)
-        if static is None or (what == "items" and "dependentSchemas" in s):
-            return None
-        groups = []  # per applicator: [(DNF of the case, what it evaluates)]
+    def unevaluated(self, doc, ptr, what, e, where, kw, parts):
+        """``unevaluatedProperties``/``unevaluatedItems: e`` beside applicators: a case per set
+        of evaluated members the branches that hold may give (:mod:`.unevaluated`)."""
+        from dotjson.jsonschema import unevaluated as _unev
 
-        def ev(sub, p):
-            return self.evaluated(sub, doc, p, what, draft, 1)
+        try:
+            d = _unev.keyword(self, doc, ptr, what, e, where)
+        except _unev.NotStatic as err:
+            self.unsupported(f"{kw} whose evaluated {'properties' if what == 'props' else 'items'} "
+                             f"cannot be enumerated: {err}", where, kw)
+            return
+        if d is not None:
+            parts.append(d)
 
-        for kw in ("anyOf", "oneOf"):
-            br = s.get(kw)
-            if not isinstance(br, list) or not br:
-                continue
-            evs = [ev(x, f"{ptr}/{kw}/{i}") for i, x in enumerate(br)]
-            if any(x is None for x in evs):
-                return None
-            dnfs = [self.dnf(self._sub(s, doc, ptr, kw, i)) for i in range(len(br))]
-            if kw == "oneOf":
-                groups.append(list(zip(dnfs, evs)))
-                continue
-            if len(br) > 5:
-                return None
-            cases = []
-            for m in range(1, 1 << len(br)):
-                idx = [i for i in range(len(br)) if m >> i & 1]
-                d = [()]
-                for i in idx:
-                    d = self.and2(d, dnfs[i], where)
-                cases.append((d, _merge_evaluated([evs[i] for i in idx], what)))
-            groups.append(cases)
-        if "if" in s:
-            e_if, e_then = ev(s["if"], f"{ptr}/if"), ev(s.get("then", True), f"{ptr}/then")
-            e_else = ev(s.get("else", True), f"{ptr}/else")
-            if None in (e_if, e_then, e_else):
-                return None
-            I = self.dnf(self._sub(s, doc, ptr, "if"))
-            NI = self.negate(self.dnf_strict(self._sub(s, doc, ptr, "if")), where)
-            T = self.and2(I, self.dnf(self._sub(s, doc, ptr, "then")), where) if "then" in s else I
-            E = self.and2(NI, self.dnf(self._sub(s, doc, ptr, "else")), where) if "else" in s else NI
-            groups.append([(T, _merge_evaluated([e_if, e_then], what)), (E, e_else)])
-        dep = s.get("dependentSchemas")
-        if isinstance(dep, dict):
-            for name in dep:
-                e_dep = ev(dep[name], f"{ptr}/dependentSchemas/{_esc(name)}")
-                if e_dep is None:
-                    return None
-                absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
-                present = self.and2([(("required", name),)], self.dnf(self._sub(s, doc, ptr, "dependentSchemas", name)),
-                                    where)
-                groups.append([(absent, _NONE_EVALUATED["props"]), (present, e_dep)])
-        combos = [([()], static)]
-        for cases in groups:
-            combos = [(self.and2(d, cd, where), _merge_evaluated([x, ce], what))
-                      for d, x in combos for cd, ce in cases]
-            if len(combos) > _MAX_CHOICES:
-                return None
-        out = []
-        for d, x in combos:
-            if x == _ALL_EVALUATED:
-                out.extend(d)
-                continue
-            if what == "items":
-                out.extend(self.and2(d, [(("items", x, e),)], where))
-                continue
-            for pat in x[1]:
-                self.regex(pat, where, "patternProperties")
-            out.extend(self.and2(d, [(("addl", e, x[0], tuple(sorted(x[1]))),)], where))
-        return out
+    def ref_target(self, doc, ptr, ref, kw):
+        """The expression ``$ref``/``$dynamicRef`` ``ref`` at ``(doc, ptr)`` refers to (``None``:
+        refused, leniently)."""
+        if kw != "$dynamicRef":
+            target = self.resolve(doc, ptr, ref, kw)
+            return target if self.scopes is None or target == TRUE else self.scopes.follow(doc, ptr, target)
+        self.index_all()  # every $dynamicAnchor counts
+        target = self.resolve(doc, ptr, ref, kw)
+        if target == TRUE:
+            return target
+        if self.scopes is not None:
+            return self.scopes.dynamic(doc, ptr, ref, target)
+        frag = _defrag(ref)[1]
+        tgt = self.get(target[1], target[2])
+        name = tgt.get("$dynamicAnchor") if isinstance(tgt, dict) else None
+        if name == frag and self.dyn_anchor_count.get(name, 0) > 1:
+            if self.restartable:
+                from dotjson.jsonschema.dynamic import Restart
 
-    def evaluated(self, s, doc, ptr, what, draft, depth=0, top=False):
-        """What every valid instance of ``s`` has evaluated, when that does not depend on the
-        instance: ``what="props"``: ``(names, patterns)`` of ``properties``/``patternProperties``
-        of ``s`` and of the sub-schemas that must hold (``allOf``, ``$ref``; ``anyOf``/``oneOf``
-        whose branches all evaluate the same; ``if``+``then`` evaluating what ``else`` does);
-        ``what="items"``: the count of ``prefixItems``; ``_ALL_EVALUATED`` when ``additional*``/
-        ``items``/a nested ``unevaluated*`` evaluates everything; ``None`` when it depends on the
-        instance (then ``unevaluated*`` beside it is not a static keyword)."""
-        if isinstance(s, bool):
-            return _NONE_EVALUATED[what]
-        if not isinstance(s, dict) or depth > 64:
-            return None
-        props = what == "props"
-        if props:
-            if "additionalProperties" in s or (not top and "unevaluatedProperties" in s):
-                return _ALL_EVALUATED
-            names = s.get("properties", {})
-            pats = s.get("patternProperties", {})
-            out = (frozenset(names) if isinstance(names, dict) else frozenset(),
-                   frozenset(pats) if isinstance(pats, dict) else frozenset())
-        else:
-            if "contains" in s:
-                return None  # (the items that match it are evaluated: the instance decides)
-            if not top and "unevaluatedItems" in s:
-                return _ALL_EVALUATED
-            items = s.get("items")
-            if draft >= 2020:
-                if "items" in s:
-                    return _ALL_EVALUATED
-                pre = s.get("prefixItems")
-                out = len(pre) if isinstance(pre, list) else 0
-            else:
-                if isinstance(items, (dict, bool)) or (isinstance(items, list) and "additionalItems" in s):
-                    return _ALL_EVALUATED
-                out = len(items) if isinstance(items, list) else 0
-        if any(k in s for k in ("$dynamicRef", "$recursiveRef", "dependencies")):
-            return None
-        if any(k in s for k in ("dependentSchemas",)):
-            dep = s["dependentSchemas"]
-            if not isinstance(dep, dict):
-                return None
-            for k2, sub in dep.items():  # (applies only when its key is present: must add nothing)
-                if self.evaluated(sub, doc, f"{ptr}/dependentSchemas/{_esc(k2)}", what, draft, depth + 1) != \
-                        _NONE_EVALUATED[what]:
-                    return None
-        parts = []
-        if isinstance(s.get("allOf"), list):
-            parts += [self.evaluated(x, doc, f"{ptr}/allOf/{i}", what, draft, depth + 1)
-                      for i, x in enumerate(s["allOf"])]
-        if "$ref" in s:
-            target = self.resolve(doc, ptr, s["$ref"])
-            if target == TRUE:
-                return None
-            parts.append(self.evaluated(self.get(target[1], target[2]), target[1], target[2], what, draft, depth + 1))
-        for kw in ("anyOf", "oneOf"):
-            if isinstance(s.get(kw), list):
-                alts = {self.evaluated(x, doc, f"{ptr}/{kw}/{i}", what, draft, depth + 1)
-                        for i, x in enumerate(s[kw])}
-                if len(alts) != 1:
-                    return None  # (the branches that hold decide)
-                parts += list(alts)
-        if "if" in s:
-            a = _merge_evaluated([self.evaluated(s["if"], doc, f"{ptr}/if", what, draft, depth + 1)] +
-                                 ([self.evaluated(s["then"], doc, f"{ptr}/then", what, draft, depth + 1)]
-                                  if "then" in s else []), what)
-            b = self.evaluated(s["else"], doc, f"{ptr}/else", what, draft, depth + 1) if "else" in s \
-                else _NONE_EVALUATED[what]
-            if a is None or a != b:
-                return None
-            parts.append(a)
-        return _merge_evaluated([out] + parts, what)
+                raise Restart()  # (the dynamic scope matters: tracked from the root, see .dynamic)
+            return self.unsupported("$dynamicRef with several candidate $dynamicAnchors needs the dynamic "
+                                    "scope tracked from the root (track_dynamic_scope)", self._kw_where(doc, ptr, kw), kw)
+        return target
+
+    def track_dynamic_scope(self) -> None:
+        """Follow every reference into a copy per dynamic scope (:mod:`.dynamic`): called before
+        phase 1 where a ``$dynamicRef`` has several candidate ``$dynamicAnchor``s."""
+        from dotjson.jsonschema.dynamic import Scopes
+
+        self.scopes = Scopes(self)
 
     def addl_atom(self, s, e, where):
         props = s.get("properties", {})

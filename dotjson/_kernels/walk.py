@@ -474,11 +474,13 @@ def head_pairs(S, s, delim, out):
             return -1
         if x != root:
             # (an alternative of a live state may be empty, with intersections or differences
-            # inside: its head's prefixes are not the state's; the state's own chain is live)
-            ea = K.is_empty(S, a)
-            ec = K.is_empty(S, c)
+            # inside: its head's prefixes are not the state's; the state's own chain is live.
+            # Where that is not known yet, the whole walk answers: no emptiness search, and no
+            # budget spent, here)
+            ea = K.empty_known(S, a)
+            ec = K.empty_known(S, c)
             if ea < 0 or ec < 0:
-                return -1
+                return NO_SHARE
             if ea == 1 or ec == 1:
                 continue
         out[2 * m] = a

@@ -61,6 +61,7 @@ from .rows import (  # noqa: F401
 from .emptiness import (  # noqa: F401
     is_empty,
 )
+from .emptiness import _empty_known as empty_known  # noqa: F401
 from .clamp import (  # noqa: F401
     clamp,
 )

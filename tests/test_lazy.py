@@ -526,3 +526,25 @@ def test_number_languages_are_shared_across_schemas_exactly():
 
     auto = Automaton(schema_to_grammar(big))
     assert auto.matches(b"0") and not auto.matches(b"1") and not auto.matches(b"123457")
+
+
+def test_the_image_computes_the_rows_its_grammar_names():
+    # the JSON layer names its whitespace rule and bytes (ir.Grammar.shared's third item): the
+    # image computes their rows once for every schema; the automaton knows no rule by name
+    from dotjson.automaton import base_image
+    from dotjson.automaton import kernels as K
+    from dotjson.jsonschema.jsonbase import WARM_ROWS, json_base_items
+    from dotjson.jsonschema import shared_nodes
+
+    def rows(img):
+        return int((img.arrays["tm"][: img.n_terms, K.M_ROW_OFF] >= 0).sum())
+
+    items, nodes = json_base_items(False), shared_nodes()
+    cold = base_image(items, nodes, Automaton.INITIAL_TERMS, Automaton.INITIAL_STATES)
+    warm = base_image(items, nodes, Automaton.INITIAL_TERMS, Automaton.INITIAL_STATES, WARM_ROWS)
+    assert rows(warm) > rows(cold)
+    g = schema_to_grammar({"type": "integer"})
+    assert g.shared[2] == WARM_ROWS
+    img = Automaton(g).image  # a schema's image: the whitespace rule's body has its row
+    ws = int(img.arrays["rule_body"][img.rules[1]["ws"]])
+    assert ws >= 0 and img.arrays["tm"][ws, K.M_ROW_OFF] >= 0

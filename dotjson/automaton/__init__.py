@@ -59,7 +59,7 @@ class _Image:
     copy (~0.1 ms) instead of compiling them (the JSON base rules and the spellings of string
     characters take ~0.5 ms, for every schema)."""
 
-    def __init__(self, rules: dict, nodes: tuple, terms: int, states: int):
+    def __init__(self, rules: dict, nodes: tuple, terms: int, states: int, warm: tuple = ()):
         names = list(rules)
         a = Automaton.__new__(Automaton)
         a._init(ir.Grammar(dict(rules), names[0]), BUDGETS.max_states, BUDGETS.fuel)
@@ -71,8 +71,9 @@ class _Image:
             for node in nodes:
                 a.rules.compile_node(node)
                 a.rules._is_reg(node)  # operands of And/Diff (a key other than the declared ones)
-            if "ws" in a.rules.index:
-                a._whitespace_rows()
+            for name, data in warm:
+                if name in a.rules.index:
+                    a._warm_rows(name, data)
         assert int(a._a["ctl"][K.C_STATES]) == 0
         self.owner = a  # keeps the nodes whose identities the memos hold alive
         self.arrays = {k: v.copy() for k, v in a._a.items()}
@@ -91,7 +92,7 @@ _IMAGES_LOCK = threading.Lock()
 _IMAGE_OF_TUPLE: dict = {}
 
 
-def base_image(rules, nodes: tuple, terms: int, states: int) -> _Image:
+def base_image(rules, nodes: tuple, terms: int, states: int, warm: tuple = ()) -> _Image:
     """The store image of shared ``rules`` (a mapping, or a tuple of ``(name, body)`` pairs) and
     ``nodes`` (built on first use, once per process and capacity; keyed by the identity of the
     bodies and nodes, which the image keeps alive). Given the same tuples again (the JSON
@@ -99,19 +100,19 @@ def base_image(rules, nodes: tuple, terms: int, states: int) -> _Image:
     identity alone."""
     fast = isinstance(rules, tuple) and isinstance(nodes, tuple)
     if fast:
-        hit = _IMAGE_OF_TUPLE.get((id(rules), id(nodes), terms, states))
+        hit = _IMAGE_OF_TUPLE.get((id(rules), id(nodes), terms, states, warm))
         if hit is not None and hit[0] is rules and hit[1] is nodes:
             return hit[2]
     items = rules if isinstance(rules, tuple) else tuple(rules.items())
-    key = (tuple((k, id(v)) for k, v in items), tuple(map(id, nodes)), terms, states)
+    key = (tuple((k, id(v)) for k, v in items), tuple(map(id, nodes)), terms, states, warm)
     img = _IMAGES.get(key)
     if img is None:
         with _IMAGES_LOCK:
             img = _IMAGES.get(key)
             if img is None:
-                img = _IMAGES[key] = _Image(dict(items), nodes, terms, states)
+                img = _IMAGES[key] = _Image(dict(items), nodes, terms, states, warm)
     if fast and len(_IMAGE_OF_TUPLE) < 64:  # (the tuples are kept alive with the entry)
-        _IMAGE_OF_TUPLE[(id(rules), id(nodes), terms, states)] = (rules, nodes, img)
+        _IMAGE_OF_TUPLE[(id(rules), id(nodes), terms, states, warm)] = (rules, nodes, img)
     return img
 
 
@@ -227,12 +228,12 @@ class Automaton:
         its rules really are those (same body objects)."""
         if not grammar.shared:
             return None
-        shared, nodes = grammar.shared
+        shared, nodes, *rest = grammar.shared
         src = grammar.rules
         for name, body in (shared if isinstance(shared, tuple) else shared.items()):
             if src.get(name) is not body:
                 return None
-        return base_image(shared, nodes, self.INITIAL_TERMS, self.INITIAL_STATES)
+        return base_image(shared, nodes, self.INITIAL_TERMS, self.INITIAL_STATES, rest[0] if rest else ())
 
     def _from_image(self, image: "_Image") -> None:
         self._a = a = {k: v.copy() for k, v in image.arrays.items()}
@@ -645,17 +646,18 @@ class Automaton:
         """Terms interned so far."""
         return int(self._a["ctl"][K.C_TERMS])
 
-    def _whitespace_rows(self) -> None:
-        """The derivative classes of the whitespace between tokens, and of each of its
-        derivatives by a blank or a line break: every document starts with it, so the first mask
+    def _warm_rows(self, name: str, data: bytes) -> None:
+        """The derivative classes of rule ``name``, and of each of its derivatives by the bytes
+        of ``data``, closed (a base image's ``warm`` entry: for JSON, the whitespace between
+        tokens and its blanks and line breaks; every document starts with it, so the first mask
         of every index walks its ~40 states first, and these parts of their rows are the same
-        for every schema (computed once, in the base image)."""
-        ws = self.rules.ref("ws")
+        for every schema, computed once in the image)."""
+        ws = self.rules.ref(name)
         todo, seen = [ws], {ws}
         while todo:
             t = todo.pop()
             self._run(K.row, t)
-            for byte in b" \t\n\r":
+            for byte in data:
                 u = self._run(K.deriv, t, byte)
                 if u != K.EMPTY and u not in seen:
                     seen.add(u)

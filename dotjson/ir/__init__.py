@@ -171,11 +171,13 @@ class Grammar:
         are produced on demand (:class:`dotjson.jsonschema.objects_any_order.AnyOrderObject`). A lazily
         compiled schema shares its list, which grows as objects are built.
     shared : tuple, optional
-        ``(rules, nodes)``: rules of ``rules`` (a mapping, or a tuple of ``(name, body)`` pairs;
-        same names, same body objects) and nodes that
-        many grammars share, such as the JSON base rules and the spellings of a string's
-        characters. An automaton starts from a store where they are compiled once per process
-        (:func:`dotjson.automaton.base_image`) instead of compiling them again.
+        ``(rules, nodes)`` or ``(rules, nodes, warm)``: rules of ``rules`` (a mapping, or a
+        tuple of ``(name, body)`` pairs; same names, same body objects) and nodes that many
+        grammars share, such as the JSON base rules and the spellings of a string's characters.
+        An automaton starts from a store where they are compiled once per process
+        (:func:`dotjson.automaton.base_image`) instead of compiling them again. ``warm``: pairs
+        ``(rule name, bytes)`` whose derivative classes, closed under those bytes, the store
+        holds too (the JSON layer's whitespace).
     """
 
     rules: Mapping[str, Node] = field(default_factory=dict)

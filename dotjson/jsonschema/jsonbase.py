@@ -17,7 +17,8 @@ from dotjson import ir
 from dotjson.grammar import load_lark
 from dotjson.jsonschema.jsonstr import spellings as _spellings
 
-__all__ = ["json_base", "json_base_items", "json_base_grammar", "WHITESPACE_MODES", "JSON_WS_BYTES", "JSON_WS"]
+__all__ = ["json_base", "json_base_items", "json_base_grammar", "WHITESPACE_MODES", "JSON_WS_BYTES", "JSON_WS",
+           "WARM_ROWS"]
 
 #: ``whitespace=`` modes: ``"bounded"`` (the ``ws`` rule of ``grammars/json.lark``) and ``"json"``
 #: (RFC 8259: any run of space, tab, line feed and carriage return between tokens).
@@ -26,6 +27,9 @@ WHITESPACE_MODES = ("bounded", "json")
 JSON_WS_BYTES = b"\t\n\r "
 #: The ``ws`` rule of ``whitespace="json"``: any run of :data:`JSON_WS_BYTES`.
 JSON_WS = ir.repeat(ir.chars(*((b, b) for b in JSON_WS_BYTES)), 0, None)
+#: The rows a base image computes ahead (``ir.Grammar.shared``'s ``warm``): the whitespace rule
+#: between tokens (named ``ws`` in every whitespace mode) under its own bytes.
+WARM_ROWS = (("ws", JSON_WS_BYTES),)
 
 
 def _json_lark_text() -> str:

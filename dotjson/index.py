@@ -993,7 +993,7 @@ class Index:
             rest = int(ti[t, 2]) if r != t else _K.EPS
             first = int(ti[rest, 1]) if ti[rest, 0] == _K.K_SEQ else rest
             if int(ti[r, 1]) < image.n_terms and first < image.n_terms:
-                fact = ("reach", self._vocab.uid, int(ti[r, 1]), first)
+                fact = ("reach", self._vocab._uid, int(ti[r, 1]), first)
         known = image.facts.get(fact, -1) if fact is not None else -1
         out = self._reach_out
         out[:] = -1
@@ -1057,7 +1057,7 @@ class Index:
             bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
             return bits, exits
         gid = self._head_gid_of(head)
-        key = (self._vocab.uid, self._gid_gen, gid) if gid >= 0 else None
+        key = (self._vocab._uid, self._gid_gen, gid) if gid >= 0 else None
         cache = _heads.head_cache()
         entry = cache.get(key) if key is not None else None
         if entry is None:

@@ -690,11 +690,6 @@ class Vocabulary:
         return np.flatnonzero(ok)
 
     @property
-    def uid(self) -> int:
-        """A number that no other ``Vocabulary`` of this process has (a cheap cache key)."""
-        return self._uid
-
-    @property
     def fingerprint(self) -> str:
         """Hex SHA-256 over the ids, their bytes and the EOS ids (stable across processes)."""
         if self._fingerprint is None:

@@ -270,7 +270,7 @@ def interner() -> Interner:
 
 
 class HeadCache:
-    """The masks of heads shared by every automaton of the process: ``(vocabulary uid, interner
+    """The masks of heads shared by every automaton of the process: ``(Vocabulary._uid, interner
     generation, head id) -> (bits, exits)`` (the tokens that are prefixes of the head's words, and the
     special trie's nodes where a word of the head ends inside a token). Bounded by
     :data:`dotjson._config.MAX_HEAD_CACHE_BYTES` (emptied when full); thread-safe."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._config import MAX_HEAD_CACHE_BYTES, MAX_HEAD_IDS
 from .._kernels.jit import kernel
-from .store import BAND, K_ALT, K_AND, K_BYTES, K_DIFF, K_EMPTY, K_EPS, K_KEYS, K_REF, K_REP, K_SEQ
+from .store import BAND, K_ALT, K_AND, K_BYTES, K_DIFF, K_EMPTY, K_EPS, K_REF, K_REP, K_SEQ
 
 #: :func:`intern` answers: a term not shared across automata; the tables must grow first.
 UNSHARED = -1

@@ -1098,7 +1098,15 @@ class Index:
             grown = np.full(n, _heads.UNKNOWN_GID, dtype=np.int64)
             grown[: self._head_gid.shape[0]] = self._head_gid
             self._head_gid = grown
-        self._gid_gen, gid = _heads.interner().gid(
+        inter = _heads.interner()
+        if self._gid_gen != inter.generation and a.image is not None:
+            # the base image's terms (a format's compiled language among them): their ids are
+            # the image's, interned once per process
+            self._gid_gen, known = inter.image_ids(a.image, S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL],
+                                                   self._rule_gid)
+            self._head_gid.fill(_heads.UNKNOWN_GID)
+            self._head_gid[: known.shape[0]] = known
+        self._gid_gen, gid = inter.gid(
             S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL], self._head_gid, self._rule_gid, t, self._gid_gen)
         return gid
 

@@ -229,3 +229,22 @@ def test_head_masks_equal_the_whole_walk_on_random_walks(request, vocab_name):
                 t = ids[int(rng.integers(len(ids)))]
                 s, u = fast.next_state(s, t), slow.next_state(u, t)
     assert checked > 1000
+
+
+def test_a_base_images_terms_are_interned_once(llama3_vocab):
+    """The ids of a base image's terms (the JSON base rules, the formats compiled with them) are
+    computed once per process and image, and copied by every index started from it."""
+    prop = {"type": "string", "format": "date-time"}
+    first = Index({"type": "object", "properties": {"t": prop}}, llama3_vocab)
+    second = Index({"type": "array", "items": prop}, llama3_vocab)
+    for index, text in ((first, b'{"t": "2020-0'), (second, b'["2021-1')):
+        index.mask(index._auto.walk_bytes(index.initial_state, text))
+    image = first._auto.image
+    assert image is not None and second._auto.image is image
+    known = image.facts[("head ids", _heads_generation())]
+    assert known.shape[0] == image.n_terms and (known != H.UNKNOWN_GID).all()
+    assert np.array_equal(second._head_gid[: image.n_terms], known)
+
+
+def _heads_generation() -> int:
+    return H.interner().generation

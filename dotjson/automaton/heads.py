@@ -179,6 +179,18 @@ def intern(ti, bw, pool, gid_of, rule_gid, gk, ght, gpool, gctl, stack, buf, t):
     return gid_of[t]
 
 
+@kernel
+def intern_all(ti, bw, pool, gid_of, rule_gid, gk, ght, gpool, gctl, stack, buf, n):
+    """:func:`intern` of terms ``0 .. n - 1`` (a base image's): 0, or a ``GROW_*`` answer (grow,
+    call again: the terms done stay in ``gid_of``)."""
+    for t in range(n):
+        if gid_of[t] == UNKNOWN_GID:
+            g = intern(ti, bw, pool, gid_of, rule_gid, gk, ght, gpool, gctl, stack, buf, t)
+            if g < UNSHARED:
+                return g
+    return 0
+
+
 class Interner:
     """Process-wide ids of term structures (see :func:`intern`); thread-safe, growing by
     doubling. One per process: the ids mean the same in every automaton.
@@ -224,6 +236,28 @@ class Interner:
                 if g >= UNSHARED:
                     return self.generation, int(g)
                 self._grow(int(g))
+
+    def image_ids(self, image, ti, bw, pool, rule_gid) -> tuple[int, np.ndarray]:
+        """``(generation, ids)`` of every term of base ``image`` (``ti``/``bw``/``pool``: the
+        arrays of a store started from it, whose first terms are the image's), computed once per
+        image and generation and kept with the image: an automaton started from it copies them
+        instead of interning a ``format``'s ~2,400 terms again (0.10–0.16 ms a new schema)."""
+        n = image.n_terms
+        with self.lock:
+            key = ("head ids", self.generation)
+            got = image.facts.get(key)
+            if got is None:
+                got = np.full(n, UNKNOWN_GID, dtype=np.int64)
+                while True:
+                    r = intern_all(ti, bw, pool, got, rule_gid, self.gk, self.ght, self.gpool,
+                                   self.gctl, self.stack, self.buf, n)
+                    if r == 0:
+                        break
+                    self._grow(int(r))
+                if self.gctl[0] >= self.max_ids:  # (filled past the budget: not kept)
+                    return self.generation, got
+                image.facts[key] = got
+            return self.generation, got
 
     def _grow(self, why: int) -> None:
         n, po = int(self.gctl[0]), int(self.gctl[1])

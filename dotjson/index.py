@@ -963,28 +963,37 @@ class Index:
         if got is None:
             return None
         shared, k = got
-        len_row, len_bits = self._walk_tables[3:]
         r = self._mask_row(shared)  # (may grow self._masks: read it after)
         # (its EOS bits are the run's: R{min(lo, D+1),} rest is nullable exactly when R{lo,hi}
         # rest is, lo and min(lo, D+1) being 0 together)
-        bits = self._masks[r] & ~self._tries.plain_bits
+        return self._run_bits(self._masks[r], k)
+
+    def _run_bits(self, shared_bits: np.ndarray, k: int) -> np.ndarray:
+        """A run position's tokens: the special ones of its shared state's ``shared_bits``, and
+        the plain tokens of at most ``k`` characters."""
+        len_row, len_bits = self._walk_tables[3:]
+        bits = shared_bits & ~self._tries.plain_bits
         bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
         return bits
+
+    def _bounded_run(self, t: int) -> bool:
+        """Whether term ``t`` starts with a repetition with an upper bound (read off the term:
+        a kernel call passes the whole store, ~2 us), and the vocabulary has length rows: the
+        states :meth:`_run_shared` may share."""
+        ti = self._auto.store[_K.S_TI]
+        r = int(ti[t, 1]) if ti[t, 0] == _K.K_SEQ else t
+        return bool(ti[r, 0] == _K.K_REP and 0 < ti[r, 3] < _K.BAND) \
+            and self._walk_tables[3].shape[0] > 0
 
     def _run_shared(self, key_state: int):
         """``(shared, k)`` for a state inside a bounded plain run of ``k`` characters whose
         special tokens are those of state ``shared`` (see :meth:`_run_mask`), else ``None``."""
         a = self._auto
-        # read the term's head first (a kernel call passes the whole store: ~2 us): a repetition
-        # with an upper bound, else nothing to share
-        ti = a.store[_K.S_TI]
         t = a.term_of(key_state)
+        if not self._bounded_run(t):
+            return None
+        ti = a.store[_K.S_TI]
         r = int(ti[t, 1]) if ti[t, 0] == _K.K_SEQ else t
-        if ti[r, 0] != _K.K_REP or not 0 < ti[r, 3] < _K.BAND:
-            return None
-        len_row, len_bits = self._walk_tables[3:]
-        if len_row.shape[0] == 0:
-            return None
         # the run's reach into the special tokens depends on its item, what follows the run and
         # the vocabulary only: kept with the base image for the image's terms, so the next
         # schema does not walk the special trie again (~1-3 ms)
@@ -1047,20 +1056,18 @@ class Index:
         if entry is not None:
             return entry
         a = self._auto
-        sa = a.state(head)
-        got = self._run_shared(sa)
-        if got is not None and a.term_of(got[0]) != head:
-            shared, k = got
-            bits, exits = self._head_entry(a.term_of(shared))
-            len_row, len_bits = self._walk_tables[3:]
-            bits = bits & ~self._tries.plain_bits
-            bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
-            return bits, exits
+        if self._bounded_run(head):
+            got = self._run_shared(a.state(head))
+            if got is not None and a.term_of(got[0]) != head:
+                shared, k = got
+                bits, exits = self._head_entry(a.term_of(shared))
+                return self._run_bits(bits, k), exits
         gid = self._head_gid_of(head)
         key = (self._vocab._uid, self._gid_gen, gid) if gid >= 0 else None
         cache = _heads.head_cache()
         entry = cache.get(key) if key is not None else None
-        if entry is None:
+        if entry is None:  # (a state for the head only where its walk is needed)
+            sa = a.state(head)
             entry = (self._compute_mask(sa), self._head_exits(sa))
             if key is not None:
                 cache.put(key, entry)

@@ -49,13 +49,15 @@ def _plain_bytes() -> np.ndarray:
     """``[b]``: byte ``b`` occurs in the UTF-8 spelling of some plain character."""
     out = np.zeros(256, dtype=np.bool_)
     for lo, hi in PLAIN_RANGES:
-        for cp in range(lo, min(hi, 0x7F) + 1):
-            out[cp] = True
-        # beyond ASCII: continuation bytes, and the lead byte of every 64-code-point block
-        for cp in range(max(lo, 0x80), hi + 1, 64):
-            for b in chr(cp).encode("utf-8", "surrogatepass"):
-                out[b] = True
-            out[0x80:0xC0] = True
+        out[lo: min(hi, 0x7F) + 1] = True
+        # beyond ASCII, per encoded length: the lead bytes of the range's ends and all between
+        # them (a length's lead byte grows with the code point), and the continuation bytes
+        for first, last in ((0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF)):
+            x, y = max(lo, first), min(hi, last)
+            if x <= y:
+                enc = [chr(c).encode("utf-8", "surrogatepass")[0] for c in (x, y)]
+                out[enc[0]: enc[1] + 1] = True
+                out[0x80:0xC0] = True
     return out
 
 

@@ -23,6 +23,7 @@ started from it), a key set, a repetition counted by markers.
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -346,16 +347,18 @@ def head_cache() -> HeadCache:
     return _CACHE
 
 
-_IMAGE_UID: dict = {}
+_IMAGE_NUMBERS = itertools.count(1)
 
 
 def rule_ids(image) -> np.ndarray:
     """``rule_gid`` for an automaton started from base ``image`` (None: no shared rules): the
-    image's rules, which every such automaton numbers alike, get ids; the schema's own rules
-    (after them) get none."""
+    image's rules, which every such automaton numbers alike, get ids (made once, kept with the
+    image); the schema's own rules (after them) get none."""
     if image is None:
         return np.full(0, -1, dtype=np.int64)
-    with _CACHE.lock:
-        uid = _IMAGE_UID.setdefault(id(image), (len(_IMAGE_UID) + 1, image))[0]
-    n = len(image.rules[0])
-    return (np.int64(uid) << np.int64(24)) + np.arange(n, dtype=np.int64)
+    got = image.facts.get("head rule ids")
+    if got is None:
+        ids = (np.int64(next(_IMAGE_NUMBERS)) << np.int64(24)) + np.arange(len(image.rules[0]),
+                                                                         dtype=np.int64)
+        got = image.facts.setdefault("head rule ids", ids)
+    return got

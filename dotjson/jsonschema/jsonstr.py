@@ -247,12 +247,17 @@ def enc_text(text: str) -> ir.Node:
     """All JSON spellings of ``text`` (between the quotes): a sequence of :func:`enc_char` nodes,
     short texts cached per process (the tails of names in a key trie recur in every state of a
     wide object, literals recur across schemas: one node each, compiled once per automaton)."""
-    hit = _SHORT_TEXT.get(text)
+    return _text_of(text, enc_char, _SHORT_TEXT)
+
+
+def _text_of(text: str, char, memo: dict) -> ir.Node:
+    """The sequence of ``char(ch)`` over ``text``, memoized in ``memo`` for short texts."""
+    hit = memo.get(text)
     if hit is not None:
         return hit
-    node = ir.seq(*(enc_char(ch) for ch in text))
-    if len(text) <= 8 and len(_SHORT_TEXT) < 100_000:
-        _SHORT_TEXT[text] = node
+    node = ir.seq(*(char(ch) for ch in text))
+    if len(text) <= 8 and len(memo) < 100_000:
+        memo[text] = node
     return node
 
 
@@ -363,7 +368,7 @@ class Spellings:
         return hit
 
     def enc_text(self, text: str) -> ir.Node:
-        return self._text_of(text, self.enc_char, self._text)
+        return _text_of(text, self.enc_char, self._text)
 
     def lit_char(self, ch: str) -> ir.Node:
         """The one canonical spelling of ``ch`` (as ``json.dumps(ensure_ascii=False)`` writes it)."""
@@ -382,18 +387,7 @@ class Spellings:
         return hit
 
     def lit_text(self, text: str) -> ir.Node:
-        return self._text_of(text, self.lit_char, self._ltext)
-
-    @staticmethod
-    def _text_of(text: str, char, memo: dict) -> ir.Node:
-        """The sequence of ``char(ch)`` over ``text``, memoized for short texts."""
-        hit = memo.get(text)
-        if hit is not None:
-            return hit
-        node = ir.seq(*(char(ch) for ch in text))
-        if len(text) <= 8 and len(memo) < 100_000:
-            memo[text] = node
-        return node
+        return _text_of(text, self.lit_char, self._ltext)
 
     def json_string_content(self) -> ir.Node:
         """Any string content this policy spells (``json_string_char*``)."""

@@ -258,8 +258,10 @@ class Automaton:
 
     @staticmethod
     def _grown(arr, cap, fill):
-        out = np.full((cap,) + arr.shape[1:], fill, dtype=arr.dtype)
-        out[: arr.shape[0]] = arr
+        out = np.empty((cap,) + arr.shape[1:], dtype=arr.dtype)
+        n = arr.shape[0]
+        out[:n] = arr
+        out[n:] = fill  # (the old rows written once, not filled first)
         return out
 
     @property

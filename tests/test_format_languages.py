@@ -34,21 +34,15 @@ def _two(n: int) -> str:
 
 
 def reference_full_date() -> ir.Node:
-    """``full-date`` as ``dotjson.formats.rfc`` wrote it before issue 33."""
-    year = ir.repeat(_DIGIT, 4, 4)
-    d28 = _r("(0[1-9]|1[0-9]|2[0-8])")
-    d30 = _r("(0[1-9]|[12][0-9]|30)")
-    d31 = _r("(0[1-9]|[12][0-9]|3[01])")
-    m31 = _r("(01|03|05|07|08|10|12)")
-    m30 = _r("(04|06|09|11)")
-    mult4_nonzero = _r("([02468][48]|[2468]0|[13579][26])")
-    mult4 = _r("([02468][048]|[13579][26])")
-    leap = ir.alt(ir.seq(_DIGIT, _DIGIT, mult4_nonzero), ir.seq(mult4, ir.lit("00")))
+    """``full-date`` as ``dotjson.formats.rfc`` composed it before issue 33 (the year in each of
+    three branches), from today's pieces (the change is the composition)."""
+    p = rfc.date_parts()
+    year = p["year"]
     return ir.alt(
-        ir.seq(year, ir.lit("-"), m31, ir.lit("-"), d31),
-        ir.seq(year, ir.lit("-"), m30, ir.lit("-"), d30),
-        ir.seq(year, ir.lit("-02-"), d28),
-        ir.seq(leap, ir.lit("-02-29")),
+        ir.seq(year, ir.lit("-"), p["m31"], ir.lit("-"), p["d31"]),
+        ir.seq(year, ir.lit("-"), p["m30"], ir.lit("-"), p["d30"]),
+        ir.seq(year, ir.lit("-02-"), p["d28"]),
+        ir.seq(p["leap"], ir.lit("-02-29")),
     )
 
 

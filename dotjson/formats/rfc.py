@@ -32,7 +32,7 @@ from dotjson import ir
 from dotjson.regex import regex_to_ir
 
 __all__ = [
-    "full_date", "full_time", "date_time", "duration", "ipv4", "ipv6", "hostname", "ldh_label", "email",
+    "date_parts", "full_date", "full_time", "date_time", "duration", "ipv4", "ipv6", "hostname", "ldh_label", "email",
     "email_local", "address_literal", "uuid", "uri", "uri_reference", "iri", "iri_reference", "json_pointer",
     "relative_json_pointer", "uri_template",
 ]
@@ -54,20 +54,30 @@ def _two(n: int) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def full_date() -> ir.Node:
-    year = ir.repeat(_DIGIT, 4, 4)
-    d28 = _r("(0[1-9]|1[0-9]|2[0-8])")
-    d30 = _r("(0[1-9]|[12][0-9]|30)")
-    d31 = _r("(0[1-9]|[12][0-9]|3[01])")
-    m31 = _r("(01|03|05|07|08|10|12)")
-    m30 = _r("(04|06|09|11)")
-    # years divisible by 4 and not by 100, or divisible by 400
+def date_parts() -> dict[str, ir.Node]:
+    """The pieces of ``full-date``: ``year``, days ``d28``/``d30``/``d31``, months ``m31``/``m30``
+    (by length; February apart), ``leap`` (the leap years: divisible by 4 and not by 100, or by
+    400)."""
     mult4_nonzero = _r("([02468][48]|[2468]0|[13579][26])")
     mult4 = _r("([02468][048]|[13579][26])")
-    leap = ir.alt(ir.seq(_DIGIT, _DIGIT, mult4_nonzero), ir.seq(mult4, ir.lit("00")))
+    return {
+        "year": ir.repeat(_DIGIT, 4, 4),
+        "d28": _r("(0[1-9]|1[0-9]|2[0-8])"),
+        "d30": _r("(0[1-9]|[12][0-9]|30)"),
+        "d31": _r("(0[1-9]|[12][0-9]|3[01])"),
+        "m31": _r("(01|03|05|07|08|10|12)"),
+        "m30": _r("(04|06|09|11)"),
+        "leap": ir.alt(ir.seq(_DIGIT, _DIGIT, mult4_nonzero), ir.seq(mult4, ir.lit("00"))),
+    }
+
+
+@functools.lru_cache(maxsize=None)
+def full_date() -> ir.Node:
+    p = date_parts()
     # (the year read once for the 365 days every year has: one branch, not three)
-    month_day = ir.alt(ir.seq(m31, ir.lit("-"), d31), ir.seq(m30, ir.lit("-"), d30), ir.seq(ir.lit("02-"), d28))
-    return ir.alt(ir.seq(year, ir.lit("-"), month_day), ir.seq(leap, ir.lit("-02-29")))
+    month_day = ir.alt(ir.seq(p["m31"], ir.lit("-"), p["d31"]), ir.seq(p["m30"], ir.lit("-"), p["d30"]),
+                       ir.seq(ir.lit("02-"), p["d28"]))
+    return ir.alt(ir.seq(p["year"], ir.lit("-"), month_day), ir.seq(p["leap"], ir.lit("-02-29")))
 
 
 @functools.lru_cache(maxsize=None)

@@ -179,3 +179,30 @@ def test_an_ordinary_time_never_searches_the_leap_second_intersection():
             assert s >= 0, text
         assert a.accepting[s], text
         assert a.n_terms - before < 200, (text, a.n_terms - before)
+
+
+@pytest.mark.parametrize("vocab_name", ["llama3_vocab", "qwen_vocab"])
+def test_masks_equal_the_reference_languages_masks(request, vocab_name):
+    # Equal languages give equal token masks: at every byte of documents through an ordinary
+    # time, a leap second with each offset form and a fraction, the index over today's
+    # date-time and the one over the reference construction allow the same tokens.
+    import numpy as np
+
+    from dotjson import Index
+    from dotjson.jsonschema.jsonstr import spellings
+
+    vocab = request.getfixturevalue(vocab_name)
+    enc = spellings("canonical").encode_string_language
+
+    def index(node):
+        return Index.from_grammar(ir.Grammar({"start": ir.seq(ir.lit('"'), enc(node), ir.lit('"'))}, "start"), vocab)
+
+    new, old = index(rfc.date_time()), index(reference_date_time())
+    for doc in (b'"2023-04-15T19:30:00Z"', b'"1998-12-31T15:59:60.123-08:00"', b'"2024-02-29T00:00:60+00:01"',
+                b'"1998-12-31T00:59:60+01:00"', b'"1998-12-31t23:59:60z"'):
+        for i in range(len(doc) + 1):
+            a = new._auto.walk_bytes(new.initial_state, doc[:i])
+            b = old._auto.walk_bytes(old.initial_state, doc[:i])
+            assert (a < 0) == (b < 0), doc[:i]
+            if a >= 0:
+                assert np.array_equal(new.mask(a), old.mask(b)), doc[:i]

@@ -102,7 +102,7 @@ def _leap_second(hour: ir.Node, minute: ir.Node, frac: ir.Node, z: ir.Node) -> i
     the intersection of two: one branch per local hour (24), fixing the offset's hour and whether
     its minutes are ``00``, and one per local minute (60), fixing the offset's minutes. (A DFA
     remembers ``(HH, MM)`` up to the offset: 1,440 states in one layer; written out without an
-    intersection that is ~16,000 terms.) One intersection for both signs and ``Z``: 1,189 terms
+    intersection that is 15,343 terms.) One intersection for both signs and ``Z``: 1,189 terms
     for ``time`` as JSON text, against 2,095 for the earlier form (an intersection per sign and
     the 24 ``+hh:00`` cases listed apart), the same language (``tests/test_format_languages.py``).
 

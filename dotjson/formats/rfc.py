@@ -32,7 +32,7 @@ from dotjson import ir
 from dotjson.regex import regex_to_ir
 
 __all__ = [
-    "full_date", "full_time", "date_time", "duration", "ipv4", "ipv6", "hostname", "ldh_label", "email",
+    "date_parts", "full_date", "full_time", "date_time", "duration", "ipv4", "ipv6", "hostname", "ldh_label", "email",
     "email_local", "address_literal", "uuid", "uri", "uri_reference", "iri", "iri_reference", "json_pointer",
     "relative_json_pointer", "uri_template",
 ]
@@ -54,23 +54,30 @@ def _two(n: int) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def full_date() -> ir.Node:
-    year = ir.repeat(_DIGIT, 4, 4)
-    d28 = _r("(0[1-9]|1[0-9]|2[0-8])")
-    d30 = _r("(0[1-9]|[12][0-9]|30)")
-    d31 = _r("(0[1-9]|[12][0-9]|3[01])")
-    m31 = _r("(01|03|05|07|08|10|12)")
-    m30 = _r("(04|06|09|11)")
-    # years divisible by 4 and not by 100, or divisible by 400
+def date_parts() -> dict[str, ir.Node]:
+    """The pieces of ``full-date``: ``year``, days ``d28``/``d30``/``d31``, months ``m31``/``m30``
+    (by length; February apart), ``leap`` (the leap years: divisible by 4 and not by 100, or by
+    400)."""
     mult4_nonzero = _r("([02468][48]|[2468]0|[13579][26])")
     mult4 = _r("([02468][048]|[13579][26])")
-    leap = ir.alt(ir.seq(_DIGIT, _DIGIT, mult4_nonzero), ir.seq(mult4, ir.lit("00")))
-    return ir.alt(
-        ir.seq(year, ir.lit("-"), m31, ir.lit("-"), d31),
-        ir.seq(year, ir.lit("-"), m30, ir.lit("-"), d30),
-        ir.seq(year, ir.lit("-02-"), d28),
-        ir.seq(leap, ir.lit("-02-29")),
-    )
+    return {
+        "year": ir.repeat(_DIGIT, 4, 4),
+        "d28": _r("(0[1-9]|1[0-9]|2[0-8])"),
+        "d30": _r("(0[1-9]|[12][0-9]|30)"),
+        "d31": _r("(0[1-9]|[12][0-9]|3[01])"),
+        "m31": _r("(01|03|05|07|08|10|12)"),
+        "m30": _r("(04|06|09|11)"),
+        "leap": ir.alt(ir.seq(_DIGIT, _DIGIT, mult4_nonzero), ir.seq(mult4, ir.lit("00"))),
+    }
+
+
+@functools.lru_cache(maxsize=None)
+def full_date() -> ir.Node:
+    p = date_parts()
+    # (the year read once for the 365 days every year has: one branch, not three)
+    month_day = ir.alt(ir.seq(p["m31"], ir.lit("-"), p["d31"]), ir.seq(p["m30"], ir.lit("-"), p["d30"]),
+                       ir.seq(ir.lit("02-"), p["d28"]))
+    return ir.alt(ir.seq(p["year"], ir.lit("-"), month_day), ir.seq(p["leap"], ir.lit("-02-29")))
 
 
 @functools.lru_cache(maxsize=None)
@@ -78,36 +85,58 @@ def full_time() -> ir.Node:
     hour = _r("([01][0-9]|2[0-3])")
     minute = _r("[0-5][0-9]")
     frac = ir.opt(ir.seq(ir.lit("."), ir.repeat(_DIGIT, 1, None)))
-    num_offset = ir.seq(ir.chars((0x2B, 0x2B), (0x2D, 0x2D)), hour, ir.lit(":"), minute)
-    offset = ir.alt(ir.chars((0x5A, 0x5A), (0x7A, 0x7A)), num_offset)
-    normal = ir.seq(hour, ir.lit(":"), minute, ir.lit(":"), minute, frac, offset)
-    # A leap second is 23:59:60 UTC, written at the local time UTC + offset. Listing the
-    # 2,881 (local time, offset) pairs would be large; instead each sign is the intersection
-    # of an hour constraint (24 branches) and a minute constraint (60 branches).
     z = ir.chars((0x5A, 0x5A), (0x7A, 0x7A))
-    sec60 = ir.lit(":60")
+    num_offset = ir.seq(ir.chars((0x2B, 0x2B), (0x2D, 0x2D)), hour, ir.lit(":"), minute)
+    # (a trie on the hour's first digit, the rest shared: see _leap_second for why)
+    rest = ir.seq(ir.lit(":"), minute, ir.lit(":"), minute, frac, ir.alt(z, num_offset))
+    normal = ir.alt(ir.seq(ir.chars((0x30, 0x31)), _DIGIT, rest), ir.seq(ir.lit("2"), ir.chars((0x30, 0x33)), rest))
+    return ir.alt(normal, _leap_second(hour, minute, frac, z))
 
-    def pairs(sign: str, hour_map, minute_map, minutes) -> ir.Node:
-        by_hour = ir.alt(*(
-            ir.seq(ir.lit(_two(hour_map(h)) + ":"), minute, sec60, frac, ir.lit(f"{sign}{_two(h)}:"), minute)
-            for h in range(24)
-        ))
-        by_minute = ir.alt(*(
-            ir.seq(hour, ir.lit(":" + _two(minute_map(m))), sec60, frac, ir.lit(sign), hour, ir.lit(":" + _two(m)))
-            for m in minutes
-        ))
-        return ir.And((by_hour, by_minute))
 
-    leap = ir.alt(
-        ir.seq(ir.lit("23:59:60"), frac, z),
-        # +HH:MM with MM >= 1: local time HH:(MM-1)
-        pairs("+", lambda h: h, lambda m: m - 1, range(1, 60)),
-        # +HH:00: local time (HH-1):59
-        ir.alt(*(ir.seq(ir.lit(f"{_two((h - 1) % 24)}:59:60"), frac, ir.lit(f"+{_two(h)}:00")) for h in range(24))),
-        # -HH:MM: local time (23-HH):(59-MM)
-        pairs("-", lambda h: 23 - h, lambda m: 59 - m, range(60)),
-    )
-    return ir.alt(normal, leap)
+def _leap_second(hour: ir.Node, minute: ir.Node, frac: ir.Node, z: ir.Node) -> ir.Node:
+    """``HH:MM:60[.frac]`` and an offset that maps the local time ``HH:MM`` to 23:59 UTC.
+
+    Local time is UTC plus the offset, so ``Z`` needs ``23:59``; ``+hh:mm`` needs ``HH:MM =
+    hh:(mm-1)`` when ``mm >= 01`` and ``(hh-1):59`` when ``mm = 00``; ``-hh:mm`` needs ``HH:MM =
+    (23-hh):(59-mm)``. The hours and the minutes are related independently, so the language is
+    the intersection of two: one branch per local hour (24), fixing the offset's hour and whether
+    its minutes are ``00``, and one per local minute (60), fixing the offset's minutes. (A DFA
+    remembers ``(HH, MM)`` up to the offset: 1,440 states in one layer; written out without an
+    intersection that is 15,343 terms.) One intersection for both signs and ``Z``: 1,189 terms
+    for ``time`` as JSON text, against 2,095 for the earlier form (an intersection per sign and
+    the 24 ``+hh:00`` cases listed apart), the same language (``tests/test_format_languages.py``).
+
+    The ordinary times beside it (:func:`full_time`) are a trie on the hour's first digit with
+    the rest shared, so that each derivative of that branch is a term the compiled format
+    already holds: an old term id, sorted before the new intersection term in the alternation a
+    state is, so the state's emptiness check stops at it and never searches the intersection
+    (whose search visits every ``(HH, MM)`` pair: ~6,800 new terms in a value's first mask).
+    """
+    nonzero_minute = _r("(0[1-9]|[1-5][0-9])")
+    tail60 = ir.seq(ir.lit(":60"), frac)
+
+    def hour_side(hh: int) -> ir.Node:
+        offsets = [
+            ir.seq(ir.lit(f"+{_two(hh)}:"), nonzero_minute),  # +hh:mm, mm >= 01: local hh:(mm-1)
+            ir.lit(f"+{_two((hh + 1) % 24)}:00"),  # +hh:00: local (hh-1):59
+            ir.seq(ir.lit(f"-{_two(23 - hh)}:"), minute),
+        ]
+        if hh == 23:
+            offsets.append(z)
+        return ir.seq(ir.lit(f"{_two(hh)}:"), minute, tail60, ir.alt(*offsets))
+
+    def minute_side(mm: int) -> ir.Node:
+        offsets = [
+            ir.seq(ir.lit("+"), hour, ir.lit(f":{_two((mm + 1) % 60)}")),
+            ir.seq(ir.lit("-"), hour, ir.lit(f":{_two(59 - mm)}")),
+        ]
+        if mm == 59:
+            offsets.append(z)
+        return ir.seq(ir.lit(_two(mm)), tail60, ir.alt(*offsets))
+
+    by_hour = ir.alt(*(hour_side(hh) for hh in range(24)))
+    by_minute = ir.seq(hour, ir.lit(":"), ir.alt(*(minute_side(mm) for mm in range(60))))
+    return ir.And((by_hour, by_minute))
 
 
 # ----------------------------------------------------------------------------- duration

@@ -165,7 +165,8 @@ def _is_empty(S, t0):
         r = -1
         pending = -1
         if k == K_SEQ or k == K_ALT:
-            # in order, stopping at the first unknown item (short-circuit like any()/all())
+            # short-circuit like any()/all(): a sequence stops at its first unknown item, an
+            # alternation first looks for an item known non-empty
             want = 1 if k == K_SEQ else 0  # the item value that decides the result
             r = 1 - want
             if k == K_SEQ:
@@ -180,16 +181,20 @@ def _is_empty(S, t0):
                         r = want
                         break
             else:
+                # an item known non-empty decides before any unknown one is searched (an
+                # alternation's items are in term-id order: searching the first unknown one
+                # first sent an escaped digit of a date-time value through the leap second's
+                # intersection, 197-205 ms of masks against 7.9 ms)
                 off = ti[t, 1]
                 for x in range(ti[t, 2]):
                     c = pool[off + x]
                     v = _empty_known(S, c)
-                    if v < 0:
-                        pending = c
-                        break
                     if v == want:
                         r = want
+                        pending = -1
                         break
+                    if v < 0 and pending < 0:
+                        pending = c
         elif k == K_REP:
             if ti[t, 2] > 0:
                 v = _empty_known(S, ti[t, 1])

@@ -312,6 +312,16 @@ class NormalForms:
                 out = [b + (a,) for b in out]
         return out
 
+    # A sub-schema's normal form does not know the schema around it, so a ``oneOf`` whose
+    # branches are disjoint only beside its parent's atoms (``"required": ["type"]`` next to an
+    # ``allOf`` holding ``oneOf`` branches that each give ``type`` one value, without requiring
+    # it) needs every branch to negate every other: a product past MAX_BRANCHES, refused. Such a
+    # part (an allOf entry or a dependency whose schema has a ``oneOf``, or one refused alone for
+    # its size) is normalised *in context*: its normal form D only has to satisfy D ∧ C ≡ S ∧ C
+    # for the atoms C its result is intersected with anyway (the schema's own, a dependency's key
+    # present), which the ``oneOf`` it holds asks its overlaps beside. Other parts are untouched
+    # (and their normal forms shared as before).
+
     def _part(self, e, where):
         """``dnf(e)``, or a part to normalise in context (:class:`_InContext`): a schema whose
         own ``oneOf`` asks its overlaps beside the atoms around it (its normal form is then

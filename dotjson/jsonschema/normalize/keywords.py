@@ -101,8 +101,13 @@ class Keywords:
             return [(("ruleref", self.ref_target(doc, ptr, s["$ref"], "$ref")),)]
 
         for kw, val in s.items():
+            # each keyword of the dialect read into atoms (conjuncts of the branch) and parts
+            # (normal forms to multiply in, or to normalise beside the atoms) by its handler
+            h = KEYWORDS.get(kw)
+            if h is None or not h[1] <= draft <= h[2]:
+                continue  # (an annotation, another dialect's keyword: no constraint)
             try:
-                self._keyword(kw, val, s, doc, ptr, draft, atoms, parts)
+                h[0](self, kw, val, s, doc, ptr, draft, atoms, parts)
             except UnsupportedSchemaError as e:
                 if self.lenient and self.strict == 0:
                     warnings.warn(f"dotjson: ignoring {kw!r} at {self.where(doc, ptr) or '/'} ({e}); the "
@@ -171,226 +176,267 @@ class Keywords:
             return FALSE
         return ("loc", doc, p)
 
-    def _keyword(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        if kw in IGNORED_KEYWORDS:
+    # ------------------------------------------------------------------ one handler per keyword
+    # Each takes (kw, val, s, doc, ptr, draft, atoms, parts): keyword kw: val of schema s at ptr
+    # in document doc of dialect draft, read into atoms and parts (see _dnf_schema). The four most
+    # frequent keywords (three in four of a typical schema's: type, min/maxLength, properties,
+    # required) spell their pointer only for an error: spelling it for every keyword showed in
+    # profiles.
+
+    def _k_type(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        if isinstance(val, str) and val in _TYPE_ATOMS:
+            atoms.append(_TYPE_ATOMS[val])  # shared, not a new atom per schema
             return
-        # The four most frequent keywords (three in four of a typical schema's) first, their
-        # pointer spelled only for an error: spelling it for every keyword showed in profiles.
-        if kw == "type":
-            if isinstance(val, str) and val in _TYPE_ATOMS:
-                atoms.append(_TYPE_ATOMS[val])  # shared, not a new atom per schema
-                return
-            names = val if isinstance(val, list) else [val]
-            ts = frozenset()
-            for t in names:
-                if not isinstance(t, str) or t not in _TYPE_NAMES:
-                    raise SchemaError(f"unknown type {t!r}", self._kw_where(doc, ptr, kw), kw)
-                ts |= _TYPE_NAMES[t]
-            atoms.append(("types", ts))
+        names = val if isinstance(val, list) else [val]
+        ts = frozenset()
+        for t in names:
+            if not isinstance(t, str) or t not in _TYPE_NAMES:
+                raise SchemaError(f"unknown type {t!r}", self._kw_where(doc, ptr, kw), kw)
+            ts |= _TYPE_NAMES[t]
+        atoms.append(("types", ts))
+
+    def _k_length(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        if isinstance(val, int) and not isinstance(val, bool) and val >= 0:
+            n = int(val)
+        else:
+            n = _count(val, self._kw_where(doc, ptr, kw), kw)
+        if n >= _LANE_COUNT:
+            self.lane_count(n, self._kw_where(doc, ptr, kw), kw)
+        atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
+
+    def _k_properties(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        if not isinstance(val, dict):
+            raise SchemaError("properties must be an object", self._kw_where(doc, ptr, kw), kw)
+        if not "".join(val).isascii():  # ASCII holds no surrogate
+            _scalar_text(list(val), self._kw_where(doc, ptr, kw), kw)
+        for name in val:
+            # (marked declared: `not`, `dependentRequired` ... make props atoms that only
+            # constrain a value, and close_objects closes only objects that declare names)
+            atoms.append(("props", name, self._sub(s, doc, ptr, kw, name), True))
+
+    def _k_required(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
+            raise SchemaError("required must be an array of strings", self._kw_where(doc, ptr, kw), kw)
+        if not "".join(val).isascii():
+            _scalar_text(val, self._kw_where(doc, ptr, kw), kw)
+        for name in val:
+            atoms.append(("required", name))
+
+    def _k_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        atoms.append(("ruleref", self.ref_target(doc, ptr, val, kw)))
+
+    def _k_dynamic_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        target = self.ref_target(doc, ptr, val, kw)
+        if target is not None and target != TRUE:
+            atoms.append(("ruleref", target))
+
+    def _k_recursive_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        self.index_all()
+        if self.recursive_anchor:
+            self.unsupported("$recursiveRef with nested $recursiveAnchor is not supported",
+                             self._kw_where(doc, ptr, kw), kw)
             return
-        if kw == "minLength" or kw == "maxLength":
-            if isinstance(val, int) and not isinstance(val, bool) and val >= 0:
-                n = int(val)
-            else:
-                n = _count(val, self._kw_where(doc, ptr, kw), kw)
-            if n >= _LANE_COUNT:
-                self.lane_count(n, self._kw_where(doc, ptr, kw), kw)
-            atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
+        atoms.append(("ruleref", self.resolve(doc, ptr, val, kw)))
+
+    def _k_enum(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        if not isinstance(val, list):
+            raise SchemaError("enum must be an array", kwhere, kw)
+        _scalar_text(val, kwhere, kw)
+        atoms.append(("enum", self.values(val, kwhere, kw)))
+
+    def _k_const(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        _scalar_text(val, kwhere, kw)
+        atoms.append(("enum", self.values([val], kwhere, kw)))
+
+    def _k_bound(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        if kw.startswith("exclusive") and draft == 4:
+            if not isinstance(val, bool):
+                raise SchemaError(f"{kw} must be a boolean in draft 4", kwhere, kw)
+            return  # read together with minimum/maximum
+        c = _number(val, kwhere, kw)
+        if kw == "minimum":
+            atoms.append(("num", c, draft == 4 and s.get("exclusiveMinimum") is True, None, False))
+        elif kw == "maximum":
+            atoms.append(("num", None, False, c, draft == 4 and s.get("exclusiveMaximum") is True))
+        elif kw == "exclusiveMinimum":
+            atoms.append(("num", c, True, None, False))
+        else:
+            atoms.append(("num", None, False, c, True))
+
+    def _k_multiple_of(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        c = _number(val, kwhere, kw)
+        if c <= 0:
+            raise SchemaError("multipleOf must be greater than 0", kwhere, kw)
+        atoms.append(("mult", c))
+
+    def _k_pattern(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        self.regex(val, self._kw_where(doc, ptr, kw), kw)
+        atoms.append(("str", ("pattern", val), True))
+
+    def _k_format(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        if not isinstance(val, str):
+            raise SchemaError("format must be a string", kwhere, kw)
+        if self.format_node(val) is not None:
+            atoms.append(("str", ("format", val), True))
+        elif val in _UNSUPPORTED_FORMATS:
+            self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
+                             "(lenient=True ignores it)", kwhere, kw)
+
+    def _k_additional_properties(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        atoms.append(self.addl_atom(s, self._sub(s, doc, ptr, kw), self._kw_where(doc, ptr, kw)))
+
+    def _k_unevaluated_properties(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        e = self._sub(s, doc, ptr, kw)
+        if e == TRUE or "additionalProperties" in s:
             return
-        if kw == "properties":
-            if not isinstance(val, dict):
-                raise SchemaError("properties must be an object", self._kw_where(doc, ptr, kw), kw)
-            if not "".join(val).isascii():  # ASCII holds no surrogate
-                _scalar_text(list(val), self._kw_where(doc, ptr, kw), kw)
-            for name in val:
-                # (marked declared: `not`, `dependentRequired` ... make props atoms that only
-                # constrain a value, and close_objects closes only objects that declare names)
-                atoms.append(("props", name, self._sub(s, doc, ptr, kw, name), True))
+        kwhere = self._kw_where(doc, ptr, kw)
+        if any(k in s for k in _APPLICATORS):
+            self.unevaluated(doc, ptr, "props", e, kwhere, kw, parts)
             return
-        if kw == "required":
-            if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
-                raise SchemaError("required must be an array of strings", self._kw_where(doc, ptr, kw), kw)
-            if not "".join(val).isascii():
-                _scalar_text(val, self._kw_where(doc, ptr, kw), kw)
-            for name in val:
-                atoms.append(("required", name))
-            return
-        where = self.where(doc, ptr)
-        kwhere = f"{where}/{_esc(kw)}"
-        if kw == "$ref":
-            atoms.append(("ruleref", self.ref_target(doc, ptr, val, kw)))
-        elif kw == "$dynamicRef" and draft >= 2020:
-            target = self.ref_target(doc, ptr, val, kw)
-            if target is not None and target != TRUE:
-                atoms.append(("ruleref", target))
-        elif kw == "$recursiveRef" and draft == 2019:
-            self.index_all()
-            if self.recursive_anchor:
-                self.unsupported("$recursiveRef with nested $recursiveAnchor is not supported", kwhere, kw)
-                return
-            atoms.append(("ruleref", self.resolve(doc, ptr, val, kw)))
-        elif kw == "enum":
-            if not isinstance(val, list):
-                raise SchemaError("enum must be an array", kwhere, kw)
-            _scalar_text(val, kwhere, kw)
-            atoms.append(("enum", self.values(val, kwhere, kw)))
-        elif kw == "const" and draft >= 6:
-            _scalar_text(val, kwhere, kw)
-            atoms.append(("enum", self.values([val], kwhere, kw)))
-        elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            if kw.startswith("exclusive") and draft == 4:
-                if not isinstance(val, bool):
-                    raise SchemaError(f"{kw} must be a boolean in draft 4", kwhere, kw)
-                return  # read together with minimum/maximum
-            c = _number(val, kwhere, kw)
-            if kw == "minimum":
-                atoms.append(("num", c, draft == 4 and s.get("exclusiveMinimum") is True, None, False))
-            elif kw == "maximum":
-                atoms.append(("num", None, False, c, draft == 4 and s.get("exclusiveMaximum") is True))
-            elif kw == "exclusiveMinimum":
-                atoms.append(("num", c, True, None, False))
-            else:
-                atoms.append(("num", None, False, c, True))
-        elif kw == "multipleOf":
-            c = _number(val, kwhere, kw)
-            if c <= 0:
-                raise SchemaError("multipleOf must be greater than 0", kwhere, kw)
-            atoms.append(("mult", c))
-        elif kw == "pattern":
-            self.regex(val, kwhere, kw)
-            atoms.append(("str", ("pattern", val), True))
-        elif kw == "format":
-            if not isinstance(val, str):
-                raise SchemaError("format must be a string", kwhere, kw)
-            if self.format_node(val) is not None:
-                atoms.append(("str", ("format", val), True))
-            elif val in _UNSUPPORTED_FORMATS:
-                self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
-                                 "(lenient=True ignores it)", kwhere, kw)
-        elif kw == "additionalProperties":
-            atoms.append(self.addl_atom(s, self._sub(s, doc, ptr, kw), kwhere))
-        elif kw == "unevaluatedProperties":
-            e = self._sub(s, doc, ptr, kw)
-            if e == TRUE or "additionalProperties" in s:
-                return
-            if any(k in s for k in _APPLICATORS):
-                self.unevaluated(doc, ptr, "props", e, kwhere, kw, parts)
-                return
-            atoms.append(self.addl_atom(s, e, kwhere))
-        elif kw == "patternProperties":
-            if not isinstance(val, dict):
-                raise SchemaError("patternProperties must be an object", kwhere, kw)
-            for p in val:
-                self.regex(p, f"{kwhere}/{_esc(p)}", kw)
-                atoms.append(("pattern", p, self._sub(s, doc, ptr, kw, p)))
-        elif kw == "propertyNames" and draft >= 6:
-            atoms.append(("pnames", self._sub(s, doc, ptr, kw)))
-        elif kw in ("minProperties", "maxProperties"):
-            n = self.lane_count(_count(val, kwhere, kw), kwhere, kw)
-            atoms.append(("nprops", n, None) if kw == "minProperties" else ("nprops", 0, n))
-        elif kw == "dependentRequired" and draft >= 2019 or kw == "dependencies":
-            if not isinstance(val, dict):
-                raise SchemaError(f"{kw} must be an object", kwhere, kw)
-            for name, dep in val.items():
-                absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
-                if isinstance(dep, list):
-                    if not all(isinstance(x, str) for x in dep):
-                        raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
-                    present = [(("required", name),) + tuple(("required", d) for d in dep)]
-                    parts.append(absent + present)
-                elif kw == "dependencies" and isinstance(dep, (dict, bool)):
-                    parts.append(self._dependent(self._sub(s, doc, ptr, kw, name), name, absent, kwhere))
-                else:
+        atoms.append(self.addl_atom(s, e, kwhere))
+
+    def _k_pattern_properties(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        if not isinstance(val, dict):
+            raise SchemaError("patternProperties must be an object", kwhere, kw)
+        for p in val:
+            self.regex(p, f"{kwhere}/{_esc(p)}", kw)
+            atoms.append(("pattern", p, self._sub(s, doc, ptr, kw, p)))
+
+    def _k_property_names(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        atoms.append(("pnames", self._sub(s, doc, ptr, kw)))
+
+    def _k_count(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        # minProperties, maxProperties, minItems, maxItems
+        kwhere = self._kw_where(doc, ptr, kw)
+        n = self.lane_count(_count(val, kwhere, kw), kwhere, kw)
+        k = "nprops" if kw.endswith("Properties") else "nitems"
+        atoms.append((k, n, None) if kw.startswith("min") else (k, 0, n))
+
+    def _k_dependencies(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        # dependentRequired, and draft 4-7's dependencies (arrays of names or schemas)
+        kwhere = self._kw_where(doc, ptr, kw)
+        if not isinstance(val, dict):
+            raise SchemaError(f"{kw} must be an object", kwhere, kw)
+        for name, dep in val.items():
+            absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+            if isinstance(dep, list):
+                if not all(isinstance(x, str) for x in dep):
                     raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
-        elif kw == "dependentSchemas" and draft >= 2019:
-            if not isinstance(val, dict):
-                raise SchemaError(f"{kw} must be an object", kwhere, kw)
-            for name in val:
-                absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+                present = [(("required", name),) + tuple(("required", d) for d in dep)]
+                parts.append(absent + present)
+            elif kw == "dependencies" and isinstance(dep, (dict, bool)):
                 parts.append(self._dependent(self._sub(s, doc, ptr, kw, name), name, absent, kwhere))
-        elif kw == "prefixItems" and draft >= 2020:
-            if not isinstance(val, list):
-                raise SchemaError("prefixItems must be an array", kwhere, kw)
+            else:
+                raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
+
+    def _k_dependent_schemas(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        if not isinstance(val, dict):
+            raise SchemaError(f"{kw} must be an object", kwhere, kw)
+        for name in val:
+            absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+            parts.append(self._dependent(self._sub(s, doc, ptr, kw, name), name, absent, kwhere))
+
+    def _k_prefix_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        if not isinstance(val, list):
+            raise SchemaError("prefixItems must be an array", self._kw_where(doc, ptr, kw), kw)
+        for i in range(len(val)):
+            atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
+
+    def _k_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        if isinstance(val, list) and draft <= 2019:
             for i in range(len(val)):
                 atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
-        elif kw == "items":
-            if isinstance(val, list) and draft <= 2019:
-                for i in range(len(val)):
-                    atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
-            elif isinstance(val, (dict, bool)):
-                start = len(s.get("prefixItems", ())) if draft >= 2020 and isinstance(s.get("prefixItems"), list) else 0
-                atoms.append(("items", start, self._sub(s, doc, ptr, kw)))
-            else:
-                raise SchemaError("items must be a schema" + (" or an array of schemas" if draft <= 2019 else ""),
-                                  kwhere, kw)
-        elif kw == "additionalItems" and draft <= 2019:
-            if isinstance(s.get("items"), list):
-                atoms.append(("items", len(s["items"]), self._sub(s, doc, ptr, kw)))
-        elif kw == "unevaluatedItems":
-            e = self._sub(s, doc, ptr, kw)
-            if e == TRUE:
+        elif isinstance(val, (dict, bool)):
+            start = len(s.get("prefixItems", ())) if draft >= 2020 and isinstance(s.get("prefixItems"), list) else 0
+            atoms.append(("items", start, self._sub(s, doc, ptr, kw)))
+        else:
+            raise SchemaError("items must be a schema" + (" or an array of schemas" if draft <= 2019 else ""),
+                              self._kw_where(doc, ptr, kw), kw)
+
+    def _k_additional_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        if isinstance(s.get("items"), list):
+            atoms.append(("items", len(s["items"]), self._sub(s, doc, ptr, kw)))
+
+    def _k_unevaluated_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        e = self._sub(s, doc, ptr, kw)
+        if e == TRUE:
+            return
+        if any(k in s for k in _APPLICATORS) or "contains" in s:
+            self.unevaluated(doc, ptr, "items", e, self._kw_where(doc, ptr, kw), kw, parts)
+            return
+        items = s.get("items")
+        if draft >= 2020:
+            if "items" in s:
                 return
-            if any(k in s for k in _APPLICATORS) or "contains" in s:
-                self.unevaluated(doc, ptr, "items", e, kwhere, kw, parts)
+            pre = s.get("prefixItems")
+            atoms.append(("items", len(pre) if isinstance(pre, list) else 0, e))
+        elif isinstance(items, list):
+            if "additionalItems" in s:
                 return
-            items = s.get("items")
-            if draft >= 2020:
-                if "items" in s:
-                    return
-                pre = s.get("prefixItems")
-                atoms.append(("items", len(pre) if isinstance(pre, list) else 0, e))
-            else:
-                if isinstance(items, list):
-                    if "additionalItems" in s:
-                        return
-                    atoms.append(("items", len(items), e))
-                elif items is None:
-                    atoms.append(("items", 0, e))
-        elif kw in ("minItems", "maxItems"):
-            n = self.lane_count(_count(val, kwhere, kw), kwhere, kw)
-            atoms.append(("nitems", n, None) if kw == "minItems" else ("nitems", 0, n))
-        elif kw == "contains" and draft >= 6:
-            lo, hi = 1, None
-            if draft >= 2019:
-                if "minContains" in s:
-                    lo = self.lane_count(_count(s["minContains"], f"{where}/minContains", "minContains"),
-                                         f"{where}/minContains", "minContains")
-                if "maxContains" in s:
-                    hi = self.lane_count(_count(s["maxContains"], f"{where}/maxContains", "maxContains"),
-                                         f"{where}/maxContains", "maxContains")
-            atoms.append(("contains", self._sub(s, doc, ptr, kw), lo, hi))
-        elif kw == "uniqueItems":
-            if not isinstance(val, bool):
-                raise SchemaError("uniqueItems must be a boolean", kwhere, kw)
-            if val:
-                atoms.append(("unique", kwhere))
-        elif kw == "allOf":
-            for i in range(_nonempty_list(val, kwhere, kw)):
-                parts.append(self._part(self._sub(s, doc, ptr, kw, i), kwhere))
-        elif kw == "anyOf":
-            u = []
-            for i in range(_nonempty_list(val, kwhere, kw)):
-                u.extend(self.dnf(self._sub(s, doc, ptr, kw, i)))
-            parts.append(u)
-        elif kw == "oneOf":
-            n = _nonempty_list(val, kwhere, kw)
-            parts.append(_OneOf([self._sub(s, doc, ptr, kw, i) for i in range(n)], kwhere))
-        elif kw == "not":
-            parts.append(self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), kwhere))
-        elif kw == "if" and draft >= 7:
-            then = self._sub(s, doc, ptr, "then") if "then" in s else None
-            els = self._sub(s, doc, ptr, "else") if "else" in s else None
-            if then is None and els is None:
-                return
-            I = self.dnf(self._sub(s, doc, ptr, kw)) if els is None or then is not None else None
-            if then is None:
-                # (if ∧ true) ∨ (¬if ∧ else)  ≡  if ∨ else
-                parts.append(self.dnf(self._sub(s, doc, ptr, kw)) + self.dnf(els))
-                return
-            NI = self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), kwhere)
-            T = self.and2(I, self.dnf(then), kwhere)
-            E = NI if els is None else self.and2(NI, self.dnf(els), kwhere)
-            parts.append(T + E)
+            atoms.append(("items", len(items), e))
+        elif items is None:
+            atoms.append(("items", 0, e))
+
+    def _k_contains(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        lo, hi = 1, None
+        if draft >= 2019:
+            where = self.where(doc, ptr)
+            if "minContains" in s:
+                lo = self.lane_count(_count(s["minContains"], f"{where}/minContains", "minContains"),
+                                     f"{where}/minContains", "minContains")
+            if "maxContains" in s:
+                hi = self.lane_count(_count(s["maxContains"], f"{where}/maxContains", "maxContains"),
+                                     f"{where}/maxContains", "maxContains")
+        atoms.append(("contains", self._sub(s, doc, ptr, kw), lo, hi))
+
+    def _k_unique_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        if not isinstance(val, bool):
+            raise SchemaError("uniqueItems must be a boolean", kwhere, kw)
+        if val:
+            atoms.append(("unique", kwhere))
+
+    def _k_all_of(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        for i in range(_nonempty_list(val, kwhere, kw)):
+            parts.append(self._part(self._sub(s, doc, ptr, kw, i), kwhere))
+
+    def _k_any_of(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        u = []
+        for i in range(_nonempty_list(val, self._kw_where(doc, ptr, kw), kw)):
+            u.extend(self.dnf(self._sub(s, doc, ptr, kw, i)))
+        parts.append(u)
+
+    def _k_one_of(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        kwhere = self._kw_where(doc, ptr, kw)
+        n = _nonempty_list(val, kwhere, kw)
+        parts.append(_OneOf([self._sub(s, doc, ptr, kw, i) for i in range(n)], kwhere))
+
+    def _k_not(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        parts.append(self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), self._kw_where(doc, ptr, kw)))
+
+    def _k_if(self, kw, val, s, doc, ptr, draft, atoms, parts):
+        then = self._sub(s, doc, ptr, "then") if "then" in s else None
+        els = self._sub(s, doc, ptr, "else") if "else" in s else None
+        if then is None and els is None:
+            return
+        I = self.dnf(self._sub(s, doc, ptr, kw)) if els is None or then is not None else None
+        if then is None:
+            # (if ∧ true) ∨ (¬if ∧ else)  ≡  if ∨ else
+            parts.append(self.dnf(self._sub(s, doc, ptr, kw)) + self.dnf(els))
+            return
+        kwhere = self._kw_where(doc, ptr, kw)
+        NI = self.negate(self.dnf_strict(self._sub(s, doc, ptr, kw)), kwhere)
+        T = self.and2(I, self.dnf(then), kwhere)
+        E = NI if els is None else self.and2(NI, self.dnf(els), kwhere)
+        parts.append(T + E)
 
     def unevaluated(self, doc, ptr, what, e, where, kw, parts):
         """``unevaluatedProperties``/``unevaluatedItems: e`` beside applicators: a case per set
@@ -486,3 +532,49 @@ class Keywords:
                     if b is not None and b >= _LANE_COUNT:
                         self.lane_count(b, where, kw)
             stack.extend(ir.children(n))
+
+
+_ALL = (0, 1 << 30)  # every dialect
+#: keyword -> (its handler, the first and last dialect (draft) that reads it); a keyword of
+#: another dialect, an annotation or an unknown keyword constrains nothing
+KEYWORDS = {
+    "type": (Keywords._k_type, *_ALL),
+    "minLength": (Keywords._k_length, *_ALL),
+    "maxLength": (Keywords._k_length, *_ALL),
+    "properties": (Keywords._k_properties, *_ALL),
+    "required": (Keywords._k_required, *_ALL),
+    "$ref": (Keywords._k_ref, *_ALL),  # (up to draft 7 a $ref replaces its siblings: see _dnf_schema)
+    "$dynamicRef": (Keywords._k_dynamic_ref, 2020, _ALL[1]),
+    "$recursiveRef": (Keywords._k_recursive_ref, 2019, 2019),
+    "enum": (Keywords._k_enum, *_ALL),
+    "const": (Keywords._k_const, 6, _ALL[1]),
+    "minimum": (Keywords._k_bound, *_ALL),
+    "maximum": (Keywords._k_bound, *_ALL),
+    "exclusiveMinimum": (Keywords._k_bound, *_ALL),
+    "exclusiveMaximum": (Keywords._k_bound, *_ALL),
+    "multipleOf": (Keywords._k_multiple_of, *_ALL),
+    "pattern": (Keywords._k_pattern, *_ALL),
+    "format": (Keywords._k_format, *_ALL),
+    "additionalProperties": (Keywords._k_additional_properties, *_ALL),
+    "unevaluatedProperties": (Keywords._k_unevaluated_properties, *_ALL),
+    "patternProperties": (Keywords._k_pattern_properties, *_ALL),
+    "propertyNames": (Keywords._k_property_names, 6, _ALL[1]),
+    "minProperties": (Keywords._k_count, *_ALL),
+    "maxProperties": (Keywords._k_count, *_ALL),
+    "dependentRequired": (Keywords._k_dependencies, 2019, _ALL[1]),
+    "dependencies": (Keywords._k_dependencies, *_ALL),
+    "dependentSchemas": (Keywords._k_dependent_schemas, 2019, _ALL[1]),
+    "prefixItems": (Keywords._k_prefix_items, 2020, _ALL[1]),
+    "items": (Keywords._k_items, *_ALL),
+    "additionalItems": (Keywords._k_additional_items, _ALL[0], 2019),
+    "unevaluatedItems": (Keywords._k_unevaluated_items, *_ALL),
+    "minItems": (Keywords._k_count, *_ALL),
+    "maxItems": (Keywords._k_count, *_ALL),
+    "contains": (Keywords._k_contains, 6, _ALL[1]),
+    "uniqueItems": (Keywords._k_unique_items, *_ALL),
+    "allOf": (Keywords._k_all_of, *_ALL),
+    "anyOf": (Keywords._k_any_of, *_ALL),
+    "oneOf": (Keywords._k_one_of, *_ALL),
+    "not": (Keywords._k_not, *_ALL),
+    "if": (Keywords._k_if, 7, _ALL[1]),
+}

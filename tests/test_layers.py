@@ -10,7 +10,7 @@ import dotjson
 
 PKG = Path(dotjson.__file__).resolve().parent
 
-GENERIC = ("ir", "automaton", "_kernels", "regex")
+GENERIC = ("ir", "automaton", "_kernels", "regex", "vocabulary")
 #: (``grammar.py`` is Lark text <-> the IR for any grammar; the JSON grammar over it is the JSON
 #: layer's, :mod:`dotjson.jsonschema.jsonbase`)
 GENERIC_FILES = ("trie.py", "grammar.py")

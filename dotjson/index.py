@@ -971,7 +971,7 @@ class Index:
     def _run_bits(self, shared_bits: np.ndarray, k: int) -> np.ndarray:
         """A run position's tokens: the special ones of its shared state's ``shared_bits``, and
         the plain tokens of at most ``k`` characters."""
-        len_row, len_bits = self._walk_tables[3:]
+        len_row, len_bits = self._walk_tables[3:5]
         bits = shared_bits & ~self._tries.plain_bits
         bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
         return bits
@@ -1143,13 +1143,13 @@ class Index:
         sc.ret[:] = 0
         sc.ret[_walk.R_PHASE] = _walk.PH_START
         pseq, plen = _PLAIN_SEQS
-        big, big_bits, runs, len_row, len_bits = self._walk_tables
+        big, big_bits, runs, len_row, len_bits, nchars, tchars = self._walk_tables
         if not self._plain_runs:
-            len_row = len_row[:0]
+            len_row, nchars = len_row[:0], nchars[:0]
         while _walk.compute_mask(
             a.store, state, self._trie_arrays[0], self._trie_arrays[1], self._tries.plain_bits,
             big, big_bits, runs, len_row, len_bits, self._special_mode, pseq, plen, _WIDE_NODE,
-            out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
+            nchars, tchars, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
         ) != _walk.DONE:
             a.handle_exit()
         if self._options.get("specials"):

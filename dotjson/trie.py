@@ -169,14 +169,7 @@ def plain_length_bits(trie: TokenTrie, n_words: int) -> tuple[np.ndarray, np.nda
     off = np.zeros((0,), dtype=np.int32), np.zeros((0, n_words), dtype=np.uint32)
     if n <= 1:
         return off
-    # characters from the root to each node: the nodes whose incoming byte starts a character
-    # (is not a UTF-8 continuation byte) on its path. Nodes are numbered in preorder, a subtree
-    # is the range [y, subtree_end[y]): +1 at y and -1 at its end, summed, counts them.
-    inc = np.zeros(n, dtype=np.bool_)
-    inc[trie.child_node] = (trie.child_byte & 0xC0) != 0x80
-    ys = np.flatnonzero(inc)
-    acc = np.cumsum(np.bincount(ys, minlength=n + 1) - np.bincount(trie.subtree_end[ys], minlength=n + 1))[:n]
-    lens = np.repeat(acc, np.diff(trie.tok_ptr))
+    lens = plain_char_counts(trie)[1]
     ids = trie.tok_ids.astype(np.int64)
     counts = np.bincount(lens)
     distinct = np.flatnonzero(counts)
@@ -190,6 +183,31 @@ def plain_length_bits(trie: TokenTrie, n_words: int) -> tuple[np.ndarray, np.nda
     row[distinct] = np.arange(1, distinct.size + 1, dtype=np.int32)
     row = np.maximum.accumulate(row)
     return row, bits
+
+
+def plain_char_counts(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
+    """The characters from the root to every node of ``trie``, and of every token.
+
+    Returns
+    -------
+    node_chars : numpy.ndarray
+        ``int32[n_nodes]``: the nodes on the path to a node whose incoming byte starts a
+        character (is not a UTF-8 continuation byte).
+    tok_chars : numpy.ndarray
+        ``int32[len(tok_ids)]``: the characters of ``tok_ids[i]`` (its node's count), in
+        ``tok_ids``' order, so a subtree's tokens and their lengths are one slice each.
+    """
+    n = trie.n_nodes
+    if n <= 1:
+        return np.zeros(n, dtype=np.int32), np.zeros(len(trie.tok_ids), dtype=np.int32)
+    # nodes are numbered in preorder, a subtree is the range [y, subtree_end[y]): +1 at every
+    # node entered by a character's first byte and -1 at its subtree's end, summed, counts them
+    inc = np.zeros(n, dtype=np.bool_)
+    inc[trie.child_node] = (trie.child_byte & 0xC0) != 0x80
+    ys = np.flatnonzero(inc)
+    acc = np.cumsum(np.bincount(ys, minlength=n + 1) - np.bincount(trie.subtree_end[ys], minlength=n + 1))[:n]
+    acc = acc.astype(np.int32)
+    return acc, np.repeat(acc, np.diff(trie.tok_ptr))
 
 
 @kernel

@@ -13,6 +13,15 @@ import random
 import pytest
 
 
+def pytest_configure(config):
+    # every Python call of an engine unit checked against its declared signature: production
+    # calls go straight to the compiled code, which reads an array of another type as the
+    # declared one (dotjson._kernels.jit.Unit.__call__)
+    from dotjson._kernels import jit
+
+    jit.CHECK_ARGS = True
+
+
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
 

@@ -204,6 +204,17 @@ def test_a_unit_checks_the_types_it_is_called_with():
     assert _calls_twice(a, np.int32(4)) == 9  # an int32 index reaches the unit as int64
     with pytest.raises(TypingError, match="_twice"):
         _calls_twice_badly(a)
+    # from Python: the compiled code's entry point, checked against the declared types in the
+    # tests (an int32 array would be read as int64 words); booleans and any integer pass
+    assert jit.CHECK_ARGS
+    assert _twice(a, np.int32(2)) == 4 and _twice(a, True) == 2
+    assert _twice._entry is _twice.dispatcher.overloads[_twice.args].entry_point
+    with pytest.raises(TypeError, match="_twice"):
+        _twice(a.astype(np.int32), 1)
+    with pytest.raises(TypeError, match="_twice"):
+        _twice(a[::2], 1)  # not contiguous
+    with pytest.raises(TypeError, match="_twice"):
+        _twice(a, 1, 2)
 
 
 @pytest.mark.slow

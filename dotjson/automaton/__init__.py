@@ -588,7 +588,7 @@ class Automaton:
             raise ValueError("state terms out of range")
         if n and (got["trans"].min() < DEAD or got["trans"].max() >= n):
             raise ValueError("transition table refers to unknown states")
-        if n and (got["plain_inv"].min() < -1 or got["plain_inv"].max() > 1):
+        if n and (got["plain_inv"].min() < -1 or got["plain_inv"].max() > K.INV_NO_RUN):
             raise ValueError("plain-invariance flags out of range")
         if not np.array_equal(got["accepting"], (tf[terms] & K.F_NULL) != 0):
             raise ValueError("accepting flags disagree with the terms")
@@ -850,7 +850,7 @@ class Automaton:
         """
         v = int(self._a["plain_inv"][s])
         if v >= 0:
-            return bool(v)
+            return v == 1
         pseq, plen = plain_seqs if isinstance(plain_seqs, tuple) else plain_seq_arrays(plain_seqs)
         return bool(self._run(K.plain_inv, s, pseq, plen))
 

@@ -36,7 +36,7 @@ from scratch after an exit redoes nothing it had finished and builds the same te
 from __future__ import annotations
 
 from .store import (  # noqa: F401
-    _T_REACH, K_BYTES, S_ACC, S_BW, BAND, C_ARG, C_ARG2, C_ARG3, C_ARG4, C_BSETS, C_EXPANDED, C_FUEL, C_MAX_STATES, C_POOL,
+    _T_REACH, _T_PRUN, INV_NO_RUN, K_BYTES, S_ACC, S_BW, BAND, C_ARG, C_ARG2, C_ARG3, C_ARG4, C_BSETS, C_EXPANDED, C_FUEL, C_MAX_STATES, C_POOL,
     C_STATES, C_STATUS, C_TERMS, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, F_REP, F_FAR, FAR_MIN, INF, K_ALT,
     K_KEYS, K_REP, K_SEQ, LIMIT_FUEL, LIMIT_STATES, M_ROW_LEN, M_ROW_OFF, M_STATE,
     NEED_GROW_BSETS, NEED_GROW_MEMO, NEED_GROW_POOL, NEED_GROW_RC, NEED_GROW_STATES,
@@ -66,5 +66,5 @@ from .clamp import (  # noqa: F401
     clamp,
 )
 from .states import (  # noqa: F401
-    fill_entry, fill_row, fill_rows, plain_inv, plain_run, state, walk_bytes, walk_terms,
+    fill_entry, fill_row, fill_rows, plain_inv, plain_run, run_len, state, walk_bytes, walk_terms,
 )

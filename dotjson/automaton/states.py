@@ -13,7 +13,7 @@ from .store import (
     BAND, C_EXPANDED, C_MAX_STATES, C_STATES, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, INF,
     K_BYTES, K_REP, K_SEQ, LIMIT_STATES, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
     RUN_INF, STORE, S_ACC, S_BW, S_CTL, S_INV, S_RCT, S_RCW, S_READY, S_TERM_OF, S_TF, S_TI,
-    S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _U0, _U1, _fail, _i64, _low, _mget,
+    S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _T_PRUN, _U0, _U1, _fail, _i64, _low, _mget,
     _mput, borrow,
 )
 from .derive import deriv
@@ -394,3 +394,20 @@ def plain_run(S, s, pseq, plen):
     if hi == INF or hi >= BAND:
         return RUN_INF
     return hi
+
+
+@kernel
+def run_len(S, s, pseq, plen):
+    """:func:`plain_run` of state ``s``, memoized per term in the store's memo (the walk asks it
+    of the states it meets below a trie node, where a unit call per node would cost more than
+    the nodes it saves); ``k >= 0``, or -1 on exit."""
+    key = _T_PRUN | S[S_TERM_OF][s]
+    v = _mget(S, key)
+    if v >= 0:
+        return v
+    k = plain_run(S, s, pseq, plen)
+    if k < 0:
+        return -1
+    if _mput(S, key, k) < 0:
+        return -1
+    return k

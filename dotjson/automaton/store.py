@@ -104,6 +104,11 @@ _T_FARHI = 5 << 58
 _T_KCTX = 6 << 58
 _T_PLAINC = 7 << 58
 _T_REACH = 8 << 58
+#: A state's ``plain_inv`` flag: -1 not known yet, 0 not plain-invariant, 1 plain-invariant,
+#: ``INV_NO_RUN`` not plain-invariant and no bounded plain run either (``plain_run`` is 0: the
+#: mask walk records it so as not to ask again at every node it meets the state).
+INV_NO_RUN = 2
+_T_PRUN = 9 << 58  # plain_run of a term, as run_len reads it mid-walk
 #: :func:`_far_hi` of a term whose counters a clamp leaves alone.
 NO_FAR = (1 << 31) - 1
 

@@ -34,7 +34,8 @@ import numpy as np
 
 from dotjson.errors import DotjsonTypeError, IndexFormatError, VocabularyError
 from dotjson.trie import (
-    ascii_runs, big_subtree_bits, plain_length_bits, TokenTrie, VocabTries, _vocab_tries_from_packed,
+    ascii_runs, big_subtree_bits, plain_char_counts, plain_length_bits, TokenTrie, VocabTries,
+    _vocab_tries_from_packed,
 )
 from dotjson.vocabulary.decoders import (
     _BL_ENCODING_MAP, bytes_to_unicode, _apply_steps, _bytelevel_only, _decoder_steps,
@@ -481,13 +482,15 @@ class Vocabulary:
         """Tables the mask walk uses beside the tries, derived on first use and kept with the
         vocabulary (never saved: they follow from the tries): the plain trie's big-subtree
         bitsets (:func:`dotjson.trie.big_subtree_bits`), the special trie's ASCII runs
-        (:func:`dotjson.trie.ascii_runs`) and the plain tokens by length
-        (:func:`dotjson.trie.plain_length_bits`), as ``(big_index, big_bits, runs, len_row,
-        len_bits)``."""
+        (:func:`dotjson.trie.ascii_runs`), the plain tokens by length
+        (:func:`dotjson.trie.plain_length_bits`) and the plain trie's characters per node and
+        per token (:func:`dotjson.trie.plain_char_counts`), as ``(big_index, big_bits, runs,
+        len_row, len_bits, node_chars, tok_chars)``."""
         if self._walk is None:
             tries = self.tries
             self._walk = (*big_subtree_bits(tries.plain, tries.n_words), ascii_runs(tries.special),
-                          *plain_length_bits(tries.plain, tries.n_words))
+                          *plain_length_bits(tries.plain, tries.n_words),
+                          *plain_char_counts(tries.plain))
         return self._walk
 
     def __repr__(self) -> str:

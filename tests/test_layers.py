@@ -10,10 +10,10 @@ import dotjson
 
 PKG = Path(dotjson.__file__).resolve().parent
 
-GENERIC = ("ir", "automaton", "_kernels")
+GENERIC = ("ir", "automaton", "_kernels", "regex", "vocabulary")
 #: (``grammar.py`` is Lark text <-> the IR for any grammar; the JSON grammar over it is the JSON
 #: layer's, :mod:`dotjson.jsonschema.jsonbase`)
-GENERIC_FILES = ("trie.py", "regex.py", "grammar.py")
+GENERIC_FILES = ("trie.py", "grammar.py")
 JSON_LAYER = ("dotjson.jsonschema", "dotjson.formats")
 #: Tooling beside the library (the command line, model loading, test tokenizers) and the alias the
 #: README's quickstart imports: the library uses none of it.
@@ -158,3 +158,16 @@ def test_the_budget_defaults_are_the_ones_documented():
     from dotjson.cache import _OPTIONS
 
     assert all(set(BUDGET_NAMES) <= opts for opts in _OPTIONS.values())
+
+
+def test_every_package_is_installed():
+    """A module split into a package is installed: ``pyproject.toml`` lists the packages one by
+    one (``[tool.setuptools] packages``), and one missing from the list is missing from the wheel
+    (an ImportError after ``pip install .``, never seen in an editable checkout)."""
+    import tomllib
+
+    conf = tomllib.loads((PKG.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(conf["tool"]["setuptools"]["packages"])
+    found = {".".join(("dotjson",) + p.parent.relative_to(PKG).parts) for p in PKG.rglob("__init__.py")}
+    assert "dotjson.jsonschema" in found
+    assert found - listed == set()

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import ir
 from ._files import SizeError, read_regular
-from .automaton import export_state, import_state
+from .automaton.persist import export_state, import_state
 from .automaton.counters import Lanes
 from .errors import DotjsonError, DotjsonOSError, DotjsonTypeError, IndexFormatError
 from .ir.families import family_from_json, family_to_json

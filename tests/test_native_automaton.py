@@ -311,7 +311,7 @@ def test_budgets_raise_from_status_codes():
 
 
 def test_round_trip_through_arrays():
-    from dotjson.automaton import export_state, import_state
+    from dotjson.automaton.persist import export_state, import_state
 
     g = schema_to_grammar(_maskbench()[3])
     a = Automaton(g)

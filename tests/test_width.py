@@ -418,7 +418,7 @@ def test_saved_key_sets_are_validated(tmp_path, llama3_vocab):
     import numpy as np
 
     from dotjson import Index
-    from dotjson.automaton import _check_keysets, export_state
+    from dotjson.automaton.persist import _check_keysets, export_state
     from dotjson.automaton import kernels as K
 
     index = Index(_wide(50), llama3_vocab)

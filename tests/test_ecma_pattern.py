@@ -94,6 +94,21 @@ def test_regex_beside_pattern_and_property_names():
     assert auto.matches(b'{"^a$": 1, "[0-9]+": 2}') and not auto.matches(b'{"(": 1}')
 
 
+def test_the_generation_bound_leaves_a_regex_string_alone(smollm2_vocab):
+    """With the library's defaults (the generation bounds) a ``format: regex`` string is not cut
+    at 128 characters: the intersection of the pattern language with a length count made the
+    first mask inside the value spend the emptiness search's fuel (a LimitExceededError).
+    Masks inside the value work, and a pattern longer than the bound is a document."""
+    from dotjson import Index
+
+    index = Index({"type": "string", "format": "regex"}, smollm2_vocab)
+    for prefix in (b'"', b'"^', b'"^(?:[a-z'):
+        s = index._auto.walk_bytes(index.initial_state, prefix)
+        assert s >= 0 and index.mask(s).any(), prefix
+    long_pattern = "^(?:" + "|".join(f"item{i:03d}" for i in range(40)) + ")$"
+    assert len(long_pattern) > 128 and index.accepts(json.dumps(long_pattern))
+
+
 def _generate(seed: int, n: int) -> list[str]:
     """Random patterns from a small ECMA-262 grammar (classes, ranges in every spelling,
     quantifiers, groups, lookarounds, named groups, \\k, backreferences), a third mutated."""

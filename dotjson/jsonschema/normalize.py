@@ -29,6 +29,7 @@ from dotjson import ir
 from dotjson.errors import DotjsonError, GrammarError, LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS
 from dotjson.ir import EPS, Ref, lit, seq
+from dotjson.jsonschema.negated_branches import negate_by_witnesses
 from dotjson.jsonschema.nodes import (
     NO_ARRAY, NO_NUMBER, NO_OBJECT, NO_STRING, ArrayNode, Branch, NumberNode, ObjectNode, StringNode,
 )
@@ -673,11 +674,23 @@ class Normalizer:
         if len(D) == 1:
             return self.and2([tuple(within)], self.neg_branch(D[0], where), where)
         try:
-            return self._negate_product(D, where, within)
+            out = self._negate_product(D, where, within)
+            if len(out) > MAX_BRANCHES:
+                # (a product within the limit, its shared alternatives beside it past it)
+                return negate_by_witnesses(self, D, where, within) or out
+            return out
         except UnsupportedSchemaError as e:
             if e.keyword != "allOf":
                 raise
-            out = self._negate_split(D, where, within)
+            try:
+                out = self._negate_split(D, where, within)
+            except UnsupportedSchemaError as e2:
+                if e2.keyword != "allOf":
+                    raise
+                out = None
+            if out is None:
+                # one witness per negated object branch instead of their product
+                out = negate_by_witnesses(self, D, where, within)
             if out is None:
                 raise
             return out
@@ -871,6 +884,8 @@ class Normalizer:
             return [(t, ("some", ("n", ne), TRUE))]
         if k == "some":
             spec, v = a[1], a[2]
+            if spec[0] == "o":  # a negated object branch (negated_branches): the branch again
+                return [(t,) + spec[1]]
             if spec[0] == "p":
                 return [(t, ("pattern", spec[1], self.not_expr(v)))]
             if spec[0] == "a":
@@ -1366,12 +1381,17 @@ class Normalizer:
                         self.lane_count(b, where, kw)
             stack.extend(ir.children(n))
 
-    def one_of(self, exprs, where, context=()):
+    def one_of(self, exprs, where, context=(), witnesses=False):
         """The normal form of ``oneOf``: each branch of each sub-schema, with the negation of
         every *other* sub-schema it may overlap (exactly one holds). A pair proven disjoint
         (:meth:`branch_empty`) needs no negation: the branch implies it. ``context``: atoms
         of the schema around the ``oneOf`` (its ``type`` ...), which the result is intersected
-        with anyway: two branches that overlap only outside it are disjoint here."""
+        with anyway: two branches that overlap only outside it are disjoint here.
+
+        Where that is refused for its size (with ``property_order="any"``), it is made again
+        with ``witnesses``: the sub-schemas a branch overlaps negated together, each object
+        branch of them one witness (:func:`~dotjson.jsonschema.negated_branches.negate_by_witnesses`)
+        instead of a factor of a product."""
         Ds = [self.dnf(e) for e in exprs]
         # per branch of each sub-schema: groups of its types, each with the other sub-schemas it
         # may overlap on those types (a string two object branches both allow overlaps; their
@@ -1395,6 +1415,7 @@ class Normalizer:
             return [br for D in Ds for br in D]
         # exactly one: A_i ∧ ¬A_j, on each type, for the j that A_i may overlap there
         negs: dict = {}
+        retry = False
         try:
             self.strict += 1
             out = []
@@ -1414,6 +1435,16 @@ class Normalizer:
                 for js, ts in groups.items():
                     ty = ("types", frozenset(ts))
                     cur = [a + (ty,)]
+                    if witnesses and js:
+                        key = ("w", frozenset(js), ty)
+                        if key not in negs:
+                            union = [br for j in sorted(js) for br in self.dnf_strict(exprs[j])]
+                            negs[key] = negate_by_witnesses(self, union, where, (ty,))
+                        if negs[key] is not None:
+                            out.extend(self.and2(cur, negs[key], where))
+                            if len(out) > MAX_BRANCHES:
+                                out, _ = self._over(out, False, where, MAX_BRANCHES * 3 // 4)
+                            continue
                     try:
                         # each ¬A_j beside this branch (what the branch leaves of it); the
                         # alternatives they all share are factored out: ∧ (C ∨ R_j) = C ∨ ∧ R_j
@@ -1449,10 +1480,15 @@ class Normalizer:
                         out, _ = self._over(out, False, where, MAX_BRANCHES * 3 // 4)
             return out
         except UnsupportedSchemaError as e:
-            raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
-                                         f"expressible ({e})", pointer=where, keyword="oneOf") from None
+            if not witnesses and _too_many(e) and self.property_order == "any":
+                retry = True
+            else:
+                raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
+                                             f"expressible ({e})", pointer=where, keyword="oneOf") from None
         finally:
             self.strict -= 1
+        if retry:
+            return self.one_of(exprs, where, context, witnesses=True)
 
     def _beside(self, N, base):
         """The branches of union ``N`` that may hold beside the atoms ``base`` (the others are
@@ -1981,6 +2017,8 @@ class Normalizer:
         if k == "pnames":
             return all(self.validate(key, a[1]) for key in v)
         if k == "some":
+            if a[1][0] == "o":  # (a negated object branch: some atom of it fails)
+                return not all(self.sat_atom(v, x) for x in a[1][1])
             return any(self.key_in(key, a[1]) and self.validate(x, a[2]) for key, x in v.items())
         if k == "nprops" or k == "nitems":
             return len(v) >= a[1] and (a[2] is None or len(v) <= a[2])

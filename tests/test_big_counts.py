@@ -277,7 +277,7 @@ def test_many_distinct_large_counts(tiny_bpe_vocab):
     most 31 distinct lane counts (half the lanes: a two-sided repetition takes the difference
     too), refused by Index() with the keyword and pointer beyond: never at a later mask."""
     from dotjson.errors import UnsupportedSchemaError
-    from dotjson.jsonschema import normalize
+    from dotjson.jsonschema.normalize import keywords as normalize
 
     assert normalize._LANE_COUNT == counters.BAND and 2 * normalize._MAX_LANE_COUNTS <= counters.N_LANES
     vocab = tiny_bpe_vocab

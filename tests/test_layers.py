@@ -10,10 +10,10 @@ import dotjson
 
 PKG = Path(dotjson.__file__).resolve().parent
 
-GENERIC = ("ir", "automaton", "_kernels")
+GENERIC = ("ir", "automaton", "_kernels", "regex", "vocabulary")
 #: (``grammar.py`` is Lark text <-> the IR for any grammar; the JSON grammar over it is the JSON
 #: layer's, :mod:`dotjson.jsonschema.jsonbase`)
-GENERIC_FILES = ("trie.py", "regex.py", "grammar.py")
+GENERIC_FILES = ("trie.py", "grammar.py")
 JSON_LAYER = ("dotjson.jsonschema", "dotjson.formats")
 #: Tooling beside the library (the command line, model loading, test tokenizers) and the alias the
 #: README's quickstart imports: the library uses none of it.

@@ -20,7 +20,8 @@ import pytest
 
 from dotjson import Index
 from dotjson.errors import UnsupportedSchemaError
-from dotjson.jsonschema import negated_branches, normalize, schema_to_grammar
+from dotjson.jsonschema import schema_to_grammar
+from dotjson.jsonschema.normalize import negated_branches, negation, oneof
 
 EVERY_VALID = dict(property_order="any", close_objects=False, whitespace="json")
 S = {"type": "string"}
@@ -113,7 +114,8 @@ def witnessed(monkeypatch):
         made.append(out is not None)
         return out
 
-    monkeypatch.setattr(normalize, "negate_by_witnesses", spy)
+    monkeypatch.setattr(negation, "negate_by_witnesses", spy)
+    monkeypatch.setattr(oneof, "negate_by_witnesses", spy)
     return made
 
 

@@ -1,0 +1,151 @@
+"""Merging: a normal-form branch (a tuple of atoms) as a typed node
+(:class:`~dotjson.jsonschema.nodes.Branch`), remembered per branch.
+"""
+
+from __future__ import annotations
+
+from dotjson.jsonschema.nodes import (
+    NO_ARRAY, NO_NUMBER, NO_OBJECT, NO_STRING, ArrayNode, Branch, NumberNode, ObjectNode, StringNode,
+)
+from dotjson.jsonschema.values import _U
+
+
+# the atoms of each typed node (see _merge)
+_OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops", "some"})
+
+_NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
+
+_ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})
+
+def _narrowed(lo, hi, a) -> tuple:
+    """Count bounds ``lo``, ``hi`` (``None``: unbounded) narrowed by a count atom ``(kind, lo, hi)``
+    (``len``, ``nitems``, ``nprops``)."""
+    return max(lo, a[1]), (hi if a[2] is None else a[2] if hi is None else min(hi, a[2]))
+
+def _push(seq, x) -> list:
+    """``seq`` with ``x`` appended: ``seq`` itself, or a new list in place of a shared empty one."""
+    if seq:
+        seq.append(x)
+        return seq
+    return [x]
+
+def _put(mapping, key, x) -> dict:
+    """``mapping`` with ``x`` appended to ``mapping[key]`` (a list): ``mapping`` itself, or a new
+    dict in place of the shared empty one (:data:`~dotjson.jsonschema.nodes.NO_ENTRIES`)."""
+    if not mapping:
+        return {key: [x]}
+    es = mapping.get(key)
+    if es is None:
+        mapping[key] = [x]
+    else:
+        es.append(x)
+    return mapping
+
+
+class Merging:
+    """Normal-form branches merged into typed nodes. (A part of
+    :class:`~dotjson.jsonschema.normalize.Normalizer`, whose constructor sets the state it reads.)"""
+
+    def merge(self, br) -> Branch:
+        """The typed node of normal-form branch ``br`` (:class:`~dotjson.jsonschema.nodes.Branch`:
+        its atoms merged, one node per JSON type it constrains). Callers only read it."""
+        # remembered by identity (branches live in dnf_cache; the memo keeps them alive): the
+        # branch of a 10,000-property object is merged once, not once per question about it
+        hit = self._merged.get(id(br))
+        if hit is not None and hit[0] is br:
+            return hit[1]
+        m = self._merge(br)
+        self._merged[id(br)] = (br, m)
+        return m
+
+    def _merge(self, br) -> Branch:
+        b = Branch(_U)
+        types = _U
+        # A node is made when the branch first has an atom of its kind (most branches use two
+        # or three kinds), and so is each container: merged branches stay in a memo for the
+        # compiler's lifetime, and every container left empty would be one more object for the
+        # collector to track.
+        for a in br:
+            k = a[0]
+            if k == "types":
+                types = types & a[1]
+            elif k == "enum":
+                # a dict, not a set: its values keep the schema's order, so whatever iterates
+                # them (a propertyNames key language, an array's item values) renders the same
+                # grammar in every process (a set of strings iterates in PYTHONHASHSEED's order)
+                if b.enum is None:
+                    b.enum = dict.fromkeys(a[1])
+                else:
+                    keep = set(a[1])
+                    b.enum = {c: None for c in b.enum if c in keep}
+            elif k == "notenum":
+                if not b.not_enum:
+                    b.not_enum = set()
+                b.not_enum.update(a[1])
+            elif k == "ruleref":
+                b.refs = _push(b.refs, a[1])
+            elif k in _OBJECT_ATOMS:
+                o = b.object
+                if o is NO_OBJECT:
+                    o = b.object = ObjectNode()
+                if k == "props":
+                    o.properties = _put(o.properties, a[1], a[2])
+                    if len(a) > 3:
+                        if not o.declared:
+                            o.declared = {}
+                        o.declared[a[1]] = None
+                elif k == "required":
+                    if not o.required:
+                        o.required = {}
+                    o.required[a[1]] = None
+                elif k == "addl":
+                    o.additional = _push(o.additional, a[1:])
+                elif k == "pattern":
+                    o.patterns = _push(o.patterns, (a[1], a[2]))
+                elif k == "pnames":
+                    o.property_names = _push(o.property_names, a[1])
+                elif k == "some":
+                    o.some = _push(o.some, (a[1], a[2]))
+                else:  # nprops
+                    o.min_properties, o.max_properties = _narrowed(o.min_properties, o.max_properties, a)
+            elif k in _NUMBER_ATOMS:
+                n = b.number
+                if n is NO_NUMBER:
+                    n = b.number = NumberNode()
+                if k == "num":
+                    _, lo, lox, hi, hix = a
+                    if lo is not None and (n.lo is None or lo > n.lo or (lo == n.lo and lox)):
+                        n.lo, n.lo_excl = lo, lox
+                    if hi is not None and (n.hi is None or hi < n.hi or (hi == n.hi and hix)):
+                        n.hi, n.hi_excl = hi, hix
+                elif k == "mult":
+                    n.multiples = _push(n.multiples, a[1])
+                else:  # notmult
+                    n.not_multiples = _push(n.not_multiples, a[1])
+            elif k == "str" or k == "len":
+                t = b.string
+                if t is NO_STRING:
+                    t = b.string = StringNode()
+                if k == "str":
+                    if a[2]:
+                        t.patterns = _push(t.patterns, a[1])
+                    else:
+                        t.not_patterns = _push(t.not_patterns, a[1])
+                else:
+                    t.min_length, t.max_length = _narrowed(t.min_length, t.max_length, a)
+            elif k in _ARRAY_ATOMS:
+                r = b.array
+                if r is NO_ARRAY:
+                    r = b.array = ArrayNode()
+                if k == "pos":
+                    r.prefix = _put(r.prefix, a[1], a[2])
+                elif k == "items":
+                    r.items = _push(r.items, (a[1], a[2]))
+                elif k == "nitems":
+                    r.min_items, r.max_items = _narrowed(r.min_items, r.max_items, a)
+                elif k == "contains":
+                    r.contains = _push(r.contains, a[1:])
+                else:  # unique
+                    r.unique = a[1]
+        b.types = types
+        return b

@@ -1,0 +1,230 @@
+"""``oneOf``: each branch of each sub-schema with the negation of every other sub-schema it may
+overlap, what a negation leaves beside a branch's atoms, and the witnesses of a closed object.
+"""
+
+from __future__ import annotations
+
+from dotjson.errors import UnsupportedSchemaError
+from dotjson.jsonschema.normalize.negated_branches import negate_by_witnesses
+from dotjson.jsonschema.normalize.forms import _OutOfFuel, _too_many
+from dotjson.jsonschema.values import FALSE, MAX_BRANCHES, TRUE, _types_of
+
+
+def _same(x):
+    return x
+
+class _OneOf:
+    """A ``oneOf`` met in a schema's keywords: made a normal form once the schema's own atoms
+    are known (:meth:`Normalizer.one_of` asks its overlaps beside them)."""
+
+    __slots__ = ("exprs", "where")
+
+    def __init__(self, exprs, where):
+        self.exprs, self.where = exprs, where
+
+
+class OneOf:
+    """The normal form of ``oneOf`` (exactly one sub-schema holds). (A part of
+    :class:`~dotjson.jsonschema.normalize.Normalizer`, whose constructor sets the state it reads.)"""
+
+    def one_of(self, exprs, where, context=(), witnesses=False):
+        """The normal form of ``oneOf``: each branch of each sub-schema, with the negation of
+        every *other* sub-schema it may overlap (exactly one holds). A pair proven disjoint
+        (:meth:`branch_empty`) needs no negation: the branch implies it. ``context``: atoms
+        of the schema around the ``oneOf`` (its ``type`` ...), which the result is intersected
+        with anyway: two branches that overlap only outside it are disjoint here.
+
+        Where that is refused for its size (with ``property_order="any"``), it is made again
+        with ``witnesses``: the sub-schemas a branch overlaps negated together, each object
+        branch of them one witness (:func:`~dotjson.jsonschema.normalize.negated_branches.negate_by_witnesses`)
+        instead of a factor of a product."""
+        Ds = [self.dnf(e) for e in exprs]
+        # per branch of each sub-schema: groups of its types, each with the other sub-schemas it
+        # may overlap on those types (a string two object branches both allow overlaps; their
+        # objects may not)
+        plan = []
+        any_overlap = False
+        for i, D in enumerate(Ds):
+            for a in D:
+                over: dict = {}
+                for j in range(len(Ds)):
+                    if j != i:
+                        for b in Ds[j]:
+                            for t in self.live_types(context + a + b):
+                                over.setdefault(t, set()).add(j)
+                groups: dict = {}
+                for t in _types_of(context + a):
+                    groups.setdefault(frozenset(over.get(t, ())), set()).add(t)
+                any_overlap = any_overlap or any(groups)
+                plan.append((a, groups))
+        if not any_overlap:
+            return [br for D in Ds for br in D]
+        # exactly one: A_i ∧ ¬A_j, on each type, for the j that A_i may overlap there
+        negs: dict = {}
+        retry = False
+        try:
+            self.strict += 1
+            out = []
+            for a, groups in plan:
+                if len(groups) == 1 and frozenset() in groups:
+                    out.append(a)
+                    continue
+                fin = self.finite_branch(a)
+                if fin is not None:
+                    # finitely many values (an enum): those that satisfy no other sub-schema
+                    js = sorted(set().union(*groups))
+                    keep = tuple(c for c in fin
+                                 if not any(self.validate(self.literal_cache[("v", c)], exprs[j]) for j in js))
+                    if keep:
+                        out.append((("enum", keep),))
+                    continue
+                for js, ts in groups.items():
+                    ty = ("types", frozenset(ts))
+                    cur = [a + (ty,)]
+                    if witnesses and js:
+                        key = ("w", frozenset(js), ty)
+                        if key not in negs:
+                            union = [br for j in sorted(js) for br in self.dnf_strict(exprs[j])]
+                            negs[key] = negate_by_witnesses(self, union, where, (ty,))
+                        if negs[key] is not None:
+                            out.extend(self.and2(cur, negs[key], where))
+                            if len(out) > MAX_BRANCHES:
+                                out, _ = self._over(out, False, where, MAX_BRANCHES * 3 // 4)
+                            continue
+                    try:
+                        # each ¬A_j beside this branch (what the branch leaves of it); the
+                        # alternatives they all share are factored out: ∧ (C ∨ R_j) = C ∨ ∧ R_j
+                        factors = []
+                        for j in sorted(js):
+                            key = (j, ty)
+                            if key not in negs:
+                                negs[key] = self.negate(self.dnf_strict(exprs[j]), where, (ty,))
+                            nj = self._beside(negs[key], context + a + (ty,))
+                            if nj is None:
+                                continue  # the branch implies ¬A_j: nothing to multiply
+                            factors.append(nj)
+                        common = set(factors[0]).intersection(*factors[1:]) if len(factors) > 1 else ()
+                        for nj in factors:
+                            cur = self.and2(cur, [x for x in nj if x not in common] if common else nj, where)
+                            if not cur:
+                                break
+                        if common:
+                            cur = self.and2([a + (ty,)], [x for x in factors[0] if x in common], where) + cur
+                    except UnsupportedSchemaError as e:
+                        if e.keyword != "allOf" or len(js) < 2:
+                            raise
+                        # ¬A1 ∧ ¬A2 … as one negation, ¬(A1 ∨ A2 …): a discriminator the
+                        # sub-schemas share splits it (negate), where their product is too big
+                        key = (frozenset(js), ty)
+                        if key not in negs:
+                            union = [br for j in sorted(js) for br in self.dnf_strict(exprs[j])]
+                            negs[key] = self.negate(union, where, (ty,))
+                        cur = self.and2([a + (ty,)], negs[key], where)
+                    out.extend(cur)
+                    if len(out) > MAX_BRANCHES:
+                        # (a union grows by addition here: compacted each time it passes the limit)
+                        out, _ = self._over(out, False, where, MAX_BRANCHES * 3 // 4)
+            return out
+        except UnsupportedSchemaError as e:
+            if not witnesses and _too_many(e) and self.property_order == "any":
+                retry = True
+            else:
+                raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
+                                             f"expressible ({e})", pointer=where, keyword="oneOf") from None
+        finally:
+            self.strict -= 1
+        if retry:
+            return self.one_of(exprs, where, context, witnesses=True)
+
+    def _beside(self, N, base):
+        """The branches of union ``N`` that may hold beside the atoms ``base`` (the others are
+        provably empty with it), or ``None`` when ``base`` implies one of them (then ``base ∧ N``
+        is ``base``): a negation multiplied into a ``oneOf`` branch keeps only what that branch
+        leaves it. Exact; bounded by the compaction budget like :meth:`compact`."""
+        if any(x[0] == "ruleref" for x in base):
+            # (a branch that is a $ref: its atoms, when it is one branch)
+            try:
+                exp = self.expand_refs(base, "")
+            except UnsupportedSchemaError:
+                exp = ()
+            if len(exp) == 1:
+                base = exp[0]
+        N = self._witnesses_beside(N, base)
+        if self.compact_budget <= 0:
+            return N
+        N = [y for y in (self._atoms_beside(x, base) for x in N) if y is not None]
+        fact = (frozenset(base), _types_of(base), {x[1] for x in base if x[0] == "props" and x[2] == FALSE})
+        if any(self._implies(fact, x, _same) for x in N):
+            return None
+        if len(N) < 2:
+            return N
+        return self._live(N, base)
+
+    def _atoms_beside(self, x, base):
+        """Branch ``x`` without the atoms ``base`` implies, or ``None`` when one contradicts it
+        (a property's value outside a schema that ``base`` gives it: the same schema, or one
+        disjoint from it, as a ``oneOf``'s discriminator without ``required``)."""
+        vals: dict = {}
+        for a in base:
+            if a[0] == "props":
+                vals.setdefault(a[1], []).append(a[2])
+        out = []
+        for a in x:
+            if a in base:
+                continue
+            if a[0] == "props" and a[1] in vals and a[2] not in (TRUE, FALSE):
+                v = a[2]
+                mine = vals[a[1]]
+                if v[0] == "not" and any(self._same_schema(e, v[1]) for e in mine):
+                    # its value would be outside the schema it must be in: the property absent
+                    # (none of it where it is required)
+                    if ("required", a[1]) in x or ("required", a[1]) in base:
+                        return None
+                    out.append(("props", a[1], FALSE))
+                    continue
+                neg = self.not_expr(v)
+                try:
+                    if any(self.expr_empty(self.and_expr([e, neg])) for e in mine):
+                        continue  # every value base allows satisfies it
+                except (UnsupportedSchemaError, _OutOfFuel):
+                    pass
+            out.append(a)
+        return tuple(out)
+
+    def _same_schema(self, e1, e2) -> bool:
+        """Whether two expressions are the same schema: equal, or equal JSON in one document
+        under the same base URI (its references then resolve alike)."""
+        if e1 == e2:
+            return True
+        if e1[0] != "loc" or e2[0] != "loc" or e1[1] != e2[1]:
+            return False
+        s1, s2 = self.get(e1[1], e1[2]), self.get(e2[1], e2[2])
+        return type(s1) is type(s2) and s1 == s2 and self.base_uri(e1[1], e1[2]) == self.base_uri(e2[1], e2[2])
+
+    def _witnesses_beside(self, N, base, most=4):
+        """``N`` with each witness of an extra member (``some`` of an ``additionalProperties``)
+        beside a closed object (``base`` allows no key outside its names) written as the
+        required members it can be: ``{"properties": {"a": …}, "additionalProperties": false}``
+        beside ``¬{"properties": {"b": …}, "additionalProperties": false}`` needs a member
+        outside ``b``, i.e. ``a`` (one object bit fewer for each of a ``oneOf``'s branches).
+        Left as it is when it may be more than ``most`` names."""
+        closed = [x for x in base if x[0] == "addl" and x[1] == FALSE and not x[3]]
+        if not closed or not any(a[0] == "some" and a[1][0] == "a" for x in N for a in x):
+            return N
+        allowed = frozenset.intersection(*(frozenset(x[2]) for x in closed))
+        out = []
+        for x in N:
+            alts = [()]
+            for a in x:
+                if a[0] == "some" and a[1][0] == "a":
+                    names, pats = a[1][1], a[1][2]
+                    ks = sorted(k for k in allowed if k not in names and not any(self.key_matches(k, q) for q in pats))
+                    if len(ks) > most:
+                        alts = [y + (a,) for y in alts]
+                        continue
+                    one = [(("required", k),) + ((("props", k, a[2]),) if a[2] != TRUE else ()) for k in ks]
+                    alts = [y + z for y in alts for z in one]
+                else:
+                    alts = [y + (a,) for y in alts]
+            out.extend(tuple(dict.fromkeys(y)) for y in alts)
+        return out

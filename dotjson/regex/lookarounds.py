@@ -1,0 +1,104 @@
+"""Lookarounds (ECMA-262 patterns only: in a Lark terminal a lookaround would look past the
+terminal's own text).
+
+A lookaround is a condition on the whole text at one position: a lookahead ``(?=A)`` on the
+rest of it (it starts with a match of A: ``A·Σ*``), a lookbehind ``(?<=B)`` on what came
+before (it ends with one: ``Σ*·B``). Converted right to left with the language of the rest
+of the text (the *continuation*), a lookahead is an intersection (``And``) or, negated, a
+difference (``Diff``) with that continuation; lookbehinds are met left to right with the
+language of the text before them. ECMA-262 and Python agree on this (no captures are
+referred to: backreferences stay refused), and every language here is regular.
+"""
+
+from __future__ import annotations
+
+from dotjson import ir
+from dotjson.ir.analysis import regular_nullable
+from dotjson.regex.charsets import _ANY_STAR
+from dotjson.regex.tree import _anchor_name, _C, _Converter, _has_anchor, _has_look, _is_end, _seq_lits
+
+
+def _and(a: ir.Node, b: ir.Node) -> ir.Node:
+    if a == ir.EMPTY or b == ir.EMPTY:
+        return ir.EMPTY
+    if b is _ANY_STAR:
+        return a
+    return ir.And((a, b))
+
+
+def _diff(a: ir.Node, b: ir.Node) -> ir.Node:
+    if a == ir.EMPTY:
+        return ir.EMPTY
+    return ir.Diff(a, b)
+
+
+def _with_lookarounds(conv: _Converter, items: list, pre: ir.Node, post: ir.Node) -> ir.Node:
+    """The texts ``pre · items · post`` with the lookarounds of ``items`` (pairs ``((op, av),
+    flags)``) holding where they stand."""
+    last_behind = -1
+    for i, ((op, av), f) in enumerate(items):
+        if op in (_C.ASSERT, _C.ASSERT_NOT) and av[0] < 0:
+            last_behind = i
+    left, right = items[: last_behind + 1], items[last_behind + 1 :]
+    before = pre
+    for (op, av), f in left:
+        if op in (_C.ASSERT, _C.ASSERT_NOT):
+            if av[0] >= 0:
+                raise conv.unsupported("lookahead before a lookbehind")
+            sub = list(av[1])
+            if _has_look(sub) or _has_anchor(sub):
+                raise conv.unsupported("lookaround or anchor inside a lookbehind")
+            b = ir.seq(_ANY_STAR, _seq_lits([conv.item(o, a, f) for o, a in sub]))
+            before = _and(before, b) if op is _C.ASSERT else _diff(before, b)
+        elif _has_look([(op, av)]):
+            raise conv.unsupported("lookbehind inside a group")
+        else:
+            before = ir.seq(before, conv.item(op, av, f))
+    return ir.seq(before, _ahead(conv, right, post))
+
+
+def _ahead(conv: _Converter, items: list, cont: ir.Node) -> ir.Node:
+    """``items · cont`` with the lookaheads (and end anchors) of ``items`` holding."""
+    for (op, av), f in reversed(items):
+        if op in (_C.ASSERT, _C.ASSERT_NOT):
+            if av[0] < 0:
+                raise conv.unsupported("lookbehind after a lookahead or inside a group")
+            a = _ahead(conv, [(it, f) for it in av[1]], _ANY_STAR)
+            cont = _and(cont, a) if op is _C.ASSERT else _diff(cont, a)
+        elif op is _C.AT:
+            if not _is_end(op, av, f, conv.ecma):
+                raise conv.unsupported(f"anchor {_anchor_name(av)} inside a lookahead")
+            cont = ir.EPS if regular_nullable(cont) else ir.EMPTY  # the end of the text: nothing follows
+        elif op is _C.BRANCH and _has_look([(op, av)]) or op is _C.BRANCH and _has_anchor([(op, av)]):
+            cont = ir.alt(*(_ahead(conv, [(it, f) for it in b], cont) for b in av[1]))
+        elif op is _C.SUBPATTERN and (_has_look([(op, av)]) or _has_anchor([(op, av)])):
+            _g, add, delete, p = av
+            g = (f | add) & ~delete
+            cont = _ahead(conv, [(it, g) for it in p], cont)
+        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and (_has_look([(op, av)]) or _has_anchor([(op, av)])):
+            cont = ir.seq(_tempered(conv, av, f, cont), cont)
+        else:
+            cont = ir.seq(conv.item(op, av, f), cont)
+    return cont
+
+
+def _tempered(conv: _Converter, av, f: int, cont: ir.Node) -> ir.Node:
+    """A repeated group ``(?:(?!A)c){m,n}`` (one character class ``c`` after a negative
+    lookahead) at the end of the text: the strings of ``c{m,n}`` in which no position starts a
+    match of ``A``. Other repeated lookarounds are refused."""
+    lo, hi, p = av
+    items = list(p)
+    while len(items) == 1 and items[0][0] is _C.SUBPATTERN:
+        _g, add, delete, inner = items[0][1]
+        f = (f | add) & ~delete
+        items = list(inner)
+    if (cont != ir.EPS or len(items) != 2 or items[0][0] is not _C.ASSERT_NOT or items[0][1][0] < 0
+            or items[1][0] not in (_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN)):
+        raise conv.unsupported("lookaround inside a repeated group")
+    a = _ahead(conv, [(it, f) for it in items[0][1][1]], _ANY_STAR)
+    if regular_nullable(a):
+        return ir.repeat(conv.char_set(*items[1], f), 0, 0) if lo == 0 else ir.EMPTY
+    c = conv.char_set(items[1][0], items[1][1], f)
+    # no position of the run starts A·Σ*: a match of A inside the run (A's text may not
+    # reach past the end: nothing follows the run)
+    return ir.Diff(ir.repeat(c, lo, None if hi == _C.MAXREPEAT else hi), ir.seq(_ANY_STAR, a))

@@ -648,9 +648,15 @@ class ObjectRules:
             return [(B, self.wit_value(ve, B, key)) for B in _subsets(bits)]
         tr = self.tr
         groups: dict = {}  # value expression -> the witnesses asking it
+        own = ve[1] if ve[0] == "and" else (ve,)
         for a in range(self.W):
             if bits >> a & 1:
                 e = self.wit_value(None, 1 << a, key)
+                if e[0] == "not" and all(any(tr._same_schema(x, y) for y in own)
+                                         for x in (e[1][1] if e[1][0] == "and" else (e[1],))):
+                    continue  # the member's own schema holds what it would have to violate
+                # (the same schema written in several places asks the same value)
+                e = next((g for g in groups if g[0] == e[0] == "not" and tr._same_schema(g[1], e[1])), e)
                 groups[e] = groups.get(e, 0) | 1 << a
         finite, general = [], []
         for e, b in groups.items():

@@ -500,14 +500,20 @@ class AnyOrderObject:
             if any(b >> a & 1 and self._member_ok(("w", b)) for b, _ in wx):
                 extras += 1  # an extra member each (one might be several: a bound searches)
                 continue
-            cand = [j for j in unseen if any(b >> a & 1 and self._member_ok(("v", j, b)) for b, _ in self._wvalues(j))]
-            if not cand:
+            # the first member free to be it (asking about every member would compile the value
+            # of each: what each must be to violate a negated branch)
+            free = [j for j in unseen if j not in keep_out and j not in used]
+            pick = next((j for j in free if self._can_be(j, a)), None)
+            if pick is None:
+                if any(self._can_be(j, a) for j in unseen if j in keep_out or j in used):
+                    raise _Unsettled
                 raise _Answer(False)
-            pick = [j for j in cand if j not in keep_out and j not in used]
-            if not pick:
-                raise _Unsettled
-            used.add(pick[0])
+            used.add(pick)
         return extras + sum(1 for j in used if not self.required[j])
+
+    def _can_be(self, j, a) -> bool:
+        """Whether declared member ``j`` has a value with which it is witness ``a``."""
+        return any(b >> a & 1 and self._member_ok(("v", j, b)) for b, _ in self._wvalues(j))
 
     def _member_ok(self, j):
         """Whether member ``j`` (``None``: the extra member) has a value at all."""

@@ -13,7 +13,6 @@ composition in both orders, nested under a property and under a recursive ``$ref
 from __future__ import annotations
 
 import json
-import random
 
 import jsonschema
 import pytest
@@ -22,6 +21,8 @@ from dotjson import Index
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema import schema_to_grammar
 from dotjson.jsonschema.normalize import negated_branches, negation, oneof
+from test_schema_negation import _documents as schema_negation_documents
+from test_schema_negation import _forms
 
 EVERY_VALID = dict(property_order="any", close_objects=False, whitespace="json")
 S = {"type": "string"}
@@ -62,33 +63,12 @@ CASES = {
 }
 
 _KEYS = ["n", "p", "q", "ep", "eq", "fp", "x", "z", "c", "d", "ac", "bc", "cc", "t", "v1", "v2", "w2", "x1",
-         "p1", "q", "x2", "r3", "s1"]
-
-
-def _value(r: random.Random, depth: int = 0):
-    k = r.random()
-    if depth > 1 or k < 0.6:
-        return r.choice([None, True, 0, 1, 3, 5, -2, 2.5, "", "s", "k1", "k2", "k9"])
-    if k < 0.8:
-        return [_value(r, depth + 1) for _ in range(r.randint(0, 2))]
-    return {kk: _value(r, depth + 1) for kk in r.sample(_KEYS, r.randint(0, 2))}
+         "p1", "x2", "r3", "s1"]
+_SCALARS = [None, True, 0, 1, 3, 5, -2, 2.5, "", "s", "k1", "k2", "k9"]
 
 
 def _documents(listed, n=80, seed=0) -> list:
-    r = random.Random(seed)
-    out = list(listed)
-    for _ in range(n):
-        out.append({k: _value(r, 1) for k in r.sample(_KEYS, r.randint(0, 4))})
-    return out
-
-
-def _forms(schema, docs):
-    """The case itself, nested under a required property, and under a recursive reference."""
-    yield "plain", schema, docs
-    yield "property", {"type": "object", "properties": {"v": schema}, "required": ["v"]}, [{"v": d} for d in docs]
-    rec = {"$defs": {"t": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/t"}}, schema]}},
-           "$ref": "#/$defs/t"}
-    yield "ref", rec, [[d] for d in docs[:40]] + [[[d]] for d in docs[:10]]
+    return schema_negation_documents(listed, n, seed, _KEYS, _SCALARS)
 
 
 def _check(schema, docs, vocab) -> int:

@@ -241,20 +241,25 @@ CASES.update({
 _KEYS = ["a", "b", "ab", "x", "xa", "aa", "c", "", "r", "t", "u", "type"]
 
 
-def _value(r: random.Random, depth: int = 0):
+_SCALARS = [None, True, False, 0, 1, -2, 2.5, "", "s", "ab", "a", 3, "Abs", "x"]
+
+
+def _value(r: random.Random, depth: int = 0, keys=_KEYS, scalars=_SCALARS):
     k = r.random()
     if depth > 2 or k < 0.35:
-        return r.choice([None, True, False, 0, 1, -2, 2.5, "", "s", "ab", "a", 3, "Abs", "x"])
+        return r.choice(scalars)
     if k < 0.6:
-        return [_value(r, depth + 1) for _ in range(r.randint(0, 3))]
-    return {kk: _value(r, depth + 1) for kk in r.sample(_KEYS, r.randint(0, 3))}
+        return [_value(r, depth + 1, keys, scalars) for _ in range(r.randint(0, 3))]
+    return {kk: _value(r, depth + 1, keys, scalars) for kk in r.sample(keys, r.randint(0, 3))}
 
 
-def _documents(listed, n=120, seed=0) -> list:
+def _documents(listed, n=120, seed=0, keys=_KEYS, scalars=_SCALARS) -> list:
+    """``listed`` and ``n`` random values (mostly objects over ``keys``, ``scalars`` inside)."""
     r = random.Random(seed)
     out = list(listed)
     for _ in range(n):
-        out.append(_value(r) if r.random() < 0.3 else {k: _value(r, 1) for k in r.sample(_KEYS, r.randint(0, 4))})
+        out.append(_value(r, 0, keys, scalars) if r.random() < 0.3 else
+                   {k: _value(r, 1, keys, scalars) for k in r.sample(keys, r.randint(0, 4))})
     return out
 
 

@@ -35,6 +35,8 @@ PATTERNS = [
     r"^(?=.*[A-Z])(?=.*\d).{4,}$",              # password-style conjunction
     r"^((?!ab).)*$", r"^(?:(?!ab)[a-c])*$",     # "does not contain": a tempered token
     r"(?=a)(?!ab)", r"^(?=(a|b)c)", r"x(?!)|c", r"(?=)",
+    r"^(?!.*\/)^(.*[^.]+.*)$",                   # JsonSchemaStore ci: a `^` again after a lookahead
+    r"^(?=a)(?!ab)^^[a-c]+$", r"x^(?!a)^b|^(?=b)^b",
 ]
 ALPHA = "abcxyAB1.:/@tgoiIOr_$"
 SEEDS = ["tag", "category", "io", "IO", "iO", "@@x", "@a", "pattern", "patterns", "ab", "ba", "b", "abc", "xy",

@@ -92,7 +92,7 @@ def _middle_anchors(conv: _Converter, items: list, sa: bool, ea: bool):
     return items, sa, ea, None
 
 def _same_start(items: list, sa: bool) -> list:
-    """``items`` (``(item, flags)`` pairs of a top-level sequence, after a ``^`` where ``sa``)
+    r"""``items`` (``(item, flags)`` pairs of a top-level sequence, after a ``^`` where ``sa``)
     without each ``^`` that only lookarounds and ``^`` separate from an earlier ``^``: it stands
     where that one does (nothing between them reads a character), so it holds wherever that one
     does (ci's ``^(?!.*\/)^(.*[^.]+.*)$`` is ``^(?!.*\/)(.*[^.]+.*)$``)."""

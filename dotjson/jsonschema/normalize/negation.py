@@ -42,7 +42,8 @@ class Negation:
             out = self._negate_product(D, where, within)
             if len(out) > MAX_BRANCHES:
                 # (a product within the limit, its shared alternatives beside it past it)
-                return negate_by_witnesses(self, D, where, within) or out
+                w = negate_by_witnesses(self, D, where, within)
+                return out if w is None else w
             return out
         except UnsupportedSchemaError as e:
             if e.keyword != "allOf":

@@ -83,20 +83,25 @@ def _check(schema, docs, vocab) -> int:
     return valid
 
 
-@pytest.fixture
-def witnessed(monkeypatch):
-    """The negations made as witnesses while the test runs (each ``True``), so a case shows it
-    takes that way."""
+def spy_on(monkeypatch, fn, *modules) -> list:
+    """Calls of ``fn`` through the name it has in ``modules``, while the test runs: for each,
+    whether it gave an answer (not ``None``), so a case shows it takes that way."""
     made = []
 
     def spy(*args, **kwargs):
-        out = negated_branches.negate_by_witnesses(*args, **kwargs)
+        out = fn(*args, **kwargs)
         made.append(out is not None)
         return out
 
-    monkeypatch.setattr(negation, "negate_by_witnesses", spy)
-    monkeypatch.setattr(oneof, "negate_by_witnesses", spy)
+    for m in modules:
+        monkeypatch.setattr(m, fn.__name__, spy)
     return made
+
+
+@pytest.fixture
+def witnessed(monkeypatch):
+    """The negations made as witnesses while the test runs (each ``True``)."""
+    return spy_on(monkeypatch, negated_branches.negate_by_witnesses, negation, oneof)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -513,7 +513,7 @@ class AnyOrderObject:
 
     def _can_be(self, j, a) -> bool:
         """Whether declared member ``j`` has a value with which it is witness ``a``."""
-        return any(b >> a & 1 and self._member_ok(("v", j, b)) for b, _ in self._wvalues(j))
+        return any(b >> a & 1 and self._member_ok(("v", j, i)) for i, (b, _) in enumerate(self._wvalues(j)))
 
     def _member_ok(self, j):
         """Whether member ``j`` (``None``: the extra member) has a value at all."""
@@ -522,7 +522,7 @@ class AnyOrderObject:
             if j is None:
                 node = self.extra
             elif isinstance(j, tuple):
-                node = dict(self._wextras())[j[1]] if j[0] == "w" else dict(self._wvalues(j[1]))[j[2]]
+                node = dict(self._wextras())[j[1]] if j[0] == "w" else self._wvalues(j[1])[j[2]][1]
             else:
                 node = self.value(j)
             if self._ask is None:

@@ -35,9 +35,13 @@ PATTERNS = [
     r"^(?=.*[A-Z])(?=.*\d).{4,}$",              # password-style conjunction
     r"^((?!ab).)*$", r"^(?:(?!ab)[a-c])*$",     # "does not contain": a tempered token
     r"(?=a)(?!ab)", r"^(?=(a|b)c)", r"x(?!)|c", r"(?=)",
+    r"^(?!.*\/)^(.*[^.]+.*)$",                   # JsonSchemaStore ci: a `^` again after a lookahead
+    r"^(?=a)(?!ab)^^[a-c]+$", r"x^(?!a)^b|^(?=b)^b",
+    r"^(?!^lucene\.|builtin\.|mongodb\.).*",    # mongodb-atlas: a `^` inside a lookahead at the start
+    r"^(?=(?:^a|b))(?!(?!^)x)[a-c]+$",
 ]
 ALPHA = "abcxyAB1.:/@tgoiIOr_$"
-SEEDS = ["tag", "category", "io", "IO", "iO", "@@x", "@a", "pattern", "patterns", "ab", "ba", "b", "abc", "xy",
+SEEDS = ["lucene.x", "builtin.", "mongodb.a", "xlucene.", "tag", "category", "io", "IO", "iO", "@@x", "@a", "pattern", "patterns", "ab", "ba", "b", "abc", "xy",
          "x", "bc", "c", "Ab1x", "a.b", "a.bc", "a.1", "org.bukkit.X", "org.x", "a://b", "bac"]
 
 

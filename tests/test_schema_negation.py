@@ -241,20 +241,25 @@ CASES.update({
 _KEYS = ["a", "b", "ab", "x", "xa", "aa", "c", "", "r", "t", "u", "type"]
 
 
-def _value(r: random.Random, depth: int = 0):
+_SCALARS = [None, True, False, 0, 1, -2, 2.5, "", "s", "ab", "a", 3, "Abs", "x"]
+
+
+def _value(r: random.Random, depth: int = 0, keys=_KEYS, scalars=_SCALARS):
     k = r.random()
     if depth > 2 or k < 0.35:
-        return r.choice([None, True, False, 0, 1, -2, 2.5, "", "s", "ab", "a", 3, "Abs", "x"])
+        return r.choice(scalars)
     if k < 0.6:
-        return [_value(r, depth + 1) for _ in range(r.randint(0, 3))]
-    return {kk: _value(r, depth + 1) for kk in r.sample(_KEYS, r.randint(0, 3))}
+        return [_value(r, depth + 1, keys, scalars) for _ in range(r.randint(0, 3))]
+    return {kk: _value(r, depth + 1, keys, scalars) for kk in r.sample(keys, r.randint(0, 3))}
 
 
-def _documents(listed, n=120, seed=0) -> list:
+def _documents(listed, n=120, seed=0, keys=_KEYS, scalars=_SCALARS) -> list:
+    """``listed`` and ``n`` random values (mostly objects over ``keys``, ``scalars`` inside)."""
     r = random.Random(seed)
     out = list(listed)
     for _ in range(n):
-        out.append(_value(r) if r.random() < 0.3 else {k: _value(r, 1) for k in r.sample(_KEYS, r.randint(0, 4))})
+        out.append(_value(r, 0, keys, scalars) if r.random() < 0.3 else
+                   {k: _value(r, 1, keys, scalars) for k in r.sample(keys, r.randint(0, 4))})
     return out
 
 
@@ -422,13 +427,22 @@ def test_nested_negated_patterns_nested_and_recursive(tiny_bpe_vocab):
         assert _check(s, ds, tiny_bpe_vocab) > 0, form
 
 
-def test_negation_past_the_limit_is_named():
-    # what compacting cannot bring under 256 alternatives is still refused by name: the
-    # negation of 9 objects, each a distinct pair of required names (2^9 minimal alternatives)
+def test_negation_past_the_limit_is_named(tiny_bpe_vocab):
+    # what compacting cannot bring under 256 alternatives is still refused by name in schema
+    # order: the negation of 9 objects, each a distinct pair of required names (2^9 minimal
+    # alternatives); in any order each negated object is a witness (test_negated_branches.py)
     schema = {"type": "object", "not": {"anyOf": [{"required": [f"a{k}", f"b{k}"]} for k in range(9)]}}
     with pytest.raises(UnsupportedSchemaError, match="too many alternatives") as e:
-        schema_to_grammar(schema, **EVERY_VALID)
+        schema_to_grammar(schema)
     assert e.value.pointer == "/not"
+    r = random.Random(7)
+    names = [f"{c}{k}" for k in range(9) for c in "ab"]
+    docs = [{n: 1 for n in r.sample(names, r.randint(0, 12))} for _ in range(40)]
+    docs += [{f"{c}{k}": 1 for k in range(9) for c in "ab" if (c, k) != ("b", j)} for j in range(9)]
+    v = jsonschema.Draft202012Validator(schema)
+    index = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    assert [index.accepts(json.dumps(d)) for d in docs] == [v.is_valid(d) for d in docs]
+    assert any(v.is_valid(d) for d in docs) and not all(v.is_valid(d) for d in docs)
 
 
 #: GeoJSON's shape: six kinds told apart by a `type` const, a seventh with any `type` (it

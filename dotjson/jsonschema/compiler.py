@@ -391,6 +391,11 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                     if i is not None:
                         # a $ref target starts over: its nesting is counted from where it is
                         subs.append((a[i], 0 if k == "ruleref" else depth + 1))
+                        if k == "some" and a[1][0] == "o":
+                            # a negated object branch: the negations of its members' schemas
+                            # (what a member must be to violate it) are normalised now too
+                            subs += [(self.not_expr(x[_SUB_AT[x[0]]]), depth + 1) for x in a[1][1]
+                                     if x[0] in _SUB_AT]
                         if k == "ruleref" or k in _COMBINED:
                             combined = True
                     if k in _MAYBE_RISKY and _risky(a):

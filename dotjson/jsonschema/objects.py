@@ -10,6 +10,7 @@ from __future__ import annotations
 from operator import itemgetter
 
 from dotjson import ir
+from dotjson.errors import UnsupportedSchemaError
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
 from dotjson.jsonschema.key_trie import KeySet, KeyTrie, known_by_member
@@ -17,7 +18,7 @@ from dotjson.jsonschema.objects_any_order import any_order_object
 from dotjson.jsonschema.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.nodes import ObjectNode
 from dotjson.jsonschema.strings import matches_every_string
-from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_KEY_CLASSES, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
+from dotjson.jsonschema.values import FALSE, TRUE, MAX_FLOATING, MAX_KEY_CLASSES, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
 #: objects declaring more names than this reach their undeclared keys through a trie of the
 #: names (below, the "any key but these" difference is small enough)
@@ -25,6 +26,11 @@ WIDE_EXTRA = 64
 #: members an object must hold (``some`` atoms: witnesses against negated object keywords), each
 #: a bit of the object automaton's state
 MAX_WITNESSES = 8
+#: ... where some of them are negated object branches (``property_order="any"``: a member offers
+#: the witnesses it may be grouped by what its value must be, not as every subset of them)
+MAX_BRANCH_WITNESSES = 16
+#: the values a member offers for the witnesses it may be (its plain value aside)
+MAX_WITNESS_VARIANTS = 64
 
 
 def _subsets(bits: int):
@@ -53,6 +59,62 @@ def key_classes(entries: list, may_share, limit: int):
             nxt += [(T + (j,), j) for j in range(last + 1, n) if all(ok[i][j] for i in T)]
         todo = nxt
     return [tuple(entries[i] for i in T) for T in out]
+
+
+class _NegatedBranch:
+    """An object branch negated (the object keywords of its atoms: ``props``, ``required``,
+    ``pattern``, ``addl``), as one witness of the object automaton: a member violates it when
+    its value fails what the branch asks of its key (:meth:`on_key`, :meth:`on_class`), and a
+    required name of the branch left out violates it too (:attr:`required`)."""
+
+    def __init__(self, tr, atoms):
+        self.tr = tr
+        props: dict = {}
+        req, pats, addl = [], [], []
+        for a in atoms:
+            k = a[0]
+            if k == "props":
+                props.setdefault(a[1], []).append(a[2])
+            elif k == "required":
+                req.append(a[1])
+            elif k == "pattern":
+                pats.append((a[1], a[2]))
+            elif k == "addl":
+                addl.append((a[1], a[2], a[3]))
+            else:  # pragma: no cover - the normaliser makes such witnesses of these atoms only
+                raise AssertionError(a)
+        self.node = ObjectNode(properties=props, required=dict.fromkeys(req), patterns=pats, additional=addl)
+        self.required = list(dict.fromkeys(req))
+        # the names to declare: those it gives a schema or requires, and the names its
+        # additionalProperties leaves out (so that an extra key is outside every one of them)
+        self.names = list(dict.fromkeys([*props, *req, *(n for _, ns, _ in addl for n in ns)]))
+        self._keys: dict = {}
+
+    def patterns(self) -> list:
+        """The key patterns it speaks of (extra keys are split by them)."""
+        return [p for p, _ in self.node.patterns] + [q for _, _, qs in self.node.additional for q in qs]
+
+    def _violation(self, es):
+        es = [e for e in es if e != TRUE]
+        if not es:
+            return FALSE
+        return self.tr.not_expr(self.tr.and_expr(es))
+
+    def on_key(self, name):
+        """The values with which member ``name`` (a declared name) violates the branch (an
+        expression; ``FALSE``: none does)."""
+        hit = self._keys.get(name)
+        if hit is None:
+            o = self.node
+            hit = self._keys[name] = self._violation(self.tr.member_schemas(o, name, o.properties.get(name, ())))
+        return hit
+
+    def on_class(self, Tset):
+        """The values with which an extra member whose key matches exactly the patterns
+        ``Tset`` (and no name the branch speaks of) violates it."""
+        o = self.node
+        return self._violation([e for p, e in o.patterns if p in Tset]
+                               + [e for e, _, qs in o.additional if not set(qs) & Tset])
 
 
 class ObjectBuilder:
@@ -120,6 +182,7 @@ class ObjectRules:
         self.contents: dict = {}          # extra key class -> its spellings
         self.declared_spellings: list = []  # [the spellings of the declared names]
         self.wextra: dict = {}            # witness bits -> the rule of an extra member that is them
+        self.xvariants = None             # (negated branches) witness bits -> [(class, value)]
         self.members: dict = {}           # chain index -> its member node
         self.made: dict = {}              # state key -> rule name
         self.req_after: dict = {}         # i -> (every required member from i on has a value, how many)
@@ -149,12 +212,25 @@ class ObjectRules:
         if any(v == FALSE for _, v in wit):
             return EMPTY
         W = len(wit)
-        if W > MAX_WITNESSES:
-            r = tr.unsupported(f"more than {MAX_WITNESSES} members an object must hold (negated object "
+        most = MAX_BRANCH_WITNESSES if any(spec[0] == "o" for spec, _ in wit) else MAX_WITNESSES
+        if W > most:
+            r = tr.unsupported(f"more than {most} members an object must hold (negated object "
                                "keywords under not/oneOf/if)", self.where, "not")
             if r is None:
                 wit, W = [], 0
         self.wit, self.W = wit, W
+        # a negated object branch (`some` with the key spec ("o", atoms)): one witness bit, set
+        # by a member that violates the branch; a required name of the branch left out stands
+        # for it too. Every name the branch speaks of is declared here, so that the members
+        # seen tell which of them is absent and each extra key violates it by its class alone.
+        self.negs = {a: _NegatedBranch(tr, spec[1]) for a, (spec, _) in enumerate(wit) if spec[0] == "o"}
+        if self.negs:
+            if tr.property_order != "any":
+                raise UnsupportedSchemaError("a negated object branch as a witness needs property_order='any'",
+                                             pointer=self.where, keyword="not")
+            for neg in self.negs.values():
+                for name in neg.names:
+                    props.setdefault(name, ())
         # close_objects closes an object that declares a property it may hold (a `properties`
         # name whose schema is not `false`) or patternProperties; one declaring none stays open
         # (closing `{"not": {"required": ["x"]}}` would leave it only `{}`)
@@ -163,9 +239,18 @@ class ObjectRules:
         declared = self.declared = self._declare()
         if declared is None:
             return EMPTY
+        if self.negs:
+            # a negated branch requiring a name this object never holds is violated by every
+            # object here: its witness is no condition
+            held = {d[0] for d in declared}
+            gone = {a for a, neg in self.negs.items() if any(r not in held for r in neg.required)}
+            if gone:
+                keep = [a for a in range(W) if a not in gone]
+                wit = self.wit = [wit[a] for a in keep]
+                W = self.W = len(wit)
+                self.negs = {i: self.negs[a] for i, a in enumerate(keep) if a in self.negs}
         # the witnesses each declared name may be (its key is one the `some` atom speaks of)
-        self.wit_of = [sum(1 << a for a, (spec, _) in enumerate(wit) if tr.key_in(d[0], spec)) for d in declared] \
-            if wit else None
+        self.wit_of = [sum(1 << a for a in range(W) if self.key_wit(a, d[0])) for d in declared] if wit else None
         if self.closed and not o.patterns and not any(d[0] in o.declared and d[1] != FALSE for d in declared):
             self.closed = False  # every declared name is forbidden: nothing is declared to be held
         # extra members: keys that are not declared, split by which patterns they match
@@ -176,9 +261,20 @@ class ObjectRules:
             if not self.wit:
                 return any_order_object(tr, declared, X, self.plo, self.phi)
             wit_of = self.wit_of
+            index = {d[0]: j for j, d in enumerate(declared)}
+            absent = [tuple(index[r] for r in self.negs[a].required) if a in self.negs else ()
+                      for a in range(self.W)]
+            if self.negs:
+                # the values each member offers for the witnesses: made now (expressions, no
+                # rule), so that an object past MAX_WITNESS_VARIANTS is refused by Index()
+                wv = [self.wit_variants(*d[:2], wit_of[j]) for j, d in enumerate(declared)]
+                self.extra_variants()
             return any_order_object(tr, declared, X, self.plo, self.phi, witnesses=(
-                self.W, lambda j: [(B, tr.node_of(self.wit_value(declared[j][1], B))) for B in _subsets(wit_of[j])],
-                lambda: [(B, r) for B in range(1, 1 << self.W) for r in [self.witness_extra(B)] if r is not None]))
+                self.W, lambda j: [(B, tr.node_of(e)) for B, e in (wv[j] if self.negs else self.wit_variants(
+                    *declared[j][:2], wit_of[j]))],
+                lambda: [(B, r) for B in (self.extra_variants() if self.negs else range(1, 1 << self.W))
+                         for r in [self.witness_extra(B)] if r is not None],
+                absent))
         return self._schema_order()
 
     def _declare(self):
@@ -225,7 +321,8 @@ class ObjectRules:
         tr, o, where, wit = self.tr, self.o, self.where, self.wit
         pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]
                                   + [sp[1] for sp, _ in wit if sp[0] == "p"]
-                                  + [q for sp, _ in wit if sp[0] == "a" for q in sp[2]]))
+                                  + [q for sp, _ in wit if sp[0] == "a" for q in sp[2]]
+                                  + [q for neg in self.negs.values() for q in neg.patterns()]))
         # a pattern every key matches (`.*`, `^a*`, the empty one) is in every class: none lacks it,
         # and it narrows no key (its language, with escapes, in an And/Diff of the key cost
         # the automaton hundreds of states to find the class without it empty)
@@ -258,7 +355,7 @@ class ObjectRules:
                 r = tr.unsupported(f"more than {MAX_KEY_CLASSES} key classes (patternProperties and the "
                                    "keys of negated object keywords)", where, "patternProperties")
                 if r is None:
-                    self.wit, self.W, wlangs, self.wit_of = [], 0, [], None
+                    self.wit, self.W, wlangs, self.wit_of, self.negs = [], 0, [], None, {}
                     wit = self.wit
         self.wlangs, self.wlang = wlangs, dict(wlangs)
         if 2 ** len(pats) > MAX_PATTERN_CLASSES and not wit and not same_pattern_schemas(o):
@@ -407,7 +504,9 @@ class ObjectRules:
         Tset = set(T) | self.univ
         out = 0
         for a, (sp, _) in enumerate(self.wit):
-            if sp[0] == "p":
+            if sp[0] == "o":
+                ok = self.negs[a].on_class(Tset) != FALSE
+            elif sp[0] == "p":
                 ok = sp[1] in Tset
             elif sp[0] == "a":
                 ok = not (set(sp[2]) & Tset) and ("w", a) not in Tset
@@ -417,9 +516,28 @@ class ObjectRules:
                 out |= 1 << a
         return out
 
-    def wit_value(self, ve, B):
-        """The value of a member that is the witnesses ``B`` too."""
-        return self.tr.and_expr([ve] + [self.wit[a][1] for a in range(self.W) if B >> a & 1])
+    def key_wit(self, a, name) -> bool:
+        """Whether a member with declared name ``name`` may be witness ``a``."""
+        spec = self.wit[a][0]
+        if spec[0] == "o":
+            return self.negs[a].on_key(name) != FALSE
+        return self.tr.key_in(name, spec)
+
+    def wit_value(self, ve, B, key):
+        """The value of a member that is the witnesses ``B`` too: ``key`` is its declared name
+        or its extra key class (a tuple of patterns; a negated branch asks its violation by the
+        key); ``ve`` ``None``: what the witnesses alone ask."""
+        es = [] if ve is None else [ve]
+        for a in range(self.W):
+            if B >> a & 1:
+                neg = self.negs.get(a)
+                if neg is None:
+                    es.append(self.wit[a][1])
+                elif isinstance(key, str):
+                    es.append(neg.on_key(key))
+                else:
+                    es.append(neg.on_class(set(key) | self.univ))
+        return self.tr.and_expr(es)
 
     def extra_member(self) -> ir.Node:
         """The body of the extra-member rule (built when the automaton first reaches one)."""
@@ -488,24 +606,98 @@ class ObjectRules:
         if B in self.wextra:
             return self.wextra[B]
         tr = self.tr
-        cls = [(T, ve) for T, ve in self.live if self.class_wit(T) & B == B]
+        if self.negs:
+            cls = self.extra_variants().get(B, ())
+        else:
+            cls = [(T, self.wit_value(ve, B, T)) for T, ve in self.live if self.class_wit(T) & B == B]
         ref = None
         if cls:
             nm = f"{self.xname}_w{B}"
             tr.pending[nm] = lambda: alt(*(seq(lit('"'), self.class_content(T), lit('"'), tr.colon,
-                                               tr.node_of(self.wit_value(ve, B))) for T, ve in cls))
+                                               tr.node_of(e)) for T, e in cls))
             ref = Ref(nm)
         self.wextra[B] = ref
         return ref
 
-    def variants(self, ve, wj, mask):
-        """``(value, mask after)`` of a member with value ``ve`` that may be the witnesses
+    def extra_variants(self) -> dict:
+        """With negated branches among the witnesses: the witness sets an extra member may be,
+        each with its classes and the value a member of the class must have to be them."""
+        if self.xvariants is None:
+            xv: dict = {}
+            for T, ve in self.live:
+                bits = self.class_wit(T)
+                if bits:
+                    for B, e in self.wit_variants(T, ve, bits):
+                        xv.setdefault(B, []).append((T, e))
+            self.xvariants = xv
+        return self.xvariants
+
+    def wit_variants(self, key, ve, bits) -> list:
+        """``(B, value)``: the sets ``B`` of the witnesses ``bits`` a member with key ``key`` (a
+        declared name or an extra key class) and value ``ve`` may be, each with the value it
+        must have to be them.
+
+        Every subset without negated branches among the witnesses. With them (any order),
+        where being more witnesses is never worse (the object closes once it has each):
+        witnesses asking the same value go together, and those asking a value outside a
+        finite set (``not`` of an ``enum``/``const``: the discriminator of a ``oneOf``'s
+        branches) are split by the value read (each value is the witnesses whose sets lack
+        it), so a member offers the groups of values, not every subset of the witnesses.
+        """
+        if not self.negs:
+            return [(B, self.wit_value(ve, B, key)) for B in _subsets(bits)]
+        tr = self.tr
+        groups: dict = {}  # value expression -> the witnesses asking it
+        own = ve[1] if ve[0] == "and" else (ve,)
+        for a in range(self.W):
+            if bits >> a & 1:
+                e = self.wit_value(None, 1 << a, key)
+                if e[0] == "not" and all(any(tr._same_schema(x, y) for y in own)
+                                         for x in (e[1][1] if e[1][0] == "and" else (e[1],))):
+                    continue  # the member's own schema holds what it would have to violate
+                # (the same schema written in several places asks the same value)
+                e = next((g for g in groups if g[0] == e[0] == "not" and tr._same_schema(g[1], e[1])), e)
+                groups[e] = groups.get(e, 0) | 1 << a
+        finite, general = [], []
+        for e, b in groups.items():
+            vals = tr._finite_prop((("props", "", e[1]),), "") if e[0] == "not" else None
+            if vals is not None:
+                finite.append((b, vals))
+            else:
+                general.append((e, b))
+        options = [(0, ())]
+        if finite:
+            sig: dict = {}
+            for c in dict.fromkeys(c for _, vals in finite for c in vals):
+                sig.setdefault(sum(b for b, vals in finite if c not in vals), []).append(c)
+            every = tuple(c for cs in sig.values() for c in cs)
+            options = [(b, (("enum", tuple(cs)),)) for b, cs in sig.items()]
+            options.append((sum(b for b, _ in finite), (("not", ("enum", every)),)))
+        if len(options) << len(general) > MAX_WITNESS_VARIANTS:
+            raise UnsupportedSchemaError(f"more than {MAX_WITNESS_VARIANTS} ways for one member to be the "
+                                         "witnesses of negated object branches (under not/oneOf/if)",
+                                         pointer=self.where, keyword="not")
+        out = []
+        for fb, rs in options:
+            for S in range(1 << len(general)):
+                B = fb
+                es = [ve, *rs]
+                for i, (e, b) in enumerate(general):
+                    if S >> i & 1:
+                        B |= b
+                        es.append(e)
+                if B:
+                    out.append((B, tr.and_expr(es)))
+        return out
+
+    def variants(self, name, ve, wj, mask):
+        """``(value, mask after)`` of member ``name`` with value ``ve`` that may be the witnesses
         ``wj``: the plain value, and the value of each set of witnesses still missing it may be."""
         F = self.F
         miss = (wj << F) & ~mask
         out = [(ve, mask)]
         for B in _subsets(miss >> F):
-            out.append((self.wit_value(ve, B), mask | (B << F)))
+            out.append((self.wit_value(ve, B, name), mask | (B << F)))
         return out
 
     # ------------------------------------------------------------------ the automaton's states
@@ -622,7 +814,7 @@ class ObjectRules:
                     if not self.wit:
                         alts.append(seq(sp, fm, self.state(i, c2, mask | (1 << j))))
                         continue
-                    for ve, m2 in self.variants(self.floating[j][1], self.float_wit[j], mask):
+                    for ve, m2 in self.variants(*self.floating[j][:2], self.float_wit[j], mask):
                         alts.append(seq(sp, self.member(self.floating[j][0], ve), self.state(i, c2, m2 | (1 << j))))
             # the next member is any of i .. the first required one (the ones between are
             # optional and skipped): for the automaton, a trie of their names (a byte of a
@@ -661,7 +853,7 @@ class ObjectRules:
         if self.wit:
             def make():
                 return alt(*(seq(tr.colon, tr.node_of(ve), self.state(j + 1, c2, m2))
-                             for ve, m2 in self.variants(chain[j][1], self.chain_wit[j], mask)))
+                             for ve, m2 in self.variants(*chain[j][:2], self.chain_wit[j], mask)))
         else:
             def make():
                 return seq(tr.colon, tr.node_of(chain[j][1]), self.state(j + 1, c2, mask))
@@ -730,7 +922,7 @@ class ObjectRules:
         chain = self.chain
         if self.wit:
             return alt(*(seq(sp, self.member(chain[j][0], ve), self.state(j + 1, c2, m2))
-                         for ve, m2 in self.variants(chain[j][1], self.chain_wit[j], mask)))
+                         for ve, m2 in self.variants(*chain[j][:2], self.chain_wit[j], mask)))
         mb = self.members.get(j)
         if mb is None:
             mb = self.members[j] = self.member(chain[j][0], chain[j][1])

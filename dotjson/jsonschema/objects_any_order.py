@@ -67,7 +67,9 @@ def any_order_object(tr, declared, extra, plo: int, phi, witnesses=None) -> ir.N
     tr.families.append(fam)
     if tr.whole:
         fam.materialize()  # the grammar is being built whole: every value rule now
-    empty_ok = plo == 0 and not any(req for _, _, req in declared) and not witnesses
+    # (with witnesses, `{}` only where every one of them is stood for by an absent member)
+    empty_ok = plo == 0 and not any(req for _, _, req in declared) and (
+        not witnesses or (len(witnesses) > 3 and all(witnesses[3])))
     empty = ir.seq(ir.lit("{"), tr.ws, ir.lit("}")) if empty_ok else ir.EMPTY
     return ir.alt(empty, ir.seq(ir.lit("{"), tr.ws, Ref(fam.start), tr.ws, ir.lit("}")))
 
@@ -114,12 +116,15 @@ class AnyOrderObject:
     value_exprs : sequence, optional
         Each member's value expression: members with the same object share ``value_known``.
     witnesses : tuple, optional
-        ``(w, member, extra)`` for an object that must hold ``w`` members of given kinds (a key
-        some negated object keyword speaks of, its value violating that keyword's schema):
+        ``(w, member, extra)`` or ``(w, member, extra, absent)`` for an object that must hold
+        ``w`` members of given kinds (a key some negated object keyword speaks of, its value
+        violating that keyword's schema; a member violating a negated object branch):
         ``member(j)`` lists ``(bits, value node)``, the values with which declared member ``j``
         is the witnesses ``bits``; ``extra()`` lists ``(bits, member node)``, the extra members
-        that are. The count in the rule names then carries the witnesses seen in its low ``w``
-        bits (``count << w | bits``); the object closes only once it has them all.
+        that are; ``absent[a]`` lists the declared members whose absence stands for witness
+        ``a`` (a required name of the negated branch; none by default). The count in the rule
+        names then carries the witnesses seen in its low ``w`` bits (``count << w | bits``);
+        the object closes only once each is held or stood for by an absent member.
     """
 
     kind = "any_order_object"
@@ -153,8 +158,13 @@ class AnyOrderObject:
         self.phi = phi
         self.cap = max(1, phi if phi is not None else plo)
         self.req = [j for j, r in enumerate(self.required) if r]
-        self.nw, self._wmember, self._wextra = witnesses if witnesses else (0, None, None)
+        self.nw, self._wmember, self._wextra = witnesses[:3] if witnesses else (0, None, None)
         self.wfull = (1 << self.nw) - 1
+        # per witness, the declared members whose absence stands for it (a negated object
+        # branch is also violated by a required name of it missing): () for a member that
+        # must be held
+        self.wesc = tuple(tuple(x) for x in witnesses[3]) if witnesses and len(witnesses) > 3 \
+            else ((),) * self.nw
         self._wm: dict = {}
         self._wx = None
         self.trie = KeyTrie(self.names)
@@ -387,7 +397,14 @@ class AnyOrderObject:
 
     def _nullable(self, seen, cw) -> bool:
         c, w = self._split(cw)
-        return c > 0 and c >= self.plo and w == self.wfull and all(j in seen for j in self.req)
+        return c > 0 and c >= self.plo and self._wdone(seen, w) and all(j in seen for j in self.req)
+
+    def _wdone(self, seen, w) -> bool:
+        """Whether the witnesses ``w`` (a bit set) and the members ``seen`` satisfy every
+        witness: its bit is set, or a member whose absence stands for it is not in ``seen``."""
+        if w == self.wfull:
+            return True
+        return all(w >> a & 1 or any(j not in seen for j in self.wesc[a]) for a in range(self.nw))
 
     def productive(self, name: str):
         """Can the object still be completed from this rule? ``None`` while the productivity of
@@ -432,15 +449,13 @@ class AnyOrderObject:
         if not all(self._member_ok(j) for j in missing):
             return False
         need = len(missing)
+        keep_out: set = set()  # members left out: their absence stands for a witness
+        used: set = set()      # members that are witnesses
         if w != self.wfull:
-            # witnesses missing: when an extra member can be each of them, and room is left,
-            # one more member each; otherwise (a declared member may have to be one, or one
-            # member several) the analysis searches the rules
-            wx = {b: x for b, x in self._wextras()}
-            lack = [1 << a for a in range(self.nw) if not w >> a & 1]
-            if not all(b in wx and self._member_ok(("w", b)) for b in lack):
-                raise _Unsettled
-            need += len(lack)
+            try:
+                need += self._witnesses_left(seen_set, w, keep_out, used)
+            except _Answer as ans:
+                return ans.value
             if self.phi is not None and c + need > self.phi:
                 raise _Unsettled
         low = max(self.plo, 1 if c == 0 else 0)
@@ -449,17 +464,56 @@ class AnyOrderObject:
         fits = self.phi is None or max(low, c + need) <= self.phi
         if self.extra is not None and self._member_ok(None):
             return fits
-        want = low - c  # members still to come, at least
+        want = low - c - len(used)  # members still to come, at least
         if want > 0:
             have = 0
             for j in range(self.n):
-                if j not in seen_set and self._member_ok(j):
+                if j not in seen_set and j not in keep_out and j not in used and self._member_ok(j):
                     have += 1
                     if have >= want:
                         break
             if have < want:
+                if keep_out or used:
+                    raise _Unsettled  # (the members counted out might have filled it)
                 return False
         return fits
+
+    def _witnesses_left(self, seen_set, w, keep_out: set, used: set) -> int:
+        """The witnesses the object still lacks (``w``: those it has), for :meth:`_productive`:
+        how many more extra members they take, with the declared members that are witnesses
+        added to ``used`` and those whose absence stands for one to ``keep_out``. ``_Answer(False)``
+        where some witness can be had no way at all; ``_Unsettled``
+        where this plan does not decide (the analysis then searches the rules)."""
+        wx = self._wextras()
+        unseen = [j for j in range(self.n) if j not in seen_set]
+        lack = []
+        for a in range(self.nw):
+            if w >> a & 1:
+                continue
+            free = [j for j in self.wesc[a] if j not in seen_set and not self.required[j]]
+            if free:
+                keep_out.update(free)  # (leaving them all out keeps it)
+            else:
+                lack.append(a)
+        extras = 0
+        for a in lack:
+            if any(b >> a & 1 and self._member_ok(("w", b)) for b, _ in wx):
+                extras += 1  # an extra member each (one might be several: a bound searches)
+                continue
+            # the first member free to be it (asking about every member would compile the value
+            # of each: what each must be to violate a negated branch)
+            free = [j for j in unseen if j not in keep_out and j not in used]
+            pick = next((j for j in free if self._can_be(j, a)), None)
+            if pick is None:
+                if any(self._can_be(j, a) for j in unseen if j in keep_out or j in used):
+                    raise _Unsettled
+                raise _Answer(False)
+            used.add(pick)
+        return extras + sum(1 for j in used if not self.required[j])
+
+    def _can_be(self, j, a) -> bool:
+        """Whether declared member ``j`` has a value with which it is witness ``a``."""
+        return any(b >> a & 1 and self._member_ok(("v", j, i)) for i, (b, _) in enumerate(self._wvalues(j)))
 
     def _member_ok(self, j):
         """Whether member ``j`` (``None``: the extra member) has a value at all."""
@@ -468,7 +522,7 @@ class AnyOrderObject:
             if j is None:
                 node = self.extra
             elif isinstance(j, tuple):
-                node = dict(self._wextras())[j[1]]
+                node = dict(self._wextras())[j[1]] if j[0] == "w" else self._wvalues(j[1])[j[2]][1]
             else:
                 node = self.value(j)
             if self._ask is None:
@@ -504,7 +558,8 @@ class AnyOrderObject:
                 "colon": enc(self.colon), "plo": self.plo, "phi": self.phi, "spellings": self._spell.name,
                 "witnesses": None if not self.nw else {
                     "n": self.nw, "members": [[[b, enc(v)] for b, v in self._wvalues(j)] for j in range(self.n)],
-                    "extra": [[b, enc(x)] for b, x in self._wextras()]}}
+                    "extra": [[b, enc(x)] for b, x in self._wextras()],
+                    "absent": [list(x) for x in self.wesc]}}
 
     @classmethod
     def from_json(cls, d: dict, dec) -> "AnyOrderObject":
@@ -528,7 +583,7 @@ class AnyOrderObject:
         witnesses = None
         if wd is not None:
             nw = wd.get("n") if isinstance(wd, dict) else None
-            if not isinstance(nw, int) or not 0 < nw <= 8 or not isinstance(wd.get("members"), list) \
+            if not isinstance(nw, int) or not 0 < nw <= 16 or not isinstance(wd.get("members"), list) \
                     or len(wd["members"]) != len(names) or not isinstance(wd.get("extra"), list):
                 raise ValueError("malformed rule family")
 
@@ -538,10 +593,22 @@ class AnyOrderObject:
                     raise ValueError("malformed rule family")
                 return [(b, dec(v)) for b, v in xs]
 
-            witnesses = (nw, [pairs(m) for m in wd["members"]], pairs(wd["extra"]))
+            esc = wd.get("absent", [[]] * nw)
+            if not isinstance(esc, list) or len(esc) != nw or not all(
+                    isinstance(x, list) and all(isinstance(j, int) and 0 <= j < len(names) for j in x) for x in esc):
+                raise ValueError("malformed rule family")
+            witnesses = (nw, [pairs(m) for m in wd["members"]], pairs(wd["extra"]), esc)
         return cls(d["prefix"], names, values, required, extra, dec(d["sep"]), dec(d["colon"]), plo, phi,
                    spell=spellings(sp), witnesses=witnesses)
 
 
 class _Unsettled(Exception):
     """A member's productivity is being settled further up the stack (recursive schema)."""
+
+
+class _Answer(Exception):
+    """The answer of a productivity question, found deep in its reasoning."""
+
+    def __init__(self, value: bool):
+        super().__init__(value)
+        self.value = value

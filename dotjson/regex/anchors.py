@@ -60,6 +60,7 @@ def _middle_anchors(conv: _Converter, items: list, sa: bool, ea: bool):
     the last ``^`` and the first ``$`` with the anchoring they give, or ``whole``, the
     alternative's language when the anchors decide it (``ir.EMPTY``, or the empty text when a
     ``$`` comes before a ``^``)."""
+    items = _same_start(items, sa)
     starts, ends = [], []
     for i, ((op, av), f) in enumerate(items):
         if op is _C.AT:
@@ -89,6 +90,23 @@ def _middle_anchors(conv: _Converter, items: list, sa: bool, ea: bool):
             return [], sa, ea, ir.EMPTY
         items, ea = items[:e], True
     return items, sa, ea, None
+
+def _same_start(items: list, sa: bool) -> list:
+    r"""``items`` (``(item, flags)`` pairs of a top-level sequence, after a ``^`` where ``sa``)
+    without each ``^`` that only lookarounds and ``^`` separate from an earlier ``^``: it stands
+    where that one does (nothing between them reads a character), so it holds wherever that one
+    does (ci's ``^(?!.*\/)^(.*[^.]+.*)$`` is ``^(?!.*\/)(.*[^.]+.*)$``)."""
+    out, start_only = [], sa
+    for (op, av), f in items:
+        if op is _C.AT and _is_start(op, av, f):
+            if start_only:
+                continue
+            start_only = True
+        elif not (op in (_C.ASSERT, _C.ASSERT_NOT)):
+            start_only = False
+        out.append(((op, av), f))
+    return out
+
 
 # --- anchors inside groups: the four kinds of matched words
 #

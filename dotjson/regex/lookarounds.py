@@ -15,7 +15,7 @@ from __future__ import annotations
 from dotjson import ir
 from dotjson.ir.analysis import regular_nullable
 from dotjson.regex.charsets import _ANY_STAR
-from dotjson.regex.tree import _anchor_name, _C, _Converter, _has_anchor, _has_look, _is_end, _seq_lits
+from dotjson.regex.tree import _anchor_name, _C, _Converter, _has_anchor, _has_look, _is_end, _is_start, _seq_lits
 
 
 def _and(a: ir.Node, b: ir.Node) -> ir.Node:
@@ -54,27 +54,37 @@ def _with_lookarounds(conv: _Converter, items: list, pre: ir.Node, post: ir.Node
             raise conv.unsupported("lookbehind inside a group")
         else:
             before = ir.seq(before, conv.item(op, av, f))
-    return ir.seq(before, _ahead(conv, right, post))
+    return ir.seq(before, _ahead(conv, right, post, start=pre is ir.EPS and not left))
 
 
-def _ahead(conv: _Converter, items: list, cont: ir.Node) -> ir.Node:
-    """``items · cont`` with the lookaheads (and end anchors) of ``items`` holding."""
-    for (op, av), f in reversed(items):
+def _ahead(conv: _Converter, items: list, cont: ir.Node, start: bool = False) -> ir.Node:
+    """``items · cont`` with the lookaheads (and end anchors) of ``items`` holding; ``start``:
+    ``items`` begin at the text's start, where a ``^`` that nothing before it in ``items``
+    reads past holds (``^(?!^lucene\\.|builtin\\.)``: the inner ``^`` is the outer one's place)."""
+    # at0[i]: item i stands at the text's start (every item before it reads nothing)
+    at0, here = [], start
+    for (op, av), f in items:
+        at0.append(here)
+        here = here and (op is _C.AT or op in (_C.ASSERT, _C.ASSERT_NOT))
+    for i in range(len(items) - 1, -1, -1):
+        (op, av), f = items[i]
         if op in (_C.ASSERT, _C.ASSERT_NOT):
             if av[0] < 0:
                 raise conv.unsupported("lookbehind after a lookahead or inside a group")
-            a = _ahead(conv, [(it, f) for it in av[1]], _ANY_STAR)
+            a = _ahead(conv, [(it, f) for it in av[1]], _ANY_STAR, at0[i])
             cont = _and(cont, a) if op is _C.ASSERT else _diff(cont, a)
         elif op is _C.AT:
+            if at0[i] and _is_start(op, av, f):
+                continue  # (a `^` at the text's start holds)
             if not _is_end(op, av, f, conv.ecma):
                 raise conv.unsupported(f"anchor {_anchor_name(av)} inside a lookahead")
             cont = ir.EPS if regular_nullable(cont) else ir.EMPTY  # the end of the text: nothing follows
         elif op is _C.BRANCH and _has_look([(op, av)]) or op is _C.BRANCH and _has_anchor([(op, av)]):
-            cont = ir.alt(*(_ahead(conv, [(it, f) for it in b], cont) for b in av[1]))
+            cont = ir.alt(*(_ahead(conv, [(it, f) for it in b], cont, at0[i]) for b in av[1]))
         elif op is _C.SUBPATTERN and (_has_look([(op, av)]) or _has_anchor([(op, av)])):
             _g, add, delete, p = av
             g = (f | add) & ~delete
-            cont = _ahead(conv, [(it, g) for it in p], cont)
+            cont = _ahead(conv, [(it, g) for it in p], cont, at0[i])
         elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and (_has_look([(op, av)]) or _has_anchor([(op, av)])):
             cont = ir.seq(_tempered(conv, av, f, cont), cont)
         else:

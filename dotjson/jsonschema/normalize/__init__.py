@@ -11,7 +11,8 @@ array and object node) for the compiler to read: ``allOf`` is a product of branc
 when the negations are expressible), ``not`` negates atom by atom, ``if``/``then``/``else`` becomes
 ``(if ∧ then) ∨ (¬if ∧ else)``. A union past ``MAX_BRANCHES`` is compacted
 (:meth:`Normalizer.compact`: empty branches and branches another holds dropped), and a negation
-still past it is split on a discriminator (:meth:`Normalizer._negate_split`), before the schema
+still past it is split on a discriminator (:meth:`Normalizer._negate_split`) or, on objects in
+any order, made of one witness per negated branch (:mod:`.negated_branches`), before the schema
 is refused. Sub-schemas below a keyword (a property's schema, ``items`` ...) stay unexpanded
 expressions inside their atom: the normal form of one sub-schema costs the size of that
 sub-schema, not of the schemas under it. Nothing here builds grammar.
@@ -22,6 +23,8 @@ One concept per module, each a part of :class:`Normalizer`:
 * :mod:`.keywords` — a schema object's keywords read into atoms and parts;
 * :mod:`.forms` — expressions, normal forms, products and their compaction, parts in context;
 * :mod:`.negation` — ¬D atom by atom, by De Morgan's product or split on a discriminator;
+* :mod:`.negated_branches` — ¬D over objects as one witness per negated branch, where the
+  product is too big (``property_order="any"``);
 * :mod:`.oneof` — ``oneOf`` as branches with the negations of the sub-schemas they overlap;
 * :mod:`.merge` — a branch's atoms merged into a typed node;
 * :mod:`.decide` — emptiness of branches and values checked against normal forms.

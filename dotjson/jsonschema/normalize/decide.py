@@ -267,6 +267,8 @@ class Decisions:
         if k == "pnames":
             return all(self.validate(key, a[1]) for key in v)
         if k == "some":
+            if a[1][0] == "o":  # (a negated object branch: some atom of it fails)
+                return not all(self.sat_atom(v, x) for x in a[1][1])
             return any(self.key_in(key, a[1]) and self.validate(x, a[2]) for key, x in v.items())
         if k == "nprops" or k == "nitems":
             return len(v) >= a[1] and (a[2] is None or len(v) <= a[2])

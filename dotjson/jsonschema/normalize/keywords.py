@@ -11,8 +11,9 @@ from decimal import Decimal
 from dotjson import ir
 from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError
 from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS
-from dotjson.jsonschema.normalize.forms import _DROPPED, _InContext
+from dotjson.jsonschema.normalize.forms import _DROPPED, _InContext, _too_many
 from dotjson.jsonschema.normalize.oneof import _OneOf
+from dotjson.jsonschema.normalize.product_split import split_product
 from dotjson.jsonschema.values import (
     _APPLICATORS, _REGEX_CACHE, _TYPE_NAMES, _U, FALSE, IGNORED_KEYWORDS, TRUE, _canon, _count, _esc,
     _format_node, _nonempty_list, _number, _types_of,
@@ -132,10 +133,19 @@ class Keywords:
                 elif type(d) is _InContext:
                     parts[k] = self._in_context(d, around)
             parts = [d for d in parts if d is not _DROPPED]
-            for d in parts:
-                out = self.and2(out, d, where)
-                if not out:
-                    break
+            base = out
+            try:
+                for d in parts:
+                    out = self.and2(out, d, where)
+                    if not out:
+                        break
+            except UnsupportedSchemaError as e:
+                # a product refused for its size: split on a discriminator the parts share
+                if not _too_many(e):
+                    raise
+                out = split_product(self, base, parts, where)
+                if out is None:
+                    raise
         return out
 
     def _kw_where(self, doc, ptr, kw) -> str:

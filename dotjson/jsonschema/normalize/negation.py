@@ -6,6 +6,7 @@ product is too big; values excluded by a negated ``const``/``enum``.
 from __future__ import annotations
 
 from dotjson.errors import UnsupportedSchemaError
+from dotjson.jsonschema.normalize.negated_branches import negate_by_witnesses
 from dotjson.jsonschema.normalize.forms import _COMPACT_AT
 from dotjson.jsonschema.values import _ATOM_TYPES, _U, FALSE, MAX_BRANCHES, TRUE
 
@@ -38,11 +39,24 @@ class Negation:
         if len(D) == 1:
             return self.and2([tuple(within)], self.neg_branch(D[0], where), where)
         try:
-            return self._negate_product(D, where, within)
+            out = self._negate_product(D, where, within)
+            if len(out) > MAX_BRANCHES:
+                # (a product within the limit, its shared alternatives beside it past it)
+                w = negate_by_witnesses(self, D, where, within)
+                return out if w is None else w
+            return out
         except UnsupportedSchemaError as e:
             if e.keyword != "allOf":
                 raise
-            out = self._negate_split(D, where, within)
+            try:
+                out = self._negate_split(D, where, within)
+            except UnsupportedSchemaError as e2:
+                if e2.keyword != "allOf":
+                    raise
+                out = None
+            if out is None:
+                # one witness per negated object branch instead of their product
+                out = negate_by_witnesses(self, D, where, within)
             if out is None:
                 raise
             return out
@@ -236,6 +250,8 @@ class Negation:
             return [(t, ("some", ("n", ne), TRUE))]
         if k == "some":
             spec, v = a[1], a[2]
+            if spec[0] == "o":  # a negated object branch (negated_branches): the branch again
+                return [(t,) + spec[1]]
             if spec[0] == "p":
                 return [(t, ("pattern", spec[1], self.not_expr(v)))]
             if spec[0] == "a":

@@ -5,7 +5,8 @@ overlap, what a negation leaves beside a branch's atoms, and the witnesses of a 
 from __future__ import annotations
 
 from dotjson.errors import UnsupportedSchemaError
-from dotjson.jsonschema.normalize.forms import _OutOfFuel
+from dotjson.jsonschema.normalize.negated_branches import negate_by_witnesses
+from dotjson.jsonschema.normalize.forms import _OutOfFuel, _too_many
 from dotjson.jsonschema.values import FALSE, MAX_BRANCHES, TRUE, _types_of
 
 
@@ -26,12 +27,17 @@ class OneOf:
     """The normal form of ``oneOf`` (exactly one sub-schema holds). (A part of
     :class:`~dotjson.jsonschema.normalize.Normalizer`, whose constructor sets the state it reads.)"""
 
-    def one_of(self, exprs, where, context=()):
+    def one_of(self, exprs, where, context=(), witnesses=False):
         """The normal form of ``oneOf``: each branch of each sub-schema, with the negation of
         every *other* sub-schema it may overlap (exactly one holds). A pair proven disjoint
         (:meth:`branch_empty`) needs no negation: the branch implies it. ``context``: atoms
         of the schema around the ``oneOf`` (its ``type`` ...), which the result is intersected
-        with anyway: two branches that overlap only outside it are disjoint here."""
+        with anyway: two branches that overlap only outside it are disjoint here.
+
+        Where that is refused for its size (with ``property_order="any"``), it is made again
+        with ``witnesses``: the sub-schemas a branch overlaps negated together, each object
+        branch of them one witness (:func:`~dotjson.jsonschema.normalize.negated_branches.negate_by_witnesses`)
+        instead of a factor of a product."""
         Ds = [self.dnf(e) for e in exprs]
         # per branch of each sub-schema: groups of its types, each with the other sub-schemas it
         # may overlap on those types (a string two object branches both allow overlaps; their
@@ -55,6 +61,7 @@ class OneOf:
             return [br for D in Ds for br in D]
         # exactly one: A_i ∧ ¬A_j, on each type, for the j that A_i may overlap there
         negs: dict = {}
+        retry = False
         try:
             self.strict += 1
             out = []
@@ -74,6 +81,16 @@ class OneOf:
                 for js, ts in groups.items():
                     ty = ("types", frozenset(ts))
                     cur = [a + (ty,)]
+                    if witnesses and js:
+                        key = ("w", frozenset(js), ty)
+                        if key not in negs:
+                            union = [br for j in sorted(js) for br in self.dnf_strict(exprs[j])]
+                            negs[key] = negate_by_witnesses(self, union, where, (ty,))
+                        if negs[key] is not None:
+                            out.extend(self.and2(cur, negs[key], where))
+                            if len(out) > MAX_BRANCHES:
+                                out, _ = self._over(out, False, where, MAX_BRANCHES * 3 // 4)
+                            continue
                     try:
                         # each ¬A_j beside this branch (what the branch leaves of it); the
                         # alternatives they all share are factored out: ∧ (C ∨ R_j) = C ∨ ∧ R_j
@@ -109,10 +126,15 @@ class OneOf:
                         out, _ = self._over(out, False, where, MAX_BRANCHES * 3 // 4)
             return out
         except UnsupportedSchemaError as e:
-            raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
-                                         f"expressible ({e})", pointer=where, keyword="oneOf") from None
+            if not witnesses and _too_many(e) and self.property_order == "any":
+                retry = True
+            else:
+                raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
+                                             f"expressible ({e})", pointer=where, keyword="oneOf") from None
         finally:
             self.strict -= 1
+        if retry:
+            return self.one_of(exprs, where, context, witnesses=True)
 
     def _beside(self, N, base):
         """The branches of union ``N`` that may hold beside the atoms ``base`` (the others are

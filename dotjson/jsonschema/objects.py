@@ -17,8 +17,9 @@ from dotjson.jsonschema.key_trie import KeySet, KeyTrie, known_by_member
 from dotjson.jsonschema.objects_any_order import any_order_object
 from dotjson.jsonschema.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.nodes import ObjectNode
+from dotjson.jsonschema.object_witnesses import NegatedBranch, subsets, key_classes
 from dotjson.jsonschema.strings import matches_every_string
-from dotjson.jsonschema.values import FALSE, TRUE, MAX_FLOATING, MAX_KEY_CLASSES, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
+from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_KEY_CLASSES, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
 #: objects declaring more names than this reach their undeclared keys through a trie of the
 #: names (below, the "any key but these" difference is small enough)
@@ -31,90 +32,6 @@ MAX_WITNESSES = 8
 MAX_BRANCH_WITNESSES = 16
 #: the values a member offers for the witnesses it may be (its plain value aside)
 MAX_WITNESS_VARIANTS = 64
-
-
-def _subsets(bits: int):
-    """The non-empty subsets of the bit set ``bits``, as bit sets."""
-    b = bits
-    while b:
-        yield b
-        b = (b - 1) & bits
-
-def key_classes(entries: list, may_share, limit: int):
-    """The subsets of ``entries`` (patterns and witness key languages) one key may match all of,
-    in the order of :func:`itertools.combinations` by size (the empty one first), or ``None``
-    when there are more than ``limit``. ``may_share(x, y)`` is False only where no key matches
-    both ``x`` and ``y`` (a subset holding both is an empty class, left out): ``^schema `` and
-    ``^table `` (pyrseas-0.8's fifteen prefixes) make 16 classes, not 2**15."""
-    n = len(entries)
-    ok = [[i == j or may_share(entries[i], entries[j]) for j in range(n)] for i in range(n)]
-    out = [()]
-    todo = [((i,), i) for i in range(n)]
-    while todo:  # (the cliques of the graph `ok`, each grown by larger indices only)
-        nxt = []
-        for T, last in todo:
-            out.append(T)
-            if len(out) > limit:
-                return None
-            nxt += [(T + (j,), j) for j in range(last + 1, n) if all(ok[i][j] for i in T)]
-        todo = nxt
-    return [tuple(entries[i] for i in T) for T in out]
-
-
-class _NegatedBranch:
-    """An object branch negated (the object keywords of its atoms: ``props``, ``required``,
-    ``pattern``, ``addl``), as one witness of the object automaton: a member violates it when
-    its value fails what the branch asks of its key (:meth:`on_key`, :meth:`on_class`), and a
-    required name of the branch left out violates it too (:attr:`required`)."""
-
-    def __init__(self, tr, atoms):
-        self.tr = tr
-        props: dict = {}
-        req, pats, addl = [], [], []
-        for a in atoms:
-            k = a[0]
-            if k == "props":
-                props.setdefault(a[1], []).append(a[2])
-            elif k == "required":
-                req.append(a[1])
-            elif k == "pattern":
-                pats.append((a[1], a[2]))
-            elif k == "addl":
-                addl.append((a[1], a[2], a[3]))
-            else:  # pragma: no cover - the normaliser makes such witnesses of these atoms only
-                raise AssertionError(a)
-        self.node = ObjectNode(properties=props, required=dict.fromkeys(req), patterns=pats, additional=addl)
-        self.required = list(dict.fromkeys(req))
-        # the names to declare: those it gives a schema or requires, and the names its
-        # additionalProperties leaves out (so that an extra key is outside every one of them)
-        self.names = list(dict.fromkeys([*props, *req, *(n for _, ns, _ in addl for n in ns)]))
-        self._keys: dict = {}
-
-    def patterns(self) -> list:
-        """The key patterns it speaks of (extra keys are split by them)."""
-        return [p for p, _ in self.node.patterns] + [q for _, _, qs in self.node.additional for q in qs]
-
-    def _violation(self, es):
-        es = [e for e in es if e != TRUE]
-        if not es:
-            return FALSE
-        return self.tr.not_expr(self.tr.and_expr(es))
-
-    def on_key(self, name):
-        """The values with which member ``name`` (a declared name) violates the branch (an
-        expression; ``FALSE``: none does)."""
-        hit = self._keys.get(name)
-        if hit is None:
-            o = self.node
-            hit = self._keys[name] = self._violation(self.tr.member_schemas(o, name, o.properties.get(name, ())))
-        return hit
-
-    def on_class(self, Tset):
-        """The values with which an extra member whose key matches exactly the patterns
-        ``Tset`` (and no name the branch speaks of) violates it."""
-        o = self.node
-        return self._violation([e for p, e in o.patterns if p in Tset]
-                               + [e for e, _, qs in o.additional if not set(qs) & Tset])
 
 
 class ObjectBuilder:
@@ -223,7 +140,7 @@ class ObjectRules:
         # by a member that violates the branch; a required name of the branch left out stands
         # for it too. Every name the branch speaks of is declared here, so that the members
         # seen tell which of them is absent and each extra key violates it by its class alone.
-        self.negs = {a: _NegatedBranch(tr, spec[1]) for a, (spec, _) in enumerate(wit) if spec[0] == "o"}
+        self.negs = {a: NegatedBranch(tr, spec[1]) for a, (spec, _) in enumerate(wit) if spec[0] == "o"}
         if self.negs:
             if tr.property_order != "any":
                 raise UnsupportedSchemaError("a negated object branch as a witness needs property_order='any'",
@@ -645,7 +562,7 @@ class ObjectRules:
         it), so a member offers the groups of values, not every subset of the witnesses.
         """
         if not self.negs:
-            return [(B, self.wit_value(ve, B, key)) for B in _subsets(bits)]
+            return [(B, self.wit_value(ve, B, key)) for B in subsets(bits)]
         tr = self.tr
         groups: dict = {}  # value expression -> the witnesses asking it
         own = ve[1] if ve[0] == "and" else (ve,)
@@ -696,7 +613,7 @@ class ObjectRules:
         F = self.F
         miss = (wj << F) & ~mask
         out = [(ve, mask)]
-        for B in _subsets(miss >> F):
+        for B in subsets(miss >> F):
             out.append((self.wit_value(ve, B, name), mask | (B << F)))
         return out
 
@@ -803,7 +720,7 @@ class ObjectRules:
             if X is not None:
                 alts.append(seq(sp, X, self.state(i, c2, mask)))
             if self.wit:
-                for B in _subsets((full & ~mask) >> F):
+                for B in subsets((full & ~mask) >> F):
                     y = self.witness_extra(B)
                     if y is not None:
                         alts.append(seq(sp, y, self.state(i, c2, mask | (B << F))))

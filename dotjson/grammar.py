@@ -40,6 +40,7 @@ from typing import Callable
 
 from dotjson import ir
 from dotjson.errors import GrammarError
+from dotjson.regex.charsets import escape_code_point as _esc_cp
 
 __all__ = ["load_lark", "to_lark", "to_python_regex", "lark_parses", "lark_name"]
 
@@ -273,13 +274,6 @@ def lark_name(name: str) -> str:
     return s
 
 
-def _esc_cp(cp: int) -> str:
-    """A code point as the \\x / \\u / \\U escape that Lark reads in strings and regexes."""
-    if cp < 0x100:
-        return f"\\x{cp:02x}"
-    if cp < 0x10000:
-        return f"\\u{cp:04x}"
-    return f"\\U{cp:08x}"
 
 
 def _esc_rx_char(cp: int) -> str:

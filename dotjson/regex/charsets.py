@@ -35,11 +35,13 @@ def _class_body(c: ir.Chars) -> str:
     """The inside of a Python character class matching exactly ``c`` (escaped for re)."""
     out = []
     for lo, hi in c.ranges:
-        out.append(_esc_class_char(lo) if lo == hi else f"{_esc_class_char(lo)}-{_esc_class_char(hi)}")
+        out.append(escape_code_point(lo) if lo == hi else f"{escape_code_point(lo)}-{escape_code_point(hi)}")
     return "".join(out)
 
 
-def _esc_class_char(cp: int) -> str:
+def escape_code_point(cp: int) -> str:
+    """A code point as the ``\\x`` / ``\\u`` / ``\\U`` escape that Python's ``re`` (and Lark, in
+    strings and regexes) reads, inside a character class or out of one."""
     if cp < 0x100:
         return f"\\x{cp:02x}"
     if cp < 0x10000:

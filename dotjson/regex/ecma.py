@@ -9,7 +9,7 @@ import re
 
 from dotjson import ir
 from dotjson.errors import SchemaError, UnsupportedSchemaError
-from dotjson.regex.charsets import ECMA_SPACE, _ASCII_DIGIT, _ASCII_WORD, _class_body, _esc_class_char, _unicode_property
+from dotjson.regex.charsets import ECMA_SPACE, _ASCII_DIGIT, _ASCII_WORD, _class_body, escape_code_point, _unicode_property
 
 
 _HEX = "0123456789abcdefABCDEF"
@@ -86,7 +86,7 @@ def _escape(pattern: str, i: int, in_class: bool, out: list[str]) -> int:
             out.append("u")
             i += 2
         else:
-            out.append(_esc_class_char(r[0]))
+            out.append(escape_code_point(r[0]))
             i = r[1]
     elif e == "x":
         body = pattern[i + 2 : i + 4]
@@ -98,7 +98,7 @@ def _escape(pattern: str, i: int, in_class: bool, out: list[str]) -> int:
             i += 2
     elif e == "c":
         if i + 2 < n and pattern[i + 2].isascii() and pattern[i + 2].isalpha():
-            out.append(_esc_class_char(ord(pattern[i + 2]) % 32))
+            out.append(escape_code_point(ord(pattern[i + 2]) % 32))
             i += 3
         else:
             out.append("\\\\c")

@@ -147,7 +147,8 @@ def big_subtree_bits(trie: TokenTrie, n_words: int,
 MAX_LENGTH_ROWS = 512
 
 
-def plain_length_bits(trie: TokenTrie, n_words: int) -> tuple[np.ndarray, np.ndarray]:
+def plain_length_bits(trie: TokenTrie, n_words: int,
+                      tok_chars: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The plain tokens of at most ``k`` characters, for every ``k``, as cumulative bitsets.
 
     A state that takes any ``k`` plain characters in a row, each to one successor (a string
@@ -155,6 +156,9 @@ def plain_length_bits(trie: TokenTrie, n_words: int) -> tuple[np.ndarray, np.nda
     plain tokens of at most ``k`` characters; with these rows its plain-trie walk is one OR.
     Llama 3: 120 rows, ~1.9 MB. A vocabulary with more than :data:`MAX_LENGTH_ROWS` distinct
     lengths gets no rows (the walk takes the trie node by node instead).
+
+    ``tok_chars``: the tokens' characters in ``tok_ids``' order (:func:`plain_char_counts`),
+    when the caller has them already.
 
     Returns
     -------
@@ -169,7 +173,7 @@ def plain_length_bits(trie: TokenTrie, n_words: int) -> tuple[np.ndarray, np.nda
     off = np.zeros((0,), dtype=np.int32), np.zeros((0, n_words), dtype=np.uint32)
     if n <= 1:
         return off
-    lens = plain_char_counts(trie)[1]
+    lens = plain_char_counts(trie)[1] if tok_chars is None else tok_chars
     ids = trie.tok_ids.astype(np.int64)
     counts = np.bincount(lens)
     distinct = np.flatnonzero(counts)

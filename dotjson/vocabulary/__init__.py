@@ -488,9 +488,9 @@ class Vocabulary:
         len_row, len_bits, node_chars, tok_chars)``."""
         if self._walk is None:
             tries = self.tries
+            chars = plain_char_counts(tries.plain)
             self._walk = (*big_subtree_bits(tries.plain, tries.n_words), ascii_runs(tries.special),
-                          *plain_length_bits(tries.plain, tries.n_words),
-                          *plain_char_counts(tries.plain))
+                          *plain_length_bits(tries.plain, tries.n_words, chars[1]), *chars)
         return self._walk
 
     def __repr__(self) -> str:

@@ -30,3 +30,16 @@ def reference_mask(ref, state: int, vocab) -> set[int]:
         if b and ref.walk_bytes(state, b) >= 0:
             out.add(t)
     return out
+
+
+def assert_same_masks(a, b, data: bytes) -> None:
+    """Indexes ``a`` and ``b`` (one of them the reference: a shortcut turned off, an older
+    language) reach a state at the same byte prefixes of ``data`` and give it the same mask."""
+    import numpy as np
+
+    for i in range(len(data) + 1):
+        x = a._auto.walk_bytes(a.initial_state, data[:i])
+        y = b._auto.walk_bytes(b.initial_state, data[:i])
+        assert (x < 0) == (y < 0), data[:i]
+        if x >= 0:
+            assert np.array_equal(a.mask(x), b.mask(y)), data[:i]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.errors import UnsupportedSchemaError
+from dotjson.jsonschema.atoms import RuleRef
 from dotjson.jsonschema.nodes import ArrayNode
 from dotjson.jsonschema.values import FALSE, MAX_UNIQUE_VALUES, TRUE
 
@@ -89,7 +90,7 @@ class ArrayBuilder:
             return None
         out = {}
         for br in self.dnf(e):
-            if any(a[0] == "ruleref" for a in br):
+            if any(type(a) is RuleRef for a in br):
                 try:
                     brs = self.expand_refs(br, "")
                 except UnsupportedSchemaError:
@@ -186,7 +187,7 @@ class ArrayBuilder:
         if len(brs) != 1:
             return None
         (br,) = brs
-        if any(at[0] == "ruleref" for at in br):
+        if any(type(at) is RuleRef for at in br):
             try:
                 brs = self.expand_refs(br, "")
             except UnsupportedSchemaError:

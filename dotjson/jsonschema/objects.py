@@ -13,6 +13,7 @@ from dotjson import ir
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
+from dotjson.jsonschema.atoms import ExtraKeys, PatternKeys, Props, SchemaKeys, ViolatedBranch
 from dotjson.jsonschema.key_trie import KeySet, KeyTrie, known_by_member
 from dotjson.jsonschema.objects_any_order import any_order_object
 from dotjson.jsonschema.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
@@ -129,18 +130,18 @@ class ObjectRules:
         if any(v == FALSE for _, v in wit):
             return EMPTY
         W = len(wit)
-        most = MAX_BRANCH_WITNESSES if any(spec[0] == "o" for spec, _ in wit) else MAX_WITNESSES
+        most = MAX_BRANCH_WITNESSES if any(type(spec) is ViolatedBranch for spec, _ in wit) else MAX_WITNESSES
         if W > most:
             r = tr.unsupported(f"more than {most} members an object must hold (negated object "
                                "keywords under not/oneOf/if)", self.where, "not")
             if r is None:
                 wit, W = [], 0
         self.wit, self.W = wit, W
-        # a negated object branch (`some` with the key spec ("o", atoms)): one witness bit, set
+        # a negated object branch (`some` with a ViolatedBranch key spec): one witness bit, set
         # by a member that violates the branch; a required name of the branch left out stands
         # for it too. Every name the branch speaks of is declared here, so that the members
         # seen tell which of them is absent and each extra key violates it by its class alone.
-        self.negs = {a: NegatedBranch(tr, spec[1]) for a, (spec, _) in enumerate(wit) if spec[0] == "o"}
+        self.negs = {a: NegatedBranch(tr, spec.atoms) for a, (spec, _) in enumerate(wit) if type(spec) is ViolatedBranch}
         if self.negs:
             if tr.property_order != "any":
                 raise UnsupportedSchemaError("a negated object branch as a witness needs property_order='any'",
@@ -237,8 +238,8 @@ class ObjectRules:
         (``pats``, less the universal ones, ``univ``) and listed keys (``fixed_members``)."""
         tr, o, where, wit = self.tr, self.o, self.where, self.wit
         pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]
-                                  + [sp[1] for sp, _ in wit if sp[0] == "p"]
-                                  + [q for sp, _ in wit if sp[0] == "a" for q in sp[2]]
+                                  + [sp.pattern for sp, _ in wit if type(sp) is PatternKeys]
+                                  + [q for sp, _ in wit if type(sp) is ExtraKeys for q in sp.patterns]
                                   + [q for neg in self.negs.values() for q in neg.patterns()]))
         # a pattern every key matches (`.*`, `^a*`, the empty one) is in every class: none lacks it,
         # and it narrows no key (its language, with escapes, in an And/Diff of the key cost
@@ -253,13 +254,13 @@ class ObjectRules:
         wlangs = []
         wnames = {}  # the finite witness key languages' names
         for a, (sp, _) in enumerate(wit):
-            if sp[0] == "a":
-                names = sorted(n for n in sp[1] if n not in self.props)
+            if type(sp) is ExtraKeys:
+                names = sorted(n for n in sp.names if n not in self.props)
                 if names:
                     wlangs.append((("w", a), alt(*(tr.enc_text(n) for n in names))))
                     wnames[("w", a)] = names
-            elif sp[0] == "n":
-                wlangs.append((("w", a), tr.key_language(sp[1])))
+            elif type(sp) is SchemaKeys:
+                wlangs.append((("w", a), tr.key_language(sp.schema)))
 
         def classes(entries):
             # the key classes: the sets of entries one key may match all of (``None`` past
@@ -421,13 +422,14 @@ class ObjectRules:
         Tset = set(T) | self.univ
         out = 0
         for a, (sp, _) in enumerate(self.wit):
-            if sp[0] == "o":
+            k = type(sp)
+            if k is ViolatedBranch:
                 ok = self.negs[a].on_class(Tset) != FALSE
-            elif sp[0] == "p":
-                ok = sp[1] in Tset
-            elif sp[0] == "a":
-                ok = not (set(sp[2]) & Tset) and ("w", a) not in Tset
-            else:
+            elif k is PatternKeys:
+                ok = sp.pattern in Tset
+            elif k is ExtraKeys:
+                ok = not (set(sp.patterns) & Tset) and ("w", a) not in Tset
+            else:  # SchemaKeys
                 ok = ("w", a) in Tset
             if ok:
                 out |= 1 << a
@@ -436,7 +438,7 @@ class ObjectRules:
     def key_wit(self, a, name) -> bool:
         """Whether a member with declared name ``name`` may be witness ``a``."""
         spec = self.wit[a][0]
-        if spec[0] == "o":
+        if type(spec) is ViolatedBranch:
             return self.negs[a].on_key(name) != FALSE
         return self.tr.key_in(name, spec)
 
@@ -577,7 +579,7 @@ class ObjectRules:
                 groups[e] = groups.get(e, 0) | 1 << a
         finite, general = [], []
         for e, b in groups.items():
-            vals = tr._finite_prop((("props", "", e[1]),), "") if e[0] == "not" else None
+            vals = tr._finite_prop((Props("", e[1]),), "") if e[0] == "not" else None
             if vals is not None:
                 finite.append((b, vals))
             else:

@@ -11,6 +11,7 @@ from dotjson import ir
 from dotjson.errors import DotjsonError, GrammarError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.ir.analysis import regular_nullable
+from dotjson.jsonschema.atoms import RuleRef
 from dotjson.jsonschema.jsonstr import encode_string_language
 from dotjson.jsonschema.nodes import StringNode
 from dotjson.jsonschema.values import _ENC_CACHE, FALSE, TRUE
@@ -257,8 +258,8 @@ class StringBuilder:
         alts = []
         branches = []
         for br in self.dnf(e):
-            if any(a[0] == "ruleref" for a in br):
-                branches.extend(self.inline(br[0][1], self.expr_where(e)) if len(br) == 1
+            if any(type(a) is RuleRef for a in br):
+                branches.extend(self.inline(br[0].target, self.expr_where(e)) if len(br) == 1
                                 else self.expand_refs(br, self.expr_where(e)))
             else:
                 branches.append(br)

@@ -25,6 +25,7 @@ a nested ``unevaluated*``).
 
 from __future__ import annotations
 
+from dotjson.jsonschema.atoms import Addl, Items, Required
 from dotjson.jsonschema.values import FALSE, TRUE
 
 #: everything is evaluated (``additionalProperties``, ``items``, a nested ``unevaluated*``)
@@ -187,7 +188,7 @@ class _Cases:
                 cs = self.of_expr(nz._sub(s, doc, ptr, "dependentSchemas", name))
                 if any(e != NONE[what] for _, e in cs):
                     # applies when its key is present (and must hold then)
-                    req = [(("required", name),)]
+                    req = [(Required(name),)]
                     cs = [(nz.and2(req, d, self.where), e) for d, e in cs]
                     acc = self.product(acc, self.group(cs + [([()], NONE[what])]))
         return acc
@@ -221,10 +222,10 @@ def atom(nz, what, ev, e, where):
     if what == "props":
         for pat in ev[1]:
             nz.regex(pat, where, "patternProperties")
-        return ("addl", e, ev[0], tuple(sorted(ev[1])))
+        return Addl(e, ev[0], tuple(sorted(ev[1])))
     n, cont = ev
     if cont:  # an item past the first n matches one of the contains schemas, or e
         e = nz.not_expr(nz.and_expr([nz.not_expr(c) for c in sorted(cont, key=repr)] + [nz.not_expr(e)]))
-    return ("items", n, e)
+    return Items(n, e)
 
 

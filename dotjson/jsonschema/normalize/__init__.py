@@ -2,9 +2,9 @@
 
 A sub-schema is an *expression*: ``("loc", doc, pointer)`` (a place in a document), ``("and",
 exprs)``, ``("not", expr)``, or ``TRUE``/``FALSE``. Its normal form (:meth:`Normalizer.dnf`) is a
-list of branches, each a conjunction of keyword atoms (``("types", set)``, ``("num", lo, lox, hi,
-hix)``, ``("props", name, expr)`` (``("props", name, expr, True)`` where a ``properties``
-keyword declares the name), ``("ruleref", expr)`` ...), which :meth:`Normalizer.merge`
+list of branches, each a tuple of keyword atoms (:mod:`dotjson.jsonschema.atoms`: ``Types(set)``,
+``Num(lo, lo_excl, hi, hi_excl)``, ``Props(name, expr)`` (``declared=True`` where a ``properties``
+keyword declares the name), ``RuleRef(expr)`` ...), which :meth:`Normalizer.merge`
 turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a number, string,
 array and object node) for the compiler to read: ``allOf`` is a product of branches,
 ``anyOf`` a union, ``oneOf`` a union of branches proven pairwise disjoint (or ``A ∧ ¬B ∨ B ∧ ¬A``

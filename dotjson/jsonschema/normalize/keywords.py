@@ -11,17 +11,24 @@ from decimal import Decimal
 from dotjson import ir
 from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError
 from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS
+from dotjson.jsonschema.atoms import (
+    EVERY_TYPE, OBJECT, Addl, Contains, Enum, Items, Len, Mult, NItems, NProps, Num, Pattern, PNames, Pos, Props,
+    Required, RuleRef, Str, Types, Unique, types_of,
+)
 from dotjson.jsonschema.normalize.forms import _DROPPED, _InContext, _too_many
 from dotjson.jsonschema.normalize.oneof import _OneOf
 from dotjson.jsonschema.normalize.product_split import split_product
 from dotjson.jsonschema.values import (
-    _APPLICATORS, _REGEX_CACHE, _TYPE_NAMES, _U, FALSE, IGNORED_KEYWORDS, TRUE, _canon, _count, _esc,
-    _format_node, _nonempty_list, _number, _types_of,
+    _APPLICATORS, _REGEX_CACHE, _TYPE_NAMES, FALSE, IGNORED_KEYWORDS, TRUE, _canon, _count, _esc,
+    _format_node, _nonempty_list, _number,
 )
 
 
 # the atom of `type: <name>` (atoms are immutable: one per process)
-_TYPE_ATOMS = {name: ("types", ts) for name, ts in _TYPE_NAMES.items()}
+_TYPE_ATOMS = {name: Types(ts) for name, ts in _TYPE_NAMES.items()}
+# a dependency's key absent: not an object, or an object without the key
+_OBJECT_TYPE = _TYPE_ATOMS["object"]
+_NOT_OBJECT_TYPE = Types(EVERY_TYPE - OBJECT)
 
 _SCALARS = (str, int, float, Decimal, bool, type(None))
 
@@ -99,7 +106,7 @@ class Keywords:
         parts: list = []
 
         if "$ref" in s and draft <= 7:
-            return [(("ruleref", self.ref_target(doc, ptr, s["$ref"], "$ref")),)]
+            return [(RuleRef(self.ref_target(doc, ptr, s["$ref"], "$ref")),)]
 
         for kw, val in s.items():
             # each keyword of the dialect read into atoms (conjuncts of the branch) and parts
@@ -122,7 +129,7 @@ class Keywords:
                     raise SchemaError(str(e), pointer=f"{ptr}/{_esc(kw)}", keyword=kw) from None
                 raise
         out = [tuple(atoms)]
-        if atoms and not _types_of(out[0]):
+        if atoms and not types_of(out[0]):
             return []
         if parts:
             where = self.where(doc, ptr)
@@ -203,7 +210,7 @@ class Keywords:
             if not isinstance(t, str) or t not in _TYPE_NAMES:
                 raise SchemaError(f"unknown type {t!r}", self._kw_where(doc, ptr, kw), kw)
             ts |= _TYPE_NAMES[t]
-        atoms.append(("types", ts))
+        atoms.append(Types(ts))
 
     def _k_length(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if isinstance(val, int) and not isinstance(val, bool) and val >= 0:
@@ -212,7 +219,7 @@ class Keywords:
             n = _count(val, self._kw_where(doc, ptr, kw), kw)
         if n >= _LANE_COUNT:
             self.lane_count(n, self._kw_where(doc, ptr, kw), kw)
-        atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
+        atoms.append(Len(n, None) if kw == "minLength" else Len(0, n))
 
     def _k_properties(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if not isinstance(val, dict):
@@ -222,7 +229,7 @@ class Keywords:
         for name in val:
             # (marked declared: `not`, `dependentRequired` ... make props atoms that only
             # constrain a value, and close_objects closes only objects that declare names)
-            atoms.append(("props", name, self._sub(s, doc, ptr, kw, name), True))
+            atoms.append(Props(name, self._sub(s, doc, ptr, kw, name), declared=True))
 
     def _k_required(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
@@ -230,15 +237,15 @@ class Keywords:
         if not "".join(val).isascii():
             _scalar_text(val, self._kw_where(doc, ptr, kw), kw)
         for name in val:
-            atoms.append(("required", name))
+            atoms.append(Required(name))
 
     def _k_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        atoms.append(("ruleref", self.ref_target(doc, ptr, val, kw)))
+        atoms.append(RuleRef(self.ref_target(doc, ptr, val, kw)))
 
     def _k_dynamic_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
         target = self.ref_target(doc, ptr, val, kw)
         if target is not None and target != TRUE:
-            atoms.append(("ruleref", target))
+            atoms.append(RuleRef(target))
 
     def _k_recursive_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
         self.index_all()
@@ -246,19 +253,19 @@ class Keywords:
             self.unsupported("$recursiveRef with nested $recursiveAnchor is not supported",
                              self._kw_where(doc, ptr, kw), kw)
             return
-        atoms.append(("ruleref", self.resolve(doc, ptr, val, kw)))
+        atoms.append(RuleRef(self.resolve(doc, ptr, val, kw)))
 
     def _k_enum(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         if not isinstance(val, list):
             raise SchemaError("enum must be an array", kwhere, kw)
         _scalar_text(val, kwhere, kw)
-        atoms.append(("enum", self.values(val, kwhere, kw)))
+        atoms.append(Enum(self.values(val, kwhere, kw)))
 
     def _k_const(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         _scalar_text(val, kwhere, kw)
-        atoms.append(("enum", self.values([val], kwhere, kw)))
+        atoms.append(Enum(self.values([val], kwhere, kw)))
 
     def _k_bound(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
@@ -268,31 +275,31 @@ class Keywords:
             return  # read together with minimum/maximum
         c = _number(val, kwhere, kw)
         if kw == "minimum":
-            atoms.append(("num", c, draft == 4 and s.get("exclusiveMinimum") is True, None, False))
+            atoms.append(Num(c, draft == 4 and s.get("exclusiveMinimum") is True, None, False))
         elif kw == "maximum":
-            atoms.append(("num", None, False, c, draft == 4 and s.get("exclusiveMaximum") is True))
+            atoms.append(Num(None, False, c, draft == 4 and s.get("exclusiveMaximum") is True))
         elif kw == "exclusiveMinimum":
-            atoms.append(("num", c, True, None, False))
+            atoms.append(Num(c, True, None, False))
         else:
-            atoms.append(("num", None, False, c, True))
+            atoms.append(Num(None, False, c, True))
 
     def _k_multiple_of(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         c = _number(val, kwhere, kw)
         if c <= 0:
             raise SchemaError("multipleOf must be greater than 0", kwhere, kw)
-        atoms.append(("mult", c))
+        atoms.append(Mult(c))
 
     def _k_pattern(self, kw, val, s, doc, ptr, draft, atoms, parts):
         self.regex(val, self._kw_where(doc, ptr, kw), kw)
-        atoms.append(("str", ("pattern", val), True))
+        atoms.append(Str(("pattern", val), True))
 
     def _k_format(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         if not isinstance(val, str):
             raise SchemaError("format must be a string", kwhere, kw)
         if self.format_node(val) is not None:
-            atoms.append(("str", ("format", val), True))
+            atoms.append(Str(("format", val), True))
         elif val in _UNSUPPORTED_FORMATS:
             self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
                              "(lenient=True ignores it)", kwhere, kw)
@@ -316,17 +323,17 @@ class Keywords:
             raise SchemaError("patternProperties must be an object", kwhere, kw)
         for p in val:
             self.regex(p, f"{kwhere}/{_esc(p)}", kw)
-            atoms.append(("pattern", p, self._sub(s, doc, ptr, kw, p)))
+            atoms.append(Pattern(p, self._sub(s, doc, ptr, kw, p)))
 
     def _k_property_names(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        atoms.append(("pnames", self._sub(s, doc, ptr, kw)))
+        atoms.append(PNames(self._sub(s, doc, ptr, kw)))
 
     def _k_count(self, kw, val, s, doc, ptr, draft, atoms, parts):
         # minProperties, maxProperties, minItems, maxItems
         kwhere = self._kw_where(doc, ptr, kw)
         n = self.lane_count(_count(val, kwhere, kw), kwhere, kw)
-        k = "nprops" if kw.endswith("Properties") else "nitems"
-        atoms.append((k, n, None) if kw.startswith("min") else (k, 0, n))
+        k = NProps if kw.endswith("Properties") else NItems
+        atoms.append(k(n, None) if kw.startswith("min") else k(0, n))
 
     def _k_dependencies(self, kw, val, s, doc, ptr, draft, atoms, parts):
         # dependentRequired, and draft 4-7's dependencies (arrays of names or schemas)
@@ -334,11 +341,11 @@ class Keywords:
         if not isinstance(val, dict):
             raise SchemaError(f"{kw} must be an object", kwhere, kw)
         for name, dep in val.items():
-            absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+            absent = [(_OBJECT_TYPE, Props(name, FALSE)), (_NOT_OBJECT_TYPE,)]
             if isinstance(dep, list):
                 if not all(isinstance(x, str) for x in dep):
                     raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
-                present = [(("required", name),) + tuple(("required", d) for d in dep)]
+                present = [(Required(name),) + tuple(Required(d) for d in dep)]
                 parts.append(absent + present)
             elif kw == "dependencies" and isinstance(dep, (dict, bool)):
                 parts.append(self._dependent(self._sub(s, doc, ptr, kw, name), name, absent, kwhere))
@@ -350,29 +357,29 @@ class Keywords:
         if not isinstance(val, dict):
             raise SchemaError(f"{kw} must be an object", kwhere, kw)
         for name in val:
-            absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+            absent = [(_OBJECT_TYPE, Props(name, FALSE)), (_NOT_OBJECT_TYPE,)]
             parts.append(self._dependent(self._sub(s, doc, ptr, kw, name), name, absent, kwhere))
 
     def _k_prefix_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if not isinstance(val, list):
             raise SchemaError("prefixItems must be an array", self._kw_where(doc, ptr, kw), kw)
         for i in range(len(val)):
-            atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
+            atoms.append(Pos(i, self._sub(s, doc, ptr, kw, i)))
 
     def _k_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if isinstance(val, list) and draft <= 2019:
             for i in range(len(val)):
-                atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
+                atoms.append(Pos(i, self._sub(s, doc, ptr, kw, i)))
         elif isinstance(val, (dict, bool)):
             start = len(s.get("prefixItems", ())) if draft >= 2020 and isinstance(s.get("prefixItems"), list) else 0
-            atoms.append(("items", start, self._sub(s, doc, ptr, kw)))
+            atoms.append(Items(start, self._sub(s, doc, ptr, kw)))
         else:
             raise SchemaError("items must be a schema" + (" or an array of schemas" if draft <= 2019 else ""),
                               self._kw_where(doc, ptr, kw), kw)
 
     def _k_additional_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if isinstance(s.get("items"), list):
-            atoms.append(("items", len(s["items"]), self._sub(s, doc, ptr, kw)))
+            atoms.append(Items(len(s["items"]), self._sub(s, doc, ptr, kw)))
 
     def _k_unevaluated_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         e = self._sub(s, doc, ptr, kw)
@@ -386,13 +393,13 @@ class Keywords:
             if "items" in s:
                 return
             pre = s.get("prefixItems")
-            atoms.append(("items", len(pre) if isinstance(pre, list) else 0, e))
+            atoms.append(Items(len(pre) if isinstance(pre, list) else 0, e))
         elif isinstance(items, list):
             if "additionalItems" in s:
                 return
-            atoms.append(("items", len(items), e))
+            atoms.append(Items(len(items), e))
         elif items is None:
-            atoms.append(("items", 0, e))
+            atoms.append(Items(0, e))
 
     def _k_contains(self, kw, val, s, doc, ptr, draft, atoms, parts):
         lo, hi = 1, None
@@ -404,14 +411,14 @@ class Keywords:
             if "maxContains" in s:
                 hi = self.lane_count(_count(s["maxContains"], f"{where}/maxContains", "maxContains"),
                                      f"{where}/maxContains", "maxContains")
-        atoms.append(("contains", self._sub(s, doc, ptr, kw), lo, hi))
+        atoms.append(Contains(self._sub(s, doc, ptr, kw), lo, hi))
 
     def _k_unique_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         if not isinstance(val, bool):
             raise SchemaError("uniqueItems must be a boolean", kwhere, kw)
         if val:
-            atoms.append(("unique", kwhere))
+            atoms.append(Unique(kwhere))
 
     def _k_all_of(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
@@ -469,7 +476,7 @@ class Keywords:
             raise SchemaError("properties/patternProperties must be objects", where)
         for p in pats:
             self.regex(p, where, "patternProperties")
-        return ("addl", e, frozenset(props), tuple(sorted(pats)))
+        return Addl(e, frozenset(props), tuple(sorted(pats)))
 
     def format_node(self, name):
         key = ("format", name)

@@ -513,7 +513,7 @@ def test_number_languages_are_shared_across_schemas_exactly():
         c = Compiler(schema, **opts)
         (br,) = c.dnf(("loc", "", ""))
         m = c.merge(br)
-        return c.build_number(m.number, m.not_enum, "integer" in m.types, "nonint" in m.types, "")
+        return c.numbers.build_number(m.number, m.not_enum, "integer" in m.types, "nonint" in m.types, "")
 
     a = node({"type": "number", "minimum": 0.125, "maximum": 17.5})
     assert node({"type": "number", "maximum": 17.5, "minimum": 0.125}) is a

@@ -81,16 +81,28 @@ def _risky(a) -> bool:
     return k in _RISKY or (k is Addl and bool(a.patterns))
 
 
-class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBuilder):
+class Compiler(Normalizer):
     """Builds rule bodies from normal forms (phase 2), on demand.
 
     ``rules`` holds the bodies built so far (the JSON base rules from the start), ``pending``
     the names handed out whose bodies are not built yet; :class:`~dotjson.ir.LazyRules` over
-    this object is the grammar's rule mapping.
+    this object is the grammar's rule mapping. A branch is built one JSON type at a time by the
+    compiler's parts, each holding the compiler and its own caches: :attr:`numbers`
+    (:class:`~dotjson.jsonschema.numbers.NumberBuilder`), :attr:`strings`
+    (:class:`~dotjson.jsonschema.strings.StringBuilder`), :attr:`arrays`
+    (:class:`~dotjson.jsonschema.arrays.ArrayBuilder`) and :attr:`objects`
+    (:class:`~dotjson.jsonschema.objects.ObjectBuilder`).
     """
+
+    #: ``numbers="any"``: every spelling of every number (set by ``schema_to_grammar``)
+    exponents = False
 
     def __init__(self, schema, **options):
         super().__init__(schema, **options)
+        self.numbers = NumberBuilder(self)
+        self.strings = StringBuilder(self)
+        self.arrays = ArrayBuilder(self)
+        self.objects = ObjectBuilder(self)
         self.pending: dict = {}       # rule name -> expression, body not built yet
         self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
         # rule name -> (nullable, productive) known to its builder, or a function computing it
@@ -175,7 +187,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
 
     def _free_value_body(self, depth: int) -> ir.Node:
         b, bp, ws = self.gen_bounds, self.bp, self.ws
-        string = self.bounded_string()
+        string = self.strings.bounded_string()
         scalars = [string, self.free_number(), Ref(bp + "json_boolean"), Ref(bp + "json_null")]
         if depth == 0:
             return alt(*scalars)
@@ -501,7 +513,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             vals.sort(key=repr)
             if self.syntactic_int and "nonint" not in m.types:
                 # draft 4: an integral enum value under `type: integer` has no `1.0` spelling
-                return alt(*(self.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
+                return alt(*(self.numbers.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
                              if c[0] == "x" else self.literal(c) for c in vals))
             return alt(*(self.literal(c) for c in vals))
         out = []
@@ -513,13 +525,13 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 if ("b", b) not in m.not_enum:
                     out.append(lit("true" if b else "false"))
         if ts & _NUM:
-            out.append(self.build_number(m.number, m.not_enum, "integer" in ts, "nonint" in ts, where))
+            out.append(self.numbers.build_number(m.number, m.not_enum, "integer" in ts, "nonint" in ts, where))
         if "string" in ts:
-            out.append(self.build_string(m.string, m.not_enum))
+            out.append(self.strings.build_string(m.string, m.not_enum))
         if "array" in ts:
-            out.append(self.build_array(m.array, where))
+            out.append(self.arrays.build_array(m.array, where))
         if "object" in ts:
-            out.append(self.build_object(m.object, where))
+            out.append(self.objects.build_object(m.object, where))
         return alt(*out)
 
     # ------------------------------------------------------------------ literals
@@ -534,7 +546,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         elif k == "b":
             node = lit("true" if c[1] else "false")
         elif k == "x":
-            node = self.number_node(c[1], False, c[1], False, (), (), (), True, True, "")
+            node = self.numbers.number_node(c[1], False, c[1], False, (), (), (), True, True, "")
         elif k == "s":
             node = seq(lit('"'), self.lit_text(c[1]), lit('"'))
         elif k == "a":

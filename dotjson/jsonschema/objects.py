@@ -36,7 +36,11 @@ MAX_WITNESS_VARIANTS = 64
 
 
 class ObjectBuilder:
-    """Mixin of the compiler: objects."""
+    """The compiler's part for objects: each object node built by an :class:`ObjectRules`
+    (which reads the compiler ``tr`` itself), and the key questions it asks here."""
+
+    def __init__(self, tr):
+        self.tr = tr
 
     def _may_share_key(self, x, y, where, wnames: dict) -> bool:
         """Some key may match both ``x`` and ``y`` (patterns, or witness key entries
@@ -50,14 +54,14 @@ class ObjectBuilder:
         if nx is not None and ny is not None:
             return bool(set(nx) & set(ny))
         if nx is not None and isinstance(y, str):
-            return any(self.key_matches(k, y) for k in nx)
+            return any(self.tr.key_matches(k, y) for k in nx)
         if ny is not None and isinstance(x, str):
-            return any(self.key_matches(k, x) for k in ny)
+            return any(self.tr.key_matches(k, x) for k in ny)
         return True
 
     def _pattern_head(self, p: str, where) -> str:
         """The text every key pattern ``p`` matches starts with (``""`` when not anchored)."""
-        n = self.regex(p, where, "patternProperties")
+        n = self.tr.regex(p, where, "patternProperties")
         if type(n) is ir.Seq and n.items:
             n = n.items[0]
         return n.text if type(n) is ir.Lit else ""
@@ -65,7 +69,7 @@ class ObjectBuilder:
     def build_object(self, o: ObjectNode, where) -> ir.Node:
         """The node of object branch ``o``; its rules are made as the automaton reaches them
         (:class:`ObjectRules`)."""
-        return ObjectRules(self, o, where).build()
+        return ObjectRules(self.tr, o, where).build()
 
 
 class ObjectRules:
@@ -260,12 +264,12 @@ class ObjectRules:
                     wlangs.append((("w", a), alt(*(tr.enc_text(n) for n in names))))
                     wnames[("w", a)] = names
             elif type(sp) is SchemaKeys:
-                wlangs.append((("w", a), tr.key_language(sp.schema)))
+                wlangs.append((("w", a), tr.strings.key_language(sp.schema)))
 
         def classes(entries):
             # the key classes: the sets of entries one key may match all of (``None`` past
             # MAX_KEY_CLASSES); 2**len(entries) unless some are disjoint
-            return key_classes(entries, lambda x, y: tr._may_share_key(x, y, where, wnames),
+            return key_classes(entries, lambda x, y: tr.objects._may_share_key(x, y, where, wnames),
                                MAX_KEY_CLASSES)
 
         if wit:
@@ -297,7 +301,7 @@ class ObjectRules:
         else:
             self.union_mode = False
         self.pats = pats
-        pn_lang = self.pn_lang = tr.key_language(self.pn) if self.pn is not None else None
+        pn_lang = self.pn_lang = tr.strings.key_language(self.pn) if self.pn is not None else None
         live = self.live = []
         for T in subsets:
             Tset = set(T) | univ
@@ -483,7 +487,7 @@ class ObjectRules:
         tr = self.tr
         if tr.gen_bounds is None or self.wit or self.plo > len(self.props):
             return False
-        return all(isinstance(p, str) and tr.bound_fits(tr.regex(p, self.where, "patternProperties")) for p in T)
+        return all(isinstance(p, str) and tr.strings.bound_fits(tr.regex(p, self.where, "patternProperties")) for p in T)
 
     def class_content(self, T) -> ir.Node:
         """The spellings of the extra keys of class ``T`` (the patterns and witness key
@@ -497,11 +501,11 @@ class ObjectRules:
         declared_names = self.declared_spellings[0]
         Tset = set(T)
         if self.union_mode and T:
-            pos = [alt(*(tr.enc_pattern(p, where) for p in T))]
+            pos = [alt(*(tr.strings.enc_pattern(p, where) for p in T))]
             neg = list(declared_names)
         else:
-            pos = [tr.enc_pattern(p, where) if isinstance(p, str) else self.wlang[p] for p in T]
-            neg = [tr.enc_pattern(q, where) for q in self.pats if q not in Tset]
+            pos = [tr.strings.enc_pattern(p, where) if isinstance(p, str) else self.wlang[p] for p in T]
+            neg = [tr.strings.enc_pattern(q, where) for q in self.pats if q not in Tset]
             neg += [x for k, x in self.wlangs if k not in Tset]
             neg += declared_names + self.fixed_names
         if self.pn_lang is not None:

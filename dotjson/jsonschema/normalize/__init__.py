@@ -112,8 +112,6 @@ class Normalizer(Documents, Keywords, NormalForms, Negation, OneOf, Merging, Dec
         self.regex_cache: dict[str, ir.Node] = {}
         self.enc_cache: dict = {}
         self.literal_cache: dict = {}
-        self.number_cache: dict = {}
-        self.string_cache: dict = {}
         self.formats: dict = {}
         self.empty_cache: dict = {}
         self.keep: list = []

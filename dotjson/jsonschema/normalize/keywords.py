@@ -478,6 +478,13 @@ class Keywords:
             self.regex(p, where, "patternProperties")
         return Addl(e, frozenset(props), tuple(sorted(pats)))
 
+    def str_node(self, key):
+        """The decoded-string language of a string-language handle: ``("pattern", p)`` (read
+        by :meth:`regex` before) or ``("format", name)`` (by :meth:`format_node`)."""
+        if key[0] == "pattern":
+            return self.regex_cache[key[1]]
+        return self.formats[key]
+
     def format_node(self, name):
         key = ("format", name)
         if key not in self.formats:

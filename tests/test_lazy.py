@@ -78,7 +78,7 @@ def test_identical_leaf_schemas_are_one_expression():
     assert a.matches(b'{"p3":1,"p999":2,"c1":1,"c2":true,"c3":1,"c4":1,"r1":"a","o2":{}}')
     assert not a.matches(b'{"c2":1}') and not a.matches(b'{"c1":true}') and not a.matches(b'{"p5":1.5}')
     c = Compiler(schema, disallow_whitespace=False, close_objects=False, lenient=False, resources=None)
-    s = c.docs[""].root
+    s = c.documents.docs[""].root
     exprs = {k: c._sub(s["properties"], "", "/properties", k) for k in props}
     assert len({exprs[f"p{i}"] for i in range(1000)}) == 1
     assert exprs["c1"] == exprs["c4"] and len({exprs[k] for k in ("c1", "c2", "c3")}) == 3

@@ -93,11 +93,11 @@ class _Cases:
     def of(self, doc, ptr, top=False):
         """The cases of the schema at ``(doc, ptr)`` (``top``: its own ``unevaluated*`` left out)."""
         nz, what = self.nz, self.what
-        s = nz.get(doc, ptr)
+        s = nz.documents.get(doc, ptr)
         if isinstance(s, bool):
             return [([()], NONE[what])]
         if not isinstance(s, dict):
-            raise NotStatic(f"a sub-schema at {nz.where(doc, ptr) or '/'} that is not a schema")
+            raise NotStatic(f"a sub-schema at {nz.documents.where(doc, ptr) or '/'} that is not a schema")
         key = (doc, ptr, top)
         if key in self.stack or len(self.stack) > MAX_DEPTH:
             raise NotStatic("in-place applicators ($ref, allOf ...) that refer back to themselves")
@@ -137,9 +137,9 @@ class _Cases:
 
     def _of(self, s, doc, ptr, top):
         nz, what = self.nz, self.what
-        draft = nz.docs[doc].draft
+        draft = nz.documents.docs[doc].draft
         if "$ref" in s and draft <= 7:
-            return self.of_expr(nz.ref_target(doc, ptr, s["$ref"], "$ref"))
+            return self.of_expr(nz.documents.ref_target(doc, ptr, s["$ref"], "$ref"))
         own = self._own(s, doc, ptr, top, draft)
         if own == ALL:
             return [([()], ALL)]
@@ -149,7 +149,7 @@ class _Cases:
         acc = [([()], own)]
         for kw in ("$ref", "$dynamicRef"):
             if kw in s and (kw == "$ref" or draft >= 2020):
-                target = nz.ref_target(doc, ptr, s[kw], kw)
+                target = nz.documents.ref_target(doc, ptr, s[kw], kw)
                 if target is None or target == TRUE:
                     raise NotStatic(f"{kw} that does not resolve")
                 acc = self.product(acc, self.of_expr(target))

@@ -39,22 +39,21 @@ from dotjson import ir
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.ir import EPS, Ref, lit, seq
 from dotjson.jsonschema.normalize.decide import Decisions
-from dotjson.jsonschema.normalize.documents import Documents, _Doc, _draft_of
+from dotjson.jsonschema.normalize.documents import Documents
 from dotjson.jsonschema.normalize.forms import _COMPACT_BUDGET, NormalForms
 from dotjson.jsonschema.normalize.keywords import Keywords
 from dotjson.jsonschema.normalize.merge import Merging
 from dotjson.jsonschema.normalize.negation import Negation
 from dotjson.jsonschema.normalize.oneof import OneOf
-from dotjson.jsonschema.values import _DEFAULT_BASE
 
 __all__ = ["Normalizer"]
 
 
-class Normalizer(Documents, Keywords, NormalForms, Negation, OneOf, Merging, Decisions):
-    """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
+class Normalizer(Keywords, NormalForms, Negation, OneOf, Merging, Decisions):
+    """Normal forms (phase 1); the compiler derives from it. The schema's documents and the
+    resolution of references are a part it holds, :attr:`documents`
+    (:class:`~dotjson.jsonschema.normalize.documents.Documents`)."""
 
-    #: the dynamic scopes (:mod:`.dynamic`), once :meth:`track_dynamic_scope` was called
-    scopes = None
     #: a ``$dynamicRef`` needing scopes raises ``dynamic.Restart`` (the caller starts over)
     restartable = False
 
@@ -96,19 +95,9 @@ class Normalizer(Documents, Keywords, NormalForms, Negation, OneOf, Merging, Dec
         self.dnf_cache: dict = {}
         self._structured: dict = {}  # expression -> every value an object or array
         self.dnf_ctx_cache: dict = {}    # (expr, context atoms) -> normal form (dnf in context)
-        self._ptr_cache = defaultdict(dict)  # document -> {JSON pointer -> the object or array there}
         self._leaves = defaultdict(dict)  # document -> {a leaf schema's content -> its expression}
         self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
         self.inlining: set = set()
-        self.docs: dict[str, _Doc] = {}
-        self.resources: dict[str, tuple[str, str]] = {}   # uri -> (doc key, pointer)
-        self.anchors: dict[tuple[str, str], tuple[str, str]] = {}
-        self.dyn_anchor_count: dict[str, int] = {}
-        self.recursive_anchor = False
-        self.base_of: dict[tuple[str, str], str] = {}
-        self.indexed: set = set()        # documents whose identifiers are all registered
-        self.dyn_seen: set = set()
-        self.pending_resources = dict(resources or {})
         self.regex_cache: dict[str, ir.Node] = {}
         self.enc_cache: dict = {}
         self.literal_cache: dict = {}
@@ -121,12 +110,9 @@ class Normalizer(Documents, Keywords, NormalForms, Negation, OneOf, Merging, Dec
         self.empty_depth = 0             # nesting of the eager emptiness check
         self.fuel = None                 # products left to the emptiness tests of a compact()
         self.compact_budget = _COMPACT_BUDGET  # work left to all compactions (see compact)
-        root_draft = _draft_of(schema)
-        self.root_draft = root_draft
+        self.documents = Documents(self, schema, resources)
         # draft 4: `integer` is a number written without fraction or exponent (1.0 is not one)
-        self.syntactic_int = root_draft == 4
-        base = _DEFAULT_BASE
-        self._add_doc("", schema, base, root_draft, label="")
+        self.syntactic_int = self.documents.root_draft == 4
 
     # ------------------------------------------------------------------ errors
     def unsupported(self, msg, ptr, kw):
@@ -136,6 +122,7 @@ class Normalizer(Documents, Keywords, NormalForms, Negation, OneOf, Merging, Dec
             return None
         raise err
 
-    def where(self, doc, ptr):
-        label = self.docs[doc].label
-        return f"{label}#{ptr}" if label else ptr
+    def track_dynamic_scope(self) -> None:
+        """Follow every reference into a copy per dynamic scope (:mod:`..dynamic`): called before
+        phase 1 where a ``$dynamicRef`` has several candidate ``$dynamicAnchor``s."""
+        self.documents.track_dynamic_scope()

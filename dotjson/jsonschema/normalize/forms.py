@@ -141,7 +141,7 @@ class NormalForms:
         while e[0] in ("not", "and"):
             e = e[1] if e[0] == "not" else e[1][0]
         if e[0] == "loc":
-            return self.where(e[1], e[2])
+            return self.documents.where(e[1], e[2])
         return ""
 
     def and2(self, A, B, where):
@@ -331,7 +331,7 @@ class NormalForms:
         own ``oneOf`` asks its overlaps beside the atoms around it (its normal form is then
         never larger), or one refused alone for its size."""
         if e[0] == "loc":
-            s = self.get(e[1], e[2])
+            s = self.documents.get(e[1], e[2])
             if isinstance(s, dict) and "oneOf" in s:
                 return _InContext(e, where, None)
         try:

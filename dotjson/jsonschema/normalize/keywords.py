@@ -93,20 +93,21 @@ class Keywords:
 
     def _dnf_schema(self, doc, ptr, ctx=()):
         # ctx: atoms the caller intersects the result with anyway (see dnf)
-        s = self.get(doc, ptr)
+        ds = self.documents
+        s = ds.get(doc, ptr)
         if s is True:
             return [()]
         if s is False:
             return []
         if not isinstance(s, dict):
             raise SchemaError(f"a schema must be an object or a boolean, got {type(s).__name__}",
-                              self.where(doc, ptr))
-        draft = self.docs[doc].draft
+                              ds.where(doc, ptr))
+        draft = ds.docs[doc].draft
         atoms: list = []
         parts: list = []
 
         if "$ref" in s and draft <= 7:
-            return [(RuleRef(self.ref_target(doc, ptr, s["$ref"], "$ref")),)]
+            return [(RuleRef(ds.ref_target(doc, ptr, s["$ref"], "$ref")),)]
 
         for kw, val in s.items():
             # each keyword of the dialect read into atoms (conjuncts of the branch) and parts
@@ -118,7 +119,7 @@ class Keywords:
                 h[0](self, kw, val, s, doc, ptr, draft, atoms, parts)
             except UnsupportedSchemaError as e:
                 if self.lenient and self.strict == 0:
-                    warnings.warn(f"dotjson: ignoring {kw!r} at {self.where(doc, ptr) or '/'} ({e}); the "
+                    warnings.warn(f"dotjson: ignoring {kw!r} at {ds.where(doc, ptr) or '/'} ({e}); the "
                                   "grammar over-approximates", stacklevel=3)
                     continue
                 if e.pointer is None:
@@ -132,7 +133,7 @@ class Keywords:
         if atoms and not types_of(out[0]):
             return []
         if parts:
-            where = self.where(doc, ptr)
+            where = ds.where(doc, ptr)
             around = out[0] + tuple(ctx) if ctx else out[0]
             for k, d in enumerate(parts):
                 if type(d) is _OneOf:  # its overlaps are asked beside this schema's own atoms
@@ -157,12 +158,12 @@ class Keywords:
 
     def _kw_where(self, doc, ptr, kw) -> str:
         """Where keyword ``kw`` of the schema at ``ptr`` sits, as a message gives it."""
-        return f"{self.where(doc, ptr)}/{_esc(kw)}"
+        return f"{self.documents.where(doc, ptr)}/{_esc(kw)}"
 
     def _sub(self, s, doc, ptr, kw, *more):
         """The expression of the sub-schema ``s[kw][m]...`` of the schema ``s`` at ``ptr``.
 
-        That is what ``self.get`` would find at its pointer (every caller has checked the
+        That is what ``documents.get`` would find at its pointer (every caller has checked the
         containers on the way): taken directly, and remembered for the normal form of the
         sub-schema, which looks its pointer up next. A method, not a closure per schema.
         """
@@ -180,13 +181,13 @@ class Keywords:
                 e = self._leaves[doc].get(key)
                 if e is not None:
                     return e
-            self._ptr_cache[doc][p] = v
+            self.documents.known(doc, p, v)
             e = ("loc", doc, p)
             if key is not None:
                 self._leaves[doc][key] = e
             return e
         if not isinstance(v, bool):
-            raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
+            raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.documents.where(doc, p), kw)
         if v is True:
             return TRUE
         if v is False:
@@ -240,20 +241,20 @@ class Keywords:
             atoms.append(Required(name))
 
     def _k_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        atoms.append(RuleRef(self.ref_target(doc, ptr, val, kw)))
+        atoms.append(RuleRef(self.documents.ref_target(doc, ptr, val, kw)))
 
     def _k_dynamic_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        target = self.ref_target(doc, ptr, val, kw)
+        target = self.documents.ref_target(doc, ptr, val, kw)
         if target is not None and target != TRUE:
             atoms.append(RuleRef(target))
 
     def _k_recursive_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        self.index_all()
-        if self.recursive_anchor:
+        self.documents.index_all()
+        if self.documents.recursive_anchor:
             self.unsupported("$recursiveRef with nested $recursiveAnchor is not supported",
                              self._kw_where(doc, ptr, kw), kw)
             return
-        atoms.append(RuleRef(self.resolve(doc, ptr, val, kw)))
+        atoms.append(RuleRef(self.documents.resolve(doc, ptr, val, kw)))
 
     def _k_enum(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
@@ -404,7 +405,7 @@ class Keywords:
     def _k_contains(self, kw, val, s, doc, ptr, draft, atoms, parts):
         lo, hi = 1, None
         if draft >= 2019:
-            where = self.where(doc, ptr)
+            where = self.documents.where(doc, ptr)
             if "minContains" in s:
                 lo = self.lane_count(_count(s["minContains"], f"{where}/minContains", "minContains"),
                                      f"{where}/minContains", "minContains")

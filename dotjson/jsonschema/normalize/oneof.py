@@ -203,8 +203,9 @@ class OneOf:
             return True
         if e1[0] != "loc" or e2[0] != "loc" or e1[1] != e2[1]:
             return False
-        s1, s2 = self.get(e1[1], e1[2]), self.get(e2[1], e2[2])
-        return type(s1) is type(s2) and s1 == s2 and self.base_uri(e1[1], e1[2]) == self.base_uri(e2[1], e2[2])
+        ds = self.documents
+        s1, s2 = ds.get(e1[1], e1[2]), ds.get(e2[1], e2[2])
+        return type(s1) is type(s2) and s1 == s2 and ds.base_uri(e1[1], e1[2]) == ds.base_uri(e2[1], e2[2])
 
     def _witnesses_beside(self, N, base, most=4):
         """``N`` with each witness of an extra member (``some`` of an ``additionalProperties``)

@@ -4,8 +4,8 @@ A sub-schema is an *expression*: ``("loc", doc, pointer)`` (a place in a documen
 exprs)``, ``("not", expr)``, or ``TRUE``/``FALSE``. Its normal form (:meth:`Normalizer.dnf`) is a
 list of branches, each a tuple of keyword atoms (:mod:`dotjson.jsonschema.atoms`: ``Types(set)``,
 ``Num(lo, lo_excl, hi, hi_excl)``, ``Props(name, expr)`` (``declared=True`` where a ``properties``
-keyword declares the name), ``RuleRef(expr)`` ...), which :meth:`Normalizer.merge`
-turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a number, string,
+keyword declares the name), ``RuleRef(expr)`` ...), which ``Normalizer.merge`` (a
+:class:`.merge.Merger`) turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a number, string,
 array and object node) for the compiler to read: ``allOf`` is a product of branches,
 ``anyOf`` a union, ``oneOf`` a union of branches proven pairwise disjoint (or ``A ∧ ¬B ∨ B ∧ ¬A``
 when the negations are expressible), ``not`` negates atom by atom, ``if``/``then``/``else`` becomes
@@ -17,7 +17,8 @@ is refused. Sub-schemas below a keyword (a property's schema, ``items`` ...) sta
 expressions inside their atom: the normal form of one sub-schema costs the size of that
 sub-schema, not of the schemas under it. Nothing here builds grammar.
 
-One concept per module, each a part of :class:`Normalizer`:
+One concept per module: the documents and the merging are parts :class:`Normalizer` holds
+(``nz.documents``, ``nz.merge``), the others mixins of it:
 
 * :mod:`.documents` — documents, identifiers, JSON pointers, references resolved;
 * :mod:`.keywords` — a schema object's keywords read into atoms and parts;
@@ -42,17 +43,18 @@ from dotjson.jsonschema.normalize.decide import Decisions
 from dotjson.jsonschema.normalize.documents import Documents
 from dotjson.jsonschema.normalize.forms import _COMPACT_BUDGET, NormalForms
 from dotjson.jsonschema.normalize.keywords import Keywords
-from dotjson.jsonschema.normalize.merge import Merging
+from dotjson.jsonschema.normalize.merge import Merger
 from dotjson.jsonschema.normalize.negation import Negation
 from dotjson.jsonschema.normalize.oneof import OneOf
 
 __all__ = ["Normalizer"]
 
 
-class Normalizer(Keywords, NormalForms, Negation, OneOf, Merging, Decisions):
-    """Normal forms (phase 1); the compiler derives from it. The schema's documents and the
-    resolution of references are a part it holds, :attr:`documents`
-    (:class:`~dotjson.jsonschema.normalize.documents.Documents`)."""
+class Normalizer(Keywords, NormalForms, Negation, OneOf, Decisions):
+    """Normal forms (phase 1); the compiler derives from it. Two parts it holds: the schema's
+    documents and the resolution of references, :attr:`documents`
+    (:class:`~dotjson.jsonschema.normalize.documents.Documents`), and the merging of a branch
+    into a typed node, :attr:`merge` (:class:`~dotjson.jsonschema.normalize.merge.Merger`)."""
 
     #: a ``$dynamicRef`` needing scopes raises ``dynamic.Restart`` (the caller starts over)
     restartable = False
@@ -96,7 +98,7 @@ class Normalizer(Keywords, NormalForms, Negation, OneOf, Merging, Decisions):
         self._structured: dict = {}  # expression -> every value an object or array
         self.dnf_ctx_cache: dict = {}    # (expr, context atoms) -> normal form (dnf in context)
         self._leaves = defaultdict(dict)  # document -> {a leaf schema's content -> its expression}
-        self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
+        self.merge = Merger()            # a branch -> its typed node (remembered)
         self.inlining: set = set()
         self.regex_cache: dict[str, ir.Node] = {}
         self.enc_cache: dict = {}

@@ -47,112 +47,119 @@ def _put(mapping, key, x) -> dict:
     return mapping
 
 
-class Merging:
-    """Normal-form branches merged into typed nodes. (A part of
-    :class:`~dotjson.jsonschema.normalize.Normalizer`, whose constructor sets the state it reads.)"""
+class Merger:
+    """Normal-form branches merged into typed nodes, remembered: a part the
+    :class:`~dotjson.jsonschema.normalize.Normalizer` holds as ``nz.merge`` (called as
+    ``nz.merge(br)``). It depends on nothing of the normaliser: merging reads the atoms alone."""
 
-    def merge(self, br) -> Branch:
+    __slots__ = ("_memo",)
+
+    def __init__(self):
+        self._memo: dict = {}  # id(branch) -> (branch, its typed node)
+
+    def __call__(self, br) -> Branch:
         """The typed node of normal-form branch ``br`` (:class:`~dotjson.jsonschema.nodes.Branch`:
         its atoms merged, one node per JSON type it constrains). Callers only read it."""
         # remembered by identity (branches live in dnf_cache; the memo keeps them alive): the
         # branch of a 10,000-property object is merged once, not once per question about it
-        hit = self._merged.get(id(br))
+        hit = self._memo.get(id(br))
         if hit is not None and hit[0] is br:
             return hit[1]
-        m = self._merge(br)
-        self._merged[id(br)] = (br, m)
+        m = _merge(br)
+        self._memo[id(br)] = (br, m)
         return m
 
-    def _merge(self, br) -> Branch:
-        b = Branch(EVERY_TYPE)
-        types = EVERY_TYPE
-        # A node is made when the branch first has an atom of its kind (most branches use two
-        # or three kinds), and so is each container: merged branches stay in a memo for the
-        # compiler's lifetime, and every container left empty would be one more object for the
-        # collector to track.
-        for a in br:
-            k = type(a)
-            if k is Types:
-                types = types & a.allowed
-            elif k is Enum:
-                # a dict, not a set: its values keep the schema's order, so whatever iterates
-                # them (a propertyNames key language, an array's item values) renders the same
-                # grammar in every process (a set of strings iterates in PYTHONHASHSEED's order)
-                if b.enum is None:
-                    b.enum = dict.fromkeys(a.values)
+
+def _merge(br) -> Branch:
+    b = Branch(EVERY_TYPE)
+    types = EVERY_TYPE
+    # A node is made when the branch first has an atom of its kind (most branches use two
+    # or three kinds), and so is each container: merged branches stay in a memo for the
+    # compiler's lifetime, and every container left empty would be one more object for the
+    # collector to track.
+    for a in br:
+        k = type(a)
+        if k is Types:
+            types = types & a.allowed
+        elif k is Enum:
+            # a dict, not a set: its values keep the schema's order, so whatever iterates
+            # them (a propertyNames key language, an array's item values) renders the same
+            # grammar in every process (a set of strings iterates in PYTHONHASHSEED's order)
+            if b.enum is None:
+                b.enum = dict.fromkeys(a.values)
+            else:
+                keep = set(a.values)
+                b.enum = {c: None for c in b.enum if c in keep}
+        elif k is NotEnum:
+            if not b.not_enum:
+                b.not_enum = set()
+            b.not_enum.update(a.values)
+        elif k is RuleRef:
+            b.refs = _push(b.refs, a.target)
+        elif k in _OBJECT_ATOMS:
+            o = b.object
+            if o is NO_OBJECT:
+                o = b.object = ObjectNode()
+            if k is Props:
+                o.properties = _put(o.properties, a.name, a.schema)
+                if a.declared:
+                    if not o.declared:
+                        o.declared = {}
+                    o.declared[a.name] = None
+            elif k is Required:
+                if not o.required:
+                    o.required = {}
+                o.required[a.name] = None
+            elif k is Addl:
+                o.additional = _push(o.additional, a.fields())
+            elif k is Pattern:
+                o.patterns = _push(o.patterns, a.fields())
+            elif k is PNames:
+                o.property_names = _push(o.property_names, a.schema)
+            elif k is Some:
+                o.some = _push(o.some, a.fields())
+            else:  # NProps
+                o.min_properties, o.max_properties = _narrowed(o.min_properties, o.max_properties, a)
+        elif k in _NUMBER_ATOMS:
+            n = b.number
+            if n is NO_NUMBER:
+                n = b.number = NumberNode()
+            if k is Num:
+                lo, lox, hi, hix = a.lo, a.lo_excl, a.hi, a.hi_excl
+                if lo is not None and (n.lo is None or lo > n.lo or (lo == n.lo and lox)):
+                    n.lo, n.lo_excl = lo, lox
+                if hi is not None and (n.hi is None or hi < n.hi or (hi == n.hi and hix)):
+                    n.hi, n.hi_excl = hi, hix
+            elif k is Mult:
+                n.multiples = _push(n.multiples, a.divisor)
+            else:  # NotMult
+                n.not_multiples = _push(n.not_multiples, a.divisor)
+        elif k in _STRING_ATOMS:
+            t = b.string
+            if t is NO_STRING:
+                t = b.string = StringNode()
+            if k is Str:
+                if a.positive:
+                    t.patterns = _push(t.patterns, a.handle)
                 else:
-                    keep = set(a.values)
-                    b.enum = {c: None for c in b.enum if c in keep}
-            elif k is NotEnum:
-                if not b.not_enum:
-                    b.not_enum = set()
-                b.not_enum.update(a.values)
-            elif k is RuleRef:
-                b.refs = _push(b.refs, a.target)
-            elif k in _OBJECT_ATOMS:
-                o = b.object
-                if o is NO_OBJECT:
-                    o = b.object = ObjectNode()
-                if k is Props:
-                    o.properties = _put(o.properties, a.name, a.schema)
-                    if a.declared:
-                        if not o.declared:
-                            o.declared = {}
-                        o.declared[a.name] = None
-                elif k is Required:
-                    if not o.required:
-                        o.required = {}
-                    o.required[a.name] = None
-                elif k is Addl:
-                    o.additional = _push(o.additional, a.fields())
-                elif k is Pattern:
-                    o.patterns = _push(o.patterns, a.fields())
-                elif k is PNames:
-                    o.property_names = _push(o.property_names, a.schema)
-                elif k is Some:
-                    o.some = _push(o.some, a.fields())
-                else:  # NProps
-                    o.min_properties, o.max_properties = _narrowed(o.min_properties, o.max_properties, a)
-            elif k in _NUMBER_ATOMS:
-                n = b.number
-                if n is NO_NUMBER:
-                    n = b.number = NumberNode()
-                if k is Num:
-                    lo, lox, hi, hix = a.lo, a.lo_excl, a.hi, a.hi_excl
-                    if lo is not None and (n.lo is None or lo > n.lo or (lo == n.lo and lox)):
-                        n.lo, n.lo_excl = lo, lox
-                    if hi is not None and (n.hi is None or hi < n.hi or (hi == n.hi and hix)):
-                        n.hi, n.hi_excl = hi, hix
-                elif k is Mult:
-                    n.multiples = _push(n.multiples, a.divisor)
-                else:  # NotMult
-                    n.not_multiples = _push(n.not_multiples, a.divisor)
-            elif k in _STRING_ATOMS:
-                t = b.string
-                if t is NO_STRING:
-                    t = b.string = StringNode()
-                if k is Str:
-                    if a.positive:
-                        t.patterns = _push(t.patterns, a.handle)
-                    else:
-                        t.not_patterns = _push(t.not_patterns, a.handle)
-                else:  # Len
-                    t.min_length, t.max_length = _narrowed(t.min_length, t.max_length, a)
-            elif k in _ARRAY_ATOMS:
-                r = b.array
-                if r is NO_ARRAY:
-                    r = b.array = ArrayNode()
-                if k is Pos:
-                    r.prefix = _put(r.prefix, a.index, a.schema)
-                elif k is Items:
-                    r.items = _push(r.items, a.fields())
-                elif k is NItems:
-                    r.min_items, r.max_items = _narrowed(r.min_items, r.max_items, a)
-                elif k is Contains:
-                    r.contains = _push(r.contains, a.fields())
-                else:  # Unique
-                    r.unique = a.where
-            else:  # pragma: no cover - every kind is above
-                raise AssertionError(a)
-        b.types = types
-        return b
+                    t.not_patterns = _push(t.not_patterns, a.handle)
+            else:  # Len
+                t.min_length, t.max_length = _narrowed(t.min_length, t.max_length, a)
+        elif k in _ARRAY_ATOMS:
+            r = b.array
+            if r is NO_ARRAY:
+                r = b.array = ArrayNode()
+            if k is Pos:
+                r.prefix = _put(r.prefix, a.index, a.schema)
+            elif k is Items:
+                r.items = _push(r.items, a.fields())
+            elif k is NItems:
+                r.min_items, r.max_items = _narrowed(r.min_items, r.max_items, a)
+            elif k is Contains:
+                r.contains = _push(r.contains, a.fields())
+            else:  # Unique
+                r.unique = a.where
+        else:  # pragma: no cover - every kind is above
+            raise AssertionError(a)
+    b.types = types
+    return b

@@ -167,8 +167,7 @@ class ArrayBuilder:
         cap = len(vals) if hi is None else min(hi, len(vals))
         if lo > cap:
             return EMPTY
-        tr.counter += 1
-        prefix = f"{tr.ns}uniq{tr.counter}"
+        prefix = tr.fresh_prefix("uniq")
         names = {}
 
         def items(i: int, used: int):
@@ -222,8 +221,7 @@ class ArrayBuilder:
         # the item's own spelling policy: numbers="any", or a number with nothing to compare
         exponents = bool(tr.exponents) or (
             both and not item["mults"] and not item["notmults"] and all(float(c) == 0 for c in consts))
-        tr.counter += 1
-        fam = UniqueNumbers(f"{tr.ns}unum{tr.counter}", lo, hi, item, exponents, tr.sep)
+        fam = UniqueNumbers(tr.fresh_prefix("unum"), lo, hi, item, exponents, tr.sep)
         tr.families.append(fam)
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))
@@ -236,8 +234,7 @@ class ArrayBuilder:
         from dotjson.jsonschema.unique import UniqueValues
 
         items = [tr.node_of(e) for e in pos_exprs] + [tr.node_of(rest)]
-        tr.counter += 1
-        fam = UniqueValues(f"{tr.ns}uval{tr.counter}", lo, hi, items, tr.sep,
+        fam = UniqueValues(tr.fresh_prefix("uval"), lo, hi, items, tr.sep,
                            grammar_of=lambda: getattr(self.tr, "grammar", None))
         tr.families.append(fam)
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
@@ -285,8 +282,7 @@ class ArrayBuilder:
         if n_states > MAX_ARRAY_STATES:
             tr.unsupported(f"contains counters over more than {MAX_ARRAY_STATES} array states", where, "contains")
             return None
-        tr.counter += 1
-        prefix = f"{tr.ns}contains{tr.counter}"
+        prefix = tr.fresh_prefix("contains")
         made: dict = {}
 
         def item(i):

@@ -119,6 +119,13 @@ class Compiler(Normalizer):
         self.whole = False
         self.rules.update(self.base)
 
+    def fresh_prefix(self, kind: str) -> str:
+        """A name of its own for a builder's rules or rule family: the namespace, ``kind`` and
+        a new number (the same counter as :meth:`new_name`, so names follow the order in which
+        the automaton asked for rules)."""
+        self.counter += 1
+        return f"{self.ns}{kind}{self.counter}"
+
     def new_name(self, hint: str) -> str:
         h = _NAME_JUNK.sub("_", hint.lower()).strip("_")[-40:].strip("_")
         base = f"{self.ns}s_{h}" if h else f"{self.ns}s"

@@ -607,8 +607,7 @@ class NumberBuilder:
         if hit is None:
             from dotjson.jsonschema.numfamily import ExponentNumbers
 
-            tr.counter += 1
-            fam = ExponentNumbers(f"{tr.ns}xnum{tr.counter}", lo, lox, hi, hix, mults, notmults, ne, integer)
+            fam = ExponentNumbers(tr.fresh_prefix("xnum"), lo, lox, hi, hix, mults, notmults, ne, integer)
             tr.families.append(fam)
             hit = self.number_cache[key] = alt(plain, Ref(fam.start))
         return hit
@@ -659,12 +658,12 @@ class NumberBuilder:
             # too many states to build eagerly: the same automaton, a state at a time
             from dotjson.jsonschema.numfamily import LazyNumberDFA
 
-            tr.counter += 1
+            name = tr.fresh_prefix("lnum")
             params = {"lo": None if lo is None else str(lo), "lox": lox, "hi": None if hi is None else str(hi),
                       "hix": hix, "mults": [str(m) for m in mults], "notmults": [str(m) for m in notmults],
                       "ne": [str(c) for c in ne], "allow_int": allow_int, "allow_nonint": allow_nonint,
                       "syntactic_int": tr.syntactic_int, "allow_exp": allow_exp}
-            fam = LazyNumberDFA(f"{tr.ns}lnum{tr.counter}", trackers, allow_exp, params)
+            fam = LazyNumberDFA(name, trackers, allow_exp, params)
             tr.families.append(fam)
             # (whether it has a number at all is the family's answer when the analysis asks:
             # a union of such branches is then searched only until one has; a witness found
@@ -677,9 +676,9 @@ class NumberBuilder:
             if mn is None:
                 node = EMPTY
             else:
-                tr.counter += 1
+                prefix = tr.fresh_prefix("num")
                 n_rules = len(tr.rules)
-                node = _dfa_to_ir(mn[0], mn[1], f"{tr.ns}num{tr.counter}", tr.rules)
+                node = _dfa_to_ir(mn[0], mn[1], prefix, tr.rules)
                 if len(tr.rules) == n_rules:  # a regular node
                     if len(_NUMBER_LANGUAGES) >= _MAX_SHARED_NUMBERS:
                         _NUMBER_LANGUAGES.clear()

@@ -320,8 +320,7 @@ class ObjectRules:
         tr = self.tr
         if not (self.live or self.fixed_members):
             return None
-        tr.counter += 1
-        xname = self.xname = f"{tr.ns}extra{tr.counter}"
+        xname = self.xname = tr.fresh_prefix("extra")
         tr.pending[xname] = self.extra_member
         if not self.pats and self.pn_lang is None and not self.wit:
             # any key but the declared names (finitely many: infinitely many keys are left),
@@ -380,8 +379,7 @@ class ObjectRules:
                                "maxProperties")
             if r is None:
                 self.plo, self.phi, self.cap = 0, None, 1
-        tr.counter += 1
-        self.prefix = f"{tr.ns}obj{tr.counter}"
+        self.prefix = tr.fresh_prefix("obj")
         # nreq[i]: the first required member at or after i (n when none)
         nreq = self.nreq = [n] * (n + 1)
         if reqs:

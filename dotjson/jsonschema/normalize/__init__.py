@@ -54,7 +54,7 @@ class Normalizer(Keywords, NormalForms, Negation, OneOf, Decisions):
     """Normal forms (phase 1); the compiler derives from it. Two parts it holds: the schema's
     documents and the resolution of references, :attr:`documents`
     (:class:`~dotjson.jsonschema.normalize.documents.Documents`), and the merging of a branch
-    into a typed node, :attr:`merge` (:class:`~dotjson.jsonschema.normalize.merge.Merger`)."""
+    into a typed node, :attr:`merge` (:meth:`.merge.Merger.merge`)."""
 
     #: a ``$dynamicRef`` needing scopes raises ``dynamic.Restart`` (the caller starts over)
     restartable = False
@@ -98,7 +98,9 @@ class Normalizer(Keywords, NormalForms, Negation, OneOf, Decisions):
         self._structured: dict = {}  # expression -> every value an object or array
         self.dnf_ctx_cache: dict = {}    # (expr, context atoms) -> normal form (dnf in context)
         self._leaves = defaultdict(dict)  # document -> {a leaf schema's content -> its expression}
-        self.merge = Merger()            # a branch -> its typed node (remembered)
+        # a branch -> its typed node, remembered (the part's bound method: a call of an object
+        # with __call__ costs more, and phase 1 merges ~100 branches a schema)
+        self.merge = Merger().merge
         self.inlining: set = set()
         self.regex_cache: dict[str, ir.Node] = {}
         self.enc_cache: dict = {}

@@ -49,15 +49,15 @@ def _put(mapping, key, x) -> dict:
 
 class Merger:
     """Normal-form branches merged into typed nodes, remembered: a part the
-    :class:`~dotjson.jsonschema.normalize.Normalizer` holds as ``nz.merge`` (called as
-    ``nz.merge(br)``). It depends on nothing of the normaliser: merging reads the atoms alone."""
+    :class:`~dotjson.jsonschema.normalize.Normalizer` holds, whose :meth:`merge` it calls as
+    ``nz.merge(br)``. It depends on nothing of the normaliser: merging reads the atoms alone."""
 
     __slots__ = ("_memo",)
 
     def __init__(self):
         self._memo: dict = {}  # id(branch) -> (branch, its typed node)
 
-    def __call__(self, br) -> Branch:
+    def merge(self, br) -> Branch:
         """The typed node of normal-form branch ``br`` (:class:`~dotjson.jsonschema.nodes.Branch`:
         its atoms merged, one node per JSON type it constrains). Callers only read it."""
         # remembered by identity (branches live in dnf_cache; the memo keeps them alive): the
@@ -102,7 +102,7 @@ def _merge(br) -> Branch:
                 o = b.object = ObjectNode()
             if k is Props:
                 o.properties = _put(o.properties, a.name, a.schema)
-                if a.declared:
+                if len(a) > 3:  # (Props.declared, read inline: once per property of every branch merged)
                     if not o.declared:
                         o.declared = {}
                     o.declared[a.name] = None

@@ -181,6 +181,9 @@ class Automaton:
         self._ktab: dict[int, int] = {}
         self._kpy: dict[int, object] = {}
         self._knames: dict[int, tuple] = {}  # id(trie) -> pool offsets of its names' arrays
+        # (spelling policy, character) -> (its escape after "\\u", its short escape, raw or not):
+        # the same for every key trie of the automaton (a wide schema has one trie per object)
+        self._kchar: dict[tuple, tuple] = {}
 
     # ------------------------------------------------------------------ the store
 
@@ -440,20 +443,10 @@ class Automaton:
             chars = sorted(set(joined))
         esc, short, raw = [], [], []
         for ch in chars:
-            t = self.rules.compile_node(keyset.spelling(ch))
-            after = self.deriv(t, 0x5C)  # its escapes, after the backslash: u + 4 hex digits
-            esc.append(self.deriv(after, 0x75))
-            # ... or one byte (JSON's short escapes: the quote, the backslash, \/ \b \f \n \r \t),
-            # where the spelling policy offers it (the canonical one has no \/)
-            sh = _SHORT_ESCAPE_OF.get(ch, -1)
-            if sh >= 0:
-                r = self.deriv(after, sh)
-                if r == K.EMPTY:
-                    sh = -1
-                elif r != K.EPS:
-                    raise GrammarError(f"key character {ch!r} has a short escape that does not end it")
+            e, sh, r = self._key_char(keyset, ch)
+            esc.append(e)
             short.append(sh)
-            raw.append(int(self.deriv(t, ch.encode("utf-8")[0]) != K.EMPTY))
+            raw.append(r)
         ncp = len(chars)
         parts = [np.zeros(n + 1, dtype=np.int32), blob, keyset.trie.member,
                  np.fromiter(map(ord, chars), dtype=np.int64, count=ncp), np.asarray(esc, dtype=np.int64),
@@ -468,6 +461,30 @@ class Automaton:
             at += len(x)
         o_start, o_blob, o_member, o_cp, o_esc, o_raw, o_short = offs
         return o_start, o_blob, o_member, o_cp, ncp, o_esc, o_raw, o_short
+
+    def _key_char(self, keyset, ch: str) -> tuple:
+        """``(escape, short, raw)`` of name character ``ch`` under ``keyset``'s spelling policy:
+        the term after its ``\\u`` escape's ``u``, its one-byte short escape or -1, and 1 if its
+        UTF-8 bytes may be written raw. Memoized per policy and character: an object's key trie
+        asks for each character of its names, and a schema with many objects has many tries."""
+        key = (keyset.spelling_key, ch)
+        hit = self._kchar.get(key)
+        if hit is not None:
+            return hit
+        t = self.rules.compile_node(keyset.spelling(ch))
+        after = self.deriv(t, 0x5C)  # its escapes, after the backslash: u + 4 hex digits
+        esc = self.deriv(after, 0x75)
+        # ... or one byte (JSON's short escapes: the quote, the backslash, \/ \b \f \n \r \t),
+        # where the spelling policy offers it (the canonical one has no \/)
+        sh = _SHORT_ESCAPE_OF.get(ch, -1)
+        if sh >= 0:
+            r = self.deriv(after, sh)
+            if r == K.EMPTY:
+                sh = -1
+            elif r != K.EPS:
+                raise GrammarError(f"key character {ch!r} has a short escape that does not end it")
+        hit = self._kchar[key] = (int(esc), sh, int(self.deriv(t, ch.encode("utf-8")[0]) != K.EMPTY))
+        return hit
 
     def _keyset_of(self, T: int):
         keyset = self._kpy.get(T)

@@ -257,11 +257,14 @@ class Automaton:
                    a["plain_inv"], a["row_ready"], a["ctl"])
 
     @staticmethod
-    def _grown(arr, cap, fill):
+    def _grown(arr, cap, fill, used=None):
+        """``arr`` with ``cap`` rows: its rows (the first ``used`` of them), the new ones
+        ``fill`` (left unwritten when ``None``: their owner writes a row before it is read)."""
         out = np.empty((cap,) + arr.shape[1:], dtype=arr.dtype)
-        n = arr.shape[0]
-        out[:n] = arr
-        out[n:] = fill  # (the old rows written once, not filled first)
+        n = arr.shape[0] if used is None else used
+        out[:n] = arr[:n]
+        if fill is not None:
+            out[n:] = fill  # (the old rows written once, not filled first)
         return out
 
     @property
@@ -294,9 +297,9 @@ class Automaton:
                     f"the term store reached its limit of {1 << K.TERM_ID_BITS} terms"
                 )
             self._budget({"ti": cap, "tf": cap, "tm": cap, "ht": _pow2(2 * cap)})
-            a["ti"] = self._grown(a["ti"], cap, 0)
-            a["tf"] = self._grown(a["tf"], cap, 0)
-            a["tm"] = self._grown(a["tm"], cap, -1)
+            n = int(a["ctl"][K.C_TERMS])  # (a new term's row is written by terms._new_term)
+            for name in ("ti", "tf", "tm"):
+                a[name] = self._grown(a[name], cap, None, n)
             ht = np.full(_pow2(2 * cap), -1, dtype=np.int32)
             K.rehash_terms(a["ti"], a["bw"], a["pool"], int(a["ctl"][K.C_TERMS]), ht)
             a["ht"] = ht
@@ -321,11 +324,10 @@ class Automaton:
         elif status == K.NEED_GROW_STATES:
             cap = 2 * a["trans"].shape[0]
             self._budget({k: cap for k in ("term_of", "trans", "accepting", "plain_inv", "row_ready")})
-            a["term_of"] = self._grown(a["term_of"], cap, -1)
-            a["trans"] = self._grown(a["trans"], cap, UNKNOWN)
-            a["accepting"] = self._grown(a["accepting"], cap, False)
-            a["plain_inv"] = self._grown(a["plain_inv"], cap, -1)
-            a["row_ready"] = self._grown(a["row_ready"], cap, False)
+            # (rows past the states are written by kernels.state when it makes a state)
+            n = int(a["ctl"][K.C_STATES])
+            for name in ("term_of", "trans", "accepting", "plain_inv", "row_ready"):
+                a[name] = self._grown(a[name], cap, None, n)
         else:  # pragma: no cover - a kernel bug
             raise AssertionError(f"unknown kernel exit {status}")
         # Publish whole arrays: a kernel or reader on the old ones keeps valid memory.

@@ -40,6 +40,12 @@ def state(S, t):
         return _fail(S, NEED_GROW_STATES, 0)
     S[S_TERM_OF][n] = t
     S[S_ACC][n] = (S[S_TF][t] & F_NULL) != 0
+    # the state's row and flags are written here, not when the arrays grow (rows past the
+    # states are never read: growing them costs a copy of the states so far, not a fill of
+    # the doubled table, 32 MiB at 32,768 states)
+    trans[n, :] = UNKNOWN
+    S[S_INV][n] = -1
+    S[S_READY][n] = False
     tm[t, M_STATE] = n
     ctl[C_STATES] = n + 1
     return n

@@ -18,7 +18,7 @@ import pytest
 
 from dotjson import Index
 from dotjson.automaton import kernels as K
-from dotjson.index import _PLAIN_SEQS
+from dotjson.masks import _PLAIN_SEQS
 
 from naive import allowed_tokens, assert_same_masks
 
@@ -76,8 +76,8 @@ def test_open_key_masks_equal_the_node_by_node_walk(request, vocab_name, options
     vocab = request.getfixturevalue(vocab_name)
     fast = Index(schema, vocab, **options)
     slow = Index(schema, vocab, **options)
-    slow._plain_runs = False
-    slow._heads = False
+    slow._masker._plain_runs = False
+    slow._masker._heads = False
     assert_same_masks(fast, slow, json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode())
 
 

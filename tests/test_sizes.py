@@ -30,7 +30,8 @@ GENERATED = {
 #: restructuring; an entry leaves the list with the change that brings it under the limit.
 OVER = {
     # one row of the derivative table, every term kind inline (a Numba kernel: helpers
-    # it calls cost a call per term unless inlined, and inlining is Numba-cache sensitive)
+    # it calls cost a call per term unless inlined; split into one helper per term kind it
+    # made the benchmark's fresh masks 5-7% slower, 2026-12-02, measured and reverted)
     "automaton/rows.py:_row": "233 lines without its docstring (2026-12-02)",
 }
 

@@ -165,14 +165,9 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                         inv = K.plain_inv(S, nxt, pseq, plen)
                         if inv < 0:
                             return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                if inv == 1 and mode == WALK_PLAIN:
-                    kb = big[c]
-                    if kb >= 0:
-                        or_words(out, big_bits[kb])
-                    else:
-                        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
-                    e += 1
-                    continue
+                # the whole subtree: a plain-invariant state, or one that allows every plain
+                # token (plain_open, asked where a bounded run is: an open object's key)
+                whole = inv == 1 and mode == WALK_PLAIN
                 if (inv == 0 and mode == WALK_PLAIN and nchars.shape[0] > 0
                         and subtree_end[c] - c >= RUN_MIN_NODES):
                     k = K.run_len(S, nxt, pseq, plen)
@@ -182,15 +177,10 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                         u = K.plain_open(S, nxt, pseq, plen)
                         if u < 0:
                             return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                        if u == 1:  # every plain token below: the whole subtree, as above
-                            kb = big[c]
-                            if kb >= 0:
-                                or_words(out, big_bits[kb])
-                            else:
-                                _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
-                            e += 1
-                            continue
-                        inv_[nxt] = K.INV_NO_RUN
+                        if u == 1:
+                            whole = True
+                        else:
+                            inv_[nxt] = K.INV_NO_RUN
                     else:
                         lim = nchars[c] + k
                         kb = big[c]
@@ -206,6 +196,14 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                                     out[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
                         e += 1
                         continue
+                if whole:
+                    kb = big[c]
+                    if kb >= 0:
+                        or_words(out, big_bits[kb])
+                    else:
+                        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
+                    e += 1
+                    continue
                 _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
                 if has_kids:  # the same push as an exit's, above
                     st_node[sp] = c

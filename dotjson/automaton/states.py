@@ -346,6 +346,19 @@ def _plain_complete(S, c, pseq, plen):
     return 1
 
 
+@kernel
+def _plain_item(S, item, pseq, plen):
+    """:func:`_plain_complete` of a repetition's ``item``, memoized per term; 1/0, -1 on exit."""
+    v = _mget(S, _T_PLAINC | item)
+    if v < 0:
+        v = _plain_complete(S, item, pseq, plen)
+        if v < 0:
+            return -1
+        if _mput(S, _T_PLAINC | item, v) < 0:
+            return -1
+    return v
+
+
 @unit(_i64, STORE, _i64, _I32_3, _I32_1)
 def plain_run(S, s, pseq, plen):
     """How many plain string characters state ``s`` takes in a row, each to the same successor
@@ -386,16 +399,9 @@ def plain_run(S, s, pseq, plen):
             for b in range(pseq[q, 0, 0], pseq[q, 0, 1] + 1):
                 if (bw[j, b >> 6] >> np.uint64(b & 63)) & _U1:
                     return 0
-    item = ti[a, 1]
-    v = _mget(S, _T_PLAINC | item)
-    if v < 0:
-        v = _plain_complete(S, item, pseq, plen)
-        if v < 0:
-            return -1
-        if _mput(S, _T_PLAINC | item, v) < 0:
-            return -1
-    if v == 0:
-        return 0
+    v = _plain_item(S, ti[a, 1], pseq, plen)
+    if v <= 0:
+        return v
     hi = ti[a, 3]
     if hi == INF or hi >= BAND:
         return RUN_INF
@@ -432,15 +438,7 @@ def _open_item(S, a, pseq, plen):
         a = ti[a, 1]
     if ti[a, 0] != K_REP or ti[a, 3] != INF:
         return 0
-    item = ti[a, 1]
-    v = _mget(S, _T_PLAINC | item)
-    if v < 0:
-        v = _plain_complete(S, item, pseq, plen)
-        if v < 0:
-            return -1
-        if _mput(S, _T_PLAINC | item, v) < 0:
-            return -1
-    return v
+    return _plain_item(S, ti[a, 1], pseq, plen)
 
 
 @kernel

@@ -31,6 +31,9 @@ EVERY_VALID = dict(property_order="any", close_objects=False, whitespace="json")
 S = {"type": "string"}
 I = {"type": "integer"}
 
+# arrays of comparison operators, and the other values jscsrc's `oneOf` speaks of
+_OPS_DOCS = [[], ["=="], ["==", "!="], ["==", "=="], [None, None], [None, "!="], ["<"], True, False, None, "==", {}]
+
 #: (schema, documents that must be among those checked: the boundary cases)
 CASES = {
     "not-patternProperties": (
@@ -229,6 +232,19 @@ CASES.update({
         {"oneOf": [{"type": "object", "required": ["p"], "properties": {"p": S}},
                    {"type": "object", "properties": {"p": S, "q": I}}]},
         [{}, {"p": "s"}, {"q": 1}, {"p": 1}, {"p": "s", "q": "x"}, {"q": "x"}, {"p": "s", "q": 1}]),
+    "oneOf-uniqueItems-other-types": (
+        # JsonSchemaStore jscsrc: a `uniqueItems` branch that also allows booleans and null,
+        # beside a boolean and a null branch; only where the branches overlap (booleans, null)
+        # is it negated, and there `uniqueItems` says nothing (refused before: "cannot negate
+        # 'uniqueItems'"); exactly one holds on arrays alone
+        {"oneOf": [{"type": ["array", "boolean", "null"], "items": {"enum": ["==", "!=", None]}, "uniqueItems": True},
+                   {"type": "boolean"}, {"type": "null"}]},
+        _OPS_DOCS),
+    "not-uniqueItems-on-a-string": (
+        # JsonSchemaStore template: `uniqueItems` beside `type: string` (a keyword of arrays on
+        # a string schema) under a negation: the string's negation, nothing of items
+        {"oneOf": [{"type": "array", "items": {"type": "string", "uniqueItems": True}}, {"type": "string"}]},
+        [[], ["a"], ["a", "a"], ["a", 1], [["a", "a"]], "a", "", 1, None, {"a": "a"}]),
     "oneOf-six-item-enums": (
         # Github_medium o62056: arrays of six overlapping item enums (exactly one holds: an item
         # outside each other enum, six contains counters)
@@ -331,6 +347,15 @@ def test_witness_in_a_recursive_schema(tiny_bpe_vocab):
     with pytest.raises(SchemaError, match="accepts no JSON value"):
         schema_to_grammar({"$defs": {"n": {"type": "object", "not": {"propertyNames": {"pattern": "^[a-b]+$"}},
                                            "additionalProperties": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"})
+
+
+def test_uniqueItems_behind_a_reference_negated_on_other_types(tiny_bpe_vocab):
+    # jscsrc itself: the `uniqueItems` branch is a `$ref`, negated on booleans and null only
+    # (the reference inlined on those types: nothing of its arrays is negated)
+    schema = {"$defs": {"ops": CASES["oneOf-uniqueItems-other-types"][0]["oneOf"][0]},
+              "type": ["array", "boolean", "null"],
+              "oneOf": [{"$ref": "#/$defs/ops"}, {"type": "boolean"}, {"type": "null"}]}
+    assert _check(schema, _documents(_OPS_DOCS, n=40), tiny_bpe_vocab) > 0
 
 
 def test_excluded_object_values_that_leave_nothing():

@@ -14,6 +14,15 @@ from dotjson.jsonschema.values import _ATOM_TYPES, _U, FALSE, MAX_BRANCHES, TRUE
 # the atom of `type: object`
 _OBJECT_TYPE = ("types", frozenset({"object"}))
 
+def _types_of(within):
+    """The types the atoms ``within`` allow (every type when they say nothing of types)."""
+    t = _U
+    for a in within:
+        if a[0] == "types":
+            t = t & a[1]
+    return t
+
+
 def _uncanon(c):
     """The Python value of canonical value ``c`` (:func:`~dotjson.jsonschema.values._canon`)."""
     k = c[0]
@@ -37,7 +46,7 @@ class Negation:
         if not D:
             return [tuple(within)]
         if len(D) == 1:
-            return self.and2([tuple(within)], self.neg_branch(D[0], where), where)
+            return self.and2([tuple(within)], self.neg_branch(D[0], where, _types_of(within)), where)
         try:
             out = self._negate_product(D, where, within)
             if len(out) > MAX_BRANCHES:
@@ -67,8 +76,9 @@ class Negation:
         # absent with more) go first, and the alternatives C every ¬Bi shares are factored out:
         # ∧ (C ∨ Ri) = C ∨ ∧ Ri (a value of another type, a shared property invalid ...)
         nbs = []
+        types = _types_of(within)
         for br in D:
-            nb = self.neg_branch(br, where)
+            nb = self.neg_branch(br, where, types)
             nbs.append(self.compact(nb) if len(nb) > 1 else nb)
         common = set(nbs[0]).intersection(*nbs[1:])
         out = [tuple(within)]
@@ -158,11 +168,20 @@ class Negation:
                     out = vals if out is None else out & vals
         return out
 
-    def neg_branch(self, br, where) -> list:
+    def neg_branch(self, br, where, types=_U) -> list:
         """The normal form of ¬br (one branch): the union of its atoms' negations, except that a
         required property and its schemas are negated together: ¬(p present ∧ p's value in X)
         is "p's value, if present, in ¬X" (one alternative, not "p absent" beside "p present
-        and not in X")."""
+        and not in X"). ``types``: the types the negation is wanted on (the rest is dropped by
+        the caller); an atom that speaks only of types neither ``br`` nor ``types`` holds is
+        true of every value ``br`` allows there, so it is left out, negation and all
+        (``{"type": "string", "uniqueItems": true}``: a string, whose negation needs no
+        "some two items equal")."""
+        for a in br:
+            if a[0] == "types":
+                types = types & a[1]
+        if types != _U:
+            br = tuple(a for a in br if a[0] not in _ATOM_TYPES or _ATOM_TYPES[a[0]] & types)
         req = {a[1] for a in br if a[0] == "required"}
         joint: dict = {}
         if req:
@@ -178,10 +197,12 @@ class Negation:
                 ne = self.not_expr(self.and_expr(joint[a[1]]))
                 out.append((_OBJECT_TYPE, ("props", a[1], ne)))
                 continue
-            out.extend(self.neg_atom(a, where))
+            out.extend(self.neg_atom(a, where, types))
         return out
 
-    def neg_atom(self, a, where):
+    def neg_atom(self, a, where, types=_U):
+        """The normal form of ¬a (one atom); ``types`` as for :meth:`neg_branch` (a reference
+        is negated on them only)."""
         k = a[0]
         if k == "types":
             return [(("types", _U - a[1]),)]
@@ -192,7 +213,7 @@ class Negation:
         if k == "notenum":
             return [(("enum", a[1]),)]
         if k == "ruleref":
-            return self.negate(self.inline(a[1], where), where)
+            return self.negate(self.inline(a[1], where), where, () if types == _U else (("types", types),))
         T = _ATOM_TYPES[k]
         # a typed atom holds for every value of another type: its negation is typed
         t = ("types", T)

@@ -242,8 +242,9 @@ CASES.update({
         _OPS_DOCS),
     "not-uniqueItems-on-a-string": (
         # JsonSchemaStore template: `uniqueItems` beside `type: string` (a keyword of arrays on
-        # a string schema) under a negation: the string's negation, nothing of items
-        {"oneOf": [{"type": "array", "items": {"type": "string", "uniqueItems": True}}, {"type": "string"}]},
+        # a string schema) under a negation (there a branch of a `oneOf` the others overlap):
+        # the string's negation, nothing of items
+        {"not": {"oneOf": [{"type": "array", "items": {"type": "string", "uniqueItems": True}}, {"type": "string"}]}},
         [[], ["a"], ["a", "a"], ["a", 1], [["a", "a"]], "a", "", 1, None, {"a": "a"}]),
     "oneOf-six-item-enums": (
         # Github_medium o62056: arrays of six overlapping item enums (exactly one holds: an item

@@ -8,20 +8,11 @@ from __future__ import annotations
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema.normalize.negated_branches import negate_by_witnesses
 from dotjson.jsonschema.normalize.forms import _COMPACT_AT
-from dotjson.jsonschema.values import _ATOM_TYPES, _U, FALSE, MAX_BRANCHES, TRUE
+from dotjson.jsonschema.values import _ATOM_TYPES, _U, FALSE, MAX_BRANCHES, TRUE, _types_of
 
 
 # the atom of `type: object`
 _OBJECT_TYPE = ("types", frozenset({"object"}))
-
-def _types_of(within):
-    """The types the atoms ``within`` allow (every type when they say nothing of types)."""
-    t = _U
-    for a in within:
-        if a[0] == "types":
-            t = t & a[1]
-    return t
-
 
 def _uncanon(c):
     """The Python value of canonical value ``c`` (:func:`~dotjson.jsonschema.values._canon`)."""
@@ -177,9 +168,7 @@ class Negation:
         true of every value ``br`` allows there, so it is left out, negation and all
         (``{"type": "string", "uniqueItems": true}``: a string, whose negation needs no
         "some two items equal")."""
-        for a in br:
-            if a[0] == "types":
-                types = types & a[1]
+        types = types & _types_of(br)
         if types != _U:
             br = tuple(a for a in br if a[0] not in _ATOM_TYPES or _ATOM_TYPES[a[0]] & types)
         req = {a[1] for a in br if a[0] == "required"}

@@ -36,6 +36,23 @@ class Negation:
         are made, not after the product of every negated branch."""
         if not D:
             return [tuple(within)]
+        if len(D) > 1 and any(a[0] == "props" for a in within):
+            # only what D holds beside `within` matters (the result is intersected with it):
+            # branches it contradicts drop out, atoms it implies too (a discriminator's case
+            # of a split, below: the branches of the other values go)
+            Dw = []
+            for br in D:
+                y = self._atoms_beside(br, within)
+                if y is None:
+                    continue
+                if not y:
+                    return []  # D holds wherever `within` does
+                Dw.append(y)
+            if not Dw:
+                return [tuple(within)]
+            # (what they leave may hold one another: the product's alternatives that chose
+            # an atom `within` implies are the branch that holds the rest)
+            D = self.compact(Dw) if Dw != D else D
         if len(D) == 1:
             return self.and2([tuple(within)], self.neg_branch(D[0], where, _types_of(within)), where)
         try:

@@ -112,6 +112,8 @@ class Negation:
         case with the negation of the branches that case leaves, restricted to it (their
         atoms on ``p`` are settled); on other types, ¬D itself. Each case negates a few
         branches where the product over all of them has one factor per branch."""
+        if "object" not in _types_of(within):
+            return None  # (no object property to split on: already its "other types" part)
         best, V = None, None
         for p in dict.fromkeys(a[1] for br in D for a in br if a[0] == "props"):
             vs = [self._finite_prop(br, p) for br in D]
@@ -162,7 +164,10 @@ class Negation:
             if a[0] == "props" and a[1] == p and a[2] not in (TRUE, FALSE):
                 key = ("finite-prop", a[2])
                 if key not in self.formats:
-                    vals = None
+                    # (None while it is decided: a recursive schema asking again further down,
+                    # through its own negated oneOf, finds no discriminator there instead of
+                    # recursing without end)
+                    self.formats[key] = vals = None
                     try:
                         d = self.dnf_strict(a[2])
                         fins = [self.finite_branch(b) for b in d]

@@ -715,3 +715,19 @@ def test_maskbench_o63308_every_valid(tiny_bpe_vocab):
     quick, rest = _geojson_documents()
     for d in quick + rest:  # (its tags are others; these documents mostly hold no valid one)
         assert index.accepts(json.dumps(d)) == check.is_valid(d), d
+
+
+def test_a_split_on_other_types_does_not_split_again():
+    # a schema of schemas (opspec-io's constraints, two kinds): the negation of `dependencies`'
+    # union is split on `kind`; its part on the other types than object has no object
+    # property to split on (it recursed without end, "schema nesting too deep"); what is
+    # left is a product past the limit, refused by name
+    I = {"type": "integer"}
+    kind = lambda k: {"type": "object", "additionalProperties": False,
+                      "properties": {"kind": {"enum": [k]}, "not": {"$ref": "#/$defs/c"},
+                                     "all": {"type": "array", "items": {"$ref": "#/$defs/c"}},
+                                     "deps": {"oneOf": [{"$ref": "#/$defs/c"}, {"items": S}]}, f"{k}0": I, f"{k}1": I}}
+    schema = {"$defs": {"c": {"anyOf": [{"properties": {"title": S}}, {"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]},
+                        "a": kind("a"), "b": kind("b")}, "$ref": "#/$defs/c"}
+    with pytest.raises(UnsupportedSchemaError, match="more than 256"):
+        schema_to_grammar(schema, **EVERY_VALID)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema.normalize.negated_branches import negate_by_witnesses
 from dotjson.jsonschema.normalize.forms import _COMPACT_AT
-from dotjson.jsonschema.values import _ATOM_TYPES, _U, FALSE, MAX_BRANCHES, TRUE
+from dotjson.jsonschema.values import _ATOM_TYPES, _U, FALSE, MAX_BRANCHES, TRUE, _types_of
 
 
 # the atom of `type: object`
@@ -36,8 +36,25 @@ class Negation:
         are made, not after the product of every negated branch."""
         if not D:
             return [tuple(within)]
+        if len(D) > 1 and any(a[0] == "props" for a in within):
+            # only what D holds beside `within` matters (the result is intersected with it):
+            # branches it contradicts drop out, atoms it implies too (a discriminator's case
+            # of a split, below: the branches of the other values go)
+            Dw = []
+            for br in D:
+                y = self._atoms_beside(br, within)
+                if y is None:
+                    continue
+                if not y:
+                    return []  # D holds wherever `within` does
+                Dw.append(y)
+            if not Dw:
+                return [tuple(within)]
+            # (what they leave may hold one another: the product's alternatives that chose
+            # an atom `within` implies are the branch that holds the rest)
+            D = self.compact(Dw) if Dw != D else D
         if len(D) == 1:
-            return self.and2([tuple(within)], self.neg_branch(D[0], where), where)
+            return self.and2([tuple(within)], self.neg_branch(D[0], where, _types_of(within)), where)
         try:
             out = self._negate_product(D, where, within)
             if len(out) > MAX_BRANCHES:
@@ -67,8 +84,9 @@ class Negation:
         # absent with more) go first, and the alternatives C every ¬Bi shares are factored out:
         # ∧ (C ∨ Ri) = C ∨ ∧ Ri (a value of another type, a shared property invalid ...)
         nbs = []
+        types = _types_of(within)
         for br in D:
-            nb = self.neg_branch(br, where)
+            nb = self.neg_branch(br, where, types)
             nbs.append(self.compact(nb) if len(nb) > 1 else nb)
         common = set(nbs[0]).intersection(*nbs[1:])
         out = [tuple(within)]
@@ -94,6 +112,8 @@ class Negation:
         case with the negation of the branches that case leaves, restricted to it (their
         atoms on ``p`` are settled); on other types, ¬D itself. Each case negates a few
         branches where the product over all of them has one factor per branch."""
+        if "object" not in _types_of(within):
+            return None  # (no object property to split on: already its "other types" part)
         best, V = None, None
         for p in dict.fromkeys(a[1] for br in D for a in br if a[0] == "props"):
             vs = [self._finite_prop(br, p) for br in D]
@@ -144,7 +164,10 @@ class Negation:
             if a[0] == "props" and a[1] == p and a[2] not in (TRUE, FALSE):
                 key = ("finite-prop", a[2])
                 if key not in self.formats:
-                    vals = None
+                    # (None while it is decided: a recursive schema asking again further down,
+                    # through its own negated oneOf, finds no discriminator there instead of
+                    # recursing without end)
+                    self.formats[key] = vals = None
                     try:
                         d = self.dnf_strict(a[2])
                         fins = [self.finite_branch(b) for b in d]
@@ -158,11 +181,18 @@ class Negation:
                     out = vals if out is None else out & vals
         return out
 
-    def neg_branch(self, br, where) -> list:
+    def neg_branch(self, br, where, types=_U) -> list:
         """The normal form of ¬br (one branch): the union of its atoms' negations, except that a
         required property and its schemas are negated together: ¬(p present ∧ p's value in X)
         is "p's value, if present, in ¬X" (one alternative, not "p absent" beside "p present
-        and not in X")."""
+        and not in X"). ``types``: the types the negation is wanted on (the rest is dropped by
+        the caller); an atom that speaks only of types neither ``br`` nor ``types`` holds is
+        true of every value ``br`` allows there, so it is left out, negation and all
+        (``{"type": "string", "uniqueItems": true}``: a string, whose negation needs no
+        "some two items equal")."""
+        types = types & _types_of(br)
+        if types != _U:
+            br = tuple(a for a in br if a[0] not in _ATOM_TYPES or _ATOM_TYPES[a[0]] & types)
         req = {a[1] for a in br if a[0] == "required"}
         joint: dict = {}
         if req:
@@ -178,10 +208,12 @@ class Negation:
                 ne = self.not_expr(self.and_expr(joint[a[1]]))
                 out.append((_OBJECT_TYPE, ("props", a[1], ne)))
                 continue
-            out.extend(self.neg_atom(a, where))
+            out.extend(self.neg_atom(a, where, types))
         return out
 
-    def neg_atom(self, a, where):
+    def neg_atom(self, a, where, types=_U):
+        """The normal form of ¬a (one atom); ``types`` as for :meth:`neg_branch` (a reference
+        is negated on them only)."""
         k = a[0]
         if k == "types":
             return [(("types", _U - a[1]),)]
@@ -192,7 +224,7 @@ class Negation:
         if k == "notenum":
             return [(("enum", a[1]),)]
         if k == "ruleref":
-            return self.negate(self.inline(a[1], where), where)
+            return self.negate(self.inline(a[1], where), where, () if types == _U else (("types", types),))
         T = _ATOM_TYPES[k]
         # a typed atom holds for every value of another type: its negation is typed
         t = ("types", T)

@@ -102,8 +102,8 @@ def fill_next_token_bitmask(pairs, bitmask, out_rows=None) -> None:
     fresh = []
     for g in groups.values():
         idx, states, _ = g
-        memo = idx._state_row
-        if all(s < 0 or (s & _LOW31 if s >= _VIRT else s) in memo for s in states):
+        memo = idx._masker
+        if all(s < 0 or memo.has(s & _LOW31 if s >= _VIRT else s) for s in states):
             _fill_group(bits, g)
         else:
             fresh.append(g)

@@ -146,9 +146,7 @@ def _save_index(index, path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
     with index._lock:
         st = export_state(index._auto)
-        n_masks = index._n_masks
-        masks = index._masks[:n_masks].copy()
-        mask_keys = [[int(k), int(v)] for k, v in index._mask_of_key.items()]
+        masks, mask_keys = index._masker.export()
         nxt = [[int(k), int(v)] for k, v in index._next.items()]
     arrays = dict(st["arrays"])
     arrays["masks"] = masks
@@ -379,40 +377,15 @@ def load_index(cls, path, vocabulary=None):
         grammar = grammar_from_json(meta["grammar"])
         auto = import_state(grammar, meta["automaton"], arrays)
         auto.rules.lanes = Lanes(meta["lanes"])  # (ValueError: not integers >= BAND, too many)
-        self = cls.__new__(cls)
-        self._options = dict(meta["options"])
-        self._setup(
-            grammar, vocabulary, auto.max_states, int(meta["max_cache_bytes"]), auto.fuel, automaton=auto
-        )
         text = meta.get("grammar_text")
         if not isinstance(text, str) and not (text is None and grammar.families):
             raise ValueError("grammar text missing")
-        self._grammar_text = text
-        if self._n_words != int(meta["n_words"]) or self._limit != int(meta["limit"]):
-            raise ValueError("vocabulary geometry differs")
-        masks = arrays["masks"]
-        if masks.dtype != np.uint32 or masks.ndim != 2 or masks.shape[1] != self._n_words:
-            raise ValueError("mask table has the wrong shape")
-        n_masks = masks.shape[0]
-        self._masks = np.zeros((max(16, n_masks), self._n_words), dtype=np.uint32)
-        self._masks[:n_masks] = masks
-        self._n_masks = n_masks
-        n_nodes = auto.n_terms
-        n_states = auto.n_states
-        for k, v in meta["mask_keys"]:
-            k, v = int(k), int(v)
-            if not (0 <= k < n_nodes and 0 <= v < n_masks):
-                raise ValueError("mask key out of range")
-            self._mask_of_key[k] = v
-        n_ids = vocabulary.max_token_id()
-        for k, v in meta["next"]:
-            if type(k) is not int or type(v) is not int:
-                raise ValueError("transition memo entry is not a pair of integers")
-            state, token = divmod(k, 4_294_967_296)
-            if not (0 <= state < n_states and 0 <= token < n_ids and -2 <= v < n_states and v != -1):
-                raise ValueError("transition memo out of range")
-            self._next[k] = v
+        index = cls._from_saved(
+            grammar, vocabulary, meta["options"], auto, int(meta["max_cache_bytes"]), text,
+            (int(meta["n_words"]), int(meta["limit"])), arrays["masks"], meta["mask_keys"],
+            meta["next"],
+        )
     except (KeyError, ValueError, TypeError, IndexError, AttributeError, OSError, RecursionError) as e:
         # RecursionError: a crafted grammar nested past the interpreter's stack.
         raise IndexFormatError(f"{where} is corrupt: {e}") from None
-    return self
+    return index

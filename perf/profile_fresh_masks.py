@@ -73,14 +73,14 @@ def main(argv=None):
             s = index.next_state(s, t)
             with index._lock:
                 k = auto.key_state(s, index._limit)
-                if auto.term_of(k) in index._mask_of_key:
+                if auto.term_of(k) in index._masker._mask_of_key:
                     continue
                 n1 = index.n_states
                 c0 = time.thread_time()
-                index._mask_row(s)  # the path every caller takes (memoized after)
+                index._masker.row(s)  # the path every caller takes (memoized after)
                 c1 = time.thread_time()
                 new += index.n_states - n1
-                index._compute_mask(k)
+                index._masker._compute_mask(k)
                 c2 = time.thread_time()
             first += c1 - c0
             walk += c2 - c1

@@ -1,7 +1,7 @@
 """Heads: a state ``A q c`` (``q`` a delimiter no plain token holds, a string's closing quote)
 takes its mask from the head ``A q`` (the prefixes of its words and the special-trie nodes where
 they end: computed once per process and vocabulary) and a walk of those nodes' subtrees from
-``c`` (``dotjson.automaton.heads``, ``Index._head_mask``).
+``c`` (``dotjson.automaton.heads``, ``dotjson.masks.Masker._head_mask``).
 
 Checked against the same index with heads off (one walk of the whole state) at every byte of
 documents with formats, bounds, patterns and nesting, on the three shipped vocabularies; the
@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from dotjson import Index
+from dotjson.masks import Masker
 from dotjson.automaton import heads as H
 from naive import assert_same_masks
 
@@ -43,7 +44,7 @@ _DOCS = [
 def _check_every_byte(vocab, schema, doc):
     fast = Index(schema, vocab)
     slow = Index(schema, vocab)
-    slow._heads = False
+    slow._masker._heads = False
     assert_same_masks(fast, slow, json.dumps(doc, ensure_ascii=False).encode())
     return fast
 
@@ -64,13 +65,13 @@ def test_heads_are_shared_across_indexes(llama3_vocab):
               "required": ["at"]}
     _check_every_byte(llama3_vocab, first, {"when": "2023-04-15T19:30:00Z"})
     misses = []
-    orig = Index._compute_mask
+    orig = Masker._compute_mask
 
     def counting(self, state):
         misses.append(state)
         return orig(self, state)
 
-    Index._compute_mask = counting
+    Masker._compute_mask = counting
     try:
         index = Index(second, llama3_vocab)
         data = b'{"at": "2023-04-15T19:30:00Z'
@@ -79,7 +80,7 @@ def test_heads_are_shared_across_indexes(llama3_vocab):
         for i in range(len(b'{"at": "'), len(data) + 1):
             index.mask(index._auto.walk_bytes(index.initial_state, data[:i]))
     finally:
-        Index._compute_mask = orig
+        Masker._compute_mask = orig
     assert s0 >= 0
     assert len(misses) == n0  # every position inside the string: its head was known
     _check_every_byte(llama3_vocab, second, {"b": True, "at": "2023-04-15T19:30:00Z"})
@@ -93,9 +94,9 @@ def test_interned_ids_follow_structure(llama3_vocab):
         s = index._auto.walk_bytes(index.initial_state, prefix)
         from dotjson._kernels import walk
         from dotjson.trie import NON_PLAIN_WORDS
-        n = index._auto._run(walk.head_pairs, s, NON_PLAIN_WORDS, index._head_pairs)
+        n = index._auto._run(walk.head_pairs, s, NON_PLAIN_WORDS, index._masker._head_pairs)
         assert n == 1
-        return index._head_gid_of(int(index._head_pairs[0]))
+        return index._masker._head_gid_of(int(index._masker._head_pairs[0]))
 
     date = {"type": "string", "format": "date"}
     g1 = head_of({"type": "object", "properties": {"d": date}}, b'{"d": "2024-0')
@@ -171,19 +172,19 @@ def test_heads_inside_a_long_bounded_string_are_not_kept(llama3_vocab):
          "required": ["a", "b"], "additionalProperties": False}]}
     index = Index(schema, llama3_vocab, max_cache_bytes=1 << 22)
     ref = Index(schema, llama3_vocab)
-    ref._heads = False
+    ref._masker._heads = False
     s = index._auto.walk_bytes(index.initial_state, b'{"a": "')
     r = ref._auto.walk_bytes(ref.initial_state, b'{"a": "')
     with index._lock:
-        assert index._head_mask(s) is not None
+        assert index._masker._head_mask(s) is not None
     for i in range(300):
         index.mask(s)
         if i % 50 == 0:
             assert np.array_equal(index.mask(s), ref.mask(r)), i
         s = index._auto.walk_bytes(s, b"x")
         r = ref._auto.walk_bytes(r, b"x")
-    assert len(index._local_heads) <= 4
-    assert index._local_heads_bytes <= 1 << 22
+    assert len(index._masker._local_heads) <= 4
+    assert index._masker._local_heads_bytes <= 1 << 22
 
 
 def _subset():
@@ -211,7 +212,7 @@ def test_head_masks_equal_the_whole_walk_on_random_walks(request, vocab_name):
                 slow = Index(row["schema"], vocab, close_objects=close)
             except DotjsonError:
                 continue
-            slow._heads = False
+            slow._masker._heads = False
             s, u = fast.initial_state, slow.initial_state
             for _ in range(40):
                 m = fast.mask(s)
@@ -238,7 +239,7 @@ def test_a_base_images_terms_are_interned_once(llama3_vocab):
     assert image is not None and second._auto.image is image
     known = image.facts[("head ids", _heads_generation())]
     assert known.shape[0] == image.n_terms and (known != H.UNKNOWN_GID).all()
-    assert np.array_equal(second._head_gid[: image.n_terms], known)
+    assert np.array_equal(second._masker._head_gid[: image.n_terms], known)
 
 
 def _heads_generation() -> int:

@@ -330,7 +330,7 @@ def test_special_trie_run_shortcut_equals_full_walk_real_vocab(llama3_vocab, lla
     for name in ("person", "open", "any", "tree"):
         fast = Index(SCHEMAS[name], llama3_vocab, close_objects=False, spellings="any")
         full = Index(SCHEMAS[name], llama3_vocab, close_objects=False, spellings="any")
-        full._special_mode = walk.WALK_ALL
+        full._masker._special_mode = walk.WALK_ALL
         for doc in DOCS[name]:
             for text in (doc, json.dumps(json.loads(doc), indent=2)):
                 ids = llama3_tokenizer.encode(text, add_special_tokens=False)

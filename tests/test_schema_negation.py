@@ -31,6 +31,9 @@ EVERY_VALID = dict(property_order="any", close_objects=False, whitespace="json")
 S = {"type": "string"}
 I = {"type": "integer"}
 
+# arrays of comparison operators, and the other values jscsrc's `oneOf` speaks of
+_OPS_DOCS = [[], ["=="], ["==", "!="], ["==", "=="], [None, None], [None, "!="], ["<"], True, False, None, "==", {}]
+
 #: (schema, documents that must be among those checked: the boundary cases)
 CASES = {
     "not-patternProperties": (
@@ -229,6 +232,20 @@ CASES.update({
         {"oneOf": [{"type": "object", "required": ["p"], "properties": {"p": S}},
                    {"type": "object", "properties": {"p": S, "q": I}}]},
         [{}, {"p": "s"}, {"q": 1}, {"p": 1}, {"p": "s", "q": "x"}, {"q": "x"}, {"p": "s", "q": 1}]),
+    "oneOf-uniqueItems-other-types": (
+        # JsonSchemaStore jscsrc: a `uniqueItems` branch that also allows booleans and null,
+        # beside a boolean and a null branch; only where the branches overlap (booleans, null)
+        # is it negated, and there `uniqueItems` says nothing (refused before: "cannot negate
+        # 'uniqueItems'"); exactly one holds on arrays alone
+        {"oneOf": [{"type": ["array", "boolean", "null"], "items": {"enum": ["==", "!=", None]}, "uniqueItems": True},
+                   {"type": "boolean"}, {"type": "null"}]},
+        _OPS_DOCS),
+    "not-uniqueItems-on-a-string": (
+        # JsonSchemaStore template: `uniqueItems` beside `type: string` (a keyword of arrays on
+        # a string schema) under a negation (there a branch of a `oneOf` the others overlap):
+        # the string's negation, nothing of items
+        {"not": {"oneOf": [{"type": "array", "items": {"type": "string", "uniqueItems": True}}, {"type": "string"}]}},
+        [[], ["a"], ["a", "a"], ["a", 1], [["a", "a"]], "a", "", 1, None, {"a": "a"}]),
     "oneOf-six-item-enums": (
         # Github_medium o62056: arrays of six overlapping item enums (exactly one holds: an item
         # outside each other enum, six contains counters)
@@ -331,6 +348,15 @@ def test_witness_in_a_recursive_schema(tiny_bpe_vocab):
     with pytest.raises(SchemaError, match="accepts no JSON value"):
         schema_to_grammar({"$defs": {"n": {"type": "object", "not": {"propertyNames": {"pattern": "^[a-b]+$"}},
                                            "additionalProperties": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"})
+
+
+def test_uniqueItems_behind_a_reference_negated_on_other_types(tiny_bpe_vocab):
+    # jscsrc itself: the `uniqueItems` branch is a `$ref`, negated on booleans and null only
+    # (the reference inlined on those types: nothing of its arrays is negated)
+    schema = {"$defs": {"ops": CASES["oneOf-uniqueItems-other-types"][0]["oneOf"][0]},
+              "type": ["array", "boolean", "null"],
+              "oneOf": [{"$ref": "#/$defs/ops"}, {"type": "boolean"}, {"type": "null"}]}
+    assert _check(schema, _documents(_OPS_DOCS, n=40), tiny_bpe_vocab) > 0
 
 
 def test_excluded_object_values_that_leave_nothing():
@@ -541,3 +567,167 @@ def test_random_one_of_objects_are_exact():
 @pytest.mark.parametrize("seed", range(4))
 def test_random_one_of_objects_are_exact_sweep(seed):
     assert _random_one_of_exact(100 + seed, 150) >= 120
+
+
+def _geojson(n=6):
+    """Github_trivial o63308's shape: GeoJSON whose collections' ``type`` says ``emum`` (a
+    typo: any string), so the collection overlaps every geometry; a feature's geometry is a
+    ``oneOf`` of null, ``n`` geometries tagged by ``type`` and the collection, and the top-level
+    ``oneOf`` negates it inside a feature collection's items (the collection branch's product
+    against the six tagged geometries is 2⁶ branches: one witness each, 64, was refused)."""
+    num = {"type": "number"}
+    bbox = {"type": "array", "minItems": 4, "items": num}
+    pt = {"type": "array", "minItems": 2, "items": num}
+    coords = [pt, {"type": "array", "minItems": 2, "items": pt}, {"type": "array", "items": pt},
+              {"type": "array", "items": {"type": "array", "minItems": 4, "items": pt}},
+              {"type": "array", "maxItems": 3, "items": pt}, {"type": "array", "minItems": 1, "items": pt}]
+    shapes = [{"type": "object", "required": ["type", "coordinates"],
+               "properties": {"type": {"type": "string", "enum": [t]}, "coordinates": c, "bbox": bbox}}
+              for t, c in zip("PLMQRS", coords[:n])]
+    typo = lambda t: {"type": "string", "emum": [t]}
+    gc = {"type": "object", "required": ["type", "geometries"],
+          "properties": {"type": typo("GC"), "bbox": bbox, "geometries": {"type": "array", "items": {"oneOf": shapes}}}}
+    feature = {"type": "object", "required": ["type", "g"],
+               "properties": {"type": typo("F"), "g": {"oneOf": [{"type": "null"}] + shapes + [gc]}}}
+    fc = {"type": "object", "required": ["type", "features"],
+          "properties": {"type": typo("FC"), "features": {"type": "array", "items": feature}}}
+    return {"oneOf": shapes + [gc, feature, fc]}
+
+
+def _geojson_documents():
+    p, gc = {"type": "P", "coordinates": [1, 2]}, {"type": "GC", "geometries": []}
+    feats = [{"type": "F", "g": g} for g in (None, p, gc, {"type": "P", "coordinates": [1]}, {"type": "X"},
+                                             {"type": "P", "coordinates": [1, 2], "geometries": []}, 1)]
+    quick = [{"type": "FC", "features": [f]} for f in feats[1:4] + feats[5:6]]
+    rest = [p, gc, {"type": "L", "coordinates": [[1, 2]]}, {"type": "L", "coordinates": [[1, 2], [3, 4]]},
+            {"type": "GC", "geometries": [p, {"type": "R", "coordinates": []}]},
+            {"type": "P", "coordinates": [1, 2], "geometries": []}, {"type": "FC", "features": []}]
+    rest += feats + [{"type": "FC", "features": [f]} for f in feats[:1] + feats[4:5] + feats[6:]]
+    return quick, rest + [{"type": "FC", "features": feats[:3]}]
+
+
+def _check_geojson(docs, vocab):
+    schema = _geojson()
+    v = jsonschema.Draft202012Validator(schema)
+    every = Index(schema, vocab, **EVERY_VALID)
+    assert any(v.is_valid(d) for d in docs) and not all(v.is_valid(d) for d in docs)
+    for d in docs:
+        assert every.accepts(json.dumps(d)) == v.is_valid(d), d
+
+
+def test_negated_branches_beside_a_discriminator_case(tiny_bpe_vocab):
+    # the split's case "type is not one of the tags" keeps only what the geometries hold
+    # there: the collection branch's alternatives hold "type is not P" and the like, which the
+    # case implies, and what they leave holds one another (a feature collection's feature:
+    # its geometry is negated by the top-level oneOf)
+    _check_geojson(_geojson_documents()[0], tiny_bpe_vocab)
+
+
+@pytest.mark.slow
+def test_negated_branches_beside_a_discriminator_case_more(tiny_bpe_vocab):
+    quick, rest = _geojson_documents()
+    _check_geojson(quick + rest, tiny_bpe_vocab)
+    # schema order cannot tell an absent name: the collection's negation there is a product
+    with pytest.raises(UnsupportedSchemaError, match="more than 256"):
+        schema_to_grammar(_geojson())
+
+
+# a member that must lie outside three closed objects at once: its value is ¬A ∧ ¬B ∧ ¬C, 7³
+# alternatives as a product (refused), ¬(A ∨ B ∨ C) as one negation, its branches witnesses
+# (opspec-io's `not` outside its number, object and string constraints)
+_OUTSIDE_CLOSED = {"type": "object", "required": ["v"],
+                   "not": {"anyOf": [{"properties": {"v": {"type": "object", "additionalProperties": False,
+                                                           "properties": {f"{k}{i}": I for i in range(6)}}}}
+                                     for k in "abc"]}}
+_OUTSIDE_CLOSED_DOCS = [{"v": 1}, {"v": {}}, {"v": {"a0": 1}}, {"v": {"a0": "s"}}, {"v": {"a0": 1, "b0": 1}},
+                        {"v": {"x": 1}}, {"v": {"a0": "s", "b5": 1}}, {"v": {"c5": None}}, {"v": {"c5": 2, "c1": 3}}, {}]
+
+
+def test_a_value_outside_several_negated_objects(tiny_bpe_vocab):
+    r = random.Random(5)
+    keys = [f"{k}{i}" for k in "abc" for i in (0, 5)] + ["x"]
+    docs = _OUTSIDE_CLOSED_DOCS + [{"v": {k: r.choice([1, "s", None]) for k in r.sample(keys, r.randint(0, 3))}}
+                                   for _ in range(30)]
+    for form, schema, ds in _forms(_OUTSIDE_CLOSED, docs):
+        v = jsonschema.Draft202012Validator(schema)
+        every = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+        assert any(v.is_valid(d) for d in ds) and not all(v.is_valid(d) for d in ds)
+        for d in ds:
+            assert every.accepts(json.dumps(d)) == v.is_valid(d), (form, d)
+    # schema order cannot tell an absent name: the product there, refused by name
+    with pytest.raises(UnsupportedSchemaError, match="more than 256"):
+        schema_to_grammar(_OUTSIDE_CLOSED)
+
+
+def _regression(row_id):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "data" / "maskbench" / "regressions.jsonl"
+    return next(r for r in map(json.loads, path.read_text().splitlines()) if r["id"] == row_id)
+
+
+def _opspec_documents():
+    # opspec-io's parameters: a type each, its constraints a schema of schemas (recursive:
+    # `not`, `allOf`, `dependencies` as a oneOf of that schema and an array of names)
+    C = lambda c, kind="object": {"name": "x", "inputs": {"a": {kind: {"constraints": c}}}}
+    docs = [{"name": "x"}, {"name": "x", "inputs": {"a": {"string": {}}}},
+            {"name": "x", "inputs": {"a": {"number": {"constraints": {"minimum": 1}}, "string": {}}}},
+            C({"minLength": 1}, "string"), C({"not": {"minLength": 1}}, "string"),
+            C({"not": {"enum": ["a"], "not": {"maxLength": 2}}}, "string"), C({"not": {"minLength": "x"}}, "string"),
+            C({"properties": {"p": {"type": "string", "minLength": 2}}}), C({"dependencies": {"p": {"type": "string"}}}),
+            C({"dependencies": ["p"]}), C({"dependencies": [1]}), C({"dependencies": {"title": 1}})]
+    for dep in ({"not": {}}, {"not": {"not": {}}}, {"not": {"minLength": "x"}}, {"not": {"allOf": [{"not": 1}]}},
+                {"allOf": [{"not": {"format": "uri"}}]}, {"format": "uri", "oneOf": [{"not": {"title": 1}}]},
+                {"properties": {"x": {"not": {"minLength": 1}}}}, {"dependencies": {"title": 2}},
+                {"dependencies": {"title": "s", "not": {"not": {"minLength": 1}}}}, {"not": {"minimum": 1, "title": 2}},
+                {"not": {"format": "uri", "minLength": 2}}, {"not": {"properties": {"a": {}}, "minLength": 2}},
+                {"not": {"x": 1}}, {"not": []}):
+        docs.append(C({"dependencies": dict({"title": 1}, **dep)}))
+        docs.append(C({"dependencies": dep}))
+    return docs
+
+
+@pytest.mark.slow
+def test_maskbench_opspec_every_valid(tiny_bpe_vocab):
+    # JsonSchemaStore opspec-io-0.1.7: deciding a discriminator recursed without end through
+    # its recursive constraints (_finite_prop), and a member witnessing three negated
+    # constraint objects was a product past 256; the row has no instances: these are ours,
+    # labelled by jsonschema (its dialect, draft 7)
+    row = _regression("JsonSchemaStore---opspec-io-0.1.7")
+    index = Index(row["schema"], tiny_bpe_vocab, **EVERY_VALID)
+    check = jsonschema.validators.validator_for(row["schema"])(row["schema"])
+    docs = _opspec_documents()
+    verdicts = [check.is_valid(d) for d in docs]
+    assert any(verdicts) and not all(verdicts)
+    for d, ok in zip(docs, verdicts):
+        assert index.accepts(json.dumps(d)) == ok, d
+
+
+@pytest.mark.slow
+def test_maskbench_o63308_every_valid(tiny_bpe_vocab):
+    # Github_trivial o63308 (GeoJSON with `emum` typos): 64 witnesses before the negation
+    # within a discriminator's case kept only what holds there
+    row = _regression("Github_trivial---o63308")
+    index = Index(row["schema"], tiny_bpe_vocab, **EVERY_VALID)
+    check = jsonschema.validators.validator_for(row["schema"])(row["schema"])
+    for t in row["tests"]:
+        assert index.accepts(json.dumps(t["data"])) is check.is_valid(t["data"]) is t["valid"], t["data"]
+    quick, rest = _geojson_documents()
+    for d in quick + rest:  # (its tags are others; these documents mostly hold no valid one)
+        assert index.accepts(json.dumps(d)) == check.is_valid(d), d
+
+
+def test_a_split_on_other_types_does_not_split_again():
+    # a schema of schemas (opspec-io's constraints, two kinds): the negation of `dependencies`'
+    # union is split on `kind`; its part on the other types than object has no object
+    # property to split on (it recursed without end, "schema nesting too deep"); what is
+    # left is a product past the limit, refused by name
+    I = {"type": "integer"}
+    kind = lambda k: {"type": "object", "additionalProperties": False,
+                      "properties": {"kind": {"enum": [k]}, "not": {"$ref": "#/$defs/c"},
+                                     "all": {"type": "array", "items": {"$ref": "#/$defs/c"}},
+                                     "deps": {"oneOf": [{"$ref": "#/$defs/c"}, {"items": S}]}, f"{k}0": I, f"{k}1": I}}
+    schema = {"$defs": {"c": {"anyOf": [{"properties": {"title": S}}, {"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]},
+                        "a": kind("a"), "b": kind("b")}, "$ref": "#/$defs/c"}
+    with pytest.raises(UnsupportedSchemaError, match="more than 256"):
+        schema_to_grammar(schema, **EVERY_VALID)

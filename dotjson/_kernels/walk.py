@@ -78,6 +78,9 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     * ``WALK_ALL``: no shortcut (the reference the others are tested against).
 
     In ``WALK_PLAIN``, a node with at least :data:`RUN_MIN_NODES` nodes below it reached in a
+    state that allows every plain token without being plain-invariant
+    (:func:`~dotjson.automaton.states.plain_open`: an open object's key, less its declared
+    names) takes its whole subtree too; one reached in a
     state that takes any ``k`` plain characters in a row (:func:`~dotjson.automaton.states.plain_run`:
     the key of an undeclared member under the generation bounds, a string body under
     ``maxLength``) takes the tokens of its subtree with at most ``k`` characters below it, read
@@ -162,21 +165,22 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                         inv = K.plain_inv(S, nxt, pseq, plen)
                         if inv < 0:
                             return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                if inv == 1 and mode == WALK_PLAIN:
-                    kb = big[c]
-                    if kb >= 0:
-                        or_words(out, big_bits[kb])
-                    else:
-                        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
-                    e += 1
-                    continue
+                # the whole subtree: a plain-invariant state, or one that allows every plain
+                # token (plain_open, asked where a bounded run is: an open object's key)
+                whole = inv == 1 and mode == WALK_PLAIN
                 if (inv == 0 and mode == WALK_PLAIN and nchars.shape[0] > 0
                         and subtree_end[c] - c >= RUN_MIN_NODES):
                     k = K.run_len(S, nxt, pseq, plen)
                     if k < 0:
                         return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
                     if k == 0:
-                        inv_[nxt] = K.INV_NO_RUN
+                        u = K.plain_open(S, nxt, pseq, plen)
+                        if u < 0:
+                            return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                        if u == 1:
+                            whole = True
+                        else:
+                            inv_[nxt] = K.INV_NO_RUN
                     else:
                         lim = nchars[c] + k
                         kb = big[c]
@@ -192,6 +196,14 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                                     out[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
                         e += 1
                         continue
+                if whole:
+                    kb = big[c]
+                    if kb >= 0:
+                        or_words(out, big_bits[kb])
+                    else:
+                        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
+                    e += 1
+                    continue
                 _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
                 if has_kids:  # the same push as an exit's, above
                     st_node[sp] = c
@@ -212,7 +224,8 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
                  special_mode, pseq, plen, wide, nchars, tchars, out, st_node, st_state, st_edge,
                  ret):
     """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's
-    walk, then the plain trie's (or the whole plain bitset for a plain-invariant state, or the
+    walk, then the plain trie's (or the whole plain bitset for a plain-invariant state or one
+    that allows every plain token, :func:`~dotjson.automaton.states.plain_open`, or the
     plain tokens of at most ``k`` characters for a state with a plain run of ``k``:
     :func:`~dotjson.automaton.states.plain_run`); ``big``/``big_bits``: the plain trie's
     big-subtree bitsets (:func:`dotjson.trie.big_subtree_bits`); ``len_row``/``len_bits``: the
@@ -220,7 +233,8 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
     (:func:`dotjson.trie.plain_length_bits`; an empty ``len_row`` turns that shortcut off);
     ``nchars``/``tchars``: the plain trie's characters per node and per token
     (:func:`dotjson.trie.plain_char_counts`, for the bounded-run shortcut below a node, see
-    :func:`walk_trie`; empty arrays turn it off);
+    :func:`walk_trie`; empty arrays turn it off, and the whole-subtree shortcut of states that
+    allow every plain token, as an empty ``len_row`` turns both off at the root);
     ``runs``: the special trie's ASCII runs (:func:`dotjson.trie.ascii_runs`), used when
     ``special_mode`` is ``WALK_RUNS`` (``WALK_ALL``: the special trie walked node by node).
 
@@ -248,6 +262,13 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
                             or_words(out, plain_bits)
                         else:
                             or_words(out, len_bits[len_row[k]])
+                        ret[R_PHASE] = PH_DONE
+                        return DONE
+                    v = K.plain_open(S, state, pseq, plen)
+                    if v < 0:
+                        return EXIT
+                    if v == 1:  # every plain token (an open object's key)
+                        or_words(out, plain_bits)
                         ret[R_PHASE] = PH_DONE
                         return DONE
             trie = special if ph == PH_START else plain

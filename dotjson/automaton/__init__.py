@@ -181,6 +181,9 @@ class Automaton:
         self._ktab: dict[int, int] = {}
         self._kpy: dict[int, object] = {}
         self._knames: dict[int, tuple] = {}  # id(trie) -> pool offsets of its names' arrays
+        # (spelling policy, character) -> (its escape after "\\u", its short escape, raw or not):
+        # the same for every key trie of the automaton (a wide schema has one trie per object)
+        self._kchar: dict[tuple, tuple] = {}
 
     # ------------------------------------------------------------------ the store
 
@@ -254,11 +257,14 @@ class Automaton:
                    a["plain_inv"], a["row_ready"], a["ctl"])
 
     @staticmethod
-    def _grown(arr, cap, fill):
+    def _grown(arr, cap, fill, used=None):
+        """``arr`` with ``cap`` rows: its rows (the first ``used`` of them), the new ones
+        ``fill`` (left unwritten when ``None``: their owner writes a row before it is read)."""
         out = np.empty((cap,) + arr.shape[1:], dtype=arr.dtype)
-        n = arr.shape[0]
-        out[:n] = arr
-        out[n:] = fill  # (the old rows written once, not filled first)
+        n = arr.shape[0] if used is None else used
+        out[:n] = arr[:n]
+        if fill is not None:
+            out[n:] = fill  # (the old rows written once, not filled first)
         return out
 
     @property
@@ -291,9 +297,9 @@ class Automaton:
                     f"the term store reached its limit of {1 << K.TERM_ID_BITS} terms"
                 )
             self._budget({"ti": cap, "tf": cap, "tm": cap, "ht": _pow2(2 * cap)})
-            a["ti"] = self._grown(a["ti"], cap, 0)
-            a["tf"] = self._grown(a["tf"], cap, 0)
-            a["tm"] = self._grown(a["tm"], cap, -1)
+            n = int(a["ctl"][K.C_TERMS])  # (a new term's row is written by terms._new_term)
+            for name in ("ti", "tf", "tm"):
+                a[name] = self._grown(a[name], cap, None, n)
             ht = np.full(_pow2(2 * cap), -1, dtype=np.int32)
             K.rehash_terms(a["ti"], a["bw"], a["pool"], int(a["ctl"][K.C_TERMS]), ht)
             a["ht"] = ht
@@ -318,11 +324,10 @@ class Automaton:
         elif status == K.NEED_GROW_STATES:
             cap = 2 * a["trans"].shape[0]
             self._budget({k: cap for k in ("term_of", "trans", "accepting", "plain_inv", "row_ready")})
-            a["term_of"] = self._grown(a["term_of"], cap, -1)
-            a["trans"] = self._grown(a["trans"], cap, UNKNOWN)
-            a["accepting"] = self._grown(a["accepting"], cap, False)
-            a["plain_inv"] = self._grown(a["plain_inv"], cap, -1)
-            a["row_ready"] = self._grown(a["row_ready"], cap, False)
+            # (rows past the states are written by kernels.state when it makes a state)
+            n = int(a["ctl"][K.C_STATES])
+            for name in ("term_of", "trans", "accepting", "plain_inv", "row_ready"):
+                a[name] = self._grown(a[name], cap, None, n)
         else:  # pragma: no cover - a kernel bug
             raise AssertionError(f"unknown kernel exit {status}")
         # Publish whole arrays: a kernel or reader on the old ones keeps valid memory.
@@ -440,20 +445,10 @@ class Automaton:
             chars = sorted(set(joined))
         esc, short, raw = [], [], []
         for ch in chars:
-            t = self.rules.compile_node(keyset.spelling(ch))
-            after = self.deriv(t, 0x5C)  # its escapes, after the backslash: u + 4 hex digits
-            esc.append(self.deriv(after, 0x75))
-            # ... or one byte (JSON's short escapes: the quote, the backslash, \/ \b \f \n \r \t),
-            # where the spelling policy offers it (the canonical one has no \/)
-            sh = _SHORT_ESCAPE_OF.get(ch, -1)
-            if sh >= 0:
-                r = self.deriv(after, sh)
-                if r == K.EMPTY:
-                    sh = -1
-                elif r != K.EPS:
-                    raise GrammarError(f"key character {ch!r} has a short escape that does not end it")
+            e, sh, r = self._key_char(keyset, ch)
+            esc.append(e)
             short.append(sh)
-            raw.append(int(self.deriv(t, ch.encode("utf-8")[0]) != K.EMPTY))
+            raw.append(r)
         ncp = len(chars)
         parts = [np.zeros(n + 1, dtype=np.int32), blob, keyset.trie.member,
                  np.fromiter(map(ord, chars), dtype=np.int64, count=ncp), np.asarray(esc, dtype=np.int64),
@@ -468,6 +463,30 @@ class Automaton:
             at += len(x)
         o_start, o_blob, o_member, o_cp, o_esc, o_raw, o_short = offs
         return o_start, o_blob, o_member, o_cp, ncp, o_esc, o_raw, o_short
+
+    def _key_char(self, keyset, ch: str) -> tuple:
+        """``(escape, short, raw)`` of name character ``ch`` under ``keyset``'s spelling policy:
+        the term after its ``\\u`` escape's ``u``, its one-byte short escape or -1, and 1 if its
+        UTF-8 bytes may be written raw. Memoized per policy and character: an object's key trie
+        asks for each character of its names, and a schema with many objects has many tries."""
+        key = (keyset.spelling_key, ch)
+        hit = self._kchar.get(key)
+        if hit is not None:
+            return hit
+        t = self.rules.compile_node(keyset.spelling(ch))
+        after = self.deriv(t, 0x5C)  # its escapes, after the backslash: u + 4 hex digits
+        esc = self.deriv(after, 0x75)
+        # ... or one byte (JSON's short escapes: the quote, the backslash, \/ \b \f \n \r \t),
+        # where the spelling policy offers it (the canonical one has no \/)
+        sh = _SHORT_ESCAPE_OF.get(ch, -1)
+        if sh >= 0:
+            r = self.deriv(after, sh)
+            if r == K.EMPTY:
+                sh = -1
+            elif r != K.EPS:
+                raise GrammarError(f"key character {ch!r} has a short escape that does not end it")
+        hit = self._kchar[key] = (int(esc), sh, int(self.deriv(t, ch.encode("utf-8")[0]) != K.EMPTY))
+        return hit
 
     def _keyset_of(self, T: int):
         keyset = self._kpy.get(T)

@@ -66,5 +66,6 @@ from .clamp import (  # noqa: F401
     clamp,
 )
 from .states import (  # noqa: F401
-    fill_entry, fill_row, fill_rows, plain_inv, plain_run, run_len, state, walk_bytes, walk_terms,
+    fill_entry, fill_row, fill_rows, plain_inv, plain_open, plain_run, run_len, state, walk_bytes,
+    walk_terms,
 )

@@ -161,6 +161,124 @@ def _push_row_dep(S, st, sp, x):
     return st, sp
 
 
+@kernel
+def _rep_row(S, t, cw, ct):
+    """The classes of ``R{lo,hi}`` (its item's row known): the item's, each followed by
+    ``R{lo-1,hi-1}``; their number, -1 on exit."""
+    ti = S[S_TI]
+    tm = S[S_TM]
+    rcw = S[S_RCW]
+    rct = S[S_RCT]
+    item, lo, hi = ti[t, 1], ti[t, 2], ti[t, 3]
+    rest = rep(S, item, max(lo - 1, 0), INF if hi == INF else hi - 1)
+    if rest < 0:
+        return -1
+    n = 0
+    off = tm[item, M_ROW_OFF]
+    for i in range(off, off + tm[item, M_ROW_LEN]):
+        d = seq(S, rct[i], rest)
+        if d < 0:
+            return -1
+        for w in range(4):
+            cw[n, w] = rcw[i, w]
+        ct[n] = d
+        n += 1
+    return n
+
+
+@kernel
+def _and_row(S, t, cw, ct):
+    """The classes of an AND (its items' rows known): the intersections of its items' classes
+    with their successors intersected, empty ones dropped and equal ones merged; their number,
+    -1 on exit."""
+    ti = S[S_TI]
+    tm = S[S_TM]
+    pool = S[S_POOL]
+    rcw = S[S_RCW]
+    rct = S[S_RCT]
+    poff = ti[t, 1]
+    a = pool[poff]
+    off = tm[a, M_ROW_OFF]
+    n = tm[a, M_ROW_LEN]
+    for i in range(n):
+        for w in range(4):
+            cw[i, w] = rcw[off + i, w]
+        ct[i] = rct[off + i]
+    tw = np.empty((257, 4), dtype=np.uint64)
+    tt = np.empty(257, dtype=np.int32)
+    for x in range(1, ti[t, 2]):
+        q = pool[poff + x]
+        qoff = tm[q, M_ROW_OFF]
+        m = 0
+        for i in range(n):
+            for j in range(qoff, qoff + tm[q, M_ROW_LEN]):
+                nz = False
+                for w in range(4):
+                    tw[m, w] = cw[i, w] & rcw[j, w]
+                    if tw[m, w] != _U0:
+                        nz = True
+                if not nz:
+                    continue
+                d = and2(S, ct[i], rct[j])
+                if d < 0:
+                    return -1
+                if d == EMPTY:
+                    continue
+                tt[m] = d
+                m += 1
+        n = _merge_same(tw, tt, m)
+        for i in range(n):
+            for w in range(4):
+                cw[i, w] = tw[i, w]
+            ct[i] = tt[i]
+    return n
+
+
+@kernel
+def _diff_row(S, t, cw, ct):
+    """The classes of ``A - B`` (both rows known): where both have a class, the successors'
+    difference (empty ones dropped); where only ``A`` has, its successor; equal ones merged.
+    Their number, -1 on exit."""
+    ti = S[S_TI]
+    tm = S[S_TM]
+    rcw = S[S_RCW]
+    rct = S[S_RCT]
+    a, b = ti[t, 1], ti[t, 2]
+    qoff, qn = tm[b, M_ROW_OFF], tm[b, M_ROW_LEN]
+    uq = np.zeros(4, dtype=np.uint64)
+    for j in range(qoff, qoff + qn):
+        for w in range(4):
+            uq[w] |= rcw[j, w]
+    n = 0
+    aoff = tm[a, M_ROW_OFF]
+    for i in range(aoff, aoff + tm[a, M_ROW_LEN]):
+        d1 = rct[i]
+        for j in range(qoff, qoff + qn):
+            nz = False
+            for w in range(4):
+                cw[n, w] = rcw[i, w] & rcw[j, w]
+                if cw[n, w] != _U0:
+                    nz = True
+            if not nz:
+                continue
+            d = diff(S, d1, rct[j])
+            if d < 0:
+                return -1
+            if d == EMPTY:
+                continue
+            ct[n] = d
+            n += 1
+        nz = False
+        for w in range(4):
+            cw[n, w] = rcw[i, w] & ~uq[w]
+            if cw[n, w] != _U0:
+                nz = True
+        if nz:
+            ct[n] = d1
+            n += 1
+    return _merge_same(cw, ct, n)
+
+
 @unit(_i64, STORE, _i64)
 def _row(S, t0):
     """Memoize the derivative classes of ``t0``: disjoint byte masks with distinct non-empty
@@ -233,16 +351,14 @@ def _row(S, t0):
                 cw[0, w] = S[S_BW][j, w]
             ct[0] = EPS
             n = 1
-        elif k == K_KEYS and ti[t, 3] >= KD_END:  # shares its tail's row
-            body = _k_end(S, t)
+        elif k == K_REF or (k == K_KEYS and ti[t, 3] >= KD_END):  # its body's (tail's) row
+            body = rules[ti[t, 1]] if k == K_REF else _k_end(S, t)
             tm[t, M_ROW_LEN] = tm[body, M_ROW_LEN]
             tm[t, M_ROW_OFF] = tm[body, M_ROW_OFF]
             sp -= 1
             continue
         elif k == K_KEYS:
             n = _k_row(S, t, cw, ct)
-            if n < 0:
-                return -1
         elif k == K_SEQ or k == K_ALT:
             ns = 0
             single = True
@@ -301,98 +417,14 @@ def _row(S, t0):
                 n = ns
             else:
                 n = _union_rows(S, srcw, srct, ns, cw, ct)
-                if n < 0:
-                    return -1
         elif k == K_REP:
-            item, lo, hi = ti[t, 1], ti[t, 2], ti[t, 3]
-            rest = rep(S, item, max(lo - 1, 0), INF if hi == INF else hi - 1)
-            if rest < 0:
-                return -1
-            off = tm[item, M_ROW_OFF]
-            for i in range(off, off + tm[item, M_ROW_LEN]):
-                d = seq(S, rct[i], rest)
-                if d < 0:
-                    return -1
-                for w in range(4):
-                    cw[n, w] = rcw[i, w]
-                ct[n] = d
-                n += 1
-        elif k == K_REF:
-            body = rules[ti[t, 1]]
-            tm[t, M_ROW_LEN] = tm[body, M_ROW_LEN]
-            tm[t, M_ROW_OFF] = tm[body, M_ROW_OFF]
-            sp -= 1
-            continue
+            n = _rep_row(S, t, cw, ct)
         elif k == K_AND:
-            poff = ti[t, 1]
-            a = pool[poff]
-            off = tm[a, M_ROW_OFF]
-            n = tm[a, M_ROW_LEN]
-            for i in range(n):
-                for w in range(4):
-                    cw[i, w] = rcw[off + i, w]
-                ct[i] = rct[off + i]
-            tw = np.empty((257, 4), dtype=np.uint64)
-            tt = np.empty(257, dtype=np.int32)
-            for x in range(1, ti[t, 2]):
-                q = pool[poff + x]
-                qoff = tm[q, M_ROW_OFF]
-                m = 0
-                for i in range(n):
-                    for j in range(qoff, qoff + tm[q, M_ROW_LEN]):
-                        nz = False
-                        for w in range(4):
-                            tw[m, w] = cw[i, w] & rcw[j, w]
-                            if tw[m, w] != _U0:
-                                nz = True
-                        if not nz:
-                            continue
-                        d = and2(S, ct[i], rct[j])
-                        if d < 0:
-                            return -1
-                        if d == EMPTY:
-                            continue
-                        tt[m] = d
-                        m += 1
-                n = _merge_same(tw, tt, m)
-                for i in range(n):
-                    for w in range(4):
-                        cw[i, w] = tw[i, w]
-                    ct[i] = tt[i]
+            n = _and_row(S, t, cw, ct)
         elif k == K_DIFF:
-            a, b = ti[t, 1], ti[t, 2]
-            qoff, qn = tm[b, M_ROW_OFF], tm[b, M_ROW_LEN]
-            uq = np.zeros(4, dtype=np.uint64)
-            for j in range(qoff, qoff + qn):
-                for w in range(4):
-                    uq[w] |= rcw[j, w]
-            aoff = tm[a, M_ROW_OFF]
-            for i in range(aoff, aoff + tm[a, M_ROW_LEN]):
-                d1 = rct[i]
-                for j in range(qoff, qoff + qn):
-                    nz = False
-                    for w in range(4):
-                        cw[n, w] = rcw[i, w] & rcw[j, w]
-                        if cw[n, w] != _U0:
-                            nz = True
-                    if not nz:
-                        continue
-                    d = diff(S, d1, rct[j])
-                    if d < 0:
-                        return -1
-                    if d == EMPTY:
-                        continue
-                    ct[n] = d
-                    n += 1
-                nz = False
-                for w in range(4):
-                    cw[n, w] = rcw[i, w] & ~uq[w]
-                    if cw[n, w] != _U0:
-                        nz = True
-                if nz:
-                    ct[n] = d1
-                    n += 1
-            n = _merge_same(cw, ct, n)
+            n = _diff_row(S, t, cw, ct)
+        if n < 0:
+            return -1
         if _publish_row(S, t, cw, ct, n) < 0:
             return -1
         sp -= 1

@@ -1,5 +1,5 @@
 """Automaton states over terms: state ids, transitions (whole rows or single entries), walks of
-byte strings, mask keys, plain invariance and plain runs.
+byte strings, mask keys, plain invariance, plain runs and plain openness.
 
 A state is a live term with an id; its transitions ``trans[s, byte]`` (``UNKNOWN`` until asked,
 ``DEAD`` for ∅) are filled by ``fill_row``/``fill_entry`` from the term's derivatives.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from .._kernels.jit import kernel, unit
 from .store import (
-    BAND, C_EXPANDED, C_MAX_STATES, C_STATES, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, INF,
-    K_BYTES, K_REP, K_SEQ, LIMIT_STATES, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
+    BAND, C_EXPANDED, C_MAX_STATES, C_STATES, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, F_REP, INF,
+    K_ALT, K_BYTES, K_DIFF, K_REP, K_SEQ, LIMIT_STATES, S_POOL, _T_POPEN, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
     RUN_INF, STORE, S_ACC, S_BW, S_CTL, S_INV, S_RCT, S_RCW, S_READY, S_TERM_OF, S_TF, S_TI,
     S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _T_PRUN, _U0, _U1, _fail, _i64, _low, _mget,
     _mput, borrow,
@@ -40,6 +40,12 @@ def state(S, t):
         return _fail(S, NEED_GROW_STATES, 0)
     S[S_TERM_OF][n] = t
     S[S_ACC][n] = (S[S_TF][t] & F_NULL) != 0
+    # the state's row and flags are written here, not when the arrays grow (rows past the
+    # states are never read: growing them costs a copy of the states so far, not a fill of
+    # the doubled table, 32 MiB at 32,768 states)
+    trans[n, :] = UNKNOWN
+    S[S_INV][n] = -1
+    S[S_READY][n] = False
     tm[t, M_STATE] = n
     ctl[C_STATES] = n + 1
     return n
@@ -340,6 +346,19 @@ def _plain_complete(S, c, pseq, plen):
     return 1
 
 
+@kernel
+def _plain_item(S, item, pseq, plen):
+    """:func:`_plain_complete` of a repetition's ``item``, memoized per term; 1/0, -1 on exit."""
+    v = _mget(S, _T_PLAINC | item)
+    if v < 0:
+        v = _plain_complete(S, item, pseq, plen)
+        if v < 0:
+            return -1
+        if _mput(S, _T_PLAINC | item, v) < 0:
+            return -1
+    return v
+
+
 @unit(_i64, STORE, _i64, _I32_3, _I32_1)
 def plain_run(S, s, pseq, plen):
     """How many plain string characters state ``s`` takes in a row, each to the same successor
@@ -380,16 +399,9 @@ def plain_run(S, s, pseq, plen):
             for b in range(pseq[q, 0, 0], pseq[q, 0, 1] + 1):
                 if (bw[j, b >> 6] >> np.uint64(b & 63)) & _U1:
                     return 0
-    item = ti[a, 1]
-    v = _mget(S, _T_PLAINC | item)
-    if v < 0:
-        v = _plain_complete(S, item, pseq, plen)
-        if v < 0:
-            return -1
-        if _mput(S, _T_PLAINC | item, v) < 0:
-            return -1
-    if v == 0:
-        return 0
+    v = _plain_item(S, ti[a, 1], pseq, plen)
+    if v <= 0:
+        return v
     hi = ti[a, 3]
     if hi == INF or hi >= BAND:
         return RUN_INF
@@ -411,3 +423,64 @@ def run_len(S, s, pseq, plen):
     if _mput(S, key, k) < 0:
         return -1
     return k
+
+
+@kernel
+def _open_item(S, a, pseq, plen):
+    """Is every string of plain characters a prefix of a word of term ``a``, by its shape?
+    ``R{lo,}`` where every plain character takes ``R`` to exactly ε (a string body), or such a
+    repetition less a finite language (``DIFF`` whose right side holds no repetition: an open
+    object's key less its declared names). 1/0, -1 on exit."""
+    ti = S[S_TI]
+    if ti[a, 0] == K_DIFF:
+        if (S[S_TF][ti[a, 2]] & F_REP) != 0:
+            return 0
+        a = ti[a, 1]
+    if ti[a, 0] != K_REP or ti[a, 3] != INF:
+        return 0
+    return _plain_item(S, ti[a, 1], pseq, plen)
+
+
+@kernel
+def plain_open(S, s, pseq, plen):
+    """Does state ``s`` allow every plain token (every string of plain characters is a prefix of
+    one of its words)? 1/0, or -1 on exit; memoized per term.
+
+    A sufficient condition read off the term, for states that are not plain-invariant: its
+    first item (or a branch of an alternation first in it) is an :func:`_open_item` followed by
+    something surely non-empty. The key of an open object is one: ``(names' rest | key less the
+    names) " : value ...`` changes with the characters read (the names'), so its plain part was
+    walked trie node by node (~90 subtrees and ~2,500 nodes below UTF-8 lead bytes, 60-90 us a
+    mask with every state known), though it allows every plain token. What follows the first
+    item: the state's own rest (the state is live), or a branch's rest holding no ``AND``/``DIFF``
+    (a term without them is empty only as ∅ itself: a reference to an unproductive rule
+    compiles to ∅).
+    """
+    t = S[S_TERM_OF][s]
+    key = _T_POPEN | t
+    v = _mget(S, key)
+    if v >= 0:
+        return v
+    ti = S[S_TI]
+    h = ti[t, 1] if ti[t, 0] == K_SEQ else t
+    if ti[h, 0] == K_ALT:
+        tf = S[S_TF]
+        pool = S[S_POOL]
+        off = ti[h, 1]
+        v = 0
+        for i in range(ti[h, 2]):
+            x = pool[off + i]
+            if ti[x, 0] == K_SEQ:
+                if (tf[ti[x, 2]] & F_BOOL) != 0:
+                    continue
+                x = ti[x, 1]
+            v = _open_item(S, x, pseq, plen)
+            if v != 0:
+                break
+    else:
+        v = _open_item(S, h, pseq, plen)
+    if v < 0:
+        return -1
+    if _mput(S, key, v) < 0:
+        return -1
+    return v

@@ -109,6 +109,7 @@ _T_REACH = 8 << 58
 #: mask walk records it so as not to ask again at every node it meets the state).
 INV_NO_RUN = 2
 _T_PRUN = 9 << 58  # plain_run of a term, as run_len reads it mid-walk
+_T_POPEN = 10 << 58  # plain_open of a term, as the mask walk reads it
 #: :func:`_far_hi` of a term whose counters a clamp leaves alone.
 NO_FAR = (1 << 31) - 1
 

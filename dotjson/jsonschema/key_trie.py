@@ -162,3 +162,10 @@ class KeySet:
     def spelling(self, ch: str) -> ir.Node:
         """The spellings of the name character ``ch`` (as the policy's ``lit_text`` writes it)."""
         return self._spelling(ch)
+
+    @property
+    def spelling_key(self):
+        """What the spellings depend on (the policy's ``lit_char``, hashable): key sets with
+        equal keys spell every character alike, so the automaton reads a character's escapes
+        once for all of them."""
+        return self._spelling

@@ -108,9 +108,12 @@ class NormalForms:
             if kind == "loc":
                 out = self._dnf_schema(expr[1], expr[2], ctx)
             elif kind == "and":
-                out = [()]
-                for e in expr[1]:
-                    out = self.and2(out, self.dnf(e, ctx), self.expr_where(e))
+                try:
+                    out = [()]
+                    for e in expr[1]:
+                        out = self.and2(out, self.dnf(e, ctx), self.expr_where(e))
+                except UnsupportedSchemaError as err:
+                    out = self._and_of_negations(expr[1], err)
             elif kind == "not":
                 out = self.negate(self.dnf_strict(expr[1]), self.expr_where(expr[1]))
             elif kind == "enum":  # a value of a negated `const`/`enum` (see _differs)
@@ -121,6 +124,18 @@ class NormalForms:
             self.depth -= 1
         cache[key] = out
         return out
+
+    def _and_of_negations(self, exprs, err):
+        """The normal form of a conjunction of negations ``exprs`` whose product is refused
+        for its size (``err``), as one negation: ¬X1 ∧ ¬X2 ∧ … = ¬(X1 ∨ X2 ∨ …), which
+        splits on a discriminator or takes object branches as witnesses where the product
+        does not fit (the value a member must have to witness several negated object
+        branches at once: opspec-io's ``not`` outside its number, object and string
+        constraints, 11 · 14 · 11 alternatives). Re-raises ``err`` where that does not
+        apply."""
+        if not _too_many(err) or not all(e[0] == "not" for e in exprs):
+            raise err
+        return self.negate([br for e in exprs for br in self.dnf_strict(e[1])], self.expr_where(exprs[0][1]))
 
     def dnf_strict(self, expr):
         self.strict += 1

@@ -11,7 +11,7 @@ from dotjson.jsonschema.normalize.forms import _COMPACT_AT
 from dotjson.jsonschema.atoms import (
     EVERY_TYPE, OBJECT, Addl, Contains, Enum, ExtraKeys, Items, Len, Mult, NItems, NotEnum, NotMult, NProps, Num,
     Pattern, PatternKeys, PNames, Pos, Props, Required, RuleRef, SchemaKeys, Some, Str, Types, Unique,
-    ViolatedBranch,
+    ViolatedBranch, types_of,
 )
 from dotjson.jsonschema.values import FALSE, MAX_BRANCHES, TRUE
 
@@ -42,8 +42,25 @@ class Negation:
         are made, not after the product of every negated branch."""
         if not D:
             return [tuple(within)]
+        if len(D) > 1 and any(type(a) is Props for a in within):
+            # only what D holds beside `within` matters (the result is intersected with it):
+            # branches it contradicts drop out, atoms it implies too (a discriminator's case
+            # of a split, below: the branches of the other values go)
+            Dw = []
+            for br in D:
+                y = self._atoms_beside(br, within)
+                if y is None:
+                    continue
+                if not y:
+                    return []  # D holds wherever `within` does
+                Dw.append(y)
+            if not Dw:
+                return [tuple(within)]
+            # (what they leave may hold one another: the product's alternatives that chose
+            # an atom `within` implies are the branch that holds the rest)
+            D = self.compact(Dw) if Dw != D else D
         if len(D) == 1:
-            return self.and2([tuple(within)], self.neg_branch(D[0], where), where)
+            return self.and2([tuple(within)], self.neg_branch(D[0], where, types_of(within)), where)
         try:
             out = self._negate_product(D, where, within)
             if len(out) > MAX_BRANCHES:
@@ -73,8 +90,9 @@ class Negation:
         # absent with more) go first, and the alternatives C every ¬Bi shares are factored out:
         # ∧ (C ∨ Ri) = C ∨ ∧ Ri (a value of another type, a shared property invalid ...)
         nbs = []
+        types = types_of(within)
         for br in D:
-            nb = self.neg_branch(br, where)
+            nb = self.neg_branch(br, where, types)
             nbs.append(self.compact(nb) if len(nb) > 1 else nb)
         common = set(nbs[0]).intersection(*nbs[1:])
         out = [tuple(within)]
@@ -100,6 +118,8 @@ class Negation:
         case with the negation of the branches that case leaves, restricted to it (their
         atoms on ``p`` are settled); on other types, ¬D itself. Each case negates a few
         branches where the product over all of them has one factor per branch."""
+        if "object" not in types_of(within):
+            return None  # (no object property to split on: already its "other types" part)
         best, V = None, None
         for p in dict.fromkeys(a.name for br in D for a in br if type(a) is Props):
             vs = [self._finite_prop(br, p) for br in D]
@@ -149,7 +169,10 @@ class Negation:
             if type(a) is Props and a.name == p and a.schema not in (TRUE, FALSE):
                 key = ("finite-prop", a.schema)
                 if key not in self.formats:
-                    vals = None
+                    # (None while it is decided: a recursive schema asking again further down,
+                    # through its own negated oneOf, finds no discriminator there instead of
+                    # recursing without end)
+                    self.formats[key] = vals = None
                     try:
                         d = self.dnf_strict(a.schema)
                         fins = [self.finite_branch(b) for b in d]
@@ -163,11 +186,18 @@ class Negation:
                     out = vals if out is None else out & vals
         return out
 
-    def neg_branch(self, br, where) -> list:
+    def neg_branch(self, br, where, types=EVERY_TYPE) -> list:
         """The normal form of ¬br (one branch): the union of its atoms' negations, except that a
         required property and its schemas are negated together: ¬(p present ∧ p's value in X)
         is "p's value, if present, in ¬X" (one alternative, not "p absent" beside "p present
-        and not in X")."""
+        and not in X"). ``types``: the types the negation is wanted on (the rest is dropped by
+        the caller); an atom that speaks only of types neither ``br`` nor ``types`` holds is
+        true of every value ``br`` allows there, so it is left out, negation and all
+        (``{"type": "string", "uniqueItems": true}``: a string, whose negation needs no
+        "some two items equal")."""
+        types = types & types_of(br)
+        if types != EVERY_TYPE:
+            br = tuple(a for a in br if a.applies_to is None or a.applies_to & types)
         req = {a.name for a in br if type(a) is Required}
         joint: dict = {}
         if req:
@@ -183,10 +213,12 @@ class Negation:
                 ne = self.not_expr(self.and_expr(joint[a.name]))
                 out.append((_OBJECT_TYPE, Props(a.name, ne)))
                 continue
-            out.extend(self.neg_atom(a, where))
+            out.extend(self.neg_atom(a, where, types))
         return out
 
-    def neg_atom(self, a, where):
+    def neg_atom(self, a, where, types=EVERY_TYPE):
+        """The normal form of ¬a (one atom); ``types`` as for :meth:`neg_branch` (a reference
+        is negated on them only)."""
         k = type(a)
         if k is Types:
             return [(Types(EVERY_TYPE - a.allowed),)]
@@ -197,7 +229,7 @@ class Negation:
         if k is NotEnum:
             return [(Enum(a.values),)]
         if k is RuleRef:
-            return self.negate(self.inline(a.target, where), where)
+            return self.negate(self.inline(a.target, where), where, () if types == EVERY_TYPE else (Types(types),))
         # a typed atom holds for every value of another type: its negation is typed
         t = Types(a.applies_to)
         if k is Num:

@@ -1,0 +1,499 @@
+"""An index's masks: the memo of allowed-token bitsets and the walk that computes a fresh one.
+
+A part of :class:`~dotjson.index.Index` (its ``_masker``), over the index's automaton and
+vocabulary, guarded by the automaton's lock. A state's mask is memoized by its clamped key
+(states whose counters are far from their bounds share one) in a growable
+``uint32[n_masks, n_words]`` table under the ``max_cache_bytes`` budget (emptied and refilled on
+demand when full). A fresh mask is, in order of preference: a bounded plain run's (two bitset
+operations on a shared state's mask), the union of its heads' (a string's rest, shared by every
+index of the process: :mod:`dotjson.automaton.heads`) continued by what follows them, or one walk
+of the vocabulary's tries from the state (:func:`dotjson._kernels.walk.compute_mask`).
+``docs/ARCHITECTURE.md`` §3 tells the whole story.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ._kernels import walk as _walk
+from .automaton import plain_seq_arrays, utf8_sequences
+from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
+from .automaton import kernels as _K
+from .automaton import heads as _heads
+from .errors import LimitExceededError
+from .trie import NON_PLAIN_WORDS, PLAIN_RANGES
+
+#: State of a row after EOS was sampled.
+FINISHED = -3
+
+#: Trie nodes branching on more bytes than this get a whole automaton row at once; narrower
+#: ones only the transitions the walk asks for.
+_WIDE_NODE = 2
+
+_PLAIN_SEQS = plain_seq_arrays([sq for lo, hi in PLAIN_RANGES for sq in utf8_sequences(lo, hi)])
+
+
+_SCRATCH = threading.local()
+
+
+def _thread_scratch(depth: int):
+    """The calling thread's trie-walk stacks, shared by every index (~0.5 MB at 128k tokens):
+    a thread computes one mask at a time, and a walk's exits to Python never start another."""
+    sc = _SCRATCH
+    if getattr(sc, "st_node", None) is None or sc.st_node.shape[0] < depth:
+        sc.st_node = np.zeros(depth, dtype=np.int32)
+        sc.st_state = np.zeros(depth, dtype=np.int32)
+        sc.st_edge = np.zeros(depth, dtype=np.int32)
+        sc.ret = np.zeros(4, dtype=np.int64)
+    return sc
+
+
+class Masker:
+    """The masks of one index's states (see the module docstring).
+
+    Parameters
+    ----------
+    automaton : dotjson.automaton.Automaton
+        The index's automaton (its lock guards this part too).
+    vocabulary : dotjson.Vocabulary
+        The vocabulary the masks are over.
+    max_cache_bytes : int
+        The memo's budget (the ``Index`` option).
+    options : dict
+        The index's options (``specials``: a grammar holding special tokens' markers).
+    """
+
+    def __init__(self, automaton, vocabulary, max_cache_bytes: int, options: dict) -> None:
+        self._auto = automaton
+        self._lock = automaton.lock
+        self._vocab = vocabulary
+        self._options = options
+        self._tries = vocabulary.tries
+        self._trie_arrays = tuple(
+            (t.child_ptr, t.child_byte, t.child_node, t.tok_ptr, t.tok_ids, t.subtree_end)
+            for t in (self._tries.special, self._tries.plain)
+        )
+        self._walk_tables = vocabulary._walk_tables()
+        #: False: no plain-run shortcuts (the plain trie walked node by node, no shared special
+        #: part), for the tests
+        self._plain_runs = True
+        self._reach_out = np.zeros(2, dtype=np.int64)  # run_share's reach and run length
+        self._special_mode = _walk.WALK_RUNS
+        #: False: no head sharing (every fresh mask one walk of the whole state), for the tests
+        self._heads = True
+        self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's
+        self._local_heads_bytes = 0
+        self._head_gid = np.full(0, _heads.UNKNOWN_GID, dtype=np.int64)  # term -> process id
+        self._gid_gen = -1  # the interner's generation of those ids
+        self._head_pairs = np.zeros(2 * _walk.MAX_HEADS, dtype=np.int64)
+        self._n_words = self._tries.n_words
+        self._limit = self._tries.max_len + 1
+        self._eos, self._eos_set = eos_of(vocabulary.eos_token_ids)
+        self._max_cache_bytes = int(max_cache_bytes)
+        self._rule_gid = _heads.rule_ids(automaton.image)
+        # one row to start with (an index often serves one mask first; 16 rows of a 128k
+        # vocabulary are 256 KiB to zero): row() grows it to 16 rows, then doubles
+        self._masks = np.zeros((1, self._n_words), dtype=np.uint32)
+        self._n_masks = 0
+        self._mask_of_key: dict[int, int] = {}
+        self._state_row: dict[int, int] = {}  # state -> memo row (a cache of the clamped lookup)
+
+    # ------------------------------------------------------------------ the memo
+
+    @property
+    def n_masks(self) -> int:
+        """Distinct masks memoized so far."""
+        return self._n_masks
+
+    @property
+    def nbytes(self) -> int:
+        """The memo's bytes (its table, and an estimate for its dictionaries)."""
+        return int(self._masks.nbytes) + 100 * (len(self._state_row) + len(self._mask_of_key))
+
+    def has(self, state: int) -> bool:
+        """Whether ``state``'s mask is memoized (read without the lock: a hint)."""
+        return state in self._state_row
+
+    def export(self) -> tuple[np.ndarray, list]:
+        """``(masks, keys)``: a copy of the memoized masks and ``[term, row]`` of their keys
+        (call with the lock held), what :meth:`load` takes back."""
+        return self._masks[: self._n_masks].copy(), [[int(k), int(v)] for k, v in self._mask_of_key.items()]
+
+    def load(self, masks: np.ndarray, keys) -> None:
+        """Install saved masks (:meth:`export`'s), validated against this automaton.
+
+        Raises
+        ------
+        ValueError
+            The table's shape or a key is out of range.
+        """
+        if masks.dtype != np.uint32 or masks.ndim != 2 or masks.shape[1] != self._n_words:
+            raise ValueError("mask table has the wrong shape")
+        n_masks = masks.shape[0]
+        table = np.zeros((max(16, n_masks), self._n_words), dtype=np.uint32)
+        table[:n_masks] = masks
+        n_terms = self._auto.n_terms
+        of_key = {}
+        for k, v in keys:
+            k, v = int(k), int(v)
+            if not (0 <= k < n_terms and 0 <= v < n_masks):
+                raise ValueError("mask key out of range")
+            of_key[k] = v
+        self._masks, self._n_masks, self._mask_of_key = table, n_masks, of_key
+        self._state_row = {}
+
+    def fill(self, states, out: np.ndarray, map_fn=None) -> None:
+        """Write the masks of ``states`` (checked ids, :data:`FINISHED` or dead) into the rows
+        of ``out``: those not memoized yet computed first, through ``map_fn`` (e.g. a thread
+        pool's ``map``) when there are several; then every row copied under the lock, so a
+        memo emptied by another thread meanwhile never hands out a stale row."""
+        # a counter-carrying state has its shape's mask (the same clamped key)
+        states = [s & _LOW31 if s >= _VIRT else s for s in states]
+        for attempt in range(2):
+            with self._lock:
+                rows = self._state_row
+                missing = {s for s in states if s >= 0 and s not in rows}
+                if not missing:
+                    for i, s in enumerate(states):
+                        if s >= 0:
+                            out[i] = self._masks[rows[s]]
+                        else:
+                            out[i] = 0
+                            if s == FINISHED:
+                                self.set_eos(out[i])
+                    return
+            missing = sorted(missing)
+            if len(missing) > 1 and map_fn is not None:
+                list(map_fn(self.row, missing))
+            else:
+                for s in missing:
+                    self.row(s)
+        # The memo was emptied under us (a cache budget smaller than the batch's masks): copy
+        # row by row, each checked under the lock.
+        for i, s in enumerate(states):
+            while True:
+                if s < 0:
+                    self.fill([s], out[i : i + 1])
+                    break
+                r = self.row(s)
+                with self._lock:
+                    if self._state_row.get(s) == r:
+                        out[i] = self._masks[r]
+                        break
+
+    def set_eos(self, out: np.ndarray) -> None:
+        """Set the EOS tokens' bits in ``out`` (a row of the vocabulary's width)."""
+        for t in self._eos:
+            if t < out.shape[0] * 32:
+                out[t >> 5] |= np.uint32(1 << (int(t) & 31))
+
+    def row(self, state: int) -> int:
+        """The memo row holding ``state``'s mask, computing it if needed.
+
+        A fresh mask is computed under the lock (the walk expands the automaton as it goes);
+        the kernels release the GIL, so other threads and a forward pass run meanwhile.
+        """
+        a = self._auto
+        with self._lock:
+            r = self._state_row.get(state)
+            if r is not None:
+                return r
+            key_state = a.key_state(state, self._limit)
+            key_term = a.term_of(key_state)
+            r = self._mask_of_key.get(key_term)
+            if r is not None:
+                self._state_row[state] = r
+                return r
+            bits = self._run_mask(state, key_state)
+            if bits is None:
+                bits = self._head_mask(key_state)
+            if bits is None:
+                bits = self._compute_mask(key_state)
+            if (self._n_masks + 1) * self._n_words * 4 > self._max_cache_bytes:
+                if self._n_words * 4 > self._max_cache_bytes:
+                    raise LimitExceededError(
+                        f"max_cache_bytes={self._max_cache_bytes} cannot hold a single mask "
+                        f"({self._n_words * 4} bytes)"
+                    )
+                self._mask_of_key.clear()  # documented eviction: refill on demand
+                self._state_row.clear()
+                self._n_masks = 0
+            if self._n_masks >= self._masks.shape[0]:
+                cap = max(16, self._masks.shape[0] * 2)
+                cap = min(cap, max(1, self._max_cache_bytes // (self._n_words * 4)))
+                grown = np.zeros((cap, self._n_words), dtype=np.uint32)
+                grown[: self._n_masks] = self._masks[: self._n_masks]
+                self._masks = grown
+            r = self._n_masks
+            self._masks[r] = bits
+            self._n_masks += 1
+            self._mask_of_key[key_term] = r
+            self._state_row[state] = r
+        return r
+
+    def _run_mask(self, state: int, key_state: int):
+        """The mask of a state inside a bounded plain run, from the memoized mask of a state
+        shared by the whole run; ``None`` where that does not apply. Call with the lock held.
+
+        A state taking ``k`` plain characters in a row (:func:`~dotjson.automaton.states.plain_run`,
+        e.g. a string body with ``k`` characters left under ``maxLength``) allows exactly the
+        plain tokens of at most ``k`` characters (a row of the vocabulary's length bitsets). Its
+        special tokens (those holding a quote, a backslash, a control or a partial character)
+        take at most a few characters of the run before they end or leave it (9 bytes inside a
+        JSON string on Llama 3: :func:`dotjson._kernels.walk.run_share`), so they behave as in
+        the run unbounded, one state for every position further from the bound than that, whose
+        mask is computed once: a new position costs two bitset operations, not a walk of the
+        special trie from a new state (~50 new states, 0.3 ms, at every token of a
+        128-character string on Llama 3).
+        """
+        if not self._plain_runs:
+            return None
+        got = self._run_shared(key_state)
+        if got is None:
+            return None
+        shared, k = got
+        r = self.row(shared)  # (may grow self._masks: read it after)
+        # (its EOS bits are the run's: R{min(lo, D+1),} rest is nullable exactly when R{lo,hi}
+        # rest is, lo and min(lo, D+1) being 0 together)
+        return self._run_bits(self._masks[r], k)
+
+    def _run_bits(self, shared_bits: np.ndarray, k: int) -> np.ndarray:
+        """A run position's tokens: the special ones of its shared state's ``shared_bits``, and
+        the plain tokens of at most ``k`` characters."""
+        len_row, len_bits = self._walk_tables[3:5]
+        bits = shared_bits & ~self._tries.plain_bits
+        bits |= self._tries.plain_bits if k >= len_row.shape[0] else len_bits[len_row[k]]
+        return bits
+
+    def _bounded_run(self, t: int) -> bool:
+        """Whether term ``t`` starts with a repetition with an upper bound (read off the term:
+        a kernel call passes the whole store, ~2 us), and the vocabulary has length rows: the
+        states :meth:`_run_shared` may share."""
+        ti = self._auto.store[_K.S_TI]
+        r = int(ti[t, 1]) if ti[t, 0] == _K.K_SEQ else t
+        return bool(ti[r, 0] == _K.K_REP and 0 < ti[r, 3] < _K.BAND) \
+            and self._walk_tables[3].shape[0] > 0
+
+    def _run_shared(self, key_state: int):
+        """``(shared, k)`` for a state inside a bounded plain run of ``k`` characters whose
+        special tokens are those of state ``shared`` (see :meth:`_run_mask`), else ``None``."""
+        a = self._auto
+        t = a.term_of(key_state)
+        if not self._bounded_run(t):
+            return None
+        ti = a.store[_K.S_TI]
+        r = int(ti[t, 1]) if ti[t, 0] == _K.K_SEQ else t
+        # the run's reach into the special tokens depends on its item, what follows the run and
+        # the vocabulary only: kept with the base image for the image's terms, so the next
+        # schema does not walk the special trie again (~1-3 ms)
+        image, fact = a.image, None
+        if image is not None:
+            rest = int(ti[t, 2]) if r != t else _K.EPS
+            first = int(ti[rest, 1]) if ti[rest, 0] == _K.K_SEQ else rest
+            if int(ti[r, 1]) < image.n_terms and first < image.n_terms:
+                fact = ("reach", self._vocab._uid, int(ti[r, 1]), first)
+        known = image.facts.get(fact, -1) if fact is not None else -1
+        out = self._reach_out
+        out[:] = -1
+        shared = a._run(_walk.run_share, key_state, self._trie_arrays[0], known, out, *_PLAIN_SEQS)
+        if fact is not None and known < 0 and out[0] >= 0:
+            image.facts[fact] = int(out[0])
+        if shared < 0 or shared == key_state:
+            return None
+        return int(shared), int(out[1])
+
+    def _head_mask(self, state: int):
+        """The mask of ``state`` from its heads', shared by every index of the process; ``None``
+        where the state has no heads (see :mod:`dotjson.automaton.heads`). Call with the lock
+        held.
+
+        ``state`` is ``A c`` (or a union of such, an alternation first in it distributed) with
+        ``A`` ending at a delimiter no plain token holds (a string's closing quote): its tokens
+        are the prefixes of ``A``'s words (the head's bits, once per head and vocabulary in the
+        process), and the tokens that complete a word of ``A`` and go on (the head's exits,
+        special-trie nodes) continued from ``c``'s state, the only walk done per state. Every
+        position of a ``date-time`` value of every schema in the process shares its head's walk.
+        """
+        if not (self._heads and self._plain_runs) or self._options.get("specials"):
+            return None
+        a = self._auto
+        pairs = self._head_pairs
+        n = a._run(_walk.head_pairs, state, NON_PLAIN_WORDS, pairs)
+        if n < 0:
+            return None
+        heads = [(int(pairs[2 * i]), int(pairs[2 * i + 1])) for i in range(n)]
+        out = None
+        for head, sc in heads:
+            bits, exits = self._head_entry(head)
+            if out is None:
+                out = bits.copy()
+            else:
+                out |= bits
+            if sc >= 0 and exits.shape[0]:
+                self._walk_exits(exits, sc, out)
+        if a.accepting[state]:  # (never: a head ends with a byte)
+            self.set_eos(out)
+        return out
+
+    def _head_entry(self, head: int) -> tuple:
+        """``(bits, exits)`` of head term ``head``: this index's, the process's (by structure),
+        or computed. A head inside a bounded plain run far from its bound (``R{lo,hi} q``) takes
+        its special tokens and exits from the run's shared state (see :meth:`_run_mask`): one
+        walk for every position of a 128-character string, and two bitset operations a position
+        (not kept: a 100,000-character string would keep 100,000 masks)."""
+        entry = self._local_heads.get(head)
+        if entry is not None:
+            return entry
+        a = self._auto
+        if self._bounded_run(head):
+            got = self._run_shared(a.state(head))
+            if got is not None and a.term_of(got[0]) != head:
+                shared, k = got
+                bits, exits = self._head_entry(a.term_of(shared))
+                return self._run_bits(bits, k), exits
+        gid = self._head_gid_of(head)
+        key = (self._vocab._uid, self._gid_gen, gid) if gid >= 0 else None
+        cache = _heads.head_cache()
+        entry = cache.get(key) if key is not None else None
+        if entry is None:  # (a state for the head only where its walk is needed)
+            sa = a.state(head)
+            entry = (self._compute_mask(sa), self._head_exits(sa))
+            if key is not None:
+                cache.put(key, entry)
+        # this index's heads: under the memo's budget (max_cache_bytes), emptied with it
+        size = entry[0].nbytes + entry[1].nbytes
+        if self._local_heads_bytes + size > self._max_cache_bytes:
+            self._local_heads.clear()
+            self._local_heads_bytes = 0
+        self._local_heads[head] = entry
+        self._local_heads_bytes += size
+        return entry
+
+    def _walk_exits(self, exits: np.ndarray, sc: int, out: np.ndarray) -> None:
+        """OR into ``out`` the special tokens below ``exits`` allowed from state ``sc``."""
+        a = self._auto
+        sc_ = self._scratch()
+        ret = sc_.ret
+        ret[:] = 0
+        ret[_walk.R_PHASE] = _walk.PH_START
+        big, big_bits, runs = self._walk_tables[:3]
+        pseq, plen = _PLAIN_SEQS
+        while _walk.walk_from(
+            a.store, self._trie_arrays[0], big, big_bits, runs, self._special_mode, pseq, plen,
+            _WIDE_NODE, exits, exits.shape[0], sc, out, sc_.st_node, sc_.st_state, sc_.st_edge,
+            ret,
+        ) != _walk.DONE:
+            a.handle_exit()
+
+    def _head_gid_of(self, t: int) -> int:
+        """The process-wide id of term ``t`` (:class:`dotjson.automaton.heads.Interner`)."""
+        a = self._auto
+        S = a.store
+        n = S[_K.S_TI].shape[0]
+        if self._head_gid.shape[0] < n:
+            grown = np.full(n, _heads.UNKNOWN_GID, dtype=np.int64)
+            grown[: self._head_gid.shape[0]] = self._head_gid
+            self._head_gid = grown
+        inter = _heads.interner()
+        if self._gid_gen != inter.generation and a.image is not None:
+            # the base image's terms (a format's compiled language among them): their ids are
+            # the image's, interned once per process
+            self._gid_gen, known = inter.image_ids(a.image, S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL],
+                                                   self._rule_gid)
+            self._head_gid.fill(_heads.UNKNOWN_GID)
+            self._head_gid[: known.shape[0]] = known
+        self._gid_gen, gid = inter.gid(
+            S[_K.S_TI], S[_K.S_BW], S[_K.S_POOL], self._head_gid, self._rule_gid, t, self._gid_gen)
+        return gid
+
+    def _head_exits(self, sa: int) -> np.ndarray:
+        """The special-trie nodes with children where head state ``sa`` has accepted."""
+        buf = np.empty(64, dtype=np.int32)
+        while True:
+            m = self._auto._run(_walk.head_exits, sa, self._trie_arrays[0], buf)
+            if m >= 0:
+                return buf[:m].copy()
+            buf = np.empty(2 * buf.shape[0], dtype=np.int32)
+
+    def _scratch(self):
+        """This thread's walk stacks, at least as deep as this index's walk needs: the fan-outs
+        along one path, or every node of the special trie."""
+        return _thread_scratch(256 * (self._limit + 2) + self._tries.special.n_nodes)
+
+    def _compute_mask(self, state: int) -> np.ndarray:
+        """The bitset of ``state``: one kernel call (the trie walks expanding the automaton
+        inline), repeated only after an exit to Python (store growth, a rule body to compile).
+        Call with the lock held."""
+        a = self._auto
+        out = np.zeros(self._n_words, dtype=np.uint32)
+        if a.accepting[state]:
+            self.set_eos(out)
+        sc = self._scratch()
+        sc.ret[:] = 0
+        sc.ret[_walk.R_PHASE] = _walk.PH_START
+        pseq, plen = _PLAIN_SEQS
+        big, big_bits, runs, len_row, len_bits, nchars, tchars = self._walk_tables
+        if not self._plain_runs:
+            len_row, nchars = len_row[:0], nchars[:0]
+        while _walk.compute_mask(
+            a.store, state, self._trie_arrays[0], self._trie_arrays[1], self._tries.plain_bits,
+            big, big_bits, runs, len_row, len_bits, self._special_mode, pseq, plen, _WIDE_NODE,
+            nchars, tchars, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
+        ) != _walk.DONE:
+            a.handle_exit()
+        if self._options.get("specials"):
+            self._special_bits(state, out)
+        return out
+
+    def _special_bits(self, state: int, out: np.ndarray) -> None:
+        """For a grammar holding special tokens (:func:`dotjson.embed.special_token`): clear the
+        text tokens holding the byte 0xFF (no text holds it: only a marker), and set the special
+        tokens whose marker ``state`` takes."""
+        from .embed import special_marker_bytes
+
+        ff_bits, specials = specials_of(self._vocab)
+        out &= ~ff_bits
+        a = self._auto
+        if a.walk_bytes(state, b"\xff") < 0:
+            return
+        for t in specials:
+            if t not in self._eos_set and a.walk_bytes(state, special_marker_bytes(t)) >= 0:
+                out[t >> 5] |= np.uint32(1 << (t & 31))
+
+
+_EOS_OF: dict = {}
+_SPECIALS_OF: dict = {}
+
+
+def specials_of(vocabulary) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The bitset of the text tokens holding the byte 0xFF, and the special token ids, of a
+    vocabulary (once per process and vocabulary)."""
+    key = vocabulary.fingerprint
+    hit = _SPECIALS_OF.get(key)
+    if hit is None:
+        n = vocabulary.max_token_id()
+        bits = np.zeros((n + 31) // 32, dtype=np.uint32)
+        for t in range(n):
+            if b"\xff" in vocabulary.token_bytes(t):
+                bits[t >> 5] |= np.uint32(1 << (t & 31))
+        hit = (bits, vocabulary.special_token_ids)
+        if len(_SPECIALS_OF) < 16:
+            _SPECIALS_OF[key] = hit
+    return hit
+
+
+def eos_of(eos_token_ids: tuple) -> tuple[np.ndarray, frozenset]:
+    """The sorted EOS ids (a read-only array shared by the indexes of a vocabulary) and their
+    set: made once per process and EOS tuple, not once per index."""
+    key = tuple(eos_token_ids)
+    hit = _EOS_OF.get(key)
+    if hit is None:
+        ids = sorted(set(int(t) for t in key))
+        arr = np.asarray(ids, dtype=np.int64)
+        arr.flags.writeable = False
+        hit = (arr, frozenset(ids))
+        if len(_EOS_OF) < 64:  # a handful of vocabularies per process
+            _EOS_OF[key] = hit
+    return hit

@@ -78,7 +78,7 @@ def test_identical_leaf_schemas_are_one_expression():
     assert a.matches(b'{"p3":1,"p999":2,"c1":1,"c2":true,"c3":1,"c4":1,"r1":"a","o2":{}}')
     assert not a.matches(b'{"c2":1}') and not a.matches(b'{"c1":true}') and not a.matches(b'{"p5":1.5}')
     c = Compiler(schema, disallow_whitespace=False, close_objects=False, lenient=False, resources=None)
-    s = c.docs[""].root
+    s = c.documents.docs[""].root
     exprs = {k: c._sub(s["properties"], "", "/properties", k) for k in props}
     assert len({exprs[f"p{i}"] for i in range(1000)}) == 1
     assert exprs["c1"] == exprs["c4"] and len({exprs[k] for k in ("c1", "c2", "c3")}) == 3
@@ -513,7 +513,7 @@ def test_number_languages_are_shared_across_schemas_exactly():
         c = Compiler(schema, **opts)
         (br,) = c.dnf(("loc", "", ""))
         m = c.merge(br)
-        return c.build_number(m.number, m.not_enum, "integer" in m.types, "nonint" in m.types, "")
+        return c.numbers.build_number(m.number, m.not_enum, "integer" in m.types, "nonint" in m.types, "")
 
     a = node({"type": "number", "minimum": 0.125, "maximum": 17.5})
     assert node({"type": "number", "maximum": 17.5, "minimum": 0.125}) is a

@@ -119,7 +119,7 @@ def _format_nodes(tr) -> tuple:
     nodes = []
     for k in keys:
         try:
-            node = tr.enc_handle(k)
+            node = tr.strings.enc_handle(k)
         except DotjsonError:
             return ()  # (refused later, where the format is compiled, with its pointer)
         if node is not None and node is not EMPTY:

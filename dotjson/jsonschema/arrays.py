@@ -5,6 +5,7 @@ from __future__ import annotations
 from dotjson import ir
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.errors import UnsupportedSchemaError
+from dotjson.jsonschema.atoms import RuleRef
 from dotjson.jsonschema.nodes import ArrayNode
 from dotjson.jsonschema.values import FALSE, MAX_UNIQUE_VALUES, TRUE
 
@@ -20,24 +21,37 @@ CONTAINS_UNROLL = 1000
 
 
 class ArrayBuilder:
-    """Mixin of the compiler: arrays."""
+    """The compiler's part for arrays: items by position, counts, ``contains`` counters and
+    ``uniqueItems``.
+
+    It reads of the compiler ``tr``: the syntax (``ws``, ``sep``), rule references to
+    sub-schemas (``node_of``, ``literal``), the generation bounds (``gen_bounds``), phase 1's
+    answers (``dnf``, ``merge``, ``expand_refs``, ``and_expr``, ``not_expr``, ``satisfies``,
+    ``structured``, ``literal_cache``, ``syntactic_int``) and its refusals (``unsupported``,
+    ``strict``); and writes its rule names (``ns``, ``counter``), rules (``rules``, ``pending``)
+    and families (``families``).
+    """
+
+    def __init__(self, tr):
+        self.tr = tr
 
     def build_array(self, a: ArrayNode, where) -> ir.Node:
+        tr = self.tr
         lo, hi = a.min_items, a.max_items
         by_position, after = a.positions()
-        pos_exprs = [self.and_expr(es) for es in by_position]
+        pos_exprs = [tr.and_expr(es) for es in by_position]
         K = len(pos_exprs)
-        rest = self.and_expr(after)
-        if hi is None and self.gen_bounds is not None and not a.contains and not a.unique:
+        rest = tr.and_expr(after)
+        if hi is None and tr.gen_bounds is not None and not a.contains and not a.unique:
             # the generation bound on items (not where minItems asks for more: the schema wants
             # long arrays; nor beside contains or uniqueItems, which count items their own way),
             # tighter where every item is an object or an array (20-40 tokens each to a model)
-            most = self.gen_bounds["structured_items"] \
-                if all(self.structured(e) for e in [*pos_exprs, rest]) else self.gen_bounds["items"]
+            most = tr.gen_bounds["structured_items"] \
+                if all(tr.structured(e) for e in [*pos_exprs, rest]) else tr.gen_bounds["items"]
             if lo <= most:
                 hi = most
-            elif lo <= self.gen_bounds["items"]:
-                hi = self.gen_bounds["items"]
+            elif lo <= tr.gen_bounds["items"]:
+                hi = tr.gen_bounds["items"]
         for i, e in enumerate(pos_exprs):
             if e == FALSE:
                 hi = i if hi is None else min(hi, i)
@@ -55,7 +69,7 @@ class ArrayBuilder:
             node = self.contains_array(pos_exprs, rest, lo, hi, contains, where)
             if node is not None:
                 return node
-        ws, sep = self.ws, self.sep
+        ws, sep = tr.ws, tr.sep
         empty = seq(lit("["), ws, lit("]")) if lo == 0 else EMPTY
 
         def tail(i):
@@ -63,17 +77,17 @@ class ArrayBuilder:
             if i < K:
                 if hi is not None and i >= hi:
                     return EPS
-                more = seq(sep, self.node_of(pos_exprs[i]), tail(i + 1))
+                more = seq(sep, tr.node_of(pos_exprs[i]), tail(i + 1))
                 return alt(EPS, more) if i >= lo else more
             rlo = max(0, lo - K)
             rhi = None if hi is None else hi - K
             if rest == FALSE:
                 return EPS
-            return repeat(seq(sep, self.node_of(rest)), rlo, rhi)
+            return repeat(seq(sep, tr.node_of(rest)), rlo, rhi)
 
         if hi == 0:
             return empty
-        first = self.node_of(pos_exprs[0]) if K > 0 else self.node_of(rest)
+        first = tr.node_of(pos_exprs[0]) if K > 0 else tr.node_of(rest)
         if K > 0:
             body = seq(first, tail(1))
         else:
@@ -83,28 +97,29 @@ class ArrayBuilder:
         return alt(empty, seq(lit("["), ws, body, ws, lit("]")))
 
     def finite_values(self, e):
+        tr = self.tr
         if e == FALSE:
             return []
         if e == TRUE:
             return None
         out = {}
-        for br in self.dnf(e):
-            if any(a[0] == "ruleref" for a in br):
+        for br in tr.dnf(e):
+            if any(type(a) is RuleRef for a in br):
                 try:
-                    brs = self.expand_refs(br, "")
+                    brs = tr.expand_refs(br, "")
                 except UnsupportedSchemaError:
                     return None
             else:
                 brs = [br]
             for b in brs:
-                m = self.merge(b)
+                m = tr.merge(b)
                 if m.enum is not None:
-                    cs = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], b)]
+                    cs = [c for c in m.enum if tr.satisfies(tr.literal_cache[("v", c)], b)]
                 elif m.types <= {"null", "boolean"}:
                     cs = []
                     for c in ([("n",)] if "null" in m.types else []) + \
                              ([("b", True), ("b", False)] if "boolean" in m.types else []):
-                        self.literal_cache.setdefault(("v", c), None if c[0] == "n" else c[1])
+                        tr.literal_cache.setdefault(("v", c), None if c[0] == "n" else c[1])
                         if c not in m.not_enum:
                             cs.append(c)
                 else:
@@ -118,6 +133,7 @@ class ArrayBuilder:
         and after them (``items``; ``false`` or a ``maxItems`` within the prefix ends the array)
         each an ``enum``/``const``/boolean/null set, at most ``MAX_UNIQUE_VALUES`` values in all.
         A state per position (up to the prefix's end) and set of values used."""
+        tr = self.tr
         K = len(pos_exprs)
         finite = None if contains else [self.finite_values(e) for e in pos_exprs]
         if finite is not None:
@@ -132,10 +148,10 @@ class ArrayBuilder:
                 universe.setdefault(c, None)
         if universe is None or len(universe) > MAX_UNIQUE_VALUES:
             node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
-            if node is None and not contains and self.gen_bounds is None:
+            if node is None and not contains and tr.gen_bounds is None:
                 node = self.unique_values(pos_exprs, rest, lo, hi)
             if node is None:
-                self.unsupported(
+                tr.unsupported(
                     "uniqueItems beside contains is only supported for items drawn from a small finite set (enum, "
                     "const, boolean, null)" if contains else
                     "uniqueItems over strings, objects, arrays or mixed items is exact only with bounds='schema' (the "
@@ -146,13 +162,12 @@ class ArrayBuilder:
             return node
         vals = sorted(universe, key=repr)
         bit = {c: 1 << k for k, c in enumerate(vals)}
-        lits = [self.literal(c) for c in vals]
+        lits = [tr.literal(c) for c in vals]
         allowed = [sum(bit[c] for c in vs) for vs in finite]  # per position, then the rest
         cap = len(vals) if hi is None else min(hi, len(vals))
         if lo > cap:
             return EMPTY
-        self.counter += 1
-        prefix = f"{self.ns}uniq{self.counter}"
+        prefix = tr.fresh_prefix("uniq")
         names = {}
 
         def items(i: int, used: int):
@@ -162,68 +177,68 @@ class ArrayBuilder:
                 can = allowed[min(i, K)] & ~used
                 for k, node in enumerate(lits):
                     if can >> k & 1:
-                        alts.append(seq(self.sep if i else EPS, node, state(i + 1, used | 1 << k)))
+                        alts.append(seq(tr.sep if i else EPS, node, state(i + 1, used | 1 << k)))
             return alts
 
         def state(i: int, used: int):
             if used not in names:
                 names[used] = f"{prefix}_{used}"
-                self.rules[names[used]] = alt(*([EPS] if i >= lo else []), *items(i, used))
+                tr.rules[names[used]] = alt(*([EPS] if i >= lo else []), *items(i, used))
             return Ref(names[used])
 
-        empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
-        return alt(empty, *(seq(lit("["), self.ws, f, self.ws, lit("]")) for f in items(0, 0)))
+        empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
+        return alt(empty, *(seq(lit("["), tr.ws, f, tr.ws, lit("]")) for f in items(0, 0)))
 
     def unique_numbers(self, rest, lo, hi):
         """Arrays of distinct numbers (:class:`~dotjson.jsonschema.unique.UniqueNumbers`) when
         ``rest`` is one branch of numbers only (``type: integer``/``number`` with bounds,
         ``multipleOf``, excluded values), else ``None``."""
+        tr = self.tr
         from dotjson.jsonschema.unique import UniqueNumbers, item_params
 
         if rest in (TRUE, FALSE):
             return None
-        brs = self.dnf(rest)
+        brs = tr.dnf(rest)
         if len(brs) != 1:
             return None
         (br,) = brs
-        if any(at[0] == "ruleref" for at in br):
+        if any(type(at) is RuleRef for at in br):
             try:
-                brs = self.expand_refs(br, "")
+                brs = tr.expand_refs(br, "")
             except UnsupportedSchemaError:
                 return None
             if len(brs) != 1:
                 return None
             (br,) = brs
-        m = self.merge(br)
+        m = tr.merge(br)
         if m.enum is not None or not m.types or not m.types <= {"integer", "nonint"}:
             return None
         both = m.types == {"integer", "nonint"}
-        if self.syntactic_int and not both:
+        if tr.syntactic_int and not both:
             return None  # (draft 4: 1.0 is no integer; values alone cannot tell)
         item = item_params(m, None if both else "integer" in m.types)
         consts = [c for c in (item["lo"], item["hi"], *item["ne"]) if c is not None]
         # the item's own spelling policy: numbers="any", or a number with nothing to compare
-        exponents = bool(getattr(self, "exponents", False)) or (
+        exponents = bool(tr.exponents) or (
             both and not item["mults"] and not item["notmults"] and all(float(c) == 0 for c in consts))
-        self.counter += 1
-        fam = UniqueNumbers(f"{self.ns}unum{self.counter}", lo, hi, item, exponents, self.sep)
-        self.families.append(fam)
-        empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
-        return alt(empty, seq(lit("["), self.ws, Ref(fam.start), self.ws, lit("]")))
+        fam = UniqueNumbers(tr.fresh_prefix("unum"), lo, hi, item, exponents, tr.sep)
+        tr.families.append(fam)
+        empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
+        return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))
 
     def unique_values(self, pos_exprs, rest, lo, hi):
         """Arrays of distinct values of any item schemas
         (:class:`~dotjson.jsonschema.unique.UniqueValues`: a rule per byte of an item, its
         items read by an automaton of their own over this grammar's rules)."""
+        tr = self.tr
         from dotjson.jsonschema.unique import UniqueValues
 
-        items = [self.node_of(e) for e in pos_exprs] + [self.node_of(rest)]
-        self.counter += 1
-        fam = UniqueValues(f"{self.ns}uval{self.counter}", lo, hi, items, self.sep,
-                           grammar_of=lambda: getattr(self, "grammar", None))
-        self.families.append(fam)
-        empty = seq(lit("["), self.ws, lit("]")) if lo == 0 else EMPTY
-        return alt(empty, seq(lit("["), self.ws, Ref(fam.start), self.ws, lit("]")))
+        items = [tr.node_of(e) for e in pos_exprs] + [tr.node_of(rest)]
+        fam = UniqueValues(tr.fresh_prefix("uval"), lo, hi, items, tr.sep,
+                           grammar_of=lambda: getattr(self.tr, "grammar", None))
+        tr.families.append(fam)
+        empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
+        return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))
 
     def contains_array(self, pos_exprs, rest, lo, hi, contains, where):
         """Arrays with ``contains`` counters: a state per item position (up to the prefix, or
@@ -231,12 +246,13 @@ class ArrayBuilder:
         ``maxContains``, else its ``minContains``). An item may count for any set of the
         ``contains`` schemas it matches; one with a ``maxContains`` counts exactly (the item
         that does not count must not match it: its negation)."""
+        tr = self.tr
         # (a contains from a position on: the negation of `items` after a prefix)
         starts = [c[3] if len(c) > 3 else 0 for c in contains]
         contains = [c[:3] for c in contains]
         m = len(contains)
         if m > MAX_CONTAINS:
-            self.unsupported(f"more than {MAX_CONTAINS} contains per array", where, "contains")
+            tr.unsupported(f"more than {MAX_CONTAINS} contains per array", where, "contains")
             return None
         K = len(pos_exprs)
         caps = [chi if chi is not None else clo for _, clo, chi in contains]
@@ -245,15 +261,15 @@ class ArrayBuilder:
             if chi is None:
                 continue
             try:
-                self.strict += 1
-                n_expr = self.not_expr(e)
-                self.dnf(n_expr)
+                tr.strict += 1
+                n_expr = tr.not_expr(e)
+                tr.dnf(n_expr)
             except UnsupportedSchemaError:
                 n_expr = None
             finally:
-                self.strict -= 1
+                tr.strict -= 1
             if n_expr is None:
-                self.unsupported("maxContains needs the negation of the contains schema, which is not expressible",
+                tr.unsupported("maxContains needs the negation of the contains schema, which is not expressible",
                                  where, "maxContains")
                 return None
             negs[k] = n_expr
@@ -264,10 +280,9 @@ class ArrayBuilder:
         for c in caps:
             n_states *= c + 1
         if n_states > MAX_ARRAY_STATES:
-            self.unsupported(f"contains counters over more than {MAX_ARRAY_STATES} array states", where, "contains")
+            tr.unsupported(f"contains counters over more than {MAX_ARRAY_STATES} array states", where, "contains")
             return None
-        self.counter += 1
-        prefix = f"{self.ns}contains{self.counter}"
+        prefix = tr.fresh_prefix("contains")
         made: dict = {}
 
         def item(i):
@@ -277,7 +292,7 @@ class ArrayBuilder:
             nm = made.get((i, counts))
             if nm is None:
                 nm = made[(i, counts)] = f"{prefix}_{i}_" + "_".join(map(str, counts))
-                self.pending[nm] = lambda: body(i, counts)
+                tr.pending[nm] = lambda: body(i, counts)
             return Ref(nm)
 
         def body(i, counts):
@@ -286,7 +301,7 @@ class ArrayBuilder:
                 alts.append(EPS)
             if hi is not None and i >= hi:
                 return alt(*alts)
-            sp = self.sep if i > 0 else EPS
+            sp = tr.sep if i > 0 else EPS
             nxt = i + 1 if hi is not None else min(i + 1, top)
             for B in range(1 << m):
                 es = [item(i)]
@@ -308,31 +323,32 @@ class ArrayBuilder:
                         es.append(negs[k])
                 if not ok:
                     continue
-                ve = self.and_expr(es)
+                ve = tr.and_expr(es)
                 if ve != FALSE:
-                    alts.append(seq(sp, self.node_of(ve), state(nxt, tuple(new))))
+                    alts.append(seq(sp, tr.node_of(ve), state(nxt, tuple(new))))
             return alt(*alts)
 
         empty_ok = lo == 0 and all(clo == 0 for _, clo, _ in contains)
-        empty = seq(lit("["), self.ws, lit("]")) if empty_ok else EMPTY
+        empty = seq(lit("["), tr.ws, lit("]")) if empty_ok else EMPTY
         if hi == 0:
             return empty
-        return alt(empty, seq(lit("["), self.ws, state(0, (0,) * m), self.ws, lit("]")))
+        return alt(empty, seq(lit("["), tr.ws, state(0, (0,) * m), tr.ws, lit("]")))
 
     def counted_contains(self, rest, contains, neg, lo, where):
         """An array holding ``clo`` to ``chi`` items matching ``contains`` (``(e, clo, chi)``)
         as one counted repetition, for counts too large to unroll: ``neg`` the negation of ``e``
         (the other items, disjoint from the matching ones) when ``chi`` is given, else ``None``
         (then at least ``clo`` of any items match)."""
+        tr = self.tr
         e, clo, chi = contains
         if lo > max(clo, 1):
-            self.unsupported("contains with minItems above a large minContains is not supported",
+            tr.unsupported("contains with minItems above a large minContains is not supported",
                              where, "contains")
             return None
-        sep = self.sep
-        y = self.node_of(self.and_expr([rest, e]))
+        sep = tr.sep
+        y = tr.node_of(tr.and_expr([rest, e]))
         if neg is not None:
-            nn = self.node_of(self.and_expr([rest, neg]))
+            nn = tr.node_of(tr.and_expr([rest, neg]))
             others = repeat(seq(sep, nn), 0, None)
             g = seq(sep, y, others)  # the next matching item and the others after it
             first_n = seq(nn, others, repeat(g, clo, chi))
@@ -340,8 +356,8 @@ class ArrayBuilder:
                 if chi is None or chi >= 1 else EMPTY
             body = alt(first_n, first_y)
         else:  # at least clo >= 1 items y among any items x: choose which (ambiguous, exact)
-            x = self.node_of(rest)
+            x = tr.node_of(rest)
             xs = repeat(seq(x, sep), 0, None)
             body = seq(xs, y, repeat(seq(sep, xs, y), clo - 1, clo - 1), repeat(seq(sep, x), 0, None))
-        empty = seq(lit("["), self.ws, lit("]")) if clo == 0 and lo == 0 else EMPTY
-        return alt(empty, seq(lit("["), self.ws, body, self.ws, lit("]")))
+        empty = seq(lit("["), tr.ws, lit("]")) if clo == 0 and lo == 0 else EMPTY
+        return alt(empty, seq(lit("["), tr.ws, body, tr.ws, lit("]")))

@@ -16,6 +16,10 @@ from dotjson import ir
 from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.jsonschema.arrays import ArrayBuilder
+from dotjson.jsonschema.atoms import (
+    Addl, Contains, Enum, Items, Mult, NotEnum, NotMult, NProps, Num, Pattern, Pos, Props, RuleRef, Some, Unique,
+    ViolatedBranch,
+)
 from dotjson.jsonschema.nodes import Branch
 from dotjson.jsonschema.normalize import Normalizer
 from dotjson.jsonschema.numbers import NumberBuilder, _digits
@@ -24,13 +28,10 @@ from dotjson.jsonschema.strings import StringBuilder, has_some_string
 from dotjson.jsonschema.values import _NAME_JUNK, _NUM, EXACT, FALSE, MAX_DEPTH, TRUE
 from dotjson.jsonschema.jsonstr import enc_text
 
-# atoms holding a sub-schema expression, and where
-_SUB_AT = {"ruleref": 1, "props": 2, "addl": 1, "pattern": 2, "pnames": 1, "pos": 2, "items": 2,
-           "contains": 1, "some": 2}
 # atoms whose sub-schemas building a branch may intersect (see Compiler._combinations)
-_COMBINED = frozenset({"pos", "items", "props", "pattern", "addl"})
+_COMBINED = frozenset({Pos, Items, Props, Pattern, Addl})
 # atoms whose compilation may exceed a limit of the compiler: compiled in phase 1
-_RISKY = frozenset({"mult", "notmult", "unique", "contains", "nprops", "pattern", "some"})
+_RISKY = frozenset({Mult, NotMult, Unique, Contains, NProps, Pattern, Some})
 # A numeric bound's automaton has ~5 states per digit of the bound (two bounds and `integer`
 # together: 40 digits, ~270 states), far below MAX_DFA_STATES unless a bound is written with
 # hundreds of digits (`maximum: 1e308`): only those are compiled in phase 1.
@@ -45,7 +46,7 @@ _KNOWN_ITEMS = 64
 
 
 # the atoms _risky may say yes to
-_MAYBE_RISKY = _RISKY | {"num", "addl", "enum"}
+_MAYBE_RISKY = _RISKY | {Num, Addl, Enum}
 
 
 def _long_number(c) -> bool:
@@ -67,29 +68,41 @@ def _long_number(c) -> bool:
 
 
 def _risky(a) -> bool:
-    k = a[0]
-    if k == "num":
-        for c in (a[1], a[3]):
+    k = type(a)
+    if k is Num:
+        for c in (a.lo, a.hi):
             if c is not None:
                 t = c.as_tuple()  # (the digits written out number at most these)
                 if not isinstance(t.exponent, int) or len(t.digits) + abs(t.exponent) > _LONG_BOUND:
                     return True
         return False
-    if k == "enum":
-        return any(_long_number(c) for c in a[1])
-    return k in _RISKY or (k == "addl" and a[3])
+    if k is Enum:
+        return any(_long_number(c) for c in a.values)
+    return k in _RISKY or (k is Addl and bool(a.patterns))
 
 
-class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBuilder):
+class Compiler(Normalizer):
     """Builds rule bodies from normal forms (phase 2), on demand.
 
     ``rules`` holds the bodies built so far (the JSON base rules from the start), ``pending``
     the names handed out whose bodies are not built yet; :class:`~dotjson.ir.LazyRules` over
-    this object is the grammar's rule mapping.
+    this object is the grammar's rule mapping. A branch is built one JSON type at a time by the
+    compiler's parts, each holding the compiler and its own caches: :attr:`numbers`
+    (:class:`~dotjson.jsonschema.numbers.NumberBuilder`), :attr:`strings`
+    (:class:`~dotjson.jsonschema.strings.StringBuilder`), :attr:`arrays`
+    (:class:`~dotjson.jsonschema.arrays.ArrayBuilder`) and :attr:`objects`
+    (:class:`~dotjson.jsonschema.objects.ObjectBuilder`).
     """
+
+    #: ``numbers="any"``: every spelling of every number (set by ``schema_to_grammar``)
+    exponents = False
 
     def __init__(self, schema, **options):
         super().__init__(schema, **options)
+        self.numbers = NumberBuilder(self)
+        self.strings = StringBuilder(self)
+        self.arrays = ArrayBuilder(self)
+        self.objects = ObjectBuilder(self)
         self.pending: dict = {}       # rule name -> expression, body not built yet
         self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
         # rule name -> (nullable, productive) known to its builder, or a function computing it
@@ -105,6 +118,13 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         # that is smallest written out in full (see objects.ObjectRules.cover)
         self.whole = False
         self.rules.update(self.base)
+
+    def fresh_prefix(self, kind: str) -> str:
+        """A name of its own for a builder's rules or rule family: the namespace, ``kind`` and
+        a new number (the same counter as :meth:`new_name`, so names follow the order in which
+        the automaton asked for rules)."""
+        self.counter += 1
+        return f"{self.ns}{kind}{self.counter}"
 
     def new_name(self, hint: str) -> str:
         h = _NAME_JUNK.sub("_", hint.lower()).strip("_")[-40:].strip("_")
@@ -174,7 +194,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
 
     def _free_value_body(self, depth: int) -> ir.Node:
         b, bp, ws = self.gen_bounds, self.bp, self.ws
-        string = self.bounded_string()
+        string = self.strings.bounded_string()
         scalars = [string, self.free_number(), Ref(bp + "json_boolean"), Ref(bp + "json_null")]
         if depth == 0:
             return alt(*scalars)
@@ -379,30 +399,30 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 continue
             risky = False
             for br in d:
-                if len(br) == 1 and br[0][0] == "ruleref":
-                    alias.setdefault(e, []).append(br[0][1])
-                    todo.append((br[0][1], 0))  # a $ref target starts over: see below
+                if len(br) == 1 and type(br[0]) is RuleRef:
+                    alias.setdefault(e, []).append(br[0].target)
+                    todo.append((br[0].target, 0))  # a $ref target starts over: see below
                     continue
                 subs = []
                 combined = False
                 for a in br:
-                    k = a[0]
-                    i = _SUB_AT.get(k)
-                    if i is not None:
+                    k = type(a)
+                    sub = a.subschema
+                    if sub is not None:
                         # a $ref target starts over: its nesting is counted from where it is
-                        subs.append((a[i], 0 if k == "ruleref" else depth + 1))
-                        if k == "some" and a[1][0] == "o":
+                        subs.append((sub, 0 if k is RuleRef else depth + 1))
+                        if k is Some and type(a.spec) is ViolatedBranch:
                             # a negated object branch: the negations of its members' schemas
                             # (what a member must be to violate it) are normalised now too
-                            subs += [(self.not_expr(x[_SUB_AT[x[0]]]), depth + 1) for x in a[1][1]
-                                     if x[0] in _SUB_AT]
-                        if k == "ruleref" or k in _COMBINED:
+                            subs += [(self.not_expr(x.subschema), depth + 1) for x in a.spec.atoms
+                                     if x.subschema is not None]
+                        if k is RuleRef or k in _COMBINED:
                             combined = True
                     if k in _MAYBE_RISKY and _risky(a):
                         risky = True
-                    elif k == "notenum" and any(c[0] == "o" or c[0] == "a" for c in a[1]):
+                    elif k is NotEnum and any(c[0] == "o" or c[0] == "a" for c in a.values):
                         # an excluded object/array value: its branches, and their limit, now
-                        for b in (self.expand_refs(br, self.expr_where(e)) if any(x[0] == "ruleref" for x in br)
+                        for b in (self.expand_refs(br, self.expr_where(e)) if any(type(x) is RuleRef for x in br)
                                   else [br]):
                             self.without_values(b, self.expr_where(e))
                 if combined:  # (nothing to intersect without one of those: most leaves)
@@ -421,13 +441,13 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
     def _combinations(self, br, e) -> list:
         """The intersections of sub-schemas that building this branch (of expression ``e``)
         will compile."""
-        if any(a[0] == "ruleref" for a in br):
+        if any(type(a) is RuleRef for a in br):
             brs = self.expand_refs(br, self.expr_where(e))
         else:
             brs = [br]
         out = []
         for b in brs:
-            if not any(a[0] in _COMBINED for a in b):
+            if not any(type(a) in _COMBINED for a in b):
                 continue  # nothing here is intersected (most leaves of a schema)
             m = self.merge(b)
             if "array" in m.types:
@@ -481,8 +501,8 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         where = self.expr_where(e)
         nodes = []
         for br in self.dnf(e):
-            if len(br) == 1 and br[0][0] == "ruleref":
-                nodes.append(self.node_of(br[0][1]))
+            if len(br) == 1 and type(br[0]) is RuleRef:
+                nodes.append(self.node_of(br[0].target))
             else:
                 nodes.append(self.build_branch(br, where))
         return alt(*nodes)
@@ -500,7 +520,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
             vals.sort(key=repr)
             if self.syntactic_int and "nonint" not in m.types:
                 # draft 4: an integral enum value under `type: integer` has no `1.0` spelling
-                return alt(*(self.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
+                return alt(*(self.numbers.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
                              if c[0] == "x" else self.literal(c) for c in vals))
             return alt(*(self.literal(c) for c in vals))
         out = []
@@ -512,13 +532,13 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
                 if ("b", b) not in m.not_enum:
                     out.append(lit("true" if b else "false"))
         if ts & _NUM:
-            out.append(self.build_number(m.number, m.not_enum, "integer" in ts, "nonint" in ts, where))
+            out.append(self.numbers.build_number(m.number, m.not_enum, "integer" in ts, "nonint" in ts, where))
         if "string" in ts:
-            out.append(self.build_string(m.string, m.not_enum))
+            out.append(self.strings.build_string(m.string, m.not_enum))
         if "array" in ts:
-            out.append(self.build_array(m.array, where))
+            out.append(self.arrays.build_array(m.array, where))
         if "object" in ts:
-            out.append(self.build_object(m.object, where))
+            out.append(self.objects.build_object(m.object, where))
         return alt(*out)
 
     # ------------------------------------------------------------------ literals
@@ -533,7 +553,7 @@ class Compiler(Normalizer, NumberBuilder, StringBuilder, ArrayBuilder, ObjectBui
         elif k == "b":
             node = lit("true" if c[1] else "false")
         elif k == "x":
-            node = self.number_node(c[1], False, c[1], False, (), (), (), True, True, "")
+            node = self.numbers.number_node(c[1], False, c[1], False, (), (), (), True, True, "")
         elif k == "s":
             node = seq(lit('"'), self.lit_text(c[1]), lit('"'))
         elif k == "a":

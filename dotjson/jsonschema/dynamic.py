@@ -35,25 +35,27 @@ class Restart(BaseException):
 
 
 class Scopes:
-    """The dynamic scopes of one normalizer (built once every identifier is indexed)."""
+    """The dynamic scopes of one normalizer's documents
+    (:class:`~dotjson.jsonschema.normalize.documents.Documents`; built once every identifier is
+    indexed)."""
 
-    def __init__(self, nz):
-        self.nz = nz
+    def __init__(self, documents):
+        self.ds = documents
         self.parts: dict = {}  # scoped key -> (document, entry resource URI, bindings)
         self.by_resource: dict = {}  # resource URI -> {name: (doc, ptr)} of its dynamic anchors
         self._docs = -1
 
     def _refresh(self) -> None:
         """Index the documents loaded since (a remote resource is loaded when first referred to)."""
-        nz = self.nz
-        n = len(nz.docs) - len(self.parts)
+        ds = self.ds
+        n = len(ds.docs) - len(self.parts)
         if n == self._docs:
             return
-        nz.index_all()
-        self._docs = len(nz.docs) - len(self.parts)
+        ds.index_all()
+        self._docs = len(ds.docs) - len(self.parts)
         self.by_resource = {}
-        for (uri, name), (doc, ptr) in nz.anchors.items():
-            s = nz.get(doc, ptr)
+        for (uri, name), (doc, ptr) in ds.anchors.items():
+            s = ds.get(doc, ptr)
             if isinstance(s, dict) and s.get("$dynamicAnchor") == name:
                 self.by_resource.setdefault(uri, {}).setdefault(name, (doc, ptr))
 
@@ -63,7 +65,7 @@ class Scopes:
         return hit if hit is not None else (doc, None, ())
 
     def resource(self, doc, ptr) -> str:
-        return _defrag(self.nz.base_uri(doc, ptr))[0]
+        return _defrag(self.ds.base_uri(doc, ptr))[0]
 
     def bindings(self, doc, ptr) -> dict:
         """``{name: anchor}`` in force at ``(doc, ptr)``: the bindings the key carries, then those
@@ -94,10 +96,10 @@ class Scopes:
             return target  # (entered at its document's root resource with nothing bound: the plain copy)
         key = f"{tdoc}{_SEP}{entry}{_SEP}{B!r}"
         if key not in self.parts:
-            nz = self.nz
+            ds = self.ds
             self.parts[key] = (tdoc, entry, B)
-            nz.docs[key] = nz.docs[tdoc]
-            nz.indexed.add(key)  # (its identifiers are the original's)
+            ds.docs[key] = ds.docs[tdoc]
+            ds.indexed.add(key)  # (its identifiers are the original's)
         return ("loc", key, tptr)
 
     def follow(self, doc, ptr, target):
@@ -111,7 +113,7 @@ class Scopes:
         ``target``: the outermost binding of its anchor when ``target`` carries it."""
         bind = self.bindings(doc, ptr)
         frag = _defrag(ref)[1]
-        s = self.nz.get(target[1], target[2])
+        s = self.ds.get(target[1], target[2])
         name = s.get("$dynamicAnchor") if isinstance(s, dict) else None
         if name == frag and name in bind:
             target = ("loc",) + bind[name]

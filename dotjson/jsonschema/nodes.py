@@ -3,8 +3,8 @@
 The normal form of a sub-schema (:meth:`~dotjson.jsonschema.normalize.Normalizer.dnf`) is a
 union of branches, the ``anyOf`` of the schema: ``oneOf`` becomes branches proven pairwise
 disjoint (or rewritten with negations), ``allOf`` a product, ``not`` negated atom by atom. Each
-branch is a conjunction of keyword atoms; :meth:`~dotjson.jsonschema.normalize.Normalizer.merge`
-turns it into one :class:`Branch`:
+branch is a conjunction of keyword atoms; ``Normalizer.merge``
+(:class:`~dotjson.jsonschema.normalize.merge.Merger`) turns it into one :class:`Branch`:
 
 * what every value must satisfy whatever its type: the allowed ``types``, the ``enum`` values
   (``None``: any), the values excluded (``not_enum``), and the ``$ref`` targets it must satisfy

@@ -553,7 +553,18 @@ _MAX_SHARED_NUMBERS = 4096
 
 
 class NumberBuilder:
-    """Mixin of the compiler: numbers (``type: number/integer``, bounds, ``multipleOf``)."""
+    """The compiler's part for numbers (``type: number/integer``, bounds, ``multipleOf``),
+    remembered per constraint.
+
+    It reads of the compiler ``tr``: the dialect's integers (``syntactic_int``), the number
+    spelling policy (``exponents``), the generation bounds (``gen_bounds``, ``free_number``),
+    the base rules' prefix (``bp``); and writes its rule names (``ns``, ``counter``), right-linear
+    rules (``rules``) and lazy number automata (``families``).
+    """
+
+    def __init__(self, tr):
+        self.tr = tr
+        self.number_cache: dict = {}  # constraint -> its numbers (an IR node)
 
     def build_number(self, n: NumberNode, not_enum, allow_int, allow_nonint, where) -> ir.Node:
         """The numbers of node ``n`` (integers, others, or both) but the values ``not_enum``
@@ -567,7 +578,8 @@ class NumberBuilder:
         ``ne``, integers and/or not. Under ``spellings="any"`` every spelling: the plain-notation
         automaton and, where it does not write exponents itself, :class:`ExponentNumbers`
         (``numbers="any"``, the compiler's ``exponents``)."""
-        gb = getattr(self, "gen_bounds", None)
+        tr = self.tr
+        gb = tr.gen_bounds
         if gb is not None and (lo is None or hi is None) and (mults or notmults or not allow_nonint):
             # the generation bound on digits (an integer or a multipleOf number written digit after
             # digit until the budget ends: Handwritten---allany4): |x| < 10**D, where the schema's
@@ -579,12 +591,12 @@ class NumberBuilder:
             if room and lo is None and (hi is None or hi > -big / 10):
                 lo, lox = -big, True
         plain = self.plain_number_node(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where)
-        if not getattr(self, "exponents", False) or plain is EMPTY:
+        if not tr.exponents or plain is EMPTY:
             return plain
         consts = [c for c in (lo, hi) + tuple(ne) if c is not None]
         if allow_int and allow_nonint and not mults and not notmults and all(c == 0 for c in consts):
             return plain  # exponents are written by the plain automaton already (sign checks)
-        if self.syntactic_int:
+        if tr.syntactic_int:
             if not allow_nonint:
                 return plain  # draft 4: an integer has no exponent
             integer = None  # draft 4: every exponent form is a non-integer
@@ -595,30 +607,30 @@ class NumberBuilder:
         if hit is None:
             from dotjson.jsonschema.numfamily import ExponentNumbers
 
-            self.counter += 1
-            fam = ExponentNumbers(f"{self.ns}xnum{self.counter}", lo, lox, hi, hix, mults, notmults, ne, integer)
-            self.families.append(fam)
+            fam = ExponentNumbers(tr.fresh_prefix("xnum"), lo, lox, hi, hix, mults, notmults, ne, integer)
+            tr.families.append(fam)
             hit = self.number_cache[key] = alt(plain, Ref(fam.start))
         return hit
 
     def plain_number_node(self, lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, where) -> ir.Node:
         """The numbers of :meth:`number_node` in plain notation (exponents only where every
         bound is 0 and every value may be: the sign checks stay exact)."""
+        tr = self.tr
         if lo is None and hi is None and not mults and not notmults and not ne:
             if allow_int and allow_nonint:
-                if getattr(self, "gen_bounds", None) is not None:
-                    return self.free_number()  # digits bounded (integer, fraction, exponent)
-                return Ref(self.bp + "json_number")
+                if tr.gen_bounds is not None:
+                    return tr.free_number()  # digits bounded (integer, fraction, exponent)
+                return Ref(tr.bp + "json_number")
         key = (lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint)
         hit = self.number_cache.get(key)
         if hit is not None:
             return hit
-        shared_key = key + (self.syntactic_int,)
+        shared_key = key + (tr.syntactic_int,)
         hit = _NUMBER_LANGUAGES.get(shared_key)
         if hit is not None:
             # as if built here (a build counts one name): rule names, and so index.grammar, do
             # not depend on what this process compiled before
-            self.counter += 1
+            tr.counter += 1
             self.number_cache[key] = hit
             return hit
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lox or hix))):
@@ -627,7 +639,7 @@ class NumberBuilder:
         if lo is not None and lo == hi and allow_int and allow_nonint and not mults and not notmults \
                 and not ne and _digits(lo) <= _LONG_LITERAL:
             # one value, any spelling (an enum or const number): no automaton to build
-            gb = getattr(self, "gen_bounds", None)
+            gb = tr.gen_bounds
             node = self.number_cache[key] = _equal_node(lo, None if gb is None else gb["number_digits"])
             return node
         contradict = _multiples_contradict(mults, notmults)
@@ -636,7 +648,7 @@ class NumberBuilder:
         if contradict or witness is None:
             self.number_cache[key] = EMPTY  # every multiple of the mults is one of a notmult (0 too)
             return EMPTY
-        trackers = _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, self.syntactic_int)
+        trackers = _trackers(lo, lox, hi, hix, mults, notmults, ne, allow_int, allow_nonint, tr.syntactic_int)
         consts = [c for c in (lo, hi) + tuple(ne) if c is not None]
         allow_exp = allow_int and allow_nonint and not mults and not notmults and all(c == 0 for c in consts)
         # a remainder past MAX_DFA_STATES fills the eager build's limit before anything else
@@ -646,13 +658,13 @@ class NumberBuilder:
             # too many states to build eagerly: the same automaton, a state at a time
             from dotjson.jsonschema.numfamily import LazyNumberDFA
 
-            self.counter += 1
+            name = tr.fresh_prefix("lnum")
             params = {"lo": None if lo is None else str(lo), "lox": lox, "hi": None if hi is None else str(hi),
                       "hix": hix, "mults": [str(m) for m in mults], "notmults": [str(m) for m in notmults],
                       "ne": [str(c) for c in ne], "allow_int": allow_int, "allow_nonint": allow_nonint,
-                      "syntactic_int": self.syntactic_int, "allow_exp": allow_exp}
-            fam = LazyNumberDFA(f"{self.ns}lnum{self.counter}", trackers, allow_exp, params)
-            self.families.append(fam)
+                      "syntactic_int": tr.syntactic_int, "allow_exp": allow_exp}
+            fam = LazyNumberDFA(name, trackers, allow_exp, params)
+            tr.families.append(fam)
             # (whether it has a number at all is the family's answer when the analysis asks:
             # a union of such branches is then searched only until one has; a witness found
             # among the candidate multiples answers it at once)
@@ -664,10 +676,10 @@ class NumberBuilder:
             if mn is None:
                 node = EMPTY
             else:
-                self.counter += 1
-                n_rules = len(self.rules)
-                node = _dfa_to_ir(mn[0], mn[1], f"{self.ns}num{self.counter}", self.rules)
-                if len(self.rules) == n_rules:  # a regular node
+                prefix = tr.fresh_prefix("num")
+                n_rules = len(tr.rules)
+                node = _dfa_to_ir(mn[0], mn[1], prefix, tr.rules)
+                if len(tr.rules) == n_rules:  # a regular node
                     if len(_NUMBER_LANGUAGES) >= _MAX_SHARED_NUMBERS:
                         _NUMBER_LANGUAGES.clear()
                     _NUMBER_LANGUAGES[shared_key] = node

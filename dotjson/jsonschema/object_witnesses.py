@@ -9,6 +9,7 @@ witness bit of the object automaton (:class:`dotjson.jsonschema.objects.ObjectRu
 
 from __future__ import annotations
 
+from dotjson.jsonschema.atoms import Addl, Pattern, Props, Required
 from dotjson.jsonschema.nodes import ObjectNode
 from dotjson.jsonschema.values import FALSE, TRUE
 
@@ -52,15 +53,15 @@ class NegatedBranch:
         props: dict = {}
         req, pats, addl = [], [], []
         for a in atoms:
-            k = a[0]
-            if k == "props":
-                props.setdefault(a[1], []).append(a[2])
-            elif k == "required":
-                req.append(a[1])
-            elif k == "pattern":
-                pats.append((a[1], a[2]))
-            elif k == "addl":
-                addl.append((a[1], a[2], a[3]))
+            k = type(a)
+            if k is Props:
+                props.setdefault(a.name, []).append(a.schema)
+            elif k is Required:
+                req.append(a.name)
+            elif k is Pattern:
+                pats.append(a.fields())
+            elif k is Addl:
+                addl.append(a.fields())
             else:  # pragma: no cover - the normaliser makes such witnesses of these atoms only
                 raise AssertionError(a)
         self.node = ObjectNode(properties=props, required=dict.fromkeys(req), patterns=pats, additional=addl)

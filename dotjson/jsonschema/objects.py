@@ -13,6 +13,7 @@ from dotjson import ir
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
+from dotjson.jsonschema.atoms import ExtraKeys, PatternKeys, Props, SchemaKeys, ViolatedBranch
 from dotjson.jsonschema.key_trie import KeySet, KeyTrie, known_by_member
 from dotjson.jsonschema.objects_any_order import any_order_object
 from dotjson.jsonschema.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
@@ -35,7 +36,11 @@ MAX_WITNESS_VARIANTS = 64
 
 
 class ObjectBuilder:
-    """Mixin of the compiler: objects."""
+    """The compiler's part for objects: each object node built by an :class:`ObjectRules`
+    (which reads the compiler ``tr`` itself), and the key questions it asks here."""
+
+    def __init__(self, tr):
+        self.tr = tr
 
     def _may_share_key(self, x, y, where, wnames: dict) -> bool:
         """Some key may match both ``x`` and ``y`` (patterns, or witness key entries
@@ -49,14 +54,14 @@ class ObjectBuilder:
         if nx is not None and ny is not None:
             return bool(set(nx) & set(ny))
         if nx is not None and isinstance(y, str):
-            return any(self.key_matches(k, y) for k in nx)
+            return any(self.tr.key_matches(k, y) for k in nx)
         if ny is not None and isinstance(x, str):
-            return any(self.key_matches(k, x) for k in ny)
+            return any(self.tr.key_matches(k, x) for k in ny)
         return True
 
     def _pattern_head(self, p: str, where) -> str:
         """The text every key pattern ``p`` matches starts with (``""`` when not anchored)."""
-        n = self.regex(p, where, "patternProperties")
+        n = self.tr.regex(p, where, "patternProperties")
         if type(n) is ir.Seq and n.items:
             n = n.items[0]
         return n.text if type(n) is ir.Lit else ""
@@ -64,7 +69,7 @@ class ObjectBuilder:
     def build_object(self, o: ObjectNode, where) -> ir.Node:
         """The node of object branch ``o``; its rules are made as the automaton reaches them
         (:class:`ObjectRules`)."""
-        return ObjectRules(self, o, where).build()
+        return ObjectRules(self.tr, o, where).build()
 
 
 class ObjectRules:
@@ -129,18 +134,18 @@ class ObjectRules:
         if any(v == FALSE for _, v in wit):
             return EMPTY
         W = len(wit)
-        most = MAX_BRANCH_WITNESSES if any(spec[0] == "o" for spec, _ in wit) else MAX_WITNESSES
+        most = MAX_BRANCH_WITNESSES if any(type(spec) is ViolatedBranch for spec, _ in wit) else MAX_WITNESSES
         if W > most:
             r = tr.unsupported(f"more than {most} members an object must hold (negated object "
                                "keywords under not/oneOf/if)", self.where, "not")
             if r is None:
                 wit, W = [], 0
         self.wit, self.W = wit, W
-        # a negated object branch (`some` with the key spec ("o", atoms)): one witness bit, set
+        # a negated object branch (`some` with a ViolatedBranch key spec): one witness bit, set
         # by a member that violates the branch; a required name of the branch left out stands
         # for it too. Every name the branch speaks of is declared here, so that the members
         # seen tell which of them is absent and each extra key violates it by its class alone.
-        self.negs = {a: NegatedBranch(tr, spec[1]) for a, (spec, _) in enumerate(wit) if spec[0] == "o"}
+        self.negs = {a: NegatedBranch(tr, spec.atoms) for a, (spec, _) in enumerate(wit) if type(spec) is ViolatedBranch}
         if self.negs:
             if tr.property_order != "any":
                 raise UnsupportedSchemaError("a negated object branch as a witness needs property_order='any'",
@@ -237,8 +242,8 @@ class ObjectRules:
         (``pats``, less the universal ones, ``univ``) and listed keys (``fixed_members``)."""
         tr, o, where, wit = self.tr, self.o, self.where, self.wit
         pats = list(dict.fromkeys([p for p, _ in o.patterns] + [q for _, _, qs in o.additional for q in qs]
-                                  + [sp[1] for sp, _ in wit if sp[0] == "p"]
-                                  + [q for sp, _ in wit if sp[0] == "a" for q in sp[2]]
+                                  + [sp.pattern for sp, _ in wit if type(sp) is PatternKeys]
+                                  + [q for sp, _ in wit if type(sp) is ExtraKeys for q in sp.patterns]
                                   + [q for neg in self.negs.values() for q in neg.patterns()]))
         # a pattern every key matches (`.*`, `^a*`, the empty one) is in every class: none lacks it,
         # and it narrows no key (its language, with escapes, in an And/Diff of the key cost
@@ -253,18 +258,18 @@ class ObjectRules:
         wlangs = []
         wnames = {}  # the finite witness key languages' names
         for a, (sp, _) in enumerate(wit):
-            if sp[0] == "a":
-                names = sorted(n for n in sp[1] if n not in self.props)
+            if type(sp) is ExtraKeys:
+                names = sorted(n for n in sp.names if n not in self.props)
                 if names:
                     wlangs.append((("w", a), alt(*(tr.enc_text(n) for n in names))))
                     wnames[("w", a)] = names
-            elif sp[0] == "n":
-                wlangs.append((("w", a), tr.key_language(sp[1])))
+            elif type(sp) is SchemaKeys:
+                wlangs.append((("w", a), tr.strings.key_language(sp.schema)))
 
         def classes(entries):
             # the key classes: the sets of entries one key may match all of (``None`` past
             # MAX_KEY_CLASSES); 2**len(entries) unless some are disjoint
-            return key_classes(entries, lambda x, y: tr._may_share_key(x, y, where, wnames),
+            return key_classes(entries, lambda x, y: tr.objects._may_share_key(x, y, where, wnames),
                                MAX_KEY_CLASSES)
 
         if wit:
@@ -296,7 +301,7 @@ class ObjectRules:
         else:
             self.union_mode = False
         self.pats = pats
-        pn_lang = self.pn_lang = tr.key_language(self.pn) if self.pn is not None else None
+        pn_lang = self.pn_lang = tr.strings.key_language(self.pn) if self.pn is not None else None
         live = self.live = []
         for T in subsets:
             Tset = set(T) | univ
@@ -315,8 +320,7 @@ class ObjectRules:
         tr = self.tr
         if not (self.live or self.fixed_members):
             return None
-        tr.counter += 1
-        xname = self.xname = f"{tr.ns}extra{tr.counter}"
+        xname = self.xname = tr.fresh_prefix("extra")
         tr.pending[xname] = self.extra_member
         if not self.pats and self.pn_lang is None and not self.wit:
             # any key but the declared names (finitely many: infinitely many keys are left),
@@ -375,8 +379,7 @@ class ObjectRules:
                                "maxProperties")
             if r is None:
                 self.plo, self.phi, self.cap = 0, None, 1
-        tr.counter += 1
-        self.prefix = f"{tr.ns}obj{tr.counter}"
+        self.prefix = tr.fresh_prefix("obj")
         # nreq[i]: the first required member at or after i (n when none)
         nreq = self.nreq = [n] * (n + 1)
         if reqs:
@@ -421,13 +424,14 @@ class ObjectRules:
         Tset = set(T) | self.univ
         out = 0
         for a, (sp, _) in enumerate(self.wit):
-            if sp[0] == "o":
+            k = type(sp)
+            if k is ViolatedBranch:
                 ok = self.negs[a].on_class(Tset) != FALSE
-            elif sp[0] == "p":
-                ok = sp[1] in Tset
-            elif sp[0] == "a":
-                ok = not (set(sp[2]) & Tset) and ("w", a) not in Tset
-            else:
+            elif k is PatternKeys:
+                ok = sp.pattern in Tset
+            elif k is ExtraKeys:
+                ok = not (set(sp.patterns) & Tset) and ("w", a) not in Tset
+            else:  # SchemaKeys
                 ok = ("w", a) in Tset
             if ok:
                 out |= 1 << a
@@ -436,7 +440,7 @@ class ObjectRules:
     def key_wit(self, a, name) -> bool:
         """Whether a member with declared name ``name`` may be witness ``a``."""
         spec = self.wit[a][0]
-        if spec[0] == "o":
+        if type(spec) is ViolatedBranch:
             return self.negs[a].on_key(name) != FALSE
         return self.tr.key_in(name, spec)
 
@@ -481,7 +485,7 @@ class ObjectRules:
         tr = self.tr
         if tr.gen_bounds is None or self.wit or self.plo > len(self.props):
             return False
-        return all(isinstance(p, str) and tr.bound_fits(tr.regex(p, self.where, "patternProperties")) for p in T)
+        return all(isinstance(p, str) and tr.strings.bound_fits(tr.regex(p, self.where, "patternProperties")) for p in T)
 
     def class_content(self, T) -> ir.Node:
         """The spellings of the extra keys of class ``T`` (the patterns and witness key
@@ -495,11 +499,11 @@ class ObjectRules:
         declared_names = self.declared_spellings[0]
         Tset = set(T)
         if self.union_mode and T:
-            pos = [alt(*(tr.enc_pattern(p, where) for p in T))]
+            pos = [alt(*(tr.strings.enc_pattern(p, where) for p in T))]
             neg = list(declared_names)
         else:
-            pos = [tr.enc_pattern(p, where) if isinstance(p, str) else self.wlang[p] for p in T]
-            neg = [tr.enc_pattern(q, where) for q in self.pats if q not in Tset]
+            pos = [tr.strings.enc_pattern(p, where) if isinstance(p, str) else self.wlang[p] for p in T]
+            neg = [tr.strings.enc_pattern(q, where) for q in self.pats if q not in Tset]
             neg += [x for k, x in self.wlangs if k not in Tset]
             neg += declared_names + self.fixed_names
         if self.pn_lang is not None:
@@ -577,7 +581,7 @@ class ObjectRules:
                 groups[e] = groups.get(e, 0) | 1 << a
         finite, general = [], []
         for e, b in groups.items():
-            vals = tr._finite_prop((("props", "", e[1]),), "") if e[0] == "not" else None
+            vals = tr._finite_prop((Props("", e[1]),), "") if e[0] == "not" else None
             if vals is not None:
                 finite.append((b, vals))
             else:

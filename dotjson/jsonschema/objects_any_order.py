@@ -57,8 +57,7 @@ def any_order_object(tr, declared, extra, plo: int, phi, witnesses=None) -> ir.N
             v = values[j] = tr.node_of(exprs[j])
         return v
 
-    tr.counter += 1
-    fam = AnyOrderObject(f"{tr.ns}obj{tr.counter}", [name for name, _, _ in declared], value,
+    fam = AnyOrderObject(tr.fresh_prefix("obj"), [name for name, _, _ in declared], value,
                          [req for _, _, req in declared], extra, tr.sep, tr.colon, plo, phi,
                          value_known=lambda j: tr.expr_known(exprs[j])[1],
                          native=getattr(tr, "native", None), value_exprs=exprs,

@@ -11,6 +11,7 @@ from dotjson import ir
 from dotjson.errors import DotjsonError, GrammarError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
 from dotjson.ir.analysis import regular_nullable
+from dotjson.jsonschema.atoms import RuleRef
 from dotjson.jsonschema.jsonstr import encode_string_language
 from dotjson.jsonschema.nodes import StringNode
 from dotjson.jsonschema.values import _ENC_CACHE, FALSE, TRUE
@@ -162,25 +163,31 @@ def _encoded(key, decoded, spell=None):
 
 
 class StringBuilder:
-    """Mixin of the compiler: string languages (also the key language of ``propertyNames``)."""
+    """The compiler's part for strings: their languages (also the key language of
+    ``propertyNames``), remembered per string node.
+
+    It reads of the compiler ``tr``: the spelling policy (``jsonstr``, ``enc_text``), the base
+    rules' prefix (``bp``), the generation bounds (``gen_bounds``), and phase 1's answers
+    (``regex``, ``str_node``, ``dnf``, ``merge``, ``inline``, ``expand_refs``, ``satisfies``,
+    ``expr_where``).
+    """
+
+    def __init__(self, tr):
+        self.tr = tr
+        self.string_cache: dict = {}  # (patterns, not patterns, lengths, strings excluded) -> content
 
     def enc_pattern(self, p, where):
-        self.regex(p, where, "patternProperties")
+        self.tr.regex(p, where, "patternProperties")
         return self.enc_handle(("pattern", p))
 
     def enc_handle(self, key):
         """Encoded (JSON spelling) language of a string-language handle, cached per process."""
-        return _encoded(key, lambda: self.str_node(key), self.jsonstr)
-
-    def str_node(self, key):
-        """The decoded-string language of a ('pattern', p) or ('format', name) handle."""
-        if key[0] == "pattern":
-            return self.regex_cache[key[1]]
-        return self.formats[key]
+        return _encoded(key, lambda: self.tr.str_node(key), self.tr.jsonstr)
 
     def string_content(self, t: StringNode, not_enum) -> ir.Node:
         """The encoded content language (between the quotes) of string node ``t``, but the
         strings ``not_enum`` excludes."""
+        tr = self.tr
         key = (tuple(t.patterns), tuple(t.not_patterns), t.min_length, t.max_length,
                tuple(sorted(c[1] for c in not_enum if c[0] == "s")))
         hit = self.string_cache.get(key)
@@ -188,13 +195,13 @@ class StringBuilder:
             return hit
         pos = [self.enc_handle(h) for h in dict.fromkeys(t.patterns)]
         if t.min_length > 0 or t.max_length is not None:
-            pos.append(self.jsonstr.string_of_length(t.min_length, t.max_length))
-        neg = [self.enc_handle(h) for h in dict.fromkeys(t.not_patterns)] + [self.enc_text((s)) for s in key[4]]
+            pos.append(tr.jsonstr.string_of_length(t.min_length, t.max_length))
+        neg = [self.enc_handle(h) for h in dict.fromkeys(t.not_patterns)] + [tr.enc_text((s)) for s in key[4]]
         if any(p == EMPTY for p in pos):
             content = EMPTY
         else:
             if not pos:
-                content = self.jsonstr.json_string_content()
+                content = tr.jsonstr.json_string_content()
             elif len(pos) == 1:
                 content = pos[0]
             else:
@@ -223,7 +230,7 @@ class StringBuilder:
             # that product spends its fuel at the first mask inside the value (docs/keywords.md)
             return False
         try:
-            lang = self.str_node(t.patterns[0])
+            lang = self.tr.str_node(t.patterns[0])
         except (KeyError, DotjsonError):
             return False
         return self.bound_fits(lang)
@@ -232,17 +239,18 @@ class StringBuilder:
         """Whether the generation bound on length may cut decoded-string language ``lang`` (a
         pattern's): it has strings of any length, and its shortest plainly fits the bound."""
         least = shortest_string(lang)
-        return least is not None and least <= self.gen_bounds["string_length"] and _unbounded(lang)
+        return least is not None and least <= self.tr.gen_bounds["string_length"] and _unbounded(lang)
 
     def build_string(self, t: StringNode, not_enum) -> ir.Node:
-        if self.gen_bounds is not None and t.max_length is None \
-                and t.min_length <= self.gen_bounds["string_length"] and self._may_bound(t):
+        tr = self.tr
+        if tr.gen_bounds is not None and t.max_length is None \
+                and t.min_length <= tr.gen_bounds["string_length"] and self._may_bound(t):
             # the generation bound on strings without maxLength (not where minLength asks for more)
             t = StringNode(patterns=t.patterns, not_patterns=t.not_patterns, min_length=t.min_length,
-                           max_length=self.gen_bounds["string_length"])
+                           max_length=tr.gen_bounds["string_length"])
         if not t.patterns and not t.not_patterns and t.min_length == 0 and t.max_length is None \
                 and not any(c[0] == "s" for c in not_enum):
-            return Ref(self.bp + "json_string")
+            return Ref(tr.bp + "json_string")
         content = self.string_content(t, not_enum)
         if content == EMPTY:
             return EMPTY
@@ -250,25 +258,26 @@ class StringBuilder:
 
     def key_language(self, e) -> ir.Node:
         """Encoded content language of the strings an expression accepts (for propertyNames)."""
+        tr = self.tr
         if e == TRUE:
-            return self.jsonstr.json_string_content()
+            return tr.jsonstr.json_string_content()
         if e == FALSE:
             return EMPTY
         alts = []
         branches = []
-        for br in self.dnf(e):
-            if any(a[0] == "ruleref" for a in br):
-                branches.extend(self.inline(br[0][1], self.expr_where(e)) if len(br) == 1
-                                else self.expand_refs(br, self.expr_where(e)))
+        for br in tr.dnf(e):
+            if any(type(a) is RuleRef for a in br):
+                branches.extend(tr.inline(br[0].target, tr.expr_where(e)) if len(br) == 1
+                                else tr.expand_refs(br, tr.expr_where(e)))
             else:
                 branches.append(br)
         for br in branches:
-            m = self.merge(br)
+            m = tr.merge(br)
             if "string" not in m.types:
                 continue
             if m.enum is not None:
-                alts.extend(self.enc_text((c[1])) for c in m.enum
-                            if c[0] == "s" and self.satisfies(c[1], br))
+                alts.extend(tr.enc_text((c[1])) for c in m.enum
+                            if c[0] == "s" and tr.satisfies(c[1], br))
                 continue
             alts.append(self.string_content(m.string, m.not_enum))
         return alt(*alts)

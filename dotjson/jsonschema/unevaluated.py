@@ -25,6 +25,7 @@ a nested ``unevaluated*``).
 
 from __future__ import annotations
 
+from dotjson.jsonschema.atoms import Addl, Items, Required
 from dotjson.jsonschema.values import FALSE, TRUE
 
 #: everything is evaluated (``additionalProperties``, ``items``, a nested ``unevaluated*``)
@@ -92,11 +93,11 @@ class _Cases:
     def of(self, doc, ptr, top=False):
         """The cases of the schema at ``(doc, ptr)`` (``top``: its own ``unevaluated*`` left out)."""
         nz, what = self.nz, self.what
-        s = nz.get(doc, ptr)
+        s = nz.documents.get(doc, ptr)
         if isinstance(s, bool):
             return [([()], NONE[what])]
         if not isinstance(s, dict):
-            raise NotStatic(f"a sub-schema at {nz.where(doc, ptr) or '/'} that is not a schema")
+            raise NotStatic(f"a sub-schema at {nz.documents.where(doc, ptr) or '/'} that is not a schema")
         key = (doc, ptr, top)
         if key in self.stack or len(self.stack) > MAX_DEPTH:
             raise NotStatic("in-place applicators ($ref, allOf ...) that refer back to themselves")
@@ -136,9 +137,9 @@ class _Cases:
 
     def _of(self, s, doc, ptr, top):
         nz, what = self.nz, self.what
-        draft = nz.docs[doc].draft
+        draft = nz.documents.docs[doc].draft
         if "$ref" in s and draft <= 7:
-            return self.of_expr(nz.ref_target(doc, ptr, s["$ref"], "$ref"))
+            return self.of_expr(nz.documents.ref_target(doc, ptr, s["$ref"], "$ref"))
         own = self._own(s, doc, ptr, top, draft)
         if own == ALL:
             return [([()], ALL)]
@@ -148,7 +149,7 @@ class _Cases:
         acc = [([()], own)]
         for kw in ("$ref", "$dynamicRef"):
             if kw in s and (kw == "$ref" or draft >= 2020):
-                target = nz.ref_target(doc, ptr, s[kw], kw)
+                target = nz.documents.ref_target(doc, ptr, s[kw], kw)
                 if target is None or target == TRUE:
                     raise NotStatic(f"{kw} that does not resolve")
                 acc = self.product(acc, self.of_expr(target))
@@ -187,7 +188,7 @@ class _Cases:
                 cs = self.of_expr(nz._sub(s, doc, ptr, "dependentSchemas", name))
                 if any(e != NONE[what] for _, e in cs):
                     # applies when its key is present (and must hold then)
-                    req = [(("required", name),)]
+                    req = [(Required(name),)]
                     cs = [(nz.and2(req, d, self.where), e) for d, e in cs]
                     acc = self.product(acc, self.group(cs + [([()], NONE[what])]))
         return acc
@@ -221,10 +222,10 @@ def atom(nz, what, ev, e, where):
     if what == "props":
         for pat in ev[1]:
             nz.regex(pat, where, "patternProperties")
-        return ("addl", e, ev[0], tuple(sorted(ev[1])))
+        return Addl(e, ev[0], tuple(sorted(ev[1])))
     n, cont = ev
     if cont:  # an item past the first n matches one of the contains schemas, or e
         e = nz.not_expr(nz.and_expr([nz.not_expr(c) for c in sorted(cont, key=repr)] + [nz.not_expr(e)]))
-    return ("items", n, e)
+    return Items(n, e)
 
 

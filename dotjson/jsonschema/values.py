@@ -14,6 +14,7 @@ from urllib.parse import urldefrag, urljoin
 
 from dotjson import ir
 from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError
+from dotjson.jsonschema.atoms import EVERY_TYPE, NUMBER
 
 # ----------------------------------------------------------------------------- vocabulary
 
@@ -37,21 +38,12 @@ UNSUPPORTED_KEYWORDS = frozenset({
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "uniqueItems",
 })
 
-_U = frozenset({"null", "boolean", "integer", "nonint", "string", "array", "object"})
-_NUM = frozenset({"integer", "nonint"})
+_U = EVERY_TYPE
+_NUM = NUMBER
 _TYPE_NAMES = {
     "null": frozenset({"null"}), "boolean": frozenset({"boolean"}), "integer": frozenset({"integer"}),
     "number": _NUM, "string": frozenset({"string"}), "array": frozenset({"array"}),
     "object": frozenset({"object"}),
-}
-_ATOM_TYPES = {
-    "num": _NUM, "mult": _NUM, "notmult": _NUM,
-    "str": frozenset({"string"}), "len": frozenset({"string"}),
-    "props": frozenset({"object"}), "required": frozenset({"object"}), "addl": frozenset({"object"}),
-    "pattern": frozenset({"object"}), "pnames": frozenset({"object"}), "nprops": frozenset({"object"}),
-    "some": frozenset({"object"}),
-    "pos": frozenset({"array"}), "items": frozenset({"array"}), "nitems": frozenset({"array"}),
-    "contains": frozenset({"array"}), "unique": frozenset({"array"}),
 }
 
 TRUE = ("true",)
@@ -283,15 +275,6 @@ _REGEX_CACHE: dict = {}
 _ENC_CACHE: dict = {}
 _APPLICATORS = ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef", "$recursiveRef",
                 "dependentSchemas", "dependencies")
-
-
-
-def _types_of(br) -> frozenset:
-    t = _U
-    for a in br:
-        if a[0] == "types":
-            t = t & a[1]
-    return t
 
 
 @functools.lru_cache(maxsize=4096)

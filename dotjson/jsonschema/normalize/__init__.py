@@ -2,10 +2,10 @@
 
 A sub-schema is an *expression*: ``("loc", doc, pointer)`` (a place in a document), ``("and",
 exprs)``, ``("not", expr)``, or ``TRUE``/``FALSE``. Its normal form (:meth:`Normalizer.dnf`) is a
-list of branches, each a conjunction of keyword atoms (``("types", set)``, ``("num", lo, lox, hi,
-hix)``, ``("props", name, expr)`` (``("props", name, expr, True)`` where a ``properties``
-keyword declares the name), ``("ruleref", expr)`` ...), which :meth:`Normalizer.merge`
-turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a number, string,
+list of branches, each a tuple of keyword atoms (:mod:`dotjson.jsonschema.atoms`: ``Types(set)``,
+``Num(lo, lo_excl, hi, hi_excl)``, ``Props(name, expr)`` (``declared=True`` where a ``properties``
+keyword declares the name), ``RuleRef(expr)`` ...), which ``Normalizer.merge`` (a
+:class:`.merge.Merger`) turns into a typed node (:mod:`dotjson.jsonschema.nodes`: a ``Branch`` holding a number, string,
 array and object node) for the compiler to read: ``allOf`` is a product of branches,
 ``anyOf`` a union, ``oneOf`` a union of branches proven pairwise disjoint (or ``A ∧ ¬B ∨ B ∧ ¬A``
 when the negations are expressible), ``not`` negates atom by atom, ``if``/``then``/``else`` becomes
@@ -17,7 +17,8 @@ is refused. Sub-schemas below a keyword (a property's schema, ``items`` ...) sta
 expressions inside their atom: the normal form of one sub-schema costs the size of that
 sub-schema, not of the schemas under it. Nothing here builds grammar.
 
-One concept per module, each a part of :class:`Normalizer`:
+One concept per module: the documents and the merging are parts :class:`Normalizer` holds
+(``nz.documents``, ``nz.merge``), the others mixins of it:
 
 * :mod:`.documents` — documents, identifiers, JSON pointers, references resolved;
 * :mod:`.keywords` — a schema object's keywords read into atoms and parts;
@@ -39,22 +40,22 @@ from dotjson import ir
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.ir import EPS, Ref, lit, seq
 from dotjson.jsonschema.normalize.decide import Decisions
-from dotjson.jsonschema.normalize.documents import Documents, _Doc, _draft_of
+from dotjson.jsonschema.normalize.documents import Documents
 from dotjson.jsonschema.normalize.forms import _COMPACT_BUDGET, NormalForms
 from dotjson.jsonschema.normalize.keywords import Keywords
-from dotjson.jsonschema.normalize.merge import Merging
+from dotjson.jsonschema.normalize.merge import Merger
 from dotjson.jsonschema.normalize.negation import Negation
 from dotjson.jsonschema.normalize.oneof import OneOf
-from dotjson.jsonschema.values import _DEFAULT_BASE
 
 __all__ = ["Normalizer"]
 
 
-class Normalizer(Documents, Keywords, NormalForms, Negation, OneOf, Merging, Decisions):
-    """Documents, resolution and normal forms (phase 1); the compiler derives from it."""
+class Normalizer(Keywords, NormalForms, Negation, OneOf, Decisions):
+    """Normal forms (phase 1); the compiler derives from it. Two parts it holds: the schema's
+    documents and the resolution of references, :attr:`documents`
+    (:class:`~dotjson.jsonschema.normalize.documents.Documents`), and the merging of a branch
+    into a typed node, :attr:`merge` (:meth:`.merge.Merger.merge`)."""
 
-    #: the dynamic scopes (:mod:`.dynamic`), once :meth:`track_dynamic_scope` was called
-    scopes = None
     #: a ``$dynamicRef`` needing scopes raises ``dynamic.Restart`` (the caller starts over)
     restartable = False
 
@@ -96,24 +97,14 @@ class Normalizer(Documents, Keywords, NormalForms, Negation, OneOf, Merging, Dec
         self.dnf_cache: dict = {}
         self._structured: dict = {}  # expression -> every value an object or array
         self.dnf_ctx_cache: dict = {}    # (expr, context atoms) -> normal form (dnf in context)
-        self._ptr_cache = defaultdict(dict)  # document -> {JSON pointer -> the object or array there}
         self._leaves = defaultdict(dict)  # document -> {a leaf schema's content -> its expression}
-        self._merged: dict = {}          # id(branch) -> (branch, merged atoms)
+        # a branch -> its typed node, remembered (the part's bound method: a call of an object
+        # with __call__ costs more, and phase 1 merges ~100 branches a schema)
+        self.merge = Merger().merge
         self.inlining: set = set()
-        self.docs: dict[str, _Doc] = {}
-        self.resources: dict[str, tuple[str, str]] = {}   # uri -> (doc key, pointer)
-        self.anchors: dict[tuple[str, str], tuple[str, str]] = {}
-        self.dyn_anchor_count: dict[str, int] = {}
-        self.recursive_anchor = False
-        self.base_of: dict[tuple[str, str], str] = {}
-        self.indexed: set = set()        # documents whose identifiers are all registered
-        self.dyn_seen: set = set()
-        self.pending_resources = dict(resources or {})
         self.regex_cache: dict[str, ir.Node] = {}
         self.enc_cache: dict = {}
         self.literal_cache: dict = {}
-        self.number_cache: dict = {}
-        self.string_cache: dict = {}
         self.formats: dict = {}
         self.empty_cache: dict = {}
         self.keep: list = []
@@ -123,12 +114,9 @@ class Normalizer(Documents, Keywords, NormalForms, Negation, OneOf, Merging, Dec
         self.empty_depth = 0             # nesting of the eager emptiness check
         self.fuel = None                 # products left to the emptiness tests of a compact()
         self.compact_budget = _COMPACT_BUDGET  # work left to all compactions (see compact)
-        root_draft = _draft_of(schema)
-        self.root_draft = root_draft
+        self.documents = Documents(self, schema, resources)
         # draft 4: `integer` is a number written without fraction or exponent (1.0 is not one)
-        self.syntactic_int = root_draft == 4
-        base = _DEFAULT_BASE
-        self._add_doc("", schema, base, root_draft, label="")
+        self.syntactic_int = self.documents.root_draft == 4
 
     # ------------------------------------------------------------------ errors
     def unsupported(self, msg, ptr, kw):
@@ -138,6 +126,7 @@ class Normalizer(Documents, Keywords, NormalForms, Negation, OneOf, Merging, Dec
             return None
         raise err
 
-    def where(self, doc, ptr):
-        label = self.docs[doc].label
-        return f"{label}#{ptr}" if label else ptr
+    def track_dynamic_scope(self) -> None:
+        """Follow every reference into a copy per dynamic scope (:mod:`..dynamic`): called before
+        phase 1 where a ``$dynamicRef`` has several candidate ``$dynamicAnchor``s."""
+        self.documents.track_dynamic_scope()

@@ -10,9 +10,11 @@ from fractions import Fraction
 from dotjson import ir
 from dotjson.errors import DotjsonError, UnsupportedSchemaError
 from dotjson.jsonschema.nodes import Branch, ObjectNode
-from dotjson.jsonschema.values import (
-    MAX_EMPTINESS_DEPTH, _ATOM_TYPES, FALSE, TRUE, _canon, _dec, _ir_match, _type_of, _types_of,
+from dotjson.jsonschema.atoms import (
+    Addl, Contains, Enum, ExtraKeys, Items, Len, Mult, NItems, NotEnum, NotMult, NProps, Num, Pattern, PatternKeys,
+    PNames, Pos, Props, Required, RuleRef, Some, Str, Types, Unique, ViolatedBranch, types_of,
 )
+from dotjson.jsonschema.values import MAX_EMPTINESS_DEPTH, FALSE, TRUE, _canon, _dec, _ir_match, _type_of
 
 
 _STRUCTURED = frozenset({"object", "array"})
@@ -26,7 +28,7 @@ class Decisions:
         """The values of branch ``br`` (canonical) when it lists them (``enum``/``const``, also
         through its references), else ``None``."""
         try:
-            brs = self.expand_refs(br, "") if any(a[0] == "ruleref" for a in br) else [br]
+            brs = self.expand_refs(br, "") if any(type(a) is RuleRef for a in br) else [br]
         except UnsupportedSchemaError:
             return None
         out: dict = {}
@@ -46,10 +48,10 @@ class Decisions:
     def live_types(self, br) -> frozenset:
         """The types of which the conjunction ``br`` may have values: all but those it provably
         has none of (:meth:`type_empty`; a sufficient test of emptiness)."""
-        ts = _types_of(br)
+        ts = types_of(br)
         if not ts:
             return ts
-        if any(a[0] == "ruleref" for a in br):
+        if any(type(a) is RuleRef for a in br):
             try:
                 brs = self.expand_refs(br, "")
             except UnsupportedSchemaError:
@@ -205,24 +207,24 @@ class Decisions:
     def satisfies(self, v, br) -> bool:
         t = _type_of(v)
         for a in br:
-            k = a[0]
-            if k == "types":
-                if t not in a[1]:
+            k = type(a)
+            if k is Types:
+                if t not in a.allowed:
                     return False
                 continue
-            if k == "enum":
-                if _canon(v) not in self.value_set(a[1]):
+            if k is Enum:
+                if _canon(v) not in self.value_set(a.values):
                     return False
                 continue
-            if k == "notenum":
-                if _canon(v) in self.value_set(a[1]):
+            if k is NotEnum:
+                if _canon(v) in self.value_set(a.values):
                     return False
                 continue
-            if k == "ruleref":
-                if not self.validate(v, a[1]):
+            if k is RuleRef:
+                if not self.validate(v, a.target):
                     return False
                 continue
-            if t not in _ATOM_TYPES[k]:
+            if t not in a.applies_to:
                 continue
             if not self.sat_atom(v, a):
                 return False
@@ -237,49 +239,48 @@ class Decisions:
         return hit[1]
 
     def sat_atom(self, v, a) -> bool:
-        k = a[0]
-        if k == "num":
+        """Whether value ``v``, of a type typed atom ``a`` applies to, satisfies it."""
+        k = type(a)
+        if k is Num:
             x = _dec(v)
-            _, lo, lox, hi, hix = a
-            if lo is not None and (x < lo or (lox and x == lo)):
+            lo, hi = a.lo, a.hi
+            if lo is not None and (x < lo or (a.lo_excl and x == lo)):
                 return False
-            if hi is not None and (x > hi or (hix and x == hi)):
+            if hi is not None and (x > hi or (a.hi_excl and x == hi)):
                 return False
             return True
-        if k == "mult":  # (Fractions: a Decimal remainder rounds, or fails past 28 digits)
-            return Fraction(_dec(v)) % Fraction(a[1]) == 0
-        if k == "notmult":
-            return Fraction(_dec(v)) % Fraction(a[1]) != 0
-        if k == "str":
-            return _ir_match(self.str_node(a[1]), v) == a[2]
-        if k == "len":
-            return len(v) >= a[1] and (a[2] is None or len(v) <= a[2])
-        if k == "props":
-            return a[1] not in v or self.validate(v[a[1]], a[2])
-        if k == "required":
-            return a[1] in v
-        if k == "addl":
-            _, e, names, pats = a
+        if k is Mult:  # (Fractions: a Decimal remainder rounds, or fails past 28 digits)
+            return Fraction(_dec(v)) % Fraction(a.divisor) == 0
+        if k is NotMult:
+            return Fraction(_dec(v)) % Fraction(a.divisor) != 0
+        if k is Str:
+            return _ir_match(self.str_node(a.handle), v) == a.positive
+        if k is Len or k is NProps or k is NItems:
+            return len(v) >= a.lo and (a.hi is None or len(v) <= a.hi)
+        if k is Props:
+            return a.name not in v or self.validate(v[a.name], a.schema)
+        if k is Required:
+            return a.name in v
+        if k is Addl:
+            e, names, pats = a.schema, a.names, a.patterns
             return all(self.validate(x, e) for key, x in v.items()
                        if key not in names and not any(self.key_matches(key, p) for p in pats))
-        if k == "pattern":
-            return all(self.validate(x, a[2]) for key, x in v.items() if self.key_matches(key, a[1]))
-        if k == "pnames":
-            return all(self.validate(key, a[1]) for key in v)
-        if k == "some":
-            if a[1][0] == "o":  # (a negated object branch: some atom of it fails)
-                return not all(self.sat_atom(v, x) for x in a[1][1])
-            return any(self.key_in(key, a[1]) and self.validate(x, a[2]) for key, x in v.items())
-        if k == "nprops" or k == "nitems":
-            return len(v) >= a[1] and (a[2] is None or len(v) <= a[2])
-        if k == "pos":
-            return len(v) <= a[1] or self.validate(v[a[1]], a[2])
-        if k == "items":
-            return all(self.validate(x, a[2]) for x in v[a[1]:])
-        if k == "contains":
-            n = sum(1 for x in v[a[4] if len(a) > 4 else 0:] if self.validate(x, a[1]))
-            return n >= a[2] and (a[3] is None or n <= a[3])
-        if k == "unique":
+        if k is Pattern:
+            return all(self.validate(x, a.schema) for key, x in v.items() if self.key_matches(key, a.pattern))
+        if k is PNames:
+            return all(self.validate(key, a.schema) for key in v)
+        if k is Some:
+            if type(a.spec) is ViolatedBranch:  # (a negated object branch: some atom of it fails)
+                return not all(self.sat_atom(v, x) for x in a.spec.atoms)
+            return any(self.key_in(key, a.spec) and self.validate(x, a.schema) for key, x in v.items())
+        if k is Pos:
+            return len(v) <= a.index or self.validate(v[a.index], a.schema)
+        if k is Items:
+            return all(self.validate(x, a.schema) for x in v[a.start:])
+        if k is Contains:
+            n = sum(1 for x in v[a.start:] if self.validate(x, a.schema))
+            return n >= a.lo and (a.hi is None or n <= a.hi)
+        if k is Unique:
             cs = [_canon(x) for x in v]
             return len(set(cs)) == len(cs)
         return True  # pragma: no cover
@@ -288,15 +289,17 @@ class Decisions:
         return _ir_match(self.regex(pattern, "", "patternProperties"), key)
 
     def key_in(self, key, spec) -> bool:
-        """Whether ``key`` is one of the keys the witness key spec of a ``some`` atom names:
-        ``("p", pattern)`` (a key the pattern matches), ``("a", names, patterns)`` (a key
-        neither named nor matched: an extra member of that ``additionalProperties``),
-        ``("n", expr)`` (a key the string schema ``expr`` accepts)."""
-        if spec[0] == "p":
-            return self.key_matches(key, spec[1])
-        if spec[0] == "a":
-            return key not in spec[1] and not any(self.key_matches(key, q) for q in spec[2])
-        return self.validate(key, spec[1])
+        """Whether ``key`` is one of the keys the witness key spec of a ``some`` atom names
+        (:class:`~dotjson.jsonschema.atoms.PatternKeys`: a key the pattern matches;
+        :class:`~dotjson.jsonschema.atoms.ExtraKeys`: a key neither named nor matched, an
+        extra member of that ``additionalProperties``; :class:`~dotjson.jsonschema.atoms.SchemaKeys`:
+        a key the string schema accepts)."""
+        k = type(spec)
+        if k is PatternKeys:
+            return self.key_matches(key, spec.pattern)
+        if k is ExtraKeys:
+            return key not in spec.names and not any(self.key_matches(key, q) for q in spec.patterns)
+        return self.validate(key, spec.schema)
 
     def member_schemas(self, o: ObjectNode, name: str, es) -> list:
         """The schemas the value of declared property ``name`` of object node ``o`` must

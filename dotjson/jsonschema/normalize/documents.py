@@ -5,12 +5,13 @@ resolution of ``$ref``/``$dynamicRef``/``$recursiveRef`` to expressions ``("loc"
 
 from __future__ import annotations
 
+from collections import defaultdict
 from urllib.parse import unquote
 
 from dotjson.errors import LimitExceededError, SchemaError
 from dotjson.jsonschema.values import (
-    MAX_DEPTH, _DIALECTS, _MISSING, _SUBSCHEMA_LISTS, _SUBSCHEMA_MAPS, _SUBSCHEMA_ONE, TRUE, _defrag, _esc,
-    _join, _unesc,
+    _DEFAULT_BASE, MAX_DEPTH, _DIALECTS, _MISSING, _SUBSCHEMA_LISTS, _SUBSCHEMA_MAPS, _SUBSCHEMA_ONE, TRUE, _defrag,
+    _esc, _join, _unesc,
 )
 
 
@@ -35,8 +36,38 @@ def _draft_of(schema, default=2020) -> int:
 
 
 class Documents:
-    """The schema documents, their identifiers and the resolution of references. (A part of
-    :class:`~dotjson.jsonschema.normalize.Normalizer`, whose constructor sets the state it reads.)"""
+    """The schema documents, their identifiers and the resolution of references: a part the
+    :class:`~dotjson.jsonschema.normalize.Normalizer` holds (``nz.documents``), made with the
+    root schema and the ``resources`` a reference may load. It asks the normaliser ``nz`` only
+    to refuse a reference (``nz.unsupported``, lenient or not) and whether phase 1 may start over
+    with dynamic scopes (``nz.restartable``)."""
+
+    def __init__(self, nz, schema, resources):
+        self.nz = nz
+        self._ptr_cache = defaultdict(dict)  # document -> {JSON pointer -> the object or array there}
+        self.docs: dict[str, _Doc] = {}
+        self.resources: dict[str, tuple[str, str]] = {}   # uri -> (doc key, pointer)
+        self.anchors: dict[tuple[str, str], tuple[str, str]] = {}
+        self.dyn_anchor_count: dict[str, int] = {}
+        self.recursive_anchor = False
+        self.base_of: dict[tuple[str, str], str] = {}
+        self.indexed: set = set()        # documents whose identifiers are all registered
+        self.dyn_seen: set = set()
+        self.pending_resources = dict(resources or {})
+        #: the dynamic scopes (:mod:`..dynamic`), once :meth:`track_dynamic_scope` was called
+        self.scopes = None
+        self.root_draft = _draft_of(schema)
+        self._add_doc("", schema, _DEFAULT_BASE, self.root_draft, label="")
+
+    def where(self, doc, ptr) -> str:
+        """The place ``(doc, ptr)`` as a message names it: the JSON pointer, after the
+        document's label for a resource other than the root."""
+        label = self.docs[doc].label
+        return f"{label}#{ptr}" if label else ptr
+
+    def known(self, doc, ptr, node) -> None:
+        """Remember ``node`` (an object or array) as what :meth:`get` finds at ``ptr``."""
+        self._ptr_cache[doc][ptr] = node
 
     def _add_doc(self, key, schema, base, draft, label):
         self.docs[key] = _Doc(base, schema, draft, label)
@@ -208,7 +239,7 @@ class Documents:
                     found = cand
                     break
             if found is None:
-                return self.unsupported(f"cannot resolve {kw} {ref!r} (no such resource; remote schemas are "
+                return self.nz.unsupported(f"cannot resolve {kw} {ref!r} (no such resource; remote schemas are "
                                         "not fetched: pass them in `resources`)", self.where(doc, ptr), kw) or TRUE
             sch = self.pending_resources.pop(found)
             key = found
@@ -248,12 +279,13 @@ class Documents:
         tgt = self.get(target[1], target[2])
         name = tgt.get("$dynamicAnchor") if isinstance(tgt, dict) else None
         if name == frag and self.dyn_anchor_count.get(name, 0) > 1:
-            if self.restartable:
+            if self.nz.restartable:
                 from dotjson.jsonschema.dynamic import Restart
 
                 raise Restart()  # (the dynamic scope matters: tracked from the root, see .dynamic)
-            return self.unsupported("$dynamicRef with several candidate $dynamicAnchors needs the dynamic "
-                                    "scope tracked from the root (track_dynamic_scope)", self._kw_where(doc, ptr, kw), kw)
+            return self.nz.unsupported("$dynamicRef with several candidate $dynamicAnchors needs the dynamic "
+                                       "scope tracked from the root (track_dynamic_scope)",
+                                       f"{self.where(doc, ptr)}/{_esc(kw)}", kw)
         return target
 
     def track_dynamic_scope(self) -> None:
@@ -261,4 +293,4 @@ class Documents:
         phase 1 where a ``$dynamicRef`` has several candidate ``$dynamicAnchor``s."""
         from dotjson.jsonschema.dynamic import Scopes
 
-        self.scopes = Scopes(self)
+        self.scopes = Scopes(self)  # (over the documents)

@@ -10,7 +10,8 @@ import warnings
 
 from dotjson.errors import LimitExceededError, UnsupportedSchemaError
 from dotjson.jsonschema.normalize.documents import _short
-from dotjson.jsonschema.values import MAX_APPLICATOR_DEPTH, _ATOM_TYPES, FALSE, MAX_BRANCHES, TRUE, _types_of
+from dotjson.jsonschema.atoms import OBJECT, Addl, Enum, Pattern, Props, Required, RuleRef, Some, Types, types_of
+from dotjson.jsonschema.values import MAX_APPLICATOR_DEPTH, FALSE, MAX_BRANCHES, TRUE
 
 
 #: a negation's partial product is compacted (Normalizer.compact) once it has more branches
@@ -43,6 +44,9 @@ class _InContext:
         self.key = self.absent = None
 
 _DROPPED = object()  # (a part a lenient translation ignores)
+
+# the object atoms that declare or admit keys (see NormalForms.compact)
+_OPENING = frozenset({Props, Pattern, Addl, Some})
 
 
 class NormalForms:
@@ -113,7 +117,7 @@ class NormalForms:
             elif kind == "not":
                 out = self.negate(self.dnf_strict(expr[1]), self.expr_where(expr[1]))
             elif kind == "enum":  # a value of a negated `const`/`enum` (see _differs)
-                out = [(("enum", expr[1]),)]
+                out = [(Enum(expr[1]),)]
             else:  # pragma: no cover
                 raise AssertionError(expr)
         finally:
@@ -152,7 +156,7 @@ class NormalForms:
         while e[0] in ("not", "and"):
             e = e[1] if e[0] == "not" else e[1][0]
         if e[0] == "loc":
-            return self.where(e[1], e[2])
+            return self.documents.where(e[1], e[2])
         return ""
 
     def and2(self, A, B, where):
@@ -165,7 +169,7 @@ class NormalForms:
             # first (an allOf of if/then pairs is mostly contradictions)
             A, B = self.compact(A), self.compact(B)
             if (self.close_objects or self.property_order != "any") and \
-                    sum(1 for a in A for b in B if _types_of(a + b)) > MAX_BRANCHES:
+                    sum(1 for a in A for b in B if types_of(a + b)) > MAX_BRANCHES:
                 # rather than refuse the schema, the generation policies' language may lose the
                 # documents of a branch that another branch holds in the specification's
                 A, B = self.compact(A, policy=False), self.compact(B, policy=False)
@@ -174,7 +178,7 @@ class NormalForms:
         for a in A:
             for b in B:
                 c = a + b if b else a
-                if not _types_of(c):
+                if not types_of(c):
                     continue
                 out.append(tuple(dict.fromkeys(c)))
                 if len(out) > MAX_BRANCHES:
@@ -182,7 +186,7 @@ class NormalForms:
         res = []
         squeezed = False
         for c in out:
-            if len(c) > 1 and any(a[0] == "ruleref" for a in c):
+            if len(c) > 1 and any(type(a) is RuleRef for a in c):
                 res.extend(self.expand_refs(c, where))
             else:
                 res.append(c)
@@ -227,11 +231,11 @@ class NormalForms:
             return keep
         self.compact_budget -= len(keep) * len(keep) // 2
         policy = policy and (self.close_objects or self.property_order != "any")
-        norm = (lambda x: x) if policy else (lambda x: x[:3] if x[0] == "props" else x)
+        norm = (lambda x: x) if policy else (lambda x: x.undeclared() if type(x) is Props else x)
         facts = []
         for br in keep:
-            absent = {x[1] for x in br if x[0] == "props" and x[2] == FALSE}
-            facts.append((frozenset(norm(x) for x in br), _types_of(br), absent))
+            absent = {x.name for x in br if type(x) is Props and x.schema == FALSE}
+            facts.append((frozenset(norm(x) for x in br), types_of(br), absent))
         order = sorted(range(len(keep)), key=lambda i: len(keep[i]))
         chosen: list = []
         for i in order:
@@ -248,16 +252,16 @@ class NormalForms:
         satisfies every atom of branch ``a``."""
         atoms, types, absent = fact
         for x in a:
-            k = x[0]
             if norm(x) in atoms:
                 continue
-            if k == "types":
-                if types <= x[1]:
+            k = type(x)
+            if k is Types:
+                if types <= x.allowed:
                     continue
                 return False
-            if k == "props" and x[1] in absent:
+            if k is Props and x.name in absent:
                 continue
-            T = _ATOM_TYPES.get(k)
+            T = x.applies_to
             if T is not None and not (types & T):
                 continue
             return False
@@ -268,10 +272,10 @@ class NormalForms:
         """Whether branch ``b`` (a superset of ``a``'s atoms) holds no object keyword beyond
         ``a``'s that changes its policy language (see :meth:`compact`)."""
         extra = set(b).difference(a)
-        if any(x[0] in ("props", "pattern", "addl", "some") for x in extra):
+        if any(type(x) in _OPENING for x in extra):
             return False
-        names_a = list(dict.fromkeys(x[1] for x in a if x[0] == "props"))
-        names_b = list(dict.fromkeys(x[1] for x in b if x[0] == "props"))
+        names_a = list(dict.fromkeys(x.name for x in a if type(x) is Props))
+        names_b = list(dict.fromkeys(x.name for x in b if type(x) is Props))
         return names_a == names_b
 
     def _live(self, brs, base=(), keep_refs=False) -> list:
@@ -285,7 +289,7 @@ class NormalForms:
             start = self.fuel
         try:
             for br in brs:
-                if self.fuel <= 0 or (keep_refs and any(a[0] == "ruleref" for a in br)):
+                if self.fuel <= 0 or (keep_refs and any(type(a) is RuleRef for a in br)):
                     keep.append(br)
                     continue
                 try:
@@ -309,8 +313,8 @@ class NormalForms:
             d = self.dnf(target)
             res = []
             for br in d:
-                if len(br) == 1 and br[0][0] == "ruleref":
-                    res.extend(self.inline(br[0][1], where))
+                if len(br) == 1 and type(br[0]) is RuleRef:
+                    res.extend(self.inline(br[0].target, where))
                 else:
                     res.append(br)
             return res
@@ -321,8 +325,8 @@ class NormalForms:
         # keep the atoms' order: it is the order of the properties in the grammar
         out = [()]
         for a in c:
-            if a[0] == "ruleref":
-                out = self.and2(out, self.inline(a[1], where), where)
+            if type(a) is RuleRef:
+                out = self.and2(out, self.inline(a.target, where), where)
             else:
                 out = [b + (a,) for b in out]
         return out
@@ -342,7 +346,7 @@ class NormalForms:
         own ``oneOf`` asks its overlaps beside the atoms around it (its normal form is then
         never larger), or one refused alone for its size."""
         if e[0] == "loc":
-            s = self.get(e[1], e[2])
+            s = self.documents.get(e[1], e[2])
             if isinstance(s, dict) and "oneOf" in s:
                 return _InContext(e, where, None)
         try:
@@ -360,14 +364,14 @@ class NormalForms:
             d.key = name
             d.absent = absent
             return d
-        return absent + self.and2([(("required", name),)], d, where)
+        return absent + self.and2([(Required(name),)], d, where)
 
     def _in_context(self, d, around):
         """The normal form of part ``d`` (:class:`_InContext`) beside atoms ``around``, or
         ``_DROPPED`` when a lenient translation ignores it."""
         ctx = tuple(around)
         if d.key is not None:
-            ctx += (("types", frozenset({"object"})), ("required", d.key))
+            ctx += (Types(OBJECT), Required(d.key))
         try:
             D = self.dnf(d.expr, ctx)
         except UnsupportedSchemaError as err:
@@ -381,5 +385,5 @@ class NormalForms:
                 raise UnsupportedSchemaError(str(err), pointer=d.where, keyword=err.keyword) from None
             raise err from None
         if d.key is not None:
-            return d.absent + self.and2([(("required", d.key),)], D, d.where)
+            return d.absent + self.and2([(Required(d.key),)], D, d.where)
         return D

@@ -11,17 +11,24 @@ from decimal import Decimal
 from dotjson import ir
 from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError
 from dotjson.formats import UNSUPPORTED_FORMATS as _UNSUPPORTED_FORMATS
+from dotjson.jsonschema.atoms import (
+    EVERY_TYPE, OBJECT, Addl, Contains, Enum, Items, Len, Mult, NItems, NProps, Num, Pattern, PNames, Pos, Props,
+    Required, RuleRef, Str, Types, Unique, types_of,
+)
 from dotjson.jsonschema.normalize.forms import _DROPPED, _InContext, _too_many
 from dotjson.jsonschema.normalize.oneof import _OneOf
 from dotjson.jsonschema.normalize.product_split import split_product
 from dotjson.jsonschema.values import (
-    _APPLICATORS, _REGEX_CACHE, _TYPE_NAMES, _U, FALSE, IGNORED_KEYWORDS, TRUE, _canon, _count, _esc,
-    _format_node, _nonempty_list, _number, _types_of,
+    _APPLICATORS, _REGEX_CACHE, _TYPE_NAMES, FALSE, IGNORED_KEYWORDS, TRUE, _canon, _count, _esc,
+    _format_node, _nonempty_list, _number,
 )
 
 
 # the atom of `type: <name>` (atoms are immutable: one per process)
-_TYPE_ATOMS = {name: ("types", ts) for name, ts in _TYPE_NAMES.items()}
+_TYPE_ATOMS = {name: Types(ts) for name, ts in _TYPE_NAMES.items()}
+# a dependency's key absent: not an object, or an object without the key
+_OBJECT_TYPE = _TYPE_ATOMS["object"]
+_NOT_OBJECT_TYPE = Types(EVERY_TYPE - OBJECT)
 
 _SCALARS = (str, int, float, Decimal, bool, type(None))
 
@@ -86,20 +93,21 @@ class Keywords:
 
     def _dnf_schema(self, doc, ptr, ctx=()):
         # ctx: atoms the caller intersects the result with anyway (see dnf)
-        s = self.get(doc, ptr)
+        ds = self.documents
+        s = ds.get(doc, ptr)
         if s is True:
             return [()]
         if s is False:
             return []
         if not isinstance(s, dict):
             raise SchemaError(f"a schema must be an object or a boolean, got {type(s).__name__}",
-                              self.where(doc, ptr))
-        draft = self.docs[doc].draft
+                              ds.where(doc, ptr))
+        draft = ds.docs[doc].draft
         atoms: list = []
         parts: list = []
 
         if "$ref" in s and draft <= 7:
-            return [(("ruleref", self.ref_target(doc, ptr, s["$ref"], "$ref")),)]
+            return [(RuleRef(ds.ref_target(doc, ptr, s["$ref"], "$ref")),)]
 
         for kw, val in s.items():
             # each keyword of the dialect read into atoms (conjuncts of the branch) and parts
@@ -111,7 +119,7 @@ class Keywords:
                 h[0](self, kw, val, s, doc, ptr, draft, atoms, parts)
             except UnsupportedSchemaError as e:
                 if self.lenient and self.strict == 0:
-                    warnings.warn(f"dotjson: ignoring {kw!r} at {self.where(doc, ptr) or '/'} ({e}); the "
+                    warnings.warn(f"dotjson: ignoring {kw!r} at {ds.where(doc, ptr) or '/'} ({e}); the "
                                   "grammar over-approximates", stacklevel=3)
                     continue
                 if e.pointer is None:
@@ -122,10 +130,10 @@ class Keywords:
                     raise SchemaError(str(e), pointer=f"{ptr}/{_esc(kw)}", keyword=kw) from None
                 raise
         out = [tuple(atoms)]
-        if atoms and not _types_of(out[0]):
+        if atoms and not types_of(out[0]):
             return []
         if parts:
-            where = self.where(doc, ptr)
+            where = ds.where(doc, ptr)
             around = out[0] + tuple(ctx) if ctx else out[0]
             for k, d in enumerate(parts):
                 if type(d) is _OneOf:  # its overlaps are asked beside this schema's own atoms
@@ -150,12 +158,12 @@ class Keywords:
 
     def _kw_where(self, doc, ptr, kw) -> str:
         """Where keyword ``kw`` of the schema at ``ptr`` sits, as a message gives it."""
-        return f"{self.where(doc, ptr)}/{_esc(kw)}"
+        return f"{self.documents.where(doc, ptr)}/{_esc(kw)}"
 
     def _sub(self, s, doc, ptr, kw, *more):
         """The expression of the sub-schema ``s[kw][m]...`` of the schema ``s`` at ``ptr``.
 
-        That is what ``self.get`` would find at its pointer (every caller has checked the
+        That is what ``documents.get`` would find at its pointer (every caller has checked the
         containers on the way): taken directly, and remembered for the normal form of the
         sub-schema, which looks its pointer up next. A method, not a closure per schema.
         """
@@ -173,13 +181,13 @@ class Keywords:
                 e = self._leaves[doc].get(key)
                 if e is not None:
                     return e
-            self._ptr_cache[doc][p] = v
+            self.documents.known(doc, p, v)
             e = ("loc", doc, p)
             if key is not None:
                 self._leaves[doc][key] = e
             return e
         if not isinstance(v, bool):
-            raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.where(doc, p), kw)
+            raise SchemaError(f"{kw} must hold a schema (an object or a boolean)", self.documents.where(doc, p), kw)
         if v is True:
             return TRUE
         if v is False:
@@ -203,7 +211,7 @@ class Keywords:
             if not isinstance(t, str) or t not in _TYPE_NAMES:
                 raise SchemaError(f"unknown type {t!r}", self._kw_where(doc, ptr, kw), kw)
             ts |= _TYPE_NAMES[t]
-        atoms.append(("types", ts))
+        atoms.append(Types(ts))
 
     def _k_length(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if isinstance(val, int) and not isinstance(val, bool) and val >= 0:
@@ -212,7 +220,7 @@ class Keywords:
             n = _count(val, self._kw_where(doc, ptr, kw), kw)
         if n >= _LANE_COUNT:
             self.lane_count(n, self._kw_where(doc, ptr, kw), kw)
-        atoms.append(("len", n, None) if kw == "minLength" else ("len", 0, n))
+        atoms.append(Len(n, None) if kw == "minLength" else Len(0, n))
 
     def _k_properties(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if not isinstance(val, dict):
@@ -222,7 +230,7 @@ class Keywords:
         for name in val:
             # (marked declared: `not`, `dependentRequired` ... make props atoms that only
             # constrain a value, and close_objects closes only objects that declare names)
-            atoms.append(("props", name, self._sub(s, doc, ptr, kw, name), True))
+            atoms.append(Props(name, self._sub(s, doc, ptr, kw, name), declared=True))
 
     def _k_required(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
@@ -230,35 +238,35 @@ class Keywords:
         if not "".join(val).isascii():
             _scalar_text(val, self._kw_where(doc, ptr, kw), kw)
         for name in val:
-            atoms.append(("required", name))
+            atoms.append(Required(name))
 
     def _k_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        atoms.append(("ruleref", self.ref_target(doc, ptr, val, kw)))
+        atoms.append(RuleRef(self.documents.ref_target(doc, ptr, val, kw)))
 
     def _k_dynamic_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        target = self.ref_target(doc, ptr, val, kw)
+        target = self.documents.ref_target(doc, ptr, val, kw)
         if target is not None and target != TRUE:
-            atoms.append(("ruleref", target))
+            atoms.append(RuleRef(target))
 
     def _k_recursive_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        self.index_all()
-        if self.recursive_anchor:
+        self.documents.index_all()
+        if self.documents.recursive_anchor:
             self.unsupported("$recursiveRef with nested $recursiveAnchor is not supported",
                              self._kw_where(doc, ptr, kw), kw)
             return
-        atoms.append(("ruleref", self.resolve(doc, ptr, val, kw)))
+        atoms.append(RuleRef(self.documents.resolve(doc, ptr, val, kw)))
 
     def _k_enum(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         if not isinstance(val, list):
             raise SchemaError("enum must be an array", kwhere, kw)
         _scalar_text(val, kwhere, kw)
-        atoms.append(("enum", self.values(val, kwhere, kw)))
+        atoms.append(Enum(self.values(val, kwhere, kw)))
 
     def _k_const(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         _scalar_text(val, kwhere, kw)
-        atoms.append(("enum", self.values([val], kwhere, kw)))
+        atoms.append(Enum(self.values([val], kwhere, kw)))
 
     def _k_bound(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
@@ -268,31 +276,31 @@ class Keywords:
             return  # read together with minimum/maximum
         c = _number(val, kwhere, kw)
         if kw == "minimum":
-            atoms.append(("num", c, draft == 4 and s.get("exclusiveMinimum") is True, None, False))
+            atoms.append(Num(c, draft == 4 and s.get("exclusiveMinimum") is True, None, False))
         elif kw == "maximum":
-            atoms.append(("num", None, False, c, draft == 4 and s.get("exclusiveMaximum") is True))
+            atoms.append(Num(None, False, c, draft == 4 and s.get("exclusiveMaximum") is True))
         elif kw == "exclusiveMinimum":
-            atoms.append(("num", c, True, None, False))
+            atoms.append(Num(c, True, None, False))
         else:
-            atoms.append(("num", None, False, c, True))
+            atoms.append(Num(None, False, c, True))
 
     def _k_multiple_of(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         c = _number(val, kwhere, kw)
         if c <= 0:
             raise SchemaError("multipleOf must be greater than 0", kwhere, kw)
-        atoms.append(("mult", c))
+        atoms.append(Mult(c))
 
     def _k_pattern(self, kw, val, s, doc, ptr, draft, atoms, parts):
         self.regex(val, self._kw_where(doc, ptr, kw), kw)
-        atoms.append(("str", ("pattern", val), True))
+        atoms.append(Str(("pattern", val), True))
 
     def _k_format(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         if not isinstance(val, str):
             raise SchemaError("format must be a string", kwhere, kw)
         if self.format_node(val) is not None:
-            atoms.append(("str", ("format", val), True))
+            atoms.append(Str(("format", val), True))
         elif val in _UNSUPPORTED_FORMATS:
             self.unsupported(f"format {val!r} has no exact string language in dotjson.formats "
                              "(lenient=True ignores it)", kwhere, kw)
@@ -316,17 +324,17 @@ class Keywords:
             raise SchemaError("patternProperties must be an object", kwhere, kw)
         for p in val:
             self.regex(p, f"{kwhere}/{_esc(p)}", kw)
-            atoms.append(("pattern", p, self._sub(s, doc, ptr, kw, p)))
+            atoms.append(Pattern(p, self._sub(s, doc, ptr, kw, p)))
 
     def _k_property_names(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        atoms.append(("pnames", self._sub(s, doc, ptr, kw)))
+        atoms.append(PNames(self._sub(s, doc, ptr, kw)))
 
     def _k_count(self, kw, val, s, doc, ptr, draft, atoms, parts):
         # minProperties, maxProperties, minItems, maxItems
         kwhere = self._kw_where(doc, ptr, kw)
         n = self.lane_count(_count(val, kwhere, kw), kwhere, kw)
-        k = "nprops" if kw.endswith("Properties") else "nitems"
-        atoms.append((k, n, None) if kw.startswith("min") else (k, 0, n))
+        k = NProps if kw.endswith("Properties") else NItems
+        atoms.append(k(n, None) if kw.startswith("min") else k(0, n))
 
     def _k_dependencies(self, kw, val, s, doc, ptr, draft, atoms, parts):
         # dependentRequired, and draft 4-7's dependencies (arrays of names or schemas)
@@ -334,11 +342,11 @@ class Keywords:
         if not isinstance(val, dict):
             raise SchemaError(f"{kw} must be an object", kwhere, kw)
         for name, dep in val.items():
-            absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+            absent = [(_OBJECT_TYPE, Props(name, FALSE)), (_NOT_OBJECT_TYPE,)]
             if isinstance(dep, list):
                 if not all(isinstance(x, str) for x in dep):
                     raise SchemaError(f"{kw} entries must be arrays of strings", f"{kwhere}/{_esc(name)}", kw)
-                present = [(("required", name),) + tuple(("required", d) for d in dep)]
+                present = [(Required(name),) + tuple(Required(d) for d in dep)]
                 parts.append(absent + present)
             elif kw == "dependencies" and isinstance(dep, (dict, bool)):
                 parts.append(self._dependent(self._sub(s, doc, ptr, kw, name), name, absent, kwhere))
@@ -350,29 +358,29 @@ class Keywords:
         if not isinstance(val, dict):
             raise SchemaError(f"{kw} must be an object", kwhere, kw)
         for name in val:
-            absent = [(("types", frozenset({"object"})), ("props", name, FALSE)), (("types", _U - {"object"}),)]
+            absent = [(_OBJECT_TYPE, Props(name, FALSE)), (_NOT_OBJECT_TYPE,)]
             parts.append(self._dependent(self._sub(s, doc, ptr, kw, name), name, absent, kwhere))
 
     def _k_prefix_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if not isinstance(val, list):
             raise SchemaError("prefixItems must be an array", self._kw_where(doc, ptr, kw), kw)
         for i in range(len(val)):
-            atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
+            atoms.append(Pos(i, self._sub(s, doc, ptr, kw, i)))
 
     def _k_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if isinstance(val, list) and draft <= 2019:
             for i in range(len(val)):
-                atoms.append(("pos", i, self._sub(s, doc, ptr, kw, i)))
+                atoms.append(Pos(i, self._sub(s, doc, ptr, kw, i)))
         elif isinstance(val, (dict, bool)):
             start = len(s.get("prefixItems", ())) if draft >= 2020 and isinstance(s.get("prefixItems"), list) else 0
-            atoms.append(("items", start, self._sub(s, doc, ptr, kw)))
+            atoms.append(Items(start, self._sub(s, doc, ptr, kw)))
         else:
             raise SchemaError("items must be a schema" + (" or an array of schemas" if draft <= 2019 else ""),
                               self._kw_where(doc, ptr, kw), kw)
 
     def _k_additional_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         if isinstance(s.get("items"), list):
-            atoms.append(("items", len(s["items"]), self._sub(s, doc, ptr, kw)))
+            atoms.append(Items(len(s["items"]), self._sub(s, doc, ptr, kw)))
 
     def _k_unevaluated_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         e = self._sub(s, doc, ptr, kw)
@@ -386,32 +394,32 @@ class Keywords:
             if "items" in s:
                 return
             pre = s.get("prefixItems")
-            atoms.append(("items", len(pre) if isinstance(pre, list) else 0, e))
+            atoms.append(Items(len(pre) if isinstance(pre, list) else 0, e))
         elif isinstance(items, list):
             if "additionalItems" in s:
                 return
-            atoms.append(("items", len(items), e))
+            atoms.append(Items(len(items), e))
         elif items is None:
-            atoms.append(("items", 0, e))
+            atoms.append(Items(0, e))
 
     def _k_contains(self, kw, val, s, doc, ptr, draft, atoms, parts):
         lo, hi = 1, None
         if draft >= 2019:
-            where = self.where(doc, ptr)
+            where = self.documents.where(doc, ptr)
             if "minContains" in s:
                 lo = self.lane_count(_count(s["minContains"], f"{where}/minContains", "minContains"),
                                      f"{where}/minContains", "minContains")
             if "maxContains" in s:
                 hi = self.lane_count(_count(s["maxContains"], f"{where}/maxContains", "maxContains"),
                                      f"{where}/maxContains", "maxContains")
-        atoms.append(("contains", self._sub(s, doc, ptr, kw), lo, hi))
+        atoms.append(Contains(self._sub(s, doc, ptr, kw), lo, hi))
 
     def _k_unique_items(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
         if not isinstance(val, bool):
             raise SchemaError("uniqueItems must be a boolean", kwhere, kw)
         if val:
-            atoms.append(("unique", kwhere))
+            atoms.append(Unique(kwhere))
 
     def _k_all_of(self, kw, val, s, doc, ptr, draft, atoms, parts):
         kwhere = self._kw_where(doc, ptr, kw)
@@ -469,7 +477,14 @@ class Keywords:
             raise SchemaError("properties/patternProperties must be objects", where)
         for p in pats:
             self.regex(p, where, "patternProperties")
-        return ("addl", e, frozenset(props), tuple(sorted(pats)))
+        return Addl(e, frozenset(props), tuple(sorted(pats)))
+
+    def str_node(self, key):
+        """The decoded-string language of a string-language handle: ``("pattern", p)`` (read
+        by :meth:`regex` before) or ``("format", name)`` (by :meth:`format_node`)."""
+        if key[0] == "pattern":
+            return self.regex_cache[key[1]]
+        return self.formats[key]
 
     def format_node(self, name):
         key = ("format", name)

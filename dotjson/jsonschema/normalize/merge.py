@@ -7,20 +7,25 @@ from __future__ import annotations
 from dotjson.jsonschema.nodes import (
     NO_ARRAY, NO_NUMBER, NO_OBJECT, NO_STRING, ArrayNode, Branch, NumberNode, ObjectNode, StringNode,
 )
-from dotjson.jsonschema.values import _U
+from dotjson.jsonschema.atoms import (
+    EVERY_TYPE, Addl, Contains, Enum, Items, Len, Mult, NItems, NotEnum, NotMult, NProps, Num, Pattern, PNames,
+    Pos, Props, Required, RuleRef, Some, Str, Types, Unique,
+)
 
 
 # the atoms of each typed node (see _merge)
-_OBJECT_ATOMS = frozenset({"props", "required", "addl", "pattern", "pnames", "nprops", "some"})
+_OBJECT_ATOMS = frozenset({Props, Required, Addl, Pattern, PNames, NProps, Some})
 
-_NUMBER_ATOMS = frozenset({"num", "mult", "notmult"})
+_NUMBER_ATOMS = frozenset({Num, Mult, NotMult})
 
-_ARRAY_ATOMS = frozenset({"pos", "items", "nitems", "contains", "unique"})
+_STRING_ATOMS = frozenset({Str, Len})
+
+_ARRAY_ATOMS = frozenset({Pos, Items, NItems, Contains, Unique})
 
 def _narrowed(lo, hi, a) -> tuple:
-    """Count bounds ``lo``, ``hi`` (``None``: unbounded) narrowed by a count atom ``(kind, lo, hi)``
-    (``len``, ``nitems``, ``nprops``)."""
-    return max(lo, a[1]), (hi if a[2] is None else a[2] if hi is None else min(hi, a[2]))
+    """Count bounds ``lo``, ``hi`` (``None``: unbounded) narrowed by a count atom (:class:`Len`,
+    :class:`NItems`, :class:`NProps`)."""
+    return max(lo, a.lo), (hi if a.hi is None else a.hi if hi is None else min(hi, a.hi))
 
 def _push(seq, x) -> list:
     """``seq`` with ``x`` appended: ``seq`` itself, or a new list in place of a shared empty one."""
@@ -42,110 +47,119 @@ def _put(mapping, key, x) -> dict:
     return mapping
 
 
-class Merging:
-    """Normal-form branches merged into typed nodes. (A part of
-    :class:`~dotjson.jsonschema.normalize.Normalizer`, whose constructor sets the state it reads.)"""
+class Merger:
+    """Normal-form branches merged into typed nodes, remembered: a part the
+    :class:`~dotjson.jsonschema.normalize.Normalizer` holds, whose :meth:`merge` it calls as
+    ``nz.merge(br)``. It depends on nothing of the normaliser: merging reads the atoms alone."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self):
+        self._memo: dict = {}  # id(branch) -> (branch, its typed node)
 
     def merge(self, br) -> Branch:
         """The typed node of normal-form branch ``br`` (:class:`~dotjson.jsonschema.nodes.Branch`:
         its atoms merged, one node per JSON type it constrains). Callers only read it."""
         # remembered by identity (branches live in dnf_cache; the memo keeps them alive): the
         # branch of a 10,000-property object is merged once, not once per question about it
-        hit = self._merged.get(id(br))
+        hit = self._memo.get(id(br))
         if hit is not None and hit[0] is br:
             return hit[1]
-        m = self._merge(br)
-        self._merged[id(br)] = (br, m)
+        m = _merge(br)
+        self._memo[id(br)] = (br, m)
         return m
 
-    def _merge(self, br) -> Branch:
-        b = Branch(_U)
-        types = _U
-        # A node is made when the branch first has an atom of its kind (most branches use two
-        # or three kinds), and so is each container: merged branches stay in a memo for the
-        # compiler's lifetime, and every container left empty would be one more object for the
-        # collector to track.
-        for a in br:
-            k = a[0]
-            if k == "types":
-                types = types & a[1]
-            elif k == "enum":
-                # a dict, not a set: its values keep the schema's order, so whatever iterates
-                # them (a propertyNames key language, an array's item values) renders the same
-                # grammar in every process (a set of strings iterates in PYTHONHASHSEED's order)
-                if b.enum is None:
-                    b.enum = dict.fromkeys(a[1])
+
+def _merge(br) -> Branch:
+    b = Branch(EVERY_TYPE)
+    types = EVERY_TYPE
+    # A node is made when the branch first has an atom of its kind (most branches use two
+    # or three kinds), and so is each container: merged branches stay in a memo for the
+    # compiler's lifetime, and every container left empty would be one more object for the
+    # collector to track.
+    for a in br:
+        k = type(a)
+        if k is Types:
+            types = types & a.allowed
+        elif k is Enum:
+            # a dict, not a set: its values keep the schema's order, so whatever iterates
+            # them (a propertyNames key language, an array's item values) renders the same
+            # grammar in every process (a set of strings iterates in PYTHONHASHSEED's order)
+            if b.enum is None:
+                b.enum = dict.fromkeys(a.values)
+            else:
+                keep = set(a.values)
+                b.enum = {c: None for c in b.enum if c in keep}
+        elif k is NotEnum:
+            if not b.not_enum:
+                b.not_enum = set()
+            b.not_enum.update(a.values)
+        elif k is RuleRef:
+            b.refs = _push(b.refs, a.target)
+        elif k in _OBJECT_ATOMS:
+            o = b.object
+            if o is NO_OBJECT:
+                o = b.object = ObjectNode()
+            if k is Props:
+                o.properties = _put(o.properties, a.name, a.schema)
+                if len(a) > 3:  # (Props.declared, read inline: once per property of every branch merged)
+                    if not o.declared:
+                        o.declared = {}
+                    o.declared[a.name] = None
+            elif k is Required:
+                if not o.required:
+                    o.required = {}
+                o.required[a.name] = None
+            elif k is Addl:
+                o.additional = _push(o.additional, a.fields())
+            elif k is Pattern:
+                o.patterns = _push(o.patterns, a.fields())
+            elif k is PNames:
+                o.property_names = _push(o.property_names, a.schema)
+            elif k is Some:
+                o.some = _push(o.some, a.fields())
+            else:  # NProps
+                o.min_properties, o.max_properties = _narrowed(o.min_properties, o.max_properties, a)
+        elif k in _NUMBER_ATOMS:
+            n = b.number
+            if n is NO_NUMBER:
+                n = b.number = NumberNode()
+            if k is Num:
+                lo, lox, hi, hix = a.lo, a.lo_excl, a.hi, a.hi_excl
+                if lo is not None and (n.lo is None or lo > n.lo or (lo == n.lo and lox)):
+                    n.lo, n.lo_excl = lo, lox
+                if hi is not None and (n.hi is None or hi < n.hi or (hi == n.hi and hix)):
+                    n.hi, n.hi_excl = hi, hix
+            elif k is Mult:
+                n.multiples = _push(n.multiples, a.divisor)
+            else:  # NotMult
+                n.not_multiples = _push(n.not_multiples, a.divisor)
+        elif k in _STRING_ATOMS:
+            t = b.string
+            if t is NO_STRING:
+                t = b.string = StringNode()
+            if k is Str:
+                if a.positive:
+                    t.patterns = _push(t.patterns, a.handle)
                 else:
-                    keep = set(a[1])
-                    b.enum = {c: None for c in b.enum if c in keep}
-            elif k == "notenum":
-                if not b.not_enum:
-                    b.not_enum = set()
-                b.not_enum.update(a[1])
-            elif k == "ruleref":
-                b.refs = _push(b.refs, a[1])
-            elif k in _OBJECT_ATOMS:
-                o = b.object
-                if o is NO_OBJECT:
-                    o = b.object = ObjectNode()
-                if k == "props":
-                    o.properties = _put(o.properties, a[1], a[2])
-                    if len(a) > 3:
-                        if not o.declared:
-                            o.declared = {}
-                        o.declared[a[1]] = None
-                elif k == "required":
-                    if not o.required:
-                        o.required = {}
-                    o.required[a[1]] = None
-                elif k == "addl":
-                    o.additional = _push(o.additional, a[1:])
-                elif k == "pattern":
-                    o.patterns = _push(o.patterns, (a[1], a[2]))
-                elif k == "pnames":
-                    o.property_names = _push(o.property_names, a[1])
-                elif k == "some":
-                    o.some = _push(o.some, (a[1], a[2]))
-                else:  # nprops
-                    o.min_properties, o.max_properties = _narrowed(o.min_properties, o.max_properties, a)
-            elif k in _NUMBER_ATOMS:
-                n = b.number
-                if n is NO_NUMBER:
-                    n = b.number = NumberNode()
-                if k == "num":
-                    _, lo, lox, hi, hix = a
-                    if lo is not None and (n.lo is None or lo > n.lo or (lo == n.lo and lox)):
-                        n.lo, n.lo_excl = lo, lox
-                    if hi is not None and (n.hi is None or hi < n.hi or (hi == n.hi and hix)):
-                        n.hi, n.hi_excl = hi, hix
-                elif k == "mult":
-                    n.multiples = _push(n.multiples, a[1])
-                else:  # notmult
-                    n.not_multiples = _push(n.not_multiples, a[1])
-            elif k == "str" or k == "len":
-                t = b.string
-                if t is NO_STRING:
-                    t = b.string = StringNode()
-                if k == "str":
-                    if a[2]:
-                        t.patterns = _push(t.patterns, a[1])
-                    else:
-                        t.not_patterns = _push(t.not_patterns, a[1])
-                else:
-                    t.min_length, t.max_length = _narrowed(t.min_length, t.max_length, a)
-            elif k in _ARRAY_ATOMS:
-                r = b.array
-                if r is NO_ARRAY:
-                    r = b.array = ArrayNode()
-                if k == "pos":
-                    r.prefix = _put(r.prefix, a[1], a[2])
-                elif k == "items":
-                    r.items = _push(r.items, (a[1], a[2]))
-                elif k == "nitems":
-                    r.min_items, r.max_items = _narrowed(r.min_items, r.max_items, a)
-                elif k == "contains":
-                    r.contains = _push(r.contains, a[1:])
-                else:  # unique
-                    r.unique = a[1]
-        b.types = types
-        return b
+                    t.not_patterns = _push(t.not_patterns, a.handle)
+            else:  # Len
+                t.min_length, t.max_length = _narrowed(t.min_length, t.max_length, a)
+        elif k in _ARRAY_ATOMS:
+            r = b.array
+            if r is NO_ARRAY:
+                r = b.array = ArrayNode()
+            if k is Pos:
+                r.prefix = _put(r.prefix, a.index, a.schema)
+            elif k is Items:
+                r.items = _push(r.items, a.fields())
+            elif k is NItems:
+                r.min_items, r.max_items = _narrowed(r.min_items, r.max_items, a)
+            elif k is Contains:
+                r.contains = _push(r.contains, a.fields())
+            else:  # Unique
+                r.unique = a.where
+        else:  # pragma: no cover - every kind is above
+            raise AssertionError(a)
+    b.types = types
+    return b

@@ -4,7 +4,7 @@
 (:meth:`~dotjson.jsonschema.normalize.Normalizer.negate`); when each ``¬Bi`` is a union of
 several negated object keywords (a property absent, a property's value invalid, an extra member,
 …) that product has up to ``m**k`` alternatives, and past ``MAX_BRANCHES`` the schema was
-refused. On objects, each factor is instead one atom, ``("some", ("o", Oi), TRUE)``: "the object
+refused. On objects, each factor is instead one atom, ``Some(ViolatedBranch(Oi), TRUE)``: "the object
 violates the object keywords ``Oi`` of branch ``i``" — a *witness* the object automaton looks for
 (one bit of its state, :class:`~dotjson.jsonschema.objects.ObjectRules`): a member whose value
 fails what ``Oi`` asks of its key sets it, a required name of ``Oi`` left out stands for it. The
@@ -18,14 +18,18 @@ which declared names it has seen.
 from __future__ import annotations
 
 from dotjson.errors import UnsupportedSchemaError
-from dotjson.jsonschema.values import _U, TRUE, _types_of
+from dotjson.jsonschema.atoms import (
+    EVERY_TYPE, OBJECT, Addl, Enum, NotEnum, NProps, Pattern, PNames, Props, Required, RuleRef, Some, Types,
+    ViolatedBranch, types_of,
+)
+from dotjson.jsonschema.values import TRUE
 
-_OBJECT = ("types", frozenset({"object"}))
-_NOT_OBJECT = ("types", _U - {"object"})
+_OBJECT = Types(OBJECT)
+_NOT_OBJECT = Types(EVERY_TYPE - OBJECT)
 # the object keywords a negated branch's witness speaks of (the member count, `propertyNames`
 # and witnesses inside a negated branch are negated as alternatives beside it)
-_WITNESSED = frozenset({"props", "required", "pattern", "addl"})
-_OBJECT_ATOMS = _WITNESSED | {"nprops", "pnames", "some"}
+_WITNESSED = frozenset({Props, Required, Pattern, Addl})
+_OBJECT_ATOMS = _WITNESSED | {NProps, PNames, Some}
 
 
 def negate_by_witnesses(nz, D, where, within=()):
@@ -40,33 +44,33 @@ def negate_by_witnesses(nz, D, where, within=()):
     brs = []
     try:
         for br in D:
-            brs.extend(nz.expand_refs(br, where) if any(a[0] == "ruleref" for a in br) else [br])
+            brs.extend(nz.expand_refs(br, where) if any(type(a) is RuleRef for a in br) else [br])
     except UnsupportedSchemaError:
         return None
-    if not any(a[0] in _OBJECT_ATOMS for br in brs for a in br):
+    if not any(type(a) in _OBJECT_ATOMS for br in brs for a in br):
         return None  # (nothing to witness: the product it is asked for instead of)
     objects, others = [], []
     for br in brs:
-        if any(a[0] == "ruleref" for a in br):
+        if any(type(a) is RuleRef for a in br):
             return None
-        if any(c[0] == "o" for a in br if a[0] in ("enum", "notenum") for c in a[1]):
+        if any(c[0] == "o" for a in br if type(a) is Enum or type(a) is NotEnum for c in a.values):
             return None  # (an object value listed or excluded: not a matter of members)
         # on another type than object, the branch's object keywords hold whatever they say
-        others.append(tuple(a for a in br if a[0] not in _OBJECT_ATOMS))
+        others.append(tuple(a for a in br if type(a) not in _OBJECT_ATOMS))
         # (a branch listing its values, none an object, holds no object)
-        if "object" in _types_of(br) and not any(a[0] == "enum" for a in br):
-            objects.append(tuple(a for a in br if a[0] in _OBJECT_ATOMS))
+        if "object" in types_of(br) and not any(type(a) is Enum for a in br):
+            objects.append(tuple(a for a in br if type(a) in _OBJECT_ATOMS))
     try:
         out = nz.negate(others, where, tuple(within) + (_NOT_OBJECT,))
         # on objects: each branch violated, by its member count or by a witness
         obj = [tuple(within) + (_OBJECT,)]
         for O in objects:
-            core = tuple(a for a in O if a[0] in _WITNESSED)
+            core = tuple(a for a in O if type(a) in _WITNESSED)
             # (the member count, propertyNames and the witnesses of the branch itself are
             # negated as alternatives beside the witness: a count, a key, no such member)
-            alts = [x for a in O if a[0] not in _WITNESSED for x in nz.neg_atom(a, where)]
+            alts = [x for a in O if type(a) not in _WITNESSED for x in nz.neg_atom(a, where)]
             if core:
-                alts.append((_OBJECT, ("some", ("o", core), TRUE)))
+                alts.append((_OBJECT, Some(ViolatedBranch(core), TRUE)))
             obj = nz.and2(obj, alts, where)  # (no alternative: every object is in the branch)
             if not obj:
                 break

@@ -8,11 +8,17 @@ from __future__ import annotations
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema.normalize.negated_branches import negate_by_witnesses
 from dotjson.jsonschema.normalize.forms import _COMPACT_AT
-from dotjson.jsonschema.values import _ATOM_TYPES, _U, FALSE, MAX_BRANCHES, TRUE, _types_of
+from dotjson.jsonschema.atoms import (
+    EVERY_TYPE, OBJECT, Addl, Contains, Enum, ExtraKeys, Items, Len, Mult, NItems, NotEnum, NotMult, NProps, Num,
+    Pattern, PatternKeys, PNames, Pos, Props, Required, RuleRef, SchemaKeys, Some, Str, Types, Unique,
+    ViolatedBranch, types_of,
+)
+from dotjson.jsonschema.values import FALSE, MAX_BRANCHES, TRUE
 
 
-# the atom of `type: object`
-_OBJECT_TYPE = ("types", frozenset({"object"}))
+# the atom of `type: object`, and of every other type
+_OBJECT_TYPE = Types(OBJECT)
+_NOT_OBJECT_TYPE = Types(EVERY_TYPE - OBJECT)
 
 def _uncanon(c):
     """The Python value of canonical value ``c`` (:func:`~dotjson.jsonschema.values._canon`)."""
@@ -36,7 +42,7 @@ class Negation:
         are made, not after the product of every negated branch."""
         if not D:
             return [tuple(within)]
-        if len(D) > 1 and any(a[0] == "props" for a in within):
+        if len(D) > 1 and any(type(a) is Props for a in within):
             # only what D holds beside `within` matters (the result is intersected with it):
             # branches it contradicts drop out, atoms it implies too (a discriminator's case
             # of a split, below: the branches of the other values go)
@@ -54,7 +60,7 @@ class Negation:
             # an atom `within` implies are the branch that holds the rest)
             D = self.compact(Dw) if Dw != D else D
         if len(D) == 1:
-            return self.and2([tuple(within)], self.neg_branch(D[0], where, _types_of(within)), where)
+            return self.and2([tuple(within)], self.neg_branch(D[0], where, types_of(within)), where)
         try:
             out = self._negate_product(D, where, within)
             if len(out) > MAX_BRANCHES:
@@ -84,7 +90,7 @@ class Negation:
         # absent with more) go first, and the alternatives C every ¬Bi shares are factored out:
         # ∧ (C ∨ Ri) = C ∨ ∧ Ri (a value of another type, a shared property invalid ...)
         nbs = []
-        types = _types_of(within)
+        types = types_of(within)
         for br in D:
             nb = self.neg_branch(br, where, types)
             nbs.append(self.compact(nb) if len(nb) > 1 else nb)
@@ -112,17 +118,17 @@ class Negation:
         case with the negation of the branches that case leaves, restricted to it (their
         atoms on ``p`` are settled); on other types, ¬D itself. Each case negates a few
         branches where the product over all of them has one factor per branch."""
-        if "object" not in _types_of(within):
+        if "object" not in types_of(within):
             return None  # (no object property to split on: already its "other types" part)
         best, V = None, None
-        for p in dict.fromkeys(a[1] for br in D for a in br if a[0] == "props"):
+        for p in dict.fromkeys(a.name for br in D for a in br if type(a) is Props):
             vs = [self._finite_prop(br, p) for br in D]
             if sum(v is not None for v in vs) > max(1, best and sum(v is not None for v in V) or 0):
                 best, V = p, vs
         if best is None:
             return None
         p = best
-        obj = ("types", frozenset({"object"}))
+        obj = _OBJECT_TYPE
         # values grouped by the branches that allow them
         sig: dict = {}
         for v in dict.fromkeys(x for vs in V if vs is not None for x in vs):
@@ -132,21 +138,20 @@ class Negation:
         def rest(br, absent):
             # br on the case: its atoms on p settled (a finite one holds for the group's values;
             # any holds when p is absent; `required p` holds when p is present)
-            return tuple(a for a in br if not (a[0] in ("props", "required") and a[1] == p
-                                               and (absent or a[0] == "required" or self._finite_prop((a,), p) is not None)))
+            return tuple(a for a in br if not ((type(a) is Props or type(a) is Required) and a.name == p
+                                               and (absent or type(a) is Required or self._finite_prop((a,), p) is not None)))
 
         cases = []
         # p absent: the branches that do not require it
-        cases.append(((obj, ("props", p, FALSE)),
-                      [rest(br, True) for br in D if ("required", p) not in br]))
+        cases.append(((obj, Props(p, FALSE)),
+                      [rest(br, True) for br in D if Required(p) not in br]))
         for members, vals in sig.items():
             g = tuple(vals)
-            cases.append(((obj, ("required", p), ("props", p, ("enum", g))),
+            cases.append(((obj, Required(p), Props(p, ("enum", g))),
                           [rest(br, False) for i, br in enumerate(D) if V[i] is None or i in members]))
-        cases.append(((obj, ("required", p), ("props", p, ("not", ("enum", allv)))),
+        cases.append(((obj, Required(p), Props(p, ("not", ("enum", allv)))),
                       [rest(br, False) for i, br in enumerate(D) if V[i] is None]))
-        nonobj = ("types", _U - {"object"})
-        out = self.negate(D, where, tuple(within) + (nonobj,))
+        out = self.negate(D, where, tuple(within) + (_NOT_OBJECT_TYPE,))
         for atoms, sub in cases:
             if any(not br for br in sub):
                 continue  # a branch the case satisfies whole: no value of the case is outside D
@@ -161,15 +166,15 @@ class Negation:
         none does."""
         out = None
         for a in br:
-            if a[0] == "props" and a[1] == p and a[2] not in (TRUE, FALSE):
-                key = ("finite-prop", a[2])
+            if type(a) is Props and a.name == p and a.schema not in (TRUE, FALSE):
+                key = ("finite-prop", a.schema)
                 if key not in self.formats:
                     # (None while it is decided: a recursive schema asking again further down,
                     # through its own negated oneOf, finds no discriminator there instead of
                     # recursing without end)
                     self.formats[key] = vals = None
                     try:
-                        d = self.dnf_strict(a[2])
+                        d = self.dnf_strict(a.schema)
                         fins = [self.finite_branch(b) for b in d]
                         if d and all(f is not None for f in fins):
                             vals = frozenset(c for f in fins for c in f)
@@ -181,7 +186,7 @@ class Negation:
                     out = vals if out is None else out & vals
         return out
 
-    def neg_branch(self, br, where, types=_U) -> list:
+    def neg_branch(self, br, where, types=EVERY_TYPE) -> list:
         """The normal form of ¬br (one branch): the union of its atoms' negations, except that a
         required property and its schemas are negated together: ¬(p present ∧ p's value in X)
         is "p's value, if present, in ¬X" (one alternative, not "p absent" beside "p present
@@ -190,108 +195,103 @@ class Negation:
         true of every value ``br`` allows there, so it is left out, negation and all
         (``{"type": "string", "uniqueItems": true}``: a string, whose negation needs no
         "some two items equal")."""
-        types = types & _types_of(br)
-        if types != _U:
-            br = tuple(a for a in br if a[0] not in _ATOM_TYPES or _ATOM_TYPES[a[0]] & types)
-        req = {a[1] for a in br if a[0] == "required"}
+        types = types & types_of(br)
+        if types != EVERY_TYPE:
+            br = tuple(a for a in br if a.applies_to is None or a.applies_to & types)
+        req = {a.name for a in br if type(a) is Required}
         joint: dict = {}
         if req:
             for a in br:
-                if a[0] == "props" and a[1] in req:
-                    joint.setdefault(a[1], []).append(a[2])
+                if type(a) is Props and a.name in req:
+                    joint.setdefault(a.name, []).append(a.schema)
         out = []
         for a in br:
-            k = a[0]
-            if joint and k == "props" and a[1] in joint:
+            k = type(a)
+            if joint and k is Props and a.name in joint:
                 continue
-            if joint and k == "required" and a[1] in joint:
-                ne = self.not_expr(self.and_expr(joint[a[1]]))
-                out.append((_OBJECT_TYPE, ("props", a[1], ne)))
+            if joint and k is Required and a.name in joint:
+                ne = self.not_expr(self.and_expr(joint[a.name]))
+                out.append((_OBJECT_TYPE, Props(a.name, ne)))
                 continue
             out.extend(self.neg_atom(a, where, types))
         return out
 
-    def neg_atom(self, a, where, types=_U):
+    def neg_atom(self, a, where, types=EVERY_TYPE):
         """The normal form of ¬a (one atom); ``types`` as for :meth:`neg_branch` (a reference
         is negated on them only)."""
-        k = a[0]
-        if k == "types":
-            return [(("types", _U - a[1]),)]
-        if k == "enum":
+        k = type(a)
+        if k is Types:
+            return [(Types(EVERY_TYPE - a.allowed),)]
+        if k is Enum:
             # (an excluded object or array value is expanded where it is built, and only there:
             # a branch that lists its values filters them instead; see without_values)
-            return [(("notenum", a[1]),)]
-        if k == "notenum":
-            return [(("enum", a[1]),)]
-        if k == "ruleref":
-            return self.negate(self.inline(a[1], where), where, () if types == _U else (("types", types),))
-        T = _ATOM_TYPES[k]
+            return [(NotEnum(a.values),)]
+        if k is NotEnum:
+            return [(Enum(a.values),)]
+        if k is RuleRef:
+            return self.negate(self.inline(a.target, where), where, () if types == EVERY_TYPE else (Types(types),))
         # a typed atom holds for every value of another type: its negation is typed
-        t = ("types", T)
-        if k == "num":
-            _, lo, lox, hi, hix = a
+        t = Types(a.applies_to)
+        if k is Num:
             res = []
-            if lo is not None:
-                res.append((t, ("num", None, False, lo, not lox)))
-            if hi is not None:
-                res.append((t, ("num", hi, not hix, None, False)))
+            if a.lo is not None:
+                res.append((t, Num(None, False, a.lo, not a.lo_excl)))
+            if a.hi is not None:
+                res.append((t, Num(a.hi, not a.hi_excl, None, False)))
             return res
-        if k == "mult":
-            return [(t, ("notmult", a[1]))]
-        if k == "notmult":
-            return [(t, ("mult", a[1]))]
-        if k == "str":
-            return [(t, ("str", a[1], not a[2]))]
-        if k in ("len", "nprops", "nitems"):
-            _, lo, hi = a
+        if k is Mult:
+            return [(t, NotMult(a.divisor))]
+        if k is NotMult:
+            return [(t, Mult(a.divisor))]
+        if k is Str:
+            return [(t, Str(a.handle, not a.positive))]
+        if k is Len or k is NProps or k is NItems:
             res = []
-            if lo > 0:
-                res.append((t, (k, 0, lo - 1)))
-            if hi is not None:
-                res.append((t, (k, hi + 1, None)))
+            if a.lo > 0:
+                res.append((t, k(0, a.lo - 1)))
+            if a.hi is not None:
+                res.append((t, k(a.hi + 1, None)))
             return res
-        if k == "required":
-            return [(t, ("props", a[1], FALSE))]
-        if k == "props":
-            return [(t, ("required", a[1]), ("props", a[1], self.not_expr(a[2])))]
-        if k == "pos":
-            return [(t, ("nitems", a[1] + 1, None), ("pos", a[1], self.not_expr(a[2])))]
-        if k == "items":
+        if k is Required:
+            return [(t, Props(a.name, FALSE))]
+        if k is Props:
+            return [(t, Required(a.name), Props(a.name, self.not_expr(a.schema)))]
+        if k is Pos:
+            return [(t, NItems(a.index + 1, None), Pos(a.index, self.not_expr(a.schema)))]
+        if k is Items:
             # some item from that position on violates the schema (a contains from there)
-            ne = self.not_expr(a[2])
-            return [(t, ("contains", ne, 1, None) if a[1] == 0 else ("contains", ne, 1, None, a[1]))]
-        if k == "contains":
-            e, lo, hi = a[1], a[2], a[3]
-            tail = a[4:]  # (the first position it counts from, when not 0)
+            return [(t, Contains(self.not_expr(a.schema), 1, None, a.start))]
+        if k is Contains:
             res = []
-            if lo > 0:
-                res.append((t, ("contains", e, 0, lo - 1) + tail))
-            if hi is not None:
-                res.append((t, ("contains", e, hi + 1, None) + tail))
+            if a.lo > 0:
+                res.append((t, Contains(a.schema, 0, a.lo - 1, a.start)))
+            if a.hi is not None:
+                res.append((t, Contains(a.schema, a.hi + 1, None, a.start)))
             return res
         # An object keyword over members fails on one member: some key it speaks of whose value
         # violates its schema (a `some` atom, a witness the object automaton looks for), and
         # the negation of a witness is the keyword again.
-        if k == "pattern":
-            return [(t, ("some", ("p", a[1]), self.not_expr(a[2])))]
-        if k == "addl":
-            return [(t, ("some", ("a", a[2], a[3]), self.not_expr(a[1])))]
-        if k == "pnames":
-            ne = self.not_expr(a[1])
+        if k is Pattern:
+            return [(t, Some(PatternKeys(a.pattern), self.not_expr(a.schema)))]
+        if k is Addl:
+            return [(t, Some(ExtraKeys(a.names, a.patterns), self.not_expr(a.schema)))]
+        if k is PNames:
+            ne = self.not_expr(a.schema)
             self.dnf_strict(ne)  # (the names' negation: its errors now, not when decoding)
-            return [(t, ("some", ("n", ne), TRUE))]
-        if k == "some":
-            spec, v = a[1], a[2]
-            if spec[0] == "o":  # a negated object branch (negated_branches): the branch again
-                return [(t,) + spec[1]]
-            if spec[0] == "p":
-                return [(t, ("pattern", spec[1], self.not_expr(v)))]
-            if spec[0] == "a":
-                return [(t, ("addl", self.not_expr(v), spec[1], spec[2]))]
+            return [(t, Some(SchemaKeys(ne), TRUE))]
+        if k is Some:
+            spec, v = a.spec, a.schema
+            ks = type(spec)
+            if ks is ViolatedBranch:  # a negated object branch (negated_branches): the branch again
+                return [(t,) + spec.atoms]
+            if ks is PatternKeys:
+                return [(t, Pattern(spec.pattern, self.not_expr(v)))]
+            if ks is ExtraKeys:
+                return [(t, Addl(self.not_expr(v), spec.names, spec.patterns))]
             if v == TRUE:
-                return [(t, ("pnames", self.not_expr(spec[1])))]
+                return [(t, PNames(self.not_expr(spec.schema)))]
         kwname = {"items": "items", "addl": "additionalProperties", "pattern": "patternProperties",
-                  "pnames": "propertyNames", "unique": "uniqueItems", "some": "not"}.get(k, k)
+                  "pnames": "propertyNames", "unique": "uniqueItems", "some": "not"}.get(a.tag, a.tag)
         raise UnsupportedSchemaError(f"cannot negate {kwname!r} exactly (under not/oneOf/if)",
                                      pointer=where, keyword=kwname)
 
@@ -302,21 +302,21 @@ class Negation:
         expressions ``("enum", (value,))``, negated lazily, so nested values cost nothing
         until a document reaches them."""
         t = frozenset({"object" if c[0] == "o" else "array"})
-        out = [(("types", _U - t),)]
-        ty = ("types", t)
+        out = [(Types(EVERY_TYPE - t),)]
+        ty = Types(t)
         if c[0] == "o":
             names = frozenset(k for k, _ in c[1])
-            out.append((ty, ("some", ("a", names, ()), TRUE)))
+            out.append((ty, Some(ExtraKeys(names, ()), TRUE)))
             for k, vc in c[1]:
-                out.append((ty, ("props", k, FALSE)))
-                out.append((ty, ("required", k), ("props", k, self._not_value(vc))))
+                out.append((ty, Props(k, FALSE)))
+                out.append((ty, Required(k), Props(k, self._not_value(vc))))
         else:
             n = len(c[1])
             if n > 0:
-                out.append((ty, ("nitems", 0, n - 1)))
-            out.append((ty, ("nitems", n + 1, None)))
+                out.append((ty, NItems(0, n - 1)))
+            out.append((ty, NItems(n + 1, None)))
             for i, vc in enumerate(c[1]):
-                out.append((ty, ("nitems", i + 1, None), ("pos", i, self._not_value(vc))))
+                out.append((ty, NItems(i + 1, None), Pos(i, self._not_value(vc))))
         return out
 
     def without_values(self, br, where):
@@ -331,7 +331,7 @@ class Negation:
         if not structured:
             return None
         scalars = tuple(sorted((c for c in m.not_enum if c[0] != "o" and c[0] != "a"), key=repr))
-        out = [tuple(a for a in br if a[0] != "notenum") + ((("notenum", scalars),) if scalars else ())]
+        out = [tuple(a for a in br if type(a) is not NotEnum) + ((NotEnum(scalars),) if scalars else ())]
         for c in sorted(structured, key=repr):
             out = self.and2(out, self._differs(c), where)
         return out

@@ -7,11 +7,16 @@ from __future__ import annotations
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema.normalize.negated_branches import negate_by_witnesses
 from dotjson.jsonschema.normalize.forms import _OutOfFuel, _too_many
-from dotjson.jsonschema.values import FALSE, MAX_BRANCHES, TRUE, _types_of
+from dotjson.jsonschema.atoms import Addl, Enum, ExtraKeys, Props, Required, RuleRef, Some, Types, types_of
+from dotjson.jsonschema.values import FALSE, MAX_BRANCHES, TRUE
 
 
 def _same(x):
     return x
+
+def _extra_witness(a) -> bool:
+    """Whether atom ``a`` is a witness of an extra member (a negated ``additionalProperties``)."""
+    return type(a) is Some and type(a.spec) is ExtraKeys
 
 class _OneOf:
     """A ``oneOf`` met in a schema's keywords: made a normal form once the schema's own atoms
@@ -53,7 +58,7 @@ class OneOf:
                             for t in self.live_types(context + a + b):
                                 over.setdefault(t, set()).add(j)
                 groups: dict = {}
-                for t in _types_of(context + a):
+                for t in types_of(context + a):
                     groups.setdefault(frozenset(over.get(t, ())), set()).add(t)
                 any_overlap = any_overlap or any(groups)
                 plan.append((a, groups))
@@ -76,10 +81,10 @@ class OneOf:
                     keep = tuple(c for c in fin
                                  if not any(self.validate(self.literal_cache[("v", c)], exprs[j]) for j in js))
                     if keep:
-                        out.append((("enum", keep),))
+                        out.append((Enum(keep),))
                     continue
                 for js, ts in groups.items():
-                    ty = ("types", frozenset(ts))
+                    ty = Types(frozenset(ts))
                     cur = [a + (ty,)]
                     if witnesses and js:
                         key = ("w", frozenset(js), ty)
@@ -141,7 +146,7 @@ class OneOf:
         provably empty with it), or ``None`` when ``base`` implies one of them (then ``base ∧ N``
         is ``base``): a negation multiplied into a ``oneOf`` branch keeps only what that branch
         leaves it. Exact; bounded by the compaction budget like :meth:`compact`."""
-        if any(x[0] == "ruleref" for x in base):
+        if any(type(x) is RuleRef for x in base):
             # (a branch that is a $ref: its atoms, when it is one branch)
             try:
                 exp = self.expand_refs(base, "")
@@ -153,7 +158,7 @@ class OneOf:
         if self.compact_budget <= 0:
             return N
         N = [y for y in (self._atoms_beside(x, base) for x in N) if y is not None]
-        fact = (frozenset(base), _types_of(base), {x[1] for x in base if x[0] == "props" and x[2] == FALSE})
+        fact = (frozenset(base), types_of(base), {x.name for x in base if type(x) is Props and x.schema == FALSE})
         if any(self._implies(fact, x, _same) for x in N):
             return None
         if len(N) < 2:
@@ -166,21 +171,21 @@ class OneOf:
         disjoint from it, as a ``oneOf``'s discriminator without ``required``)."""
         vals: dict = {}
         for a in base:
-            if a[0] == "props":
-                vals.setdefault(a[1], []).append(a[2])
+            if type(a) is Props:
+                vals.setdefault(a.name, []).append(a.schema)
         out = []
         for a in x:
             if a in base:
                 continue
-            if a[0] == "props" and a[1] in vals and a[2] not in (TRUE, FALSE):
-                v = a[2]
-                mine = vals[a[1]]
+            if type(a) is Props and a.name in vals and a.schema not in (TRUE, FALSE):
+                v = a.schema
+                mine = vals[a.name]
                 if v[0] == "not" and any(self._same_schema(e, v[1]) for e in mine):
                     # its value would be outside the schema it must be in: the property absent
                     # (none of it where it is required)
-                    if ("required", a[1]) in x or ("required", a[1]) in base:
+                    if Required(a.name) in x or Required(a.name) in base:
                         return None
-                    out.append(("props", a[1], FALSE))
+                    out.append(Props(a.name, FALSE))
                     continue
                 neg = self.not_expr(v)
                 try:
@@ -198,8 +203,9 @@ class OneOf:
             return True
         if e1[0] != "loc" or e2[0] != "loc" or e1[1] != e2[1]:
             return False
-        s1, s2 = self.get(e1[1], e1[2]), self.get(e2[1], e2[2])
-        return type(s1) is type(s2) and s1 == s2 and self.base_uri(e1[1], e1[2]) == self.base_uri(e2[1], e2[2])
+        ds = self.documents
+        s1, s2 = ds.get(e1[1], e1[2]), ds.get(e2[1], e2[2])
+        return type(s1) is type(s2) and s1 == s2 and ds.base_uri(e1[1], e1[2]) == ds.base_uri(e2[1], e2[2])
 
     def _witnesses_beside(self, N, base, most=4):
         """``N`` with each witness of an extra member (``some`` of an ``additionalProperties``)
@@ -208,21 +214,21 @@ class OneOf:
         beside ``¬{"properties": {"b": …}, "additionalProperties": false}`` needs a member
         outside ``b``, i.e. ``a`` (one object bit fewer for each of a ``oneOf``'s branches).
         Left as it is when it may be more than ``most`` names."""
-        closed = [x for x in base if x[0] == "addl" and x[1] == FALSE and not x[3]]
-        if not closed or not any(a[0] == "some" and a[1][0] == "a" for x in N for a in x):
+        closed = [x for x in base if type(x) is Addl and x.schema == FALSE and not x.patterns]
+        if not closed or not any(_extra_witness(a) for x in N for a in x):
             return N
-        allowed = frozenset.intersection(*(frozenset(x[2]) for x in closed))
+        allowed = frozenset.intersection(*(frozenset(x.names) for x in closed))
         out = []
         for x in N:
             alts = [()]
             for a in x:
-                if a[0] == "some" and a[1][0] == "a":
-                    names, pats = a[1][1], a[1][2]
+                if _extra_witness(a):
+                    names, pats = a.spec.names, a.spec.patterns
                     ks = sorted(k for k in allowed if k not in names and not any(self.key_matches(k, q) for q in pats))
                     if len(ks) > most:
                         alts = [y + (a,) for y in alts]
                         continue
-                    one = [(("required", k),) + ((("props", k, a[2]),) if a[2] != TRUE else ()) for k in ks]
+                    one = [(Required(k),) + ((Props(k, a.schema),) if a.schema != TRUE else ()) for k in ks]
                     alts = [y + z for y in alts for z in one]
                 else:
                     alts = [y + (a,) for y in alts]

@@ -17,10 +17,10 @@ partition the values, and each branch means the same within its case.
 from __future__ import annotations
 
 from dotjson.errors import UnsupportedSchemaError
-from dotjson.jsonschema.values import _ATOM_TYPES, _U, FALSE, MAX_BRANCHES, _types_of
+from dotjson.jsonschema.atoms import EVERY_TYPE, OBJECT, Props, Required, Types, types_of
+from dotjson.jsonschema.values import FALSE, MAX_BRANCHES
 
-_OBJECT = ("types", frozenset({"object"}))
-_OBJECT_ONLY = frozenset({"object"})
+_OBJECT = Types(OBJECT)
 
 
 def _finite(nz, e):
@@ -31,7 +31,7 @@ def _finite(nz, e):
     if x[0] == "enum":
         vals = frozenset(x[1])
     else:
-        vals = nz._finite_prop((("props", "", x),), "") if x not in (FALSE,) and x[0] in ("loc", "and") else None
+        vals = nz._finite_prop((Props("", x),), "") if x not in (FALSE,) and x[0] in ("loc", "and") else None
     if vals is None:
         return None
     return ("out" if neg else "in", vals)
@@ -43,43 +43,44 @@ def split_product(nz, base, parts, where):
     of so by two parts at least. ``nz``: the :class:`~dotjson.jsonschema.normalize.Normalizer`."""
     score: dict = {}
     for d in parts:
-        names = {a[1] for br in d for a in br
-                 if a[0] == "props" and a[2] != FALSE and _finite(nz, a[2]) is not None}
+        names = {a.name for br in d for a in br
+                 if type(a) is Props and a.schema != FALSE and _finite(nz, a.schema) is not None}
         for p in names:
             score[p] = score.get(p, 0) + 1
     if not score or max(score.values()) < 2:
         return None
     p = max(score, key=lambda k: (score[k], k))
-    sets = {a[2]: _finite(nz, a[2]) for d in parts for br in d for a in br
-            if a[0] == "props" and a[1] == p and a[2] != FALSE}
+    sets = {a.schema: _finite(nz, a.schema) for d in parts for br in d for a in br
+            if type(a) is Props and a.name == p and a.schema != FALSE}
     listed = [v[1] for v in sets.values() if v is not None]
     sig: dict = {}
     for c in dict.fromkeys(c for S in listed for c in S):
         sig.setdefault(tuple(c in S for S in listed), []).append(c)
     every = tuple(c for g in sig.values() for c in g)
     # the cases: (their atoms, how an atom on p reads in it: a function of the listed set)
-    cases = [((_OBJECT, ("props", p, FALSE)), None)]
+    cases = [((_OBJECT, Props(p, FALSE)), None)]
     for g in sig.values():
-        cases.append(((_OBJECT, ("required", p), ("props", p, ("enum", tuple(g)))), frozenset(g)))
-    cases.append(((_OBJECT, ("required", p), ("props", p, ("not", ("enum", every)))), frozenset()))
+        cases.append(((_OBJECT, Required(p), Props(p, ("enum", tuple(g)))), frozenset(g)))
+    cases.append(((_OBJECT, Required(p), Props(p, ("not", ("enum", every)))), frozenset()))
 
     def settle(br, case_vals, absent):
         keep = []
         for a in br:
-            if a[0] == "types":  # (every case is of objects)
-                if "object" not in a[1]:
+            k = type(a)
+            if k is Types:  # (every case is of objects)
+                if "object" not in a.allowed:
                     return None
                 continue
-            if a[0] == "required" and a[1] == p:
+            if k is Required and a.name == p:
                 if absent:
                     return None
                 continue
-            if a[0] == "props" and a[1] == p:
+            if k is Props and a.name == p:
                 if absent:
                     continue  # (a property's schema says nothing while it is absent)
-                if a[2] == FALSE:
+                if a.schema == FALSE:
                     return None
-                v = sets.get(a[2])
+                v = sets.get(a.schema)
                 if v is None:
                     keep.append(a)
                     continue
@@ -99,12 +100,12 @@ def split_product(nz, base, parts, where):
         return cur
 
     out = []
-    nonobj = ("types", _U - _OBJECT_ONLY)
+    nonobj = Types(EVERY_TYPE - OBJECT)
     for b in base:
         # other types: the object atoms say nothing there
-        strip = [[tuple(a for a in br if _ATOM_TYPES.get(a[0]) != _OBJECT_ONLY) for br in d
-                  if _types_of(br + (nonobj,))] for d in parts]
-        if _types_of(b + (nonobj,)):
+        strip = [[tuple(a for a in br if a.applies_to != OBJECT) for br in d
+                  if types_of(br + (nonobj,))] for d in parts]
+        if types_of(b + (nonobj,)):
             out += product(b + (nonobj,), strip)
         for atoms, vals in cases:
             absent = vals is None
@@ -114,7 +115,7 @@ def split_product(nz, base, parts, where):
             out += product(b + atoms, settled)
         if len(out) > MAX_BRANCHES:
             out, _ = nz._over(out, False, where)
-    return [br for br in out if _types_of(br)]
+    return [br for br in out if types_of(br)]
 
 
 def _merged(d: list) -> list:
@@ -124,10 +125,11 @@ def _merged(d: list) -> list:
         index = {}
         for i, br in enumerate(d):
             for a in br:
-                if (a[0] == "props" and a[2] == FALSE) or a[0] == "required":
+                req = type(a) is Required
+                if req or (type(a) is Props and a.schema == FALSE):
                     rest = tuple(x for x in br if x is not a)
-                    key = (rest, a[1], a[0] == "required")
-                    other = index.get((rest, a[1], a[0] != "required"))
+                    key = (rest, a.name, req)
+                    other = index.get((rest, a.name, not req))
                     if other is not None and other != i:
                         j = other
                         return _merged([x for k, x in enumerate(d) if k not in (i, j)] + [rest])

@@ -15,7 +15,6 @@ import numpy as np
 
 from .errors import DotjsonIndexError, DotjsonTypeError, DotjsonValueError
 from .guide import Guide, _pool
-from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
 from .index import _as_int
 
 __all__ = ["fill_next_token_bitmask"]
@@ -103,7 +102,7 @@ def fill_next_token_bitmask(pairs, bitmask, out_rows=None) -> None:
     for g in groups.values():
         idx, states, _ = g
         memo = idx._masker
-        if all(s < 0 or memo.has(s & _LOW31 if s >= _VIRT else s) for s in states):
+        if all(s < 0 or memo.has(s) for s in states):
             _fill_group(bits, g)
         else:
             fresh.append(g)

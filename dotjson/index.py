@@ -449,7 +449,7 @@ class Index:
         self._tries = vocabulary.tries
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
-        self._eos, self._eos_set = eos_of(vocabulary.eos_token_ids)
+        _, self._eos_set = eos_of(vocabulary.eos_token_ids)  # (the EOS bits: the masker's)
         self._max_cache_bytes = int(max_cache_bytes)
         self._auto = automaton if automaton is not None else Automaton(
             grammar, max_states=max_states, fuel=fuel, max_store_bytes=max_store_bytes

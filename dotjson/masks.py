@@ -113,8 +113,9 @@ class Masker:
         return int(self._masks.nbytes) + 100 * (len(self._state_row) + len(self._mask_of_key))
 
     def has(self, state: int) -> bool:
-        """Whether ``state``'s mask is memoized (read without the lock: a hint)."""
-        return state in self._state_row
+        """Whether the mask of id ``state`` (a counter-carrying id: its shape's) is memoized
+        (read without the lock: a hint)."""
+        return (state & _LOW31 if state >= _VIRT else state) in self._state_row
 
     def export(self) -> tuple[np.ndarray, list]:
         """``(masks, keys)``: a copy of the memoized masks and ``[term, row]`` of their keys

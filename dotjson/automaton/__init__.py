@@ -301,7 +301,7 @@ class Automaton:
             for name in ("ti", "tf", "tm"):
                 a[name] = self._grown(a[name], cap, None, n)
             ht = np.full(_pow2(2 * cap), -1, dtype=np.int32)
-            K.rehash_terms(a["ti"], a["bw"], a["pool"], int(a["ctl"][K.C_TERMS]), ht)
+            K.rehash_terms(a["ti"], a["bw"], a["pool"], n, ht)
             a["ht"] = ht
         elif status == K.NEED_GROW_BSETS:
             self._budget({"bw": 2 * a["bw"].shape[0]})

@@ -224,8 +224,19 @@ def scratch(typingctx, dtype, n, m):
     return arrty(dtype, n, m), codegen
 
 
-@unit(_I32_1, _I32_1, _i64)
+@kernel
 def _grow_i32(a, n):
+    """``a`` if index ``n`` fits in it, else a copy with room (:func:`_grow_i32_slow`). A plain
+    kernel, inlined where it is called in every loop of the engine: the unit behind it is called
+    only when the array is full (a call through a unit's cell on every push cost a call and kept
+    the scratch stack's reference counts alive)."""
+    if n < a.shape[0]:
+        return a
+    return _grow_i32_slow(a, n)
+
+
+@unit(_I32_1, _I32_1, _i64)
+def _grow_i32_slow(a, n):
     if n < a.shape[0]:
         return a
     b = np.empty(max(2 * a.shape[0], n + 1, 16), dtype=np.int32)

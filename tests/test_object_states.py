@@ -10,6 +10,8 @@ change), run on the same documents with the same tokenizer.
 from __future__ import annotations
 
 import json
+import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -36,29 +38,26 @@ def _ids(tokenizer, data) -> list[int]:
     return list(tokenizer.encode(json.dumps(data, separators=(",", ":"), ensure_ascii=False), add_special_tokens=False))
 
 
-def _index(schema, vocab, inline: bool, **options) -> Index:
+@contextmanager
+def _structure(inline: bool):
+    """The member rules' structure while the block runs (the flag is read when a member's rule
+    is built: lazily, by the masks, so it must hold while they are computed too)."""
     saved = ObjectRules.inline_next
     ObjectRules.inline_next = inline
     try:
-        # (the rules are made lazily, by this index's compiler: the flag is read when a member's
-        # rule is built, so it must hold while the masks are computed too: see _masks)
-        return Index(schema, vocab, **options)
+        yield
     finally:
         ObjectRules.inline_next = saved
 
 
-def _masks(index: Index, ids, inline: bool, vocab) -> list:
-    saved = ObjectRules.inline_next
-    ObjectRules.inline_next = inline
-    try:
+def _masks(index: Index, ids, inline: bool) -> list:
+    with _structure(inline):
         out, s = [], index.initial_state
         for t in ids:
             out.append(index.mask(s).copy())
             s = index.next_state(s, t)
         out.append(index.mask(s).copy())
         return out
-    finally:
-        ObjectRules.inline_next = saved
 
 
 def _compare(rows, vocab, tokenizer, docs_per_schema: int) -> int:
@@ -69,17 +68,19 @@ def _compare(rows, vocab, tokenizer, docs_per_schema: int) -> int:
             for data in docs:
                 ids = _ids(tokenizer, data)
                 try:
-                    new = _index(row["schema"], vocab, True, close_objects=close)
-                    old = _index(row["schema"], vocab, False, close_objects=close)
+                    with _structure(True):
+                        new = Index(row["schema"], vocab, close_objects=close)
+                    with _structure(False):
+                        old = Index(row["schema"], vocab, close_objects=close)
                 except DotjsonError:
                     break
                 try:
-                    a = _masks(new, ids, True, vocab)
+                    a = _masks(new, ids, True)
                 except DotjsonError as e:  # (a limit met inside the document: the same in both)
                     with pytest.raises(type(e)):
-                        _masks(old, ids, False, vocab)
+                        _masks(old, ids, False)
                     continue
-                b = _masks(old, ids, False, vocab)
+                b = _masks(old, ids, False)
                 for k, (x, y) in enumerate(zip(a, b)):
                     assert np.array_equal(x, y), (row["id"], close, k)
                 checked += len(a)
@@ -100,16 +101,15 @@ def test_a_document_passes_members_without_a_rule_per_state(llama3_vocab, llama3
     ids = _ids(llama3_tokenizer, data)
     built = {}
     for inline in (True, False):
-        ix = _index(schema, llama3_vocab, inline, close_objects=True)
-        _masks(ix, ids, inline, llama3_vocab)
+        with _structure(inline):
+            ix = Index(schema, llama3_vocab, close_objects=True)
+        _masks(ix, ids, inline)
         built[inline] = _state_rules_built(ix)
     assert built[False] >= 8 and built[True] <= 1, built
 
 
 def _state_rules_built(index) -> int:
     """How many of the object automaton's state rules (``..._s_i_c_mask``) have a body."""
-    import re
-
     built = index.ir.rules._src.rules  # (the bodies made so far, not the pending ones)
     return sum(1 for name in built if re.search(r"_s_\d+_\d+_\d+$", name))
 

@@ -782,8 +782,9 @@ class ObjectRules:
         elif self.inline_next:
             # the state after the member written in place (the same language as its rule, which
             # stays for the extra members that loop on it): a document passes through
-            # state(j + 1) once after member j, and a rule compiled for that alone cost the
-            # engine ~45 us and the compiler a body call, once per member of every document
+            # state(j + 1) once after member j, and a rule made for that alone cost a body call
+            # here and ~11 us of the engine beside compiling it, once per member of every
+            # document (MaskBench probe: 13% fewer bodies with open objects, 35% with closed)
             def make():
                 self.state(j + 1, c2, mask)  # (registered: its hint, the extra members' loop)
                 return seq(tr.colon, tr.node_of(chain[j][1]), self.state_body(j + 1, c2, mask))

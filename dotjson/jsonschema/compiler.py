@@ -404,13 +404,17 @@ class Compiler(Normalizer):
                     todo.append((br[0].target, 0))  # a $ref target starts over: see below
                     continue
                 subs = []
-                combined = False
+                combined = has_ref = False
                 for a in br:
                     k = type(a)
                     sub = a.subschema
                     if sub is not None:
                         # a $ref target starts over: its nesting is counted from where it is
-                        subs.append((sub, 0 if k is RuleRef else depth + 1))
+                        if k is RuleRef:
+                            has_ref = True
+                            subs.append((sub, 0))
+                        else:
+                            subs.append((sub, depth + 1))
                         if k is Some and type(a.spec) is ViolatedBranch:
                             # a negated object branch: the negations of its members' schemas
                             # (what a member must be to violate it) are normalised now too
@@ -429,7 +433,7 @@ class Compiler(Normalizer):
                     # sub-schemas the builders will intersect (allOf of two `items`, a property
                     # under properties and patternProperties): normalised here too, so that
                     # what their combination cannot do is also said up front
-                    for c in self._combinations(br, e):
+                    for c in self._combinations(br, e, has_ref):
                         todo.append((c, depth + 1))
                 todo += subs
             if risky:
@@ -438,16 +442,14 @@ class Compiler(Normalizer):
                     self.body(name.name)
         self._alias_cycles(alias)
 
-    def _combinations(self, br, e) -> list:
-        """The intersections of sub-schemas that building this branch (of expression ``e``)
-        will compile."""
-        if any(type(a) is RuleRef for a in br):
-            brs = self.expand_refs(br, self.expr_where(e))
-        else:
-            brs = [br]
+    def _combinations(self, br, e, has_ref: bool) -> list:
+        """The intersections of sub-schemas that building this branch (of expression ``e``,
+        which holds a :class:`RuleRef` when ``has_ref``, else an atom of ``_COMBINED``) will
+        compile."""
+        brs = self.expand_refs(br, self.expr_where(e)) if has_ref else [br]
         out = []
         for b in brs:
-            if not any(type(a) in _COMBINED for a in b):
+            if has_ref and not any(type(a) in _COMBINED for a in b):
                 continue  # nothing here is intersected (most leaves of a schema)
             m = self.merge(b)
             if "array" in m.types:

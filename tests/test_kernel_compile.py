@@ -322,3 +322,41 @@ def test_scratch_arrays_are_usable_and_not_returned():
                 if isinstance(st, ast.Return) and st.value is not None and arrays(st.value) & made:
                     bad.append(f"{rel}:{st.lineno} {fn.name}")
     assert not bad, bad
+
+
+def test_fresh_masks_fit_a_small_thread_stack(llama3_vocab, llama3_tokenizer):
+    # the kernels' scratch arrays live on the native stack (store.scratch: a few KiB a frame,
+    # ~30 KiB for rows): fresh masks of an any-order open object with nested arrays, a pattern
+    # and a bounded string must run in a thread whose stack is 192 KiB (musl's default is
+    # 128 KiB; the sample of 30 MaskBench documents ran in 128 KiB when this was written)
+    import json
+    import threading
+
+    from dotjson import Index
+
+    schema = {"type": "object", "properties": {
+        "id": {"type": "string", "pattern": "^[a-z]{2}-[0-9]+$"},
+        "tags": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 40}, "weight": {"type": "number"}}}},
+        "when": {"type": "string", "format": "date-time"}}, "required": ["id"]}
+    doc = json.dumps({"id": "ab-12", "tags": [{"name": "x\\u00e9y", "weight": 1.5e3}, {"name": "z"}],
+                      "extra": {"k": [1, "two", None]}, "when": "2023-04-15T19:30:00Z"})
+    ids = llama3_tokenizer.encode(doc, add_special_tokens=False)
+    got = []
+
+    def run():
+        index = Index(schema, llama3_vocab, close_objects=False, property_order="any")
+        s = index.initial_state
+        for t in ids:
+            got.append(bool(index.mask(s)[t >> 5] >> np.uint32(t & 31) & np.uint32(1)))
+            s = index.next_state(s, t)
+        got.append(index.is_accepting(s))
+
+    old = threading.stack_size(192 * 1024)
+    try:
+        th = threading.Thread(target=run)
+        th.start()
+        th.join()
+    finally:
+        threading.stack_size(old)
+    assert len(got) == len(ids) + 1 and all(got)

@@ -167,6 +167,15 @@ class Masker:
         memo emptied by another thread meanwhile never hands out a stale row."""
         # a counter-carrying state has its shape's mask (the same clamped key)
         states = [s & _LOW31 if s >= _VIRT else s for s in states]
+        if len(states) == 1 and states[0] >= 0:  # one live state (Index.mask, a Guide's row)
+            s = states[0]
+            while True:  # (copied under the lock: a memo emptied meanwhile is asked again)
+                with self._lock:
+                    r = self._state_row.get(s)
+                    if r is not None:
+                        out[0] = self._mask(r)
+                        return
+                self.row(s)
         for attempt in range(2):
             with self._lock:
                 rows = self._state_row

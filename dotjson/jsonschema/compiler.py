@@ -117,7 +117,16 @@ class Compiler(Normalizer):
         # being built (rendering, saving: LazyRules.force), where wide objects take the shape
         # that is smallest written out in full (see objects.ObjectRules.cover)
         self.whole = False
+        # expressions a builder made in phase 1 that its rules will refer to later (an
+        # object's witness values): phase 1 normalises them too (see prepare, derive)
+        self.derived: list = []
         self.rules.update(self.base)
+
+    def derive(self, exprs) -> None:
+        """Say that rules built later will refer to the expressions ``exprs``, made by a builder
+        (not read from the schema): :meth:`prepare` normalises them and what they reach, so that
+        what refuses them is raised by ``Index()``, not when decoding first reaches them."""
+        self.derived.extend(exprs)
 
     def fresh_prefix(self, kind: str) -> str:
         """A name of its own for a builder's rules or rule family: the namespace, ``kind`` and
@@ -436,6 +445,9 @@ class Compiler(Normalizer):
                 name = self.node_of(e)
                 if isinstance(name, Ref) and name.name in self.pending:
                     self.body(name.name)
+                if self.derived:
+                    todo += [(x, depth + 1) for x in self.derived]
+                    self.derived.clear()
         self._alias_cycles(alias)
 
     def _combinations(self, br, e) -> list:

@@ -1,0 +1,120 @@
+"""DESIGN: a schema is accepted or refused when its index is built; an error never surfaces while a
+document is decoded.
+
+Rules are built lazily, when the automaton first reaches them, so the check is to build them all:
+for every schema :func:`~dotjson.jsonschema.schema_to_grammar` accepts, the whole rule closure
+(every rule and rule family member reachable from ``start``, with the analyses the automaton asks
+of each) must build without a ``DotjsonError`` (``perf/lazy_refusals.py``, which also lists the
+schemas that raise). The default run covers the in-repo MaskBench rows and the suite's applicator
+files; ``--runslow`` every schema of the JSON-Schema-Test-Suite (draft 2020-12 and draft7) and of
+MaskBench (``/work/shared/data/maskbench``, skipped without it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from dotjson.errors import UnsupportedSchemaError
+from dotjson.jsonschema import schema_to_grammar
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _runner():
+    spec = importlib.util.spec_from_file_location("_lazy_refusals", ROOT / "perf" / "lazy_refusals.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+RUNNER = _runner()
+EVERY_VALID = RUNNER.CONFIGS["every-valid"]
+DATA = Path(__file__).resolve().parent / "data" / "maskbench"
+# the suite's files whose schemas negate (not, oneOf, if/then/else) or intersect sub-schemas:
+# where a lazily built rule meets what phase 1 did not normalise
+QUICK_FILES = ("not.json", "oneOf.json", "if-then-else.json", "anyOf.json", "allOf.json", "dependentSchemas.json",
+               "unevaluatedProperties.json")
+
+
+def _rows(name: str) -> list[dict]:
+    return [json.loads(line) for line in (DATA / name).read_text().splitlines()]
+
+
+def _raising(items, options, max_rules=800) -> list:
+    out = []
+    for sid, schema, res in items:
+        err, _n, _whole = RUNNER.check(schema, options, res, max_rules=max_rules, family_rules=50)
+        if err is not None:
+            out.append((sid, f"{type(err).__name__}: {err}"))
+    return out
+
+
+@pytest.mark.parametrize("config", sorted(RUNNER.CONFIGS))
+def test_in_repo_maskbench_rows_raise_nothing_after_translation(config):
+    rows = _rows("subset.jsonl")
+    assert _raising([(r["id"], r["schema"], None) for r in rows], RUNNER.CONFIGS[config], 300) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", sorted(RUNNER.CONFIGS))
+def test_maskbench_regressions_raise_nothing_after_translation(config):
+    # (opspec-io's and o63308's negations, o3626's 900 object families: ~5 s)
+    rows = _rows("regressions.jsonl")
+    assert _raising([(r["id"], r["schema"], None) for r in rows], RUNNER.CONFIGS[config]) == []
+
+
+def test_suite_applicators_raise_nothing_after_translation():
+    items = [x for x in RUNNER.suite_schemas("draft2020-12") if x[0].split("#")[0] in QUICK_FILES]
+    assert len(items) >= 100
+    assert _raising(items, EVERY_VALID) == []
+
+
+def test_o37786_is_refused_at_index():
+    # the values a member must have to witness the negated selector branches are normalised with
+    # the schema: one of them is past 256 alternatives, refused here, not at a mask
+    row = next(r for r in _rows("regressions.jsonl") if r["id"] == "Github_easy---o37786")
+    with pytest.raises(UnsupportedSchemaError, match=r"too many alternatives .* at /definitions/") as ei:
+        schema_to_grammar(row["schema"], **EVERY_VALID)
+    assert ei.value.pointer.startswith("/definitions/")
+
+
+def test_a_refusal_in_a_branch_no_document_visits_is_raised_by_translation():
+    # the closure check can fail: a rule that raises when built is found however deep it sits
+    # (a stand-in for a lazily built rule, made to raise)
+    from dotjson.jsonschema import compiler
+
+    g = schema_to_grammar({"type": "object", "properties": {"a": {"type": "object", "properties": {
+        "b": {"type": "array", "items": {"type": "string", "minLength": 3}}}}}}, check_language=False)
+    src = g.rules._src
+    build = compiler.Compiler.build
+
+    def failing(self, e):
+        if self.expr_where(e).endswith("/items"):
+            raise UnsupportedSchemaError("deep refusal", pointer=self.expr_where(e), keyword="items")
+        return build(self, e)
+
+    src.build = failing.__get__(src)
+    with pytest.raises(UnsupportedSchemaError, match="deep refusal"):
+        RUNNER.force_closure(g)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("draft", sorted(RUNNER.DRAFTS))
+@pytest.mark.parametrize("config", sorted(RUNNER.CONFIGS))
+def test_suite_schemas_raise_nothing_after_translation(draft, config):
+    assert _raising(RUNNER.suite_schemas(draft), RUNNER.CONFIGS[config]) == []
+
+
+MASKBENCH_FILES = sorted(p.stem for p in RUNNER.MASKBENCH.glob("*.jsonl")) if RUNNER.MASKBENCH.is_dir() else []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MASKBENCH_FILES, reason=f"MaskBench not found at {RUNNER.MASKBENCH}")
+@pytest.mark.parametrize("name", MASKBENCH_FILES)
+@pytest.mark.parametrize("config", sorted(RUNNER.CONFIGS))
+def test_maskbench_schemas_raise_nothing_after_translation(name, config):
+    assert _raising(RUNNER.maskbench_schemas(name), RUNNER.CONFIGS[config]) == []

@@ -148,10 +148,25 @@ def force_closure(grammar, max_rules: int = 5000, family_rules: int = 200) -> tu
     return n, whole
 
 
-def check(schema, options: dict, resources=None, max_rules: int = 5000, family_rules: int = 200):
-    """``None`` when ``schema`` is refused at translation (or its closure builds cleanly), else
-    the ``DotjsonError`` its lazily built rules raise. Also returns the closure's size and
-    whether it was whole."""
+class _Timeout(BaseException):
+    """A schema past its budget (a BaseException: no ``except Exception`` of the compiler
+    takes it for its own)."""
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def check(schema, options: dict, resources=None, max_rules: int = 5000, family_rules: int = 200,
+          budget: float = 0, whole: bool = False):
+    """``(error, rules, whole)``: the ``DotjsonError`` the lazily built rules of ``schema`` raise
+    (``None`` when it is refused at translation, or its closure builds cleanly), the rules built
+    and whether that was the whole closure. ``budget`` seconds (0: no limit; the main thread
+    only) stop the closure: the error is then ``"timeout"``. ``whole``: then also build every
+    rule in the shape meant for writing out (``LazyRules.force``: what ``index.grammar`` and
+    saving an index do)."""
+    import signal
+
     from dotjson.errors import DotjsonError
     from dotjson.jsonschema import schema_to_grammar
 
@@ -161,11 +176,22 @@ def check(schema, options: dict, resources=None, max_rules: int = 5000, family_r
             g = schema_to_grammar(schema, resources=resources, check_language=False, **options)
         except (DotjsonError, RecursionError):
             return None, 0, True  # refused where it should be
+        old = signal.signal(signal.SIGALRM, _alarm) if budget else None
         try:
-            n, whole = force_closure(g, max_rules, family_rules)
+            if budget:
+                signal.setitimer(signal.ITIMER_REAL, budget)
+            n, complete = force_closure(g, max_rules, family_rules)
+            if whole:
+                g.rules.force()
         except DotjsonError as e:
             return e, 0, False
-    return None, n, whole
+        except _Timeout:
+            return "timeout", 0, False
+        finally:
+            if budget:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+    return None, n, complete
 
 
 def main(argv=None) -> int:
@@ -175,6 +201,9 @@ def main(argv=None) -> int:
     ap.add_argument("--config", action="append", choices=sorted(CONFIGS), help="(repeatable; default: both)")
     ap.add_argument("--max-rules", type=int, default=5000, help="rules built per schema at most")
     ap.add_argument("--family-rules", type=int, default=200, help="rules built per rule family at most")
+    ap.add_argument("--budget", type=float, default=30, help="seconds per schema (0: no limit)")
+    ap.add_argument("--whole", action="store_true",
+                    help="also build every rule as index.grammar and saving do (LazyRules.force)")
     ap.add_argument("-v", "--verbose", action="store_true", help="also name the schemas taking over a second")
     args = ap.parse_args(argv)
     sources = args.source or ["suite:draft2020-12", "suite:draft7", "maskbench"]
@@ -183,20 +212,26 @@ def main(argv=None) -> int:
     for source in sources:
         for cname in configs:
             t0 = time.perf_counter()
-            n = cut = raised = 0
+            n = cut = raised = timeouts = 0
             for sid, schema, res in schemas(source):
                 t1 = time.perf_counter()
-                err, _size, whole = check(schema, CONFIGS[cname], res, args.max_rules, args.family_rules)
+                err, _size, whole = check(schema, CONFIGS[cname], res, args.max_rules, args.family_rules,
+                                          args.budget, args.whole)
+                n += 1
+                if err == "timeout":
+                    timeouts += 1
+                    print(f"timeout\t{source}\t{sid}\t{cname}", flush=True)
+                    continue
                 if args.verbose and time.perf_counter() - t1 > 1:
                     print(f"slow\t{source}\t{sid}\t{cname}\t{time.perf_counter() - t1:.1f} s", flush=True)
-                n += 1
                 cut += not whole and err is None
                 if err is not None:
                     raised += 1
                     print(f"RAISES\t{source}\t{sid}\t{cname}\t{type(err).__name__}: {str(err)[:200]}", flush=True)
             bad += raised
             print(f"{source} {cname}: {n} schemas, {raised} raise after translation, {cut} closures cut (a family past "
-                  f"{args.family_rules} rules, or {args.max_rules} in all), {time.perf_counter() - t0:.0f} s", flush=True)
+                  f"{args.family_rules} rules, or {args.max_rules} in all), {timeouts} past {args.budget:g} s, "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
     return 1 if bad else 0
 
 

@@ -102,6 +102,22 @@ def test_a_refusal_in_a_branch_no_document_visits_is_raised_by_translation():
         RUNNER.force_closure(g)
 
 
+def test_unique_items_over_an_empty_item_language_is_only_the_empty_array():
+    # (MaskBench drupal-info: `dependencies` items whose allOf contradicts) the item automaton of
+    # `uniqueItems` was refused by its constructor (EmptyLanguageError) when a document first
+    # opened the array; an item position without values is a dead state: only `[]` is left
+    import jsonschema
+
+    from dotjson.automaton import Automaton
+
+    schema = {"type": "object", "properties": {"deps": {"type": "array", "uniqueItems": True, "items": {
+        "allOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "^b"}]}}}}
+    assert RUNNER.force_closure(schema_to_grammar(schema, check_language=False, **EVERY_VALID))[1]
+    auto = Automaton(schema_to_grammar(schema, **EVERY_VALID))
+    for doc in ('{"deps":[]}', '{"deps": [ ]}', '{}', '{"deps":["ab"]}', '{"deps":["a","b"]}', '{"deps":[1]}'):
+        assert auto.matches(doc.encode()) is jsonschema.Draft202012Validator(schema).is_valid(json.loads(doc)), doc
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("draft", sorted(RUNNER.DRAFTS))
 @pytest.mark.parametrize("config", sorted(RUNNER.CONFIGS))

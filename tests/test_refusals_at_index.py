@@ -12,26 +12,16 @@ MaskBench (``/work/shared/data/maskbench``, skipped without it).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from perf_module import perf_module
 
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema import schema_to_grammar
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _runner():
-    spec = importlib.util.spec_from_file_location("_lazy_refusals", ROOT / "perf" / "lazy_refusals.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-RUNNER = _runner()
+RUNNER = perf_module("lazy_refusals")
 EVERY_VALID = RUNNER.CONFIGS["every-valid"]
 DATA = Path(__file__).resolve().parent / "data" / "maskbench"
 # the suite's files whose schemas negate (not, oneOf, if/then/else) or intersect sub-schemas:

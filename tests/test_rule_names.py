@@ -9,13 +9,10 @@ automata, encoded string languages, patterns); a cache hit must count the names 
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
+from perf_module import perf_module
 
-from dotjson import ir
 from dotjson.grammar import to_lark
-from dotjson.ir.families import rules_with_families
 from dotjson.jsonschema import schema_to_grammar
 
 # numbers under bounds (a process-wide cache of their automata), a format and a pattern (of
@@ -63,27 +60,13 @@ def _clear_process_caches():
     values._REGEX_CACHE.clear()
 
 
+_DIGEST = perf_module("rule_digest")
+
+
 def _lazy_digest(schema, options) -> str:
     """The rules as the automaton would ask for them (breadth first from ``start``), names and
-    bodies."""
-    g = schema_to_grammar(schema, check_language=False, **options)
-    rules = rules_with_families(g)
-    h = hashlib.sha1()
-    todo, seen = ["start"], {"start"}
-    while todo and len(seen) < 400:
-        name = todo.pop(0)
-        body = rules[name]
-        h.update(f"{name}={body!r}\n".encode())
-        stack = [body]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, ir.Ref):
-                if n.name not in seen:
-                    seen.add(n.name)
-                    todo.append(n.name)
-            else:
-                stack.extend(reversed(ir.children(n)))
-    return h.hexdigest()
+    bodies (``perf/rule_digest.py``'s digest)."""
+    return _DIGEST.digest(schema, options, 400)
 
 
 def _text(schema, options) -> str:

@@ -76,6 +76,18 @@ def test_o37786_is_refused_at_index():
     assert ei.value.pointer.startswith("/definitions/")
 
 
+def test_a_limit_of_a_ref_merged_with_its_siblings_is_met_by_translation():
+    # the counter of `x` is n's minProperties/maxProperties over x's own 400 properties: too many
+    # states. x is a `$ref` beside sibling keywords, merged when its rule is built: that build
+    # happens at translation now (it raised when a document first reached `x`)
+    props = {f"p{i}": {"type": "integer"} for i in range(400)}
+    schema = {"$defs": {"n": {"type": "object", "minProperties": 1, "maxProperties": 300}},
+              "type": "object", "properties": {"x": {"$ref": "#/$defs/n", "properties": props}}}
+    with pytest.raises(UnsupportedSchemaError, match="too large for its minProperties/maxProperties counter") as ei:
+        schema_to_grammar(schema, check_language=False)
+    assert ei.value.pointer == "/properties/x"
+
+
 def test_a_refusal_in_a_branch_no_document_visits_is_raised_by_translation():
     # the closure check can fail: a rule that raises when built is found however deep it sits
     # (a stand-in for a lazily built rule, made to raise)

@@ -438,8 +438,13 @@ class Compiler(Normalizer):
                     # sub-schemas the builders will intersect (allOf of two `items`, a property
                     # under properties and patternProperties): normalised here too, so that
                     # what their combination cannot do is also said up front
-                    for c in self._combinations(br, e):
+                    combos, merged_risky = self._combinations(br, e)
+                    for c in combos:
                         todo.append((c, depth + 1))
+                    # a `$ref` merged with sibling keywords: what may hit a limit of the merged
+                    # branch (its witnesses, counters, key classes) is built now too, for the
+                    # values it derives and its limits to be met here, not by a later rule
+                    risky = risky or merged_risky
                 todo += subs
             if risky:
                 name = self.node_of(e)
@@ -450,11 +455,14 @@ class Compiler(Normalizer):
                     self.derived.clear()
         self._alias_cycles(alias)
 
-    def _combinations(self, br, e) -> list:
+    def _combinations(self, br, e) -> tuple[list, bool]:
         """The intersections of sub-schemas that building this branch (of expression ``e``)
-        will compile."""
+        will compile, and whether the branch merges a ``$ref`` target's atoms that may hit a
+        limit of the compiler with its own."""
+        merged_risky = False
         if any(type(a) is RuleRef for a in br):
             brs = self.expand_refs(br, self.expr_where(e))
+            merged_risky = any(type(a) in _MAYBE_RISKY and _risky(a) for b in brs for a in b)
         else:
             brs = [br]
         out = []
@@ -473,7 +481,7 @@ class Compiler(Normalizer):
                     es = self.member_schemas(o, name, es)
                     if len(es) > 1:
                         out.append(self.and_expr(es))
-        return [c for c in out if c != TRUE and c != FALSE]
+        return [c for c in out if c != TRUE and c != FALSE], merged_risky
 
     def _alias_cycles(self, alias: dict) -> None:
         """Reject a sub-schema that is, through ``$ref``/``anyOf`` branches alone, itself."""

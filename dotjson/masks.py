@@ -2,9 +2,9 @@
 
 A part of :class:`~dotjson.index.Index` (its ``_masker``), over the index's automaton and
 vocabulary, guarded by the automaton's lock. A state's mask is memoized by its clamped key
-(states whose counters are far from their bounds share one) in a growable
-``uint32[n_masks, n_words]`` table under the ``max_cache_bytes`` budget (emptied and refilled on
-demand when full). A fresh mask is, in order of preference: a bounded plain run's (two bitset
+(states whose counters are far from their bounds share one) in ``uint32[32, n_words]`` blocks
+added as it fills, under the ``max_cache_bytes`` budget (emptied and refilled on demand when
+full). A fresh mask is, in order of preference: a bounded plain run's (two bitset
 operations on a shared state's mask), the union of its heads' (a string's rest, shared by every
 index of the process: :mod:`dotjson.automaton.heads`) continued by what follows them, or one walk
 of the vocabulary's tries from the state (:func:`dotjson._kernels.walk.compute_mask`).
@@ -31,6 +31,9 @@ FINISHED = -3
 #: Trie nodes branching on more bytes than this get a whole automaton row at once; narrower
 #: ones only the transitions the walk asks for.
 _WIDE_NODE = 2
+#: Rows of the mask memo per block (see Masker.__init__).
+_BLOCK_SHIFT = 5
+_BLOCK = 1 << _BLOCK_SHIFT
 
 _PLAIN_SEQS = plain_seq_arrays([sq for lo, hi in PLAIN_RANGES for sq in utf8_sequences(lo, hi)])
 
@@ -93,9 +96,11 @@ class Masker:
         self._eos, self._eos_set = eos_of(vocabulary.eos_token_ids)
         self._max_cache_bytes = int(max_cache_bytes)
         self._rule_gid = _heads.rule_ids(automaton.image)
-        # one row to start with (an index often serves one mask first; 16 rows of a 128k
-        # vocabulary are 256 KiB to zero): row() grows it to 16 rows, then doubles
-        self._masks = np.zeros((1, self._n_words), dtype=np.uint32)
+        # the memo's rows, in blocks of _BLOCK (row r is block r >> _BLOCK_SHIFT): a new block
+        # when the last is full, so growth copies nothing (one doubled table copied every row so
+        # far, 16 KiB a row on Llama 3: ~1 ms of each new index's masks); a row is written whole
+        # before it is read, so a block is not zeroed
+        self._blocks: list[np.ndarray] = []
         self._n_masks = 0
         self._mask_of_key: dict[int, int] = {}
         self._state_row: dict[int, int] = {}  # state -> memo row (a cache of the clamped lookup)
@@ -110,7 +115,11 @@ class Masker:
     @property
     def nbytes(self) -> int:
         """The memo's bytes (its table, and an estimate for its dictionaries)."""
-        return int(self._masks.nbytes) + 100 * (len(self._state_row) + len(self._mask_of_key))
+        return sum(int(b.nbytes) for b in self._blocks) + 100 * (len(self._state_row) + len(self._mask_of_key))
+
+    def _mask(self, r: int) -> np.ndarray:
+        """Memo row ``r`` (a view)."""
+        return self._blocks[r >> _BLOCK_SHIFT][r & (_BLOCK - 1)]
 
     def has(self, state: int) -> bool:
         """Whether the mask of id ``state`` (a counter-carrying id: its shape's) is memoized
@@ -120,7 +129,9 @@ class Masker:
     def export(self) -> tuple[np.ndarray, list]:
         """``(masks, keys)``: a copy of the memoized masks and ``[term, row]`` of their keys
         (call with the lock held), what :meth:`load` takes back."""
-        return self._masks[: self._n_masks].copy(), [[int(k), int(v)] for k, v in self._mask_of_key.items()]
+        n = self._n_masks
+        table = np.concatenate(self._blocks)[:n].copy() if n else np.zeros((0, self._n_words), dtype=np.uint32)
+        return table, [[int(k), int(v)] for k, v in self._mask_of_key.items()]
 
     def load(self, masks: np.ndarray, keys) -> None:
         """Install saved masks (:meth:`export`'s), validated against this automaton.
@@ -133,8 +144,12 @@ class Masker:
         if masks.dtype != np.uint32 or masks.ndim != 2 or masks.shape[1] != self._n_words:
             raise ValueError("mask table has the wrong shape")
         n_masks = masks.shape[0]
-        table = np.zeros((max(16, n_masks), self._n_words), dtype=np.uint32)
-        table[:n_masks] = masks
+        blocks = []
+        for lo in range(0, n_masks, _BLOCK):
+            b = np.empty((_BLOCK, self._n_words), dtype=np.uint32)
+            part = masks[lo : lo + _BLOCK]
+            b[: part.shape[0]] = part
+            blocks.append(b)
         n_terms = self._auto.n_terms
         of_key = {}
         for k, v in keys:
@@ -142,7 +157,7 @@ class Masker:
             if not (0 <= k < n_terms and 0 <= v < n_masks):
                 raise ValueError("mask key out of range")
             of_key[k] = v
-        self._masks, self._n_masks, self._mask_of_key = table, n_masks, of_key
+        self._blocks, self._n_masks, self._mask_of_key = blocks, n_masks, of_key
         self._state_row = {}
 
     def fill(self, states, out: np.ndarray, map_fn=None) -> None:
@@ -159,7 +174,7 @@ class Masker:
                 if not missing:
                     for i, s in enumerate(states):
                         if s >= 0:
-                            out[i] = self._masks[rows[s]]
+                            out[i] = self._mask(rows[s])
                         else:
                             out[i] = 0
                             if s == FINISHED:
@@ -181,7 +196,7 @@ class Masker:
                 r = self.row(s)
                 with self._lock:
                     if self._state_row.get(s) == r:
-                        out[i] = self._masks[r]
+                        out[i] = self._mask(r)
                         break
 
     def set_eos(self, out: np.ndarray) -> None:
@@ -221,14 +236,11 @@ class Masker:
                 self._mask_of_key.clear()  # documented eviction: refill on demand
                 self._state_row.clear()
                 self._n_masks = 0
-            if self._n_masks >= self._masks.shape[0]:
-                cap = max(16, self._masks.shape[0] * 2)
-                cap = min(cap, max(1, self._max_cache_bytes // (self._n_words * 4)))
-                grown = np.zeros((cap, self._n_words), dtype=np.uint32)
-                grown[: self._n_masks] = self._masks[: self._n_masks]
-                self._masks = grown
             r = self._n_masks
-            self._masks[r] = bits
+            if r >= len(self._blocks) * _BLOCK:  # (within the budget, checked above)
+                rows = min(_BLOCK, max(1, self._max_cache_bytes // (self._n_words * 4) - r))
+                self._blocks.append(np.empty((rows, self._n_words), dtype=np.uint32))
+            self._blocks[r >> _BLOCK_SHIFT][r & (_BLOCK - 1)] = bits
             self._n_masks += 1
             self._mask_of_key[key_term] = r
             self._state_row[state] = r
@@ -255,10 +267,10 @@ class Masker:
         if got is None:
             return None
         shared, k = got
-        r = self.row(shared)  # (may grow self._masks: read it after)
+        r = self.row(shared)
         # (its EOS bits are the run's: R{min(lo, D+1),} rest is nullable exactly when R{lo,hi}
         # rest is, lo and min(lo, D+1) being 0 together)
-        return self._run_bits(self._masks[r], k)
+        return self._run_bits(self._mask(r), k)
 
     def _run_bits(self, shared_bits: np.ndarray, k: int) -> np.ndarray:
         """A run position's tokens: the special ones of its shared state's ``shared_bits``, and

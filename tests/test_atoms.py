@@ -126,3 +126,22 @@ def test_the_schemas_make_every_kind():
     if not _SEEN:
         pytest.skip("run with test_the_normaliser_makes_typed_atoms_only")
     assert _SEEN == {type(a) for a, _ in SAMPLES}
+
+
+def test_atoms_made_in_one_call_equal_the_constructors():
+    e = ("loc", "", "/properties/a")
+    made = A.Props.declaring([("a", e), ("b", TRUE)])
+    assert made == [A.Props("a", e, declared=True), A.Props("b", TRUE, declared=True)]
+    assert all(type(a) is A.Props and a.declared for a in made)
+    assert A.Required.each(["a", "b"]) == [A.Required("a"), A.Required("b")]
+    assert all(type(a) is A.Required for a in A.Required.each(["x"]))
+
+
+@pytest.mark.parametrize("value", [[1], "a", ["a", None]])
+def test_required_must_list_strings(value):
+    from dotjson.errors import SchemaError
+    from dotjson.jsonschema import schema_to_grammar
+
+    with pytest.raises(SchemaError, match="required must be an array of strings") as info:
+        schema_to_grammar({"properties": {"a": {}}, "required": value})
+    assert info.value.pointer == "/required"

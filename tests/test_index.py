@@ -321,6 +321,32 @@ def test_masks_equal_slow_reference_when_the_store_grows_mid_walk(name, tiny_bpe
     _assert_masks_equal_reference(index, vocab, name)
 
 
+@pytest.mark.parametrize("name", ["person", "open"])
+def test_masks_equal_slow_reference_when_the_store_grows_into_mappings(name, tiny_bpe_vocab, monkeypatch):
+    """Store arrays past NumPy's huge-page threshold are anonymous mappings of their own
+    (automaton._alloc); with the threshold lowered to 1 KiB every growth takes that path, and
+    the masks must not change."""
+    import dotjson.automaton as A
+
+    monkeypatch.setattr(A.Automaton, "INITIAL_TERMS", 16)
+    monkeypatch.setattr(A.Automaton, "INITIAL_STATES", 2)
+    monkeypatch.setattr(A, "_HUGE_ADVISED", 1024)
+    big = A._alloc((300, 4), np.int32, -1)
+    assert big.flags.writeable and big.base is not None and (big == -1).all()
+    assert (A._alloc((600,), np.int64) == 0).all()
+    vocab = tiny_bpe_vocab
+    index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
+    _assert_masks_equal_reference(index, vocab, name)
+    import mmap
+
+    def owner(a):
+        while isinstance(a, np.ndarray) and a.base is not None:
+            a = a.base
+        return a.obj if isinstance(a, memoryview) else a
+
+    assert isinstance(owner(index._auto._a["trans"]), mmap.mmap)  # grown through a mapping
+
+
 def test_special_trie_run_shortcut_equals_full_walk_real_vocab(llama3_vocab, llama3_tokenizer):
     """The special trie walked through its ASCII runs and exits gives, at every state of real
     documents (strings with quotes inside tokens, keys, escapes), the masks of the node-by-node

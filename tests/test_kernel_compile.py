@@ -247,3 +247,78 @@ def test_a_cold_cache_compiles_the_units_in_helper_processes(tmp_path):
     assert 0 < missed < n  # this process compiled its share; the helper's share was loaded
     n2, missed2, cached2 = run()
     assert (n2, missed2, cached2) == (n, 0, True)
+
+
+def _kernels_taking_the_store():
+    import ast
+
+    for rel in sorted(_kernel_modules()):
+        tree = ast.parse((PKG / rel).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef) or not node.args.args:
+                continue
+            decorated = any(ast.unparse(d).startswith(("kernel", "unit")) for d in node.decorator_list)
+            if decorated and node.args.args[0].arg == "S":
+                yield rel, node
+
+
+def test_every_kernel_taking_the_store_borrows_it():
+    # a kernel that reads the store tuple without `S = borrow(S)` pays an NRT_incref/decref call
+    # per array it touches (docs/ARCHITECTURE.md, "Reference counts and scratch arrays"): that was
+    # ~15% of a fresh mask's time before every kernel borrowed
+    import ast
+
+    missing, seen = [], 0
+    for rel, node in _kernels_taking_the_store():
+        seen += 1
+        body = [st for st in node.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+        first = ast.unparse(body[0]).replace(" ", "") if body else ""
+        if first not in ("S=borrow(S)", "S=K.borrow(S)"):
+            missing.append(f"{rel}:{node.lineno} {node.name}")
+    assert seen > 80
+    assert not missing, missing
+
+
+def test_scratch_arrays_are_usable_and_not_returned():
+    # scratch: a literal-size array on the kernel's stack, its slices and 2-D rows as any array's;
+    # and no kernel returns one it made (it would point into a dead frame)
+    import ast
+
+    from numba import njit
+
+    from dotjson.automaton.store import scratch
+
+    @njit
+    def use(k):
+        a = scratch(np.int32, 8, 0)
+        w = scratch(np.uint64, 4, 3)
+        for i in range(8):
+            a[i] = i * k
+        for i in range(4):
+            for j in range(3):
+                w[i, j] = np.uint64(i * 3 + j)
+        b = a[2:6]
+        return b.sum() + int(w[3, 2]) + a.shape[0] + w.shape[0] * 10 + w.shape[1] * 100
+
+    assert use(2) == (4 + 6 + 8 + 10) + 11 + 8 + 40 + 300
+    bad = []
+    for rel in sorted(_kernel_modules()):
+        tree = ast.parse((PKG / rel).read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            made = {t.id for st in ast.walk(fn) if isinstance(st, ast.Assign) and "scratch(" in ast.unparse(st.value)
+                    for t in st.targets if isinstance(t, ast.Name)}
+            def arrays(v):  # the names an expression hands back as arrays (itself, a slice)
+                if isinstance(v, ast.Tuple):
+                    return {n for e in v.elts for n in arrays(e)}
+                if isinstance(v, ast.Name):
+                    return {v.id}
+                if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Slice):
+                    return arrays(v.value)
+                return set()
+
+            for st in ast.walk(fn):
+                if isinstance(st, ast.Return) and st.value is not None and arrays(st.value) & made:
+                    bad.append(f"{rel}:{st.lineno} {fn.name}")
+    assert not bad, bad

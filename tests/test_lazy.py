@@ -444,7 +444,7 @@ def test_a_branch_merges_into_typed_nodes():
     assert isinstance(m, Branch) and m.types == {"integer", "object"} and m.enum is None
     assert m.not_enum == {("x", Decimal(6))}
     assert isinstance(m.number, NumberNode) and (m.number.lo, m.number.lo_excl) == (2, False)
-    assert (m.number.hi, m.number.hi_excl) == (9, True) and m.number.multiples == [3]
+    assert (m.number.hi, m.number.hi_excl) == (9, True) and m.number.multiples == (3,)
     assert isinstance(m.object, ObjectNode) and list(m.object.properties) == ["a"]
     assert list(m.object.required) == ["a"] and m.object.max_properties == 4
     # kinds the branch does not constrain share the empty nodes, which stay empty

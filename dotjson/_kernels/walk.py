@@ -97,8 +97,18 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     ``min(n_nodes, 256 * (depth + 1))`` frames. On an exit the frame is pushed back at the edge
     being computed, so a resumed walk redoes nothing (setting a bit twice is harmless).
     """
+    S = K.borrow(S)
     child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = trie
     in_byte, run_ptr, run_toks, exit_ptr, exit_nodes = runs
+    # (the caller keeps every array alive: views without reference counts, as K.borrow's)
+    child_ptr, child_byte, child_node = K.borrow(child_ptr), K.borrow(child_byte), K.borrow(child_node)
+    tok_ptr, tok_ids, subtree_end = K.borrow(tok_ptr), K.borrow(tok_ids), K.borrow(subtree_end)
+    in_byte, run_ptr, run_toks = K.borrow(in_byte), K.borrow(run_ptr), K.borrow(run_toks)
+    exit_ptr, exit_nodes = K.borrow(exit_ptr), K.borrow(exit_nodes)
+    pseq, plen, big, big_bits = K.borrow(pseq), K.borrow(plen), K.borrow(big), K.borrow(big_bits)
+    nchars, tchars, len_row, len_bits = K.borrow(nchars), K.borrow(tchars), K.borrow(len_row), K.borrow(len_bits)
+    out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
+    ret = K.borrow(ret)
     trans = S[K.S_TRANS]
     inv_ = S[K.S_INV]
     while sp > 0:
@@ -242,6 +252,12 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
     ``EXIT`` until ``DONE``.
     """
     S = K.borrow(S)
+    # (the Python caller keeps these alive: views without reference counts)
+    special, plain, plain_bits, big = K.borrow(special), K.borrow(plain), K.borrow(plain_bits), K.borrow(big)
+    big_bits, runs, len_row, len_bits = K.borrow(big_bits), K.borrow(runs), K.borrow(len_row), K.borrow(len_bits)
+    pseq, plen, nchars, tchars = K.borrow(pseq), K.borrow(plen), K.borrow(nchars), K.borrow(tchars)
+    out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
+    ret = K.borrow(ret)
     while True:
         ph = ret[R_PHASE]
         if ph == PH_START or ph == PH_INV:
@@ -308,6 +324,7 @@ def _reach(S, u0, fterm, special):
     the run: the deepest node of the special trie, walked from state ``u0`` (the run unbounded,
     ``R{0,}``), at which a token ends alive, or before a byte of ``fterm`` (the byte set that
     may follow the run; ``-1``: any byte) where the run may end. -1 on exit."""
+    S = K.borrow(S)
     child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = special
     n = child_ptr.shape[0] - 1
     st_node = np.empty(n + 1, dtype=np.int32)
@@ -364,6 +381,8 @@ def run_share(S, s, special, known, out, pseq, plen):
     ``out[0]`` receives ``D``.
     """
     S = K.borrow(S)
+    # (the Python caller keeps these alive: views without reference counts)
+    special, out, pseq, plen = K.borrow(special), K.borrow(out), K.borrow(pseq), K.borrow(plen)
     k = K.plain_run(S, s, pseq, plen)
     if k < 0:
         return -1
@@ -449,6 +468,7 @@ _U64_1 = types.Array(types.uint64, 1, "C")
 
 #: Most (head, continuation) pairs :func:`head_pairs` splits a state into.
 MAX_HEADS = 16
+assert 4 * MAX_HEADS == 64  # (head_pairs' work lists, on the stack)
 
 
 @unit(K._i64, K.STORE, K._i64, _U64_1, _I64_1)
@@ -461,12 +481,14 @@ def head_pairs(S, s, delim, out):
     :data:`NO_SHARE` when some branch has no such item in its first 64 or there would be more than
     :data:`MAX_HEADS` pairs, -1 on exit. See :mod:`dotjson.automaton.heads`."""
     S = K.borrow(S)
+    # (the Python caller keeps these alive: views without reference counts)
+    delim, out = K.borrow(delim), K.borrow(out)
     ti = S[K.S_TI]
     bw = S[K.S_BW]
     pool = S[K.S_POOL]
-    items = np.empty(64, dtype=np.int32)
-    work_x = np.empty(4 * MAX_HEADS, dtype=np.int64)
-    work_y = np.empty(4 * MAX_HEADS, dtype=np.int64)
+    items = K.scratch(np.int32, 64, 0)
+    work_x = K.scratch(np.int64, 64, 0)  # 4 * MAX_HEADS
+    work_y = K.scratch(np.int64, 64, 0)
     work_x[0] = S[K.S_TERM_OF][s]
     work_y[0] = K.EPS
     root = work_x[0]
@@ -566,6 +588,8 @@ def head_exits(S, sa, special, out):
     ``out``; their count, -1 on exit (call again: nothing is lost), -2 when ``out`` is too small
     (grow it). Nodes are walked once each from ``sa``."""
     S = K.borrow(S)
+    # (the Python caller keeps these alive: views without reference counts)
+    special, out = K.borrow(special), K.borrow(out)
     child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = special
     acc = S[K.S_ACC]
     n = child_ptr.shape[0] - 1
@@ -606,6 +630,10 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
     state ``sc``, OR-ed into ``out``: a head's exits continued by what follows the head. Resumable
     as :func:`compute_mask` (``ret[R_PHASE] = PH_START`` once, call again after ``EXIT``)."""
     S = K.borrow(S)
+    # (the Python caller keeps these alive: views without reference counts)
+    special, big, big_bits, runs = K.borrow(special), K.borrow(big), K.borrow(big_bits), K.borrow(runs)
+    pseq, plen, seeds, out = K.borrow(pseq), K.borrow(plen), K.borrow(seeds), K.borrow(out)
+    st_node, st_state, st_edge, ret = K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge), K.borrow(ret)
     if ret[R_PHASE] == PH_START:
         child_ptr = special[0]
         sp = 0
@@ -616,7 +644,7 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
             sp += 1
         ret[R_SP] = sp
         ret[R_PHASE] = PH_SPECIAL
-    no_chars = np.zeros(0, dtype=np.int32)  # (the special trie: no bounded-run shortcut, so
+    no_chars = K.scratch(np.int32, 1, 0)[:0]  # (the special trie: no bounded-run shortcut, so
     # no length rows either: big_bits stands in for them, unread)
     r = walk_trie(S, special, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
                   ret[R_SP], ret, pseq, plen, wide, no_chars, no_chars, no_chars, big_bits)

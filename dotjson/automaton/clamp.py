@@ -22,6 +22,7 @@ from .rows import row
 
 @kernel
 def _cget(S, t, limit):
+    S = borrow(S)
     f = S[S_TF][t]
     if (f & F_REP) == 0 or ((f & F_FAR) == 0 and limit >= FAR_MIN):
         return t  # no counter a token can tell from unbounded: nothing to clamp
@@ -111,6 +112,7 @@ def _radius(S, t0):
 @kernel
 def radius(S, t0):
     """:func:`_radius` (a unit) of ``t0``, memoized (the memo read inline)."""
+    S = borrow(S)
     r = _mget(S, _T_RADIUS | t0)
     if r >= 0:
         return r
@@ -123,6 +125,7 @@ def _far_hi(S, t0, limit):
     """Over the counters of ``t0`` (REF-free, AND/DIFF-free): the least upper bound that
     :func:`clamp` at ``limit`` makes unbounded, or ``NO_FAR`` when it changes none; 0 when
     it would change a lower bound or ``t0`` holds AND/DIFF (no exact clamp then); -1 on exit."""
+    S = borrow(S)
     ti = S[S_TI]
     tf = S[S_TF]
     pool = S[S_POOL]
@@ -281,6 +284,7 @@ def _clamp(S, t0, limit):
 def clamp(S, t0, limit):
     """:func:`_clamp` (a unit) of ``t0`` for tokens shorter than ``limit`` (the memo read
     inline)."""
+    S = borrow(S)
     r = _cget(S, t0, limit)
     if r >= 0:
         return r
@@ -292,6 +296,7 @@ def clamp(S, t0, limit):
 def _clamp_and(S, t, limit):
     """The clamp of intersection ``t`` whose operands are clamped already (see :func:`clamp`):
     the clamped intersection when that is exact, else ``t``; -1 on exit."""
+    S = borrow(S)
     ti = S[S_TI]
     tf = S[S_TF]
     pool = S[S_POOL]

@@ -62,7 +62,7 @@ SPLIT = 1 << 28
 #: :func:`marker_min` of a term without markers.
 NONE = (1 << 31) - 1
 #: Sequence items searched for a far repetition (the head, a partial item before it, ...).
-SPINE_ITEMS = 3
+SPINE_ITEMS = 3  # (make_shape's scratch has this literal size)
 
 
 @kernel
@@ -130,6 +130,7 @@ _T_MMIN = 29 << 58
 @kernel
 def _markers_below(S, t):
     """Can ``t`` hold a marker? Only sequences and alternations of repetitions do."""
+    S = K.borrow(S)
     k = S[K.S_TI][t, 0]
     return (S[K.S_TF][t] & K.F_REP) != 0 and (k == K.K_SEQ or k == K.K_ALT or k == K.K_REP)
 
@@ -137,6 +138,7 @@ def _markers_below(S, t):
 @kernel
 def _mmin_get(S, t):
     """:func:`marker_min` of ``t`` if known (always for terms that cannot hold one), else -1."""
+    S = K.borrow(S)
     if not _markers_below(S, t):
         return NONE
     if S[K.S_TI][t, 0] == K.K_REP:
@@ -159,7 +161,7 @@ def marker_min(S, t0):
         return r
     ti = S[K.S_TI]
     pool = S[K.S_POOL]
-    st = np.empty(64, dtype=np.int32)
+    st = K.scratch(np.int32, 64, 0)
     st[0] = t0
     sp = 1
     while sp > 0:
@@ -201,10 +203,14 @@ def shift_markers(S, t0, d):
         return -1
     ti = S[K.S_TI]
     pool = S[K.S_POOL]
-    keys, vals = _local_table(16)
+    keys = K.scratch(np.int32, 64, 0)  # _local_table(16), on the stack (_local_put grows it)
+    vals = K.scratch(np.int32, 64, 0)
+    for i in range(64):
+        keys[i] = -1
+        vals[i] = 0
     count = 0
-    st = np.empty(64, dtype=np.int32)
-    buf = np.empty(16, dtype=np.int32)
+    st = K.scratch(np.int32, 64, 0)
+    buf = K.scratch(np.int32, 16, 0)
     st[0] = t0
     sp = 1
     while sp > 0:
@@ -286,7 +292,7 @@ def make_shape(S, t, far, out):
     """
     S = K.borrow(S)
     ti = S[K.S_TI]
-    items = np.empty(SPINE_ITEMS, dtype=np.int32)
+    items = K.scratch(np.int32, 3, 0)  # SPINE_ITEMS
     cur = t
     p = -1
     for x in range(SPINE_ITEMS):

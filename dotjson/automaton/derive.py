@@ -14,6 +14,7 @@ from .store import (
     EMPTY, EPS, F_NULL, INF, K_ALT, K_AND, K_BYTES, K_DIFF, K_EMPTY, K_EPS, K_KEYS, K_REF,
     K_REP, K_SEQ, M_ROW_LEN, M_ROW_OFF, NEED_RULE, STORE, S_BW, S_POOL, S_RCT, S_RCW, S_RULE,
     S_TF, S_TI, S_TM, _T_DERIV, _U1, _fail, _grow_i32, _i64, _mget, _mput, borrow,
+    scratch,
 )
 from .terms import alt, and_, diff, rep, seq
 from .keysets import KD_END, _k_deriv, _k_end
@@ -28,6 +29,7 @@ def _has(words_row, byte):
 @kernel
 def _dget(S, t, byte):
     """The memoized derivative of ``t`` by ``byte``, or -1 if not known yet."""
+    S = borrow(S)
     ti = S[S_TI]
     k = ti[t, 0]
     if k == K_EMPTY or k == K_EPS:
@@ -56,9 +58,9 @@ def _deriv(S, t0, byte):
     tf = S[S_TF]
     pool = S[S_POOL]
     rules = S[S_RULE]
-    blk = np.empty(80, dtype=np.int32)
-    st = blk[:64]
-    parts = blk[64:]
+    blk = scratch(np.int32, 272, 0)  # (a deeper stack than 64 was grown on the heap often)
+    st = blk[:256]
+    parts = blk[256:]
     st[0] = t0
     sp = 1
     while sp > 0:
@@ -192,6 +194,7 @@ def _deriv(S, t0, byte):
 def deriv(S, t0, byte):
     """The derivative of ``t0`` by one byte (memoized; ∅ when it cannot consume it): the memo
     inline, :func:`_deriv` (a unit) on a miss."""
+    S = borrow(S)
     r = _dget(S, t0, byte)
     if r >= 0:
         return r

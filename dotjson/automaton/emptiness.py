@@ -12,7 +12,7 @@ from .._kernels.jit import kernel, unit
 from .store import (
     C_FUEL, C_TERMS, EMPTY, F_BOOL, F_NULL, INF, K_ALT, K_DIFF, K_REP, K_SEQ, LIMIT_FUEL, M_EMPTY, M_INF,
     M_ROW_LEN, M_ROW_OFF, STORE, S_CTL, S_POOL, S_RCT, S_TF, S_TI, S_TM, _fail, _grow_i32, _i64,
-    _mix, borrow,
+    _mix, borrow, scratch,
 )
 from .rows import row
 
@@ -21,12 +21,13 @@ from .rows import row
 @kernel
 def _infinite(S, t0):
     """For AND/DIFF/REF-free terms: is the language infinite? (memoized in ``tm[:, M_INF]``)"""
+    S = borrow(S)
     ti = S[S_TI]
     tm = S[S_TM]
     pool = S[S_POOL]
     if tm[t0, M_INF] >= 0:
         return tm[t0, M_INF]
-    st = np.empty(64, dtype=np.int32)
+    st = scratch(np.int32, 256, 0)
     st[0] = t0
     sp = 1
     while sp > 0:
@@ -81,14 +82,17 @@ def _search_nonempty(S, t0):
     intersection (``allOf`` of 50 patterns: ~50 operand terms per derivative) spends fuel in
     proportion to what it costs in time and memory.
     """
+    S = borrow(S)
     tf = S[S_TF]
     tm = S[S_TM]
     ctl = S[S_CTL]
     fuel = ctl[C_FUEL]
     built0 = ctl[C_TERMS]
-    queue = np.empty(64, dtype=np.int32)
+    queue = scratch(np.int32, 64, 0)
     cap = 64
-    seen = np.full(cap, -1, dtype=np.int32)
+    seen = scratch(np.int32, 64, 0)
+    for i in range(cap):
+        seen[i] = -1
     n_seen = 0
     queue[0] = t0
     qh, qt = 0, 1
@@ -153,7 +157,7 @@ def _is_empty(S, t0):
         return 0
     if tm[t0, M_EMPTY] >= 0:
         return tm[t0, M_EMPTY]
-    st = np.empty(64, dtype=np.int32)
+    st = scratch(np.int32, 256, 0)
     st[0] = t0
     sp = 1
     while sp > 0:
@@ -228,6 +232,7 @@ def _is_empty(S, t0):
 def is_empty(S, t0):
     """1 when ``t0`` denotes ∅, 0 when not, -1 on exit: what is known inline, the search
     (:func:`_is_empty`, a unit) otherwise."""
+    S = borrow(S)
     if t0 == EMPTY:
         return 1
     if (S[S_TF][t0] & F_BOOL) == 0:
@@ -241,6 +246,7 @@ def is_empty(S, t0):
 
 @kernel
 def _empty_known(S, t):
+    S = borrow(S)
     if t == EMPTY:
         return 1
     if (S[S_TF][t] & F_BOOL) == 0:

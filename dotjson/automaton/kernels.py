@@ -42,7 +42,7 @@ from .store import (  # noqa: F401
     NEED_GROW_BSETS, NEED_GROW_MEMO, NEED_GROW_POOL, NEED_GROW_RC, NEED_GROW_STATES,
     NEED_GROW_TERMS, NEED_KEY_ALIVE, NEED_KEY_TAIL, NEED_RULE, N_CTL, N_TM, RUN_INF, STORE,
     S_INV, S_POOL, S_TERM_OF, S_TF, S_TI, S_TRANS, TERM_ID_BITS, UNKNOWN, _I32_1, _I32_3,
-    _I64_1, _grow_i32, _i64, _mget, _mput, _mslot, borrow, rehash_memo, rehash_terms, term_hash,
+    _I64_1, _grow_i32, _i64, _mget, _mput, _mslot, borrow, scratch, rehash_memo, rehash_terms, term_hash,
 )
 from .terms import (  # noqa: F401
     OP_ALT, OP_AND, OP_BYTES, OP_DIFF, OP_EMPTY, OP_LOAD, OP_REF, OP_REP, OP_SAVE, OP_SEQ,

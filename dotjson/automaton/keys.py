@@ -39,6 +39,7 @@ _HARD_CAP = (1 << 29) - 1
 
 @kernel
 def _hard1(S, t):
+    S = K.borrow(S)
     return 0 if (S[K.S_TF][t] & K.F_NULL) != 0 else 1
 
 
@@ -53,7 +54,7 @@ def hard_to_end(S, t0):
     r = K._mget(S, _T_HARD | t0)
     if r >= 0:
         return r
-    st = np.empty(64, dtype=np.int32)
+    st = K.scratch(np.int32, 64, 0)
     sp = 0
     cur = t0
     while ti[cur, 0] == K.K_SEQ and K._mget(S, _T_HARD | cur) < 0:
@@ -88,8 +89,8 @@ def truncate(S, t, limit):
     if h >= _HARD_CAP or h - limit < BLOCK:
         return t
     target = ((h - limit) // BLOCK) * BLOCK
-    items = np.empty(64, dtype=np.int32)
-    cells = np.empty(64, dtype=np.int32)
+    items = K.scratch(np.int32, 64, 0)
+    cells = K.scratch(np.int32, 64, 0)
     n = 0
     cur = t
     rest = K.EPS

@@ -11,7 +11,7 @@ from .._kernels.jit import kernel, unit
 from .store import (
     C_ARG2, C_ARG3, C_ARG4, C_MEMO, C_POOL, EMPTY, EPS, K_KEYS, NEED_GROW_MEMO, NEED_GROW_POOL,
     NEED_KEY_ALIVE, NEED_KEY_TAIL, STORE, S_CTL, S_MK, S_POOL, S_TI, _I32_1, _T_KCTX, _U0, _U1,
-    _U64_2, _fail, _grow_i32, _i64, _mget, _mput, borrow,
+    _U64_2, _fail, _grow_i32, _i64, _mget, _mput, borrow, scratch,
 )
 from .terms import alt, mk_simple, seq
 
@@ -142,6 +142,7 @@ def _k_char(pool, T, st, bl, q, d):
 def _k_any(S, T, C, q1, q2):
     """1 when a name of sorted ``[q1, q2)`` is offered by context ``C`` and can complete, 0 when
     none, -1 on exit (whether an offered member can complete is not known yet)."""
+    S = borrow(S)
     pool = S[S_POOL]
     mlo = pool[C + 1]
     mhi = pool[C + 2]
@@ -175,6 +176,7 @@ def _k_intern(S, T, lo, hi):
     full one, else the one made before (found in the memo), else a new one in the pool; -1 on
     exit. Every maker of contexts comes here, so a context is one pool offset and the key set
     terms over it are shared."""
+    S = borrow(S)
     pool = S[S_POOL]
     n = pool[T + KT_N]
     if lo == 0 and hi == n:
@@ -208,6 +210,7 @@ def _k_ctx(S, pool, T, C, q1, q2):
     offering the same members of them, from the least to the greatest offered (the full one
     when ``C`` offers all of them): the terms of every state offering the same members of a
     range are shared, whichever members the states offer elsewhere. -1 on exit."""
+    S = borrow(S)
     full = pool[T + KT_FULL]
     if C == full:
         return C
@@ -263,6 +266,7 @@ def keys_register(S, C):
 def _k_term(S, pool, T, C, q1, q2, d):
     """The key set term of names ``[q1, q2)`` from byte ``d`` on, under context ``C`` (made
     canonical): ∅ when none of them is offered and can complete; -1 on exit."""
+    S = borrow(S)
     f = _k_any(S, T, C, q1, q2)
     if f < 0:
         return -1
@@ -279,6 +283,7 @@ def _k_open(S, t):
     """Key set term ``t``'s pool, context, first name, depth (an escape-mode term's: the byte
     its backslash stands before), table, the table's name offsets and bytes, and one past the
     last name of its range."""
+    S = borrow(S)
     ti = S[S_TI]
     pool = S[S_POOL]
     C = ti[t, 1]
@@ -295,6 +300,7 @@ def _k_backslash(S, T, C, s, e, d):
     """The derivative by a backslash of the names ``[s, e)`` (byte ``d`` starts a character in
     each): the escape-mode term over them when one of their characters with an escape starts an
     offered member that can complete, else ∅; -1 on exit."""
+    S = borrow(S)
     pool = S[S_POOL]
     st = pool[T + KT_START]
     bl = pool[T + KT_BLOB]
@@ -319,8 +325,9 @@ def _k_esc_deriv(S, t, b):
     """The derivative of escape-mode key set term ``t`` by byte ``b``: ``u`` leads, per
     character, to the rest of its ``\\u`` spellings then the names' rest after it; a short
     escape's byte to the rest of the names of its one character. -1 on exit."""
+    S = borrow(S)
     pool, C, s, d, T, st, bl, e = _k_open(S, t)
-    parts = np.empty(16, dtype=np.int32)
+    parts = scratch(np.int32, 16, 0)
     n = 0
     q = s
     while q < e:
@@ -354,10 +361,13 @@ def _k_esc_deriv(S, t, b):
 def _k_esc_row(S, t, cw, ct):
     """The derivative classes of escape-mode key set term ``t``: ``u`` and the short escape
     bytes of its characters. Their number, or -1 on exit."""
+    S = borrow(S)
     pool, C, s, d, T, st, bl, e = _k_open(S, t)
-    seen = np.zeros(256, dtype=np.bool_)
+    seen = scratch(np.bool_, 256, 0)
+    for b in range(256):
+        seen[b] = False
     seen[117] = True
-    cand = np.empty(257, dtype=np.int32)
+    cand = scratch(np.int32, 257, 0)
     cand[0] = 117
     k = 1
     q = s
@@ -377,6 +387,7 @@ def _k_esc_row(S, t, cw, ct):
 def _k_ask_alive(S, T, m, lo, hi):
     """Exit: whether member ``m`` of table ``T`` can complete (``lo .. hi - 1``: the members
     the asking state offers)."""
+    S = borrow(S)
     ctl = S[S_CTL]
     ctl[C_ARG2] = m
     ctl[C_ARG3] = lo
@@ -388,6 +399,7 @@ def _k_ask_alive(S, T, m, lo, hi):
 def _k_end(S, t):
     """The tail of the name of end-mode key set term ``t`` (``K_KEYS(full, p, KD_END)``);
     -1 on exit (Python makes it)."""
+    S = borrow(S)
     pool = S[S_POOL]
     T = pool[S[S_TI][t, 1]]
     m = pool[pool[T + KT_MEMBER] + S[S_TI][t, 2]]
@@ -401,6 +413,7 @@ def _k_end(S, t):
 @unit(_i64, STORE, _i64, _i64)
 def _k_deriv(S, t, b):
     """The derivative of key set term ``t`` by byte ``b`` (-1 on exit)."""
+    S = borrow(S)
     if S[S_TI][t, 3] >= KD_ESC:  # (never KD_END: deriv takes those)
         return _k_esc_deriv(S, t, b)
     pool, C, p, d, T, st, bl, e = _k_open(S, t)
@@ -442,12 +455,13 @@ def _k_deriv(S, t, b):
 def _k_row(S, t, cw, ct):
     """The derivative classes of key set term ``t`` (one byte each) into ``cw``/``ct``; their
     number, or -1 on exit."""
+    S = borrow(S)
     if S[S_TI][t, 3] >= KD_ESC:  # (never KD_END: row takes those)
         return _k_esc_row(S, t, cw, ct)
     pool, C, p, d, T, st, bl, e = _k_open(S, t)
     # the bytes with a derivative to compute: the closing quote where name p ends, a backslash
     # where a character starts, each distinct raw byte the names have at depth d
-    cand = np.empty(258, dtype=np.int32)
+    cand = scratch(np.int32, 258, 0)
     k = 0
     s = p
     if _klen(pool, st, p) == d:
@@ -472,6 +486,7 @@ def _k_row(S, t, cw, ct):
 def _k_classes(S, t, cand, k, cw, ct):
     """The derivatives of key set term ``t`` (either mode) by the bytes ``cand[:k]``, the
     non-empty ones as one-byte classes into ``cw``/``ct``; their number, or -1 on exit."""
+    S = borrow(S)
     n = 0
     for i in range(k):
         r = _k_deriv(S, t, cand[i])

@@ -14,7 +14,12 @@ from .store import (
     C_RC, EMPTY, EPS, F_NULL, INF, K_ALT, K_AND, K_BYTES, K_DIFF, K_KEYS, K_REF, K_REP, K_SEQ,
     M_ROW_LEN, M_ROW_OFF, NEED_GROW_RC, NEED_RULE, STORE, S_BW, S_CTL, S_POOL, S_RCT, S_RCW,
     S_RULE, S_TF, S_TI, S_TM, _I32_1, _U0, _U64_2, _fail, _grow_i32, _i64, borrow,
+    scratch,
 )
+
+#: Classes :func:`_union_rows` merges with its cells on the stack (more: one heap block).
+_SMALL_NS = 64
+_SMALL_BLK = 514 + 2 * (4 * _SMALL_NS + 64) + _SMALL_NS + 1  # (a literal for scratch)
 from .terms import alt, and2, diff, rep, seq
 from .keysets import KD_END, _k_end, _k_row
 
@@ -22,12 +27,14 @@ from .keysets import KD_END, _k_end, _k_row
 
 @kernel
 def _row_known(S, t):
+    S = borrow(S)
     return S[S_TM][t, M_ROW_OFF] >= 0
 
 
 @kernel
 def _publish_row(S, t, cw, ct, n):
     """Store ``n`` classes as the row of ``t``; equal successors are merged first."""
+    S = borrow(S)
     # merge classes with the same successor (small n: quadratic is fine)
     m = 0
     for i in range(n):
@@ -68,6 +75,9 @@ def _union_rows(S, srcw, srct, ns, cw, ct):
 
     Cells are byte masks with a persistent list of successors (a split shares its tail), so the
     cost is in the number of classes and cells, not in the 256 bytes."""
+    S = borrow(S)
+    # (the caller keeps them alive: views without reference counts)
+    srcw, srct, cw, ct = borrow(srcw), borrow(srct), borrow(cw), borrow(ct)
     # fast path: pairwise disjoint masks need no refinement
     u0 = u1 = u2 = u3 = _U0
     disjoint = True
@@ -90,12 +100,15 @@ def _union_rows(S, srcw, srct, ns, cw, ct):
             m += 1
         return _merge_same(cw, ct, m)
     nc0 = 4 * ns + 64
-    blk = np.empty(257 + 257 + 2 * nc0 + ns + 1, dtype=np.int32)  # one allocation, sliced
+    if ns <= _SMALL_NS:  # (on the stack: see store.scratch)
+        blk = scratch(np.int32, _SMALL_BLK, 0)
+    else:
+        blk = np.empty(257 + 257 + 2 * nc0 + ns + 1, dtype=np.int32)  # one allocation, sliced
     cell_head = blk[:257]
     cons_t = blk[514 : 514 + nc0]
     cons_n = blk[514 + nc0 : 514 + 2 * nc0]
     buf = blk[514 + 2 * nc0 :]
-    cm = np.empty((257, 4), dtype=np.uint64)
+    cm = scratch(np.uint64, 257, 4)
     for w in range(4):
         cm[0, w] = ~_U0
     cell_head[0] = -1
@@ -154,6 +167,7 @@ def _union_rows(S, srcw, srct, ns, cw, ct):
 
 @kernel
 def _push_row_dep(S, st, sp, x):
+    S = borrow(S)
     if not _row_known(S, x):
         st = _grow_i32(st, sp)
         st[sp] = x
@@ -165,6 +179,7 @@ def _push_row_dep(S, st, sp, x):
 def _rep_row(S, t, cw, ct):
     """The classes of ``R{lo,hi}`` (its item's row known): the item's, each followed by
     ``R{lo-1,hi-1}``; their number, -1 on exit."""
+    S = borrow(S)
     ti = S[S_TI]
     tm = S[S_TM]
     rcw = S[S_RCW]
@@ -191,6 +206,7 @@ def _and_row(S, t, cw, ct):
     """The classes of an AND (its items' rows known): the intersections of its items' classes
     with their successors intersected, empty ones dropped and equal ones merged; their number,
     -1 on exit."""
+    S = borrow(S)
     ti = S[S_TI]
     tm = S[S_TM]
     pool = S[S_POOL]
@@ -204,8 +220,8 @@ def _and_row(S, t, cw, ct):
         for w in range(4):
             cw[i, w] = rcw[off + i, w]
         ct[i] = rct[off + i]
-    tw = np.empty((257, 4), dtype=np.uint64)
-    tt = np.empty(257, dtype=np.int32)
+    tw = scratch(np.uint64, 257, 4)
+    tt = scratch(np.int32, 257, 0)
     for x in range(1, ti[t, 2]):
         q = pool[poff + x]
         qoff = tm[q, M_ROW_OFF]
@@ -239,13 +255,16 @@ def _diff_row(S, t, cw, ct):
     """The classes of ``A - B`` (both rows known): where both have a class, the successors'
     difference (empty ones dropped); where only ``A`` has, its successor; equal ones merged.
     Their number, -1 on exit."""
+    S = borrow(S)
     ti = S[S_TI]
     tm = S[S_TM]
     rcw = S[S_RCW]
     rct = S[S_RCT]
     a, b = ti[t, 1], ti[t, 2]
     qoff, qn = tm[b, M_ROW_OFF], tm[b, M_ROW_LEN]
-    uq = np.zeros(4, dtype=np.uint64)
+    uq = scratch(np.uint64, 4, 0)
+    for w in range(4):
+        uq[w] = _U0
     for j in range(qoff, qoff + qn):
         for w in range(4):
             uq[w] |= rcw[j, w]
@@ -291,14 +310,14 @@ def _row(S, t0):
     tm = S[S_TM]
     pool = S[S_POOL]
     rules = S[S_RULE]
-    ib = np.empty(64 + 64 + 257, dtype=np.int32)  # one allocation per call, sliced
-    st = ib[:64]
-    srct = ib[64:128]
-    ct = ib[128:]
+    ib = scratch(np.int32, 641, 0)  # 256 + 128 + 257, sliced (on the stack: see store.scratch)
+    st = ib[:256]
+    srct = ib[256:384]
+    ct = ib[384:]
     # (two allocations, not a reshaped slice of one: reshape compiles Numba's shape-error
     # formatting, ~2 s of a cold start)
-    srcw = np.empty((64, 4), dtype=np.uint64)
-    cw = np.empty((257, 4), dtype=np.uint64)
+    srcw = scratch(np.uint64, 128, 4)
+    cw = scratch(np.uint64, 257, 4)
     st[0] = t0
     sp = 1
     while sp > 0:
@@ -435,6 +454,7 @@ def _row(S, t0):
 def row(S, t0):
     """Memoize the derivative classes of ``t0`` (:func:`_row`, a unit, unless known); 0, or -1
     on exit."""
+    S = borrow(S)
     if _row_known(S, t0):
         return 0
     return _row(S, t0)

@@ -14,7 +14,7 @@ from .store import (
     K_ALT, K_BYTES, K_DIFF, K_REP, K_SEQ, LIMIT_STATES, S_POOL, _T_POPEN, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
     RUN_INF, STORE, S_ACC, S_BW, S_CTL, S_INV, S_RCT, S_RCW, S_READY, S_TERM_OF, S_TF, S_TI,
     S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _T_PRUN, _U0, _U1, _fail, _i64, _low, _mget,
-    _mput, borrow,
+    _mput, borrow, scratch,
 )
 from .derive import deriv
 from .rows import row
@@ -54,6 +54,7 @@ def state(S, t):
 @kernel
 def _live_state(S, u):
     """State of successor term ``u``, ``DEAD`` when it denotes ∅, or -1 (FAIL) on exit."""
+    S = borrow(S)
     if u == EMPTY:
         return DEAD
     if (S[S_TF][u] & F_BOOL) != 0:
@@ -76,7 +77,9 @@ def _fill_row(S, s):
         return -1
     tm = S[S_TM]
     off, n = tm[t, M_ROW_OFF], tm[t, M_ROW_LEN]
-    out = np.full(256, DEAD, dtype=np.int32)
+    out = scratch(np.int32, 256, 0)
+    for b in range(256):
+        out[b] = DEAD
     for i in range(off, off + n):
         u = S[S_RCT][i]
         r = _live_state(S, u)
@@ -102,6 +105,7 @@ def _fill_row(S, s):
 def fill_row(S, s):
     """Compute every byte transition of state ``s`` (:func:`_fill_row`, a unit, unless done);
     0, or -1 on exit."""
+    S = borrow(S)
     if S[S_READY][s]:
         return 0
     return _fill_row(S, s)
@@ -130,6 +134,7 @@ def _fill_entry(S, s, byte):
 def fill_entry(S, s, byte):
     """The transition of state ``s`` on ``byte`` (computed by :func:`_fill_entry`, a unit, when
     not known); the successor (or DEAD), -1 on exit."""
+    S = borrow(S)
     r = S[S_TRANS][s, byte]
     if r != UNKNOWN:
         return r
@@ -139,6 +144,7 @@ def fill_entry(S, s, byte):
 
 @kernel
 def step(S, s, byte):
+    S = borrow(S)
     r = S[S_TRANS][s, byte]
     if r == UNKNOWN:
         r = fill_entry(S, s, byte)
@@ -203,6 +209,8 @@ def _plain_inv(S, s, pseq, plen):
     characters. Memoized in the store's ``plain_inv`` column.
     """
     S = borrow(S)
+    pseq = borrow(pseq)
+    plen = borrow(plen)
     inv = S[S_INV]
     v = inv[s]
     if v >= 0:
@@ -216,8 +224,8 @@ def _plain_inv(S, s, pseq, plen):
     if d != t:
         inv[s] = 0
         return 0
-    front = np.empty(512, dtype=np.int32)
-    nxt = np.empty(512, dtype=np.int32)
+    front = scratch(np.int32, 512, 0)
+    nxt = scratch(np.int32, 512, 0)
     ok = True
     for q in range(pseq.shape[0]):
         front[0] = s
@@ -261,6 +269,9 @@ def _plain_inv(S, s, pseq, plen):
 def plain_inv(S, s, pseq, plen):
     """Is state ``s`` unchanged by every plain string character? 1/0, or -1 on exit (memoized in
     the store's ``plain_inv`` column, read inline; :func:`_plain_inv`, a unit, computes it)."""
+    S = borrow(S)
+    pseq = borrow(pseq)
+    plen = borrow(plen)
     v = S[S_INV][s]
     if v >= 0:
         return v
@@ -287,8 +298,11 @@ def _plain_complete(S, c, pseq, plen):
     :func:`plain_inv`): every byte of every range must have a successor, and the last front of
     every sequence must be ``{ε}``.
     """
-    front = np.empty(64, dtype=np.int32)
-    nxt = np.empty(64, dtype=np.int32)
+    S = borrow(S)
+    pseq = borrow(pseq)
+    plen = borrow(plen)
+    front = scratch(np.int32, 64, 0)
+    nxt = scratch(np.int32, 64, 0)
     tm = S[S_TM]
     for q in range(pseq.shape[0]):
         front[0] = c
@@ -349,6 +363,9 @@ def _plain_complete(S, c, pseq, plen):
 @kernel
 def _plain_item(S, item, pseq, plen):
     """:func:`_plain_complete` of a repetition's ``item``, memoized per term; 1/0, -1 on exit."""
+    S = borrow(S)
+    pseq = borrow(pseq)
+    plen = borrow(plen)
     v = _mget(S, _T_PLAINC | item)
     if v < 0:
         v = _plain_complete(S, item, pseq, plen)
@@ -376,6 +393,8 @@ def plain_run(S, s, pseq, plen):
     the mask walk and Python both call it, once per fresh mask.
     """
     S = borrow(S)
+    pseq = borrow(pseq)
+    plen = borrow(plen)
     ti = S[S_TI]
     t = S[S_TERM_OF][s]
     k = ti[t, 0]
@@ -413,6 +432,9 @@ def run_len(S, s, pseq, plen):
     """:func:`plain_run` of state ``s``, memoized per term in the store's memo (the walk asks it
     of the states it meets below a trie node, where a unit call per node would cost more than
     the nodes it saves); ``k >= 0``, or -1 on exit."""
+    S = borrow(S)
+    pseq = borrow(pseq)
+    plen = borrow(plen)
     key = _T_PRUN | S[S_TERM_OF][s]
     v = _mget(S, key)
     if v >= 0:
@@ -431,6 +453,9 @@ def _open_item(S, a, pseq, plen):
     ``R{lo,}`` where every plain character takes ``R`` to exactly ε (a string body), or such a
     repetition less a finite language (``DIFF`` whose right side holds no repetition: an open
     object's key less its declared names). 1/0, -1 on exit."""
+    S = borrow(S)
+    pseq = borrow(pseq)
+    plen = borrow(plen)
     ti = S[S_TI]
     if ti[a, 0] == K_DIFF:
         if (S[S_TF][ti[a, 2]] & F_REP) != 0:
@@ -456,6 +481,9 @@ def plain_open(S, s, pseq, plen):
     (a term without them is empty only as ∅ itself: a reference to an unproductive rule
     compiles to ∅).
     """
+    S = borrow(S)
+    pseq = borrow(pseq)
+    plen = borrow(plen)
     t = S[S_TERM_OF][s]
     key = _T_POPEN | t
     v = _mget(S, key)

@@ -133,6 +133,16 @@ def borrow(typingctx, S):
     called, no compile of its own (as a kernel of 17 ``carray`` views it was 8 compiles and
     ~210 kB of IR linked into every kernel that borrows).
     """
+    if isinstance(S, types.Array):  # one array (a trie's, the plain sequences): the same
+        sig = S(S)
+
+        def codegen_one(context, builder, signature, args):
+            ary = context.make_array(S)(context, builder, args[0])
+            ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+            ary.parent = cgutils.get_null_value(ary.parent.type)
+            return ary._getvalue()
+
+        return sig, codegen_one
     if not isinstance(S, types.BaseTuple) or not all(isinstance(t, types.Array) for t in S.types):
         return None
     sig = S(S)
@@ -162,6 +172,7 @@ def borrow(typingctx, S):
 
 @kernel
 def _fail(S, status, arg):
+    S = borrow(S)
     ctl = S[S_CTL]
     ctl[C_STATUS] = status
     ctl[C_ARG] = arg
@@ -174,8 +185,58 @@ def _low(x):
     return np.int64(_ctz(x))
 
 
-@unit(_I32_1, _I32_1, _i64)
+@intrinsic
+def scratch(typingctx, dtype, n, m):
+    """A C-contiguous array of ``n`` items (``n × m`` when ``m > 0``; both literal integers)
+    of ``dtype`` on the native stack of the kernel that calls it, uninitialized.
+
+    A kernel's scratch arrays (a work stack, a class buffer) were heap allocations: a
+    ``malloc``, an atomic reference count per slice and view, a ``free`` — ~900,000 of them in the
+    fresh masks of 30 MaskBench documents. On the stack they cost nothing, and with a null
+    ``meminfo`` (as :func:`borrow`'s views) their reference counts fold away. Never return one,
+    store one, or keep one past the kernel's return; grow it with :func:`_grow_i32` (a heap copy)
+    where it may fill up. The space is reserved in the entry block, once per call of the
+    (possibly inlined) kernel: keep them a few KiB.
+    """
+    if not isinstance(n, types.IntegerLiteral) or not isinstance(m, types.IntegerLiteral):
+        return None
+    if not isinstance(dtype, (types.NumberClass, types.DType)):
+        return None
+    ety = dtype.dtype
+    rows, cols = n.literal_value, m.literal_value
+    arrty = types.Array(ety, 2 if cols > 0 else 1, "C")
+
+    def codegen(context, builder, signature, args):
+        lty = context.get_data_type(ety)
+        ptr = cgutils.alloca_once(builder, lty, size=rows * max(cols, 1))
+        ary = context.make_array(arrty)(context, builder)
+        size = context.get_abi_sizeof(lty)
+        intp = types.intp
+        shape = [context.get_constant(intp, rows)]
+        strides = [context.get_constant(intp, size)]
+        if cols > 0:
+            shape.append(context.get_constant(intp, cols))
+            strides.insert(0, context.get_constant(intp, cols * size))
+        context.populate_array(ary, data=ptr, shape=shape, strides=strides,
+                               itemsize=context.get_constant(intp, size), meminfo=None)
+        return ary._getvalue()
+
+    return arrty(dtype, n, m), codegen
+
+
+@kernel
 def _grow_i32(a, n):
+    """``a`` if index ``n`` fits in it, else a copy with room (:func:`_grow_i32_slow`). A plain
+    kernel, inlined where it is called in every loop of the engine: the unit behind it is called
+    only when the array is full (a call through a unit's cell on every push cost a call and kept
+    the scratch stack's reference counts alive)."""
+    if n < a.shape[0]:
+        return a
+    return _grow_i32_slow(a, n)
+
+
+@unit(_I32_1, _I32_1, _i64)
+def _grow_i32_slow(a, n):
     if n < a.shape[0]:
         return a
     b = np.empty(max(2 * a.shape[0], n + 1, 16), dtype=np.int32)
@@ -305,6 +366,7 @@ def rehash_memo(keys, vals, nkeys, nvals):
 
 @kernel
 def _mget(S, key):
+    S = borrow(S)
     keys = S[S_MK]
     mask = keys.shape[0] - 1
     i = _mslot(key) & mask
@@ -319,6 +381,7 @@ def _mget(S, key):
 
 @kernel
 def _mput(S, key, val):
+    S = borrow(S)
     keys = S[S_MK]
     ctl = S[S_CTL]
     if 2 * (ctl[C_MEMO] + 1) > keys.shape[0]:

@@ -16,13 +16,14 @@ from .store import (
     K_DIFF, K_REF, K_REP, K_SEQ, M_EMPTY, M_INF, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_BSETS,
     NEED_GROW_POOL, NEED_GROW_TERMS, STORE, S_BW, S_CTL, S_HT, S_POOL, S_TF, S_TI, S_TM,
     TERM_ID_BITS, _I32_1, _I64_1, _T_SEQ, _U0, _U64_2, _fail, _grow_i32, _hash_list,
-    _hash_simple, _hash_words, _i64, _mget, _mput, borrow,
+    _hash_simple, _hash_words, _i64, _mget, _mput, borrow, scratch,
 )
 
 
 
 @kernel
 def _new_term(S, slot, kind, a, b, c, flags):
+    S = borrow(S)
     ti = S[S_TI]
     ctl = S[S_CTL]
     n = ctl[C_TERMS]
@@ -44,6 +45,7 @@ def _new_term(S, slot, kind, a, b, c, flags):
 
 @kernel
 def _room(S):
+    S = borrow(S)
     ctl = S[S_CTL]
     n = ctl[C_TERMS]
     return n < S[S_TI].shape[0] and 2 * (n + 1) <= S[S_HT].shape[0] and n < (1 << TERM_ID_BITS)
@@ -52,6 +54,7 @@ def _room(S):
 @kernel
 def mk_simple(S, kind, a, b, c, flags):
     """Intern a SEQ/REP/REF/DIFF (or ∅/ε) node."""
+    S = borrow(S)
     ti = S[S_TI]
     ht = S[S_HT]
     mask = ht.shape[0] - 1
@@ -71,6 +74,7 @@ def mk_simple(S, kind, a, b, c, flags):
 @kernel
 def mk_bytes(S, w0, w1, w2, w3):
     """Intern the byte set with words ``w0..w3`` (∅ for no byte)."""
+    S = borrow(S)
     if w0 == _U0 and w1 == _U0 and w2 == _U0 and w3 == _U0:
         return EMPTY
     ti = S[S_TI]
@@ -104,6 +108,7 @@ def mk_bytes(S, w0, w1, w2, w3):
 @kernel
 def _mk_list(S, kind, buf, n, flags):
     """Intern an ALT/AND node over the sorted distinct ids ``buf[:n]``."""
+    S = borrow(S)
     ti = S[S_TI]
     pool = S[S_POOL]
     ht = S[S_HT]
@@ -137,6 +142,7 @@ def _mk_list(S, kind, buf, n, flags):
 
 @kernel
 def _cons(S, a, b):
+    S = borrow(S)
     tf = S[S_TF]
     fa, fb = tf[a], tf[b]
     flags = ((fa & fb) & F_NULL) | ((fa | fb) & (F_BOOL | F_REP | F_FAR))
@@ -146,6 +152,7 @@ def _cons(S, a, b):
 @kernel
 def seq(S, a, b):
     """Concatenation, kept right-nested (the items of a chain are never sequences)."""
+    S = borrow(S)
     if a == EMPTY or b == EMPTY:
         return EMPTY
     if a == EPS:
@@ -164,7 +171,10 @@ def seq(S, a, b):
     while ti[cur, 0] == K_SEQ:
         n += 1
         cur = ti[cur, 2]
-    items = np.empty(n + 1, dtype=np.int32)
+    if n < 64:
+        items = scratch(np.int32, 64, 0)
+    else:
+        items = np.empty(n + 1, dtype=np.int32)
     cur = a
     j = 0
     while ti[cur, 0] == K_SEQ:
@@ -185,6 +195,7 @@ def seq(S, a, b):
 @kernel
 def seq_list(S, buf, n):
     """Concatenation of ``buf[:n]``."""
+    S = borrow(S)
     r = EPS
     for x in range(n - 1, -1, -1):
         r = seq(S, buf[x], r)
@@ -194,8 +205,11 @@ def seq_list(S, buf, n):
 
 
 @kernel
-def _flatten(S, kind, buf, n):
-    """Sorted distinct ids of ``buf[:n]`` with nested ``kind`` nodes spliced in; ∅ dropped."""
+def _flatten(S, kind, buf, n, out):
+    """Sorted distinct ids of ``buf[:n]`` with nested ``kind`` nodes spliced in, ∅ dropped:
+    ``(k, arr)``, the ids in ``arr[:k]``, ``arr`` being ``out`` (the caller's scratch) unless it is
+    too small."""
+    S = borrow(S)
     ti = S[S_TI]
     pool = S[S_POOL]
     tot = 0
@@ -205,7 +219,8 @@ def _flatten(S, kind, buf, n):
             tot += ti[t, 2]
         else:
             tot += 1
-    out = np.empty(tot, dtype=np.int32)
+    if tot > out.shape[0]:
+        out = np.empty(tot, dtype=np.int32)
     m = 0
     for x in range(n):
         t = buf[x]
@@ -234,14 +249,14 @@ def _flatten(S, kind, buf, n):
         if k == 0 or out[x] != out[k - 1]:
             out[k] = out[x]
             k += 1
-    return out[:k]
+    return k, out
 
 
 @kernel
 def alt(S, buf, n):
     """Alternation of ``buf[:n]`` (flattened, deduplicated, single-byte sets merged)."""
-    flat = _flatten(S, K_ALT, buf, n)
-    m = flat.shape[0]
+    S = borrow(S)
+    m, flat = _flatten(S, K_ALT, buf, n, scratch(np.int32, 64, 0))
     if m == 0:
         return EMPTY
     if m == 1:
@@ -288,11 +303,11 @@ def alt(S, buf, n):
 @kernel
 def and_(S, buf, n):
     """Intersection of ``buf[:n]``."""
+    S = borrow(S)
     for x in range(n):
         if buf[x] == EMPTY:
             return EMPTY
-    flat = _flatten(S, K_AND, buf, n)
-    m = flat.shape[0]
+    m, flat = _flatten(S, K_AND, buf, n, scratch(np.int32, 64, 0))
     if m == 1:
         return flat[0]
     tf = S[S_TF]
@@ -311,7 +326,8 @@ def and_(S, buf, n):
 
 @kernel
 def and2(S, a, b):
-    buf = np.empty(2, dtype=np.int32)
+    S = borrow(S)
+    buf = scratch(np.int32, 2, 0)
     buf[0] = a
     buf[1] = b
     return and_(S, buf, 2)
@@ -320,6 +336,7 @@ def and2(S, a, b):
 @kernel
 def rep(S, item, lo, hi):
     """``item{lo,hi}``; ``hi == INF`` for no upper bound."""
+    S = borrow(S)
     if hi != INF and hi < lo:
         return EMPTY
     if item == EMPTY:
@@ -338,6 +355,7 @@ def rep(S, item, lo, hi):
 
 @kernel
 def diff(S, a, b):
+    S = borrow(S)
     if a == EMPTY:
         return EMPTY
     if b == EMPTY:
@@ -353,6 +371,7 @@ def diff(S, a, b):
 
 @kernel
 def ref(S, rule, nullable):
+    S = borrow(S)
     return mk_simple(S, K_REF, rule, 0, 0, F_NULL if nullable else 0)
 
 
@@ -370,7 +389,7 @@ def build(S, prog, words, slots):
     (``slots[k] =`` top), ``LOAD k``.
     """
     S = borrow(S)
-    st = np.empty(64, dtype=np.int32)
+    st = scratch(np.int32, 256, 0)
     sp = 0
     pc = 0
     while pc < prog.shape[0]:

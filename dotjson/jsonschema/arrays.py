@@ -181,10 +181,15 @@ class ArrayBuilder:
             return alts
 
         def state(i: int, used: int):
-            if used not in names:
-                names[used] = f"{prefix}_{used}"
-                tr.rules[names[used]] = alt(*([EPS] if i >= lo else []), *items(i, used))
-            return Ref(names[used])
+            # built when the automaton first reaches it (up to 2 ** MAX_UNIQUE_VALUES states,
+            # of which a document visits one per item); nullable exactly when enough items
+            # are in (then productive too), else the analysis looks
+            nm = names.get(used)
+            if nm is None:
+                nm = names[used] = f"{prefix}_{used}"
+                tr.pending[nm] = lambda: alt(*([EPS] if i >= lo else []), *items(i, used))
+                tr.state_hints[nm] = (True, True) if i >= lo else (False, None)
+            return Ref(nm)
 
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, *(seq(lit("["), tr.ws, f, tr.ws, lit("]")) for f in items(0, 0)))

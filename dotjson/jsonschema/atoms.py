@@ -208,6 +208,13 @@ class Props(Atom):
     def __new__(cls, name: str, schema, declared: bool = False):
         return _new(cls, ("props", name, schema, True) if declared else ("props", name, schema))
 
+    @staticmethod
+    def declaring(members) -> list:
+        """``Props(name, schema, declared=True)`` for each ``(name, schema)`` of ``members`` (a
+        ``properties`` keyword's), made in one call: a wide object's thousand members cost
+        the class call's Python frame once, not once each (~0.3 us an atom)."""
+        return [_new(Props, ("props", name, schema, True)) for name, schema in members]
+
     @property
     def declared(self) -> bool:
         """Whether a ``properties`` keyword declares the name."""
@@ -228,6 +235,11 @@ class Required(Atom):
 
     def __new__(cls, name: str):
         return _new(cls, ("required", name))
+
+    @staticmethod
+    def each(names) -> list:
+        """``Required(name)`` for each of ``names``, made in one call (see :meth:`Props.declaring`)."""
+        return [_new(Required, ("required", name)) for name in names]
 
 
 class Addl(Atom):

@@ -413,13 +413,17 @@ class Compiler(Normalizer):
                     todo.append((br[0].target, 0))  # a $ref target starts over: see below
                     continue
                 subs = []
-                combined = False
+                combined = has_ref = False
                 for a in br:
                     k = type(a)
                     sub = a.subschema
                     if sub is not None:
                         # a $ref target starts over: its nesting is counted from where it is
-                        subs.append((sub, 0 if k is RuleRef else depth + 1))
+                        if k is RuleRef:
+                            has_ref = True
+                            subs.append((sub, 0))
+                        else:
+                            subs.append((sub, depth + 1))
                         if k is Some and type(a.spec) is ViolatedBranch:
                             # a negated object branch: the negations of its members' schemas
                             # (what a member must be to violate it) are normalised now too
@@ -438,7 +442,7 @@ class Compiler(Normalizer):
                     # sub-schemas the builders will intersect (allOf of two `items`, a property
                     # under properties and patternProperties): normalised here too, so that
                     # what their combination cannot do is also said up front
-                    combos, merged_risky = self._combinations(br, e)
+                    combos, merged_risky = self._combinations(br, e, has_ref)
                     for c in combos:
                         todo.append((c, depth + 1))
                     # a `$ref` merged with sibling keywords: what may hit a limit of the merged
@@ -455,19 +459,20 @@ class Compiler(Normalizer):
                     self.derived.clear()
         self._alias_cycles(alias)
 
-    def _combinations(self, br, e) -> tuple[list, bool]:
-        """The intersections of sub-schemas that building this branch (of expression ``e``)
-        will compile, and whether the branch merges a ``$ref`` target's atoms that may hit a
-        limit of the compiler with its own."""
+    def _combinations(self, br, e, has_ref: bool) -> tuple[list, bool]:
+        """The intersections of sub-schemas that building this branch (of expression ``e``,
+        which holds a :class:`RuleRef` when ``has_ref``, else an atom of ``_COMBINED``) will
+        compile, and whether the branch merges a ``$ref`` target's atoms that may hit a limit
+        of the compiler with its own."""
         merged_risky = False
-        if any(type(a) is RuleRef for a in br):
+        if has_ref:
             brs = self.expand_refs(br, self.expr_where(e))
             merged_risky = any(type(a) in _MAYBE_RISKY and _risky(a) for b in brs for a in b)
         else:
             brs = [br]
         out = []
         for b in brs:
-            if not any(type(a) in _COMBINED for a in b):
+            if has_ref and not any(type(a) in _COMBINED for a in b):
                 continue  # nothing here is intersected (most leaves of a schema)
             m = self.merge(b)
             if "array" in m.types:

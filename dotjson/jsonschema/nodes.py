@@ -11,7 +11,9 @@ branch is a conjunction of keyword atoms; ``Normalizer.merge``
   too (``refs``, expressions the compiler expands);
 * one node per JSON type with constraints of that type: :class:`NumberNode`,
   :class:`StringNode`, :class:`ArrayNode`, :class:`ObjectNode`. A type without constraints
-  shares its empty node (``NO_NUMBER`` ...), so a branch costs one object per kind it uses.
+  shares its empty node (``NO_NUMBER`` ...), so a branch costs one object per kind it uses. Their
+  entries are tuples (a list is tracked by the collector for good; a tuple of expressions is
+  untracked at its first collection), their ``types`` one shared frozenset per set of types.
 
 Sub-schemas below a keyword (a property's schema, ``items`` ...) stay *expressions* (see
 :mod:`dotjson.jsonschema.normalize`): a node refers to them, and the compiler makes each a
@@ -59,8 +61,8 @@ class NumberNode:
     lo_excl: bool = False
     hi: Decimal | None = None
     hi_excl: bool = False
-    multiples: list = ()       # multipleOf, each
-    not_multiples: list = ()   # negated multipleOf, each
+    multiples: tuple = ()      # multipleOf, each
+    not_multiples: tuple = ()  # negated multipleOf, each
 
 
 @dataclass(slots=True, eq=False)
@@ -69,8 +71,8 @@ class StringNode:
     ``const`` of a string under ``not`` ...: handles of :meth:`Normalizer.str_node`) and its
     length in characters."""
 
-    patterns: list = ()        # handles of languages the text must be in
-    not_patterns: list = ()    # ... must not be in
+    patterns: tuple = ()       # handles of languages the text must be in
+    not_patterns: tuple = ()   # ... must not be in
     min_length: int = 0
     max_length: int | None = None
 
@@ -80,11 +82,11 @@ class ArrayNode:
     """Array constraints: schemas by position, of the items from a position on, the item count,
     ``contains`` counters and ``uniqueItems``."""
 
-    prefix: Mapping = NO_ENTRIES   # index -> [expr, ...] (prefixItems, items as a list)
-    items: list = ()               # (first index, expr): items from there on
+    prefix: Mapping = NO_ENTRIES   # index -> (expr, ...) (prefixItems, items as a list)
+    items: tuple = ()              # (first index, expr): items from there on
     min_items: int = 0
     max_items: int | None = None
-    contains: list = ()            # (expr, min, max) or (expr, min, max, first position counted)
+    contains: tuple = ()           # (expr, min, max) or (expr, min, max, first position counted)
     unique: object = None          # the uniqueItems keyword's place, when true
 
     def positions(self) -> tuple[list, list]:
@@ -101,14 +103,14 @@ class ObjectNode:
     names, the extra-member schemas of each ``additionalProperties`` (with the names and patterns
     it leaves out), ``patternProperties``, ``propertyNames`` and the member count."""
 
-    properties: Mapping = NO_ENTRIES   # name -> [expr, ...]
+    properties: Mapping = NO_ENTRIES   # name -> (expr, ...)
     declared: Mapping = NO_ENTRIES     # the names a `properties` keyword declares (an ordered set;
     #                                    `not`/dependencies constrain names without declaring them)
     required: Mapping = NO_ENTRIES     # name -> None (an ordered set)
-    additional: list = ()              # (expr, declared names, patterns)
-    patterns: list = ()                # (pattern, expr)
-    property_names: list = ()          # expr, each
-    some: list = ()                    # (key spec, expr): a member the object must hold (a
+    additional: tuple = ()             # (expr, declared names, patterns)
+    patterns: tuple = ()               # (pattern, expr)
+    property_names: tuple = ()         # expr, each
+    some: tuple = ()                   # (key spec, expr): a member the object must hold (a
     #                                    witness against a negated object keyword; see Normalizer.key_in)
     min_properties: int = 0
     max_properties: int | None = None
@@ -127,7 +129,7 @@ class Branch:
     types: frozenset
     enum: dict | None = None           # canonical values, in the schema's order
     not_enum: frozenset | set = frozenset()
-    refs: list = ()                    # $ref targets (expressions) the value must satisfy too
+    refs: tuple = ()                   # $ref targets (expressions) the value must satisfy too
     number: NumberNode = NO_NUMBER
     string: StringNode = NO_STRING
     array: ArrayNode = NO_ARRAY

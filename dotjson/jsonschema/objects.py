@@ -95,6 +95,10 @@ class ObjectRules:
         The JSON pointer of the sub-schema, for errors.
     """
 
+    #: a member's rule holds the state after it in place (:meth:`member_rule`); ``False``: a
+    #: reference to that state's rule (the same language: tests compare the masks of both)
+    inline_next = True
+
     def __init__(self, tr, o: ObjectNode, where):
         self.tr = tr
         self.o = o
@@ -778,6 +782,15 @@ class ObjectRules:
             def make():
                 return alt(*(seq(tr.colon, tr.node_of(ve), self.state(j + 1, c2, m2))
                              for ve, m2 in self.variants(*chain[j][:2], self.chain_wit[j], mask)))
+        elif self.inline_next:
+            # the state after the member written in place (the same language as its rule, which
+            # stays for the extra members that loop on it): a document passes through
+            # state(j + 1) once after member j, and a rule made for that alone cost a body call
+            # here and ~11 us of the engine beside compiling it, once per member of every
+            # document (MaskBench probe: 13% fewer bodies with open objects, 35% with closed)
+            def make():
+                self.state(j + 1, c2, mask)  # (registered: its hint, the extra members' loop)
+                return seq(tr.colon, tr.node_of(chain[j][1]), self.state_body(j + 1, c2, mask))
         else:
             def make():
                 return seq(tr.colon, tr.node_of(chain[j][1]), self.state(j + 1, c2, mask))

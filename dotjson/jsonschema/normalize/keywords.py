@@ -227,18 +227,21 @@ class Keywords:
             raise SchemaError("properties must be an object", self._kw_where(doc, ptr, kw), kw)
         if not "".join(val).isascii():  # ASCII holds no surrogate
             _scalar_text(list(val), self._kw_where(doc, ptr, kw), kw)
-        for name in val:
-            # (marked declared: `not`, `dependentRequired` ... make props atoms that only
-            # constrain a value, and close_objects closes only objects that declare names)
-            atoms.append(Props(name, self._sub(s, doc, ptr, kw, name), declared=True))
+        # (marked declared: `not`, `dependentRequired` ... make props atoms that only
+        # constrain a value, and close_objects closes only objects that declare names)
+        sub = self._sub
+        atoms += Props.declaring([(name, sub(s, doc, ptr, kw, name)) for name in val])
 
     def _k_required(self, kw, val, s, doc, ptr, draft, atoms, parts):
-        if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
+        try:  # (join raises on an item that is no string: one C pass, not a test per name)
+            text = "".join(val) if isinstance(val, list) else None
+        except TypeError:
+            text = None
+        if text is None:
             raise SchemaError("required must be an array of strings", self._kw_where(doc, ptr, kw), kw)
-        if not "".join(val).isascii():
+        if not text.isascii():
             _scalar_text(val, self._kw_where(doc, ptr, kw), kw)
-        for name in val:
-            atoms.append(Required(name))
+        atoms += Required.each(val)
 
     def _k_ref(self, kw, val, s, doc, ptr, draft, atoms, parts):
         atoms.append(RuleRef(self.documents.ref_target(doc, ptr, val, kw)))

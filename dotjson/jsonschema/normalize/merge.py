@@ -22,28 +22,29 @@ _STRING_ATOMS = frozenset({Str, Len})
 
 _ARRAY_ATOMS = frozenset({Pos, Items, NItems, Contains, Unique})
 
+#: the sets of JSON types merged branches hold, one instance each (see _merge)
+_TYPE_SETS: dict = {}
+
 def _narrowed(lo, hi, a) -> tuple:
     """Count bounds ``lo``, ``hi`` (``None``: unbounded) narrowed by a count atom (:class:`Len`,
     :class:`NItems`, :class:`NProps`)."""
     return max(lo, a.lo), (hi if a.hi is None else a.hi if hi is None else min(hi, a.hi))
 
-def _push(seq, x) -> list:
-    """``seq`` with ``x`` appended: ``seq`` itself, or a new list in place of a shared empty one."""
-    if seq:
-        seq.append(x)
-        return seq
-    return [x]
+def _push(seq, x) -> tuple:
+    """``seq`` (a tuple) with ``x`` appended: a new tuple. Tuples, not lists: a merged node
+    stays in the memo for the compiler's lifetime, and the collector tracks every list for good
+    but untracks a tuple of untracked items (expressions, Decimals, names) on its first pass;
+    almost every entry holds one item."""
+    return (*seq, x)
 
 def _put(mapping, key, x) -> dict:
-    """``mapping`` with ``x`` appended to ``mapping[key]`` (a list): ``mapping`` itself, or a new
-    dict in place of the shared empty one (:data:`~dotjson.jsonschema.nodes.NO_ENTRIES`)."""
+    """``mapping`` with ``x`` appended to ``mapping[key]`` (a tuple, see :func:`_push`):
+    ``mapping`` itself, or a new dict in place of the shared empty one
+    (:data:`~dotjson.jsonschema.nodes.NO_ENTRIES`)."""
     if not mapping:
-        return {key: [x]}
+        return {key: (x,)}
     es = mapping.get(key)
-    if es is None:
-        mapping[key] = [x]
-    else:
-        es.append(x)
+    mapping[key] = (x,) if es is None else (*es, x)
     return mapping
 
 
@@ -52,21 +53,23 @@ class Merger:
     :class:`~dotjson.jsonschema.normalize.Normalizer` holds, whose :meth:`merge` it calls as
     ``nz.merge(br)``. It depends on nothing of the normaliser: merging reads the atoms alone."""
 
-    __slots__ = ("_memo",)
+    __slots__ = ("_memo", "_kept")
 
     def __init__(self):
-        self._memo: dict = {}  # id(branch) -> (branch, its typed node)
+        self._memo: dict = {}  # id(branch) -> its typed node
+        self._kept: list = []  # the branches merged (alive, so that their ids stay theirs)
 
     def merge(self, br) -> Branch:
         """The typed node of normal-form branch ``br`` (:class:`~dotjson.jsonschema.nodes.Branch`:
         its atoms merged, one node per JSON type it constrains). Callers only read it."""
         # remembered by identity (branches live in dnf_cache; the memo keeps them alive): the
         # branch of a 10,000-property object is merged once, not once per question about it
+        # (no (branch, node) pair per entry: one more tracked object each for the collector)
         hit = self._memo.get(id(br))
-        if hit is not None and hit[0] is br:
-            return hit[1]
-        m = _merge(br)
-        self._memo[id(br)] = (br, m)
+        if hit is not None:
+            return hit
+        m = self._memo[id(br)] = _merge(br)
+        self._kept.append(br)
         return m
 
 
@@ -161,5 +164,7 @@ def _merge(br) -> Branch:
                 r.unique = a.where
         else:  # pragma: no cover - every kind is above
             raise AssertionError(a)
-    b.types = types
+    # one frozenset per set of types (at most 2 ** 7), not one per branch merged: the collector
+    # tracks every frozenset for good
+    b.types = _TYPE_SETS.setdefault(types, types)
     return b

@@ -1,0 +1,119 @@
+"""The object automaton's member rules hold the state after the member in place
+(``ObjectRules.inline_next``, issue 24): the masks must be those of the rule-per-state structure
+(a reference to the state's rule) at every position of real documents, and a document must pass
+from member to member without a rule of its own per state.
+
+The reference is the same compiler with ``inline_next = False`` (the structure of main before the
+change), run on the same documents with the same tokenizer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dotjson import Index
+from dotjson.errors import DotjsonError
+from dotjson.jsonschema.objects import ObjectRules
+
+SUBSET = Path(__file__).parent / "data" / "maskbench" / "subset.jsonl"
+
+#: a quick selection of the subset (~2 s in a test run): nested objects, required and optional members, arrays
+#: of objects, objects open to undeclared keys
+QUICK = ["BFCL_java_0", "Github_medium---o10079", "Glaiveai2K---analyze_health_data_ecfa5553",
+         "Kubernetes---kb_1003_Normalized", "JsonSchemaStore---artifacts"]
+
+
+def _rows(ids=None):
+    rows = [json.loads(line) for line in SUBSET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if ids is None or r["id"] in ids]
+
+
+def _ids(tokenizer, data) -> list[int]:
+    return list(tokenizer.encode(json.dumps(data, separators=(",", ":"), ensure_ascii=False), add_special_tokens=False))
+
+
+@contextmanager
+def _structure(inline: bool):
+    """The member rules' structure while the block runs (the flag is read when a member's rule
+    is built: lazily, by the masks, so it must hold while they are computed too)."""
+    saved = ObjectRules.inline_next
+    ObjectRules.inline_next = inline
+    try:
+        yield
+    finally:
+        ObjectRules.inline_next = saved
+
+
+def _masks(index: Index, ids, inline: bool) -> list:
+    with _structure(inline):
+        out, s = [], index.initial_state
+        for t in ids:
+            out.append(index.mask(s).copy())
+            s = index.next_state(s, t)
+        out.append(index.mask(s).copy())
+        return out
+
+
+def _compare(rows, vocab, tokenizer, docs_per_schema: int) -> int:
+    checked = 0
+    for row in rows:
+        docs = [c["data"] for c in row.get("tests", []) if c.get("valid")][:docs_per_schema]
+        for close in (True, False):
+            for data in docs:
+                ids = _ids(tokenizer, data)
+                try:
+                    with _structure(True):
+                        new = Index(row["schema"], vocab, close_objects=close)
+                    with _structure(False):
+                        old = Index(row["schema"], vocab, close_objects=close)
+                except DotjsonError:
+                    break
+                try:
+                    a = _masks(new, ids, True)
+                except DotjsonError as e:  # (a limit met inside the document: the same in both)
+                    with pytest.raises(type(e)):
+                        _masks(old, ids, False)
+                    continue
+                b = _masks(old, ids, False)
+                for k, (x, y) in enumerate(zip(a, b)):
+                    assert np.array_equal(x, y), (row["id"], close, k)
+                checked += len(a)
+    return checked
+
+
+def test_inlined_next_state_keeps_every_mask(llama3_vocab, llama3_tokenizer):
+    assert _compare(_rows(QUICK), llama3_vocab, llama3_tokenizer, 1) > 300
+
+
+def test_a_document_passes_members_without_a_rule_per_state(llama3_vocab, llama3_tokenizer):
+    """Along a document of 8 members of a closed object, the states after the members are not
+    built as rules (an open object's states still are where a token may run through a whole
+    extra member, e.g. ``0":1,`` after ``"p1``: the extra members loop on the state's rule)."""
+    schema = {"type": "object", "properties": {f"p{k}": {"type": "integer"} for k in range(8)},
+              "required": [f"p{k}" for k in range(8)]}
+    data = {f"p{k}": k for k in range(8)}
+    ids = _ids(llama3_tokenizer, data)
+    built = {}
+    for inline in (True, False):
+        with _structure(inline):
+            ix = Index(schema, llama3_vocab, close_objects=True)
+        _masks(ix, ids, inline)
+        built[inline] = _state_rules_built(ix)
+    assert built[False] >= 8 and built[True] <= 1, built
+
+
+def _state_rules_built(index) -> int:
+    """How many of the object automaton's state rules (``..._s_i_c_mask``) have a body."""
+    built = index.ir.rules._src.rules  # (the bodies made so far, not the pending ones)
+    return sum(1 for name in built if re.search(r"_s_\d+_\d+_\d+$", name))
+
+
+@pytest.mark.slow
+def test_inlined_next_state_keeps_every_mask_on_the_subset(llama3_vocab, llama3_tokenizer):
+    assert _compare(_rows(), llama3_vocab, llama3_tokenizer, 3) > 5000

@@ -14,23 +14,12 @@ schema order, so a valid instance listing them in another order is rejected.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from perf_module import perf_module
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _runner():
-    spec = importlib.util.spec_from_file_location("_suite_report", ROOT / "perf" / "suite_report.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-RUNNER = _runner()
+RUNNER = perf_module("suite_report")
 DRAFTS = sorted(RUNNER.DRAFTS)
 ALL_FILES = {d: RUNNER.suite_files(d) for d in DRAFTS}
 BASE = {d: json.loads(RUNNER.DRAFTS[d][1].read_text()) for d in DRAFTS}

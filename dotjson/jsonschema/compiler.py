@@ -117,7 +117,16 @@ class Compiler(Normalizer):
         # being built (rendering, saving: LazyRules.force), where wide objects take the shape
         # that is smallest written out in full (see objects.ObjectRules.cover)
         self.whole = False
+        # expressions a builder made in phase 1 that its rules will refer to later (an
+        # object's witness values): phase 1 normalises them too (see prepare, derive)
+        self.derived: list = []
         self.rules.update(self.base)
+
+    def derive(self, exprs) -> None:
+        """Say that rules built later will refer to the expressions ``exprs``, made by a builder
+        (not read from the schema): :meth:`prepare` normalises them and what they reach, so that
+        what refuses them is raised by ``Index()``, not when decoding first reaches them."""
+        self.derived.extend(exprs)
 
     def fresh_prefix(self, kind: str) -> str:
         """A name of its own for a builder's rules or rule family: the namespace, ``kind`` and
@@ -433,20 +442,34 @@ class Compiler(Normalizer):
                     # sub-schemas the builders will intersect (allOf of two `items`, a property
                     # under properties and patternProperties): normalised here too, so that
                     # what their combination cannot do is also said up front
-                    for c in self._combinations(br, e, has_ref):
+                    combos, merged_risky = self._combinations(br, e, has_ref)
+                    for c in combos:
                         todo.append((c, depth + 1))
+                    # a `$ref` merged with sibling keywords: what may hit a limit of the merged
+                    # branch (its witnesses, counters, key classes) is built now too, for the
+                    # values it derives and its limits to be met here, not by a later rule
+                    risky = risky or merged_risky
                 todo += subs
             if risky:
                 name = self.node_of(e)
                 if isinstance(name, Ref) and name.name in self.pending:
                     self.body(name.name)
+                if self.derived:
+                    todo += [(x, depth + 1) for x in self.derived]
+                    self.derived.clear()
         self._alias_cycles(alias)
 
-    def _combinations(self, br, e, has_ref: bool) -> list:
+    def _combinations(self, br, e, has_ref: bool) -> tuple[list, bool]:
         """The intersections of sub-schemas that building this branch (of expression ``e``,
         which holds a :class:`RuleRef` when ``has_ref``, else an atom of ``_COMBINED``) will
-        compile."""
-        brs = self.expand_refs(br, self.expr_where(e)) if has_ref else [br]
+        compile, and whether the branch merges a ``$ref`` target's atoms that may hit a limit
+        of the compiler with its own."""
+        merged_risky = False
+        if has_ref:
+            brs = self.expand_refs(br, self.expr_where(e))
+            merged_risky = any(type(a) in _MAYBE_RISKY and _risky(a) for b in brs for a in b)
+        else:
+            brs = [br]
         out = []
         for b in brs:
             if has_ref and not any(type(a) in _COMBINED for a in b):
@@ -463,7 +486,7 @@ class Compiler(Normalizer):
                     es = self.member_schemas(o, name, es)
                     if len(es) > 1:
                         out.append(self.and_expr(es))
-        return [c for c in out if c != TRUE and c != FALSE]
+        return [c for c in out if c != TRUE and c != FALSE], merged_risky
 
     def _alias_cycles(self, alias: dict) -> None:
         """Reject a sub-schema that is, through ``$ref``/``anyOf`` branches alone, itself."""

@@ -436,8 +436,9 @@ def _chars_of(bits: int) -> ir.Node:
     return node
 
 
-def _dfa_to_ir(trans, accept, rule_prefix: str, rules: dict) -> ir.Node:
-    """A regular node when the DFA's only cycles are self-loops; right-linear rules otherwise."""
+def _dfa_to_ir(trans, accept, rule_prefix, rules: dict) -> ir.Node:
+    """A regular node when the DFA's only cycles are self-loops; right-linear rules otherwise,
+    named ``rule_prefix`` (a string, or a function returning one, called only then)."""
     n = len(trans)
     # cycle detection ignoring self-loops
     color = [0] * n
@@ -481,6 +482,8 @@ def _dfa_to_ir(trans, accept, rule_prefix: str, rules: dict) -> ir.Node:
             return body
 
         return expr(0)
+    if callable(rule_prefix):  # (a name is taken only where rules are made)
+        rule_prefix = rule_prefix()
     names = [f"{rule_prefix}_{i}" for i in range(n)]
     for s in range(n):
         outs = [seq(_chars_of(bits), Ref(names[t])) for t, bits in sorted(trans[s].items())]
@@ -628,9 +631,8 @@ class NumberBuilder:
         shared_key = key + (tr.syntactic_int,)
         hit = _NUMBER_LANGUAGES.get(shared_key)
         if hit is not None:
-            # as if built here (a build counts one name): rule names, and so index.grammar, do
-            # not depend on what this process compiled before
-            tr.counter += 1
+            # (a regular language: its build took no name, so rule names, and index.grammar,
+            # do not depend on what this process compiled before)
             self.number_cache[key] = hit
             return hit
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lox or hix))):
@@ -676,9 +678,10 @@ class NumberBuilder:
             if mn is None:
                 node = EMPTY
             else:
-                prefix = tr.fresh_prefix("num")
                 n_rules = len(tr.rules)
-                node = _dfa_to_ir(mn[0], mn[1], prefix, tr.rules)
+                # the rules' names are taken only if the automaton has cycles (a regular one is
+                # shared with later schemas through _NUMBER_LANGUAGES, and a hit takes none)
+                node = _dfa_to_ir(mn[0], mn[1], lambda: tr.fresh_prefix("num"), tr.rules)
                 if len(tr.rules) == n_rules:  # a regular node
                     if len(_NUMBER_LANGUAGES) >= _MAX_SHARED_NUMBERS:
                         _NUMBER_LANGUAGES.clear()

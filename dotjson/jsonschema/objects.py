@@ -194,7 +194,10 @@ class ObjectRules:
                 # the values each member offers for the witnesses: made now (expressions, no
                 # rule), so that an object past MAX_WITNESS_VARIANTS is refused by Index()
                 wv = [self.wit_variants(*d[:2], wit_of[j]) for j, d in enumerate(declared)]
-                self.extra_variants()
+                # (and normalised with the schema: a value that is too many alternatives is
+                # refused by Index(), not when a document first offers it)
+                tr.derive(e for vs in wv for _, e in vs)
+                tr.derive(e for vs in self.extra_variants().values() for _, e in vs)
             return any_order_object(tr, declared, X, self.plo, self.phi, witnesses=(
                 self.W, lambda j: [(B, tr.node_of(e)) for B, e in (wv[j] if self.negs else self.wit_variants(
                     *declared[j][:2], wit_of[j]))],

@@ -340,8 +340,12 @@ class UniqueValues(_Family):
             self._busy = True
             try:
                 starts = dict(zip(self._starts(), self.items))
-                view = ir.Grammar(_ItemRules(g.rules, starts), self._starts()[0], families=g.families,
-                                  shared=g.shared)
+                # the view's start: any item or none, never empty (an item position whose
+                # language is empty, drupal-info's, is a dead state below, not an error of the
+                # automaton's constructor when decoding first reaches the array)
+                view_start = f"{self.prefix}_items"
+                starts[view_start] = ir.alt(ir.EPS, *(Ref(n) for n in self._starts()))
+                view = ir.Grammar(_ItemRules(g.rules, starts), view_start, families=g.families, shared=g.shared)
                 auto = Automaton(view)
                 self._q0 = []
                 for n in self._starts():

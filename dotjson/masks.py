@@ -130,7 +130,9 @@ class Masker:
         """``(masks, keys)``: a copy of the memoized masks and ``[term, row]`` of their keys
         (call with the lock held), what :meth:`load` takes back."""
         n = self._n_masks
-        table = np.concatenate(self._blocks)[:n].copy() if n else np.zeros((0, self._n_words), dtype=np.uint32)
+        # (one copy, of the blocks holding rows: those past them stay from before an eviction)
+        used = self._blocks[: (n + _BLOCK - 1) >> _BLOCK_SHIFT]
+        table = np.concatenate(used)[:n] if n else np.zeros((0, self._n_words), dtype=np.uint32)
         return table, [[int(k), int(v)] for k, v in self._mask_of_key.items()]
 
     def load(self, masks: np.ndarray, keys) -> None:
@@ -249,7 +251,7 @@ class Masker:
             if r >= len(self._blocks) * _BLOCK:  # (within the budget, checked above)
                 rows = min(_BLOCK, max(1, self._max_cache_bytes // (self._n_words * 4) - r))
                 self._blocks.append(np.empty((rows, self._n_words), dtype=np.uint32))
-            self._blocks[r >> _BLOCK_SHIFT][r & (_BLOCK - 1)] = bits
+            self._mask(r)[:] = bits
             self._n_masks += 1
             self._mask_of_key[key_term] = r
             self._state_row[state] = r

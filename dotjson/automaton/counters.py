@@ -98,14 +98,6 @@ def _lookup(keys, n_keys, t):
 
 
 @kernel
-def _local_table(n):
-    cap = 64
-    while cap < 4 * n:
-        cap *= 2
-    return np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int32)
-
-
-@kernel
 def _local_put(keys, vals, count, t, v):
     """Insert ``t -> v`` (``t`` absent); returns the tables, grown when half full."""
     if 2 * (count + 1) > keys.shape[0]:
@@ -203,7 +195,7 @@ def shift_markers(S, t0, d):
         return -1
     ti = S[K.S_TI]
     pool = S[K.S_POOL]
-    keys = K.scratch(np.int32, 64, 0)  # _local_table(16), on the stack (_local_put grows it)
+    keys = K.scratch(np.int32, 64, 0)  # a table for 16 entries, on the stack (_local_put grows it)
     vals = K.scratch(np.int32, 64, 0)
     for i in range(64):
         keys[i] = -1

@@ -423,11 +423,16 @@ class Automaton:
 
     def _keys_body(self, spec) -> int:
         """The term of a key position built natively: ``spec = (keyset, lo, hi)``, a
-        :class:`dotjson.jsonschema.key_trie.KeySet` and the members ``lo .. hi - 1`` it offers. Called with
-        :attr:`lock` held, for a rule the analysis found productive (so some offered member can
-        complete and the term is not empty)."""
-        keyset, lo, hi = spec
-        return self._run(K.keys_root, self._key_table(keyset), lo, hi)
+        :class:`dotjson.jsonschema.key_trie.KeySet` and the members ``lo .. hi - 1`` it offers;
+        or ``(keyset, lo, hi, left)``: the IR node ``left`` less that key set's language (any key
+        but the names: a byte of the key narrows their sorted range, no rule per prefix). Called
+        with :attr:`lock` held, for a rule the analysis found productive (so some offered member
+        can complete and the term is not empty)."""
+        keyset, lo, hi, *left = spec
+        t = self._run(K.keys_root, self._key_table(keyset), lo, hi)
+        if left:
+            t = self.rules.diff_term(left[0], t)
+        return t
 
     def _key_table(self, keyset) -> int:
         """The pool offset of ``keyset``'s table, written on first use (see ``kernels.KT_*``)."""

@@ -331,6 +331,15 @@ class Rules:
             self._chars[node] = int(slots[k])
         return t
 
+    def diff_term(self, left: ir.Node, right: int) -> int:
+        """The term of node ``left`` less the language of term ``right`` (a native key set:
+        :meth:`dotjson.automaton.Automaton._keys_body`), built as one program. Both languages
+        are regular (``left`` may end with a reference to a regular rule, the key set's tail:
+        a key's colon), so the emptiness search over their difference ends."""
+        lt = self.compile_node(left)
+        t, _ = self._build([K.OP_TERM, lt, K.OP_TERM, right, K.OP_DIFF, K.OP_SAVE, 0], [], 1)
+        return t
+
     def _split_repeat(self, node: ir.Repeat) -> ir.Node:
         """``R{lo,hi}`` as ``R{lo} R{0,hi-lo}`` (the same language, unambiguously): a lane
         count (``hi`` at least :data:`~.counters.BAND`) is then the only bound of its

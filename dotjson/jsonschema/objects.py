@@ -842,7 +842,12 @@ class ObjectRules:
         else:
             def make():
                 return seq(tr.colon, tr.node_of(chain[j][1]), self.state(j + 1, c2, mask))
-        return self.rule(("m", j, c2, mask), make, (False, True if d and tr.expr_known(chain[j][1])[1] else None))
+        # productive when the object may close after it and its value has an instance; or,
+        # where the key position is native (no counter, floating name or witness), when the
+        # member certainly completes the object (what the key set asks first: so the analysis
+        # knows the member's rule without building its body when the key set makes its tail)
+        sure = (d and tr.expr_known(chain[j][1])[1]) or (self.native_ok and bool(self.alive_many(j)))
+        return self.rule(("m", j, c2, mask), make, (False, True if sure else None))
 
     def tail(self, j, c2, mask) -> ir.Node:
         """After member ``j``'s name: the closing quote, its value, the next state; one rule per

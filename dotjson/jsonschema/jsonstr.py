@@ -23,7 +23,7 @@ from dotjson.errors import DotjsonTypeError, GrammarError, SchemaError
 
 __all__ = ["encode_string_language", "encode_chars", "enc_char", "enc_text", "json_string_content",
            "string_of_length", "JSON_STRING_CHAR", "SPELLINGS", "Spellings", "spellings", "default_spellings",
-           "StringSyntax", "STRING_SYNTAX"]
+           "StringSyntax", "STRING_SYNTAX", "PLAIN_CHARS"]
 
 
 class StringSyntax(NamedTuple):
@@ -67,8 +67,10 @@ _SHORT = {cp: _ESC + chr(b) for cp, b in STRING_SYNTAX.short}
 # characters JSON does not let stand raw in a string: the quote, the backslash, U+0000-U+001F
 _NEEDY = ir.chars((0x00, STRING_SYNTAX.low - 1), (STRING_SYNTAX.close, STRING_SYNTAX.close),
                   (STRING_SYNTAX.escape, STRING_SYNTAX.escape))
-# characters that may appear unescaped in a JSON string
-_PLAIN = ir.chars_complement(_NEEDY)
+#: The *plain* characters: those a JSON string takes as themselves (every one but the quote, the
+#: backslash and U+0000-U+001F; surrogates are no characters). The token side's plain class
+#: (``dotjson.trie.PLAIN_RANGES``, pending: issue 27) must be these ranges.
+PLAIN_CHARS = ir.chars_complement(_NEEDY)
 
 
 def _digit_chars(digits: tuple[int, ...]) -> ir.Chars:
@@ -156,7 +158,7 @@ def encode_chars(c: ir.Chars) -> ir.Node:
             )
         c = scalars
     parts: list[ir.Node] = []
-    plain = ir.chars_intersect(c, _PLAIN)
+    plain = ir.chars_intersect(c, PLAIN_CHARS)
     if plain.ranges:
         parts.append(plain)
     for cp, esc in _SHORT.items():
@@ -367,7 +369,7 @@ def _canonical_chars(c: ir.Chars) -> ir.Node:
         # ones some name continues with" of an open object's undeclared keys)
         c = scalars
     parts: list[ir.Node] = []
-    plain = ir.chars_intersect(c, _PLAIN)
+    plain = ir.chars_intersect(c, PLAIN_CHARS)
     if plain.ranges:
         parts.append(plain)
     needy = ir.chars_intersect(c, _NEEDY)

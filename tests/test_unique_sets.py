@@ -226,3 +226,13 @@ def test_assign_is_a_maximum_matching():
             taken, in_rest = got
             assert bin(taken).count("1") == P and in_rest == bin(taken & rest).count("1")
             assert bin(rest & ~taken).count("1") >= m
+
+
+@pytest.mark.slow
+def test_hypothesis_instances_are_accepted():
+    # (slow: random valid documents, hypothesis-jsonschema) accepted in the every-valid
+    # configuration, and in the default one in canonical spelling
+    from test_numbers_exponents import hypothesis_instances_accepted
+
+    # (not the prefixItems universe: hypothesis-jsonschema draws no valid instance of it)
+    hypothesis_instances_accepted([u[0] for k, u in enumerate(UNIVERSES) if k != 2], 25, default=True)

@@ -19,7 +19,7 @@ import random
 import jsonschema
 import pytest
 
-from dotjson.errors import SchemaError, UnsupportedSchemaError
+from dotjson.errors import GrammarError, SchemaError, UnsupportedSchemaError
 from dotjson.jsonschema import schema_to_grammar
 from dotjson.jsonschema.unique_sets import assign
 from dotjson.jsonschema.values import MAX_UNIQUE_VALUES
@@ -191,6 +191,14 @@ def test_index_saves_and_loads(llama3_vocab, tmp_path):
         loaded = Index.deserialize_from_disk(tmp_path / "u", llama3_vocab)
         assert loaded.accepts('["b", "c", "a", 4]') and loaded.accepts('["a", 1, "a"]') is False
         assert loaded.accepts('["b", 1, "a", 6, 5]') and not loaded.accepts('["b", 1, "a", 6, 6]')
+    # past 12 values the family has no grammar text, and saves all the same
+    index = Index(UNIVERSES[0][0], llama3_vocab)
+    assert index.accepts('["rule1", "rule39"]')
+    with pytest.raises(GrammarError, match="unique_choices.*no grammar text"):
+        index.grammar
+    index.serialize_to_disk(tmp_path / "w")
+    loaded = Index.deserialize_from_disk(tmp_path / "w", llama3_vocab)
+    assert loaded.accepts('["rule5", "rule39", "rule0"]') and not loaded.accepts('["rule5", "rule39", "rule5"]')
 
 
 def test_past_the_limit_a_named_refusal_with_the_generation_bounds():

@@ -171,3 +171,120 @@ def test_every_package_is_installed():
     found = {".".join(("dotjson",) + p.parent.relative_to(PKG).parts) for p in PKG.rglob("__init__.py")}
     assert "dotjson.jsonschema" in found
     assert found - listed == set()
+
+
+# ------------------------------------------------------------------------------ JSON facts as data
+
+#: The layers that take JSON's string syntax as data (the JSON layer's
+#: :data:`dotjson.jsonschema.jsonstr.STRING_SYNTAX` and plain class) and write none of it: the
+#: derivative engine, its hot loops, the grammar IR, the token side. (``grammar.py``, ``regex/``
+#: and ``ebnf.py`` are generic too, but quote and escape Lark's and regexes' own syntax.)
+NO_JSON_SYNTAX = ("ir", "automaton", "_kernels", "vocabulary")
+NO_JSON_SYNTAX_FILES = ("trie.py",)
+#: Modules that still write a JSON string fact of their own, each with why; the entry must go
+#: when it no longer offends (the test checks that each one still does).
+JSON_FACTS_PENDING: dict = {
+    "trie.py": "PLAIN_RANGES, the plain character class around the quote and the backslash (a "
+               "second definition of jsonstr's): issue 27, the lead passes it to the tries as data",
+}
+
+#: JSON's quote, backslash and the ``u`` of ``\uXXXX``, as bytes
+_JSON_BYTES = frozenset((0x22, 0x5C, 0x75))
+
+
+def _json_text(v) -> bool:
+    """A short constant made of JSON's quote and backslash only: ``'"'``, ``b'\\'``, ``'\\"'``."""
+    if isinstance(v, bytes):
+        v = v.decode("latin-1")
+    return isinstance(v, str) and 0 < len(v) <= 4 and set(v) <= {'"', "\\"}
+
+
+def _json_literals(text: str) -> list[int]:
+    """The lines of ``text`` that write a JSON string fact: the quote, the backslash or ``u`` as a
+    byte compared with, indexed by, stored or passed (``b == 34``, ``seen[117]``,
+    ``cand[k] = 92``, ``deriv(t, 0x5C)``); the quote or backslash as text compared with or
+    ``ord``-ed, or as bytes anywhere; the short-escape table (``bfnrt``); a range table written
+    around the quote or the backslash (``(0x20, 0x21), (0x23, 0x5B)``). Arithmetic with such a
+    number, a count (``range(117)``, ``np.zeros(34)``) or a backslash in a path prefix are not
+    JSON and not flagged."""
+    def const(n, test):
+        return isinstance(n, ast.Constant) and test(n.value)
+
+    def byte(v):
+        return type(v) is int and v in _JSON_BYTES
+
+    lines = []
+    for node in ast.walk(ast.parse(text)):
+        hits = []
+        if isinstance(node, ast.Compare):
+            hits = [c for c in (node.left, *node.comparators) if const(c, byte) or const(c, _json_text)]
+        elif isinstance(node, ast.Subscript):
+            hits = [node.slice] if const(node.slice, byte) else []
+        elif isinstance(node, ast.Assign):
+            if const(node.value, byte) and any(isinstance(t, ast.Subscript) for t in node.targets):
+                hits = [node.value]
+        elif isinstance(node, ast.Call):
+            # (passed beside other arguments: a count alone, or a range's bound, is not a byte)
+            counted = len(node.args) < 2 or (isinstance(node.func, ast.Name) and node.func.id == "range")
+            hits = [] if counted else [a for a in node.args if const(a, byte)]
+            if isinstance(node.func, ast.Name) and node.func.id == "ord":
+                hits += [a for a in node.args if const(a, _json_text)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            v = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+            if "bfnrt" in v or (isinstance(node.value, bytes) and _json_text(v)):
+                hits = [node]
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            ints = {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and type(n.value) is int}
+            if {0x21, 0x23} <= ints or {0x5B, 0x5D} <= ints:
+                hits = [node]
+        lines += [h.lineno for h in hits]
+    return sorted(set(lines))
+
+
+def test_the_json_literal_check_is_precise():
+    """What :func:`_json_literals` flags (each way a JSON string fact was once written in the
+    engine) and what it lets pass (the same numbers and characters meaning something else)."""
+    flagged = [
+        "if b == 34:\n    pass",
+        "if s >= e or b < 32 or b == 0x22:\n    pass",
+        "seen[117] = True",
+        "cand[k] = 92",
+        "after = self.deriv(t, 0x5C)",
+        "_SHORT_ESCAPES = tuple(b'\"\\\\/bfnrt')",
+        "q = ord('\"')",
+        "if ch in '\"\\\\':\n    pass",
+        "x = b'\\\\'",
+        "PLAIN_RANGES = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF))",
+    ]
+    passed = [
+        "n = 34 * k + 92",
+        "for i in range(117):\n    pass",
+        "buf = np.zeros(34, dtype=np.int32)",
+        "if s.startswith(('/', './', '~', '\\\\')):\n    pass",
+        "msg = f'expected a \"{name}\" here'",
+        "ranges = ((0x20, 0x7E), (0xA0, 0xFF))",
+        "x = cand[k]",
+    ]
+    assert [t for t in flagged if not _json_literals(t)] == []
+    assert [t for t in passed if _json_literals(t)] == []
+
+
+def test_generic_layers_write_no_json_string_syntax():
+    """JSON's string syntax (the quote, the backslash, ``\\uXXXX``, the short escapes, the plain
+    class) has one definition, in the JSON layer: the engine's key sets read it from their tables,
+    and no module of the engine, the IR or the token side writes a byte of it."""
+    paths = [p for d in NO_JSON_SYNTAX for p in (PKG / d).rglob("*.py")] + [PKG / f for f in NO_JSON_SYNTAX_FILES]
+    assert len(paths) > 30  # the layers' modules were found
+    found = {}
+    for path in paths:
+        lines = _json_literals(path.read_text(encoding="utf-8"))
+        if lines:
+            found[path.relative_to(PKG).as_posix()] = lines
+    assert set(found) - set(JSON_FACTS_PENDING) == set(), found
+    stale = set(JSON_FACTS_PENDING) - set(found)
+    assert not stale, f"no longer writes a JSON fact: remove {stale} from JSON_FACTS_PENDING"
+    if "trie.py" in JSON_FACTS_PENDING:  # while the token side has a plain class of its own, it is JSON's
+        from dotjson import trie
+        from dotjson.jsonschema.jsonstr import PLAIN_CHARS
+
+        assert trie.PLAIN_RANGES == PLAIN_CHARS.ranges

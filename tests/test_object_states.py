@@ -108,6 +108,22 @@ def test_a_document_passes_members_without_a_rule_per_state(llama3_vocab, llama3
     assert built[False] >= 8 and built[True] <= 1, built
 
 
+def test_an_open_object_refers_to_the_state_its_extra_members_loop_on(llama3_vocab, llama3_tokenizer):
+    """Where extra members may follow a member, the member's rule refers to the state's rule
+    (which the extra members loop on, and which a token running through a whole extra member
+    builds at every key position) instead of compiling the state a second time in place."""
+    schema = {"type": "object", "properties": {f"p{k}": {"type": "integer"} for k in range(8)}}
+    data = {f"p{k}": k for k in range(8)}
+    ix = Index(schema, llama3_vocab, close_objects=False)
+    _masks(ix, _ids(llama3_tokenizer, data), True)
+    built = ix.ir.rules._src.rules
+    members = {n: b for n, b in built.items() if re.search(r"_m_\d+_\d+_\d+$", n)}
+    assert len(members) >= 7
+    for name, body in members.items():
+        refs = [x.name for x in getattr(body, "items", ()) if type(x).__name__ == "Ref"]
+        assert any(re.search(r"_s_\d+_\d+_\d+$", r) for r in refs), (name, body)
+
+
 def _state_rules_built(index) -> int:
     """How many of the object automaton's state rules (``..._s_i_c_mask``) have a body."""
     built = index.ir.rules._src.rules  # (the bodies made so far, not the pending ones)

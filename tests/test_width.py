@@ -420,6 +420,7 @@ def test_saved_key_sets_are_validated(tmp_path, llama3_vocab):
     from dotjson import Index
     from dotjson.automaton.persist import _check_keysets, export_state
     from dotjson.automaton import kernels as K
+    from dotjson.automaton import keysets as KS
 
     index = Index(_wide(50), llama3_vocab)
     assert index.accepts('{"p7":1}')
@@ -429,7 +430,8 @@ def test_saved_key_sets_are_validated(tmp_path, llama3_vocab):
     (T, _), = ks
     alive = pool[pool[T + K.KT_ALIVE] : pool[T + K.KT_ALIVE] + 50]
     assert set(alive.tolist()) == {1}  # settled before saving: a loaded index asks no builder
-    for edit in ("swap", "member", "alive", "context"):
+    Y = pool[T + KS.KT_SYN]
+    for edit in ("swap", "member", "alive", "context", "syntax", "close", "hex", "short"):
         bad = pool.copy()
         if edit == "swap":  # names out of order: "p0" becomes "pz", before "p1"
             bad[bad[T + K.KT_BLOB] + 1] = 0x7A
@@ -438,9 +440,19 @@ def test_saved_key_sets_are_validated(tmp_path, llama3_vocab):
             bad[o] = bad[o + 1]
         elif edit == "alive":
             bad[bad[T + K.KT_ALIVE]] = -1
-        else:
+        elif edit == "context":
             bad[bad[T + K.KT_FULL] + 2] = 51
-        with pytest.raises(ValueError):
+        elif edit == "syntax":  # the string syntax block out of the pool
+            bad[T + KS.KT_SYN] = len(bad) - 2
+        elif edit == "close":  # a closing byte that is the escape byte
+            bad[Y + KS.SY_CLOSE] = bad[Y + KS.SY_ESCAPE]
+        elif edit == "hex":  # a byte the kernels' 256-entry tables cannot index
+            bad[Y + KS.SY_HEX] = 300
+        else:  # "0" given the short escape of a newline (a short escape byte, not "0"'s)
+            o = bad[T + KS.KT_SHORT] + bad[T + KS.KT_NCP] - 11  # (characters "0".."9", "p")
+            assert bad[bad[T + KS.KT_CP] + bad[T + KS.KT_NCP] - 11] == ord("0") and bad[o] == -1
+            bad[o] = ord("n")
+        with pytest.raises(ValueError, match="key set"):
             _check_keysets(ks, bad, n_terms)
     with pytest.raises(ValueError):
         _check_keysets([[len(pool), []]], pool, n_terms)
@@ -448,6 +460,58 @@ def test_saved_key_sets_are_validated(tmp_path, llama3_vocab):
     again = Index.deserialize_from_disk(tmp_path / "ix", llama3_vocab)
     assert again.accepts('{"p7":1,"p49":2}') and not again.accepts('{"p49":2,"p7":1}')
     assert np.array_equal(again.mask(again.initial_state), index.mask(index.initial_state))
+
+
+class _Built:
+    """A :class:`dotjson.ir.LazyRules` source with every rule built, some built natively."""
+
+    def __init__(self, rules, native):
+        self.rules, self.pending, self.native = rules, {}, native
+
+    def known_language(self, name):
+        return (None, None)
+
+
+def test_key_sets_read_their_string_syntax_from_the_table():
+    """The key set kernels know no JSON: names in a made-up string syntax (closed by ``'``, escaped
+    by ``%``, ``%x`` and four hex digits, ``%'`` and ``%%``, controls never raw) decode as that
+    syntax says, and JSON's quote and escapes are refused."""
+    from dotjson import ir
+    from dotjson.automaton import DEAD
+    from dotjson.errors import GrammarError
+    from dotjson.jsonschema.jsonstr import StringSyntax
+    from dotjson.jsonschema.key_trie import KeySet
+
+    syntax = StringSyntax(close=ord("'"), escape=ord("%"), hex_escape=ord("x"), low=0x20,
+                          short=((ord("%"), ord("%")), (ord("'"), ord("'"))))
+
+    def spelling(ch):
+        raw = [] if ch in "'%" or ch < " " else [ir.Lit(ch)]
+        short = [ir.Lit("%" + ch)] if ch in "'%" else []
+        return ir.alt(*raw, *short, ir.Lit(f"%x{ord(ch):04x}"))
+
+    def automaton(syntax):
+        names = ["a'b", "ab", "a%", "b\n", "é"]
+        keys = KeySet(KeyTrie(names), lambda js: np.ones(np.shape(js), dtype=np.bool_), lambda j: "end",
+                      spelling=spelling, syntax=syntax)
+        body = ir.alt(*(ir.seq(*map(spelling, nm), ir.Lit("'"), ir.Ref("end")) for nm in names))
+        rules = {"start": ir.seq(ir.Lit("'"), ir.Ref("keys")), "keys": body, "end": ir.Lit("!")}
+        return Automaton(ir.Grammar(ir.LazyRules(_Built(rules, {"keys": (keys, 0, len(names))})), "start"))
+
+    a = automaton(syntax)
+
+    def accepts(text):
+        s = a.walk_bytes(a.start, text.encode())
+        return s != DEAD and bool(a.accepting[s])
+
+    for text in ("'a%'b'!", "'ab'!", "'a%%'!", "'a%x0027b'!", "'%x0061b'!", "'b%x000a'!", "'é'!", "'%x00e9'!"):
+        assert accepts(text), text
+    assert a._ktab  # (the key position was the native key set, not the rules' IR)
+    for text in ('\'ab"!', "'a'b'!", "'a\\'b'!", "'a\\u0027b'!", "'b\n'!", "'a%'!", "'a%n'!", "'ab'"):
+        assert not accepts(text), text
+    bad = automaton(syntax._replace(close=ord("%")))  # (a key set table is written when reached)
+    with pytest.raises(GrammarError, match="syntax.*closing byte is the escape byte"):
+        bad.walk_bytes(bad.start, b"'a")
 
 
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])

@@ -41,6 +41,7 @@ from ..errors import GrammarError, LimitExceededError
 from . import counters as _ctr
 from . import kernels as K
 from . import keys as _keys
+from . import keysets as _ks
 from .rules import Rules
 from .store import K_ALT, K_AND, K_BYTES, K_EMPTY, K_EPS, K_REF, K_REP, K_SEQ
 from .utf8 import utf8_sequences
@@ -126,6 +127,11 @@ _NO_WORDS = np.zeros((0, 4), dtype=np.uint64)
 _HUGE_ADVISED = 1 << 22
 
 
+#: flags of a private anonymous mapping (None where ``mmap`` takes no flags: NumPy's allocation)
+_MAP_PRIVATE_ANON = (mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", getattr(mmap, "MAP_ANON", 0))
+                     if hasattr(mmap, "MAP_PRIVATE") else None)
+
+
 def _alloc(shape, dtype, fill=None, empty=False) -> np.ndarray:
     """An array for the store, filled with ``fill`` (zeros when None; left unwritten with
     ``empty`` where that is cheaper): one of 4 MiB and more in an anonymous mapping of its own
@@ -140,11 +146,15 @@ def _alloc(shape, dtype, fill=None, empty=False) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if n < _HUGE_ADVISED:
+    if n < _HUGE_ADVISED or _MAP_PRIVATE_ANON is None:
         if empty:
             return np.empty(shape, dtype=dtype)
         return np.zeros(shape, dtype=dtype) if fill is None else np.full(shape, fill, dtype=dtype)
-    out = np.frombuffer(mmap.mmap(-1, n), dtype=dtype).reshape(shape)
+    # (private: Python's default for an anonymous mapping is MAP_SHARED, memory of the shmem
+    # filesystem, whose pages go through its page cache: growing a 16 MiB transition table to
+    # 32 MiB took 6.9 ms of CPU that way against 5.6 ms private, medians of 30, 11.8 against
+    # 8.8 ms at worst)
+    out = np.frombuffer(mmap.mmap(-1, n, flags=_MAP_PRIVATE_ANON), dtype=dtype).reshape(shape)
     if fill is not None and fill != 0:
         out.fill(fill)
     return out
@@ -209,8 +219,10 @@ class Automaton:
         # back (their contexts are interned by the kernels, in the memo)
         self._ktab: dict[int, int] = {}
         self._kpy: dict[int, object] = {}
-        self._knames: dict[int, tuple] = {}  # id(trie) -> pool offsets of its names' arrays
-        # (spelling policy, character) -> (its escape after "\\u", its short escape, raw or not):
+        self._knames: dict[tuple, tuple] = {}  # (id(trie), syntax) -> pool offsets of its names' arrays
+        self._ksyn: dict = {}  # string syntax record -> pool offset of its block (keysets.SY_*)
+        # (spelling policy, syntax block, character) -> (its escape after "\\u", its short escape,
+        # raw or not):
         # the same for every key trie of the automaton (a wide schema has one trie per object)
         self._kchar: dict[tuple, tuple] = {}
 
@@ -435,13 +447,14 @@ class Automaton:
         return t
 
     def _key_table(self, keyset) -> int:
-        """The pool offset of ``keyset``'s table, written on first use (see ``kernels.KT_*``)."""
+        """The pool offset of ``keyset``'s table, written on first use (see ``keysets.KT_*``)."""
         T = self._ktab.get(id(keyset))
         if T is not None:
             return T
-        names = self._knames.get(id(keyset.trie))
+        syn = self._key_syntax(keyset.syntax)
+        names = self._knames.get((id(keyset.trie), syn))
         if names is None:
-            names = self._knames[id(keyset.trie)] = self._key_names(keyset)
+            names = self._knames[(id(keyset.trie), syn)] = self._key_names(keyset, syn)
         n = keyset.trie.n
         # the header, then this key set's own arrays (which members complete, their tails) and
         # its full context; the names' arrays are the trie's, shared by its key sets
@@ -456,14 +469,29 @@ class Automaton:
         pool[full : full + 3] = (T, 0, n)
         o_start, o_blob, o_member, o_cp, ncp, o_esc, o_raw, o_short = names
         pool[T : T + K.N_KT] = (n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full,
-                                o_short)
+                                o_short, syn)
         self._ktab[id(keyset)] = T
         self._kpy[T] = keyset
         return T
 
-    def _key_names(self, keyset) -> tuple:
+    def _key_syntax(self, syntax) -> int:
+        """The pool offset of the block of string syntax ``syntax`` (the JSON layer's record,
+        :class:`dotjson.jsonschema.jsonstr.StringSyntax`), written once per automaton and syntax,
+        checked as a loaded one is."""
+        Y = self._ksyn.get(syntax)
+        if Y is None:
+            block = _ks.syntax_block(syntax)
+            problem = _ks.syntax_problem(block, ir.MAX_CODEPOINT)
+            if problem:
+                raise GrammarError(f"key set string syntax {syntax!r}: {problem}")
+            Y = self._ksyn[syntax] = self._pool_alloc(len(block))
+            self._a["pool"][Y : Y + len(block)] = block
+        return Y
+
+    def _key_names(self, keyset, syn: int) -> tuple:
         """The pool offsets of a key trie's names (UTF-8, sorted), members, characters and their
-        escapes, written once per trie (see ``kernels.KT_*``)."""
+        escapes under the syntax block at ``syn``, written once per trie and syntax (see
+        ``keysets.KT_*``)."""
         keys = keyset.trie.keys
         n = len(keys)
         joined = "".join(keys)
@@ -479,7 +507,7 @@ class Automaton:
             chars = sorted(set(joined))
         esc, short, raw = [], [], []
         for ch in chars:
-            e, sh, r = self._key_char(keyset, ch)
+            e, sh, r = self._key_char(keyset, syn, ch)
             esc.append(e)
             short.append(sh)
             raw.append(r)
@@ -498,21 +526,24 @@ class Automaton:
         o_start, o_blob, o_member, o_cp, o_esc, o_raw, o_short = offs
         return o_start, o_blob, o_member, o_cp, ncp, o_esc, o_raw, o_short
 
-    def _key_char(self, keyset, ch: str) -> tuple:
-        """``(escape, short, raw)`` of name character ``ch`` under ``keyset``'s spelling policy:
-        the term after its ``\\u`` escape's ``u``, its one-byte short escape or -1, and 1 if its
-        UTF-8 bytes may be written raw. Memoized per policy and character: an object's key trie
-        asks for each character of its names, and a schema with many objects has many tries."""
-        key = (keyset.spelling_key, ch)
+    def _key_char(self, keyset, syn: int, ch: str) -> tuple:
+        """``(escape, short, raw)`` of name character ``ch`` under ``keyset``'s spelling policy
+        and the syntax block at ``syn``: the term after its hex escape's byte (``\\u``), its
+        one-byte short escape or -1, and 1 if its UTF-8 bytes may be written raw. Memoized per
+        policy, syntax and character: an object's key trie asks for each character of its names,
+        and a schema with many objects has many tries."""
+        key = (keyset.spelling_key, syn, ch)
         hit = self._kchar.get(key)
         if hit is not None:
             return hit
+        pool = self._a["pool"]
+        escape, hex_escape = int(pool[syn + _ks.SY_ESCAPE]), int(pool[syn + _ks.SY_HEX])
         t = self.rules.compile_node(keyset.spelling(ch))
-        after = self.deriv(t, 0x5C)  # its escapes, after the backslash: u + 4 hex digits
-        esc = self.deriv(after, 0x75)
-        # ... or one byte (JSON's short escapes: the quote, the backslash, \/ \b \f \n \r \t),
-        # where the spelling policy offers it (the canonical one has no \/)
-        sh = _SHORT_ESCAPE_OF.get(ch, -1)
+        after = self.deriv(t, escape)  # its escapes, after the escape byte: hex_escape + hex digits
+        esc = self.deriv(after, hex_escape)
+        # ... or one byte (the syntax's short escapes), where the spelling policy offers it
+        # (JSON's canonical one has no \/)
+        sh = dict(keyset.syntax.short).get(ord(ch), -1)
         if sh >= 0:
             r = self.deriv(after, sh)
             if r == K.EMPTY:
@@ -884,11 +915,6 @@ def plain_seq_arrays(seqs) -> tuple[np.ndarray, np.ndarray]:
         for j, (lo, hi) in enumerate(sq):
             pseq[i, j] = (lo, hi)
     return pseq, plen
-
-
-#: the bytes of JSON's one-byte escapes after a backslash (RFC 8259 §7)
-_SHORT_ESCAPES = tuple(b'"\\/bfnrt')
-_SHORT_ESCAPE_OF = dict(zip('"\\/\b\f\n\r\t', _SHORT_ESCAPES))
 
 
 __all__ = ["Automaton", "DEAD", "UNKNOWN", "INF", "utf8_sequences", "plain_seq_arrays"]

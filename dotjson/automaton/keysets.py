@@ -1,7 +1,10 @@
 """Key sets: the key position of a wide object as one term kind (``K_KEYS``).
 
 A derivative narrows a range of sorted names by binary search instead of walking a trie of rules
-(see the comment below for the table layout, contexts and the escape and end depths).
+(see the comment below for the table layout, contexts and the escape and end depths). The string
+syntax the names are written in (closing quote, escape bytes, the bytes never raw) is data in the
+table, handed down by the JSON layer (``dotjson.jsonschema.jsonstr.STRING_SYNTAX``): no byte of
+JSON's is written here.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from .terms import alt, mk_simple, seq
 # name (``KT_TAIL``: -1 not known yet), and per code point of the names (sorted, ``KT_CP``) the
 # rest of its ``\\u`` spellings after the backslash and the ``u`` (``KT_ESC``), the byte of its
 # short escape (``KT_SHORT``: ``n`` for a newline, ``"`` for a quote; -1 when it has none) and
-# whether it may be written raw (``KT_RAW``); the arrays of the names may be shared by several
-# tables over the same names (an object in any order: a table per set of members seen). A
+# whether it may be written raw (``KT_RAW``), and the pool offset of the string syntax of the
+# names (``KT_SYN``, below); the arrays of the names may be shared by several tables over the same
+# names (an object in any order: a table per set of members seen), a syntax block by every table
+# of that syntax. A
 # context at pool offset C is ``(T, mlo, mhi)``: the members a state offers; ``KT_FULL`` is the
 # context offering them all. A derivative takes the least context offering the same members of
 # its range (``_k_ctx``, interned by ``_k_intern``), so key positions whose states offer the same
@@ -45,8 +50,15 @@ from .terms import alt, mk_simple, seq
 # name ``p`` (its member's tail) before the tail is made: a row's quote class costs no rule until
 # a byte after the quote is asked for (then it derives as the tail, like a reference its body).
 KT_N, KT_START, KT_BLOB, KT_MEMBER, KT_ALIVE, KT_TAIL, KT_CP, KT_NCP, KT_ESC, KT_RAW, KT_FULL, \
-    KT_SHORT = range(12)
-N_KT = 12
+    KT_SHORT, KT_SYN = range(13)
+N_KT = 13
+#: A syntax block at pool offset Y: ``pool[Y + SY_*]`` are the byte that closes a name (JSON's
+#: quote), the byte that starts an escape (the backslash), the byte after it that starts a hex
+#: escape (``u``), the least byte a character may be written raw with, and the number of short
+#: escapes, then that many ``(code point, byte after the escape)`` pairs sorted by code point
+#: (written by :func:`syntax_block`, checked by :func:`syntax_problem`).
+SY_CLOSE, SY_ESCAPE, SY_HEX, SY_LOW, SY_NSHORT = range(5)
+N_SY = 5
 #: depth flag of a key set term just after a backslash (see ``_k_esc_deriv``)
 KD_ESC = 1 << 28
 #: depth of a key set term just after the closing quote of a name (see ``_k_end``)
@@ -327,6 +339,7 @@ def _k_esc_deriv(S, t, b):
     escape's byte to the rest of the names of its one character. -1 on exit."""
     S = borrow(S)
     pool, C, s, d, T, st, bl, e = _k_open(S, t)
+    hx = pool[pool[T + KT_SYN] + SY_HEX]
     parts = scratch(np.int32, 16, 0)
     n = 0
     q = s
@@ -334,7 +347,7 @@ def _k_esc_deriv(S, t, b):
         i, ln, q2 = _k_char(pool, T, st, bl, q, d)
         if i >= 0:
             head = EMPTY
-            if b == 117:
+            if b == hx:
                 head = pool[pool[T + KT_ESC] + i]
             elif pool[pool[T + KT_SHORT] + i] == b:
                 head = EPS
@@ -359,16 +372,17 @@ def _k_esc_deriv(S, t, b):
 
 @kernel
 def _k_esc_row(S, t, cw, ct):
-    """The derivative classes of escape-mode key set term ``t``: ``u`` and the short escape
-    bytes of its characters. Their number, or -1 on exit."""
+    """The derivative classes of escape-mode key set term ``t``: the hex escape's byte and the
+    short escape bytes of its characters. Their number, or -1 on exit."""
     S = borrow(S)
     pool, C, s, d, T, st, bl, e = _k_open(S, t)
+    hx = pool[pool[T + KT_SYN] + SY_HEX]
     seen = scratch(np.bool_, 256, 0)
     for b in range(256):
         seen[b] = False
-    seen[117] = True
+    seen[hx] = True
     cand = scratch(np.int32, 257, 0)
-    cand[0] = 117
+    cand[0] = hx
     k = 1
     q = s
     while q < e:
@@ -417,10 +431,12 @@ def _k_deriv(S, t, b):
     if S[S_TI][t, 3] >= KD_ESC:  # (never KD_END: deriv takes those)
         return _k_esc_deriv(S, t, b)
     pool, C, p, d, T, st, bl, e = _k_open(S, t)
+    sy = pool[T + KT_SYN]
+    close = pool[sy + SY_CLOSE]
     s = p
     if _klen(pool, st, p) == d:  # name p ends here (it sorts first)
         s = p + 1
-        if b == 34:  # its closing quote: what follows member m's name
+        if b == close:  # its closing quote: what follows member m's name
             m = pool[pool[T + KT_MEMBER] + p]
             if m < pool[C + 1] or m >= pool[C + 2]:
                 return EMPTY
@@ -433,17 +449,17 @@ def _k_deriv(S, t, b):
             if r < 0:  # not made yet: made when a byte after the quote is asked for
                 return mk_simple(S, K_KEYS, pool[T + KT_FULL], p, KD_END, 0)
             return r
-    if s >= e or b < 32 or b == 34:
+    if s >= e or b < pool[sy + SY_LOW] or b == close:
         return EMPTY
     boundary = (pool[bl + pool[st + s] + d] & 0xC0) != 0x80
-    if b == 92:
+    if b == pool[sy + SY_ESCAPE]:
         return _k_backslash(S, T, C, s, e, d) if boundary else EMPTY
     q1 = _k_bound(pool, st, bl, s, e, d, b, False)
     q2 = _k_bound(pool, st, bl, q1, e, d, b, True)
     if q1 == q2:
         return EMPTY
     if boundary:
-        # a character starts here: written raw only where JSON allows it raw
+        # a character starts here: written raw only where the syntax allows it raw
         cp, ln = _k_decode(pool, st, bl, q1, d)
         i = _k_cp(pool, T, cp)
         if i < 0 or pool[pool[T + KT_RAW] + i] == 0:
@@ -459,6 +475,10 @@ def _k_row(S, t, cw, ct):
     if S[S_TI][t, 3] >= KD_ESC:  # (never KD_END: row takes those)
         return _k_esc_row(S, t, cw, ct)
     pool, C, p, d, T, st, bl, e = _k_open(S, t)
+    sy = pool[T + KT_SYN]
+    close = pool[sy + SY_CLOSE]
+    esc = pool[sy + SY_ESCAPE]
+    low = pool[sy + SY_LOW]
     # the bytes with a derivative to compute: the closing quote where name p ends, a backslash
     # where a character starts, each distinct raw byte the names have at depth d
     cand = scratch(np.int32, 258, 0)
@@ -466,16 +486,16 @@ def _k_row(S, t, cw, ct):
     s = p
     if _klen(pool, st, p) == d:
         s = p + 1
-        cand[k] = 34
+        cand[k] = close
         k += 1
     if s < e:
         if (pool[bl + pool[st + s] + d] & 0xC0) != 0x80:
-            cand[k] = 92
+            cand[k] = esc
             k += 1
         q = s
         while q < e:
             b = pool[bl + pool[st + q] + d]
-            if b >= 32 and b != 34 and b != 92:
+            if b >= low and b != close and b != esc:
                 cand[k] = b
                 k += 1
             q = _k_bound(pool, st, bl, q, e, d, b, True)
@@ -504,3 +524,38 @@ def _k_class(cw, ct, n, b, r):
         cw[n, w] = _U0
     cw[n, b >> 6] = _U1 << np.uint64(b & 63)
     ct[n] = r
+
+
+# ------------------------------------------------------------------------------ the syntax block
+
+
+def syntax_block(syntax) -> np.ndarray:
+    """The pool block of a string syntax (see ``SY_*``): ``syntax`` has the fields ``close``,
+    ``escape``, ``hex_escape``, ``low`` and ``short`` (``(code point, byte)`` pairs) of
+    :class:`dotjson.jsonschema.jsonstr.StringSyntax`, the JSON layer's record."""
+    short = sorted((int(c), int(b)) for c, b in syntax.short)
+    head = [int(syntax.close), int(syntax.escape), int(syntax.hex_escape), int(syntax.low), len(short)]
+    return np.asarray(head + [x for pair in short for x in pair], dtype=np.int64)
+
+
+def syntax_problem(block, max_codepoint: int) -> str | None:
+    """What makes a syntax block unsafe for the kernels, or None: its size, a delimiter that is
+    not an ASCII byte (the kernels index 256-entry tables by them and read names as UTF-8), the
+    closing and escape bytes alike, a short escape's byte that is the hex escape's or not ASCII,
+    short escapes' code points not ascending or past ``max_codepoint``."""
+    if len(block) < N_SY:
+        return "truncated"
+    close, escape, hx, low, n = (int(x) for x in block[:N_SY])
+    if n < 0 or len(block) != N_SY + 2 * n:
+        return "size disagrees with its number of short escapes"
+    if not (0 <= close < 0x80 and 0 <= escape < 0x80 and 0 <= hx < 0x80 and 0 <= low <= 0x80):
+        return "delimiter bytes are not ASCII"
+    if close == escape:
+        return "closing byte is the escape byte"
+    pairs = np.asarray(block[N_SY:], dtype=np.int64).reshape(n, 2)
+    cps, bytes_ = pairs[:, 0], pairs[:, 1]
+    if n and (cps[0] < 0 or cps[-1] > max_codepoint or np.any(np.diff(cps) <= 0)):
+        return "short escapes' characters not sorted"
+    if n and (bytes_.min() < 0 or bytes_.max() >= 0x80 or np.any(bytes_ == hx)):
+        return "short escape bytes out of range"
+    return None

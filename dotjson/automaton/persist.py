@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import ir
 from . import kernels as K
+from .keysets import N_SY, SY_NSHORT, syntax_problem
 from .store import K_ALT, K_AND, K_BYTES, K_DIFF, K_EMPTY, K_EPS, K_REF, K_REP, K_SEQ
 
 if TYPE_CHECKING:
@@ -126,19 +127,31 @@ def load(cls, grammar: ir.Grammar, meta: dict, arrays: dict):
 
 def _check_keysets(keysets, pool, n_terms) -> dict:
     """Validate the key set tables of a saved pool (every offset and size in bounds, names
-    sorted and distinct, members a permutation, every member settled); returns
-    ``{context: name lengths}`` for :func:`_check_terms`."""
-    from . import _SHORT_ESCAPES  # (the key names' one-byte escapes, defined with the key tables)
-
+    sorted and distinct, members a permutation, every member settled, a string syntax the
+    kernels can read and short escapes that are its own); returns ``{context: name lengths}``
+    for :func:`_check_terms`."""
     if not isinstance(keysets, list):
         raise ValueError("key sets are not a list")
     P = pool.shape[0]
     out: dict = {}
+    syntaxes: dict = {}  # syntax block offset -> its short escapes' (code points, bytes)
 
     def region(o, size, what):
         if not (K.N_KT <= o and size >= 0 and o + size <= P):
             raise ValueError(f"key set {what} out of range")
         return pool[o : o + size]
+
+    def syntax(o):
+        hit = syntaxes.get(o)
+        if hit is None:
+            n_short = int(region(o, N_SY, "string syntax")[SY_NSHORT])
+            block = region(o, N_SY + 2 * max(n_short, 0), "string syntax")
+            problem = syntax_problem(block, ir.MAX_CODEPOINT)
+            if problem:
+                raise ValueError(f"key set string syntax: {problem}")
+            pairs = block[N_SY:].astype(np.int64).reshape(-1, 2)
+            hit = syntaxes[o] = (pairs[:, 0], pairs[:, 1])
+        return hit
 
     for item in keysets:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
@@ -146,7 +159,7 @@ def _check_keysets(keysets, pool, n_terms) -> dict:
         T, cs = int(item[0]), [int(c) for c in item[1]]
         if not 0 <= T <= P - K.N_KT:
             raise ValueError("key set table out of range")
-        n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full, o_short = (
+        n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full, o_short, o_syn = (
             int(x) for x in pool[T : T + K.N_KT])
         if n < 1 or ncp < 0:
             raise ValueError("key set sizes out of range")
@@ -175,8 +188,15 @@ def _check_keysets(keysets, pool, n_terms) -> dict:
         esc = region(o_esc, ncp, "escapes")
         raw = region(o_raw, ncp, "raw flags")
         short = region(o_short, ncp, "short escapes")
+        # a character's short escape is -1 or the one its syntax gives it
+        syn_cps, syn_bytes = syntax(o_syn)
+        own = np.full(ncp, -1, dtype=np.int64)
+        if len(syn_cps):
+            at = np.minimum(np.searchsorted(syn_cps, cps), len(syn_cps) - 1)
+            hit = syn_cps[at] == cps
+            own[hit] = syn_bytes[at[hit]]
         if ncp and (esc.min() < 0 or esc.max() >= n_terms or not np.all((raw == 0) | (raw == 1))
-                    or not np.all((short == -1) | np.isin(short, _SHORT_ESCAPES))):
+                    or not np.all((short == -1) | (short == own))):
             raise ValueError("key set escapes out of range")
         lens = np.diff(starts)
         for C in cs + [full]:

@@ -222,9 +222,25 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         Sub-schemas nested deeper than 1,000 levels, or applicators deeper than 100 (the JSON
         pointer is named).
     """
+    spellings, numbers = _policies(disallow_whitespace, close_objects, property_order, whitespace, spellings,
+                                   numbers)
+    schema = _load(schema)
+    resources = _load_resources(resources)
+    tr, root = _compile_root(schema, resources, numbers, whitespace, disallow_whitespace=disallow_whitespace,
+                             close_objects=close_objects, lenient=lenient, property_order=property_order,
+                             spellings=spellings, bounds=bounds)
+    grammar = _assemble(tr, root, disallow_whitespace, spellings)
+    if check_language:
+        _check_not_empty(grammar)
+    return grammar
+
+
+def _policies(disallow_whitespace, close_objects, property_order, whitespace, spellings, numbers) -> tuple:
+    """``(spellings, numbers)``: the generation policies checked, their defaults settled (``"any"``
+    in the every-valid configuration); :class:`SchemaError` naming the modes otherwise."""
     if property_order not in PROPERTY_ORDERS:
         raise SchemaError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
-    from dotjson.jsonschema.jsonbase import JSON_WS, WHITESPACE_MODES
+    from dotjson.jsonschema.jsonbase import WHITESPACE_MODES
 
     if whitespace not in WHITESPACE_MODES:
         raise SchemaError(f"whitespace must be one of {WHITESPACE_MODES}, got {whitespace!r}")
@@ -239,32 +255,41 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
         numbers = "any" if every_valid else "plain"
     if numbers not in NUMBER_MODES:
         raise SchemaError(f"numbers must be one of {NUMBER_MODES}, got {numbers!r}")
-    schema = _load(schema)
-    if resources is not None:
-        if not isinstance(resources, Mapping):
-            raise DotjsonTypeError(
-                f"Invalid resources: expected a mapping of URI (str) to schema, got {type(resources).__name__}")
-        for k in resources:
-            if not isinstance(k, str):
-                raise DotjsonTypeError(f"Invalid resources: expected URI keys (str), got the key {k!r}")
-        loaded = {}
-        for k, v in resources.items():
-            try:
-                loaded[k] = _load(v)
-            except SchemaError as e:
-                raise SchemaError(f"resource {k!r}: {e}") from None
-        resources = loaded
+    return spellings, numbers
+
+
+def _load_resources(resources):
+    """The remote schemas of ``resources`` (URI -> schema or JSON text) loaded, or ``None``."""
+    if resources is None:
+        return None
+    if not isinstance(resources, Mapping):
+        raise DotjsonTypeError(
+            f"Invalid resources: expected a mapping of URI (str) to schema, got {type(resources).__name__}")
+    for k in resources:
+        if not isinstance(k, str):
+            raise DotjsonTypeError(f"Invalid resources: expected URI keys (str), got the key {k!r}")
+    loaded = {}
+    for k, v in resources.items():
+        try:
+            loaded[k] = _load(v)
+        except SchemaError as e:
+            raise SchemaError(f"resource {k!r}: {e}") from None
+    return loaded
+
+
+def _compile_root(schema, resources, numbers: str, whitespace: str, **options) -> tuple:
+    """``(compiler, root node)``: phase 1 over the whole reachable schema, then the root's node
+    (phase 2 goes on on demand). ``options``: the :class:`Compiler`'s."""
     from dotjson.jsonschema.dynamic import Restart
+    from dotjson.jsonschema.jsonbase import JSON_WS
 
     # (a $dynamicRef with several candidate anchors restarts phase 1 with dynamic scopes tracked
     # from the root: a copy of what it reaches per scope; other schemas run once, untracked)
     for dynamic in (False, True):
         try:
-            tr = Compiler(schema, disallow_whitespace=disallow_whitespace, close_objects=close_objects,
-                          lenient=lenient, resources=resources, property_order=property_order,
-                          spellings=spellings, bounds=bounds)
+            tr = Compiler(schema, resources=resources, **options)
             tr.exponents = numbers == "any"  # (read by the number builder, phase 1 included)
-            if whitespace == "json" and not disallow_whitespace:
+            if whitespace == "json" and not options["disallow_whitespace"]:
                 tr.rules["ws"] = JSON_WS
             if dynamic:
                 tr.track_dynamic_scope()
@@ -280,6 +305,12 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
             raise LimitExceededError("schema nesting too deep to normalise") from None
     if root == EMPTY:
         raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
+    return tr, root
+
+
+def _assemble(tr, root, disallow_whitespace: bool, spellings: str) -> ir.Grammar:
+    """The grammar: ``start`` (whitespace, the root, whitespace) over the compiler's lazy rules,
+    with its families and the base rules the automaton finds precompiled."""
     tr.rules["start"] = seq(tr.ws, root, tr.ws)
     rules = ir.LazyRules(tr)
     # the base rules the automaton finds precompiled: the process's own tuple of them (one
@@ -293,17 +324,19 @@ def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_object
     grammar = ir.Grammar(rules, "start", families=tr.families,
                          shared=(base, _shared_with_formats(spellings, _format_nodes(tr)), WARM_ROWS))
     tr.grammar = grammar  # (what families reading their items with an automaton of their own need)
-    if not check_language:
-        return grammar
-    # The language must not be empty. Decided lazily and exactly (up to And/Diff, which the
-    # automaton decides): a witness is found without compiling what it does not need.
+    return grammar
+
+
+def _check_not_empty(grammar: ir.Grammar) -> None:
+    """:class:`SchemaError` when no document satisfies the schema. Decided lazily and exactly (up
+    to And/Diff, which the automaton decides): a witness is found without compiling what it does
+    not need."""
     try:
         productive = Analysis(rules_with_families(grammar)).productive("start")
     except RecursionError:
         raise LimitExceededError("schema nesting too deep to compile") from None
     if not productive:
         raise SchemaError(EMPTY_LANGUAGE, pointer="")
-    return grammar
 
 
 #: The number spelling policies of :func:`schema_to_grammar` (``numbers=``).

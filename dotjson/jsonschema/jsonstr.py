@@ -16,16 +16,61 @@ from __future__ import annotations
 
 import bisect
 import functools
+from typing import NamedTuple
 
 from dotjson import ir
 from dotjson.errors import DotjsonTypeError, GrammarError, SchemaError
 
 __all__ = ["encode_string_language", "encode_chars", "enc_char", "enc_text", "json_string_content",
-           "string_of_length", "JSON_STRING_CHAR", "SPELLINGS", "Spellings", "spellings", "default_spellings"]
+           "string_of_length", "JSON_STRING_CHAR", "SPELLINGS", "Spellings", "spellings", "default_spellings",
+           "StringSyntax", "STRING_SYNTAX", "PLAIN_CHARS"]
 
-_SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x2F: "\\/", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
-# characters that may appear unescaped in a JSON string
-_PLAIN = ir.chars_complement(ir.chars((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
+
+class StringSyntax(NamedTuple):
+    """A string syntax as data for the generic engine: how the text between a string's quotes
+    ends, escapes and spells a character. The engine's key sets (``dotjson.automaton.keysets``)
+    read it from their tables instead of knowing JSON; :data:`STRING_SYNTAX` is JSON's.
+
+    Attributes
+    ----------
+    close : int
+        The byte that ends the string (the closing quote).
+    escape : int
+        The byte that starts an escape (the backslash).
+    hex_escape : int
+        After ``escape``, the byte that starts a code unit written in hex digits (``u``).
+    low : int
+        The least byte a character may be written raw with (below it: escaped only).
+    short : tuple of (int, int)
+        ``(code point, byte)``: the characters with a one-byte escape, and the byte that follows
+        ``escape`` in it (distinct code points; in the order the spellings list them).
+    """
+
+    close: int
+    escape: int
+    hex_escape: int
+    low: int
+    short: tuple
+
+
+#: JSON's string syntax (RFC 8259 §7): ``"`` closes, ``\\`` escapes, ``\\uXXXX`` spells a UTF-16
+#: code unit, U+0000-U+001F only escaped, and eight one-byte escapes. The one definition of these
+#: facts: the spellings below and the engine's key set tables are written from it.
+STRING_SYNTAX = StringSyntax(
+    close=0x22, escape=0x5C, hex_escape=0x75, low=0x20,
+    short=((0x22, 0x22), (0x5C, 0x5C), (0x2F, 0x2F), (0x08, 0x62), (0x0C, 0x66), (0x0A, 0x6E), (0x0D, 0x72),
+           (0x09, 0x74)),
+)
+_ESC = chr(STRING_SYNTAX.escape)
+#: each character's short escape, as text
+_SHORT = {cp: _ESC + chr(b) for cp, b in STRING_SYNTAX.short}
+# characters JSON does not let stand raw in a string: the quote, the backslash, U+0000-U+001F
+_NEEDY = ir.chars((0x00, STRING_SYNTAX.low - 1), (STRING_SYNTAX.close, STRING_SYNTAX.close),
+                  (STRING_SYNTAX.escape, STRING_SYNTAX.escape))
+#: The *plain* characters: those a JSON string takes as themselves (every one but the quote, the
+#: backslash and U+0000-U+001F; surrogates are no characters). The token side's plain class
+#: (``dotjson.trie.PLAIN_RANGES``, pending: issue 27) must be these ranges.
+PLAIN_CHARS = ir.chars_complement(_NEEDY)
 
 
 def _digit_chars(digits: tuple[int, ...]) -> ir.Chars:
@@ -113,7 +158,7 @@ def encode_chars(c: ir.Chars) -> ir.Node:
             )
         c = scalars
     parts: list[ir.Node] = []
-    plain = ir.chars_intersect(c, _PLAIN)
+    plain = ir.chars_intersect(c, PLAIN_CHARS)
     if plain.ranges:
         parts.append(plain)
     for cp, esc in _SHORT.items():
@@ -307,9 +352,8 @@ def string_of_length(min_len: int = 0, max_len: int | None = None) -> ir.Node:
 #: ``spellings=`` modes
 SPELLINGS = ("canonical", "any")
 
-# characters JSON does not let stand raw in a string: the quote, the backslash, U+0000-U+001F
-_NEEDY = ir.chars((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
-_SHORT_NEEDED = {cp: e for cp, e in _SHORT.items() if cp != 0x2F}
+# the short escapes of the characters that need one (not ``\\/``)
+_SHORT_NEEDED = {cp: e for cp, e in _SHORT.items() if _has(_NEEDY, cp)}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -325,7 +369,7 @@ def _canonical_chars(c: ir.Chars) -> ir.Node:
         # ones some name continues with" of an open object's undeclared keys)
         c = scalars
     parts: list[ir.Node] = []
-    plain = ir.chars_intersect(c, _PLAIN)
+    plain = ir.chars_intersect(c, PLAIN_CHARS)
     if plain.ranges:
         parts.append(plain)
     needy = ir.chars_intersect(c, _NEEDY)

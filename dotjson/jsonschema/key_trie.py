@@ -21,7 +21,7 @@ import bisect
 import numpy as np
 
 from dotjson import ir
-from dotjson.jsonschema.jsonstr import enc_char, enc_text
+from dotjson.jsonschema.jsonstr import STRING_SYNTAX, enc_char, enc_text
 
 __all__ = ["INLINE", "KeySet", "KeyTrie", "enc_text", "known_by_member"]
 
@@ -147,12 +147,18 @@ class KeySet:
     spelling : callable, default :func:`dotjson.jsonschema.jsonstr.enc_char`
         The spellings of one name character (the spelling policy's ``lit_char``: under
         ``spellings="canonical"`` one spelling; the automaton reads the escapes it allows from it).
+    syntax : StringSyntax, default :data:`dotjson.jsonschema.jsonstr.STRING_SYNTAX`
+        The string syntax the names are written in (closing quote, escape bytes, the characters
+        never written raw): the automaton writes it beside the names, and its key set kernels
+        read it there (the generic engine knows no JSON).
     """
 
-    __slots__ = ("trie", "alive_many", "tail", "asked", "excluded", "_spelling")
+    __slots__ = ("trie", "alive_many", "tail", "asked", "excluded", "_spelling", "syntax")
 
-    def __init__(self, trie: KeyTrie, alive_many, tail, excluded=(), spelling=enc_char) -> None:
+    def __init__(self, trie: KeyTrie, alive_many, tail, excluded=(), spelling=enc_char,
+                 syntax=STRING_SYNTAX) -> None:
         self._spelling = spelling
+        self.syntax = syntax
         self.trie = trie
         self.alive_many = alive_many
         self.tail = tail

@@ -814,19 +814,27 @@ class ObjectRules:
             def make():
                 return alt(*(seq(tr.colon, tr.node_of(ve), self.state(j + 1, c2, m2))
                              for ve, m2 in self.variants(*chain[j][:2], self.chain_wit[j], mask)))
-        elif self.inline_next:
-            # the state after the member written in place (the same language as its rule, which
-            # stays for the extra members that loop on it): a document passes through
-            # state(j + 1) once after member j, and a rule made for that alone cost a body call
-            # here and ~11 us of the engine beside compiling it, once per member of every
-            # document (MaskBench probe: 13% fewer bodies with open objects, 35% with closed)
+        elif self.inline_next and self.X is None:
+            # the state after the member written in place (the same language as its rule): a
+            # document passes through state(j + 1) once after member j, and a rule made for that
+            # alone cost a body call here and ~11 us of the engine beside compiling it, once per
+            # member of every document (MaskBench probe: 35% fewer bodies with closed objects).
+            # Not where extra members loop on the state's rule: a token that runs through a
+            # whole extra member (`":"",` at a key's start) builds that rule at every key
+            # position of an open object anyway, and the state was then compiled twice (sample
+            # fresh masks 393 -> 376 ms with a reference instead)
             def make():
                 self.state(j + 1, c2, mask)  # (registered: its hint, the extra members' loop)
                 return seq(tr.colon, tr.node_of(chain[j][1]), self.state_body(j + 1, c2, mask))
         else:
             def make():
                 return seq(tr.colon, tr.node_of(chain[j][1]), self.state(j + 1, c2, mask))
-        return self.rule(("m", j, c2, mask), make, (False, True if d and tr.expr_known(chain[j][1])[1] else None))
+        # productive when the object may close after it and its value has an instance; or,
+        # where the key position is native (no counter, floating name or witness), when the
+        # member certainly completes the object (what the key set asks first: so the analysis
+        # knows the member's rule without building its body when the key set makes its tail)
+        sure = (d and tr.expr_known(chain[j][1])[1]) or (self.native_ok and bool(self.alive_many(j)))
+        return self.rule(("m", j, c2, mask), make, (False, True if sure else None))
 
     def tail(self, j, c2, mask) -> ir.Node:
         """After member ``j``'s name: the closing quote, its value, the next state; one rule per

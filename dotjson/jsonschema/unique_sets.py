@@ -277,8 +277,11 @@ class UniqueChoices:
         # once too: a body is compiled by the engine item by item (~20 µs an alternative), and
         # most tokens that cross into it stop at its first bytes (`","`)
         quoted, plain = [], []
+        values = self.values
         for k in self._next(used):
-            (quoted if self.quoted[k] else plain).append(seq(self.values[k], Ref(self.name(used | 1 << k))))
+            # (a value's node kept whole, not flattened into the alternative: the engine compiles a
+            # node once and finds it again by identity in every later body)
+            (quoted if self.quoted[k] else plain).append(ir.Seq((values[k], Ref(self.name(used | 1 << k)))))
         if quoted:
             plain.append(seq(_QUOTE, ir.alt(*quoted)))
         node = ir.alt(*([EPS] if i >= self.need else []), seq(self.sep if i else EPS, ir.alt(*plain)))

@@ -172,7 +172,8 @@ def test_the_json_layer_families_are_registered_in_a_fresh_process():
     for mod in pkgutil.iter_modules(dotjson.jsonschema.__path__):
         importlib.import_module(f"dotjson.jsonschema.{mod.name}")
     defined = {k for k in family_kinds() if not k.startswith("test_")}
-    assert {"any_order_object", "lazy_number_dfa", "exponent_numbers", "unique_numbers", "unique_values"} <= defined
+    assert {"any_order_object", "lazy_number_dfa", "exponent_numbers", "unique_numbers", "unique_values",
+            "unique_choices"} <= defined
     out = subprocess.run([sys.executable, "-c", "from dotjson import Index; from dotjson.ir.families import "
                           "family_kinds; print(' '.join(family_kinds()))"],
                          capture_output=True, text=True, check=True, timeout=120)

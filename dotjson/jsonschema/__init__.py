@@ -46,7 +46,7 @@ from dotjson.jsonschema.objects_any_order import PROPERTY_ORDERS
 from dotjson.jsonschema.values import FALSE, IGNORED_KEYWORDS, MAX_NUMBER_DIGITS, TRUE, UNSUPPORTED_KEYWORDS
 # the modules defining this layer's rule families (their builders import them on first use):
 # imported with the layer so that their kinds are registered before an index holding them loads
-from dotjson.jsonschema import numfamily as _numfamily, unique as _unique  # noqa: F401, E402
+from dotjson.jsonschema import numfamily as _numfamily, unique as _unique, unique_sets as _unique_sets  # noqa: F401, E402
 
 __all__ = ["schema_to_grammar", "check_schema", "IGNORED_KEYWORDS", "UNSUPPORTED_KEYWORDS"]
 

@@ -7,6 +7,7 @@ from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema.atoms import RuleRef
 from dotjson.jsonschema.nodes import ArrayNode
+from dotjson.jsonschema.unique_sets import UniqueChoices
 from dotjson.jsonschema.values import FALSE, MAX_UNIQUE_VALUES, TRUE
 
 #: ``contains`` keywords of one array (each a counter of its states; an item has an alternative
@@ -131,8 +132,11 @@ class ArrayBuilder:
     def unique_array(self, a: ArrayNode, pos_exprs, rest, lo, hi, contains, where):
         """Distinct items drawn from finite sets: the items of each position (``prefixItems``)
         and after them (``items``; ``false`` or a ``maxItems`` within the prefix ends the array)
-        each an ``enum``/``const``/boolean/null set, at most ``MAX_UNIQUE_VALUES`` values in all.
-        A state per position (up to the prefix's end) and set of values used."""
+        each an ``enum``/``const``/boolean/null set, at most ``MAX_UNIQUE_VALUES`` values in all:
+        a rule family whose state is the set of values used
+        (:class:`~dotjson.jsonschema.unique_sets.UniqueChoices`, made as decoding reaches it).
+        Otherwise numbers (:meth:`unique_numbers`), any values with ``bounds="schema"``
+        (:meth:`unique_values`), or a named refusal."""
         tr = self.tr
         K = len(pos_exprs)
         finite = None if contains else [self.finite_values(e) for e in pos_exprs]
@@ -151,48 +155,28 @@ class ArrayBuilder:
             if node is None and not contains and tr.gen_bounds is None:
                 node = self.unique_values(pos_exprs, rest, lo, hi)
             if node is None:
+                finite_sets = f"finite sets of at most {MAX_UNIQUE_VALUES} values in all (enum, const, boolean, null" + \
+                    (f"; here {len(universe)})" if universe is not None else ") or numbers")
                 tr.unsupported(
-                    "uniqueItems beside contains is only supported for items drawn from a small finite set (enum, "
-                    "const, boolean, null)" if contains else
+                    "uniqueItems beside contains (minContains of 1 or more, or maxContains) is not supported"
+                    if contains else
                     "uniqueItems over strings, objects, arrays or mixed items is exact only with bounds='schema' (the "
                     "every-valid configuration: a rule per byte of an item, for checking documents; token masks "
                     "inside such an array need an engine construct, docs/keywords.md); with the generation bounds "
-                    "only items drawn from a small finite set (enum, const, boolean, null) or numbers",
+                    f"only items drawn from {finite_sets}",
                     a.unique, "uniqueItems")
             return node
         vals = sorted(universe, key=repr)
         bit = {c: 1 << k for k, c in enumerate(vals)}
-        lits = [tr.literal(c) for c in vals]
         allowed = [sum(bit[c] for c in vs) for vs in finite]  # per position, then the rest
-        cap = len(vals) if hi is None else min(hi, len(vals))
-        if lo > cap:
-            return EMPTY
-        prefix = tr.fresh_prefix("uniq")
-        names = {}
-
-        def items(i: int, used: int):
-            # the next items after i items with the values in `used` (i is their count)
-            alts = []
-            if i < cap:
-                can = allowed[min(i, K)] & ~used
-                for k, node in enumerate(lits):
-                    if can >> k & 1:
-                        alts.append(seq(tr.sep if i else EPS, node, state(i + 1, used | 1 << k)))
-            return alts
-
-        def state(i: int, used: int):
-            # built when the automaton first reaches it (up to 2 ** MAX_UNIQUE_VALUES states,
-            # of which a document visits one per item); nullable exactly when enough items
-            # are in (then productive too), else the analysis looks
-            nm = names.get(used)
-            if nm is None:
-                nm = names[used] = f"{prefix}_{used}"
-                tr.pending[nm] = lambda: alt(*([EPS] if i >= lo else []), *items(i, used))
-                tr.state_hints[nm] = (True, True) if i >= lo else (False, None)
-            return Ref(nm)
-
+        # (a string without its opening quote: the family writes it once for all of them)
+        nodes = [seq(tr.lit_text(c[1]), lit('"')) if c[0] == "s" else tr.literal(c) for c in vals]
+        fam = UniqueChoices(tr.fresh_prefix("uniq"), lo, hi, nodes, [c[0] == "s" for c in vals], allowed, tr.sep)
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
-        return alt(empty, *(seq(lit("["), tr.ws, f, tr.ws, lit("]")) for f in items(0, 0)))
+        if not fam.fits(0):  # (no array of max(lo, 1) distinct items)
+            return empty
+        tr.families.append(fam)
+        return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))
 
     def unique_numbers(self, rest, lo, hi):
         """Arrays of distinct numbers (:class:`~dotjson.jsonschema.unique.UniqueNumbers`) when

@@ -58,7 +58,7 @@ MAX_DEPTH = 1000           # sub-schemas nested in one another (phase 1 walks th
 MAX_APPLICATOR_DEPTH = 100 # allOf/anyOf/oneOf/not/if nested in one another (normalised recursively)
 MAX_EMPTINESS_DEPTH = 40   # required properties followed by the eager emptiness check
 MAX_FLOATING = 4           # required names outside `properties`, placed in any order
-MAX_UNIQUE_VALUES = 8       # uniqueItems over a finite item domain
+MAX_UNIQUE_VALUES = 256     # uniqueItems over a finite item domain (a rule family: unique_sets.py)
 MAX_NUMBER_DIGITS = 10000  # a schema number's digits written out in full (the DFA fits far fewer)
 
 #: The generation bounds (``bounds="generation"``: see ``docs/keywords.md``, "Generation

@@ -931,7 +931,8 @@ class ObjectRules:
 
 class _UndeclaredKey:
     """After ``"``: the rest of a key that is not a declared name, its closing quote, ``:`` and
-    the value ``ve``. After the prefix ``P = keys[q][:d]`` (a prefix of some name): a character
+    the value ``ve`` (or, given ``after``, what follows the closing quote: the IR body of
+    :meth:`ObjectRules.undeclared_key`, names ``tag``). After the prefix ``P = keys[q][:d]`` (a prefix of some name): a character
     no name continues ``P`` with, then any content; or one that some name does (recursively);
     or the end, unless ``P`` is itself a name. One rule per trie position, made when reached."""
 

@@ -347,6 +347,52 @@ def test_masks_equal_slow_reference_when_the_store_grows_into_mappings(name, tin
     assert isinstance(owner(index._auto._a["trans"]), mmap.mmap)  # grown through a mapping
 
 
+def test_grown_extends_reserved_arrays_in_place(monkeypatch):
+    """A large store array lives in reserved address space (automaton._reserve) and grows in
+    place: the rows written survive, the array published before views the same memory (a
+    kernel still on it reads valid rows), new rows take the fill, and past the reservation the
+    array is copied into a new one."""
+    import dotjson.automaton as A
+
+    monkeypatch.setattr(A, "_HUGE_ADVISED", 64)
+    arr = A._reserve(8, (4,), np.int32)
+    assert arr.shape == (8, 4) and (arr == 0).all()
+    arr[:] = np.arange(32, dtype=np.int32).reshape(8, 4)
+    cap = A._extend(arr, 1 << 30)
+    assert cap is None  # far past what was reserved
+    grown = A.Automaton._grown(arr, 16, -1)
+    assert grown.shape == (16, 4) and grown.ctypes.data == arr.ctypes.data  # not copied
+    assert (grown[:8] == arr).all() and (grown[8:] == -1).all()
+    grown[0, 0] = 99
+    assert arr[0, 0] == 99  # the old array is a view of the same rows
+    states = A.Automaton._grown(grown, 32, None, used=5)  # rows past `used`: their owner writes
+    assert states.ctypes.data == arr.ctypes.data and (states[:5] == grown[:5]).all()
+    small = np.zeros((3, 4), dtype=np.int32)  # NumPy's allocation: extended by copying
+    assert A._extend(small, 6) is None
+
+
+@pytest.mark.parametrize("ahead", [2, 64])
+def test_masks_equal_slow_reference_when_reserved_arrays_grow(ahead, tiny_bpe_vocab, monkeypatch):
+    """Every growth through reserved address space (the threshold lowered to 1 KiB), some in
+    place and some past the reservation (``_RESERVE_AHEAD`` of 2), and with no reservation
+    possible at all: the masks do not change."""
+    import dotjson.automaton as A
+
+    monkeypatch.setattr(A.Automaton, "INITIAL_TERMS", 16)
+    monkeypatch.setattr(A.Automaton, "INITIAL_STATES", 2)
+    monkeypatch.setattr(A, "_HUGE_ADVISED", 1024)
+    monkeypatch.setattr(A, "_RESERVE_AHEAD", ahead)
+    vocab = tiny_bpe_vocab
+    for name in ("person", "open"):
+        index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
+        _assert_masks_equal_reference(index, vocab, name)
+        trans = index._auto._a["trans"]
+        assert A._extend(trans, trans.shape[0]) is not None  # reserved
+    monkeypatch.setattr(A, "_reserve", lambda rows, row_shape, dtype: None)
+    index = Index(SCHEMAS["open"], vocab, close_objects=False, spellings="any")
+    _assert_masks_equal_reference(index, vocab, "open")
+
+
 def test_special_trie_run_shortcut_equals_full_walk_real_vocab(llama3_vocab, llama3_tokenizer):
     """The special trie walked through its ASCII runs and exits gives, at every state of real
     documents (strings with quotes inside tokens, keys, escapes), the masks of the node-by-node

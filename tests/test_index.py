@@ -371,17 +371,23 @@ def test_grown_extends_reserved_arrays_in_place(monkeypatch):
     assert A._extend(small, 6) is None
 
 
-@pytest.mark.parametrize("ahead", [2, 64])
+@pytest.mark.parametrize("ahead", [2, 64, "limited"])
 def test_masks_equal_slow_reference_when_reserved_arrays_grow(ahead, tiny_bpe_vocab, monkeypatch):
     """Every growth through reserved address space (the threshold lowered to 1 KiB), some in
-    place and some past the reservation (``_RESERVE_AHEAD`` of 2), and with no reservation
-    possible at all: the masks do not change."""
+    place and some past the reservation (``_RESERVE_AHEAD`` of 2), under an address-space limit
+    with no room to reserve ahead, and with no reservation possible at all: the masks do not
+    change."""
     import dotjson.automaton as A
 
     monkeypatch.setattr(A.Automaton, "INITIAL_TERMS", 16)
     monkeypatch.setattr(A.Automaton, "INITIAL_STATES", 2)
     monkeypatch.setattr(A, "_HUGE_ADVISED", 1024)
-    monkeypatch.setattr(A, "_RESERVE_AHEAD", ahead)
+    if ahead == "limited":
+        monkeypatch.setattr(A, "_address_space_room", lambda: 0)
+        arr = A._reserve(4, (8,), np.int32)
+        assert arr.shape == (4, 8) and A._extend(arr, 5) is None  # nothing reserved ahead
+    else:
+        monkeypatch.setattr(A, "_RESERVE_AHEAD", ahead)
     vocab = tiny_bpe_vocab
     for name in ("person", "open"):
         index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")

@@ -136,9 +136,11 @@ _MAP_PRIVATE_ANON = (mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", getattr(m
 #: ``MAP_NORESERVE`` (Linux): address space only, no commit charge until a page is written
 _MAP_NORESERVE = 0x4000 if sys.platform.startswith("linux") else 0
 #: Address space reserved for one growing array (see :func:`_reserve`): at most this many
-#: bytes, and at most :data:`_RESERVE_AHEAD` times the rows asked for.
+#: bytes, and at most :data:`_RESERVE_AHEAD` times the rows asked for (so a store's address
+#: space stays within a small multiple of the memory it uses; under an address-space limit,
+#: ``ulimit -v``, at most a sixteenth of the room left).
 _RESERVE_BYTES = 1 << 30
-_RESERVE_AHEAD = 64
+_RESERVE_AHEAD = 8
 
 
 def _alloc(shape, dtype, fill=None, empty=False) -> np.ndarray:
@@ -187,12 +189,31 @@ def _reserve(rows: int, row_shape: tuple, dtype) -> np.ndarray | None:
     if _MAP_PRIVATE_ANON is None or row_bytes == 0:
         return None
     cap = max(rows, min(rows * _RESERVE_AHEAD, _RESERVE_BYTES // row_bytes))
+    room = _address_space_room()
+    if room is not None:  # reserve ahead only into a small part of what is left
+        cap = max(rows, min(cap, room // 16 // row_bytes))
     try:
         mm = mmap.mmap(-1, cap * row_bytes, flags=_MAP_PRIVATE_ANON | _MAP_NORESERVE)
     except (OSError, ValueError, OverflowError):  # (address space or commit limits)
         return None
     flat = np.frombuffer(mm, dtype=dtype)
     return flat[: rows * (row_bytes // dtype.itemsize)].reshape((rows,) + tuple(row_shape))
+
+
+def _address_space_room() -> int | None:
+    """Bytes of address space this process may still map under its limit (``RLIMIT_AS``,
+    ``ulimit -v``), or ``None`` when it has no limit."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm", "rb") as f:
+            used = int(f.read(64).split()[0]) * mmap.PAGESIZE
+    except (ImportError, OSError, ValueError, AttributeError, IndexError):
+        return None
+    return max(0, soft - used)
 
 
 def _mapped(buf) -> bool:

@@ -551,8 +551,13 @@ class Automaton:
         T = self._pool_alloc(K.N_KT + 2 * n + 3)
         pool = self._a["pool"]
         o_alive, o_tail, full = T + K.N_KT, T + K.N_KT + n, T + K.N_KT + 2 * n
-        pool[o_alive : o_alive + n] = -1
-        pool[o_tail : o_tail + n] = -1
+        if keyset.tail is None:  # every name ends the language: each member complete, tail ε
+            pool[o_alive : o_alive + n] = 1
+            pool[o_tail : o_tail + n] = K.EPS
+            keyset.asked[:] = True
+        else:
+            pool[o_alive : o_alive + n] = -1
+            pool[o_tail : o_tail + n] = -1
         if len(keyset.excluded):
             pool[o_alive + keyset.excluded] = 0
             keyset.asked[keyset.excluded] = True

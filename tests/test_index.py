@@ -324,16 +324,17 @@ def test_masks_equal_slow_reference_when_the_store_grows_mid_walk(name, tiny_bpe
 @pytest.mark.parametrize("name", ["person", "open"])
 def test_masks_equal_slow_reference_when_the_store_grows_into_mappings(name, tiny_bpe_vocab, monkeypatch):
     """Store arrays past NumPy's huge-page threshold are anonymous mappings of their own
-    (automaton._alloc); with the threshold lowered to 1 KiB every growth takes that path, and
+    (automaton.memory._alloc); with the threshold lowered to 1 KiB every growth takes that path, and
     the masks must not change."""
     import dotjson.automaton as A
+    import dotjson.automaton.memory as M
 
     monkeypatch.setattr(A.Automaton, "INITIAL_TERMS", 16)
     monkeypatch.setattr(A.Automaton, "INITIAL_STATES", 2)
-    monkeypatch.setattr(A, "_HUGE_ADVISED", 1024)
-    big = A._alloc((300, 4), np.int32, -1)
+    monkeypatch.setattr(M, "_HUGE_ADVISED", 1024)
+    big = M._alloc((300, 4), np.int32, -1)
     assert big.flags.writeable and big.base is not None and (big == -1).all()
-    assert (A._alloc((600,), np.int64) == 0).all()
+    assert (M._alloc((600,), np.int64) == 0).all()
     vocab = tiny_bpe_vocab
     index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
     _assert_masks_equal_reference(index, vocab, name)
@@ -348,17 +349,18 @@ def test_masks_equal_slow_reference_when_the_store_grows_into_mappings(name, tin
 
 
 def test_grown_extends_reserved_arrays_in_place(monkeypatch):
-    """A large store array lives in reserved address space (automaton._reserve) and grows in
+    """A large store array lives in reserved address space (automaton.memory._reserve) and grows in
     place: the rows written survive, the array published before views the same memory (a
     kernel still on it reads valid rows), new rows take the fill, and past the reservation the
     array is copied into a new one."""
     import dotjson.automaton as A
+    import dotjson.automaton.memory as M
 
-    monkeypatch.setattr(A, "_HUGE_ADVISED", 64)
-    arr = A._reserve(8, (4,), np.int32)
+    monkeypatch.setattr(M, "_HUGE_ADVISED", 64)
+    arr = M._reserve(8, (4,), np.int32)
     assert arr.shape == (8, 4) and (arr == 0).all()
     arr[:] = np.arange(32, dtype=np.int32).reshape(8, 4)
-    cap = A._extend(arr, 1 << 30)
+    cap = M._extend(arr, 1 << 30)
     assert cap is None  # far past what was reserved
     grown = A.Automaton._grown(arr, 16, -1)
     assert grown.shape == (16, 4) and grown.ctypes.data == arr.ctypes.data  # not copied
@@ -368,7 +370,7 @@ def test_grown_extends_reserved_arrays_in_place(monkeypatch):
     states = A.Automaton._grown(grown, 32, None, used=5)  # rows past `used`: their owner writes
     assert states.ctypes.data == arr.ctypes.data and (states[:5] == grown[:5]).all()
     small = np.zeros((3, 4), dtype=np.int32)  # NumPy's allocation: extended by copying
-    assert A._extend(small, 6) is None
+    assert M._extend(small, 6) is None
 
 
 @pytest.mark.parametrize("ahead", [2, 64, "limited"])
@@ -378,23 +380,24 @@ def test_masks_equal_slow_reference_when_reserved_arrays_grow(ahead, tiny_bpe_vo
     with no room to reserve ahead, and with no reservation possible at all: the masks do not
     change."""
     import dotjson.automaton as A
+    import dotjson.automaton.memory as M
 
     monkeypatch.setattr(A.Automaton, "INITIAL_TERMS", 16)
     monkeypatch.setattr(A.Automaton, "INITIAL_STATES", 2)
-    monkeypatch.setattr(A, "_HUGE_ADVISED", 1024)
+    monkeypatch.setattr(M, "_HUGE_ADVISED", 1024)
     if ahead == "limited":
-        monkeypatch.setattr(A, "_address_space_room", lambda: 0)
-        arr = A._reserve(4, (8,), np.int32)
-        assert arr.shape == (4, 8) and A._extend(arr, 5) is None  # nothing reserved ahead
+        monkeypatch.setattr(M, "_address_space_room", lambda: 0)
+        arr = M._reserve(4, (8,), np.int32)
+        assert arr.shape == (4, 8) and M._extend(arr, 5) is None  # nothing reserved ahead
     else:
-        monkeypatch.setattr(A, "_RESERVE_AHEAD", ahead)
+        monkeypatch.setattr(M, "_RESERVE_AHEAD", ahead)
     vocab = tiny_bpe_vocab
     for name in ("person", "open"):
         index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
         _assert_masks_equal_reference(index, vocab, name)
         trans = index._auto._a["trans"]
-        assert A._extend(trans, trans.shape[0]) is not None  # reserved
-    monkeypatch.setattr(A, "_reserve", lambda rows, row_shape, dtype: None)
+        assert M._extend(trans, trans.shape[0]) is not None  # reserved
+    monkeypatch.setattr(M, "_reserve", lambda rows, row_shape, dtype: None)
     index = Index(SCHEMAS["open"], vocab, close_objects=False, spellings="any")
     _assert_masks_equal_reference(index, vocab, "open")
 

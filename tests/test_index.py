@@ -163,6 +163,9 @@ def test_serialization_round_trip_is_warm(tmp_path, tiny_bpe_vocab, tiny_bpe_tok
     loaded = Index.deserialize_from_disk(tmp_path / "idx")
     assert loaded.n_states == n_states and loaded.n_masks == n_masks
     assert loaded.grammar == index.grammar
+    # the directory's vocabulary holds the tries of the index's plain class, loaded not rebuilt
+    # (their class is the one read from the file: equal to the index's, another object)
+    assert list(loaded.vocabulary._tries) == [index._plain] and loaded._tries.plain_class is not index._plain
     _teacher_force(loaded, loaded.vocabulary, tiny_bpe_tokenizer, doc)
     assert loaded.n_states == n_states  # warm: nothing new to expand
     # and it keeps expanding lazily past what was saved

@@ -163,6 +163,9 @@ def test_serialization_round_trip_is_warm(tmp_path, tiny_bpe_vocab, tiny_bpe_tok
     loaded = Index.deserialize_from_disk(tmp_path / "idx")
     assert loaded.n_states == n_states and loaded.n_masks == n_masks
     assert loaded.grammar == index.grammar
+    # the directory's vocabulary holds the tries of the index's plain class, loaded not rebuilt
+    # (their class is the one read from the file: equal to the index's, another object)
+    assert list(loaded.vocabulary._tries) == [index._plain] and loaded._tries.plain_class is not index._plain
     _teacher_force(loaded, loaded.vocabulary, tiny_bpe_tokenizer, doc)
     assert loaded.n_states == n_states  # warm: nothing new to expand
     # and it keeps expanding lazily past what was saved
@@ -297,15 +300,18 @@ def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_voca
     as the slow reference: the walk's bitset path is exercised on a small vocabulary too."""
     from dotjson.trie import big_subtree_bits
 
+    from dotjson.jsonschema.jsonstr import PLAIN_CLASS
+
     vocab = tiny_bpe_vocab
-    saved = vocab._walk_tables()
-    vocab._walk = (*big_subtree_bits(vocab.tries.plain, vocab.tries.n_words, min_tokens=1), *saved[2:])
+    saved = vocab._walk_tables(PLAIN_CLASS)
+    tries = vocab.tries_for(PLAIN_CLASS)
+    vocab._walk[PLAIN_CLASS] = (*big_subtree_bits(tries.plain, tries.n_words, min_tokens=1), *saved[2:])
     try:
-        assert (vocab._walk[0] >= 0).all()
+        assert (vocab._walk[PLAIN_CLASS][0] >= 0).all()
         index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
         _assert_masks_equal_reference(index, vocab, name)
     finally:
-        vocab._walk = saved
+        vocab._walk[PLAIN_CLASS] = saved
 
 
 @pytest.mark.parametrize("name", ["person", "tree", "open"])

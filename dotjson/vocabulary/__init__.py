@@ -68,7 +68,7 @@ class Vocabulary:
     (b'b', 3, (2,))
     """
 
-    __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_n_tokens",
+    __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_data", "_n_tokens",
                  "_walk", "_uid")
 
     def __init__(self, blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
@@ -86,6 +86,7 @@ class Vocabulary:
         #: of facts about this vocabulary (the fingerprint costs ~5 ms to compute)
         self._uid = next(_UIDS)
         self._list = token_list
+        self._data = None  # the packed bytes as one bytes object, made on first use
         self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
         self._walk: dict[PlainClass, tuple] = {}
         # a vocabulary is made just before kernels run: on a cold Numba cache, start the
@@ -404,16 +405,24 @@ class Vocabulary:
             ``token_id`` outside ``[0, max_token_id())``.
         """
         lst = self._list
-        if lst is None:
-            lst = self._token_list()
+        n = len(lst) if lst is not None else self._offsets.shape[0] - 1
         if (isinstance(token_id, (bool, np.bool_)) or not isinstance(token_id, (int, np.integer))
-                or not 0 <= token_id < len(lst)):
-            raise VocabularyError(f"Invalid token id {token_id!r}: expected an integer, 0 <= id < {len(lst)}")
-        return lst[token_id]
+                or not 0 <= token_id < n):
+            raise VocabularyError(f"Invalid token id {token_id!r}: expected an integer, 0 <= id < {n}")
+        if lst is not None:
+            return lst[token_id]
+        # (a slice of the packed bytes: a list of every token's bytes costs 12 ms to build on
+        # Llama 3, in the first next_state of the process, and a 128k-item list for the
+        # collector to walk while it is young)
+        data = self._data
+        if data is None:
+            data = self._data = self._blob.tobytes()
+        o = self._offsets
+        return data[o[token_id] : o[token_id + 1]]
 
     def _token_list(self) -> list[bytes]:
         if self._list is None:
-            data = self._blob.tobytes()
+            data = self._data if self._data is not None else self._blob.tobytes()
             o = self._offsets.tolist()
             self._list = [data[o[i] : o[i + 1]] for i in range(len(o) - 1)]
         return self._list

@@ -7,22 +7,13 @@ from __future__ import annotations
 import json
 import random
 
-import numpy as np
 import pytest
 
 from dotjson import Index
 from dotjson.jsonschema.compiler import NATIVE_ENUM
+from test_width import _assert_same_on_prefixes, _random_walks_agree, _trie_rules_index
 
 ALPHABET = list("abcIAB0123456789-_ ") + ['"', "\\", "/", "\n", "\t", "é", "日", "\U0001f600", "\x7f", "\u2028"]
-
-
-def _ir_index(schema, vocab, monkeypatch, **kw):
-    """An Index whose automaton compiles every rule from its IR body (no key sets)."""
-    from dotjson import ir
-
-    with monkeypatch.context() as m:
-        m.setattr(ir.LazyRules, "native", lambda self, name: None)
-        return Index(schema, vocab, **kw)
 
 
 def _values(rng, n, exotic):
@@ -31,25 +22,6 @@ def _values(rng, n, exotic):
         pool = ALPHABET if exotic and rng.random() < 0.3 else ALPHABET[:19]
         out.add("".join(rng.choice(pool) for _ in range(rng.randint(0, 7))))
     return sorted(out)
-
-
-def _states(index, doc: bytes):
-    a = index._auto
-    out = []
-    for i in range(len(doc) + 1):
-        s = a.walk_bytes(index.initial_state, doc[:i])
-        if s < 0:
-            break
-        out.append((i, s))
-    return out
-
-
-def _same(native, ref, doc: bytes) -> None:
-    ours, theirs = _states(native, doc), _states(ref, doc)
-    assert [i for i, _ in ours] == [i for i, _ in theirs], doc
-    for (i, s), (_, t) in zip(ours, theirs):
-        assert (native.mask(s) == ref.mask(t)).all(), doc[:i]
-    assert native.accepts(doc) == ref.accepts(doc), doc
 
 
 def test_a_large_string_enum_is_one_key_set_and_a_small_one_literals(llama3_vocab):
@@ -87,7 +59,7 @@ def test_string_enums_mask_like_literals(llama3_vocab, monkeypatch, tmp_path, se
         ])
         kw = rng.choice([{}, {"close_objects": False}, {"close_objects": False, "spellings": "any"}])
         native = Index(schema, llama3_vocab, **kw)
-        ref = _ir_index(schema, llama3_vocab, monkeypatch, **kw)
+        ref = _trie_rules_index(schema, llama3_vocab, monkeypatch, **kw)
         picks = rng.sample(vals, 6)
         if "properties" in schema:
             docs = [json.dumps({"e": v, "n": 3}) for v in picks] + [json.dumps({"e": v + "x"}) for v in picks[:2]]
@@ -97,24 +69,9 @@ def test_string_enums_mask_like_literals(llama3_vocab, monkeypatch, tmp_path, se
             docs = [json.dumps(v) for v in picks] + ['"zz"', '"' + picks[0][:1]]
         docs += [json.dumps(v, ensure_ascii=True) for v in picks if not v.isascii()][:2]
         for doc in docs:
-            _same(native, ref, doc.encode())
+            _assert_same_on_prefixes(native, ref, doc.encode(), schema)
         assert native._auto._ktab, "the enum was not a key set"
-        for walk in range(4):
-            s1, s2 = native.initial_state, ref.initial_state
-            for _ in range(25):
-                m1 = native.mask(s1)
-                assert (m1 == ref.mask(s2)).all(), (trial, walk, kw)
-                allowed = [t for t in np.flatnonzero(np.unpackbits(m1.view(np.uint8), bitorder="little"))
-                           if t < 128256]
-                if not allowed:
-                    break
-                t = int(rng.choice(allowed))
-                if t in llama3_vocab.eos_token_ids:
-                    break
-                s1, s2 = native.next_state(s1, t), ref.next_state(s2, t)
-            if walk == 1:
-                native.serialize_to_disk(tmp_path / f"{seed}-{trial}")
-                native = Index.deserialize_from_disk(tmp_path / f"{seed}-{trial}", llama3_vocab)
+        _random_walks_agree(native, ref, llama3_vocab, rng, tmp_path / f"{seed}-{trial}", 25, (trial, kw))
 
 
 def test_string_enum_every_spelling_and_only_its_values(llama3_vocab):

@@ -261,6 +261,32 @@ def _trie_rules_index(schema, vocab, monkeypatch, **kw):
         return Index(schema, vocab, **kw)
 
 
+def _random_walks_agree(native, ref, vocab, rng, save_to, steps, what, plain_first=0.0):
+    """Four random walks of up to ``steps`` tokens through ``native``, its masks equal to
+    ``ref``'s at every step (tokens not starting with whitespace chosen with probability
+    ``plain_first``); ``native`` saved to ``save_to`` and loaded again after the second walk."""
+    from dotjson import Index
+
+    for walk in range(4):
+        s1, s2 = native.initial_state, ref.initial_state
+        for _ in range(steps):
+            m1 = native.mask(s1)
+            assert (m1 == ref.mask(s2)).all(), (what, walk)
+            allowed = [t for t in np.flatnonzero(np.unpackbits(m1.view(np.uint8), bitorder="little"))
+                       if t < vocab.max_token_id()]
+            if not allowed:
+                break
+            plain = [t for t in allowed if vocab.token_bytes(t)[:1] not in (b" ", b"\t", b"\n", b"\r")] \
+                if plain_first else []
+            t = int(rng.choice(plain if plain and rng.random() < plain_first else allowed))
+            if t in vocab.eos_token_ids:
+                break
+            s1, s2 = native.next_state(s1, t), ref.next_state(s2, t)
+        if walk == 1:
+            native.serialize_to_disk(save_to)
+            native = Index.deserialize_from_disk(save_to, vocab)
+
+
 def _prefix_states(index, doc: bytes):
     a = index._auto
     out = []
@@ -541,20 +567,4 @@ def test_key_sets_random_walks_like_trie_rules(llama3_vocab, monkeypatch, tmp_pa
         kw = {"close_objects": rng.random() < 0.85, "property_order": rng.choice(["any", "schema"])}
         native = Index(schema, llama3_vocab, **kw)
         ref = _trie_rules_index(schema, llama3_vocab, monkeypatch, **kw)
-        for walk in range(4):
-            s1, s2 = native.initial_state, ref.initial_state
-            for _ in range(60):
-                m1 = native.mask(s1)
-                assert (m1 == ref.mask(s2)).all(), (trial, walk, kw)
-                allowed = [t for t in np.flatnonzero(np.unpackbits(m1.view(np.uint8), bitorder="little"))
-                           if t < 128256]
-                if not allowed:
-                    break
-                plain = [t for t in allowed if llama3_vocab.token_bytes(t)[:1] not in (b" ", b"\t", b"\n", b"\r")]
-                t = int(rng.choice(plain if plain and rng.random() < 0.97 else allowed))
-                if t in llama3_vocab.eos_token_ids:
-                    break
-                s1, s2 = native.next_state(s1, t), ref.next_state(s2, t)
-            if walk == 1:
-                native.serialize_to_disk(tmp_path / f"{trial}")
-                native = Index.deserialize_from_disk(tmp_path / f"{trial}", llama3_vocab)
+        _random_walks_agree(native, ref, llama3_vocab, rng, tmp_path / f"{trial}", 60, (trial, kw), 0.97)

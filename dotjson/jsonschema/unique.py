@@ -207,12 +207,14 @@ MAX_SUFFIX_STATES = 2_000
 #: item, with no limit (a byte at a time: ``index.check``, ``accepts``, ``next_state``); a mask's
 #: walk makes one per token prefix an item may hold, at ~2-4 ms each (a body of up to ~100
 #: alternatives, each successor asked whether it can still differ): from inside a free string or
-#: key that is nearly every token (~40,000 rules, minutes, on Llama 3), inside a restricted one (a
-#: pattern such as ``^\d+(\.\d+)?x$``, JsonSchemaStore---drupal-breakpoints) ~110, before the
-#: array a few (``[{"``). Past this many in one mask it is refused (``LimitExceededError``, after
-#: ~0.6 s from inside JsonSchemaStore---tson's first item, where it took 4-5 s before); the rules
-#: it made stay (exact, reused), nothing else is kept of it, and the index stays usable
-MAX_MASK_ITEM_TEXTS = 256
+#: key that is nearly every token (~40,000 rules, minutes, on Llama 3); inside a narrow one (a
+#: pattern such as ``^\d+(\.\d+)?x$``, JsonSchemaStore---drupal-breakpoints) ~110; at the start
+#: of an item of any value (``{"uniqueItems": true}`` after ``[``, every token that starts a
+#: string or a number) ~460; before the array a few (``[{"``). Past this many in one mask it is
+#: refused (``LimitExceededError``: 1.2-1.4 s from inside the first item of JsonSchemaStore---tson
+#: or asmdef, where 256 texts of one length took 3.2-4.0 s before); the rules it made stay (exact,
+#: reused), nothing else is kept of it, and the index stays usable
+MAX_MASK_ITEM_TEXTS = 512
 #: the order the depth-first search for completions (:meth:`UniqueValues._dive`) tries bytes in:
 #: what closes a string, an object or an array first, then what ends a member or starts a short
 #: value, then printable ASCII, a space, and last a backslash (an escape spells a character

@@ -39,7 +39,6 @@ import itertools
 import threading
 import weakref
 from collections.abc import Mapping
-from contextlib import contextmanager
 
 from dotjson import ir
 from dotjson._weak import weak_method
@@ -47,6 +46,7 @@ from dotjson.ir.analysis import Unsettled
 
 __all__ = ["family_of", "rules_with_families", "expand_families", "register_family", "family_kinds",
            "family_to_json", "family_from_json", "token_walk", "token_walk_id"]
+
 
 class _WalkScope(threading.local):
     depth = 0
@@ -57,19 +57,29 @@ _SCOPE = _WalkScope()
 _WALKS = itertools.count(1)
 
 
-@contextmanager
-def token_walk():
-    """The scope of one token mask's computation in this thread (nested scopes are one walk)."""
-    sc = _SCOPE
-    if sc.depth == 0:
-        sc.walk = next(_WALKS)
-    sc.depth += 1
-    try:
-        yield
-    finally:
+class _TokenWalk:
+    __slots__ = ()
+
+    def __enter__(self):
+        sc = _SCOPE
+        if sc.depth == 0:
+            sc.walk = next(_WALKS)
+        sc.depth += 1
+
+    def __exit__(self, *exc):
+        sc = _SCOPE
         sc.depth -= 1
         if sc.depth == 0:
             sc.walk = 0
+
+
+_TOKEN_WALK = _TokenWalk()
+
+
+def token_walk() -> _TokenWalk:
+    """The scope of one token mask's computation in this thread, a context manager (nested
+    scopes are one walk; entering and leaving it costs ~0.4 µs)."""
+    return _TOKEN_WALK
 
 
 def token_walk_id() -> int:

@@ -22,7 +22,7 @@ from .jsonschema import EMPTY_LANGUAGE, schema_to_grammar
 from .masks import FINISHED, Masker, eos_of
 from .vocabulary import Vocabulary
 from .jsonschema.values import default_bounds
-from .jsonschema.jsonstr import default_spellings
+from .jsonschema.jsonstr import PLAIN_CLASS, default_spellings
 from .errors import (
     DotjsonIndexError,
     DotjsonTypeError,
@@ -446,7 +446,10 @@ class Index:
                     + (" (state ids are 31-bit)" if name == "max_states" else " (a 64-bit counter)"))
         self._ir = grammar
         self._vocab = vocabulary
-        self._tries = vocabulary.tries
+        # the plain class is JSON's (a string body's own characters), handed down to the
+        # vocabulary's tries and the mask walk: the token side knows no JSON
+        self._plain = PLAIN_CLASS
+        self._tries = vocabulary.tries_for(self._plain)
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
         _, self._eos_set = eos_of(vocabulary.eos_token_ids)  # (the EOS bits: the masker's)
@@ -455,7 +458,7 @@ class Index:
             grammar, max_states=max_states, fuel=fuel, max_store_bytes=max_store_bytes
         )
         self._lock = self._auto.lock
-        self._masker = Masker(self._auto, vocabulary, self._max_cache_bytes, self._options)
+        self._masker = Masker(self._auto, vocabulary, self._max_cache_bytes, self._options, self._plain)
         self._next: dict[int, int] = {}
         # counter-carrying ids: a counter twice a token's length from its bounds cannot reach
         # them within one token, nor within the next (its mask is the clamped key's either way)

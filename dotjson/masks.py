@@ -18,13 +18,12 @@ import threading
 import numpy as np
 
 from ._kernels import walk as _walk
-from .automaton import plain_seq_arrays, utf8_sequences
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
 from .automaton import kernels as _K
 from .automaton import heads as _heads
 from .errors import LimitExceededError
 from .ir.families import token_walk as _token_walk
-from .trie import NON_PLAIN_WORDS, PLAIN_RANGES
+from .trie import PlainClass
 
 #: State of a row after EOS was sampled.
 FINISHED = -3
@@ -35,9 +34,6 @@ _WIDE_NODE = 2
 #: Rows of the mask memo per block (see Masker.__init__).
 _BLOCK_SHIFT = 5
 _BLOCK = 1 << _BLOCK_SHIFT
-
-_PLAIN_SEQS = plain_seq_arrays([sq for lo, hi in PLAIN_RANGES for sq in utf8_sequences(lo, hi)])
-
 
 _SCRATCH = threading.local()
 
@@ -67,19 +63,23 @@ class Masker:
         The memo's budget (the ``Index`` option).
     options : dict
         The index's options (``specials``: a grammar holding special tokens' markers).
+    plain : dotjson.trie.PlainClass
+        The plain class (the index's: the JSON layer's): the vocabulary's tries split by it, and
+        the walk's plain invariance, plain runs and heads' delimiters tested against it.
     """
 
-    def __init__(self, automaton, vocabulary, max_cache_bytes: int, options: dict) -> None:
+    def __init__(self, automaton, vocabulary, max_cache_bytes: int, options: dict, plain: PlainClass) -> None:
         self._auto = automaton
         self._lock = automaton.lock
         self._vocab = vocabulary
         self._options = options
-        self._tries = vocabulary.tries
+        self._plain = plain
+        self._tries = vocabulary.tries_for(plain)
         self._trie_arrays = tuple(
             (t.child_ptr, t.child_byte, t.child_node, t.tok_ptr, t.tok_ids, t.subtree_end)
             for t in (self._tries.special, self._tries.plain)
         )
-        self._walk_tables = vocabulary._walk_tables()
+        self._walk_tables = vocabulary._walk_tables(plain)
         #: False: no plain-run shortcuts (the plain trie walked node by node, no shared special
         #: part), for the tests
         self._plain_runs = True
@@ -319,11 +319,11 @@ class Masker:
             rest = int(ti[t, 2]) if r != t else _K.EPS
             first = int(ti[rest, 1]) if ti[rest, 0] == _K.K_SEQ else rest
             if int(ti[r, 1]) < image.n_terms and first < image.n_terms:
-                fact = ("reach", self._vocab._uid, int(ti[r, 1]), first)
+                fact = ("reach", self._vocab._uid, self._plain, int(ti[r, 1]), first)
         known = image.facts.get(fact, -1) if fact is not None else -1
         out = self._reach_out
         out[:] = -1
-        shared = a._run(_walk.run_share, key_state, self._trie_arrays[0], known, out, *_PLAIN_SEQS)
+        shared = a._run(_walk.run_share, key_state, self._trie_arrays[0], known, out, *self._plain.seqs)
         if fact is not None and known < 0 and out[0] >= 0:
             image.facts[fact] = int(out[0])
         if shared < 0 or shared == key_state:
@@ -346,7 +346,7 @@ class Masker:
             return None
         a = self._auto
         pairs = self._head_pairs
-        n = a._run(_walk.head_pairs, state, NON_PLAIN_WORDS, pairs)
+        n = a._run(_walk.head_pairs, state, self._plain.non_plain_words, pairs)
         if n < 0:
             return None
         heads = [(int(pairs[2 * i]), int(pairs[2 * i + 1])) for i in range(n)]
@@ -380,7 +380,7 @@ class Masker:
                 bits, exits = self._head_entry(a.term_of(shared))
                 return self._run_bits(bits, k), exits
         gid = self._head_gid_of(head)
-        key = (self._vocab._uid, self._gid_gen, gid) if gid >= 0 else None
+        key = (self._vocab._uid, self._plain, self._gid_gen, gid) if gid >= 0 else None
         cache = _heads.head_cache()
         entry = cache.get(key) if key is not None else None
         if entry is None:  # (a state for the head only where its walk is needed)
@@ -405,7 +405,7 @@ class Masker:
         ret[:] = 0
         ret[_walk.R_PHASE] = _walk.PH_START
         big, big_bits, runs = self._walk_tables[:3]
-        pseq, plen = _PLAIN_SEQS
+        pseq, plen = self._plain.seqs
         while _walk.walk_from(
             a.store, self._trie_arrays[0], big, big_bits, runs, self._special_mode, pseq, plen,
             _WIDE_NODE, exits, exits.shape[0], sc, out, sc_.st_node, sc_.st_state, sc_.st_edge,
@@ -459,7 +459,7 @@ class Masker:
         sc = self._scratch()
         sc.ret[:] = 0
         sc.ret[_walk.R_PHASE] = _walk.PH_START
-        pseq, plen = _PLAIN_SEQS
+        pseq, plen = self._plain.seqs
         big, big_bits, runs, len_row, len_bits, nchars, tchars = self._walk_tables
         if not self._plain_runs:
             len_row, nchars = len_row[:0], nchars[:0]

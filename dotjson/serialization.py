@@ -172,7 +172,7 @@ def _save_index(index, path: Path) -> None:
     }
     _atomic_write(path / "arrays.npz", blob)
     _atomic_write(path / "index.json", json.dumps(meta, separators=(",", ":")).encode("utf-8"))
-    index._vocab.serialize_to_disk(path / "vocabulary.bin")
+    index._vocab.serialize_to_disk(path / "vocabulary.bin", index._plain)  # (the tries the index uses)
     write_manifest(path, INDEX_FILES)
 
 

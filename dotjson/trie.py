@@ -1,11 +1,12 @@
 """The vocabulary's byte tries, in flat arrays the Numba kernels walk.
 
-Two tries are built per vocabulary: ``plain`` holds the tokens whose bytes are plain JSON string
-content (complete UTF-8 characters, none of them ``"``, ``\\`` or a control character below
-U+0020); ``special`` holds every other emittable token. Inside a JSON string body a state is
-usually unchanged by any plain character, so a walk of the plain trie can stop at the first node
-whose state is plain-invariant and take that node's whole subtree at once; only the ~4% special
-tokens need a real walk there.
+Two tries are built per vocabulary and :class:`PlainClass`: ``plain`` holds the tokens whose bytes
+are characters of the class (complete UTF-8 characters; for JSON's class, none of them ``"``,
+``\\`` or a control character below U+0020); ``special`` holds every other emittable token. Inside
+a JSON string body a state is usually unchanged by any plain character, so a walk of the plain
+trie can stop at the first node whose state is plain-invariant and take that node's whole subtree
+at once; only the ~4% special tokens need a real walk there. The class is data handed down by the
+JSON layer (:data:`dotjson.jsonschema.jsonstr.PLAIN_CLASS`); this module writes none of it.
 
 Layout of one :class:`TokenTrie` (nodes numbered in pre-order, root 0, children sorted by byte):
 
@@ -30,25 +31,93 @@ import numpy as np
 
 from ._kernels.jit import kernel
 from ._kernels.group import group_by
-from .errors import VocabularyError
-
-#: The *plain* characters (code point ranges): those a JSON string body takes as themselves,
-#: so that a state inside a string is unchanged by them. Defined here once: the tries split
-#: tokens by it, the mask walk's plain invariance and plain runs test states against it
-#: (``dotjson.index``). Every character from U+0080 on but the surrogates is plain (the UTF-8
-#: check of :func:`_plain_mask` relies on it; checked below); the ASCII ones are a table.
-PLAIN_RANGES = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))
-#: ``PLAIN_ASCII[b]``: ASCII byte ``b`` is a plain character.
-PLAIN_ASCII = np.array([any(lo <= b <= hi for lo, hi in PLAIN_RANGES) for b in range(0x80)],
-                       dtype=np.bool_)
-assert [(max(lo, 0x80), hi) for lo, hi in PLAIN_RANGES if hi >= 0x80] == [(0x80, 0xD7FF), (0xE000, 0x10FFFF)]
-_NON_PLAIN_ASCII = frozenset(int(b) for b in np.flatnonzero(~PLAIN_ASCII))
+from .automaton import plain_seq_arrays, utf8_sequences
+from .errors import DotjsonValueError, VocabularyError
 
 
-def _plain_bytes() -> np.ndarray:
-    """``[b]``: byte ``b`` occurs in the UTF-8 spelling of some plain character."""
+class PlainClass:
+    """A *plain* character class, as data: the characters a state of the kind the walk's
+    shortcuts look for is unchanged by (inside a JSON string body: every character but the quote,
+    the backslash and the controls; the JSON layer's :data:`dotjson.jsonschema.jsonstr.PLAIN_CLASS`
+    is that one, and the class every index uses). The token side writes none of it: the tries split
+    tokens by a class given to them, the mask walk tests states against the same one.
+
+    Built from code-point ranges (sorted, disjoint, no surrogate), into the tables each use reads:
+
+    Attributes
+    ----------
+    ranges : tuple of (int, int)
+        The inclusive code-point ranges, as given.
+    ascii : numpy.ndarray
+        ``bool[128]``: ASCII byte ``b`` is a plain character.
+    high : numpy.ndarray
+        ``int64[k, 2]``: the ranges from U+0080 on (clipped there).
+    all_high : bool
+        Every scalar value from U+0080 on is plain (the trie split's fast path).
+    run_bytes : numpy.ndarray
+        ``bool[256]``: the plain printable ASCII bytes (``0x20..0x7E``), the bytes of the special
+        trie's ASCII runs (:func:`ascii_runs`).
+    non_plain_words : numpy.ndarray
+        ``uint64[4]``: the bytes no plain token holds (for JSON: the quote, the backslash, the
+        controls, bytes no UTF-8 text has), a 256-bit set: a byte in it is a *delimiter* no
+        plain token can pass (:mod:`dotjson.automaton.heads`).
+    seqs : tuple of numpy.ndarray
+        ``(pseq, plen)``: the UTF-8 byte-range sequences of the class
+        (:func:`dotjson.automaton.plain_seq_arrays`), as the automaton's plain-invariance and
+        plain-run kernels take them.
+
+    Two classes of the same ranges are equal (and hash alike): caches are keyed by the class.
+    """
+
+    __slots__ = ("ranges", "ascii", "high", "all_high", "run_bytes", "non_plain_words", "seqs", "_hash")
+
+    def __init__(self, ranges) -> None:
+        try:
+            rs = tuple((lo, hi) for lo, hi in ranges)
+        except (TypeError, ValueError):
+            rs = None
+        if rs is None or not all(type(x) is int for r in rs for x in r):
+            raise DotjsonValueError(f"Invalid plain class: expected (lo, hi) code-point pairs, got {ranges!r}")
+        prev = -1
+        for lo, hi in rs:
+            if not (prev < lo <= hi <= 0x10FFFF) or (lo <= 0xDFFF and hi >= 0xD800):
+                raise DotjsonValueError(
+                    f"Invalid plain class range ({lo:#x}, {hi:#x}): expected sorted, disjoint ranges of "
+                    f"code points 0..0x10FFFF without the surrogates 0xD800..0xDFFF")
+            prev = hi
+        self.ranges = rs
+        self.ascii = np.array([any(lo <= b <= hi for lo, hi in rs) for b in range(0x80)], dtype=np.bool_)
+        self.high = np.array([(max(lo, 0x80), hi) for lo, hi in rs if hi >= 0x80], dtype=np.int64).reshape(-1, 2)
+        self.all_high = self.high.tolist() == [[0x80, 0xD7FF], [0xE000, 0x10FFFF]]
+        self.run_bytes = np.array([b <= 0x7E and bool(self.ascii[b]) for b in range(256)], dtype=np.bool_)
+        self.non_plain_words = np.packbits(~_plain_bytes(rs), bitorder="little").view("<u8").astype(np.uint64)
+        self.seqs = plain_seq_arrays([sq for lo, hi in rs for sq in utf8_sequences(lo, hi)])
+        self._hash = hash(rs)
+
+    def __eq__(self, other) -> bool:
+        return self is other or (isinstance(other, PlainClass) and self.ranges == other.ranges)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"PlainClass({', '.join(f'({lo:#x}, {hi:#x})' for lo, hi in self.ranges)})"
+
+    def holds(self, b: bytes) -> bool:
+        """True when ``b`` is non-empty text of plain characters only (strict UTF-8)."""
+        if not b:
+            return False
+        try:
+            text = b.decode("utf-8", errors="strict")
+        except UnicodeDecodeError:
+            return False
+        return all(any(lo <= ord(ch) <= hi for lo, hi in self.ranges) for ch in text)
+
+
+def _plain_bytes(ranges) -> np.ndarray:
+    """``[b]``: byte ``b`` may occur in the UTF-8 spelling of a character of ``ranges``."""
     out = np.zeros(256, dtype=np.bool_)
-    for lo, hi in PLAIN_RANGES:
+    for lo, hi in ranges:
         out[lo: min(hi, 0x7F) + 1] = True
         # beyond ASCII, per encoded length: the lead bytes of the range's ends and all between
         # them (a length's lead byte grows with the code point), and the continuation bytes
@@ -59,12 +128,6 @@ def _plain_bytes() -> np.ndarray:
                 out[enc[0]: enc[1] + 1] = True
                 out[0x80:0xC0] = True
     return out
-
-
-#: The bytes no plain token holds (``"``, ``\\``, controls, bytes no UTF-8 text has) as four
-#: 64-bit words: a byte set inside it is a *delimiter* no plain token can pass
-#: (:mod:`dotjson.automaton.heads`).
-NON_PLAIN_WORDS = np.packbits(~_plain_bytes(), bitorder="little").view("<u8").astype(np.uint64)
 
 
 @dataclass(frozen=True)
@@ -104,6 +167,8 @@ class VocabTries:
         ``(max_token_id + 31) // 32``: words per packed token bitset.
     max_len : int
         Longest token, in bytes.
+    plain_class : PlainClass
+        The class the tokens were split by.
     """
 
     plain: TokenTrie
@@ -111,6 +176,7 @@ class VocabTries:
     plain_bits: np.ndarray
     n_words: int
     max_len: int
+    plain_class: PlainClass
 
 
 BIG_SUBTREE = 1024
@@ -255,15 +321,13 @@ def _ascii_runs_kernel(child_ptr, child_byte, child_node, tok_ptr, tok_ids, is_r
     return 0
 
 
-_ASCII_RUN = np.array([b <= 0x7E and PLAIN_ASCII[b] for b in range(256)], dtype=np.bool_)
-
-
-def ascii_runs(trie: TokenTrie) -> tuple[np.ndarray, ...]:
+def ascii_runs(trie: TokenTrie, plain: PlainClass) -> tuple[np.ndarray, ...]:
     """For every node ``c``, the tokens and exits of the ASCII plain runs below it.
 
-    In a state unchanged by every plain character, the bytes ``0x20..0x7E`` other than ``"`` and
-    ``\\`` leave the state as it is, so below a node ``c`` reached in such a state every token
-    whose remaining bytes are all such bytes is allowed (``run_toks[run_ptr[c]:run_ptr[c+1]]``),
+    In a state unchanged by every character of ``plain``, its printable ASCII bytes
+    (``plain.run_bytes``: ``0x20..0x7E`` other than ``"`` and ``\\`` for JSON) leave the state as
+    it is, so below a node ``c`` reached in such a state every token whose remaining bytes are all
+    such bytes is allowed (``run_toks[run_ptr[c]:run_ptr[c+1]]``),
     and the walk need only continue at the *exits*: the nodes entered by another byte after a
     run (``exit_nodes[exit_ptr[c]:exit_ptr[c+1]]``), from the same state. In the special trie
     (tokens holding a quote, a backslash, a control or a partial character) most nodes lie on
@@ -279,25 +343,12 @@ def ascii_runs(trie: TokenTrie) -> tuple[np.ndarray, ...]:
     in_byte[trie.child_node] = trie.child_byte
     run_ptr = np.zeros(n + 1, dtype=np.int64)
     exit_ptr = np.zeros(n + 1, dtype=np.int64)
-    args = (trie.child_ptr, trie.child_byte, trie.child_node, trie.tok_ptr, trie.tok_ids, _ASCII_RUN)
+    args = (trie.child_ptr, trie.child_byte, trie.child_node, trie.tok_ptr, trie.tok_ids, plain.run_bytes)
     _ascii_runs_kernel(*args, False, run_ptr, np.zeros(0, np.int32), exit_ptr, np.zeros(0, np.int32))
     run_toks = np.empty(int(run_ptr[n]), dtype=np.int32)
     exit_nodes = np.empty(int(exit_ptr[n]), dtype=np.int32)
     _ascii_runs_kernel(*args, True, run_ptr, run_toks, exit_ptr, exit_nodes)
     return in_byte, run_ptr, run_toks, exit_ptr, exit_nodes
-
-
-def is_plain(b: bytes) -> bool:
-    """True when ``b`` is non-empty plain JSON string content (see module docstring)."""
-    if not b:
-        return False
-    if any(x in _NON_PLAIN_ASCII for x in b):
-        return False
-    try:
-        b.decode("utf-8", errors="strict")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,9 +578,10 @@ def check_trie(child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end,
 
 
 @kernel
-def _plain_mask(blob, starts, lens, plain_ascii):
-    """``is_plain`` for every item: its ASCII bytes plain (``plain_ascii``: no control byte,
-    ``"`` or ``\\``), the rest strict UTF-8."""
+def _plain_mask(blob, starts, lens, plain_ascii, high, all_high):
+    """:meth:`PlainClass.holds` for every item: strict UTF-8 whose ASCII characters are plain
+    (``plain_ascii``) and whose others lie in ``high`` (``int64[k, 2]`` code-point ranges; not
+    looked at when ``all_high``: every one is plain)."""
     n = starts.shape[0]
     out = np.zeros(n, dtype=np.bool_)
     for k in range(n):
@@ -577,13 +629,24 @@ def _plain_mask(blob, starts, lens, plain_ascii):
             if b1 < lo or b1 > hi:
                 ok = False
                 break
-            for j in range(2, need + 1):
+            cp = np.int64(c & (0x3F >> need))
+            for j in range(1, need + 1):
                 bj = blob[i + j]
                 if bj < 0x80 or bj > 0xBF:
                     ok = False
                     break
+                cp = (cp << 6) | np.int64(bj & 0x3F)
             if not ok:
                 break
+            if not all_high:
+                inside = False
+                for r in range(high.shape[0]):
+                    if high[r, 0] <= cp <= high[r, 1]:
+                        inside = True
+                        break
+                if not inside:
+                    ok = False
+                    break
             i += need + 1
         out[k] = ok
     return out
@@ -637,7 +700,7 @@ def build_trie(items: list[tuple[bytes, int]]) -> TokenTrie:
     return _trie_from_packed(blob, starts, lens, ids)
 
 
-def build_vocab_tries(token_bytes: list[tuple[bytes, int]], max_token_id: int) -> VocabTries:
+def build_vocab_tries(token_bytes: list[tuple[bytes, int]], max_token_id: int, plain: PlainClass) -> VocabTries:
     """Split emittable tokens into plain and special and build both tries.
 
     Parameters
@@ -646,6 +709,8 @@ def build_vocab_tries(token_bytes: list[tuple[bytes, int]], max_token_id: int) -
         Every emittable (non-special, non-EOS) token's exact output bytes and its id.
     max_token_id : int
         One past the largest id (the logits width).
+    plain : PlainClass
+        The class whose tokens go to the plain trie (:meth:`PlainClass.holds`).
 
     Returns
     -------
@@ -657,14 +722,21 @@ def build_vocab_tries(token_bytes: list[tuple[bytes, int]], max_token_id: int) -
         raise VocabularyError(f"Invalid token id: expected 0 <= id < {max_token_id}, got "
                          f"{int(ids.min()) if ids.min() < 0 else int(ids.max())}")
     blob, starts, lens = _pack(keys)
-    return _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id)
+    return _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id, plain)
 
 
-def _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id: int) -> VocabTries:
+def plain_split(blob, starts, lens, plain: PlainClass) -> np.ndarray:
+    """``bool[n]``: item ``k`` (``blob[starts[k]:starts[k] + lens[k]]``) is a plain token."""
+    if not starts.shape[0]:
+        return np.zeros(0, dtype=np.bool_)
+    return _plain_mask(blob, starts, lens, plain.ascii, plain.high, plain.all_high)
+
+
+def _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id: int, plain_class: PlainClass) -> VocabTries:
     keep = lens > 0
     if not keep.all():
         starts, lens, ids = starts[keep], lens[keep], ids[keep]
-    plain = _plain_mask(blob, starts, lens, PLAIN_ASCII) if starts.shape[0] else np.zeros(0, dtype=np.bool_)
+    plain = plain_split(blob, starts, lens, plain_class)
     n_words = (max_token_id + 31) // 32
     plain_bits = np.zeros(n_words, dtype=np.uint32)
     pids = ids[plain].astype(np.int64)
@@ -677,4 +749,5 @@ def _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id: int) -> Voca
         plain_bits=plain_bits,
         n_words=n_words,
         max_len=int(lens.max()) if lens.size else 0,
+        plain_class=plain_class,
     )

@@ -6,10 +6,11 @@ their cache), times the median of ``--repeat`` runs of:
 
 - ``tokenizer load``: ``AutoTokenizer.from_pretrained(dir)`` (transformers' own cost, for scale),
 - ``token bytes``: ``Vocabulary.from_tokenizer(tok)`` (bytes of every id, EOS ids),
-- ``tries``: the first access to ``vocabulary.tries`` (plain/special tries, plain bitset),
+- ``tries``: the first ``vocabulary.tries_for(PLAIN_CLASS)`` (plain/special tries split by the JSON
+  layer's plain class, plain bitset),
 - ``prepare``: the sum of the two above -- tokenizer in hand to tries ready (target: well under 1 s),
   and ``prepare cpu``, its process CPU time (steadier than wall time on a shared machine),
-- ``from_pretrained``: ``Vocabulary.from_pretrained(dir)`` plus ``.tries``, end to end (it reads
+- ``from_pretrained``: ``Vocabulary.from_pretrained(dir)`` plus its tries, end to end (it reads
   ``tokenizer.json`` with ``tokenizers`` directly, skipping transformers' slower load),
 - ``serialize`` / ``deserialize``: ``serialize_to_disk`` and ``deserialize_from_disk`` (tries
   included, so a reload is ready to use), with the file size.
@@ -28,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from dotjson.jsonschema.jsonstr import PLAIN_CLASS  # noqa: E402
 from dotjson.tools import testing  # noqa: E402
 from dotjson.vocabulary import Vocabulary  # noqa: E402
 
@@ -48,7 +50,7 @@ def bench_one(path, repeat: int) -> dict[str, float]:
     t = {k: [] for k in ("tokenizer load", "token bytes", "tries", "prepare", "prepare cpu", "from_pretrained",
                          "serialize", "deserialize")}
     tok = AutoTokenizer.from_pretrained(str(path))
-    Vocabulary.from_tokenizer(tok).tries  # warm-up: kernels compiled or loaded from cache
+    Vocabulary.from_tokenizer(tok).tries_for(PLAIN_CLASS)  # warm-up: kernels compiled or loaded from cache
     size = 0
     with tempfile.TemporaryDirectory() as d:
         f = os.path.join(d, "vocab.bin")
@@ -59,7 +61,7 @@ def bench_one(path, repeat: int) -> dict[str, float]:
             c1 = time.process_time()
             v = Vocabulary.from_tokenizer(tok)
             t2 = time.perf_counter()
-            v.tries
+            v.tries_for(PLAIN_CLASS)
             t3 = time.perf_counter()
             t["prepare cpu"].append(time.process_time() - c1)
             t["tokenizer load"].append(t1 - t0)
@@ -68,14 +70,14 @@ def bench_one(path, repeat: int) -> dict[str, float]:
             t["prepare"].append(t3 - t1)
 
             t0 = time.perf_counter()
-            Vocabulary.from_pretrained(path).tries
+            Vocabulary.from_pretrained(path).tries_for(PLAIN_CLASS)
             t["from_pretrained"].append(time.perf_counter() - t0)
 
             t0 = time.perf_counter()
             v.serialize_to_disk(f)
             t1 = time.perf_counter()
             w = Vocabulary.deserialize_from_disk(f)
-            w.tries
+            w.tries_for(PLAIN_CLASS)
             t2 = time.perf_counter()
             t["serialize"].append(t1 - t0)
             t["deserialize"].append(t2 - t1)

@@ -93,8 +93,7 @@ def test_interned_ids_follow_structure(llama3_vocab):
         index = Index(schema, llama3_vocab)
         s = index._auto.walk_bytes(index.initial_state, prefix)
         from dotjson._kernels import walk
-        from dotjson.trie import NON_PLAIN_WORDS
-        n = index._auto._run(walk.head_pairs, s, NON_PLAIN_WORDS, index._masker._head_pairs)
+        n = index._auto._run(walk.head_pairs, s, index._plain.non_plain_words, index._masker._head_pairs)
         assert n == 1
         return index._masker._head_gid_of(int(index._masker._head_pairs[0]))
 

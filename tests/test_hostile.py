@@ -301,8 +301,10 @@ def _edit_max_len(path: Path) -> tuple[int, int]:
 
 
 def test_a_one_digit_edit_of_the_saved_header_is_caught(tmp_path, smollm2_vocab):
+    from dotjson.jsonschema.jsonstr import PLAIN_CLASS
+
     p = tmp_path / "vocabulary.bin"
-    smollm2_vocab.serialize_to_disk(p)
+    smollm2_vocab.serialize_to_disk(p, PLAIN_CLASS)
     old, new = _edit_max_len(p)
     assert new < old
     with pytest.raises(IndexFormatError, match=r"checksum mismatch \(SHA-256 of the whole file\)"):
@@ -315,8 +317,10 @@ def test_a_one_digit_edit_of_the_saved_header_is_caught(tmp_path, smollm2_vocab)
 
 def test_a_crafted_vocabulary_never_reaches_the_trie_walk(tmp_path, smollm2_vocab):
     # In a subprocess: if a check regressed, the walk would overrun its stacks (a crash).
+    from dotjson.jsonschema.jsonstr import PLAIN_CLASS
+
     p = tmp_path / "vocabulary.bin"
-    smollm2_vocab.serialize_to_disk(p)
+    smollm2_vocab.serialize_to_disk(p, PLAIN_CLASS)
     _edit_max_len(p)
     _resign_vocabulary(p)
     code = textwrap.dedent(f"""
@@ -337,11 +341,12 @@ def test_a_crafted_vocabulary_never_reaches_the_trie_walk(tmp_path, smollm2_voca
 
 
 def test_crafted_tries_are_checked_against_the_token_bytes(tmp_path, tiny_bpe_vocab):
+    from dotjson.jsonschema.jsonstr import PLAIN_CLASS
     from dotjson.vocabulary import _read_container, _write_container
 
     p = tmp_path / "v.bin"
-    tiny_bpe_vocab.serialize_to_disk(p)
-    meta, arrs = _read_container(p)
+    tiny_bpe_vocab.serialize_to_disk(p, PLAIN_CLASS)
+    _, meta, arrs = _read_container(p)
     arrays = list(arrs.items())
     for name, mutate, match in [
         ("plain.child_byte", lambda a: a.__setitem__(0, a[0] ^ 1), r"plain trie structure"),
@@ -355,6 +360,16 @@ def test_crafted_tries_are_checked_against_the_token_bytes(tmp_path, tiny_bpe_vo
                 mutate(a)
         meta_out = {k: v for k, v in meta.items() if k != "arrays"}
         _write_container(p, meta_out, changed)
+        with pytest.raises(IndexFormatError, match=match):
+            Vocabulary.deserialize_from_disk(p)
+    # the tries must be split by the class the header names (the walk takes a plain subtree whole
+    # where a state is unchanged by the class): JSON's tries under another class are refused
+    meta_out = {k: v for k, v in meta.items() if k != "arrays"}
+    for plain, match in [([[0x20, 0x7E]], r"the plain trie's tokens are not those of its class PlainClass\(\(0x20, 0x7e\)\)"),
+                         ([[0x7E, 0x20]], r"missing or invalid field \(Invalid plain class range"),
+                         ([[0x20, "x"]], r"missing or invalid field \(Invalid plain class"),
+                         ({"a": 1}, r"missing or invalid field")]:
+        _write_container(p, dict(meta_out, plain=plain), arrays)
         with pytest.raises(IndexFormatError, match=match):
             Vocabulary.deserialize_from_disk(p)
 

@@ -163,6 +163,9 @@ def test_serialization_round_trip_is_warm(tmp_path, tiny_bpe_vocab, tiny_bpe_tok
     loaded = Index.deserialize_from_disk(tmp_path / "idx")
     assert loaded.n_states == n_states and loaded.n_masks == n_masks
     assert loaded.grammar == index.grammar
+    # the directory's vocabulary holds the tries of the index's plain class, loaded not rebuilt
+    # (their class is the one read from the file: equal to the index's, another object)
+    assert list(loaded.vocabulary._tries) == [index._plain] and loaded._tries.plain_class is not index._plain
     _teacher_force(loaded, loaded.vocabulary, tiny_bpe_tokenizer, doc)
     assert loaded.n_states == n_states  # warm: nothing new to expand
     # and it keeps expanding lazily past what was saved
@@ -297,15 +300,18 @@ def test_masks_with_big_subtree_bitsets_equal_slow_reference(name, tiny_bpe_voca
     as the slow reference: the walk's bitset path is exercised on a small vocabulary too."""
     from dotjson.trie import big_subtree_bits
 
+    from dotjson.jsonschema.jsonstr import PLAIN_CLASS
+
     vocab = tiny_bpe_vocab
-    saved = vocab._walk_tables()
-    vocab._walk = (*big_subtree_bits(vocab.tries.plain, vocab.tries.n_words, min_tokens=1), *saved[2:])
+    saved = vocab._walk_tables(PLAIN_CLASS)
+    tries = vocab.tries_for(PLAIN_CLASS)
+    vocab._walk[PLAIN_CLASS] = (*big_subtree_bits(tries.plain, tries.n_words, min_tokens=1), *saved[2:])
     try:
-        assert (vocab._walk[0] >= 0).all()
+        assert (vocab._walk[PLAIN_CLASS][0] >= 0).all()
         index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
         _assert_masks_equal_reference(index, vocab, name)
     finally:
-        vocab._walk = saved
+        vocab._walk[PLAIN_CLASS] = saved
 
 
 @pytest.mark.parametrize("name", ["person", "tree", "open"])
@@ -324,16 +330,17 @@ def test_masks_equal_slow_reference_when_the_store_grows_mid_walk(name, tiny_bpe
 @pytest.mark.parametrize("name", ["person", "open"])
 def test_masks_equal_slow_reference_when_the_store_grows_into_mappings(name, tiny_bpe_vocab, monkeypatch):
     """Store arrays past NumPy's huge-page threshold are anonymous mappings of their own
-    (automaton._alloc); with the threshold lowered to 1 KiB every growth takes that path, and
+    (automaton.memory._alloc); with the threshold lowered to 1 KiB every growth takes that path, and
     the masks must not change."""
     import dotjson.automaton as A
+    import dotjson.automaton.memory as M
 
     monkeypatch.setattr(A.Automaton, "INITIAL_TERMS", 16)
     monkeypatch.setattr(A.Automaton, "INITIAL_STATES", 2)
-    monkeypatch.setattr(A, "_HUGE_ADVISED", 1024)
-    big = A._alloc((300, 4), np.int32, -1)
+    monkeypatch.setattr(M, "_HUGE_ADVISED", 1024)
+    big = M._alloc((300, 4), np.int32, -1)
     assert big.flags.writeable and big.base is not None and (big == -1).all()
-    assert (A._alloc((600,), np.int64) == 0).all()
+    assert (M._alloc((600,), np.int64) == 0).all()
     vocab = tiny_bpe_vocab
     index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
     _assert_masks_equal_reference(index, vocab, name)
@@ -345,6 +352,60 @@ def test_masks_equal_slow_reference_when_the_store_grows_into_mappings(name, tin
         return a.obj if isinstance(a, memoryview) else a
 
     assert isinstance(owner(index._auto._a["trans"]), mmap.mmap)  # grown through a mapping
+
+
+def test_grown_extends_reserved_arrays_in_place(monkeypatch):
+    """A large store array lives in reserved address space (automaton.memory._reserve) and grows in
+    place: the rows written survive, the array published before views the same memory (a
+    kernel still on it reads valid rows), new rows take the fill, and past the reservation the
+    array is copied into a new one."""
+    import dotjson.automaton as A
+    import dotjson.automaton.memory as M
+
+    monkeypatch.setattr(M, "_HUGE_ADVISED", 64)
+    arr = M._reserve(8, (4,), np.int32)
+    assert arr.shape == (8, 4) and (arr == 0).all()
+    arr[:] = np.arange(32, dtype=np.int32).reshape(8, 4)
+    cap = M._extend(arr, 1 << 30)
+    assert cap is None  # far past what was reserved
+    grown = A.Automaton._grown(arr, 16, -1)
+    assert grown.shape == (16, 4) and grown.ctypes.data == arr.ctypes.data  # not copied
+    assert (grown[:8] == arr).all() and (grown[8:] == -1).all()
+    grown[0, 0] = 99
+    assert arr[0, 0] == 99  # the old array is a view of the same rows
+    states = A.Automaton._grown(grown, 32, None, used=5)  # rows past `used`: their owner writes
+    assert states.ctypes.data == arr.ctypes.data and (states[:5] == grown[:5]).all()
+    small = np.zeros((3, 4), dtype=np.int32)  # NumPy's allocation: extended by copying
+    assert M._extend(small, 6) is None
+
+
+@pytest.mark.parametrize("ahead", [2, 64, "limited"])
+def test_masks_equal_slow_reference_when_reserved_arrays_grow(ahead, tiny_bpe_vocab, monkeypatch):
+    """Every growth through reserved address space (the threshold lowered to 1 KiB), some in
+    place and some past the reservation (``_RESERVE_AHEAD`` of 2), under an address-space limit
+    with no room to reserve ahead, and with no reservation possible at all: the masks do not
+    change."""
+    import dotjson.automaton as A
+    import dotjson.automaton.memory as M
+
+    monkeypatch.setattr(A.Automaton, "INITIAL_TERMS", 16)
+    monkeypatch.setattr(A.Automaton, "INITIAL_STATES", 2)
+    monkeypatch.setattr(M, "_HUGE_ADVISED", 1024)
+    if ahead == "limited":
+        monkeypatch.setattr(M, "_address_space_room", lambda: 0)
+        arr = M._reserve(4, (8,), np.int32)
+        assert arr.shape == (4, 8) and M._extend(arr, 5) is None  # nothing reserved ahead
+    else:
+        monkeypatch.setattr(M, "_RESERVE_AHEAD", ahead)
+    vocab = tiny_bpe_vocab
+    for name in ("person", "open"):
+        index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
+        _assert_masks_equal_reference(index, vocab, name)
+        trans = index._auto._a["trans"]
+        assert M._extend(trans, trans.shape[0]) is not None  # reserved
+    monkeypatch.setattr(M, "_reserve", lambda rows, row_shape, dtype: None)
+    index = Index(SCHEMAS["open"], vocab, close_objects=False, spellings="any")
+    _assert_masks_equal_reference(index, vocab, "open")
 
 
 def test_special_trie_run_shortcut_equals_full_walk_real_vocab(llama3_vocab, llama3_tokenizer):

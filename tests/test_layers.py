@@ -6,6 +6,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 import dotjson
 
 PKG = Path(dotjson.__file__).resolve().parent
@@ -13,7 +16,7 @@ PKG = Path(dotjson.__file__).resolve().parent
 GENERIC = ("ir", "automaton", "_kernels", "regex", "vocabulary")
 #: (``grammar.py`` is Lark text <-> the IR for any grammar; the JSON grammar over it is the JSON
 #: layer's, :mod:`dotjson.jsonschema.jsonbase`)
-GENERIC_FILES = ("trie.py", "grammar.py")
+GENERIC_FILES = ("trie.py", "grammar.py", "masks.py")
 JSON_LAYER = ("dotjson.jsonschema", "dotjson.formats")
 #: Tooling beside the library (the command line, model loading, test tokenizers) and the alias the
 #: README's quickstart imports: the library uses none of it.
@@ -180,13 +183,10 @@ def test_every_package_is_installed():
 #: derivative engine, its hot loops, the grammar IR, the token side. (``grammar.py``, ``regex/``
 #: and ``ebnf.py`` are generic too, but quote and escape Lark's and regexes' own syntax.)
 NO_JSON_SYNTAX = ("ir", "automaton", "_kernels", "vocabulary")
-NO_JSON_SYNTAX_FILES = ("trie.py",)
+NO_JSON_SYNTAX_FILES = ("trie.py", "masks.py")
 #: Modules that still write a JSON string fact of their own, each with why; the entry must go
 #: when it no longer offends (the test checks that each one still does).
-JSON_FACTS_PENDING: dict = {
-    "trie.py": "PLAIN_RANGES, the plain character class around the quote and the backslash (a "
-               "second definition of jsonstr's): issue 27, the lead passes it to the tries as data",
-}
+JSON_FACTS_PENDING: dict = {}
 
 #: JSON's quote, backslash and the ``u`` of ``\uXXXX``, as bytes
 _JSON_BYTES = frozenset((0x22, 0x5C, 0x75))
@@ -283,8 +283,64 @@ def test_generic_layers_write_no_json_string_syntax():
     assert set(found) - set(JSON_FACTS_PENDING) == set(), found
     stale = set(JSON_FACTS_PENDING) - set(found)
     assert not stale, f"no longer writes a JSON fact: remove {stale} from JSON_FACTS_PENDING"
-    if "trie.py" in JSON_FACTS_PENDING:  # while the token side has a plain class of its own, it is JSON's
-        from dotjson import trie
-        from dotjson.jsonschema.jsonstr import PLAIN_CHARS
 
-        assert trie.PLAIN_RANGES == PLAIN_CHARS.ranges
+
+def test_the_plain_class_an_index_uses_is_the_json_layers(tiny_bpe_vocab):
+    """The plain class is defined once, by the JSON layer (its plain characters, as the token
+    side takes them), and an index hands that one down: its tries, its masks' walk tables,
+    plain sequences and delimiters are the class's."""
+    from dotjson import Index
+    from dotjson.jsonschema.jsonstr import PLAIN_CHARS, PLAIN_CLASS
+    from dotjson.trie import PlainClass
+
+    assert isinstance(PLAIN_CLASS, PlainClass) and PLAIN_CLASS.ranges == PLAIN_CHARS.ranges
+    for index in (Index({"type": "string"}, tiny_bpe_vocab),
+                  Index.from_regex('a+b', tiny_bpe_vocab)):
+        assert index._plain is PLAIN_CLASS and index._masker._plain is PLAIN_CLASS
+        assert index._tries is tiny_bpe_vocab.tries_for(PLAIN_CLASS) is index._masker._tries
+        assert index._tries.plain_class is PLAIN_CLASS
+        assert index._masker._walk_tables is tiny_bpe_vocab._walk_tables(PLAIN_CLASS)
+    # no module holds another one (the token side's modules hold none at all)
+    import importlib
+    import sys
+
+    for p in PKG.rglob("*.py"):
+        rel = p.relative_to(PKG.parent).with_suffix("").parts
+        if "tools" not in rel and rel[-1] != "__main__":
+            importlib.import_module(".".join(rel[:-1] if rel[-1] == "__init__" else rel))
+    held = {(name, k): v for name, m in list(sys.modules.items()) if name.startswith("dotjson")
+            for k, v in vars(m).items() if isinstance(v, PlainClass)}
+    assert all(v is PLAIN_CLASS for v in held.values()), held
+    assert {name for name, _ in held} == {"dotjson.jsonschema.jsonstr", "dotjson.index"}
+
+
+#: A toy plain class: printable ASCII but ``a``, and no character beyond ASCII
+_TOY = ((0x20, 0x60), (0x62, 0x7E))
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}, "tag": {"type": "string"}},
+     "required": ["name"]},
+    {"type": "array", "items": {"type": "string", "format": "date"}, "maxItems": 3},
+    {"type": "object", "additionalProperties": {"type": "string", "minLength": 2}},
+])
+def test_masks_are_the_same_under_another_plain_class(schema, tiny_bpe_vocab, monkeypatch):
+    """The class only decides which tokens the walk's shortcuts may take whole: an index handed
+    a toy class (its own tries, walk tables, plain runs and heads) allows exactly the tokens the
+    JSON class's index allows, at every byte of a few documents."""
+    from dotjson import Index
+    from dotjson import index as index_mod
+    from dotjson.trie import PlainClass
+
+    from naive import assert_same_masks
+
+    toy = PlainClass(_TOY)
+    ref = Index(schema, tiny_bpe_vocab)
+    monkeypatch.setattr(index_mod, "PLAIN_CLASS", toy)
+    other = Index(schema, tiny_bpe_vocab)
+    assert other._plain is toy and other._tries is tiny_bpe_vocab.tries_for(toy)
+    assert not np.array_equal(other._tries.plain_bits, ref._tries.plain_bits)
+    docs = [b'{"name": "ab\\u00e9cd", "tag": "a\\"b"}', b'["2024-02-29", "1999-12-31"]',
+            b'{"aa": "xyz", "a\\nb": "\xc3\xa9\xc3\xa9"}']
+    for doc in docs:
+        assert_same_masks(ref, other, doc)

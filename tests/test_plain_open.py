@@ -18,7 +18,6 @@ import pytest
 
 from dotjson import Index
 from dotjson.automaton import kernels as K
-from dotjson.masks import _PLAIN_SEQS
 
 from naive import allowed_tokens, assert_same_masks
 
@@ -29,7 +28,7 @@ OPEN = {"close_objects": False, "bounds": "schema"}
 def _open(index, prefix: bytes) -> int:
     s = index._auto.walk_bytes(index.initial_state, prefix)
     assert s >= 0, prefix
-    pseq, plen = _PLAIN_SEQS
+    pseq, plen = index._plain.seqs
     return index._auto._run(K.plain_open, s, pseq, plen)
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from dotjson import Index
 from dotjson.automaton import kernels as K
-from dotjson.masks import _PLAIN_SEQS
-from dotjson.trie import is_plain, plain_length_bits
+from dotjson.jsonschema.jsonstr import PLAIN_CLASS
+from dotjson.trie import plain_length_bits
 
 from naive import allowed_tokens, assert_same_masks
 
@@ -26,23 +26,24 @@ def _ids(bits: np.ndarray) -> set[int]:
 
 def test_plain_length_bits_are_the_plain_tokens_of_at_most_k_characters(llama3_vocab):
     v = llama3_vocab
-    row, bits = plain_length_bits(v.tries.plain, v.tries.n_words)
+    tries = v.tries_for(PLAIN_CLASS)
+    row, bits = plain_length_bits(tries.plain, tries.n_words)
     chars = {}
     for t in range(v.max_token_id()):
         if t in v.eos_token_ids:
             continue
         b = v.token_bytes(t)
-        if b and is_plain(b):
+        if PLAIN_CLASS.holds(b):
             chars[t] = len(b.decode("utf-8"))
     assert row.shape[0] == max(chars.values()) + 1
     assert _ids(bits[row[0]]) == set()
     for k in (1, 2, 3, 7, 16, 40, row.shape[0] - 1):
         assert _ids(bits[row[k]]) == {t for t, n in chars.items() if n <= k}, k
-    assert _ids(bits[row[-1]]) == _ids(v.tries.plain_bits)
+    assert _ids(bits[row[-1]]) == _ids(tries.plain_bits)
 
 
 def _run(index, state: int) -> int:
-    pseq, plen = _PLAIN_SEQS
+    pseq, plen = index._plain.seqs
     return index._auto._run(K.plain_run, state, pseq, plen)
 
 

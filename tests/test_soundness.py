@@ -32,7 +32,7 @@ def _random_walk(index: Index, vocab, rng: np.random.Generator, rows: int, budge
     ts = guide.get_start_tokensets()
     texts = [bytearray() for _ in range(rows)]
     eos = vocab.eos_token_ids[0]
-    plain = vocab.tries.plain_bits
+    plain = index._tries.plain_bits
     for _ in range(budget):
         if guide.is_finished().all():
             break

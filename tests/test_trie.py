@@ -7,10 +7,14 @@ import random
 import numpy as np
 import pytest
 
+from dotjson.errors import DotjsonValueError
+from dotjson.jsonschema.jsonstr import PLAIN_CLASS as JSON_PLAIN
 from dotjson.trie import (
-    PLAIN_ASCII, TokenTrie, _pack, _plain_mask, ascii_runs, big_subtree_bits, build_trie, build_vocab_tries,
-    is_plain,
+    PlainClass, TokenTrie, _pack, ascii_runs, big_subtree_bits, build_trie, build_vocab_tries, plain_split,
 )
+
+#: A toy plain class: printable ASCII but ``a``, and ``é`` alone beyond ASCII (the split's slow path)
+TOY = PlainClass(((0x20, 0x60), (0x62, 0x7E), (0xE9, 0xE9)))
 
 # --------------------------------------------------------------------------------------------
 # Pure-Python reference
@@ -18,6 +22,7 @@ from dotjson.trie import (
 
 
 def naive_is_plain(b: bytes) -> bool:
+    """JSON string content taken as itself: no control byte, quote or backslash, UTF-8."""
     if not b or any(x < 0x20 or x in (0x22, 0x5C) for x in b):
         return False
     try:
@@ -25,6 +30,14 @@ def naive_is_plain(b: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def naive_holds(ranges, b: bytes) -> bool:
+    try:
+        text = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return bool(b) and all(any(lo <= ord(c) <= hi for lo, hi in ranges) for c in text)
 
 
 def naive_trie(items) -> dict[str, list[int]]:
@@ -133,7 +146,7 @@ def test_empty():
     for items in ([], [(b"", 3)]):
         t = build_trie(items)
         assert t.n_nodes == 1 and t.child_ptr.tolist() == [0, 0] and t.tok_ptr.tolist() == [0, 0]
-        v = build_vocab_tries(items, 10)
+        v = build_vocab_tries(items, 10, JSON_PLAIN)
         assert v.plain.n_nodes == v.special.n_nodes == 1 and v.max_len == 0 and not v.plain_bits.any()
 
 
@@ -144,7 +157,7 @@ def test_random_against_reference(seed):
     t = build_trie(items)
     assert_trie_equals_reference(t, items)
     assert_invariants(t, items)
-    v = build_vocab_tries(items, 100)
+    v = build_vocab_tries(items, 100, JSON_PLAIN)
     plain = [(b, i) for b, i in items if naive_is_plain(b)]
     special = [(b, i) for b, i in items if b and not naive_is_plain(b)]
     assert_trie_equals_reference(v.plain, plain)
@@ -167,14 +180,53 @@ def test_plain_kernel_matches_is_plain():
     cases += [bytes(rng.choice([0x80, 0x9F, 0xA0, 0xBF, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0x41])
                     for _ in range(rng.randint(1, 5))) for _ in range(3000)]
     blob, starts, lens = _pack(cases)
-    got = _plain_mask(blob, starts, lens, PLAIN_ASCII)
+    got = plain_split(blob, starts, lens, JSON_PLAIN)
     for b, g in zip(cases, got):
-        assert bool(g) == naive_is_plain(b) == is_plain(b), b
+        assert bool(g) == naive_is_plain(b) == JSON_PLAIN.holds(b), b
+    # a class with part of the characters beyond ASCII (the kernel decodes each one)
+    cases += ["aé日b".encode(), "é".encode(), "bé~".encode(), "\U0001f680".encode()]
+    blob, starts, lens = _pack(cases)
+    for cls in (TOY, PlainClass(((0x41, 0x41), (0x800, 0xD7FF), (0xE000, 0xFFFF), (0x10000, 0x1F000)))):
+        got = plain_split(blob, starts, lens, cls)
+        for b, g in zip(cases, got):
+            assert bool(g) == naive_holds(cls.ranges, b) == cls.holds(b), (cls, b)
+
+
+def test_the_plain_class_is_a_parameter():
+    """Another class splits the same tokens otherwise: the tries call plain what the class given
+    holds, not what JSON does."""
+    rng = random.Random(3)
+    alphabet = [b"a", b"b", b"~", b'"', b"\\", b"\x01", "é".encode(), "日".encode()]
+    items = [(b"a", 0), (b'"', 1)]
+    items += [(b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4))), i) for i in range(2, 300)]
+    json_tries, toy_tries = (build_vocab_tries(items, 300, c) for c in (JSON_PLAIN, TOY))
+    for cls, tries in ((JSON_PLAIN, json_tries), (TOY, toy_tries)):
+        plain = [(b, i) for b, i in items if naive_holds(cls.ranges, b)]
+        assert_trie_equals_reference(tries.plain, plain)
+        assert_trie_equals_reference(tries.special, [(b, i) for b, i in items if not naive_holds(cls.ranges, b)])
+        assert tries.plain_class is cls
+    # 'a' is JSON-plain, not toy-plain; '"' the other way round
+    js, toy = set(json_tries.plain.tok_ids.tolist()), set(toy_tries.plain.tok_ids.tolist())
+    assert 0 in js - toy and 1 in toy - js
+    # the tables the walk takes from the class are the class's
+    assert TOY.ascii[0x22] and not TOY.ascii[0x61] and not JSON_PLAIN.ascii[0x22] and JSON_PLAIN.ascii[0x61]
+    delim = np.unpackbits(TOY.non_plain_words.view(np.uint8), bitorder="little").astype(bool)
+    assert delim[0x61] and not delim[0x22] and delim[0xE6]  # (0xE6: a lead byte of no toy character)
+    assert not TOY.all_high and JSON_PLAIN.all_high
+
+
+def test_plain_class_values():
+    assert PlainClass(JSON_PLAIN.ranges) == JSON_PLAIN and hash(PlainClass(JSON_PLAIN.ranges)) == hash(JSON_PLAIN)
+    assert TOY != JSON_PLAIN and PlainClass([[0x20, 0x7E]]).ranges == ((0x20, 0x7E),)
+    for bad in ([(0x30, 0x20)], [(0x20, 0x30), (0x30, 0x40)], [(0x40, 0x50), (0x20, 0x30)], [(0xD000, 0xD900)],
+                [(0, 0x110000)], [(-1, 5)], [(1, 2, 3)], [(1.0, 2)], [(True, 2)], 5, ["ab"]):
+        with pytest.raises(DotjsonValueError, match="Invalid plain class"):
+            PlainClass(bad)
 
 
 def test_out_of_range_id_rejected():
     with pytest.raises(ValueError, match="Invalid token id"):
-        build_vocab_tries([(b"a", 10)], 10)
+        build_vocab_tries([(b"a", 10)], 10, JSON_PLAIN)
 
 
 def _vocab_items(vocab):
@@ -185,7 +237,7 @@ def _vocab_items(vocab):
 def test_tiny_vocab_tries(fixture, request):
     vocab = request.getfixturevalue(fixture)
     items = _vocab_items(vocab)
-    tries = vocab.tries
+    tries = vocab.tries_for(JSON_PLAIN)
     plain = [(b, i) for b, i in items if naive_is_plain(b)]
     special = [(b, i) for b, i in items if not naive_is_plain(b)]
     assert_trie_equals_reference(tries.plain, plain)
@@ -197,7 +249,7 @@ def test_tiny_vocab_tries(fixture, request):
 
 def test_real_vocab_tries_against_reference(smollm2_vocab):
     items = _vocab_items(smollm2_vocab)
-    tries = smollm2_vocab.tries
+    tries = smollm2_vocab.tries_for(JSON_PLAIN)
     plain = [(b, i) for b, i in items if naive_is_plain(b)]
     special = [(b, i) for b, i in items if not naive_is_plain(b)]
     assert len(plain) + len(special) == len(items) == 49_152 - 17
@@ -211,7 +263,7 @@ def test_real_vocab_tries_against_reference(smollm2_vocab):
 @pytest.mark.slow
 def test_qwen_tries_against_reference(qwen_vocab):
     items = _vocab_items(qwen_vocab)
-    tries = qwen_vocab.tries
+    tries = qwen_vocab.tries_for(JSON_PLAIN)
     assert_trie_equals_reference(tries.plain, [(b, i) for b, i in items if naive_is_plain(b)])
     assert_trie_equals_reference(tries.special, [(b, i) for b, i in items if not naive_is_plain(b)])
 
@@ -233,13 +285,14 @@ def test_big_subtree_bits_hold_exactly_the_subtree_tokens(min_tokens):
         assert got == {int(t) for t in ids}
 
 
-def test_ascii_runs_against_reference():
+@pytest.mark.parametrize("cls", [JSON_PLAIN, TOY], ids=["json", "toy"])
+def test_ascii_runs_against_reference(cls):
     rng = random.Random(7)
     alphabet = b'ab"\\\x01 \xc3\xa9'
     items = [(bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 6))), i) for i in range(400)]
     trie = build_trie(items)
-    in_byte, run_ptr, run_toks, exit_ptr, exit_nodes = ascii_runs(trie)
-    run = {b for b in range(0x20, 0x7F)} - {0x22, 0x5C}
+    in_byte, run_ptr, run_toks, exit_ptr, exit_nodes = ascii_runs(trie, cls)
+    run = {b for b in range(0x20, 0x7F) if any(lo <= b <= hi for lo, hi in cls.ranges)}
     # reference: node -> path bytes, from the trie itself
     path = {0: b""}
     for n in range(trie.n_nodes):

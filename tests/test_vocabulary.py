@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from dotjson import Vocabulary
-from dotjson.errors import IndexFormatError, ModelLoadError, VocabularyError
-from dotjson.trie import build_vocab_tries
+from dotjson.errors import DotjsonTypeError, IndexFormatError, ModelLoadError, VocabularyError
+from dotjson.jsonschema.jsonstr import PLAIN_CLASS
+from dotjson.trie import PlainClass, build_vocab_tries
 
 REAL = {
     "smollm2": dict(n=49_152, eos=(2,)),
@@ -148,8 +149,9 @@ def test_real_tokenizer_specials(qwen_vocab, llama3_vocab, smollm2_vocab):
 
 def test_real_tries_match_reference_builder(qwen_vocab):
     ids = qwen_vocab.emittable_token_ids()
-    ref = build_vocab_tries([(qwen_vocab.token_bytes(int(i)), int(i)) for i in ids], qwen_vocab.max_token_id())
-    got = qwen_vocab.tries
+    ref = build_vocab_tries([(qwen_vocab.token_bytes(int(i)), int(i)) for i in ids], qwen_vocab.max_token_id(),
+                            PLAIN_CLASS)
+    got = qwen_vocab.tries_for(PLAIN_CLASS)
     for name in ("plain", "special"):
         a, b = getattr(got, name).arrays(), getattr(ref, name).arrays()
         for k in a:
@@ -307,8 +309,11 @@ def test_from_tuples():
     assert v.eos_token_ids == (7,)
     assert v.emittable_token_ids().tolist() == [0, 1, 3]
     assert v.special_token_ids == (6, 7)
-    t = v.tries
+    t = v.tries_for(PLAIN_CLASS)
     assert t.plain.tok_ids.tolist() == [0, 1] and t.special.tok_ids.tolist() == [3]
+    assert v.tries_for(PLAIN_CLASS) is t and v.tries_for(PlainClass(PLAIN_CLASS.ranges)) is t
+    with pytest.raises(DotjsonTypeError, match="Invalid plain class: expected a PlainClass, got tuple"):
+        v.tries_for(PLAIN_CLASS.ranges)
     with pytest.raises(VocabularyError, match="Invalid token id 8"):
         v.token_bytes(8)
     with pytest.raises(VocabularyError, match="Invalid token id -1"):
@@ -357,13 +362,20 @@ def test_fingerprint_stable_across_processes():
 # --------------------------------------------------------------------------------------------
 
 
+def _read(p):
+    """``(version, header, arrays)`` of a saved vocabulary file."""
+    from dotjson.vocabulary.fileformat import _read_container
+
+    return _read_container(p)
+
+
 def _assert_same(a: Vocabulary, b: Vocabulary) -> None:
     assert a.fingerprint == b.fingerprint
     assert a.max_token_id() == b.max_token_id() and len(a) == len(b)
     assert a.eos_token_ids == b.eos_token_ids
     assert a.special_token_ids == b.special_token_ids
     assert all(a.token_bytes(i) == b.token_bytes(i) for i in range(a.max_token_id()))
-    ta, tb = a.tries, b.tries
+    ta, tb = a.tries_for(PLAIN_CLASS), b.tries_for(PLAIN_CLASS)
     for name in ("plain", "special"):
         x, y = getattr(ta, name).arrays(), getattr(tb, name).arrays()
         for k in x:
@@ -378,8 +390,9 @@ def _assert_same(a: Vocabulary, b: Vocabulary) -> None:
 def test_serialize_round_trip(fixture, request, tmp_path):
     v = request.getfixturevalue(fixture)
     p = tmp_path / "vocab.bin"
-    v.serialize_to_disk(p)
+    v.serialize_to_disk(p, PLAIN_CLASS)
     w = Vocabulary.deserialize_from_disk(p)
+    assert list(w._tries) == [PLAIN_CLASS]  # loaded, not built again
     _assert_same(v, w)
     # A second generation is byte-identical.
     v.serialize_to_disk(tmp_path / "a.bin")
@@ -390,7 +403,7 @@ def test_serialize_round_trip(fixture, request, tmp_path):
 @pytest.fixture()
 def saved(tiny_bpe_vocab, tmp_path):
     p = tmp_path / "vocab.bin"
-    tiny_bpe_vocab.serialize_to_disk(p)
+    tiny_bpe_vocab.serialize_to_disk(p, PLAIN_CLASS)
     return p
 
 
@@ -436,7 +449,7 @@ def test_deserialize_hostile_arrays_with_valid_checksum(tiny_bpe_vocab, tmp_path
     """A file whose checksum is right but whose trie points out of range is refused."""
     from dotjson import vocabulary as V
 
-    t = tiny_bpe_vocab.tries
+    t = tiny_bpe_vocab.tries_for(PLAIN_CLASS)
     bad_nodes = t.plain.child_node.copy()
     bad_nodes[3] = 10**6
     arrays = [("blob", tiny_bpe_vocab._blob), ("offsets", tiny_bpe_vocab._offsets),
@@ -445,7 +458,7 @@ def test_deserialize_hostile_arrays_with_valid_checksum(tiny_bpe_vocab, tmp_path
         for k, a in trie.arrays().items():
             arrays.append((f"{name}.{k}", bad_nodes if (name, k) == ("plain", "child_node") else a))
     meta = dict(max_token_id=tiny_bpe_vocab.max_token_id(), eos_token_ids=[0], fingerprint=tiny_bpe_vocab.fingerprint,
-                n_words=t.n_words, max_len=t.max_len)
+                n_words=t.n_words, max_len=t.max_len, plain=[list(r) for r in PLAIN_CLASS.ranges])
     p = tmp_path / "v.bin"
     V._write_container(p, meta, arrays)
     with pytest.raises(IndexFormatError, match="plain trie child nodes"):
@@ -456,6 +469,74 @@ def test_deserialize_hostile_arrays_with_valid_checksum(tiny_bpe_vocab, tmp_path
         Vocabulary.deserialize_from_disk(p)
     V._write_container(p, {k: v for k, v in meta.items() if k != "n_words"}, arrays)
     with pytest.raises(IndexFormatError, match="missing or invalid field"):
+        Vocabulary.deserialize_from_disk(p)
+    # a header without tries must list the token arrays only, and the other way round
+    V._write_container(p, dict(meta, plain=None), arrays)
+    with pytest.raises(IndexFormatError, match="does not list exactly the vocabulary's arrays"):
+        Vocabulary.deserialize_from_disk(p)
+    V._write_container(p, meta, arrays[:3])
+    with pytest.raises(IndexFormatError, match="does not list exactly the vocabulary's arrays"):
+        Vocabulary.deserialize_from_disk(p)
+
+
+#: A toy plain class: printable ASCII but ``a`` (so a token holding ``a`` is special)
+TOY = PlainClass(((0x20, 0x60), (0x62, 0x7E)))
+
+
+def test_saved_tries_are_keyed_by_their_class(tiny_bpe_vocab, tmp_path):
+    """The file records the class its tries were split by; a loaded vocabulary keeps them for
+    that class only, and builds another class's at first use."""
+    p = tmp_path / "toy.bin"
+    tiny_bpe_vocab.serialize_to_disk(p, TOY)
+    meta = _read(p)[1]
+    assert meta["plain"] == [[0x20, 0x60], [0x62, 0x7E]]
+    w = Vocabulary.deserialize_from_disk(p)
+    assert list(w._tries) == [TOY]
+    toy, json_ = w.tries_for(TOY), w.tries_for(PLAIN_CLASS)
+    assert list(w._tries) == [TOY, PLAIN_CLASS]
+    ref = tiny_bpe_vocab.tries_for(PLAIN_CLASS)
+    np.testing.assert_array_equal(json_.plain_bits, ref.plain_bits)
+    assert not np.array_equal(toy.plain_bits, ref.plain_bits)
+    # by default a vocabulary saves the tries it built first
+    w.serialize_to_disk(tmp_path / "again.bin")
+    assert _read(tmp_path / "again.bin")[1]["plain"] == [[0x20, 0x60], [0x62, 0x7E]]
+
+
+def test_a_vocabulary_with_no_tries_built_saves_none(tmp_path):
+    v = Vocabulary.from_tuples([b"a", b'"', "é", b"\xff"], [0, 1, 2, 3], eos_token_ids=[4])
+    p = tmp_path / "v.bin"
+    v.serialize_to_disk(p)
+    version, meta, arrs = _read(p)
+    assert (version, meta["plain"], set(arrs)) == (3, None, {"blob", "offsets", "kinds"})
+    w = Vocabulary.deserialize_from_disk(p)
+    assert w._tries == {} and w.fingerprint == v.fingerprint
+    assert w.tries_for(PLAIN_CLASS).plain.tok_ids.tolist() == [0, 2]
+
+
+def test_a_version_2_file_is_read_and_its_tries_built_again(tiny_bpe_vocab, tmp_path, monkeypatch):
+    """Version 2 files (no ``plain`` in the header: their tries were split by a class they do not
+    name) still load; their tries are left out and built for the class asked."""
+    from dotjson.vocabulary import fileformat
+
+    t = tiny_bpe_vocab.tries_for(PLAIN_CLASS)
+    arrays = [("blob", tiny_bpe_vocab._blob), ("offsets", tiny_bpe_vocab._offsets), ("kinds", tiny_bpe_vocab._kinds),
+              ("plain_bits", t.plain_bits)]
+    arrays += [(f"{n}.{k}", a) for n, tr in (("plain", t.plain), ("special", t.special)) for k, a in tr.arrays().items()]
+    meta = dict(max_token_id=tiny_bpe_vocab.max_token_id(), eos_token_ids=list(tiny_bpe_vocab.eos_token_ids),
+                fingerprint=tiny_bpe_vocab.fingerprint, n_words=t.n_words, max_len=t.max_len)
+    p = tmp_path / "v2.bin"
+    monkeypatch.setattr(fileformat, "_VERSION", 2)
+    fileformat._write_container(p, meta, arrays)
+    monkeypatch.undo()
+    assert _read(p)[0] == 2
+    w = Vocabulary.deserialize_from_disk(p)
+    assert w._tries == {} and w == tiny_bpe_vocab
+    _assert_same(tiny_bpe_vocab, w)
+    # a version 2 file lists every array: one without the tries' is corrupt
+    monkeypatch.setattr(fileformat, "_VERSION", 2)
+    fileformat._write_container(p, meta, arrays[:3])
+    monkeypatch.undo()
+    with pytest.raises(IndexFormatError, match="does not list exactly the vocabulary's arrays"):
         Vocabulary.deserialize_from_disk(p)
 
 

@@ -29,7 +29,6 @@ ranges), and here the :class:`Automaton` that owns the arrays, grows them and ho
 
 from __future__ import annotations
 
-import mmap
 import threading
 
 import numpy as np
@@ -39,6 +38,8 @@ from .._weak import weak_method
 from .._config import BUDGETS, MAX_STORE_BYTES
 from ..errors import GrammarError, LimitExceededError
 from . import counters as _ctr
+from . import memory as _mem
+from .memory import _alloc, _pow2
 from . import kernels as K
 from . import keys as _keys
 from . import keysets as _ks
@@ -121,51 +122,6 @@ class EmptyLanguageError(GrammarError):
 
 # the byte sets of a builder program without any (never written: the kernel only reads them)
 _NO_WORDS = np.zeros((0, 4), dtype=np.uint64)
-
-#: Bytes from which NumPy advises the kernel to back an array with huge pages (``madvise
-#: MADV_HUGEPAGE``, NumPy's default on Linux for allocations of 4 MiB and more).
-_HUGE_ADVISED = 1 << 22
-
-
-#: flags of a private anonymous mapping (None where ``mmap`` takes no flags: NumPy's allocation)
-_MAP_PRIVATE_ANON = (mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", getattr(mmap, "MAP_ANON", 0))
-                     if hasattr(mmap, "MAP_PRIVATE") else None)
-
-
-def _alloc(shape, dtype, fill=None, empty=False) -> np.ndarray:
-    """An array for the store, filled with ``fill`` (zeros when None; left unwritten with
-    ``empty`` where that is cheaper): one of 4 MiB and more in an anonymous mapping of its own
-    rather than NumPy's allocation.
-
-    NumPy asks for transparent huge pages on such arrays; where the kernel defragments on demand
-    for advised ranges (``defrag = madvise``, the default) a first touch in a fragmented process
-    compacts memory synchronously: growing the transition table of MaskBench's
-    ``Github_ultra---o34345`` from 16,384 to 32,768 states took 230 ms of CPU inside one mask
-    after ten schemas had run in the process (2 ms when it ran first). An anonymous mapping gets
-    ordinary pages, zero-filled by the kernel; the array keeps it alive.
-    """
-    dtype = np.dtype(dtype)
-    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if n < _HUGE_ADVISED or _MAP_PRIVATE_ANON is None:
-        if empty:
-            return np.empty(shape, dtype=dtype)
-        return np.zeros(shape, dtype=dtype) if fill is None else np.full(shape, fill, dtype=dtype)
-    # (private: Python's default for an anonymous mapping is MAP_SHARED, memory of the shmem
-    # filesystem, whose pages go through its page cache: growing a 16 MiB transition table to
-    # 32 MiB took 6.9 ms of CPU that way against 5.6 ms private, medians of 30, 11.8 against
-    # 8.8 ms at worst)
-    out = np.frombuffer(mmap.mmap(-1, n, flags=_MAP_PRIVATE_ANON), dtype=dtype).reshape(shape)
-    if fill is not None and fill != 0:
-        out.fill(fill)
-    return out
-
-
-def _pow2(n: int) -> int:
-    c = 16
-    while c < n:
-        c *= 2
-    return c
-
 
 class Automaton:
     """Byte automaton of an IR grammar, expanded on demand.
@@ -299,14 +255,8 @@ class Automaton:
 
     @staticmethod
     def _grown(arr, cap, fill, used=None):
-        """``arr`` with ``cap`` rows: its rows (the first ``used`` of them), the new ones
-        ``fill`` (left unwritten when ``None``: their owner writes a row before it is read)."""
-        out = _alloc((cap,) + arr.shape[1:], arr.dtype, empty=True)
-        n = arr.shape[0] if used is None else used
-        out[:n] = arr[:n]
-        if fill is not None:
-            out[n:] = fill  # (the old rows written once, not filled first)
-        return out
+        """``arr`` with ``cap`` rows (:func:`dotjson.automaton.memory.grown`)."""
+        return _mem.grown(arr, cap, fill, used)
 
     @property
     def store_bytes(self) -> int:
@@ -461,8 +411,13 @@ class Automaton:
         T = self._pool_alloc(K.N_KT + 2 * n + 3)
         pool = self._a["pool"]
         o_alive, o_tail, full = T + K.N_KT, T + K.N_KT + n, T + K.N_KT + 2 * n
-        pool[o_alive : o_alive + n] = -1
-        pool[o_tail : o_tail + n] = -1
+        if keyset.tail is None:  # every name ends the language: each member complete, tail ε
+            pool[o_alive : o_alive + n] = 1
+            pool[o_tail : o_tail + n] = K.EPS
+            keyset.asked[:] = True
+        else:
+            pool[o_alive : o_alive + n] = -1
+            pool[o_tail : o_tail + n] = -1
         if len(keyset.excluded):
             pool[o_alive + keyset.excluded] = 0
             keyset.asked[keyset.excluded] = True

@@ -180,7 +180,8 @@ def _check_keysets(keysets, pool, n_terms) -> dict:
         tail = region(o_tail, n, "tails")
         if not np.all((alive == 0) | (alive == 1)):
             raise ValueError("key set members not settled")
-        if np.any(alive == 1) and (tail[alive == 1].min() < 2 or tail[alive == 1].max() >= n_terms):
+        # (a tail is a term: ε where the name ends the key set's language, never ∅)
+        if np.any(alive == 1) and (tail[alive == 1].min() < K.EPS or tail[alive == 1].max() >= n_terms):
             raise ValueError("key set tails out of range")
         cps = region(o_cp, ncp, "characters")
         if ncp and (np.any(np.diff(cps) <= 0) or cps[0] < 0 or cps[-1] > ir.MAX_CODEPOINT):

@@ -12,6 +12,8 @@ import itertools
 import warnings
 from decimal import ROUND_CEILING
 
+import numpy as np
+
 from dotjson import ir
 from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
@@ -27,6 +29,7 @@ from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder, has_some_string
 from dotjson.jsonschema.values import _NAME_JUNK, _NUM, EXACT, FALSE, MAX_DEPTH, TRUE
 from dotjson.jsonschema.jsonstr import enc_text
+from dotjson.jsonschema.key_trie import KeySet, KeyTrie
 
 # atoms whose sub-schemas building a branch may intersect (see Compiler._combinations)
 _COMBINED = frozenset({Pos, Items, Props, Pattern, Addl})
@@ -42,6 +45,8 @@ _LONG_BOUND = 100
 _KNOWN_DEPTH = 32
 # enum values tried, and array items required, by the inhabitation test (beyond: the analysis looks)
 _KNOWN_ENUM = 16
+#: A string ``enum`` of at least this many values is one native key set (:meth:`Compiler.string_enum`)
+NATIVE_ENUM = 32
 _KNOWN_ITEMS = 64
 
 
@@ -543,11 +548,18 @@ class Compiler(Normalizer):
         if m.enum is not None:
             vals = [c for c in m.enum if self.satisfies(self.literal_cache[("v", c)], br)]
             vals.sort(key=repr)
+            strs = [c[1] for c in vals if c[0] == "s"]
+            out = []
+            if len(strs) >= NATIVE_ENUM:
+                out.append(self.string_enum(strs))
+                vals = [c for c in vals if c[0] != "s"]
             if self.syntactic_int and "nonint" not in m.types:
                 # draft 4: an integral enum value under `type: integer` has no `1.0` spelling
-                return alt(*(self.numbers.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
-                             if c[0] == "x" else self.literal(c) for c in vals))
-            return alt(*(self.literal(c) for c in vals))
+                out += [self.numbers.number_node(c[1], False, c[1], False, (), (), (), True, False, "")
+                        if c[0] == "x" else self.literal(c) for c in vals]
+            else:
+                out += [self.literal(c) for c in vals]
+            return alt(*out)
         out = []
         ts = m.types
         if "null" in ts and ("n",) not in m.not_enum:
@@ -567,6 +579,31 @@ class Compiler(Normalizer):
         return alt(*out)
 
     # ------------------------------------------------------------------ literals
+    def string_enum(self, values) -> ir.Node:
+        """A string among ``values`` (at least :data:`NATIVE_ENUM` of them), every spelling the
+        policy allows: the opening quote, then one rule the automaton builds natively, the
+        values as a key set whose names end the language
+        (:class:`~dotjson.jsonschema.key_trie.KeySet` with no tail): a derivative narrows a
+        range of the sorted values instead of compiling a node per value. Its IR body (for the
+        analyses, the grammar text and the reference tests) is the alternation of the values'
+        literals after their opening quote.
+
+        392 values (MaskBench ``Github_ultra---o65671``'s IAB categories) cost 4.2 ms inside
+        one mask as literals (the IR of every value and its compilation, 2,111 terms)."""
+        names = tuple(sorted(set(values)))
+        key = ("senum", names)
+        hit = self.literal_cache.get(key)
+        if hit is not None:
+            return hit
+        nm = self.new_name("enum")
+        self.pending[nm] = lambda: alt(*(seq(self.lit_text(v), lit('"')) for v in names))
+        self.state_hints[nm] = (False, True)
+        keys = KeySet(KeyTrie(names), lambda js: np.ones(np.shape(js), dtype=np.bool_), None,
+                      spelling=self.jsonstr.lit_char)
+        self.native[nm] = (keys, 0, len(names))
+        hit = self.literal_cache[key] = seq(lit('"'), Ref(nm))
+        return hit
+
     def literal(self, c) -> ir.Node:
         key = ("lit", c)
         hit = self.literal_cache.get(key)

@@ -19,11 +19,12 @@ import functools
 from typing import NamedTuple
 
 from dotjson import ir
+from dotjson.trie import PlainClass
 from dotjson.errors import DotjsonTypeError, GrammarError, SchemaError
 
 __all__ = ["encode_string_language", "encode_chars", "enc_char", "enc_text", "json_string_content",
            "string_of_length", "JSON_STRING_CHAR", "SPELLINGS", "Spellings", "spellings", "default_spellings",
-           "StringSyntax", "STRING_SYNTAX", "PLAIN_CHARS"]
+           "StringSyntax", "STRING_SYNTAX", "PLAIN_CHARS", "PLAIN_CLASS"]
 
 
 class StringSyntax(NamedTuple):
@@ -68,9 +69,11 @@ _SHORT = {cp: _ESC + chr(b) for cp, b in STRING_SYNTAX.short}
 _NEEDY = ir.chars((0x00, STRING_SYNTAX.low - 1), (STRING_SYNTAX.close, STRING_SYNTAX.close),
                   (STRING_SYNTAX.escape, STRING_SYNTAX.escape))
 #: The *plain* characters: those a JSON string takes as themselves (every one but the quote, the
-#: backslash and U+0000-U+001F; surrogates are no characters). The token side's plain class
-#: (``dotjson.trie.PLAIN_RANGES``, pending: issue 27) must be these ranges.
+#: backslash and U+0000-U+001F; surrogates are no characters).
 PLAIN_CHARS = ir.chars_complement(_NEEDY)
+#: The same characters as the token side takes them (:class:`dotjson.trie.PlainClass`): the
+#: class every :class:`~dotjson.Index` hands down to its vocabulary's tries and its mask walk.
+PLAIN_CLASS = PlainClass(PLAIN_CHARS.ranges)
 
 
 def _digit_chars(digits: tuple[int, ...]) -> ir.Chars:

@@ -136,10 +136,11 @@ class KeySet:
         ``alive_many(js)``: for each member ``j`` of the int array ``js``, True when it certainly
         completes the object (known without building anything), False when that is not known
         cheaply.
-    tail : callable
+    tail : callable or None
         ``tail(j)``: the name of the rule of what follows member ``j``'s closing quote (its value
         and the rest of the object); the member can complete exactly when that rule is
-        productive.
+        productive. ``None``: nothing follows, every name ends the key set's language (a string
+        ``enum``: :meth:`dotjson.jsonschema.compiler.Compiler.string_enum`).
     excluded : sequence of int, optional
         Members never offered (an object in any order: the ones already seen). Key sets over one
         trie share its names in the automaton's store; only which members complete, and their

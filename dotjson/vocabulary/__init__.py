@@ -34,14 +34,15 @@ import numpy as np
 
 from dotjson.errors import DotjsonTypeError, IndexFormatError, VocabularyError
 from dotjson.trie import (
-    ascii_runs, big_subtree_bits, plain_char_counts, plain_length_bits, TokenTrie, VocabTries,
+    ascii_runs, big_subtree_bits, plain_char_counts, plain_length_bits, PlainClass, TokenTrie, VocabTries,
     _vocab_tries_from_packed,
 )
 from dotjson.vocabulary.decoders import (
     _BL_ENCODING_MAP, bytes_to_unicode, _apply_steps, _bytelevel_only, _decoder_steps,
 )
 from dotjson.vocabulary.fileformat import (
-    _TRIE_FIELDS, _as_path, _meta_int, _parse_container, _read_container, _validate, _write_container,
+    _TRIE_FIELDS, _as_path, _meta_int, _parse_container, _read_container, _validate, _validate_tokens,
+    _write_container,
 )
 from dotjson.vocabulary.loading import (
     _KNOWN_EOS, _TOKENIZER_FILES, _backend_of, _hub_file, _json_tokenizer, _looks_like_path,
@@ -78,14 +79,15 @@ class Vocabulary:
         self._offsets = offsets
         self._kinds = kinds
         self._eos = tuple(int(e) for e in eos_token_ids)
-        self._tries = tries
+        #: the tries per plain class they were split by (first built first)
+        self._tries: dict[PlainClass, VocabTries] = {} if tries is None else {tries.plain_class: tries}
         self._fingerprint: str | None = None
         #: this object's number in the process (never reused): keys of process-wide caches
         #: of facts about this vocabulary (the fingerprint costs ~5 ms to compute)
         self._uid = next(_UIDS)
         self._list = token_list
         self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
-        self._walk = None
+        self._walk: dict[PlainClass, tuple] = {}
         # a vocabulary is made just before kernels run: on a cold Numba cache, start the
         # compile helpers now, beside whatever the caller does next (no-op once linked)
         from dotjson._kernels.jit import prelink
@@ -462,36 +464,42 @@ class Vocabulary:
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
-    @property
-    def tries(self) -> VocabTries:
-        """The plain/special byte tries of the emittable tokens, built on first access.
+    def tries_for(self, plain: PlainClass) -> VocabTries:
+        """The plain/special byte tries of the emittable tokens split by ``plain``, built on first
+        use and kept with the vocabulary (an :class:`~dotjson.Index` hands down its class: the
+        JSON layer's :data:`~dotjson.jsonschema.jsonstr.PLAIN_CLASS`).
 
         Equal to ``build_vocab_tries([(token_bytes(i), i) for i in emittable_token_ids()],
-        max_token_id())``.
+        max_token_id(), plain)``.
         """
-        if self._tries is None:
+        tries = self._tries.get(plain)
+        if tries is None:
+            if not isinstance(plain, PlainClass):
+                raise DotjsonTypeError(f"Invalid plain class: expected a PlainClass, got {type(plain).__name__}")
             ids = self.emittable_token_ids()
             starts = self._offsets[ids]
             lens = self._offsets[ids + 1] - starts
             blob = self._blob if self._blob.shape[0] else np.zeros(1, dtype=np.uint8)
-            self._tries = _vocab_tries_from_packed(blob, starts, lens, ids.astype(np.int64),
-                                                   self.max_token_id())
-        return self._tries
+            tries = _vocab_tries_from_packed(blob, starts, lens, ids.astype(np.int64), self.max_token_id(), plain)
+            tries = self._tries.setdefault(plain, tries)  # (another thread's, if it was first)
+        return tries
 
-    def _walk_tables(self) -> tuple:
+    def _walk_tables(self, plain: PlainClass) -> tuple:
         """Tables the mask walk uses beside the tries, derived on first use and kept with the
         vocabulary (never saved: they follow from the tries): the plain trie's big-subtree
         bitsets (:func:`dotjson.trie.big_subtree_bits`), the special trie's ASCII runs
         (:func:`dotjson.trie.ascii_runs`), the plain tokens by length
         (:func:`dotjson.trie.plain_length_bits`) and the plain trie's characters per node and
         per token (:func:`dotjson.trie.plain_char_counts`), as ``(big_index, big_bits, runs,
-        len_row, len_bits, node_chars, tok_chars)``."""
-        if self._walk is None:
-            tries = self.tries
+        len_row, len_bits, node_chars, tok_chars)``, for the tries of class ``plain``."""
+        walk = self._walk.get(plain)
+        if walk is None:
+            tries = self.tries_for(plain)
             chars = plain_char_counts(tries.plain)
-            self._walk = (*big_subtree_bits(tries.plain, tries.n_words), ascii_runs(tries.special),
-                          *plain_length_bits(tries.plain, tries.n_words, chars[1]), *chars)
-        return self._walk
+            walk = (*big_subtree_bits(tries.plain, tries.n_words), ascii_runs(tries.special, plain),
+                    *plain_length_bits(tries.plain, tries.n_words, chars[1]), *chars)
+            walk = self._walk.setdefault(plain, walk)
+        return walk
 
     def __repr__(self) -> str:
         return (f"Vocabulary({len(self)} tokens, max_token_id={self.max_token_id()}, "
@@ -505,42 +513,54 @@ class Vocabulary:
 
     # -- serialization -----------------------------------------------------------------------
 
-    def serialize_to_disk(self, path) -> None:
+    def serialize_to_disk(self, path, plain: PlainClass | None = None) -> None:
         """Save the vocabulary and its tries to one file (versioned, no pickle).
 
         Parameters
         ----------
         path : str or os.PathLike
             The file to write (replaced atomically).
+        plain : PlainClass, optional
+            The class whose tries to save (built if need be). By default the tries built first
+            (those of the first index over this vocabulary), or none when none were built: a
+            loaded vocabulary builds them at first use. The file records the class's ranges.
         """
         path = _as_path(path, "path")
-        tries = self.tries
+        if plain is not None:
+            tries = self.tries_for(plain)
+        else:
+            tries = next(iter(self._tries.values()), None)
         arrays: list[tuple[str, np.ndarray]] = [
             ("blob", self._blob),
             ("offsets", self._offsets),
             ("kinds", self._kinds),
-            ("plain_bits", tries.plain_bits),
         ]
-        for name, trie in (("plain", tries.plain), ("special", tries.special)):
-            arrays.extend((f"{name}.{k}", v) for k, v in trie.arrays().items())
-        _write_container(path, {
+        meta = {
             "max_token_id": self.max_token_id(),
             "eos_token_ids": list(self._eos),
             "fingerprint": self.fingerprint,
-            "n_words": tries.n_words,
-            "max_len": tries.max_len,
-        }, arrays)
+            "plain": None,
+        }
+        if tries is not None:
+            arrays.append(("plain_bits", tries.plain_bits))
+            for name, trie in (("plain", tries.plain), ("special", tries.special)):
+                arrays.extend((f"{name}.{k}", v) for k, v in trie.arrays().items())
+            meta.update(plain=[list(r) for r in tries.plain_class.ranges], n_words=tries.n_words,
+                        max_len=tries.max_len)
+        _write_container(path, meta, arrays)
 
     @classmethod
     def deserialize_from_disk(cls, path) -> "Vocabulary":
-        """Load a vocabulary saved by :meth:`serialize_to_disk`, tries included.
+        """Load a vocabulary saved by :meth:`serialize_to_disk`, tries included (kept for the
+        class the file records; another class's are built at first use, and so are the tries of
+        a version 2 file, which does not record its class).
 
         Raises
         ------
         IndexFormatError
             The file is truncated, corrupt (any byte of it: a SHA-256 covers the whole file, and
-            every value is checked against the others), of another version, or not a
-            vocabulary file.
+            every value is checked against the others, the tries' split against the class the
+            file records), of another version, or not a vocabulary file.
         VocabularyError
             ``path`` does not exist or cannot be read.
         DotjsonTypeError
@@ -556,29 +576,37 @@ class Vocabulary:
         return cls._from_container(*_parse_container(np.frombuffer(bytearray(data), dtype=np.uint8), path), path)
 
     @classmethod
-    def _from_container(cls, meta: dict, arrs: dict, path) -> "Vocabulary":
+    def _from_container(cls, version: int, meta: dict, arrs: dict, path) -> "Vocabulary":
         try:
             n = _meta_int(meta, "max_token_id")
             eos_list = meta["eos_token_ids"]
             if not isinstance(eos_list, list) or not all(type(e) is int for e in eos_list):
                 raise ValueError("eos_token_ids is not a list of integers")
             eos = tuple(eos_list)
-            n_words = _meta_int(meta, "n_words")
-            max_len = _meta_int(meta, "max_len")
             want_fp = meta["fingerprint"]
             if not isinstance(want_fp, str):
                 raise ValueError("fingerprint is not text")
             blob, offsets, kinds = arrs["blob"], arrs["offsets"], arrs["kinds"]
-            tries = VocabTries(
-                plain=TokenTrie(**{k: arrs[f"plain.{k}"] for k in _TRIE_FIELDS}),
-                special=TokenTrie(**{k: arrs[f"special.{k}"] for k in _TRIE_FIELDS}),
-                plain_bits=arrs["plain_bits"],
-                n_words=n_words,
-                max_len=max_len,
-            )
+            # a version 2 file's tries were split by a class it does not name: built again
+            ranges = meta["plain"] if version >= 3 else None
+            tries = None
+            if ranges is not None:
+                if not isinstance(ranges, list):
+                    raise ValueError("plain is not a list of ranges")
+                tries = VocabTries(
+                    plain=TokenTrie(**{k: arrs[f"plain.{k}"] for k in _TRIE_FIELDS}),
+                    special=TokenTrie(**{k: arrs[f"special.{k}"] for k in _TRIE_FIELDS}),
+                    plain_bits=arrs["plain_bits"],
+                    n_words=_meta_int(meta, "n_words"),
+                    max_len=_meta_int(meta, "max_len"),
+                    plain_class=PlainClass(ranges),
+                )
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(f"Corrupt vocabulary file {path}: missing or invalid field ({exc})") from exc
-        _validate(path, n, eos, blob, offsets, kinds, tries)
+        if tries is None:
+            _validate_tokens(path, n, eos, blob, offsets, kinds)
+        else:
+            _validate(path, n, eos, blob, offsets, kinds, tries)
         vocab = cls(blob, offsets, kinds, eos, tries=tries)
         if vocab.fingerprint != want_fp:
             raise IndexFormatError(f"Corrupt vocabulary file {path}: fingerprint mismatch")

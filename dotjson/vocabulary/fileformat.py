@@ -14,15 +14,19 @@ from pathlib import Path
 import numpy as np
 
 from dotjson.errors import DotjsonOSError, DotjsonTypeError, DotjsonValueError, IndexFormatError, VocabularyError
-from dotjson.trie import VocabTries, check_trie
+from dotjson.trie import VocabTries, check_trie, plain_split
 from dotjson.vocabulary.tokens import _ABSENT, _TEXT, MAX_TOKEN_BYTES, MAX_VOCAB_SIZE
 
 
 _MAGIC = b"DOTJSON-VOCAB\x00\r\n"
 
-#: Version 2: a SHA-256 of every preceding byte (prefix and header included) ends the file.
+#: Version 3: the header's ``plain`` names the plain class the tries were split by (its
+#: code-point ranges), or is null when the file holds no tries.
+#: Version 2: a SHA-256 of every preceding byte (prefix and header included) ends the file; still
+#: read, its tries left out (they were split by a class the file does not name).
 #: Version 1 checked the payload only (its header, e.g. ``max_len``, was unprotected): refused.
-_VERSION = 2
+_VERSION = 3
+_READS = (2, 3)
 
 _PREFIX = struct.Struct("<16sIIQ")  # magic, version, header length, payload length
 
@@ -32,8 +36,10 @@ _ALIGN = 64
 
 _DTYPES = {"uint8", "int32", "int64", "uint32"}
 
-#: The dtype each saved array must have (what the kernels are compiled for).
-_ARRAY_DTYPES = {"blob": "uint8", "offsets": "int64", "kinds": "uint8", "plain_bits": "uint32"}
+#: The dtype each saved array must have (what the kernels are compiled for): the tokens', then
+#: the tries' (absent from a file saved without tries).
+_TOKEN_DTYPES = {"blob": "uint8", "offsets": "int64", "kinds": "uint8"}
+_ARRAY_DTYPES = dict(_TOKEN_DTYPES, plain_bits="uint32")
 for _t in ("plain", "special"):
     _ARRAY_DTYPES.update({f"{_t}.child_ptr": "int32", f"{_t}.child_byte": "uint8",
                           f"{_t}.child_node": "int32", f"{_t}.tok_ptr": "int32",
@@ -72,7 +78,7 @@ def _write_container(path: Path, meta: dict, arrays: list[tuple[str, np.ndarray]
         if tmp.exists():
             tmp.unlink()
 
-def _read_container(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+def _read_container(path: Path) -> tuple[int, dict, dict[str, np.ndarray]]:
     from dotjson._files import NotRegularError, read_regular
 
     if not path.is_file():
@@ -89,16 +95,18 @@ def _read_container(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
         raise VocabularyError(f"Cannot read vocabulary file {path}: {exc}") from None
     return _parse_container(np.frombuffer(bytearray(data), dtype=np.uint8), path)
 
-def _parse_container(buf: np.ndarray, path) -> tuple[dict, dict[str, np.ndarray]]:
+def _parse_container(buf: np.ndarray, path) -> tuple[int, dict, dict[str, np.ndarray]]:
+    """The version, the header and the arrays of a vocabulary file's bytes, each array's dtype
+    and extent checked."""
     if buf.shape[0] < _PREFIX.size:
         raise IndexFormatError(f"Not a dotjson vocabulary file: {path} is truncated ({buf.shape[0]} bytes)")
     magic, version, hlen, plen = _PREFIX.unpack(buf[: _PREFIX.size].tobytes())
     if magic != _MAGIC:
         raise IndexFormatError(f"Not a dotjson vocabulary file: {path} (bad magic)")
-    if version != _VERSION:
+    if version not in _READS:
         old = " (its header is outside its checksum): save it again with this dotjson" if version == 1 else ""
         raise IndexFormatError(
-            f"Unsupported vocabulary file version {version} in {path}: expected {_VERSION}{old}"
+            f"Unsupported vocabulary file version {version} in {path}: expected {' or '.join(map(str, _READS))}{old}"
         )
     start = _PREFIX.size + hlen
     if buf.shape[0] != start + plen + _DIGEST:
@@ -112,7 +120,8 @@ def _parse_container(buf: np.ndarray, path) -> tuple[dict, dict[str, np.ndarray]
     try:
         meta = json.loads(buf[_PREFIX.size : start].tobytes().decode("utf-8"))
         table = meta["arrays"]
-        if not isinstance(table, dict) or set(table) != set(_ARRAY_DTYPES):
+        want = _TOKEN_DTYPES if version >= 3 and meta.get("plain") is None else _ARRAY_DTYPES
+        if not isinstance(table, dict) or set(table) != set(want):
             raise ValueError("the array table does not list exactly the vocabulary's arrays")
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise IndexFormatError(f"Corrupt vocabulary file {path}: unreadable header ({exc})") from None
@@ -132,13 +141,16 @@ def _parse_container(buf: np.ndarray, path) -> tuple[dict, dict[str, np.ndarray]
             arrs[name] = payload[off : off + nbytes].view(dt).astype(np.dtype(dtype), copy=False)
     except (ValueError, TypeError) as exc:
         raise IndexFormatError(f"Corrupt vocabulary file {path}: bad array table ({exc})") from exc
-    return meta, arrs
+    return version, meta, arrs
 
-def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
-    """Bounds checks so that kernels never index out of range on a hostile file."""
+def _bad(path, what):
+    raise IndexFormatError(f"Corrupt vocabulary file {path}: {what}")
+
+def _validate_tokens(path, n, eos, blob, offsets, kinds) -> None:
+    """Bounds checks of the token table."""
 
     def bad(what):
-        raise IndexFormatError(f"Corrupt vocabulary file {path}: {what}")
+        _bad(path, what)
 
     if not 0 <= n <= MAX_VOCAB_SIZE:
         bad(f"max_token_id {n}: expected 0 <= max_token_id <= {MAX_VOCAB_SIZE}")
@@ -150,6 +162,15 @@ def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
         bad("token kinds")
     if not eos or any(not 0 <= e < n for e in eos):
         bad("EOS ids")
+
+def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
+    """Bounds checks so that kernels never index out of range on a hostile file, and the tries
+    checked against the tokens and the class they were split by."""
+
+    def bad(what):
+        _bad(path, what)
+
+    _validate_tokens(path, n, eos, blob, offsets, kinds)
     if tries.n_words != (n + 31) // 32 or tries.plain_bits.shape[0] != tries.n_words:
         bad("plain bitset size")
     for name, t in (("plain", tries.plain), ("special", tries.special)):
@@ -189,6 +210,11 @@ def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
     if not np.array_equal(bits, tries.plain_bits):
         bad("plain bitset disagrees with the plain trie")
     blob_k = blob if blob.shape[0] else np.zeros(1, dtype=np.uint8)
+    # the split is the class's: the walk takes a plain subtree whole where a state is unchanged
+    # by the class, so a token put there wrongly would be allowed unchecked
+    split = plain_split(blob_k, offsets[want], lens[want], tries.plain_class)
+    if not np.array_equal(want[split], plain_ids):
+        bad(f"the plain trie's tokens are not those of its class {tries.plain_class!r}")
     deepest = 0
     for name, t in (("plain", tries.plain), ("special", tries.special)):
         d = check_trie(t.child_ptr, t.child_byte, t.child_node, t.tok_ptr, t.tok_ids, t.subtree_end,

@@ -49,7 +49,10 @@ class CheckResult:
         For a rejected token: up to :data:`MAX_EXPECTED` allowed token ids with their bytes (the
         lowest ids); empty otherwise.
     n_expected_tokens : int
-        How many tokens (EOS included) the state at the failing token allows; 0 for text input.
+        How many tokens (EOS included) the state at the failing token allows; 0 for text input;
+        -1 where that state's mask is refused by a limit (a token mask inside a ``uniqueItems``
+        array of free values, :class:`~dotjson.errors.LimitExceededError`; :attr:`expected`
+        still says which bytes may come).
     """
 
     ok: bool
@@ -199,12 +202,20 @@ def _check_tokens(index, auto, ids: list[int]) -> CheckResult:
 
 
 def _rejected_token(index, auto, s, k, pos, prefix, inner=None) -> CheckResult:
-    mask = index.mask(s)
-    bits = np.unpackbits(mask.astype("<u4").view(np.uint8), bitorder="little")
-    allowed = np.flatnonzero(bits)
-    vocab = index.vocabulary
-    toks = tuple((int(t), vocab.token_bytes(int(t)) if int(t) < vocab.max_token_id() else b"")
-                 for t in allowed[:MAX_EXPECTED])
+    from .errors import LimitExceededError
+
+    try:
+        mask = index.mask(s)
+    except LimitExceededError:  # (a mask refused by name: the bytes below still say what may come)
+        mask = None
+    toks, n_allowed = (), -1
+    if mask is not None:
+        bits = np.unpackbits(mask.astype("<u4").view(np.uint8), bitorder="little")
+        allowed = np.flatnonzero(bits)
+        vocab = index.vocabulary
+        toks = tuple((int(t), vocab.token_bytes(int(t)) if int(t) < vocab.max_token_id() else b"")
+                     for t in allowed[:MAX_EXPECTED])
+        n_allowed = int(len(allowed))
     # the bytes: at the failing byte inside the token (the token's allowed part already walked)
     at = inner if inner is not None else index._exact(s)
-    return CheckResult(False, "rejected", pos, k, prefix, expected_bytes(auto, at), toks, int(len(allowed)))
+    return CheckResult(False, "rejected", pos, k, prefix, expected_bytes(auto, at), toks, n_allowed)

@@ -22,6 +22,7 @@ from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
 from .automaton import kernels as _K
 from .automaton import heads as _heads
 from .errors import LimitExceededError
+from .ir.families import token_walk as _token_walk
 from .trie import PlainClass
 
 #: State of a row after EOS was sampled.
@@ -233,11 +234,12 @@ class Masker:
             if r is not None:
                 self._state_row[state] = r
                 return r
-            bits = self._run_mask(state, key_state)
-            if bits is None:
-                bits = self._head_mask(key_state)
-            if bits is None:
-                bits = self._compute_mask(key_state)
+            with _token_walk():  # (rule families may budget what one mask builds)
+                bits = self._run_mask(state, key_state)
+                if bits is None:
+                    bits = self._head_mask(key_state)
+                if bits is None:
+                    bits = self._compute_mask(key_state)
             if (self._n_masks + 1) * self._n_words * 4 > self._max_cache_bytes:
                 if self._n_words * 4 > self._max_cache_bytes:
                     raise LimitExceededError(

@@ -5,10 +5,10 @@ without the keyword, and what a token mask inside such an array does.
 (:class:`dotjson.jsonschema.unique.UniqueValues`, every-valid configuration only): a rule per byte
 of an item. ``index.check`` / ``index.accepts`` read a document byte by byte, so they make one
 rule per byte; a token mask inside the array walks every token an item may hold, a rule per byte
-of each, and is refused past ``MAX_ITEM_FANOUT`` (a ``LimitExceededError``). This prints, per
-document, the time of ``index.check`` on a new index with and without ``uniqueItems`` (µs per
-byte, and the ratio), and the time a token mask inside the array takes to be refused. Llama 3
-vocabulary, one process after ``dotjson.warmup()``.
+of each, and is refused (a ``LimitExceededError``) once it has made ``MAX_MASK_ITEM_TEXTS`` of
+them. This prints, per document, the time of ``index.check`` on a new index with and without
+``uniqueItems`` (µs per byte, and the ratio), and the time a token mask inside the array takes to
+be refused. Llama 3 vocabulary, one process after ``dotjson.warmup()``.
 
 Run ``python3 perf/bench_unique_values.py``.
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 
 from dotjson.errors import UnsupportedSchemaError
@@ -232,3 +233,132 @@ def test_hypothesis_instances_of_distinct_values_are_accepted():
         {"type": "array", "uniqueItems": True, "items": small},
         {"type": "array", "uniqueItems": True, "items": {"type": ["string", "number", "array"], "maxLength": 8,
                                                          "maxItems": 3, "items": {"type": "boolean"}}}], 20)
+
+
+def _unique_values_family(index):
+    from dotjson.jsonschema.unique import UniqueValues
+
+    (fam,) = [f for f in index._auto.grammar.families if isinstance(f, UniqueValues)]
+    return fam
+
+
+def test_a_mask_inside_free_items_is_refused_at_once_and_the_index_stays_usable(llama3_vocab, llama3_tokenizer):
+    # issue 29: a token mask from inside a free string item walks nearly every token, a family rule
+    # per byte of each (~40,000 on Llama 3): refused once that one mask has made
+    # MAX_MASK_ITEM_TEXTS item texts (it made 256 texts of one length first before, 3-4 s, and
+    # those counts never came down: index.check then refused valid documents it had not read)
+    from dotjson import Index
+    from dotjson.errors import LimitExceededError
+    from dotjson.jsonschema.unique import MAX_MASK_ITEM_TEXTS
+
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"},
+                                                        "uniqueItems": True}}, "required": ["tags"]}
+    index = Index(schema, llama3_vocab, **EVERY_VALID)
+    fam = _unique_values_family(index)
+    s = index.initial_state
+    before = None
+    for t in llama3_tokenizer.encode('{"tags": ["', add_special_tokens=False):
+        before = s
+        assert index.mask(s).any()  # (the masks before the array, and at its start)
+        s = index.next_state(s, t)
+    made = len(fam._bodies)
+    for _ in range(2):  # (again: refused again, the rules it made kept)
+        refused = (r"token mask inside the array \(item 0, here after its bytes b'\"[^']*'\) .* refused past "
+                   rf"{MAX_MASK_ITEM_TEXTS} item texts in one mask")
+        with pytest.raises(LimitExceededError, match=refused):
+            index.mask(s)
+        assert len(fam._bodies) - made <= MAX_MASK_ITEM_TEXTS
+        made = len(fam._bodies)
+    assert index.mask(before).any()
+    docs = [{"tags": [f"tag {i:03d}" for i in range(300)]}, {"tags": ["a", "\u0061"]}, {"tags": ["x", "y", "x"]},
+            {"tags": ["ab", "a", "b", "ba"]}, {"tags": []}, {"tags": ["\u00e9", "\u00e8", "é"]}]
+    for d in docs:
+        text = json.dumps(d)
+        want = jsonschema.Draft202012Validator(schema).is_valid(d)
+        assert index.accepts(text) is want and index.check(text).ok is want, d
+    assert index.check('{"tags": ["x", "\\u0078"]}').position == len('{"tags": ["x", "\\u0078')
+    # tokens: the mask of the state refusing a token is refused too; the bytes still say what may come
+    r = index.check(llama3_tokenizer.encode('{"tags": ["ab", "ab"]}', add_special_tokens=False))
+    assert r.reason == "rejected" and r.n_expected_tokens == -1 and r.expected_tokens == () and r.expected
+    assert index.check(llama3_tokenizer.encode('{"tags": ["ab", "abc"]}', add_special_tokens=False)).ok
+    # a string as a walk along the tokens of a document: each state from next_state, masks
+    # outside the array
+    s = index.initial_state
+    for t in llama3_tokenizer.encode('{"tags": ["qz", "q"]}', add_special_tokens=False):
+        s = index.next_state(s, t)
+        assert s >= 0
+    assert index.is_accepting(s)
+
+
+def test_a_mask_inside_narrow_items_is_computed(llama3_vocab, llama3_tokenizer):
+    # JsonSchemaStore---drupal-breakpoints' multipliers: a string item whose pattern lets few tokens
+    # in (~110 item texts a mask): masks inside the item work, exactly, under the budget
+    from dotjson import Index
+
+    schema = {"type": "array", "items": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?x$"}, "uniqueItems": True}
+    index = Index(schema, llama3_vocab, **EVERY_VALID)
+    ids = {}
+    for t in range(llama3_vocab.max_token_id()):
+        try:
+            ids.setdefault(llama3_vocab.token_bytes(t), t)
+        except Exception:
+            continue
+    # "1x" was read: "1" may not become it again (x, then only '"' completes it), it may grow
+    # ("12x", "10x"), take a fraction ("1.5x"), or spell a digit as an escape; "1x" may not end,
+    # "12x" may
+    probes = {'["1x", "1': {b"x": False, b"a": False, b"2": True, b"0": True, b".": True, b"\\": True},
+              '["1x", "1x': {b'"': False, b'",': False, b'"]': False, b"x": False},
+              '["1x", "12x': {b'"': True, b'",': True, b'"]': True, b"x": False}}
+    for prefix, want in probes.items():
+        s = index.initial_state
+        for t in llama3_tokenizer.encode(prefix, add_special_tokens=False):
+            s = index.next_state(s, t)
+        bits = np.unpackbits(index.mask(s).astype("<u4").view(np.uint8), bitorder="little")
+        allowed = {llama3_vocab.token_bytes(int(t)) for t in np.flatnonzero(bits)}
+        for tok, ok in want.items():
+            assert (tok in allowed) is ok and (index.next_state(s, ids[tok]) >= 0) is ok, (prefix, tok)
+
+
+def test_reading_many_arrays_of_one_family_is_never_refused(tiny_bpe_vocab):
+    # every array of a uniqueItems schema inside another array is the same family: reading 300 of
+    # them made 300 item texts of one length after no item, past the per-length limit of before
+    from dotjson import Index
+
+    import jsonschema
+
+    schema = {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}
+    index = Index(schema, tiny_bpe_vocab, **EVERY_VALID)
+    good = [[f"{i:03d}", "z"] for i in range(300)]
+    bad = json.dumps(good)[:-1] + ', ["q", "\\u0071"]]'
+    assert jsonschema.Draft202012Validator(schema).is_valid(good)
+    assert not jsonschema.Draft202012Validator(schema).is_valid(json.loads(bad))
+    assert index.check(json.dumps(good)).ok and index.accepts(json.dumps(good))
+    assert not index.accepts(bad) and index.check(bad).position == len(bad) - len('"]]')
+
+
+def test_token_walk_scopes():
+    # what a family sees of a mask's walk: one id per outermost scope, 0 outside, per thread
+    import threading
+
+    from dotjson.ir.families import token_walk, token_walk_id
+
+    assert token_walk_id() == 0
+    with token_walk():
+        a = token_walk_id()
+        with token_walk():
+            assert token_walk_id() == a != 0
+        assert token_walk_id() == a
+        seen = []
+        th = threading.Thread(target=lambda: seen.append(token_walk_id()))
+        th.start()
+        th.join()
+        assert seen == [0]
+    assert token_walk_id() == 0
+    with token_walk():
+        assert token_walk_id() not in (0, a)
+    with pytest.raises(KeyError):
+        with token_walk():
+            raise KeyError("x")
+    assert token_walk_id() == 0

@@ -18,6 +18,12 @@ A grammar may hold *families* (``ir.Grammar.families``). A family is any object 
   with :func:`register_family`. A family that reads the grammar's own rules may define
   ``attach(grammar)``, called once the loaded grammar exists.
 
+A family whose rules are cheap one at a time but too many for a token mask's walk (which expands
+every token prefix the vocabulary's tries reach from a state) can tell the two apart:
+:func:`token_walk_id` is non-zero while this thread computes a token mask (the mask code runs it
+inside :func:`token_walk`), and the same number for every body asked during that one walk, so
+the family can count what one mask builds and refuse at once past a budget.
+
 The automaton and the analyses read a grammar's rules through :func:`rules_with_families`, which
 looks family rules up on demand; :func:`expand_families` writes the reachable ones out (for
 rendering); :func:`family_to_json` and :func:`family_from_json` save and load one through the
@@ -29,6 +35,8 @@ saved index loads in a fresh process.
 
 from __future__ import annotations
 
+import itertools
+import threading
 import weakref
 from collections.abc import Mapping
 
@@ -37,7 +45,49 @@ from dotjson._weak import weak_method
 from dotjson.ir.analysis import Unsettled
 
 __all__ = ["family_of", "rules_with_families", "expand_families", "register_family", "family_kinds",
-           "family_to_json", "family_from_json"]
+           "family_to_json", "family_from_json", "token_walk", "token_walk_id"]
+
+
+class _WalkScope(threading.local):
+    depth = 0
+    walk = 0
+
+
+_SCOPE = _WalkScope()
+_WALKS = itertools.count(1)
+
+
+class _TokenWalk:
+    __slots__ = ()
+
+    def __enter__(self):
+        sc = _SCOPE
+        if sc.depth == 0:
+            sc.walk = next(_WALKS)
+        sc.depth += 1
+
+    def __exit__(self, *exc):
+        sc = _SCOPE
+        sc.depth -= 1
+        if sc.depth == 0:
+            sc.walk = 0
+
+
+_TOKEN_WALK = _TokenWalk()
+
+
+def token_walk() -> _TokenWalk:
+    """The scope of one token mask's computation in this thread, a context manager (nested
+    scopes are one walk; entering and leaving it costs ~0.4 µs)."""
+    return _TOKEN_WALK
+
+
+def token_walk_id() -> int:
+    """A number identifying the token mask this thread is computing (the same for the whole
+    walk, a new one for each), ``0`` when it computes none (reading a document, a state's
+    successor, an emptiness question)."""
+    return _SCOPE.walk
+
 
 #: family kind -> the class that loads it (its ``from_json``), filled by :func:`register_family`
 _KINDS: dict = {}

@@ -26,7 +26,7 @@ from fractions import Fraction
 
 from dotjson import ir
 from dotjson.ir import Ref, seq
-from dotjson.ir.families import register_family
+from dotjson.ir.families import register_family, token_walk_id
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
 from dotjson.jsonschema.numarith import _Arith
@@ -203,10 +203,18 @@ MAX_VALUE_SEARCH = 20_000
 #: for them (:meth:`UniqueValues._suffixes`)
 N_SUFFIXES = 16
 MAX_SUFFIX_STATES = 2_000
-#: rules made for items of one length after one set of values read: reading a document makes one
-#: or two (its item's text), a token mask's walk inside the array one per token prefix a string
-#: may hold (thousands): refused there, not run out of memory
-MAX_ITEM_FANOUT = 256
+#: rules (item texts) one token mask may make. Reading a document makes one rule per byte of an
+#: item, with no limit (a byte at a time: ``index.check``, ``accepts``, ``next_state``); a mask's
+#: walk makes one per token prefix an item may hold, at ~2-4 ms each (a body of up to ~100
+#: alternatives, each successor asked whether it can still differ): from inside a free string or
+#: key that is nearly every token (~40,000 rules, minutes, on Llama 3); inside a narrow one (a
+#: pattern such as ``^\d+(\.\d+)?x$``, JsonSchemaStore---drupal-breakpoints) ~110; at the start
+#: of an item of any value (``{"uniqueItems": true}`` after ``[``, every token that starts a
+#: string or a number) ~460; before the array a few (``[{"``). Past this many in one mask it is
+#: refused (``LimitExceededError``: 1.2-1.4 s from inside the first item of JsonSchemaStore---tson
+#: or asmdef, where 256 texts of one length took 3.2-4.0 s before); the rules it made stay (exact,
+#: reused), nothing else is kept of it, and the index stays usable
+MAX_MASK_ITEM_TEXTS = 512
 #: the order the depth-first search for completions (:meth:`UniqueValues._dive`) tries bytes in:
 #: what closes a string, an object or an array first, then what ends a member or starts a short
 #: value, then printable ASCII, a space, and last a backslash (an escape spells a character
@@ -315,7 +323,7 @@ class UniqueValues(_Family):
         self._qs: dict = {}      # (position, text) -> state of the item automaton
         self._cands: dict = {}   # position -> (distinct values found, exhausted)
         self._sufs: dict = {}    # state of the item automaton -> completions (_suffixes)
-        self._made: dict = {}    # (values read, item length) -> rules made (MAX_ITEM_FANOUT)
+        self._walk = (0, 0)      # (token walk id, rules made in it): MAX_MASK_ITEM_TEXTS
         super().__init__(prefix)
 
     def attach(self, grammar: ir.Grammar) -> None:
@@ -647,23 +655,33 @@ class UniqueValues(_Family):
 
     can_end = accepts_empty
 
+    def _charge_walk(self, seen, text: str) -> None:
+        """Count a rule made for a token mask (:func:`~dotjson.ir.families.token_walk_id`);
+        ``LimitExceededError`` past :data:`MAX_MASK_ITEM_TEXTS` in one mask. Nothing is counted
+        outside a mask (reading a document)."""
+        walk = token_walk_id()
+        if not walk:
+            return
+        w, n = self._walk
+        n = n + 1 if w == walk else 1
+        self._walk = (walk, n)
+        if n > MAX_MASK_ITEM_TEXTS:
+            from dotjson.errors import LimitExceededError
+
+            shown = (text if len(text) <= 40 else text[:37] + "...").encode("latin-1")
+            raise LimitExceededError(
+                f"uniqueItems over any values ({self.prefix}): a token mask inside the array (item {len(seen)}, "
+                f"here after its bytes {shown!r}) needs a rule per byte of every token the item may hold: refused "
+                f"past {MAX_MASK_ITEM_TEXTS} item texts in one mask; index.check, index.accepts and next_state "
+                "read such arrays exactly, and masks outside them are unaffected")
+
     def body(self, name: str) -> ir.Node:
         hit = self._bodies.get(name)
         if hit is not None:
             return hit
         st = self._state(name)
         seen, text = st
-        key = (seen, len(text))
-        n = self._made[key] = self._made.get(key, 0) + 1
-        if n > MAX_ITEM_FANOUT:
-            from dotjson.errors import LimitExceededError
-
-            raise LimitExceededError(
-                f"uniqueItems over any values: more than {MAX_ITEM_FANOUT} item texts of {len(text)} bytes after "
-                f"{len(seen)} items (a token mask inside the array needs a rule per byte of every token an item "
-                "may hold; index.check and index.accepts read a document byte by byte)")
-        if len(self._made) > 200_000:
-            self._made.clear()
+        self._charge_walk(seen, text)
         outs = []
         q = self._q(self._pos(seen), text)
         if q >= 0:

@@ -12,8 +12,6 @@ import itertools
 import warnings
 from decimal import ROUND_CEILING
 
-import numpy as np
-
 from dotjson import ir
 from dotjson.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from dotjson.ir import EMPTY, Ref, alt, lit, seq
@@ -29,7 +27,7 @@ from dotjson.jsonschema.objects import ObjectBuilder
 from dotjson.jsonschema.strings import StringBuilder, has_some_string
 from dotjson.jsonschema.values import _NAME_JUNK, _NUM, EXACT, FALSE, MAX_DEPTH, TRUE
 from dotjson.jsonschema.jsonstr import enc_text
-from dotjson.jsonschema.key_trie import KeySet, KeyTrie
+from dotjson.jsonschema.key_trie import KeySet, KeyTrie, all_complete
 
 # atoms whose sub-schemas building a branch may intersect (see Compiler._combinations)
 _COMBINED = frozenset({Pos, Items, Props, Pattern, Addl})
@@ -598,7 +596,7 @@ class Compiler(Normalizer):
         nm = self.new_name("enum")
         self.pending[nm] = lambda: alt(*(seq(self.lit_text(v), lit('"')) for v in names))
         self.state_hints[nm] = (False, True)
-        keys = KeySet(KeyTrie(names), lambda js: np.ones(np.shape(js), dtype=np.bool_), None,
+        keys = KeySet(KeyTrie(names), all_complete, None,
                       spelling=self.jsonstr.lit_char)
         self.native[nm] = (keys, 0, len(names))
         hit = self.literal_cache[key] = seq(lit('"'), Ref(nm))

@@ -23,7 +23,7 @@ import numpy as np
 from dotjson import ir
 from dotjson.jsonschema.jsonstr import STRING_SYNTAX, enc_char, enc_text
 
-__all__ = ["INLINE", "KeySet", "KeyTrie", "enc_text", "known_by_member"]
+__all__ = ["INLINE", "KeySet", "KeyTrie", "all_complete", "enc_text", "known_by_member"]
 
 #: a sub-trie offering at most this many names is written out in place, not as a rule
 INLINE = 8
@@ -117,6 +117,12 @@ def known_by_member(values, known_at) -> np.ndarray:
     _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
     answers = np.fromiter((bool(known_at(i)) for i in first.tolist()), dtype=np.bool_, count=len(first))
     return answers[inv.reshape(-1)]
+
+
+def all_complete(js) -> np.ndarray:
+    """A :class:`KeySet`'s ``alive_many`` where every member completes (its tail is a rule known
+    to be productive, or there is none): True for each member of ``js``."""
+    return np.ones(np.shape(js), dtype=np.bool_)
 
 
 class KeySet:

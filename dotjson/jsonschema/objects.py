@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from operator import itemgetter
 
-import numpy as np
-
 from dotjson import ir
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
 from dotjson.jsonschema.atoms import ExtraKeys, PatternKeys, Props, SchemaKeys, ViolatedBranch
-from dotjson.jsonschema.key_trie import KeySet, KeyTrie, known_by_member
+from dotjson.jsonschema.key_trie import KeySet, KeyTrie, all_complete, known_by_member
 from dotjson.jsonschema.objects_any_order import any_order_object
 from dotjson.jsonschema.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.nodes import ObjectNode
@@ -507,7 +505,7 @@ class ObjectRules:
             colon = f"{self.xname}_kc"  # what follows a name in the key set: its colon
             tr.pending[colon] = lambda: tr.colon
             tr.state_hints[colon] = (False, True)
-            keys = KeySet(trie, lambda js: np.ones(np.shape(js), dtype=np.bool_), lambda j: colon,
+            keys = KeySet(trie, all_complete, lambda j: colon,
                           spelling=tr.jsonstr.enc_char)  # (every spelling the content allows)
             after = seq(lit('"'), Ref(colon))
             tr.pending[nm] = lambda: _UndeclaredKey(self, trie, None, after=after, tag="ku").node(0, 0)

@@ -420,13 +420,6 @@ class Vocabulary:
         o = self._offsets
         return data[o[token_id] : o[token_id + 1]]
 
-    def _token_list(self) -> list[bytes]:
-        if self._list is None:
-            data = self._data if self._data is not None else self._blob.tobytes()
-            o = self._offsets.tolist()
-            self._list = [data[o[i] : o[i + 1]] for i in range(len(o) - 1)]
-        return self._list
-
     def max_token_id(self) -> int:
         """One past the largest token id: the logits width to allocate."""
         return int(self._kinds.shape[0])

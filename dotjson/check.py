@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import LimitExceededError
 
 __all__ = ["CheckResult", "check"]
 
@@ -202,8 +203,6 @@ def _check_tokens(index, auto, ids: list[int]) -> CheckResult:
 
 
 def _rejected_token(index, auto, s, k, pos, prefix, inner=None) -> CheckResult:
-    from .errors import LimitExceededError
-
     try:
         mask = index.mask(s)
     except LimitExceededError:  # (a mask refused by name: the bytes below still say what may come)

@@ -148,11 +148,10 @@ def grown(arr, cap, fill, used=None):
             out[arr.shape[0]:] = fill  # (rows never handed out are zero pages)
         return out
     out = _reserve(cap, arr.shape[1:], arr.dtype) if big else None
+    zeroed = out is not None
     if out is None:
         out = _alloc((cap,) + arr.shape[1:], arr.dtype, empty=True)
-        if fill is not None:
-            out[n:] = fill  # (the old rows written once, not filled first)
-    elif fill is not None and fill != 0:
-        out[n:] = fill
+    if fill is not None and not (zeroed and fill == 0):
+        out[n:] = fill  # (the old rows written once, not filled first)
     out[:n] = arr[:n]
     return out

@@ -183,6 +183,14 @@ def test_every_valid_index_checks_and_saves(tiny_bpe_vocab, tmp_path):
     assert loaded.accepts('{"tags": ["x", "xy", "y"]}') and not loaded.accepts('{"tags": ["x", "y", "x"]}')
 
 
+def _first_id_of_bytes(vocab) -> dict:
+    """The lowest token id of each token text of ``vocab``."""
+    ids: dict = {}
+    for t in range(vocab.max_token_id()):
+        ids.setdefault(vocab.token_bytes(t), t)
+    return ids
+
+
 def test_llama3_mask_at_an_items_end(llama3_vocab, llama3_tokenizer):
     # the mask of a fresh state at the end of an item: "1" after 1 and 2 cannot end there ("]",
     # "]}", ","), it can grow ("0": 10); "1." only completes to 1 or a non-integer in plain
@@ -191,12 +199,7 @@ def test_llama3_mask_at_an_items_end(llama3_vocab, llama3_tokenizer):
     from dotjson import Guide, Index
 
     schema = {"type": "object", "properties": {"ids": SCHEMAS[0]}, "required": ["ids"]}
-    ids = {}
-    for t in range(llama3_vocab.max_token_id()):
-        try:
-            ids.setdefault(llama3_vocab.token_bytes(t), t)
-        except Exception:
-            continue
+    ids = _first_id_of_bytes(llama3_vocab)
     for kw in ({}, EVERY_VALID):
         index = Index(schema, llama3_vocab, **kw)
         for prefix, want in (("1", {b"0", b"00"} | ({b".", b"e"} if kw else set())),
@@ -299,12 +302,7 @@ def test_a_mask_inside_narrow_items_is_computed(llama3_vocab, llama3_tokenizer):
 
     schema = {"type": "array", "items": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?x$"}, "uniqueItems": True}
     index = Index(schema, llama3_vocab, **EVERY_VALID)
-    ids = {}
-    for t in range(llama3_vocab.max_token_id()):
-        try:
-            ids.setdefault(llama3_vocab.token_bytes(t), t)
-        except Exception:
-            continue
+    ids = _first_id_of_bytes(llama3_vocab)
     # "1x" was read: "1" may not become it again (x, then only '"' completes it), it may grow
     # ("12x", "10x"), take a fraction ("1.5x"), or spell a digit as an escape; "1x" may not end,
     # "12x" may

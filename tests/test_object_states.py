@@ -1,10 +1,12 @@
 """The object automaton's member rules hold the state after the member in place
-(``ObjectRules.inline_next``, issue 24): the masks must be those of the rule-per-state structure
-(a reference to the state's rule) at every position of real documents, and a document must pass
-from member to member without a rule of its own per state.
+(``ObjectRules.inline_next``, issue 24), and the automaton writes the states and members of an
+object with a native key position straight into its store (``ObjectRules.written``: no IR body
+compiled): the masks must be those of the rule-per-state structure compiled from IR bodies at
+every position of real documents, and a document must pass from member to member without a rule
+of its own per state.
 
-The reference is the same compiler with ``inline_next = False`` (the structure of main before the
-change), run on the same documents with the same tokenizer.
+The reference is the same compiler with ``inline_next = False`` and ``written = False`` (the
+structure of main before those changes), run on the same documents with the same tokenizer.
 """
 
 from __future__ import annotations
@@ -39,19 +41,21 @@ def _ids(tokenizer, data) -> list[int]:
 
 
 @contextmanager
-def _structure(inline: bool):
-    """The member rules' structure while the block runs (the flag is read when a member's rule
-    is built: lazily, by the masks, so it must hold while they are computed too)."""
-    saved = ObjectRules.inline_next
+def _structure(inline: bool, written: bool | None = None):
+    """The member rules' structure while the block runs (the flags are read when a member's rule
+    is built: lazily, by the masks, so they must hold while those are computed too); ``written``
+    defaults to ``inline`` (the new structure, or the reference)."""
+    saved = ObjectRules.inline_next, ObjectRules.written
     ObjectRules.inline_next = inline
+    ObjectRules.written = inline if written is None else written
     try:
         yield
     finally:
-        ObjectRules.inline_next = saved
+        ObjectRules.inline_next, ObjectRules.written = saved
 
 
-def _masks(index: Index, ids, inline: bool) -> list:
-    with _structure(inline):
+def _masks(index: Index, ids, inline: bool, written: bool | None = None) -> list:
+    with _structure(inline, written):
         out, s = [], index.initial_state
         for t in ids:
             out.append(index.mask(s).copy())
@@ -60,7 +64,7 @@ def _masks(index: Index, ids, inline: bool) -> list:
         return out
 
 
-def _compare(rows, vocab, tokenizer, docs_per_schema: int) -> int:
+def _compare(rows, vocab, tokenizer, docs_per_schema: int, written: bool = True) -> int:
     checked = 0
     for row in rows:
         docs = [c["data"] for c in row.get("tests", []) if c.get("valid")][:docs_per_schema]
@@ -68,14 +72,14 @@ def _compare(rows, vocab, tokenizer, docs_per_schema: int) -> int:
             for data in docs:
                 ids = _ids(tokenizer, data)
                 try:
-                    with _structure(True):
+                    with _structure(True, written):
                         new = Index(row["schema"], vocab, close_objects=close)
                     with _structure(False):
                         old = Index(row["schema"], vocab, close_objects=close)
                 except DotjsonError:
                     break
                 try:
-                    a = _masks(new, ids, True)
+                    a = _masks(new, ids, True, written)
                 except DotjsonError as e:  # (a limit met inside the document: the same in both)
                     with pytest.raises(type(e)):
                         _masks(old, ids, False)
@@ -87,8 +91,28 @@ def _compare(rows, vocab, tokenizer, docs_per_schema: int) -> int:
     return checked
 
 
-def test_inlined_next_state_keeps_every_mask(llama3_vocab, llama3_tokenizer):
-    assert _compare(_rows(QUICK), llama3_vocab, llama3_tokenizer, 1) > 300
+@pytest.mark.parametrize("written", [True, False])
+def test_inlined_next_state_keeps_every_mask(llama3_vocab, llama3_tokenizer, written):
+    assert _compare(_rows(QUICK), llama3_vocab, llama3_tokenizer, 1, written) > 300
+
+
+def test_written_bodies_build_no_ir_body(llama3_vocab, llama3_tokenizer):
+    """The states and members of an object with a native key position are written into the
+    store from data: along a document the automaton compiles them, but not one of their IR
+    bodies is built (with ``written = False`` every one of them is), but the first state's, which
+    the analyses build to decide that it is productive (an empty object closes before it)."""
+    schema = {"type": "object", "properties": {f"p{k}": {"type": "integer"} for k in range(8)}}
+    data = {f"p{k}": k for k in range(8)}
+    ids = _ids(llama3_tokenizer, data)
+    for written in (True, False):
+        with _structure(True, written):
+            ix = Index(schema, llama3_vocab, close_objects=False)
+        _masks(ix, ids, True, written)
+        compiled = _object_rules(ix, compiled=True)
+        built = _object_rules(ix, compiled=False)
+        assert len(compiled) >= 8, compiled
+        both = built & compiled
+        assert (len(both) <= 1 and not any("_m_" in n for n in both)) if written else both == compiled, (written, both)
 
 
 def test_a_document_passes_members_without_a_rule_per_state(llama3_vocab, llama3_tokenizer):
@@ -114,8 +138,9 @@ def test_an_open_object_refers_to_the_state_its_extra_members_loop_on(llama3_voc
     builds at every key position) instead of compiling the state a second time in place."""
     schema = {"type": "object", "properties": {f"p{k}": {"type": "integer"} for k in range(8)}}
     data = {f"p{k}": k for k in range(8)}
-    ix = Index(schema, llama3_vocab, close_objects=False)
-    _masks(ix, _ids(llama3_tokenizer, data), True)
+    with _structure(True, written=False):  # (the IR bodies are what is looked at)
+        ix = Index(schema, llama3_vocab, close_objects=False)
+    _masks(ix, _ids(llama3_tokenizer, data), True, written=False)
     built = ix.ir.rules._src.rules
     members = {n: b for n, b in built.items() if re.search(r"_m_\d+_\d+_\d+$", n)}
     assert len(members) >= 7
@@ -125,9 +150,20 @@ def test_an_open_object_refers_to_the_state_its_extra_members_loop_on(llama3_voc
 
 
 def _state_rules_built(index) -> int:
-    """How many of the object automaton's state rules (``..._s_i_c_mask``) have a body."""
-    built = index.ir.rules._src.rules  # (the bodies made so far, not the pending ones)
-    return sum(1 for name in built if re.search(r"_s_\d+_\d+_\d+$", name))
+    """How many of the object automaton's state rules (``..._s_i_c_mask``) the automaton has
+    compiled a body for (from IR or written)."""
+    return sum(1 for name in _object_rules(index, compiled=True) if re.search(r"_s_\d+_\d+_\d+$", name))
+
+
+def _object_rules(index, compiled: bool) -> set:
+    """The object automaton's state and member rules whose body the automaton has compiled
+    (``compiled``), or whose IR body has been built."""
+    if compiled:
+        rules = index._auto.rules
+        names = {n for n, done in zip(rules.names, rules._done) if done}
+    else:
+        names = set(index.ir.rules._src.rules)  # (the bodies made so far, not the pending ones)
+    return {n for n in names if re.search(r"_[sm]_\d+_\d+_\d+$", n)}
 
 
 @pytest.mark.slow

@@ -45,7 +45,7 @@ from .store import (  # noqa: F401
     _I64_1, _grow_i32, _i64, _mget, _mput, _mslot, borrow, scratch, rehash_memo, rehash_terms, term_hash,
 )
 from .terms import (  # noqa: F401
-    OP_ALT, OP_AND, OP_BYTES, OP_DIFF, OP_EMPTY, OP_LOAD, OP_REF, OP_REP, OP_SAVE, OP_SEQ,
+    OP_ALT, OP_AND, OP_BYTES, OP_DIFF, OP_EMPTY, OP_EPS, OP_LOAD, OP_REF, OP_REP, OP_SAVE, OP_SEQ,
     OP_TERM, alt, build, mk_simple, rep, seq, seq_list,
 )
 from .keysets import (  # noqa: F401

@@ -178,7 +178,9 @@ class Rules:
         term."""
         name = self.names[i]
         spec = self.native_spec(name)
-        if spec is not None:
+        if type(spec) is ir.Written:
+            t = self.written_term(spec.alts())  # no IR body built, no left-recursion search
+        elif spec is not None:
             t = self._native_body(spec)  # its IR body is never built (the analyses may build it)
         else:
             self.analysis.check_left_recursion(name)
@@ -208,7 +210,7 @@ class Rules:
                 continue
             self.body(j)
             if self.native_spec(self.names[j]) is not None:
-                continue  # a key set consumes a byte before it reaches any rule
+                continue  # a key set, a written body: a byte before any rule (or asked later)
             for n in self.analysis.left_refs(self.src[self.names[j]]):
                 k = self.rule_id(n)
                 if k is not None and not self._done[k]:
@@ -329,6 +331,41 @@ class Rules:
         self._keep.extend(slot_nodes)
         for node, k in chars_slots:
             self._chars[node] = int(slots[k])
+        return t
+
+    def written_term(self, alts) -> int:
+        """The term of a :class:`~dotjson.ir.Written` body's alternation ``alts``: one builder
+        program over the terms of its nodes (compiled once each, by identity) and references to
+        its rule names."""
+        prog: list[int] = []
+        stack = [(alts, 0, False)]
+        # postfix: each sequence's items, SEQ n; each alternation's sequences, ALT n
+        while stack:
+            x, n, done = stack.pop()
+            if done:
+                prog += [K.OP_SEQ if n >= 0 else K.OP_ALT, abs(n) if n >= 0 else -n - 1]
+                continue
+            if type(x) is str:
+                i = self.rule_id(x)
+                if i is None:
+                    prog.append(K.OP_EMPTY)
+                else:
+                    prog += [K.OP_REF, i, int(self.nullable[i])]
+            elif type(x) is list:
+                if n == 0:  # an alternation: its sequences
+                    stack.append((None, -len(x) - 1, True))
+                    for sq in reversed(x):
+                        stack.append((sq, 1, False))
+                elif not x:
+                    prog.append(K.OP_EPS)
+                else:  # a sequence: its items
+                    stack.append((None, len(x), True))
+                    for it in reversed(x):
+                        stack.append((it, 0, False))
+            else:
+                prog += [K.OP_TERM, self.compile_node(x)]
+        prog += [K.OP_SAVE, 0]
+        t, _ = self._build(prog, [], 1)
         return t
 
     def diff_term(self, left: ir.Node, right: int) -> int:

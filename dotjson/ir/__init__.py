@@ -80,6 +80,26 @@ class Diff:
 
 Node = Union[Lit, Chars, Seq, Alt, Repeat, Ref, And, Diff]
 
+
+class Written:
+    """A rule body the automaton writes straight into its store, in place of compiling the
+    rule's IR body: a front end's description of a rule it makes in great numbers (a state of
+    an object's automaton), given by a source's ``native`` mapping (:meth:`LazyRules.native`).
+
+    ``alts()`` returns an alternation of sequences: a list of sequences, each a list whose items
+    are IR nodes (compiled once each, by identity), rule names (``str``: a reference) or nested
+    alternations (lists of such sequences); ``[]`` is the empty sequence. The rule's IR body
+    denotes the same language (the analyses, rendering and saving read it, and the reference
+    tests compare the two). The front end guarantees what the automaton does not check here:
+    every sequence consumes a byte before it reaches a rule this rule can reach again without
+    consuming one (no left recursion through it), and the rule names it holds are the source's.
+    """
+
+    __slots__ = ("alts",)
+
+    def __init__(self, alts) -> None:
+        self.alts = alts
+
 EPS = Seq(())
 EMPTY = Alt(())
 

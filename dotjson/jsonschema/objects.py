@@ -11,7 +11,7 @@ from operator import itemgetter
 
 from dotjson import ir
 from dotjson.errors import UnsupportedSchemaError
-from dotjson.ir import EMPTY, EPS, Ref, alt, lit, repeat, seq
+from dotjson.ir import EMPTY, EPS, Ref, Written, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
 from dotjson.jsonschema.atoms import ExtraKeys, PatternKeys, Props, SchemaKeys, ViolatedBranch
 from dotjson.jsonschema.key_trie import KeySet, KeyTrie, all_complete, known_by_member
@@ -101,6 +101,10 @@ class ObjectRules:
     #: a member's rule holds the state after it in place (:meth:`member_rule`); ``False``: a
     #: reference to that state's rule (the same language: tests compare the masks of both)
     inline_next = True
+    #: the automaton writes the states and members of an object whose key position is native
+    #: straight into its store (:class:`~dotjson.ir.Written`: no IR body compiled, no
+    #: left-recursion search); ``False``: from their IR bodies (the reference the tests compare)
+    written = True
 
     def __init__(self, tr, o: ObjectNode, where):
         self.tr = tr
@@ -749,8 +753,25 @@ class ObjectRules:
         alternative consumes), and then productive; otherwise :meth:`state_known` tells when
         asked: the analyses need not build the state to know."""
         d = self.done(i, c, mask)
-        return self.rule(("s", i, c, mask), lambda: self.state_body(i, c, mask),
-                         (d, True) if d else (lambda: self.state_known(i, c, mask)))
+        ref = self.rule(("s", i, c, mask), lambda: self.state_body(i, c, mask),
+                        (d, True) if d else (lambda: self.state_known(i, c, mask)))
+        if self.written and self.native_ok and not self.tr.whole:
+            self.tr.native.setdefault(ref.name, Written(lambda: self.state_alts(i, c, mask)))
+        return ref
+
+    def state_alts(self, i, c, mask) -> list:
+        """:meth:`state_body` as the automaton writes it (a :class:`~dotjson.ir.Written`
+        alternation), where the key position is native (no counter, floating name or witness)."""
+        tr, X = self.tr, self.X
+        sp = [tr.sep] if c > 0 else []
+        alts = []
+        if X is not None:
+            alts.append(sp + [X.name, self.state(i, self.inc(c), mask).name])
+        if i < self.n:
+            alts.append(sp + [self.quote, self.keys_rule(i, self.inc_declared(c), mask).name])
+        if self.done(i, c, mask):
+            alts.append([])
+        return alts
 
     def state_body(self, i, c, mask) -> ir.Node:
         tr, X, F, full, n = self.tr, self.X, self.F, self.full, self.n
@@ -832,7 +853,18 @@ class ObjectRules:
         # member certainly completes the object (what the key set asks first: so the analysis
         # knows the member's rule without building its body when the key set makes its tail)
         sure = (d and tr.expr_known(chain[j][1])[1]) or (self.native_ok and bool(self.alive_many(j)))
-        return self.rule(("m", j, c2, mask), make, (False, True if sure else None))
+        ref = self.rule(("m", j, c2, mask), make, (False, True if sure else None))
+        if self.written and self.native_ok and not tr.whole:
+            tr.native.setdefault(ref.name, Written(lambda: self.member_alts(j, c2, mask)))
+        return ref
+
+    def member_alts(self, j, c2, mask) -> list:
+        """:meth:`member_rule`'s body as the automaton writes it (see :meth:`state_alts`)."""
+        tr = self.tr
+        nxt = self.state(j + 1, c2, mask)
+        if self.inline_next and self.X is None:
+            return [[tr.colon, tr.node_of(self.chain[j][1]), self.state_alts(j + 1, c2, mask)]]
+        return [[tr.colon, tr.node_of(self.chain[j][1]), nxt.name]]
 
     def tail(self, j, c2, mask) -> ir.Node:
         """After member ``j``'s name: the closing quote, its value, the next state; one rule per

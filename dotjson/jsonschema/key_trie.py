@@ -21,6 +21,7 @@ import bisect
 import numpy as np
 
 from dotjson import ir
+from dotjson.ir import Ref, alt, lit, seq
 from dotjson.jsonschema.jsonstr import STRING_SYNTAX, enc_char, enc_text
 
 __all__ = ["INLINE", "KeySet", "KeyTrie", "all_complete", "enc_text", "known_by_member"]
@@ -182,3 +183,64 @@ class KeySet:
         equal keys spell every character alike, so the automaton reads a character's escapes
         once for all of them."""
         return self._spelling
+
+
+class UndeclaredKey:
+    """After ``"``: the rest of a key that is not a declared name, its closing quote, ``:`` and
+    the value ``ve`` (or, given ``after``, what follows the closing quote: the IR body of
+    :meth:`~dotjson.jsonschema.objects.ObjectRules.undeclared_key`, names ``tag``). After the prefix ``P = keys[q][:d]`` (a prefix of some name): a character
+    no name continues ``P`` with, then any content; or one that some name does (recursively);
+    or the end, unless ``P`` is itself a name. One rule per trie position, made when reached.
+    ``obj`` is the object's :class:`~dotjson.jsonschema.objects.ObjectRules` (its compiler, its
+    extra rule's name and its generation bound on a key's characters)."""
+
+    def __init__(self, obj, trie: KeyTrie, ve, after=None, tag="nk"):
+        tr = obj.tr
+        self.tr, self.xname, self.trie, self.tag = tr, obj.xname, trie, tag
+        if after is None:  # (else ``after`` is what follows the key's closing quote)
+            after = seq(lit('"'), tr.colon, tr.node_of(ve))
+            self.sure = True if tr.expr_known(ve)[1] else None
+        else:
+            self.sure = True
+        self.after = after
+        self.content = tr.jsonstr.json_string_content()
+        # the generation bound on a key's characters, counted from where it leaves the names
+        self.most = tr.gen_bounds["string_length"] if obj.key_bound(()) else None
+        self.others: dict = {}  # (characters continuing P, depth) -> the node for every other one
+
+    def node(self, q, d) -> Ref:
+        tr = self.tr
+        nm = f"{self.xname}_{self.tag}_{q}_{d}"
+        if nm not in tr.rules and nm not in tr.pending:
+            tr.pending[nm] = lambda: self.body(q, d)
+            tr.state_hints[nm] = (False, self.sure)
+        return Ref(nm)
+
+    def body(self, q, d) -> ir.Node:
+        tr, trie, most = self.tr, self.trie, self.most
+        e = trie.end(q, d)
+        alts, used = [], []
+        k = q
+        if len(trie.keys[q]) == d:  # P is a name: the key may not end here
+            k += 1
+        else:
+            alts.append(self.after)
+        while k < e:
+            ch = trie.keys[k][d]
+            used.append(ord(ch))
+            alts.append(seq(tr.enc_text(ch), self.node(k, d + 1)))
+            k = trie.end(k, d + 1)
+        rkey = (tuple(used), d if most is not None else 0)
+        rest = self.others.get(rkey)
+        if rest is None:
+            other, lo = [], 0
+            for cp in used:  # ascending: the names are sorted
+                if cp > lo:
+                    other.append((lo, cp - 1))
+                lo = cp + 1
+            if lo <= ir.MAX_CODEPOINT:
+                other.append((lo, ir.MAX_CODEPOINT))
+            tail = self.content if most is None else tr.jsonstr.string_of_length(0, max(most - d - 1, 0))
+            rest = self.others[rkey] = seq(tr.jsonstr.encode_chars(ir.Chars(tuple(other))), tail, self.after)
+        alts.append(rest)
+        return alt(*alts)

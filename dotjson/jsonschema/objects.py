@@ -14,7 +14,7 @@ from dotjson.errors import UnsupportedSchemaError
 from dotjson.ir import EMPTY, EPS, Ref, Written, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
 from dotjson.jsonschema.atoms import ExtraKeys, PatternKeys, Props, SchemaKeys, ViolatedBranch
-from dotjson.jsonschema.key_trie import KeySet, KeyTrie, all_complete, known_by_member
+from dotjson.jsonschema.key_trie import KeySet, KeyTrie, UndeclaredKey, all_complete, known_by_member
 from dotjson.jsonschema.objects_any_order import any_order_object
 from dotjson.jsonschema.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.nodes import ObjectNode
@@ -489,7 +489,7 @@ class ObjectRules:
             bounded = self.key_bound(())
             for T, ve in self.live:
                 if bounded:
-                    classes.append(seq(lit('"'), _UndeclaredKey(self, trie, ve).node(0, 0)))
+                    classes.append(seq(lit('"'), UndeclaredKey(self, trie, ve).node(0, 0)))
                 else:
                     classes.append(seq(lit('"'), self.undeclared_key(trie), tr.node_of(ve)))
             return alt(*classes)
@@ -502,7 +502,7 @@ class ObjectRules:
         """The rest of a key that is none of ``trie``'s names, its closing quote and the colon:
         one rule the automaton builds natively, any key less the names' key set
         (:meth:`dotjson.automaton.Automaton._keys_body`); its IR body, for the analyses and
-        the grammar text, is the same language as a trie of rules (:class:`_UndeclaredKey`)."""
+        the grammar text, is the same language as a trie of rules (:class:`~dotjson.jsonschema.key_trie.UndeclaredKey`)."""
         tr = self.tr
         nm = f"{self.xname}_ku"
         if nm not in tr.rules and nm not in tr.pending:
@@ -512,7 +512,7 @@ class ObjectRules:
             keys = KeySet(trie, all_complete, lambda j: colon,
                           spelling=tr.jsonstr.enc_char)  # (every spelling the content allows)
             after = seq(lit('"'), Ref(colon))
-            tr.pending[nm] = lambda: _UndeclaredKey(self, trie, None, after=after, tag="ku").node(0, 0)
+            tr.pending[nm] = lambda: UndeclaredKey(self, trie, None, after=after, tag="ku").node(0, 0)
             tr.state_hints[nm] = (False, True)
             tr.native[nm] = (keys, 0, trie.n, seq(tr.jsonstr.json_string_content(), after))
         return Ref(nm)
@@ -958,61 +958,3 @@ class ObjectRules:
                 stack.append((lo, mid))
         return out
 
-
-class _UndeclaredKey:
-    """After ``"``: the rest of a key that is not a declared name, its closing quote, ``:`` and
-    the value ``ve`` (or, given ``after``, what follows the closing quote: the IR body of
-    :meth:`ObjectRules.undeclared_key`, names ``tag``). After the prefix ``P = keys[q][:d]`` (a prefix of some name): a character
-    no name continues ``P`` with, then any content; or one that some name does (recursively);
-    or the end, unless ``P`` is itself a name. One rule per trie position, made when reached."""
-
-    def __init__(self, obj: ObjectRules, trie: KeyTrie, ve, after=None, tag="nk"):
-        tr = obj.tr
-        self.tr, self.xname, self.trie, self.tag = tr, obj.xname, trie, tag
-        if after is None:  # (else ``after`` is what follows the key's closing quote)
-            after = seq(lit('"'), tr.colon, tr.node_of(ve))
-            self.sure = True if tr.expr_known(ve)[1] else None
-        else:
-            self.sure = True
-        self.after = after
-        self.content = tr.jsonstr.json_string_content()
-        # the generation bound on a key's characters, counted from where it leaves the names
-        self.most = tr.gen_bounds["string_length"] if obj.key_bound(()) else None
-        self.others: dict = {}  # (characters continuing P, depth) -> the node for every other one
-
-    def node(self, q, d) -> Ref:
-        tr = self.tr
-        nm = f"{self.xname}_{self.tag}_{q}_{d}"
-        if nm not in tr.rules and nm not in tr.pending:
-            tr.pending[nm] = lambda: self.body(q, d)
-            tr.state_hints[nm] = (False, self.sure)
-        return Ref(nm)
-
-    def body(self, q, d) -> ir.Node:
-        tr, trie, most = self.tr, self.trie, self.most
-        e = trie.end(q, d)
-        alts, used = [], []
-        k = q
-        if len(trie.keys[q]) == d:  # P is a name: the key may not end here
-            k += 1
-        else:
-            alts.append(self.after)
-        while k < e:
-            ch = trie.keys[k][d]
-            used.append(ord(ch))
-            alts.append(seq(tr.enc_text(ch), self.node(k, d + 1)))
-            k = trie.end(k, d + 1)
-        rkey = (tuple(used), d if most is not None else 0)
-        rest = self.others.get(rkey)
-        if rest is None:
-            other, lo = [], 0
-            for cp in used:  # ascending: the names are sorted
-                if cp > lo:
-                    other.append((lo, cp - 1))
-                lo = cp + 1
-            if lo <= ir.MAX_CODEPOINT:
-                other.append((lo, ir.MAX_CODEPOINT))
-            tail = self.content if most is None else tr.jsonstr.string_of_length(0, max(most - d - 1, 0))
-            rest = self.others[rkey] = seq(tr.jsonstr.encode_chars(ir.Chars(tuple(other))), tail, self.after)
-        alts.append(rest)
-        return alt(*alts)

@@ -454,15 +454,7 @@ class Analysis:
 
     @staticmethod
     def _eval_with(c, ask) -> bool:
-        # conditions are shallow (one rule body): plain recursion
-        def ev(c):
-            if c is True or c is False:
-                return c
-            if type(c) is str:
-                return ask(c)
-            is_and, parts = c
-            return all(ev(p) for p in parts) if is_and else any(ev(p) for p in parts)
-        return ev(c)
+        return _eval_cond(c, ask)
 
     def snapshot(self) -> tuple:
         """Everything settled so far, for :meth:`restore` into an analysis of a grammar that
@@ -560,3 +552,15 @@ class Analysis:
                     raise GrammarError(f"rule {node!r} references undefined rule {nxt!r}")
                 colour[nxt] = 1
                 stack.append((nxt, iter(self.left_refs(self.rules[nxt]))))
+
+
+def _eval_cond(c, ask) -> bool:
+    """A condition's value, ``ask(name)`` for each rule it names. Conditions are shallow (one
+    rule body): plain recursion (a module function: a nested one calling itself is a reference
+    cycle, left to the collector at every call)."""
+    if c is True or c is False:
+        return c
+    if type(c) is str:
+        return ask(c)
+    is_and, parts = c
+    return all(_eval_cond(p, ask) for p in parts) if is_and else any(_eval_cond(p, ask) for p in parts)

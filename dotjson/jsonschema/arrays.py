@@ -73,18 +73,20 @@ class ArrayBuilder:
         ws, sep = tr.ws, tr.sep
         empty = seq(lit("["), ws, lit("]")) if lo == 0 else EMPTY
 
-        def tail(i):
-            # items from position i on (i >= 1), each preceded by a comma
-            if i < K:
-                if hi is not None and i >= hi:
-                    return EPS
-                more = seq(sep, tr.node_of(pos_exprs[i]), tail(i + 1))
-                return alt(EPS, more) if i >= lo else more
-            rlo = max(0, lo - K)
-            rhi = None if hi is None else hi - K
-            if rest == FALSE:
-                return EPS
-            return repeat(seq(sep, tr.node_of(rest)), rlo, rhi)
+        def tail(start):
+            # items from position start on (start >= 1), each preceded by a comma: the nodes
+            # asked for in order, the sequence built from the last (a loop: a nested function
+            # calling itself is a reference cycle, left to the collector)
+            end = K if hi is None else min(K, hi)
+            nodes = [tr.node_of(pos_exprs[i]) for i in range(start, end)]
+            if end < K or rest == FALSE:
+                node = EPS
+            else:
+                node = repeat(seq(sep, tr.node_of(rest)), max(0, lo - K), None if hi is None else hi - K)
+            for i in range(end - 1, start - 1, -1):
+                more = seq(sep, nodes[i - start], node)
+                node = alt(EPS, more) if i >= lo else more
+            return node
 
         if hi == 0:
             return empty
@@ -224,7 +226,7 @@ class ArrayBuilder:
 
         items = [tr.node_of(e) for e in pos_exprs] + [tr.node_of(rest)]
         fam = UniqueValues(tr.fresh_prefix("uval"), lo, hi, items, tr.sep,
-                           grammar_of=lambda: getattr(self.tr, "grammar", None))
+                           grammar_of=tr.the_grammar)
         tr.families.append(fam)
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))

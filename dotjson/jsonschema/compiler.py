@@ -123,6 +123,9 @@ class Compiler(Normalizer):
         # expressions a builder made in phase 1 that its rules will refer to later (an
         # object's witness values): phase 1 normalises them too (see prepare, derive)
         self.derived: list = []
+        # helpers made per object branch whose closures the pending rules hold (ObjectRules):
+        # :meth:`release` lets go of what they hold too
+        self.owned: list = []
         self.rules.update(self.base)
 
     def derive(self, exprs) -> None:
@@ -130,6 +133,30 @@ class Compiler(Normalizer):
         (not read from the schema): :meth:`prepare` normalises them and what they reach, so that
         what refuses them is raised by ``Index()``, not when decoding first reaches them."""
         self.derived.extend(exprs)
+
+    def the_grammar(self):
+        """The grammar over this compiler's rules (:func:`dotjson.jsonschema._assemble`), or
+        ``None`` before it is made or once it is gone (the compiler holds it weakly)."""
+        ref = getattr(self, "grammar_ref", None)
+        return ref() if ref is not None else None
+
+    def release(self) -> None:
+        """Let go of everything this compiler holds: its parts, rules, pending rules' closures,
+        hints, caches and the grammar's rule families. Called when its grammar's rule mapping is
+        gone (no rule body can be asked of it again, and the grammar holding the families is
+        gone with it): they refer back to the compiler or to one another, and would otherwise
+        wait for the cycle collector. Shared objects (the base rules, process-wide languages) are
+        only let go of, never changed."""
+        d = vars(self)
+        # the builders (tr.numbers ...), the helpers they made (ObjectRules) and the grammar's
+        # rule families (its key sets' closures refer to the family): the grammar is gone too
+        parts = [v for v in d.values() if getattr(v, "tr", None) is self] + d.get("owned", []) \
+            + d.get("families", [])
+        d.clear()
+        for part in parts:
+            own = getattr(part, "__dict__", None)
+            if own is not None:
+                own.clear()
 
     def fresh_prefix(self, kind: str) -> str:
         """A name of its own for a builder's rules or rule family: the namespace, ``kind`` and

@@ -268,7 +268,10 @@ def encode_string_language(node: ir.Node, encode=encode_chars) -> ir.Node:
         memo[-key - 1] = n  # keep n alive so its id is not reused during this call
         return out
 
-    return go(node)
+    try:
+        return go(node)
+    finally:
+        go = None  # (it refers to itself through its closure: a reference cycle left to the collector)
 
 
 JSON_STRING_CHAR = encode_chars(ir.ANY_CHAR)

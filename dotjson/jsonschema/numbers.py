@@ -481,7 +481,10 @@ def _dfa_to_ir(trans, accept, rule_prefix, rules: dict) -> ir.Node:
             memo[s] = body
             return body
 
-        return expr(0)
+        try:
+            return expr(0)
+        finally:
+            expr = None  # (it refers to itself through its closure: a reference cycle left to the collector)
     if callable(rule_prefix):  # (a name is taken only where rules are made)
         rule_prefix = rule_prefix()
     names = [f"{rule_prefix}_{i}" for i in range(n)]

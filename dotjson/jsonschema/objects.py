@@ -108,6 +108,7 @@ class ObjectRules:
 
     def __init__(self, tr, o: ObjectNode, where):
         self.tr = tr
+        tr.owned.append(self)  # (its closures and key sets refer to it: let go with the compiler)
         self.o = o
         self.where = where
         self.quote = lit('"')

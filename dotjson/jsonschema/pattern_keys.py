@@ -81,7 +81,10 @@ def finite_strings(node: ir.Node, limit: int = MAX_STRINGS):
         return out
 
     # memo values are (node, result): the node is kept so that its id cannot be reused
-    return go(node)
+    try:
+        return go(node)
+    finally:
+        go = None  # (it refers to itself through its closure: a reference cycle left to the collector)
 
 
 def split_patterns(patterns, regex_of, max_classes: int):

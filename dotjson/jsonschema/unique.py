@@ -595,7 +595,10 @@ class UniqueValues(_Family):
                     return True
             return False
 
-        return all(assign(i, set()) for i in range(len(small)))
+        try:
+            return all(assign(i, set()) for i in range(len(small)))
+        finally:
+            assign = None  # (it refers to itself through its closure: a reference cycle left to the collector)
 
     def live(self, st) -> bool:
         hit = self._prod.get(st)

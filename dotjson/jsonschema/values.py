@@ -265,7 +265,10 @@ def _ir_match(node: ir.Node, s: str) -> bool:
         memo[key] = out
         return out
 
-    return len(s) in ends(node, 0)
+    try:
+        return len(s) in ends(node, 0)
+    finally:
+        ends = None  # (it refers to itself through its closure: a cycle for the collector)
 
 
 _MISSING = object()

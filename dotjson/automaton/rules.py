@@ -61,6 +61,8 @@ class Rules:
         self._is_empty = is_empty
         self._set_body = set_body
         self._add_rule = add_rule
+        self._refs: dict[int, int] = {}  # rule id -> its REF term
+        self._written: dict[int, int] = {}  # rule id -> the term of its written body
         self._compiled: dict[int, int] = {}  # id(node) -> term; the nodes kept in _keep
         self._keep: list = []
         self._regular: dict[int, tuple] = {}
@@ -167,10 +169,29 @@ class Rules:
     # ------------------------------------------------------------------ IR → terms
 
     def ref(self, name: str) -> int:
+        """The term ``REF name`` (∅ for an unproductive rule), built once per rule."""
         idx = self.rule_id(name)
         if idx is None:
             return K.EMPTY
-        t, _ = self._build([K.OP_REF, idx, int(self.nullable[idx])], [], 0)
+        t = self._refs.get(idx)
+        if t is None:
+            t, _ = self._build([K.OP_REF, idx, int(self.nullable[idx])], [], 0)
+            self._refs[idx] = t
+        return t
+
+    def tail_term(self, name: str) -> int:
+        """What a key set's member is followed by (:meth:`dotjson.automaton.Automaton._key_tail`):
+        a written rule's body itself, compiled now (the derivative that asked goes on into it at
+        once: one exit to Python, not a second one to compile the rule it refers to), or
+        ``REF name``."""
+        if type(self.native_spec(name)) is not ir.Written:
+            return self.ref(name)
+        idx = self.rule_id(name)
+        if idx is None:
+            return K.EMPTY
+        t = self._written.get(idx)
+        if t is None:
+            t = self.body(idx) if not self._done[idx] else self.ref(name)
         return t
 
     def body(self, i: int) -> int:
@@ -179,7 +200,7 @@ class Rules:
         name = self.names[i]
         spec = self.native_spec(name)
         if type(spec) is ir.Written:
-            t = self.written_term(spec.alts())  # no IR body built, no left-recursion search
+            t = self._written[i] = self.written_term(spec.alts())  # no IR body, no left-recursion search
         elif spec is not None:
             t = self._native_body(spec)  # its IR body is never built (the analyses may build it)
         else:
@@ -223,6 +244,8 @@ class Rules:
         object used in every gap): each object is compiled once (a slot within a program, a
         memo entry across programs; the memo keeps the node so that its id cannot be reused).
         """
+        if type(root) is ir.Ref:  # (a front end makes a new one per use: no memo by identity)
+            return self.ref(root.name)
         compiled, base = self._compiled, self._base_compiled
         hit = compiled.get(id(root))
         if hit is None:
@@ -345,6 +368,8 @@ class Rules:
             if done:
                 prog += [K.OP_SEQ if n >= 0 else K.OP_ALT, abs(n) if n >= 0 else -n - 1]
                 continue
+            if type(x) is ir.Ref:
+                x = x.name
             if type(x) is str:
                 i = self.rule_id(x)
                 if i is None:

@@ -361,37 +361,33 @@ class Rules:
         program over the terms of its nodes (compiled once each, by identity) and references to
         its rule names."""
         prog: list[int] = []
-        stack = [(alts, 0, False)]
-        # postfix: each sequence's items, SEQ n; each alternation's sequences, ALT n
-        while stack:
-            x, n, done = stack.pop()
-            if done:
-                prog += [K.OP_SEQ if n >= 0 else K.OP_ALT, abs(n) if n >= 0 else -n - 1]
-                continue
-            if type(x) is ir.Ref:
-                x = x.name
-            if type(x) is str:
-                i = self.rule_id(x)
-                if i is None:
-                    prog.append(K.OP_EMPTY)
-                else:
-                    prog += [K.OP_REF, i, int(self.nullable[i])]
-            elif type(x) is list:
-                if n == 0:  # an alternation: its sequences
-                    stack.append((None, -len(x) - 1, True))
-                    for sq in reversed(x):
-                        stack.append((sq, 1, False))
-                elif not x:
-                    prog.append(K.OP_EPS)
-                else:  # a sequence: its items
-                    stack.append((None, len(x), True))
-                    for it in reversed(x):
-                        stack.append((it, 0, False))
-            else:
-                prog += [K.OP_TERM, self.compile_node(x)]
+        self._emit_alts(alts, prog)
         prog += [K.OP_SAVE, 0]
         t, _ = self._build(prog, [], 1)
         return t
+
+    def _emit_alts(self, alts, prog: list) -> None:
+        """Postfix code of a written alternation (nested two or three deep: plain recursion)."""
+        for sq in alts:
+            if not sq:
+                prog.append(K.OP_EPS)
+                continue
+            for x in sq:
+                tx = type(x)
+                if tx is ir.Ref:
+                    x, tx = x.name, str
+                if tx is str:
+                    i = self.rule_id(x)
+                    if i is None:
+                        prog.append(K.OP_EMPTY)
+                    else:
+                        prog += [K.OP_REF, i, int(self.nullable[i])]
+                elif tx is list:
+                    self._emit_alts(x, prog)
+                else:
+                    prog += [K.OP_TERM, self.compile_node(x)]
+            prog += [K.OP_SEQ, len(sq)]
+        prog += [K.OP_ALT, len(alts)]
 
     def diff_term(self, left: ir.Node, right: int) -> int:
         """The term of node ``left`` less the language of term ``right`` (a native key set:

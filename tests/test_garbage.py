@@ -73,3 +73,17 @@ def test_an_index_leaves_no_garbage(llama3_vocab, llama3_tokenizer, options):
         if enabled:
             gc.enable()
     assert left == {}, left
+
+
+def test_a_grammar_kept_after_its_index_is_gone_still_builds_its_rules(llama3_vocab):
+    """The compiler lets go of its rules only once nothing can ask for them: a caller holding the
+    index's grammar (``index.ir``) can still render it, every pending rule built then, and it
+    equals the grammar text of an index alive beside it."""
+    from dotjson.grammar import to_lark
+
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}},
+                                               "b": {"type": "string", "pattern": "^x+$"}},
+              "required": ["a"]}
+    grammar = Index(schema, llama3_vocab, close_objects=False).ir  # (the index is gone at once)
+    gc.collect()
+    assert to_lark(grammar) == Index(schema, llama3_vocab, close_objects=False).grammar

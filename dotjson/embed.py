@@ -24,6 +24,8 @@ the same automaton state, so its mask is computed once.
 
 from __future__ import annotations
 
+import weakref
+
 import json
 import re
 from collections import ChainMap
@@ -194,7 +196,7 @@ class EmbeddedSchemas:
     def __init__(self, plain: dict):
         self.plain = plain
         self.compilers: dict[str, Any] = {}   # namespace -> Compiler
-        self._grammar = None                  # the grammar, once grammar() made it
+        self._grammar_ref = None              # the grammar (weakly), once grammar() made it
         self.rules = ChainMap(plain)
         self.pending = _Pending([])
         self.native = ChainMap()
@@ -275,7 +277,8 @@ class EmbeddedSchemas:
                 raise
             raise type(e)(f"{where}{_message_of(e)}", pointer=e.pointer, keyword=e.keyword) from None
         self.compilers[ns] = tr
-        tr.grammar = self._grammar  # (None until grammar() made it; see there)
+        g = self._grammar_ref() if self._grammar_ref is not None else None
+        tr.grammar_ref = weakref.ref(g) if g is not None else None  # (see grammar())
         self.rules.maps.append(tr.rules)
         self.pending.maps.append(tr.pending)
         self.native.maps.append(tr.native)
@@ -308,10 +311,24 @@ class EmbeddedSchemas:
         shared = ()
         if self._bases.get(_DEFAULT_BASE) == "":
             shared = (json_base_items(False, _DEFAULT_BASE[2]), shared_nodes(_DEFAULT_BASE[2]), WARM_ROWS)
-        g = self._grammar = ir.Grammar(ir.LazyRules(self), start, families=self.families, shared=shared)
+        rules = ir.LazyRules(self)
+        g = ir.Grammar(rules, start, families=self.families, shared=shared)
+        # (what families reading their items with an automaton of their own need: weakly, the
+        # grammar owning this source through its rules)
+        self._grammar_ref = weakref.ref(g)
         for tr in self.compilers.values():
-            tr.grammar = g  # (what families reading their items with an automaton of their own need)
+            tr.grammar_ref = self._grammar_ref
+        # once nothing can ask for a rule, the compilers let go of what refers back to them
+        # (jsonschema._assemble does the same for a schema's own grammar)
+        weakref.finalize(rules, self.release)
         return g
+
+    def release(self) -> None:
+        """Let go of the schemas' compilers and what they made (:meth:`Compiler.release`)."""
+        compilers = list(self.compilers.values())
+        self.compilers.clear()
+        for tr in compilers:
+            tr.release()
 
 
 def _message_of(e: SchemaError) -> str:

@@ -466,3 +466,13 @@ every: %json {"type": "object", "properties": {"a": {"type": "string"}}, "x-dotj
     assert ix2.accepts('"\\u0078"')
     with pytest.raises(SchemaError):
         Index.from_lark("start: d\n", smollm2_vocab, schemas={"d": JsonSchema({"type": "string"}, spellings="odd")})
+
+
+def test_an_embedded_schema_reads_unique_items_through_its_grammar(smollm2_vocab):
+    """``uniqueItems`` over free values reads its items with an automaton of its own over the
+    grammar's rules: a schema inside a reasoning grammar finds that grammar as a schema's own
+    index does (the compilers hold it weakly)."""
+    schema = {"type": "array", "items": {"type": "object"}, "uniqueItems": True}
+    ix = Index(schema, smollm2_vocab, reasoning="</think>", bounds="schema")
+    assert ix.accepts('</think>[{"a":1},{"b":2}]')
+    assert not ix.accepts('</think>[{"a":1},{"a":1}]')

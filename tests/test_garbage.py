@@ -87,3 +87,29 @@ def test_a_grammar_kept_after_its_index_is_gone_still_builds_its_rules(llama3_vo
     grammar = Index(schema, llama3_vocab, close_objects=False).ir  # (the index is gone at once)
     gc.collect()
     assert to_lark(grammar) == Index(schema, llama3_vocab, close_objects=False).grammar
+
+
+def test_an_index_with_a_grammar_around_its_schema_leaves_no_garbage(llama3_vocab, llama3_tokenizer):
+    """A schema inside a reasoning grammar (``dotjson.embed``): its compiler lets go as well."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+              "required": ["a"]}
+    text = '</think>{"a":1,"b":"x"}'
+
+    def use():
+        index = Index(schema, llama3_vocab, reasoning="</think>")
+        state = index.initial_state
+        for t in llama3_tokenizer.encode(text, add_special_tokens=False):
+            index.mask(state)
+            state = index.next_state(state, t)
+        assert index.is_accepting(state)
+
+    use()
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        use()
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()

@@ -277,8 +277,7 @@ class EmbeddedSchemas:
                 raise
             raise type(e)(f"{where}{_message_of(e)}", pointer=e.pointer, keyword=e.keyword) from None
         self.compilers[ns] = tr
-        g = self._grammar_ref() if self._grammar_ref is not None else None
-        tr.grammar_ref = weakref.ref(g) if g is not None else None  # (see grammar())
+        tr.grammar_ref = self._grammar_ref  # (None until grammar() made it; see there)
         self.rules.maps.append(tr.rules)
         self.pending.maps.append(tr.pending)
         self.native.maps.append(tr.native)

@@ -668,14 +668,19 @@ class ObjectRules:
         tr = self.tr
         return seq(lit('"'), tr.lit_text(name), lit('"'), tr.colon, tr.node_of(ve))
 
-    def rule(self, key, make, hint=None) -> Ref:
-        """A rule of the object automaton, built when the automaton first reaches it."""
+    def rule(self, key, make, hint=None, alts=None) -> Ref:
+        """A rule of the object automaton, built when the automaton first reaches it; with
+        ``alts`` (where the key position is native), the body the automaton writes in place of
+        compiling ``make``'s (:class:`~dotjson.ir.Written`)."""
         nm = self.made.get(key)
         if nm is None:
             nm = self.made[key] = self.prefix + "_" + "_".join(map(str, key))
-            self.tr.pending[nm] = make
+            tr = self.tr
+            tr.pending[nm] = make
             if hint is not None:
-                self.tr.state_hints[nm] = hint
+                tr.state_hints[nm] = hint
+            if alts is not None and self.written and self.native_ok and not tr.whole:
+                tr.native[nm] = Written(alts)
         return Ref(nm)
 
     def inc(self, c):
@@ -754,11 +759,9 @@ class ObjectRules:
         alternative consumes), and then productive; otherwise :meth:`state_known` tells when
         asked: the analyses need not build the state to know."""
         d = self.done(i, c, mask)
-        ref = self.rule(("s", i, c, mask), lambda: self.state_body(i, c, mask),
-                        (d, True) if d else (lambda: self.state_known(i, c, mask)))
-        if self.written and self.native_ok and not self.tr.whole:
-            self.tr.native.setdefault(ref.name, Written(lambda: self.state_alts(i, c, mask)))
-        return ref
+        return self.rule(("s", i, c, mask), lambda: self.state_body(i, c, mask),
+                         (d, True) if d else (lambda: self.state_known(i, c, mask)),
+                         lambda: self.state_alts(i, c, mask))
 
     def state_alts(self, i, c, mask) -> list:
         """:meth:`state_body` as the automaton writes it (a :class:`~dotjson.ir.Written`
@@ -854,15 +857,13 @@ class ObjectRules:
         # member certainly completes the object (what the key set asks first: so the analysis
         # knows the member's rule without building its body when the key set makes its tail)
         sure = (d and tr.expr_known(chain[j][1])[1]) or (self.native_ok and bool(self.alive_many(j)))
-        ref = self.rule(("m", j, c2, mask), make, (False, True if sure else None))
-        if self.written and self.native_ok and not tr.whole:
-            tr.native.setdefault(ref.name, Written(lambda: self.member_alts(j, c2, mask)))
-        return ref
+        return self.rule(("m", j, c2, mask), make, (False, True if sure else None),
+                         lambda: self.member_alts(j, c2, mask))
 
     def member_alts(self, j, c2, mask) -> list:
         """:meth:`member_rule`'s body as the automaton writes it (see :meth:`state_alts`)."""
         tr = self.tr
-        nxt = self.state(j + 1, c2, mask)
+        nxt = self.state(j + 1, c2, mask)  # (registered either way, as make() does: its hint)
         if self.inline_next and self.X is None:
             return [[tr.colon, tr.node_of(self.chain[j][1]), self.state_alts(j + 1, c2, mask)]]
         return [[tr.colon, tr.node_of(self.chain[j][1]), nxt.name]]

@@ -169,3 +169,33 @@ def _object_rules(index, compiled: bool) -> set:
 @pytest.mark.slow
 def test_inlined_next_state_keeps_every_mask_on_the_subset(llama3_vocab, llama3_tokenizer):
     assert _compare(_rows(), llama3_vocab, llama3_tokenizer, 3) > 5000
+
+
+def test_written_states_hold_their_key_position_in_place(llama3_vocab, llama3_tokenizer, monkeypatch):
+    """A written state puts its key position's key set in place of a reference to it
+    (``Rules.inline_keys``): along a document no derivative stops to have a key position's rule
+    built (with ``inline_keys = False``, the reference, every key position is one such exit),
+    and the masks are the reference's."""
+    from dotjson.automaton import rules as rules_mod
+
+    schema = {"type": "object", "properties": {f"p{k}": {"type": "integer"} for k in range(8)}}
+    data = {f"p{k}": k for k in range(8)}
+    ids = _ids(llama3_tokenizer, data)
+    asked = []
+    closure = rules_mod.Rules.body_closure
+
+    def spy(self, i):
+        asked.append(self.names[i])
+        return closure(self, i)
+
+    monkeypatch.setattr(rules_mod.Rules, "body_closure", spy)
+    masks = {}
+    for inline in (True, False):
+        asked.clear()
+        with _structure(True):
+            ix = Index(schema, llama3_vocab, close_objects=False)
+            ix._auto.rules.inline_keys = inline
+        masks[inline] = _masks(ix, ids, True)
+        keys = [n for n in asked if re.search(r"_K_\d+_\d+_\d+$", n)]
+        assert (not keys) if inline else len(keys) >= 8, (inline, keys)
+    assert all(np.array_equal(x, y) for x, y in zip(masks[True], masks[False]))

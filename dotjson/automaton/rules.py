@@ -63,6 +63,9 @@ class Rules:
         self._add_rule = add_rule
         self._refs: dict[int, int] = {}  # rule id -> its REF term
         self._written: dict[int, int] = {}  # rule id -> the term of its written body
+        self._native_terms: dict[int, int] = {}  # rule id -> its native key set's term
+        #: False: written bodies refer to key positions by reference (the tests' reference)
+        self.inline_keys = True
         self._compiled: dict[int, int] = {}  # id(node) -> term; the nodes kept in _keep
         self._keep: list = []
         self._regular: dict[int, tuple] = {}
@@ -203,6 +206,8 @@ class Rules:
             t = self._written[i] = self.written_term(spec.alts())  # no IR body, no left-recursion search
         elif spec is not None:
             t = self._native_body(spec)  # its IR body is never built (the analyses may build it)
+            if len(spec) == 3:
+                self._native_terms[i] = t  # (a key set's: written bodies put it in place)
         else:
             self.analysis.check_left_recursion(name)
             t = self.compile_node(self.src[name])
@@ -381,13 +386,32 @@ class Rules:
                     if i is None:
                         prog.append(K.OP_EMPTY)
                     else:
-                        prog += [K.OP_REF, i, int(self.nullable[i])]
+                        t = self._key_term(x, i) if self.inline_keys else None
+                        if t is not None:
+                            prog += [K.OP_TERM, t]
+                        else:
+                            prog += [K.OP_REF, i, int(self.nullable[i])]
                 elif tx is list:
                     self._emit_alts(x, prog)
                 else:
                     prog += [K.OP_TERM, self.compile_node(x)]
             prog += [K.OP_SEQ, len(sq)]
         prog += [K.OP_ALT, len(alts)]
+
+    def _key_term(self, name: str, i: int) -> int | None:
+        """The body of rule ``name`` (id ``i``) when it is a key position the automaton builds
+        natively (a key set: no rule reference inside it, its members' tails are asked when a
+        name ends), built now if it is not yet; ``None`` for any other rule.
+
+        A written body puts it in place of a reference to it: the reference's first derivative
+        exited to Python to build it (one exit and one kernel re-entry per key position of a
+        document)."""
+        t = self._native_terms.get(i)
+        if t is None and not self._done[i]:
+            spec = self.native_spec(name)
+            if type(spec) is tuple and len(spec) == 3:
+                t = self.body(i)
+        return t
 
     def diff_term(self, left: ir.Node, right: int) -> int:
         """The term of node ``left`` less the language of term ``right`` (a native key set:

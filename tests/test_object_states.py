@@ -173,8 +173,8 @@ def test_inlined_next_state_keeps_every_mask_on_the_subset(llama3_vocab, llama3_
 
 def test_written_states_hold_their_key_position_in_place(llama3_vocab, llama3_tokenizer, monkeypatch):
     """A written state puts its key position's key set in place of a reference to it
-    (``Rules.inline_keys``): along a document no derivative stops to have a key position's rule
-    built (with ``inline_keys = False``, the reference, every key position is one such exit),
+    (``Rules.in_place``): along a document no derivative stops to have a key position's rule
+    built (with ``in_place = False``, the reference, every key position is one such exit),
     and the masks are the reference's."""
     from dotjson.automaton import rules as rules_mod
 
@@ -194,7 +194,7 @@ def test_written_states_hold_their_key_position_in_place(llama3_vocab, llama3_to
         asked.clear()
         with _structure(True):
             ix = Index(schema, llama3_vocab, close_objects=False)
-            ix._auto.rules.inline_keys = inline
+            ix._auto.rules.in_place = inline
         masks[inline] = _masks(ix, ids, True)
         keys = [n for n in asked if re.search(r"_K_\d+_\d+_\d+$", n)]
         assert (not keys) if inline else len(keys) >= 8, (inline, keys)

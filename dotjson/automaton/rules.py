@@ -65,7 +65,7 @@ class Rules:
         self._written: dict[int, int] = {}  # rule id -> the term of its written body
         self._native_terms: dict[int, int] = {}  # rule id -> its native key set's term
         #: False: written bodies refer to key positions by reference (the tests' reference)
-        self.inline_keys = True
+        self.in_place = True
         self._compiled: dict[int, int] = {}  # id(node) -> term; the nodes kept in _keep
         self._keep: list = []
         self._regular: dict[int, tuple] = {}
@@ -386,7 +386,7 @@ class Rules:
                     if i is None:
                         prog.append(K.OP_EMPTY)
                     else:
-                        t = self._key_term(x, i) if self.inline_keys else None
+                        t = self._key_term(x, i) if self.in_place else None
                         if t is not None:
                             prog += [K.OP_TERM, t]
                         else:

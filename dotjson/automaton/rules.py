@@ -29,7 +29,7 @@ from .. import ir
 from .._weak import weak_method
 from ..errors import GrammarError, LimitExceededError
 from ..ir.analysis import Analysis, is_regular
-from ..ir.families import rules_with_families
+from ..ir.families import rules_with_families, token_walk_id
 from . import kernels as K
 from .counters import BAND, LANE_SHARE, N_LANES, SPLIT, Lanes  # larger counts live in lanes (see counters.py)
 from .utf8 import _range_mask, utf8_sequences
@@ -47,13 +47,15 @@ _BYTE_WORDS = [_words(1 << b) for b in range(256)]
 class Rules:
     """Rule analyses and body compilation for one grammar (see the module docstring)."""
 
-    def __init__(self, grammar: ir.Grammar, build, is_empty, set_body, add_rule, native=None):
+    def __init__(self, grammar: ir.Grammar, build, is_empty, set_body, add_rule, native=None,
+                 native_ready=None):
         self.grammar = grammar
         self.src = rules_with_families(grammar)
         # rules the automaton builds natively, not from their IR body (a wide object's key
         # position: :func:`dotjson.automaton.keysets.keys_root`); ``native(spec)`` makes the term
         self._native_of = getattr(grammar.rules, "native", None) if native is not None else None
         self._native_body = native
+        self._native_ready = native_ready  # (spec) -> its key set's table is written
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.nullable: list[bool] = []
@@ -194,8 +196,35 @@ class Rules:
             return K.EMPTY
         t = self._written.get(idx)
         if t is None:
-            t = self.body(idx) if not self._done[idx] else self.ref(name)
+            if self._done[idx]:
+                return self.ref(name)
+            t = self.body(idx)
+            if self.in_place and token_walk_id():
+                self._ahead(self.native_spec(name).alts())
         return t
+
+    def _ahead(self, alts) -> None:
+        """Compile now the rules a member's written body ``alts`` refers to by name (its value's
+        rule and the rules reachable from it before a byte; the next state's written body): the
+        derivatives into the member's value, and past it, would each stop at the reference to
+        have it built (an exit to Python and a kernel re-entry, which redoes the derivative it
+        interrupted). Only inside a token mask's walk: a key set asks for a member's tail where
+        a token crosses the end of its name, and the walk goes on into the value (reading a
+        document builds a value's rule when its first byte is read)."""
+        for sq in alts:
+            for x in sq:
+                tx = type(x)
+                if tx is ir.Ref:
+                    x, tx = x.name, str
+                if tx is not str:
+                    continue
+                k = self.rule_id(x)
+                if k is None or self._done[k]:
+                    continue
+                if type(self.native_spec(x)) is ir.Written:
+                    self.body(k)
+                else:
+                    self.body_closure(k)
 
     def body(self, i: int) -> int:
         """Compile rule ``i``'s body (its left recursion checked first), record it, return its
@@ -405,11 +434,15 @@ class Rules:
 
         A written body puts it in place of a reference to it: the reference's first derivative
         exited to Python to build it (one exit and one kernel re-entry per key position of a
-        document)."""
+        document). Only once the key set's table is written (an object's first key position
+        builds its names' arrays, ~0.1-0.2 ms): a state written before any key of its object is
+        read (an object's first state, in the mask that only reaches its ``{"``) would pay for
+        them in a mask that never reads a key (time to first mask)."""
         t = self._native_terms.get(i)
         if t is None and not self._done[i]:
             spec = self.native_spec(name)
-            if type(spec) is tuple and len(spec) == 3:
+            if type(spec) is tuple and len(spec) == 3 and self._native_ready is not None \
+                    and self._native_ready(spec):
                 t = self.body(i)
         return t
 

@@ -66,7 +66,8 @@ class Rules:
         self._refs: dict[int, int] = {}  # rule id -> its REF term
         self._written: dict[int, int] = {}  # rule id -> the term of its written body
         self._native_terms: dict[int, int] = {}  # rule id -> its native key set's term
-        #: False: written bodies refer to key positions by reference (the tests' reference)
+        #: False (the tests' reference): written bodies refer to key positions by reference, a
+        #: member's tail compiles nothing ahead, a key set's closing quote asks for its tail apart
         self.in_place = True
         self._compiled: dict[int, int] = {}  # id(node) -> term; the nodes kept in _keep
         self._keep: list = []

@@ -169,39 +169,3 @@ def _object_rules(index, compiled: bool) -> set:
 @pytest.mark.slow
 def test_inlined_next_state_keeps_every_mask_on_the_subset(llama3_vocab, llama3_tokenizer):
     assert _compare(_rows(), llama3_vocab, llama3_tokenizer, 3) > 5000
-
-
-def test_written_states_hold_their_key_position_in_place(llama3_vocab, llama3_tokenizer, monkeypatch):
-    """A written state puts its key position's key set in place of a reference to it
-    (``Rules.in_place``) once the object's key set has its table (its first key position builds
-    it: a first mask that only reaches ``{"`` does not pay for it); a member's tail is made with
-    the rules it names (its value's, the next state's) and at the closing quote that asked
-    whether the member can complete. Along a document, far fewer derivatives stop to have a
-    rule or a tail made (with ``in_place = False``, the reference, every key position, value
-    and state is one such exit), and the masks are the reference's."""
-    from dotjson.automaton import Automaton, kernels as K
-
-    schema = {"type": "object", "properties": {f"p{k}": {"type": "object", "properties": {"a": {"type": "integer"}}}
-                                               for k in range(8)}}
-    data = {f"p{k}": {"a": k} for k in range(8)}
-    ids = _ids(llama3_tokenizer, data)
-    exits = []
-    handle = Automaton.handle_exit
-
-    def spy(self):
-        exits.append(int(self._a["ctl"][K.C_STATUS]))
-        return handle(self)
-
-    monkeypatch.setattr(Automaton, "handle_exit", spy)
-    masks, counts = {}, {}
-    for inline in (True, False):
-        with _structure(True):
-            ix = Index(schema, llama3_vocab, close_objects=False)
-            ix._auto.rules.in_place = inline
-            ix.mask(ix.initial_state)
-            assert not ix._auto._ktab  # (the first mask writes no key set's table)
-            exits.clear()
-            masks[inline] = _masks(ix, ids, True)
-        counts[inline] = (exits.count(K.NEED_RULE), exits.count(K.NEED_KEY_TAIL))
-    assert 5 * counts[True][0] <= 3 * counts[False][0] and 2 * counts[True][1] <= counts[False][1], counts
-    assert all(np.array_equal(x, y) for x, y in zip(masks[True], masks[False]))

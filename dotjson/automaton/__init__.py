@@ -169,7 +169,7 @@ class Automaton:
         # (callbacks that hold this automaton weakly: no cycle, see dotjson._weak)
         self.rules = Rules(grammar, weak_method(self._build), weak_method(self.is_empty),
                            weak_method(self._set_body), weak_method(self._add_rule),
-                           weak_method(self._keys_body), weak_method(self._keys_ready))
+                           weak_method(self._keys_body))
         self._ret = np.zeros(4, dtype=np.int64)
         # key sets (see keysets): pool offset of each table, by its Python object and
         # back (their contexts are interned by the kernels, in the memo)
@@ -396,11 +396,6 @@ class Automaton:
             t = self.rules.diff_term(left[0], t)
         return t
 
-    def _keys_ready(self, spec) -> bool:
-        """Whether the key set of native key position ``spec`` has its table written (the names'
-        arrays: a first key position of an object builds them, ~0.1-0.2 ms)."""
-        return id(spec[0]) in self._ktab
-
     def _key_table(self, keyset) -> int:
         """The pool offset of ``keyset``'s table, written on first use (see ``keysets.KT_*``)."""
         T = self._ktab.get(id(keyset))
@@ -535,12 +530,6 @@ class Automaton:
         if self._a["pool"][o + m] < 0:
             v = 1 if self.rules.productive(keyset.tail(m)) else 0  # may grow the pool
             self._a["pool"][o + m] = v
-        if hi == m + 1 and lo == m and self.rules.in_place and self._a["pool"][o + m] == 1:
-            # asked at the name's closing quote (or by a state offering this member alone): the
-            # derivative goes on past the quote, and would stop again to ask for the tail
-            pool = self._a["pool"]
-            if pool[int(pool[T + K.KT_TAIL]) + m] < 0:
-                self._key_tail(T, m)
 
     def _key_tail(self, T: int, m: int) -> None:
         """The term of what follows member ``m``'s name in key set ``T`` (a kernel asked)."""

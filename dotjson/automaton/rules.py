@@ -29,7 +29,7 @@ from .. import ir
 from .._weak import weak_method
 from ..errors import GrammarError, LimitExceededError
 from ..ir.analysis import Analysis, is_regular
-from ..ir.families import rules_with_families, token_walk_id
+from ..ir.families import rules_with_families
 from . import kernels as K
 from .counters import BAND, LANE_SHARE, N_LANES, SPLIT, Lanes  # larger counts live in lanes (see counters.py)
 from .utf8 import _range_mask, utf8_sequences
@@ -47,15 +47,13 @@ _BYTE_WORDS = [_words(1 << b) for b in range(256)]
 class Rules:
     """Rule analyses and body compilation for one grammar (see the module docstring)."""
 
-    def __init__(self, grammar: ir.Grammar, build, is_empty, set_body, add_rule, native=None,
-                 native_ready=None):
+    def __init__(self, grammar: ir.Grammar, build, is_empty, set_body, add_rule, native=None):
         self.grammar = grammar
         self.src = rules_with_families(grammar)
         # rules the automaton builds natively, not from their IR body (a wide object's key
         # position: :func:`dotjson.automaton.keysets.keys_root`); ``native(spec)`` makes the term
         self._native_of = getattr(grammar.rules, "native", None) if native is not None else None
         self._native_body = native
-        self._native_ready = native_ready  # (spec) -> its key set's table is written
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.nullable: list[bool] = []
@@ -65,10 +63,6 @@ class Rules:
         self._add_rule = add_rule
         self._refs: dict[int, int] = {}  # rule id -> its REF term
         self._written: dict[int, int] = {}  # rule id -> the term of its written body
-        self._native_terms: dict[int, int] = {}  # rule id -> its native key set's term
-        #: False (the tests' reference): written bodies refer to key positions by reference, a
-        #: member's tail compiles nothing ahead, a key set's closing quote asks for its tail apart
-        self.in_place = True
         self._compiled: dict[int, int] = {}  # id(node) -> term; the nodes kept in _keep
         self._keep: list = []
         self._regular: dict[int, tuple] = {}
@@ -197,35 +191,8 @@ class Rules:
             return K.EMPTY
         t = self._written.get(idx)
         if t is None:
-            if self._done[idx]:
-                return self.ref(name)
-            t = self.body(idx)
-            if self.in_place and token_walk_id():
-                self._ahead(self.native_spec(name).alts())
+            t = self.body(idx) if not self._done[idx] else self.ref(name)
         return t
-
-    def _ahead(self, alts) -> None:
-        """Compile now the rules a member's written body ``alts`` refers to by name (its value's
-        rule and the rules reachable from it before a byte; the next state's written body): the
-        derivatives into the member's value, and past it, would each stop at the reference to
-        have it built (an exit to Python and a kernel re-entry, which redoes the derivative it
-        interrupted). Only inside a token mask's walk: a key set asks for a member's tail where
-        a token crosses the end of its name, and the walk goes on into the value (reading a
-        document builds a value's rule when its first byte is read)."""
-        for sq in alts:
-            for x in sq:
-                tx = type(x)
-                if tx is ir.Ref:
-                    x, tx = x.name, str
-                if tx is not str:
-                    continue
-                k = self.rule_id(x)
-                if k is None or self._done[k]:
-                    continue
-                if type(self.native_spec(x)) is ir.Written:
-                    self.body(k)
-                else:
-                    self.body_closure(k)
 
     def body(self, i: int) -> int:
         """Compile rule ``i``'s body (its left recursion checked first), record it, return its
@@ -236,8 +203,6 @@ class Rules:
             t = self._written[i] = self.written_term(spec.alts())  # no IR body, no left-recursion search
         elif spec is not None:
             t = self._native_body(spec)  # its IR body is never built (the analyses may build it)
-            if len(spec) == 3:
-                self._native_terms[i] = t  # (a key set's: written bodies put it in place)
         else:
             self.analysis.check_left_recursion(name)
             t = self.compile_node(self.src[name])
@@ -416,36 +381,13 @@ class Rules:
                     if i is None:
                         prog.append(K.OP_EMPTY)
                     else:
-                        t = self._key_term(x, i) if self.in_place else None
-                        if t is not None:
-                            prog += [K.OP_TERM, t]
-                        else:
-                            prog += [K.OP_REF, i, int(self.nullable[i])]
+                        prog += [K.OP_REF, i, int(self.nullable[i])]
                 elif tx is list:
                     self._emit_alts(x, prog)
                 else:
                     prog += [K.OP_TERM, self.compile_node(x)]
             prog += [K.OP_SEQ, len(sq)]
         prog += [K.OP_ALT, len(alts)]
-
-    def _key_term(self, name: str, i: int) -> int | None:
-        """The body of rule ``name`` (id ``i``) when it is a key position the automaton builds
-        natively (a key set: no rule reference inside it, its members' tails are asked when a
-        name ends), built now if it is not yet; ``None`` for any other rule.
-
-        A written body puts it in place of a reference to it: the reference's first derivative
-        exited to Python to build it (one exit and one kernel re-entry per key position of a
-        document). Only once the key set's table is written (an object's first key position
-        builds its names' arrays, ~0.1-0.2 ms): a state written before any key of its object is
-        read (an object's first state, in the mask that only reaches its ``{"``) would pay for
-        them in a mask that never reads a key (time to first mask)."""
-        t = self._native_terms.get(i)
-        if t is None and not self._done[i]:
-            spec = self.native_spec(name)
-            if type(spec) is tuple and len(spec) == 3 and self._native_ready is not None \
-                    and self._native_ready(spec):
-                t = self.body(i)
-        return t
 
     def diff_term(self, left: ir.Node, right: int) -> int:
         """The term of node ``left`` less the language of term ``right`` (a native key set:

@@ -11,7 +11,7 @@ import numpy as np
 from .._kernels.jit import kernel, unit
 from .store import (
     BAND, C_EXPANDED, C_MAX_STATES, C_STATES, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, F_REP, INF,
-    K_ALT, K_BYTES, K_DIFF, K_REP, K_SEQ, LIMIT_STATES, S_POOL, _T_POPEN, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
+    K_ALT, K_BYTES, K_DIFF, K_REF, K_REP, K_SEQ, LIMIT_STATES, NEED_RULE, S_POOL, S_RULE, _T_POPEN, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
     RUN_INF, STORE, S_ACC, S_BW, S_CTL, S_INV, S_RCT, S_RCW, S_READY, S_TERM_OF, S_TF, S_TI,
     S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _T_PRUN, _U0, _U1, _fail, _i64, _low, _mget,
     _mput, borrow, scratch,
@@ -467,6 +467,19 @@ def _open_item(S, a, pseq, plen):
 
 
 @kernel
+def _open_branch(S, x, pseq, plen):
+    """Is branch ``x`` (``a rest`` or ``a``) an :func:`_open_item` followed by something surely
+    non-empty (a rest holding no ``AND``/``DIFF``)? 1/0, -1 on exit."""
+    S = borrow(S)
+    ti = S[S_TI]
+    if ti[x, 0] == K_SEQ:
+        if (S[S_TF][ti[x, 2]] & F_BOOL) != 0:
+            return 0
+        x = ti[x, 1]
+    return _open_item(S, x, pseq, plen)
+
+
+@kernel
 def plain_open(S, s, pseq, plen):
     """Does state ``s`` allow every plain token (every string of plain characters is a prefix of
     one of its words)? 1/0, or -1 on exit; memoized per term.
@@ -502,7 +515,23 @@ def plain_open(S, s, pseq, plen):
                 if (tf[ti[x, 2]] & F_BOOL) != 0:
                     continue
                 x = ti[x, 1]
-            v = _open_item(S, x, pseq, plen)
+            if ti[x, 0] == K_REF:
+                # a rule first in the branch (an open object's extra member after its key's
+                # opening quote): its body's branches, one level, the body compiled first (it is
+                # what the walk derives next)
+                body = S[S_RULE][ti[x, 1]]
+                if body < 0:
+                    return _fail(S, NEED_RULE, ti[x, 1])
+                if ti[body, 0] == K_ALT:
+                    boff = ti[body, 1]
+                    for j in range(ti[body, 2]):
+                        v = _open_branch(S, pool[boff + j], pseq, plen)
+                        if v != 0:
+                            break
+                else:
+                    v = _open_branch(S, body, pseq, plen)
+            else:
+                v = _open_item(S, x, pseq, plen)
             if v != 0:
                 break
     else:

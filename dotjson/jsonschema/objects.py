@@ -300,7 +300,8 @@ class ObjectRules:
             split = split_patterns(pats, lambda p: tr.regex(p, where, "patternProperties"), MAX_PATTERN_CLASSES)
             if split is not None:
                 pats = split[1]
-                self.fixed_members, self.fixed_names = fixed_key_members(tr, split[0], o, set(self.props), self.pn)
+                self.fixed_members, self.fixed_names = fixed_key_members(tr, split[0], o, set(self.props), self.pn,
+                                                                                  opening=False)
         # beyond 16 classes: one class for all patterns when they share a schema, else
         # (up to 6 patterns) every class of the patterns a key matches
         same = 2 ** len(pats) > MAX_PATTERN_CLASSES and not wit and same_pattern_schemas(o)
@@ -336,13 +337,19 @@ class ObjectRules:
         if not (self.live or self.fixed_members):
             return None
         xname = self.xname = tr.fresh_prefix("extra")
-        tr.pending[xname] = self.extra_member
+        # its opening quote, then a rule of its own for the rest: a derivative through the quote
+        # stops at that rule, so the mask at an object's `{`, whose tokens end at `{"`, does not
+        # build the extra keys' language (the names' difference, ~0.1 ms: time to first mask)
+        rest = f"{xname}_r"
+        tr.pending[xname] = lambda: seq(lit('"'), Ref(rest))
+        tr.pending[rest] = self.extra_member
         if not self.pats and self.pn_lang is None and not self.wit:
             # any key but the declared names (finitely many: infinitely many keys are left),
             # so an extra member exists when its value does: known without building the
             # Diff of keys and asking the automaton whether it is empty
             live = self.live
-            tr.state_hints[xname] = lambda: (False, True if any(tr.expr_known(ve)[1] for _, ve in live) else None)
+            tr.state_hints[xname] = tr.state_hints[rest] = \
+                lambda: (False, True if any(tr.expr_known(ve)[1] for _, ve in live) else None)
         return Ref(xname)
 
     def _schema_order(self) -> ir.Node:
@@ -476,7 +483,8 @@ class ObjectRules:
         return self.tr.and_expr(es)
 
     def extra_member(self) -> ir.Node:
-        """The body of the extra-member rule (built when the automaton first reaches one)."""
+        """An extra member after its key's opening quote (the body of the extra-member rule's
+        rest, built when the automaton first reaches one)."""
         tr = self.tr
         classes = []
         if not tr.whole and len(self.props) > WIDE_EXTRA and not self.pats and self.pn_lang is None \
@@ -490,12 +498,12 @@ class ObjectRules:
             bounded = self.key_bound(())
             for T, ve in self.live:
                 if bounded:
-                    classes.append(seq(lit('"'), UndeclaredKey(self, trie, ve).node(0, 0)))
+                    classes.append(UndeclaredKey(self, trie, ve).node(0, 0))
                 else:
-                    classes.append(seq(lit('"'), self.undeclared_key(trie), tr.node_of(ve)))
+                    classes.append(seq(self.undeclared_key(trie), tr.node_of(ve)))
             return alt(*classes)
         for T, ve in self.live:
-            classes.append(seq(lit('"'), self.class_content(T), lit('"'), tr.colon, tr.node_of(ve)))
+            classes.append(seq(self.class_content(T), lit('"'), tr.colon, tr.node_of(ve)))
         classes.extend(self.fixed_members)
         return alt(*classes)
 

@@ -200,3 +200,8 @@ def test_an_open_objects_first_mask_leaves_its_extra_keys_unbuilt(llama3_vocab):
     slow._masker._heads = False
     fast = Index(schema, llama3_vocab, close_objects=False)
     assert_same_masks(fast, slow, b'{"p3":1,"zz":2,"p1\\u0030":5,"w":{"a":[]},"p17":3}')
+    # without declared names the extra member is one rule: a map's key start stays
+    # plain-invariant (a reference first in the state would make it neither that nor a head)
+    mp = Index({"type": "object", "additionalProperties": {"type": "integer"}}, llama3_vocab, close_objects=False)
+    s = mp._auto.walk_bytes(mp.initial_state, b'{"')
+    assert mp._auto._run(K.plain_inv, s, pseq, plen) == 1

@@ -300,8 +300,7 @@ class ObjectRules:
             split = split_patterns(pats, lambda p: tr.regex(p, where, "patternProperties"), MAX_PATTERN_CLASSES)
             if split is not None:
                 pats = split[1]
-                self.fixed_members, self.fixed_names = fixed_key_members(tr, split[0], o, set(self.props), self.pn,
-                                                                                  opening=False)
+                self.fixed_members, self.fixed_names = fixed_key_members(tr, split[0], o, set(self.props), self.pn)
         # beyond 16 classes: one class for all patterns when they share a schema, else
         # (up to 6 patterns) every class of the patterns a key matches
         same = 2 ** len(pats) > MAX_PATTERN_CLASSES and not wit and same_pattern_schemas(o)
@@ -337,19 +336,31 @@ class ObjectRules:
         if not (self.live or self.fixed_members):
             return None
         xname = self.xname = tr.fresh_prefix("extra")
-        # its opening quote, then a rule of its own for the rest: a derivative through the quote
-        # stops at that rule, so the mask at an object's `{`, whose tokens end at `{"`, does not
-        # build the extra keys' language (the names' difference, ~0.1 ms: time to first mask)
-        rest = f"{xname}_r"
-        tr.pending[xname] = lambda: seq(lit('"'), Ref(rest))
-        tr.pending[rest] = self.extra_member
+        names = [xname]
+        if self.props:
+            # beside declared names: its opening quote, then a rule of its own for the rest (the
+            # names' difference, ~0.1 ms to build): a derivative through the quote stops at that
+            # rule, so the mask at an object's `{`, whose tokens end at `{"`, does not build it
+            # (time to first mask). Not without names: the rest is a plain string then, cheap to
+            # build, and a key start whose state begins with that rule's reference is neither
+            # plain-invariant nor split into a shared string head (a map's keys, 12-19% slower)
+            rest = f"{xname}_r"
+            tr.pending[xname] = lambda: seq(lit('"'), Ref(rest))
+            tr.pending[rest] = lambda: self.extra_member(opening=False)
+            names.append(rest)
+        else:
+            tr.pending[xname] = self.extra_member
         if not self.pats and self.pn_lang is None and not self.wit:
             # any key but the declared names (finitely many: infinitely many keys are left),
             # so an extra member exists when its value does: known without building the
             # Diff of keys and asking the automaton whether it is empty
             live = self.live
-            tr.state_hints[xname] = tr.state_hints[rest] = \
-                lambda: (False, True if any(tr.expr_known(ve)[1] for _, ve in live) else None)
+
+            def hint():
+                return (False, True if any(tr.expr_known(ve)[1] for _, ve in live) else None)
+
+            for nm in names:
+                tr.state_hints[nm] = hint
         return Ref(xname)
 
     def _schema_order(self) -> ir.Node:
@@ -482,10 +493,11 @@ class ObjectRules:
                     es.append(neg.on_class(set(key) | self.univ))
         return self.tr.and_expr(es)
 
-    def extra_member(self) -> ir.Node:
-        """An extra member after its key's opening quote (the body of the extra-member rule's
-        rest, built when the automaton first reaches one)."""
+    def extra_member(self, opening: bool = True) -> ir.Node:
+        """The body of the extra-member rule (built when the automaton first reaches one); with
+        ``opening=False`` what follows its key's opening quote (the body of its rest's rule)."""
         tr = self.tr
+        q = [lit('"')] if opening else []
         classes = []
         if not tr.whole and len(self.props) > WIDE_EXTRA and not self.pats and self.pn_lang is None \
                 and not self.fixed_names and not self.wit:
@@ -498,13 +510,13 @@ class ObjectRules:
             bounded = self.key_bound(())
             for T, ve in self.live:
                 if bounded:
-                    classes.append(UndeclaredKey(self, trie, ve).node(0, 0))
+                    classes.append(seq(*q, UndeclaredKey(self, trie, ve).node(0, 0)))
                 else:
-                    classes.append(seq(self.undeclared_key(trie), tr.node_of(ve)))
+                    classes.append(seq(*q, self.undeclared_key(trie), tr.node_of(ve)))
             return alt(*classes)
         for T, ve in self.live:
-            classes.append(seq(self.class_content(T), lit('"'), tr.colon, tr.node_of(ve)))
-        classes.extend(self.fixed_members)
+            classes.append(seq(*q, self.class_content(T), lit('"'), tr.colon, tr.node_of(ve)))
+        classes.extend(seq(*q, m) for m in self.fixed_members)
         return alt(*classes)
 
     def undeclared_key(self, trie: KeyTrie) -> Ref:

@@ -128,9 +128,9 @@ def same_pattern_schemas(o) -> bool:
     return len({tuple(v) for v in groups.values()}) == 1 and not any(qs for _, _, qs in o.additional)
 
 
-def fixed_key_members(tr, fixed: dict, o, declared: set, pn, opening: bool = True) -> tuple[list, list]:
-    """The members of the listed keys (from their opening quote on, or with ``opening=False``
-    from the key's first character), and their encoded names (to exclude from the classes).
+def fixed_key_members(tr, fixed: dict, o, declared: set, pn) -> tuple[list, list]:
+    """The members of the listed keys, from the key's first character on (their opening quote
+    is the extra-member rule's), and their encoded names (to exclude from the classes).
 
     Each listed key gets the schemas of every pattern it matches, and of every
     ``additionalProperties`` that covers it; declared property names are left to the declared
@@ -149,5 +149,5 @@ def fixed_key_members(tr, fixed: dict, o, declared: set, pn, opening: bool = Tru
         ve = tr.and_expr(es)
         if ve == ("false",):
             continue
-        members.append(seq(*([lit('"')] if opening else []), tr.lit_text(s), lit('"'), tr.colon, tr.node_of(ve)))
+        members.append(seq(tr.lit_text(s), lit('"'), tr.colon, tr.node_of(ve)))
     return members, names

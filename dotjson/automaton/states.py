@@ -467,16 +467,14 @@ def _open_item(S, a, pseq, plen):
 
 
 @kernel
-def _open_branch(S, x, pseq, plen):
-    """Is branch ``x`` (``a rest`` or ``a``) an :func:`_open_item` followed by something surely
-    non-empty (a rest holding no ``AND``/``DIFF``)? 1/0, -1 on exit."""
+def _branch_head(S, x):
+    """The first item of branch ``x`` (``a rest`` or ``a``), or -1 when the rest holds an
+    ``AND``/``DIFF`` (only a rest without them is surely non-empty)."""
     S = borrow(S)
     ti = S[S_TI]
-    if ti[x, 0] == K_SEQ:
-        if (S[S_TF][ti[x, 2]] & F_BOOL) != 0:
-            return 0
-        x = ti[x, 1]
-    return _open_item(S, x, pseq, plen)
+    if ti[x, 0] != K_SEQ:
+        return x
+    return -1 if (S[S_TF][ti[x, 2]] & F_BOOL) != 0 else ti[x, 1]
 
 
 @kernel
@@ -505,16 +503,13 @@ def plain_open(S, s, pseq, plen):
     ti = S[S_TI]
     h = ti[t, 1] if ti[t, 0] == K_SEQ else t
     if ti[h, 0] == K_ALT:
-        tf = S[S_TF]
         pool = S[S_POOL]
         off = ti[h, 1]
         v = 0
         for i in range(ti[h, 2]):
-            x = pool[off + i]
-            if ti[x, 0] == K_SEQ:
-                if (tf[ti[x, 2]] & F_BOOL) != 0:
-                    continue
-                x = ti[x, 1]
+            x = _branch_head(S, pool[off + i])
+            if x < 0:
+                continue
             if ti[x, 0] == K_REF:
                 # a rule first in the branch (an open object's extra member after its key's
                 # opening quote): its body's branches, one level, the body compiled first (it is
@@ -522,14 +517,12 @@ def plain_open(S, s, pseq, plen):
                 body = S[S_RULE][ti[x, 1]]
                 if body < 0:
                     return _fail(S, NEED_RULE, ti[x, 1])
-                if ti[body, 0] == K_ALT:
-                    boff = ti[body, 1]
-                    for j in range(ti[body, 2]):
-                        v = _open_branch(S, pool[boff + j], pseq, plen)
-                        if v != 0:
-                            break
-                else:
-                    v = _open_branch(S, body, pseq, plen)
+                one = ti[body, 0] != K_ALT
+                for j in range(1 if one else ti[body, 2]):
+                    y = _branch_head(S, body if one else pool[ti[body, 1] + j])
+                    v = 0 if y < 0 else _open_item(S, y, pseq, plen)
+                    if v != 0:
+                        break
             else:
                 v = _open_item(S, x, pseq, plen)
             if v != 0:

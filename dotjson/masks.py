@@ -21,6 +21,7 @@ from ._kernels import walk as _walk
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
 from .automaton import kernels as _K
 from .automaton import heads as _heads
+from .automaton.store import K_REF as _K_REF
 from .errors import LimitExceededError
 from .ir.families import token_walk as _token_walk
 from .trie import PlainClass
@@ -105,6 +106,12 @@ class Masker:
         self._n_masks = 0
         self._mask_of_key: dict[int, int] = {}
         self._state_row: dict[int, int] = {}  # state -> memo row (a cache of the clamped lookup)
+        #: False: no rule family computes its own states' masks (every fresh mask one walk), for
+        #: the tests (see :meth:`_family_mask`)
+        self._family_masks = True
+        self._mask_families = None  # the grammar's families with a token_mask (found on first use)
+        self._rule_family: dict = {}  # rule id -> (family, name) or None
+        self._view = None
 
     # ------------------------------------------------------------------ the memo
 
@@ -235,7 +242,9 @@ class Masker:
                 self._state_row[state] = r
                 return r
             with _token_walk():  # (rule families may budget what one mask builds)
-                bits = self._run_mask(state, key_state)
+                bits = self._family_mask(key_state)
+                if bits is None:
+                    bits = self._run_mask(state, key_state)
                 if bits is None:
                     bits = self._head_mask(key_state)
                 if bits is None:
@@ -258,6 +267,72 @@ class Masker:
             self._mask_of_key[key_term] = r
             self._state_row[state] = r
         return r
+
+    def _family_mask(self, state: int):
+        """The mask of ``state`` from the rule family whose rule its term reaches first (after
+        a few items, ``x y F rest``, or so in one branch of an alternation first in it, ``(x F
+        y | z) rest``), where that family computes masks of its own states (``token_mask``: a
+        family over the bytes of an item, whose generic walk would make a rule per token prefix
+        an item may hold); ``None`` otherwise. Call with the lock held."""
+        fams = self._mask_families
+        if fams is None:
+            fams = self._mask_families = tuple(
+                f for f in getattr(self._auto.grammar, "families", ()) if hasattr(f, "token_mask"))
+        if not fams or not self._family_masks:
+            return None
+        a = self._auto
+        ti = a.store[_K.S_TI]
+        t = a.term_of(state)
+        first, rest = (int(ti[t, 1]), int(ti[t, 2])) if ti[t, 0] == _K.K_SEQ else (t, _K.EPS)
+        if ti[first, 0] == _K.K_ALT:
+            off, n = int(ti[first, 1]), int(ti[first, 2])
+            branches = [int(x) for x in a.store[_K.S_POOL][off:off + n]]
+            for i, b in enumerate(branches):
+                got = self._family_ref(b, fams)
+                if got is not None:
+                    others = [x for j, x in enumerate(branches) if j != i]
+                    other = a._run(_K.alt, np.asarray(others, dtype=np.int32), len(others))
+                    fam, name, prefix, after = got
+                    return fam.token_mask(self._get_view(), state, prefix, name, a._run(_K.seq, after, rest),
+                                          a._run(_K.seq, other, rest))
+            return None
+        got = self._family_ref(t, fams)
+        if got is None:
+            return None
+        fam, name, prefix, after = got
+        return fam.token_mask(self._get_view(), state, prefix, name, after, _K.EMPTY)
+
+    def _get_view(self) -> "MaskView":
+        if self._view is None:
+            self._view = MaskView(self)
+        return self._view
+
+    def _family_ref(self, t: int, fams):
+        """``(family, rule name, prefix, rest)`` where term ``t`` is ``prefix F rest`` with ``F`` a
+        rule of one of ``fams`` among its first four items, else ``None``."""
+        a = self._auto
+        ti = a.store[_K.S_TI]
+        before = []
+        cur = t
+        for _ in range(4):
+            first, rest = (int(ti[cur, 1]), int(ti[cur, 2])) if ti[cur, 0] == _K.K_SEQ else (cur, _K.EPS)
+            if ti[first, 0] == _K_REF:
+                rid = int(ti[first, 1])
+                hit = self._rule_family.get(rid, False)
+                if hit is False:
+                    name = a.rules.names[rid]
+                    fam = next((f for f in fams if f.owns(name)), None)
+                    hit = self._rule_family[rid] = (fam, name) if fam is not None else None
+                if hit is not None:
+                    prefix = _K.EPS
+                    for x in reversed(before):
+                        prefix = a._run(_K.seq, x, prefix)
+                    return hit[0], hit[1], prefix, rest
+            if rest == _K.EPS or ti[cur, 0] != _K.K_SEQ:
+                return None
+            before.append(first)
+            cur = rest
+        return None
 
     def _run_mask(self, state: int, key_state: int):
         """The mask of a state inside a bounded plain run, from the memoized mask of a state
@@ -487,6 +562,93 @@ class Masker:
         for t in specials:
             if t not in self._eos_set and a.walk_bytes(state, special_marker_bytes(t)) >= 0:
                 out[t >> 5] |= np.uint32(1 << (t & 31))
+
+
+class MaskView:
+    """What a rule family's ``token_mask`` may use of an index's masks (see
+    :meth:`Masker._family_mask`): states of terms, their memoized masks, byte walks, and the
+    vocabulary's tokens. Call with the automaton's lock held (as ``token_mask`` is)."""
+
+    def __init__(self, masker: Masker) -> None:
+        self._m = masker
+        self.n_words = masker._n_words
+        self.EPS, self.EMPTY = _K.EPS, _K.EMPTY
+        self.max_token_len = masker._tries.max_len
+        self.special_bits = ~masker._tries.plain_bits
+        self.eos_token_ids = tuple(masker._eos)
+        self._only: dict = {}
+
+    def ref(self, name: str) -> int:
+        """The term of a reference to rule ``name``."""
+        return self._m._auto.ref_term(name)
+
+    def seq(self, a: int, b: int) -> int:
+        """The term ``a b``."""
+        return self._m._auto._run(_K.seq, a, b)
+
+    def alt(self, a: int, b: int) -> int:
+        """The term ``a | b``."""
+        return self._m._auto._run(_K.alt, np.asarray([a, b], dtype=np.int32), 2)
+
+    def is_empty(self, t: int) -> bool:
+        return self._m._auto.is_empty(t)
+
+    def state(self, t: int) -> int:
+        """The state of live term ``t``."""
+        return self._m._auto.state(t)
+
+    def walk(self, state: int, data: bytes) -> int:
+        """The state after ``data`` from ``state``; negative when it dies."""
+        return self._m._auto.walk_bytes(state, data) if data else state
+
+    def accepting(self, state: int) -> bool:
+        return bool(self._m._auto.accepting[state])
+
+    def mask(self, state: int) -> np.ndarray:
+        """A copy of ``state``'s mask (memoized as any other)."""
+        m = self._m
+        return m._mask(m.row(state)).copy()
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._m._vocab.token_bytes(int(token_id))
+
+    def plain_token_id(self, data: bytes) -> int:
+        """The id of the plain token whose bytes are ``data`` (-1: none; of several, any)."""
+        tr = self._m._tries.plain
+        ptr, cb, cn = tr.child_ptr, tr.child_byte, tr.child_node
+        node = 0
+        for b in data:
+            lo, hi = int(ptr[node]), int(ptr[node + 1])
+            j = lo + int(np.searchsorted(cb[lo:hi], b))
+            if j >= hi or cb[j] != b:
+                return -1
+            node = int(cn[j])
+        lo, hi = int(tr.tok_ptr[node]), int(tr.tok_ptr[node + 1])
+        return int(tr.tok_ids[lo]) if hi > lo else -1
+
+    def only_bytes(self, t: int, allowed: frozenset, limit: int = 64) -> bool:
+        """Whether every word of term ``t`` is made of bytes in ``allowed`` (explored over at
+        most ``limit`` derivative terms; ``False`` past that)."""
+        key = (t, allowed)
+        hit = self._only.get(key)
+        if hit is not None:
+            return hit
+        a = self._m._auto
+        ok_mask = sum(1 << b for b in allowed)
+        seen, todo, ok = {t}, [t], True
+        while todo and ok:
+            for m, nxt in a.row_derivs(todo.pop()):
+                if m & ~ok_mask:
+                    ok = False
+                    break
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+                    if len(seen) > limit:
+                        ok = False
+                        break
+        self._only[key] = ok
+        return ok
 
 
 _EOS_OF: dict = {}

@@ -202,7 +202,10 @@ def test_index_saves_and_loads(llama3_vocab, tmp_path):
 
 
 def test_past_the_limit_a_named_refusal_with_the_generation_bounds():
-    vs = [f"v{k}" for k in range(MAX_UNIQUE_VALUES + 1)]
+    # (past the limit, strings alone are arrays of distinct strings: tests/test_unique_strings.py)
+    schema_to_grammar({"type": "array", "items": {"enum": [f"v{k}" for k in range(MAX_UNIQUE_VALUES + 1)]},
+                       "uniqueItems": True})
+    vs = [f"v{k}" for k in range(MAX_UNIQUE_VALUES)] + [1]
     schema = {"type": "array", "items": {"enum": vs}, "uniqueItems": True}
     with pytest.raises(UnsupportedSchemaError, match=f"at most {MAX_UNIQUE_VALUES} values") as ei:
         schema_to_grammar(schema)

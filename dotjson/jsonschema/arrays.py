@@ -154,7 +154,7 @@ class ArrayBuilder:
                 universe.setdefault(c, None)
         if universe is None or len(universe) > MAX_UNIQUE_VALUES:
             node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
-            if node is None and not contains and tr.gen_bounds is None:
+            if node is None and not contains and (tr.gen_bounds is None or self.strings_only(pos_exprs, rest)):
                 node = self.unique_values(pos_exprs, rest, lo, hi)
             if node is None:
                 finite_sets = f"finite sets of at most {MAX_UNIQUE_VALUES} values in all (enum, const, boolean, null" + \
@@ -162,10 +162,10 @@ class ArrayBuilder:
                 tr.unsupported(
                     "uniqueItems beside contains (minContains of 1 or more, or maxContains) is not supported"
                     if contains else
-                    "uniqueItems over strings, objects, arrays or mixed items is exact only with bounds='schema' (the "
+                    "uniqueItems over objects, arrays or mixed items is exact only with bounds='schema' (the "
                     "every-valid configuration: a rule per byte of an item, for checking documents; token masks "
                     "inside such an array need an engine construct, docs/keywords.md); with the generation bounds "
-                    f"only items drawn from {finite_sets}",
+                    f"only strings, or items drawn from {finite_sets}",
                     a.unique, "uniqueItems")
             return node
         vals = sorted(universe, key=repr)
@@ -179,6 +179,32 @@ class ArrayBuilder:
             return empty
         tr.families.append(fam)
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))
+
+    def strings_only(self, pos_exprs, rest) -> bool:
+        """Whether every item of the array is a JSON string (each position's schema and the
+        rest's, ``false`` included: no item there): the items :class:`UniqueValues` masks through
+        :mod:`~dotjson.jsonschema.unique_strings`."""
+        tr = self.tr
+        for e in [*pos_exprs, rest]:
+            if e == FALSE:
+                continue
+            if e == TRUE:
+                return False
+            try:
+                brs = tr.dnf(e)
+                out = []
+                for br in brs:
+                    out.extend(tr.expand_refs(br, "") if any(type(at) is RuleRef for at in br) else [br])
+            except UnsupportedSchemaError:
+                return False
+            for br in out:
+                m = tr.merge(br)
+                if m.enum is not None:
+                    if not all(c[0] == "s" for c in m.enum):
+                        return False
+                elif not m.types or not m.types <= {"string"}:
+                    return False
+        return True
 
     def unique_numbers(self, rest, lo, hi):
         """Arrays of distinct numbers (:class:`~dotjson.jsonschema.unique.UniqueNumbers`) when
@@ -226,7 +252,7 @@ class ArrayBuilder:
 
         items = [tr.node_of(e) for e in pos_exprs] + [tr.node_of(rest)]
         fam = UniqueValues(tr.fresh_prefix("uval"), lo, hi, items, tr.sep,
-                           grammar_of=tr.the_grammar)
+                           grammar_of=tr.the_grammar, strings=self.strings_only(pos_exprs, rest))
         tr.families.append(fam)
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))

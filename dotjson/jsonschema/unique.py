@@ -31,6 +31,7 @@ from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
 from dotjson.jsonschema.numarith import _Arith
 from dotjson.jsonschema.statefamily import _Family
+from dotjson.jsonschema.unique_strings import FRESH, string_content, token_mask, value_contents
 
 __all__ = ["UniqueNumbers", "UniqueValues", "canonical_text"]
 
@@ -315,8 +316,15 @@ class UniqueValues(_Family):
     kind = "unique_values"
     why_no_text = "arrays of distinct values (uniqueItems) are not a context-free language"
 
-    def __init__(self, prefix: str, lo: int, hi, items: list, sep: ir.Node, grammar_of=None):
+    def __init__(self, prefix: str, lo: int, hi, items: list, sep: ir.Node, grammar_of=None,
+                 strings: bool = False):
         self.lo, self.hi, self.items, self.sep = lo, hi, list(items), sep
+        #: every item is a JSON string: token masks come from :mod:`.unique_strings` (a relaxed
+        #: state's mask, and the few tokens that can tell the difference decided one by one)
+        self.strings = bool(strings)
+        self._dangers: dict = {}
+        self.mask_cache: dict = {}
+        self._fresh_ok: dict = {}  # (relaxed state, rest, values read) -> a mask (unique_strings)
         self._grammar_of = grammar_of  # () -> the grammar the item nodes belong to
         self._auto = None
         self._busy = False
@@ -605,11 +613,18 @@ class UniqueValues(_Family):
         if hit is not None:
             return hit
         seen, text = st
+        if isinstance(seen, str):  # a relaxed state: its item's language is not empty
+            k = text if seen == "*" else min(text + 1, len(self.items) - 1)
+            return seen == "+" or self._q(k, "") >= 0
         ok = False
         if self.hi is None or len(seen) < self.hi:
             k = self._pos(seen)
             q = self._q(k, text)
-            if q >= 0 and not seen and self.lo <= 1:
+            if q >= 0 and self.strings and text and self._fresh_item(seen, text):
+                # a string whose content so far begins no dangerous value: every completion is a
+                # new value that leaves the owed positions theirs (:meth:`danger`); one exists
+                ok = True
+            elif q >= 0 and not seen and self.lo <= 1:
                 # nothing read to differ from, nothing owed after it: any completion will do, and
                 # the item automaton's states are live (its successors are DEAD where the
                 # language is empty), so one exists; no search (JsonSchemaStore---tson's items
@@ -644,6 +659,8 @@ class UniqueValues(_Family):
     def _done(self, st):
         """``(count, next state)`` when the current item is complete and new, else ``None``."""
         seen, text = st
+        if isinstance(seen, str):
+            return None
         if not text or not self._auto.accepting[self._q(self._pos(seen), text)]:
             return None
         v = value_key(text)
@@ -653,10 +670,82 @@ class UniqueValues(_Family):
         return len(nxt), (nxt, "")
 
     def accepts_empty(self, st) -> bool:
+        if st[0] == "+":
+            return True
         done = self._done(st)
         return done is not None and done[0] >= self.lo
 
     can_end = accepts_empty
+
+    # ------------------------------------------------------------------ token masks (strings)
+    # The relaxed rules (:mod:`.unique_strings`): ``("*", k)`` is item ``k`` then ``("+", k)``,
+    # which ends the array or goes on (``("+s", k)``: the separator, then item ``k + 1``'s
+    # relaxed rule, the last position repeating), with no distinctness and no counts: a
+    # superset of the array's language from that item on.
+
+    def _relaxed_body(self, st) -> ir.Node:
+        kind, k = st
+        last = len(self.items) - 1
+        if kind == "*":
+            return seq(self.items[k], Ref(self.name(("+", k)))) if self._q(k, "") >= 0 else ir.EMPTY
+        if kind == "+":
+            return ir.alt(ir.EPS, Ref(self.name(("+s", k))))
+        k2 = min(k + 1, last)
+        return seq(self.sep, Ref(self.name(("*", k2)))) if self._q(k2, "") >= 0 else ir.EMPTY
+
+    def value_of(self, text: bytes) -> str:
+        """The canonical value of a complete item's bytes."""
+        return value_key(text.decode("latin-1"))
+
+    def danger(self, seen) -> tuple:
+        """The UTF-8 contents of the string values an item after the values ``seen`` must not
+        take, or may have to leave to the positions ``minItems`` still owes: ``seen``, and the
+        values of each owed position whose language has fewer than ``lo`` values (a position
+        with more always has one left, :meth:`_feasible`)."""
+        hit = self._dangers.get(seen)
+        if hit is None:
+            vals = set(seen)
+            for j in range(len(seen) + 1, self.lo):
+                got, _ = self._values(min(j, len(self.items) - 1), self.lo)
+                if len(got) < self.lo:
+                    vals.update(got)
+            if len(self._dangers) > 4096:
+                self._dangers.clear()
+            hit = self._dangers[seen] = value_contents(sorted(vals))
+        return hit
+
+    def _fresh_item(self, seen, text: str) -> bool:
+        """For string items: whether the current item's bytes ``text`` begin no dangerous value
+        (:meth:`danger`), and the array can go on after a new value outside them."""
+        content, _, closed = string_content(text.encode("latin-1")[1:])
+        if closed >= 0 or any(d.startswith(content) for d in self.danger(seen)):
+            return False
+        hit = self._fresh_ok.get(seen)
+        if hit is None:
+            hit = self._fresh_ok[seen] = self._feasible(frozenset(seen) | {FRESH}, len(seen) + 1)
+        return hit
+
+    def next_danger(self, seen) -> tuple:
+        """The UTF-8 contents of the values of the position after the current item (the one
+        after ``seen`` and one more value), where it has fewer than ``len(seen) + lo + 2`` values
+        (else none: any new value leaves it enough)."""
+        k2 = min(len(seen) + 1, len(self.items) - 1)
+        need = len(seen) + self.lo + 2
+        got, _ = self._values(k2, need)
+        return value_contents(got) if len(got) < need else ()
+
+    def token_mask(self, view, state: int, prefix: int, name: str, rest: int, other: int):
+        """The mask of ``state``, which is ``prefix``, this family's rule ``name``, then ``rest``
+        (or the term ``other``), where every item is a string
+        (:func:`.unique_strings.token_mask`), else ``None`` (the generic walk: a rule per token
+        prefix)."""
+        if not self.strings:
+            return None
+        st = self._state(name)
+        if isinstance(st[0], str):
+            return None
+        self._automaton()
+        return token_mask(self, view, state, prefix, st, rest, other)
 
     def _charge_walk(self, seen, text: str) -> None:
         """Count a rule made for a token mask (:func:`~dotjson.ir.families.token_walk_id`);
@@ -684,6 +773,9 @@ class UniqueValues(_Family):
             return hit
         st = self._state(name)
         seen, text = st
+        if isinstance(seen, str):
+            node = self._bodies[name] = self._relaxed_body(st)
+            return node
         self._charge_walk(seen, text)
         outs = []
         q = self._q(self._pos(seen), text)
@@ -705,8 +797,11 @@ class UniqueValues(_Family):
         return node
 
     def to_json(self, enc) -> dict:
-        return {"kind": self.kind, "prefix": self.prefix, "lo": self.lo, "hi": self.hi,
-                "items": [enc(n) for n in self.items], "sep": enc(self.sep)}
+        out = {"kind": self.kind, "prefix": self.prefix, "lo": self.lo, "hi": self.hi,
+               "items": [enc(n) for n in self.items], "sep": enc(self.sep)}
+        if self.strings:
+            out["strings"] = True
+        return out
 
     @classmethod
     def from_json(cls, d: dict, dec) -> "UniqueValues":
@@ -715,4 +810,7 @@ class UniqueValues(_Family):
         if not isinstance(d["lo"], int) or not (d["hi"] is None or isinstance(d["hi"], int)) or \
                 not isinstance(d["prefix"], str) or not isinstance(d["items"], list) or not d["items"]:
             raise ValueError("malformed rule family")
-        return cls(d["prefix"], d["lo"], d["hi"], [dec(n) for n in d["items"]], dec(d["sep"]))
+        if not isinstance(d.get("strings", False), bool):
+            raise ValueError("malformed rule family")
+        return cls(d["prefix"], d["lo"], d["hi"], [dec(n) for n in d["items"]], dec(d["sep"]),
+                   strings=d.get("strings", False))

@@ -1,0 +1,323 @@
+"""Token masks inside arrays of distinct strings (``uniqueItems`` over string items, issue 29).
+
+:class:`~dotjson.jsonschema.unique.UniqueValues` reads an array of distinct values a byte at a
+time: a state is the values read and the current item's bytes, so the generic mask walk makes a
+rule per token prefix an item may hold (~40,000 from inside a free string on Llama 3). When
+every item is a JSON string, a state's mask is computed here instead, from two facts:
+
+* **A relaxed state.** The same position with the distinctness and the item counts dropped
+  (the family's *relaxed* rules: ``("*", k)`` is item ``k`` then ``("+", k)``, the array going
+  on with any items or ending) allows a superset of the tokens. It is an ordinary state of the
+  automaton, and inside a string it is the same state at every position of every array with the
+  same item schema and what follows it: its mask is memoized (and its string head shared by the
+  process, :mod:`dotjson.automaton.heads`).
+* **Few tokens can tell the difference.** A token that ends inside the current item, after
+  content that is no prefix of any *dangerous* value (a value read, or one of the few values a
+  later position owed by ``minItems`` may have to take), can be completed to a new value, and
+  the array stays feasible: the relaxed verdict is exact. Only the tokens that hold a quote or a
+  backslash (the special tokens the relaxed state allows: a few hundred to a few thousand), and
+  the plain tokens that spell the next bytes of a dangerous value (found by lookup, at most one
+  per length per value), are decided one by one: the item's value against those read, the
+  counts owed (``minItems``/``maxItems``) for what the token does after it (ends the array,
+  starts the next item), and the next item's content likewise; a token that completes a second
+  item (rare: ``","",``) is walked exactly through the family's own rules.
+
+Nothing here is JSON-Schema-specific beyond JSON strings; the family answers ``live``,
+``value_key`` and the dangerous values (:meth:`UniqueValues.danger`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
+
+__all__ = ["string_content", "token_mask"]
+
+_WS = frozenset(JSON_WS_BYTES)
+_SEP = _WS | {0x2C}
+_SHORT = {0x22: b'"', 0x5C: b"\\", 0x2F: b"/", 0x62: b"\b", 0x66: b"\f", 0x6E: b"\n", 0x72: b"\r",
+          0x74: b"\t"}
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+def string_content(body: bytes) -> tuple[bytes, bool, int]:
+    """``(content, clean, closed)`` of the bytes ``body`` after a JSON string's opening quote:
+    the content decoded so far as UTF-8 (escapes resolved; a surrogate pair as one character),
+    whether it ends outside an escape (``False``: inside one, or after a high surrogate's escape
+    whose pair may follow), and the index of the closing quote in ``body`` (``-1``: none yet).
+    ``content`` stops at the closing quote; an unfinished escape is left out of it."""
+    out = bytearray()
+    i, n = 0, len(body)
+    high = -1  # a high surrogate's escape just read (its pair may follow)
+    while i < n:
+        b = body[i]
+        if b == 0x22:
+            if high >= 0:
+                out += chr(high).encode("utf-8", "surrogatepass")
+            return bytes(out), True, i
+        if b != 0x5C:
+            if high >= 0:
+                out += chr(high).encode("utf-8", "surrogatepass")
+                high = -1
+            out.append(b)
+            i += 1
+            continue
+        if i + 1 >= n:
+            return bytes(out), False, -1
+        e = body[i + 1]
+        if e != 0x75:
+            if high >= 0:
+                out += chr(high).encode("utf-8", "surrogatepass")
+                high = -1
+            out += _SHORT.get(e, bytes([e]))
+            i += 2
+            continue
+        hx = body[i + 2 : i + 6]
+        if len(hx) < 4 or not all(c in _HEX for c in hx):
+            return bytes(out), False, -1
+        cp = int(hx, 16)
+        i += 6
+        if high >= 0 and 0xDC00 <= cp < 0xE000:
+            out += chr(0x10000 + ((high - 0xD800) << 10) + (cp - 0xDC00)).encode("utf-8")
+            high = -1
+            continue
+        if high >= 0:
+            out += chr(high).encode("utf-8", "surrogatepass")
+            high = -1
+        if 0xD800 <= cp < 0xDC00:
+            high = cp
+        else:
+            out += chr(cp).encode("utf-8", "surrogatepass")
+    return bytes(out), high < 0, -1
+
+
+def _prefix_of_any(content: bytes, danger) -> bool:
+    return any(d.startswith(content) for d in danger)
+
+
+def _ids(bits: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little"))
+
+
+def _split(whole: bytes):
+    """``(content, end)`` of an item's bytes ``whole`` (its opening quote first): its content so
+    far and the index just past its closing quote (``-1``: not closed)."""
+    if 0x5C not in whole:
+        c = whole.find(b'"', 1)
+        return (whole[1:], -1) if c < 0 else (whole[1:c], c + 1)
+    content, _, c = string_content(whole[1:])
+    return content, (c + 2 if c >= 0 else -1)
+
+
+#: a value no item has: the stand-in for "a new value outside every small language" (see
+#: :meth:`_Mask.fresh_live`)
+FRESH = "<fresh>"
+
+
+class _Mask:
+    """One state's mask (see :func:`token_mask`): the family ``fam`` at state ``(seen, text)``,
+    followed by the term ``rest``; ``state`` the automaton state of it all."""
+
+    def __init__(self, fam, view, state: int, seen: tuple, text: str, rest: int):
+        self.fam, self.view, self.state, self.seen, self.rest = fam, view, state, seen, rest
+        self.k = fam._pos(seen)
+        self.n = len(seen)
+        self.seen_set = frozenset(value_contents(seen))
+        self.danger = fam.danger(seen)
+        # the next position's values, where they are few: the one case where the next item's
+        # fate depends on which new value this one takes
+        self.sep_danger = frozenset(fam.next_danger(seen))
+        self.body = text.encode("latin-1")
+        self.content, self.done = _split(self.body) if self.body else (b"", -1)
+        self.done = self.done >= 0
+        self._rest_state = None
+        self._sep_states: dict = {}
+        self._fresh = None
+        self._r: dict = {}
+        #: the tokens whose verdict compares a later item of theirs with the current item's
+        #: content (they are decided again at every position that shares a kept mask)
+        self.volatile: list = []
+
+    def _state_of(self, t: int) -> int:
+        return -1 if self.view.is_empty(t) else self.view.state(t)
+
+    def fresh_live(self) -> bool:
+        """Whether the array can go on after the current item takes a value outside every
+        dangerous value and the next position's few: the same for every such value."""
+        if self._fresh is None:
+            self._fresh = self.fam.live((tuple(sorted(self.seen + (FRESH,))), ""))
+        return self._fresh
+
+    def after(self, r: bytes, k: int):
+        """``(end ok, separator ok, next item's bytes)`` for bytes ``r`` after a complete item at
+        position ``k``: ``r`` continues what follows the array (when it may end), or the
+        separator and the relaxed next item (its bytes, ``None`` if it is not begun)."""
+        hit = self._r.get((r, k))
+        if hit is None:
+            v = self.view
+            if self._rest_state is None:
+                self._rest_state = self._state_of(self.rest)
+            end_ok = not r or (self._rest_state >= 0 and v.walk(self._rest_state, r) >= 0)
+            if r:
+                sep = self._sep_states.get(k)
+                if sep is None:
+                    sep = self._sep_states[k] = self._state_of(
+                        v.seq(v.ref(self.fam.name(("+s", k))), self.rest))
+                sep_ok = sep >= 0 and v.walk(sep, r) >= 0
+            else:
+                sep_ok = True
+            j = 0
+            while j < len(r) and r[j] in _SEP:
+                j += 1
+            hit = self._r[(r, k)] = (end_ok, sep_ok, r[j:] or None)
+        return hit
+
+    def verdict(self, tb: bytes, body: bytes, start: int) -> bool:
+        """Whether token ``tb``, allowed by the relaxed state, is allowed: the current item's
+        bytes were ``body`` before it, and the token's own item bytes start at ``start``. The
+        items the token completes are checked in turn (a value new, the counts, the array able
+        to go on), then the one it ends in (its content no dangerous value's prefix, or the
+        family's own answer)."""
+        fam = self.fam
+        if self.done and start == 0:
+            full, content, r = body, self.content, tb  # (the item was complete before the token)
+        else:
+            whole = body + tb[start:]
+            content, end = _split(whole)
+            if end < 0:
+                if not _prefix_of_any(content, self.danger):
+                    return True
+                return fam.live((self.seen, whole.decode("latin-1")))
+            full, r = whole[:end], tb[start + end - len(body):]
+        done = []  # (content, bytes) of the items the token completes
+        if r.lstrip(bytes(_SEP))[:1] == b'"':
+            self.volatile.append(tb)  # (its next item is compared with this one's content)
+        while True:
+            if content in self.seen_set or any(content == c for c, _ in done):
+                return False
+            done.append((content, full))
+            count = self.n + len(done)
+            end_ok, sep_ok, nb = self.after(r, min(count - 1, len(fam.items) - 1))
+            if count >= fam.lo and end_ok:
+                return True
+            if (fam.hi is not None and count >= fam.hi) or not sep_ok:
+                return False
+            nxt = None
+            if len(done) == 1 and content not in self.sep_danger and content not in self.danger:
+                if not self.fresh_live():
+                    return False
+            else:
+                nxt = tuple(sorted(self.seen + tuple(fam.value_of(f) for _, f in done)))
+                if not fam.live((nxt, "")):
+                    return False
+            if nb is None:
+                return True
+            if nb[:1] != b'"':
+                return False
+            content, end = _split(nb)
+            if end < 0:
+                if not _prefix_of_any(content, self.danger) and \
+                        not any(c.startswith(content) for c, _ in done):
+                    return True
+                if nxt is None:
+                    nxt = tuple(sorted(self.seen + tuple(fam.value_of(f) for _, f in done)))
+                return fam.live((nxt, nb.decode("latin-1")))
+            full, r = nb[:end], nb[end:]
+
+
+def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
+    """The mask of ``state``, whose term is ``prefix F rest | other`` with ``F`` the rule of
+    family ``fam``'s state ``st = (seen, text)``, ``prefix`` whitespace (``EPS`` once the item has
+    begun) and ``other`` a term without ``F`` (``EMPTY``: none), or ``None`` where this does not
+    apply (see the module docstring). Call with the automaton's lock held."""
+    seen, text = st
+    body = text.encode("latin-1")
+    if prefix != view.EPS and (body or not view.only_bytes(prefix, _SEP)):
+        return None
+    k = fam._pos(seen)
+    if fam._q(k, text) < 0:
+        return None
+    rel_term = view.seq(prefix, view.seq(view.ref(fam.name(("*", k))), rest))
+    if body:
+        if other != view.EMPTY or view.is_empty(rel_term):
+            return None  # (an item begun beside another branch: not met in JSON Schema's arrays)
+        rel = view.walk(view.state(rel_term), body)
+    else:
+        rel_term = view.alt(rel_term, other)
+        rel = -1 if view.is_empty(rel_term) else view.state(rel_term)
+    if rel < 0:
+        return None
+    m = _Mask(fam, view, state, seen, text, rest)
+    every = bool(body) and (m.done or not string_content(body[1:])[1])  # (after the item, or in an escape)
+    # inside an item whose content so far begins no dangerous value, every position of the item
+    # has the same mask (its relaxed state's, less the same tokens): kept per relaxed state
+    key = None
+    if body and not every and not _prefix_of_any(m.content, m.danger) and \
+            not _prefix_of_any(m.content, m.sep_danger):
+        key = (rel, rest, seen)
+        hit = fam.mask_cache.get(key)
+        if hit is not None:
+            out = hit[0].copy()
+            for t, tb in hit[1]:
+                if m.verdict(tb, body, 0):
+                    out[t >> 5] |= np.uint32(1 << (t & 31))
+                else:
+                    out[t >> 5] &= ~np.uint32(1 << (t & 31))
+            _set_eos(view, state, out)
+            return out
+    out = view.mask(rel)
+    other_state = -1 if other == view.EMPTY or view.is_empty(other) else view.state(other)
+    cand = set(_ids(out if every else out & view.special_bits).tolist())
+    if body and not every:
+        # the plain tokens that spell the next bytes of a dangerous value
+        for d in m.danger:
+            if d.startswith(m.content):
+                rem = d[len(m.content):]
+                for L in range(1, min(len(rem), view.max_token_len) + 1):
+                    t = view.plain_token_id(rem[:L])
+                    if t >= 0 and out[t >> 5] >> np.uint32(t & 31) & 1:
+                        cand.add(t)
+    eos = set(view.eos_token_ids)
+    volatile = []
+    for t in cand:
+        if t in eos:
+            continue
+        tb = view.token_bytes(t)
+        if body:
+            n_vol = len(m.volatile)
+            ok = m.verdict(tb, body, 0)
+            if len(m.volatile) > n_vol:
+                volatile.append((t, tb))
+        else:
+            i = 0
+            while i < len(tb) and tb[i] in _SEP:
+                i += 1
+            ok = i == len(tb) or (tb[i] == 0x22 and m.verdict(tb, tb[i:i + 1], i + 1))
+            if not ok and other_state >= 0:
+                ok = view.walk(other_state, tb) >= 0
+        if not ok:
+            out[t >> 5] &= ~np.uint32(1 << (t & 31))
+    if key is not None:
+        if len(fam.mask_cache) > 256:
+            fam.mask_cache.clear()
+        fam.mask_cache[key] = (out.copy(), tuple(volatile))
+    _set_eos(view, state, out)
+    return out
+
+
+def _set_eos(view, state: int, out: np.ndarray) -> None:
+    on = view.accepting(state)
+    for t in view.eos_token_ids:
+        if t < out.shape[0] * 32:
+            if on:
+                out[t >> 5] |= np.uint32(1 << (t & 31))
+            else:
+                out[t >> 5] &= ~np.uint32(1 << (t & 31))
+
+
+def value_contents(values) -> tuple:
+    """The UTF-8 contents of the string values among canonical texts ``values``."""
+    return tuple(json.loads(v).encode("utf-8", "surrogatepass") for v in values if v.startswith('"'))

@@ -577,6 +577,7 @@ class MaskView:
         self.special_bits = ~masker._tries.plain_bits
         self.eos_token_ids = tuple(masker._eos)
         self._only: dict = {}
+        self._bytes: dict = {}
 
     def ref(self, name: str) -> int:
         """The term of a reference to rule ``name``."""
@@ -610,7 +611,14 @@ class MaskView:
         return m._mask(m.row(state)).copy()
 
     def token_bytes(self, token_id: int) -> bytes:
-        return self._m._vocab.token_bytes(int(token_id))
+        """The bytes of token ``token_id`` (remembered: the same few thousand are asked at every
+        mask of a family's states)."""
+        b = self._bytes.get(token_id)
+        if b is None:
+            if len(self._bytes) > 65536:
+                self._bytes.clear()
+            b = self._bytes[token_id] = self._m._vocab.token_bytes(int(token_id))
+        return b
 
     def plain_token_id(self, data: bytes) -> int:
         """The id of the plain token whose bytes are ``data`` (-1: none; of several, any)."""

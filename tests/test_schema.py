@@ -769,7 +769,7 @@ NEVER_SILENT = {
     # (negated patternProperties/additionalProperties/propertyNames compile since issue 32:
     # tests/test_negated_objects.py; what oneOf and patternProperties still refuse is below)
     "oneOf": {"oneOf": [{"type": "array", "uniqueItems": True}, {"type": "array", "maxItems": 3}]},
-    "uniqueItems": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    "uniqueItems": {"type": "array", "items": {"type": "object"}, "uniqueItems": True},
     "patternProperties": {"patternProperties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "null"},
                                                 "d": {"type": "boolean"}, "e": {"type": "array"}, "f": {"minimum": 1},
                                                 "g": {"maximum": 1}}},

@@ -138,3 +138,19 @@ def test_llama3_masks_inside_an_array_of_distinct_tags(llama3_vocab, llama3_toke
         tb = llama3_vocab.token_bytes(t)
         want = bool(tb) and not llama3_vocab.is_special(t) and a.walk_bytes(s, tb) >= 0
         assert (t in mask) == want, tb
+
+
+def test_a_saved_index_masks_the_same(vocab, tmp_path):
+    schema = SCHEMAS[1]
+    index = Index(schema, vocab)
+    s = index.initial_state
+    for t in ['["', 'ab', '", "']:
+        s = index.next_state(s, TOKS.index(t))
+    index.serialize_to_disk(tmp_path / "u")
+    loaded = Index.deserialize_from_disk(tmp_path / "u", vocab)
+    ref = Index(schema, vocab)
+    ref._masker._family_masks = False
+    for prefix in ['["ab", "', '["ab", "a', '["ab", "ab', '["ab", "a"']:
+        states = [ix._walk_text(prefix.encode()) for ix in (index, loaded, ref)]
+        got = [_bits(ix.mask(st)) for ix, st in zip((index, loaded, ref), states)]
+        assert got[0] == got[1] == got[2], prefix

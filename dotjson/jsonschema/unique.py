@@ -324,7 +324,8 @@ class UniqueValues(_Family):
         self.strings = bool(strings)
         self._dangers: dict = {}
         self.mask_cache: dict = {}
-        self._fresh_ok: dict = {}  # (relaxed state, rest, values read) -> a mask (unique_strings)
+        self._fresh_ok: dict = {}
+        self._seen_hex: dict = {}  # (relaxed state, rest, values read) -> a mask (unique_strings)
         self._grammar_of = grammar_of  # () -> the grammar the item nodes belong to
         self._auto = None
         self._busy = False
@@ -725,6 +726,45 @@ class UniqueValues(_Family):
             hit = self._fresh_ok[seen] = self._feasible(frozenset(seen) | {FRESH}, len(seen) + 1)
         return hit
 
+    def name(self, st) -> str:
+        nm = self._names.get(st)
+        if nm is None:
+            seen, text = st
+            if not isinstance(seen, tuple):
+                return super().name(st)
+            # (the encoding of statefamily's names, the values' part kept per set of values: a
+            # body names ~100 successors that differ in their last byte)
+            pre = self._seen_hex.get(seen)
+            if pre is None:
+                if len(self._seen_hex) > 4096:
+                    self._seen_hex.clear()
+                pre = self._seen_hex[seen] = ("[" + json.dumps(list(seen), separators=(",", ":")) + ",").encode().hex()
+            nm = self._own + pre + (json.dumps(text) + "]").encode().hex()
+            self._remember(nm, st)
+        return nm
+
+    def _fresh_bytes(self, seen, text: str):
+        """For string items inside an item begun (``text``) whose content begins no dangerous
+        value: ``(bytes, live)``, the bytes after which liveness must be asked (a quote, a
+        backslash, a control, and the next byte of each dangerous value the content begins), and
+        whether every other successor is live (the array can go on after a new value); ``None``
+        where every successor is asked."""
+        if len(text) < 1 or len(self._prod) > 150_000:
+            return None
+        content, clean, closed = string_content(text.encode("latin-1")[1:])
+        if not clean or closed >= 0:
+            return None
+        n = len(content)
+        ask = set(range(0x20)) | {0x22, 0x5C}
+        ask.update(d[n] for d in self.danger(seen) if len(d) > n and d.startswith(content))
+        if any(d == content for d in self.danger(seen)):
+            return None
+        hit = self._fresh_ok.get(seen)
+        if hit is None:
+            hit = self._fresh_ok[seen] = self._feasible(frozenset(seen) | {FRESH}, len(seen) + 1)
+        ok = hit and (self.hi is None or len(seen) < self.hi)
+        return ask, ok
+
     def next_danger(self, seen) -> tuple:
         """The UTF-8 contents of the values of the position after the current item (the one
         after ``seen`` and one more value), where it has fewer than ``len(seen) + lo + 2`` values
@@ -780,9 +820,16 @@ class UniqueValues(_Family):
         outs = []
         q = self._q(self._pos(seen), text)
         if q >= 0:
+            fresh = self._fresh_bytes(seen, text) if self.strings else None
             for b, _ in self._successors(q):
                 nxt = (seen, text + chr(b))
-                if self.live(nxt):
+                if fresh is not None and b not in fresh[0]:
+                    # (the content goes on by this byte, into no dangerous value: live as
+                    # the item is, see _fresh_item; remembered for the analyses' question)
+                    ok = self._prod[nxt] = fresh[1]
+                else:
+                    ok = self.live(nxt)
+                if ok:
                     byte = ir.chars((b, b)) if b < 0x80 else ir.Lit(chr(0xDC00 + b))
                     outs.append(seq(byte, Ref(self.name(nxt))))
         done = self._done(st)

@@ -98,6 +98,11 @@ def _prefix_of_any(content: bytes, danger) -> bool:
     return any(d.startswith(content) for d in danger)
 
 
+def _prefixes(values) -> frozenset:
+    """Every prefix of every byte string of ``values`` (the empty one included)."""
+    return frozenset(d[:i] for d in values for i in range(len(d) + 1))
+
+
 def _ids(bits: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little"))
 
@@ -127,6 +132,7 @@ class _Mask:
         self.n = len(seen)
         self.seen_set = frozenset(value_contents(seen))
         self.danger = fam.danger(seen)
+        self.danger_prefixes = _prefixes(self.danger)
         # the next position's values, where they are few: the one case where the next item's
         # fate depends on which new value this one takes
         self.sep_danger = frozenset(fam.next_danger(seen))
@@ -188,7 +194,7 @@ class _Mask:
             whole = body + tb[start:]
             content, end = _split(whole)
             if end < 0:
-                if not _prefix_of_any(content, self.danger):
+                if content not in self.danger_prefixes:
                     return True
                 return fam.live((self.seen, whole.decode("latin-1")))
             full, r = whole[:end], tb[start + end - len(body):]
@@ -219,7 +225,7 @@ class _Mask:
                 return False
             content, end = _split(nb)
             if end < 0:
-                if not _prefix_of_any(content, self.danger) and \
+                if content not in self.danger_prefixes and \
                         not any(c.startswith(content) for c, _ in done):
                     return True
                 if nxt is None:

@@ -302,6 +302,24 @@ class Masker:
         fam, name, prefix, after = got
         return fam.token_mask(self._get_view(), state, prefix, name, after, _K.EMPTY)
 
+    def family_step(self, state: int, data: bytes):
+        """The state after ``data`` (a token's bytes) from ``state``, from the rule family whose
+        rule its term starts with, where that family steps its own states (``token_step``: a
+        family over the bytes of an item, whose rule bodies name a successor per byte); ``None``
+        otherwise (the automaton's byte walk). ``DEAD`` (-2) when the token is refused."""
+        fams = self._mask_families
+        if fams is None:
+            fams = self._mask_families = tuple(
+                f for f in getattr(self._auto.grammar, "families", ()) if hasattr(f, "token_mask"))
+        if not fams or not self._family_masks:
+            return None
+        with self._lock:
+            got = self._family_ref(self._auto.term_of(state), fams)
+            if got is None or got[2] != _K.EPS:
+                return None
+            fam, name, _, rest = got
+            return fam.token_step(self._get_view(), name, rest, data)
+
     def _get_view(self) -> "MaskView":
         if self._view is None:
             self._view = MaskView(self)

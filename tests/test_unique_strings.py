@@ -154,3 +154,27 @@ def test_a_saved_index_masks_the_same(vocab, tmp_path):
         states = [ix._walk_text(prefix.encode()) for ix in (index, loaded, ref)]
         got = [_bits(ix.mask(st)) for ix, st in zip((index, loaded, ref), states)]
         assert got[0] == got[1] == got[2], prefix
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 5])
+def test_a_token_step_is_the_automatons_walk(vocab, k):
+    # the family's own step (a rule for the item's new bytes, no body per byte) lands on the very
+    # state the automaton's byte walk reaches (the same term), or refuses where it dies
+    index = Index(SCHEMAS[k], vocab)
+    a = index._auto
+    stepped = 0
+    for seed in range(6):
+        rng = random.Random(seed)
+        s = index.initial_state
+        for _ in range(20):
+            for t in range(EOS):
+                got = index._masker.family_step(s, TOKS[t].encode())
+                if got is not None:
+                    stepped += 1
+                    want = a.walk_bytes(s, TOKS[t].encode())
+                    assert got == want or (got < 0 and want < 0), (TOKS[t], a.describe(s))
+            choices = sorted(_bits(index.mask(s)) - {EOS})
+            if not choices:
+                break
+            s = index._step(s, rng.choice(choices))
+    assert stepped > 100

@@ -43,10 +43,12 @@ class ArrayBuilder:
         pos_exprs = [tr.and_expr(es) for es in by_position]
         K = len(pos_exprs)
         rest = tr.and_expr(after)
-        if hi is None and tr.gen_bounds is not None and not a.contains and not a.unique:
+        if hi is None and tr.gen_bounds is not None and not a.contains and \
+                (not a.unique or self.strings_only(pos_exprs, rest)):
             # the generation bound on items (not where minItems asks for more: the schema wants
-            # long arrays; nor beside contains or uniqueItems, which count items their own way),
-            # tighter where every item is an object or an array (20-40 tokens each to a model)
+            # long arrays; nor beside contains or uniqueItems over finite sets or numbers, which
+            # count items their own way; distinct strings are as many as plain ones), tighter
+            # where every item is an object or an array (20-40 tokens each to a model)
             most = tr.gen_bounds["structured_items"] \
                 if all(tr.structured(e) for e in [*pos_exprs, rest]) else tr.gen_bounds["items"]
             if lo <= most:

@@ -774,6 +774,30 @@ class UniqueValues(_Family):
         got, _ = self._values(k2, need)
         return value_contents(got) if len(got) < need else ()
 
+    def token_step(self, view, name: str, rest: int, data: bytes):
+        """The state after ``data`` from this family's rule ``name`` followed by ``rest``, where
+        every item is a string and ``name``'s item has begun: the rule of the item's new bytes
+        (one state: no body per byte on the way, each naming ~100 successors), the item completed
+        by the token going on by the automaton's walk; ``-2`` when refused; ``None`` elsewhere
+        (the automaton's byte walk)."""
+        if not self.strings:
+            return None
+        st = self._state(name)
+        seen, text = st
+        if isinstance(seen, str) or not text:
+            return None
+        body = text.encode("latin-1")
+        if string_content(body[1:])[2] >= 0:
+            return None  # (the item is complete: what follows it is the automaton's)
+        whole = body + data
+        content, _, closed = string_content(whole[1:])
+        end = len(whole) if closed < 0 else closed + 2
+        nxt = (seen, whole[:end].decode("latin-1"))
+        if self._q(self._pos(seen), nxt[1]) < 0 or not self.live(nxt):
+            return -2
+        s = view.state(view.seq(view.ref(self.name(nxt)), rest))
+        return view.walk(s, whole[end:])
+
     def token_mask(self, view, state: int, prefix: int, name: str, rest: int, other: int):
         """The mask of ``state``, which is ``prefix``, this family's rule ``name``, then ``rest``
         (or the term ``other``), where every item is a string

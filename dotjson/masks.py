@@ -620,6 +620,12 @@ class MaskView:
         """The state after ``data`` from ``state``; negative when it dies."""
         return self._m._auto.walk_bytes(state, data) if data else state
 
+    def key_state(self, state: int) -> int:
+        """The state of ``state``'s mask key (counters far from their bounds clamped: states
+        with the same one-token behaviour share it)."""
+        m = self._m
+        return m._auto.key_state(state, m._limit)
+
     def accepting(self, state: int) -> bool:
         return bool(self._m._auto.accepting[state])
 

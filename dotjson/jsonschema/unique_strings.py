@@ -142,6 +142,7 @@ class _Mask:
         self._rest_state = None
         self._sep_states: dict = {}
         self._fresh = None
+        self.other_state = None
         self._r: dict = {}
         #: the tokens whose verdict compares a later item of theirs with the current item's
         #: content (they are decided again at every position that shares a kept mask)
@@ -258,60 +259,135 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
         return None
     m = _Mask(fam, view, state, seen, text, rest)
     every = bool(body) and (m.done or not string_content(body[1:])[1])  # (after the item, or in an escape)
-    # inside an item whose content so far begins no dangerous value, every position of the item
-    # has the same mask (its relaxed state's, less the same tokens): kept per relaxed state
-    key = None
-    if body and not every and not _prefix_of_any(m.content, m.danger) and \
-            not _prefix_of_any(m.content, m.sep_danger):
-        key = (rel, rest, seen)
-        hit = fam.mask_cache.get(key)
-        if hit is not None:
-            out = hit[0].copy()
-            for t, tb in hit[1]:
-                if m.verdict(tb, body, 0):
-                    out[t >> 5] |= np.uint32(1 << (t & 31))
-                else:
-                    out[t >> 5] &= ~np.uint32(1 << (t & 31))
-            _set_eos(view, state, out)
-            return out
-    out = view.mask(rel)
-    other_state = -1 if other == view.EMPTY or view.is_empty(other) else view.state(other)
-    cand = set(_ids(out if every else out & view.special_bits).tolist())
-    if body and not every:
-        # the plain tokens that spell the next bytes of a dangerous value
-        for d in m.danger:
-            if d.startswith(m.content):
-                rem = d[len(m.content):]
-                for L in range(1, min(len(rem), view.max_token_len) + 1):
-                    t = view.plain_token_id(rem[:L])
-                    if t >= 0 and out[t >> 5] >> np.uint32(t & 31) & 1:
-                        cand.add(t)
+    # A state's verdicts depend on the values read only through the counts, the array's going on
+    # after a new value, and the contents of the items its tokens hold: verdicts are kept per
+    # (inside an item or before it, continuation, position, counts, going on), as bitsets of the
+    # tokens decided and refused, and a state that shares them decides again only the tokens
+    # whose verdict may depend on the values read: those whose item content begins a dangerous
+    # value there or did where they were decided (found by the token's own part of the
+    # content), and those that reach a later item ("volatile"). (Not the relaxed state: inside a
+    # bounded string it differs at every length.)
+    relaxed = view.mask(rel)
+    out = relaxed.copy()
+    cand = relaxed if every else relaxed & view.special_bits
     eos = set(view.eos_token_ids)
-    volatile = []
-    for t in cand:
+    entry = None
+    if not every:
+        n1 = m.n + 1
+        key = (bool(body), rest, other, m.k, n1 >= fam.lo, fam.hi is None or n1 < fam.hi, m.fresh_live())
+        entry = fam.mask_cache.get(key)
+        if entry is None:
+            if len(fam.mask_cache) > 256:
+                fam.mask_cache.clear()
+            entry = fam.mask_cache[key] = _Verdicts(view.n_words)
+        now = _parts(m.content, m.danger_prefixes | _prefixes(m.sep_danger))
+        again = dict(entry.volatile)
+        for p in (entry.by_part.keys() & (now | entry.then)):
+            again.update(entry.by_part[p])
+        for t in _spelling(m, view, relaxed):
+            again[t] = view.token_bytes(t)
+        out &= ~(entry.refused & cand)
+        todo = _ids(cand & ~entry.decided).tolist()
+    else:
+        again, todo = {}, _ids(cand).tolist()
+    for t in todo:
         if t in eos:
             continue
         tb = view.token_bytes(t)
-        if body:
-            n_vol = len(m.volatile)
-            ok = m.verdict(tb, body, 0)
-            if len(m.volatile) > n_vol:
-                volatile.append((t, tb))
-        else:
-            i = 0
-            while i < len(tb) and tb[i] in _SEP:
-                i += 1
-            ok = i == len(tb) or (tb[i] == 0x22 and m.verdict(tb, tb[i:i + 1], i + 1))
-            if not ok and other_state >= 0:
-                ok = view.walk(other_state, tb) >= 0
+        n_vol = len(m.volatile)
+        ok = _decide(m, view, tb, body, other)
+        if entry is not None:
+            entry.add(t, tb, ok, len(m.volatile) > n_vol, body)
         if not ok:
             out[t >> 5] &= ~np.uint32(1 << (t & 31))
-    if key is not None:
-        if len(fam.mask_cache) > 256:
-            fam.mask_cache.clear()
-        fam.mask_cache[key] = (out.copy(), tuple(volatile))
+    for t, tb in again.items():
+        if t in eos or not relaxed[t >> 5] >> np.uint32(t & 31) & 1:
+            continue  # (the relaxed state refuses it here)
+        if _decide(m, view, tb, body, other):
+            out[t >> 5] |= np.uint32(1 << (t & 31))
+        else:
+            out[t >> 5] &= ~np.uint32(1 << (t & 31))
+    if entry is not None:
+        entry.then |= _parts(m.content, m.danger_prefixes | _prefixes(m.sep_danger))
     _set_eos(view, state, out)
     return out
+
+
+class _Verdicts:
+    """Verdicts kept for the states that share a key (see :func:`token_mask`): the tokens decided
+    and those refused (bitsets), the ones to decide again at each state (``volatile``: they reach
+    a later item; ``by_part``: by their own part of an item's content), and the parts that were
+    dangerous where they were decided (``then``)."""
+
+    def __init__(self, n_words: int):
+        self.decided = np.zeros(n_words, dtype=np.uint32)
+        self.refused = np.zeros(n_words, dtype=np.uint32)
+        self.volatile: dict = {}
+        self.by_part: dict = {}
+        self.then: set = set()
+
+    def add(self, t: int, tb: bytes, ok: bool, volatile: bool, body: bytes) -> None:
+        bit = np.uint32(1 << (t & 31))
+        self.decided[t >> 5] |= bit
+        if not ok:
+            self.refused[t >> 5] |= bit
+        if volatile:
+            self.volatile[t] = tb
+            return
+        if body:
+            part = string_content(tb)[0]
+        else:
+            i = _skip(tb)
+            if i >= len(tb) or tb[i] != 0x22:
+                return
+            part = _split(tb[i:])[0]
+        self.by_part.setdefault(part, {})[t] = tb
+
+
+def _parts(content: bytes, prefixes) -> set:
+    """The continuations of ``content`` that make a member of ``prefixes`` (what a token's own
+    part of an item's content must be for the item to begin a dangerous value)."""
+    n = len(content)
+    return {x[n:] for x in prefixes if x.startswith(content)}
+
+
+def _spelling(m: "_Mask", view, out: np.ndarray) -> list:
+    """The plain tokens allowed in ``out`` that spell the next bytes of a dangerous value the
+    current item's content begins (inside an item)."""
+    got = []
+    if not m.body or m.done:
+        return got
+    for d in m.danger:
+        if d.startswith(m.content):
+            rem = d[len(m.content):]
+            for L in range(1, min(len(rem), view.max_token_len) + 1):
+                t = view.plain_token_id(rem[:L])
+                if t >= 0 and out[t >> 5] >> np.uint32(t & 31) & 1:
+                    got.append(t)
+    return got
+
+
+def _skip(tb: bytes) -> int:
+    i = 0
+    while i < len(tb) and tb[i] in _SEP:
+        i += 1
+    return i
+
+
+def _decide(m: _Mask, view, tb: bytes, body: bytes, other: int) -> bool:
+    """Token ``tb``'s verdict at ``m``'s state (the relaxed state allowing it): from inside the
+    item (``body``), or before it (whitespace or a separator, then the item's opening quote, or
+    the ``other`` branch's walk)."""
+    if body:
+        return m.verdict(tb, body, 0)
+    i = _skip(tb)
+    if i == len(tb) or (tb[i] == 0x22 and m.verdict(tb, tb[i:i + 1], i + 1)):
+        return True
+    if other == view.EMPTY:
+        return False
+    if m.other_state is None:
+        m.other_state = -1 if view.is_empty(other) else view.state(other)
+    return m.other_state >= 0 and view.walk(m.other_state, tb) >= 0
 
 
 def _set_eos(view, state: int, out: np.ndarray) -> None:

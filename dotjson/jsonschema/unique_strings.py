@@ -8,22 +8,23 @@ every item is a JSON string, a state's mask is computed here instead, from two f
 * **A relaxed state.** The same position with the distinctness and the item counts dropped
   (the family's *relaxed* rules: ``("*", k)`` is item ``k`` then ``("+", k)``, the array going
   on with any items or ending) allows a superset of the tokens. It is an ordinary state of the
-  automaton, and inside a string it is the same state at every position of every array with the
-  same item schema and what follows it: its mask is memoized (and its string head shared by the
-  process, :mod:`dotjson.automaton.heads`).
+  automaton, and inside a free string it is the same state at every position of every array
+  with the same item schema and what follows it: its mask is memoized (and its string head
+  shared by the process, :mod:`dotjson.automaton.heads`).
 * **Few tokens can tell the difference.** A token that ends inside the current item, after
   content that is no prefix of any *dangerous* value (a value read, or one of the few values a
   later position owed by ``minItems`` may have to take), can be completed to a new value, and
   the array stays feasible: the relaxed verdict is exact. Only the tokens that hold a quote or a
-  backslash (the special tokens the relaxed state allows: a few hundred to a few thousand), and
-  the plain tokens that spell the next bytes of a dangerous value (found by lookup, at most one
-  per length per value), are decided one by one: the item's value against those read, the
-  counts owed (``minItems``/``maxItems``) for what the token does after it (ends the array,
-  starts the next item), and the next item's content likewise; a token that completes a second
-  item (rare: ``","",``) is walked exactly through the family's own rules.
+  backslash (the special tokens the relaxed state allows: ~1,200 on Llama 3), and the plain
+  tokens that spell the next bytes of a dangerous value (found in the plain trie, one per
+  length per value), are decided one by one: each item the token completes against the values
+  read, the counts owed (``minItems``/``maxItems``) for what the token does after it (ends the
+  array, starts the next item), and the next item's content likewise.
 
-Nothing here is JSON-Schema-specific beyond JSON strings; the family answers ``live``,
-``value_key`` and the dangerous values (:meth:`UniqueValues.danger`).
+Verdicts are kept across the states that share what they depend on (:class:`_Verdicts`). The
+family also steps a token inside an item itself (:meth:`UniqueValues.token_step`). Nothing here
+is JSON-Schema-specific beyond JSON strings; the family answers ``live``, ``value_of`` and the
+dangerous values (:meth:`UniqueValues.danger`, :meth:`UniqueValues.next_danger`).
 """
 
 from __future__ import annotations
@@ -92,10 +93,6 @@ def string_content(body: bytes) -> tuple[bytes, bool, int]:
         else:
             out += chr(cp).encode("utf-8", "surrogatepass")
     return bytes(out), high < 0, -1
-
-
-def _prefix_of_any(content: bytes, danger) -> bool:
-    return any(d.startswith(content) for d in danger)
 
 
 def _prefixes(values) -> frozenset:

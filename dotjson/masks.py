@@ -274,11 +274,8 @@ class Masker:
         y | z) rest``), where that family computes masks of its own states (``token_mask``: a
         family over the bytes of an item, whose generic walk would make a rule per token prefix
         an item may hold); ``None`` otherwise. Call with the lock held."""
-        fams = self._mask_families
-        if fams is None:
-            fams = self._mask_families = tuple(
-                f for f in getattr(self._auto.grammar, "families", ()) if hasattr(f, "token_mask"))
-        if not fams or not self._family_masks:
+        fams = self._families()
+        if not fams:
             return None
         a = self._auto
         ti = a.store[_K.S_TI]
@@ -307,11 +304,8 @@ class Masker:
         rule its term starts with, where that family steps its own states (``token_step``: a
         family over the bytes of an item, whose rule bodies name a successor per byte); ``None``
         otherwise (the automaton's byte walk). ``DEAD`` (-2) when the token is refused."""
-        fams = self._mask_families
-        if fams is None:
-            fams = self._mask_families = tuple(
-                f for f in getattr(self._auto.grammar, "families", ()) if hasattr(f, "token_mask"))
-        if not fams or not self._family_masks:
+        fams = self._families()
+        if not fams:
             return None
         with self._lock:
             got = self._family_ref(self._auto.term_of(state), fams)
@@ -319,6 +313,15 @@ class Masker:
                 return None
             fam, name, _, rest = got
             return fam.token_step(self._get_view(), name, rest, data)
+
+    def _families(self) -> tuple:
+        """The grammar's rule families that mask and step their own states (none when
+        :attr:`_family_masks` is off)."""
+        fams = self._mask_families
+        if fams is None:
+            fams = self._mask_families = tuple(
+                f for f in getattr(self._auto.grammar, "families", ()) if hasattr(f, "token_mask"))
+        return fams if self._family_masks else ()
 
     def _get_view(self) -> "MaskView":
         if self._view is None:

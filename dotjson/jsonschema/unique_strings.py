@@ -255,7 +255,12 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     if rel < 0:
         return None
     m = _Mask(fam, view, state, seen, text, rest)
-    every = bool(body) and (m.done or not string_content(body[1:])[1])  # (after the item, or in an escape)
+    # every token is decided after the item, and inside an escape whose item content so far
+    # begins a dangerous value; inside another escape only the special tokens (what follows the
+    # escape begins no dangerous value either), and nothing kept (a token's part of the content
+    # is not its own there)
+    dirty = bool(body) and not m.done and not string_content(body[1:])[1]
+    every = m.done or (dirty and (m.content in m.danger_prefixes or _begins(m.content, m.sep_danger)))
     # A state's verdicts depend on the values read only through the counts, the array's going on
     # after a new value, and the contents of the items its tokens hold: verdicts are kept per
     # (inside an item or before it, continuation, position, counts, going on), as bitsets of the
@@ -269,7 +274,7 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     cand = relaxed if every else relaxed & view.special_bits
     eos = set(view.eos_token_ids)
     entry = None
-    if not every:
+    if not every and not dirty:
         n1 = m.n + 1
         key = (bool(body), rest, other, m.k, n1 >= fam.lo, fam.hi is None or n1 < fam.hi, m.fresh_live())
         entry = fam.mask_cache.get(key)
@@ -339,6 +344,10 @@ class _Verdicts:
                 return
             part = _split(tb[i:])[0]
         self.by_part.setdefault(part, {})[t] = tb
+
+
+def _begins(content: bytes, values) -> bool:
+    return any(d.startswith(content) for d in values)
 
 
 def _parts(content: bytes, prefixes) -> set:

@@ -599,6 +599,12 @@ class MaskView:
         self.eos_token_ids = tuple(masker._eos)
         self._only: dict = {}
         self._bytes: dict = {}
+        self._caches: dict = {}
+
+    def cache_for(self, family) -> dict:
+        """A dictionary ``family`` may keep what it computed for this index's masks in (a
+        family may serve several indexes: their token ids and terms differ)."""
+        return self._caches.setdefault(id(family), {})
 
     def ref(self, name: str) -> int:
         """The term of a reference to rule ``name``."""

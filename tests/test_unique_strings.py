@@ -178,3 +178,24 @@ def test_a_token_step_is_the_automatons_walk(vocab, k):
                 break
             s = index._step(s, rng.choice(choices))
     assert stepped > 100
+
+
+def test_one_family_serves_two_indexes(vocab):
+    # an IR grammar compiled once may serve indexes on different vocabularies: what the family
+    # keeps for masks is kept per index (token ids differ), so each mask is its own reference's
+    from dotjson.jsonschema import schema_to_grammar
+
+    other = Vocabulary.from_tuples(list(reversed(TOKS)) + ["<eos>"], list(range(EOS + 1)), EOS,
+                                   special_token_ids=[EOS])
+    g = schema_to_grammar(SCHEMAS[1])
+    a, b = Index.from_grammar(g, vocab), Index.from_grammar(g, other)
+    assert a._auto.grammar.families[0] is b._auto.grammar.families[0]
+    for prefix in [b'["ab", "', b'["ab", "a', b'["a", "ab"', b'[']:
+        texts = []
+        for ix, toks in ((a, TOKS), (b, list(reversed(TOKS)))):
+            ref = Index(SCHEMAS[1], ix.vocabulary)
+            ref._masker._family_masks = False
+            got = _bits(ix.mask(ix._walk_text(prefix)))
+            assert got == _bits(ref.mask(ref._walk_text(prefix))), prefix
+            texts.append(sorted(toks[t] for t in got if t < EOS))
+        assert texts[0] == texts[1], prefix

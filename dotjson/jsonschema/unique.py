@@ -323,9 +323,8 @@ class UniqueValues(_Family):
         #: state's mask, and the few tokens that can tell the difference decided one by one)
         self.strings = bool(strings)
         self._dangers: dict = {}
-        self.mask_cache: dict = {}
         self._fresh_ok: dict = {}
-        self._seen_hex: dict = {}  # (relaxed state, rest, values read) -> a mask (unique_strings)
+        self._seen_hex: dict = {}  # values read -> the hex of their part of a state name (name)
         self._grammar_of = grammar_of  # () -> the grammar the item nodes belong to
         self._auto = None
         self._busy = False

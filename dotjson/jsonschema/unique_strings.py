@@ -277,11 +277,12 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     if not every and not dirty:
         n1 = m.n + 1
         key = (bool(body), rest, other, m.k, n1 >= fam.lo, fam.hi is None or n1 < fam.hi, m.fresh_live())
-        entry = fam.mask_cache.get(key)
+        kept = view.cache_for(fam)  # (the index's: token ids and terms are its own)
+        entry = kept.get(key)
         if entry is None:
-            if len(fam.mask_cache) > 256:
-                fam.mask_cache.clear()
-            entry = fam.mask_cache[key] = _Verdicts(view.n_words)
+            if len(kept) > 256:
+                kept.clear()
+            entry = kept[key] = _Verdicts(view.n_words)
         now = _parts(m.content, m.danger_prefixes | _prefixes(m.sep_danger))
         again = dict(entry.volatile)
         for p in (entry.by_part.keys() & (now | entry.then)):

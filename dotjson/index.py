@@ -671,7 +671,9 @@ class Index:
         """The id after ``data`` (at most :attr:`_text_step` bytes) from id ``s``, or ``DEAD``."""
         if s >= _VIRT:
             return self._ids.walk(s, data)
-        r = self._auto.walk_text(s, data)  # (a state at the end only: texts are walked once)
+        r = self._masker.family_walk(s, data)  # (items of a family stepping its own states)
+        if r is None:
+            r = self._auto.walk_text(s, data)  # (a state at the end only: texts are walked once)
         return r if r < 0 else self._ids.of(r)
 
     def _exact(self, s: int) -> int:

@@ -314,6 +314,49 @@ class Masker:
             fam, name, _, rest = got
             return fam.token_step(self._get_view(), name, rest, data)
 
+    def family_walk(self, state: int, data: bytes):
+        """The state after the text ``data`` from ``state`` (``DEAD``: refused), where ``state``
+        is inside an item of a family that steps its own states (:meth:`family_step`): each item
+        the text reaches stepped by the family at once, the bytes between items walked; ``None``
+        where the text does not start inside such an item (the automaton's text walk)."""
+        fams = self._families()
+        if not fams:
+            return None
+        a = self._auto
+        with self._lock:
+            s, i, stepped = state, 0, False
+            while i < len(data):
+                got = self._family_ref(a.term_of(s), fams)
+                n = 0
+                if got is not None and got[2] == _K.EPS:
+                    n = got[0].item_bytes(got[1], data[i:])
+                if n > 0:
+                    s = got[0].token_step(self._get_view(), got[1], got[3], data[i:i + n])
+                    if s is None:
+                        return None if not stepped else a.walk_text(s, data[i:])
+                    stepped = True
+                    if s < 0:
+                        return s
+                    i += n
+                    continue
+                if not stepped:
+                    return None
+                # between items: a few bytes one at a time to the next item's first byte; past
+                # them, what is left is the automaton's walk
+                for _ in range(8):
+                    if i >= len(data):
+                        return s
+                    s = a.step(s, data[i])
+                    i += 1
+                    if s < 0:
+                        return s
+                    got = self._family_ref(a.term_of(s), fams)
+                    if got is not None and got[2] == _K.EPS and got[0].item_bytes(got[1], data[i:]) > 0:
+                        break
+                else:
+                    return a.walk_text(s, data[i:])
+            return s
+
     def _families(self) -> tuple:
         """The grammar's rule families that mask and step their own states (none when
         :attr:`_family_masks` is off)."""

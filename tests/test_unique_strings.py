@@ -199,3 +199,21 @@ def test_one_family_serves_two_indexes(vocab):
             assert got == _bits(ref.mask(ref._walk_text(prefix))), prefix
             texts.append(sorted(toks[t] for t in got if t < EOS))
         assert texts[0] == texts[1], prefix
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 5])
+def test_texts_read_through_the_family_are_the_automatons_verdicts(vocab, k):
+    # Index.accepts / check read a text a token's length at a time: an item the text reaches
+    # is stepped by the family at once (Masker.family_walk); the verdicts and the first refused
+    # byte are the byte walk's (the reference index walks every byte through the rules)
+    schema = SCHEMAS[k]
+    index, ref = Index(schema, vocab), Index(schema, vocab)
+    ref._masker._family_masks = False
+    rng = random.Random(290 + k)
+    items = ['"a"', '"ab"', '"b"', '""', '"\\u0061"', '"x\\"y"', '"é"', '"abc"', '"ba"', '"ab "']
+    for _ in range(150):
+        arr = "[" + rng.choice([",", ", "]).join(rng.choice(items) for _ in range(rng.randint(0, 5))) + "]"
+        text = '{"k": ' + arr + "}" if k == 2 else arr
+        got, want = index.check(text), ref.check(text)
+        assert (got.ok, got.position) == (want.ok, want.position), text
+    assert index.accepts(json.dumps(["ab", "a", "b"] if k != 2 else {"k": ["ab", "a"]}))

@@ -773,6 +773,21 @@ class UniqueValues(_Family):
         got, _ = self._values(k2, need)
         return value_contents(got) if len(got) < need else ()
 
+    def item_bytes(self, name: str, data: bytes) -> int:
+        """How many bytes of ``data`` belong to the item begun at this family's rule ``name``
+        (up to its closing quote; all of them if it does not close): 0 where the family does
+        not step ``name``'s state (:meth:`token_step`)."""
+        if not self.strings:
+            return 0
+        seen, text = self._state(name)
+        if isinstance(seen, str) or not text:
+            return 0
+        body = text.encode("latin-1")
+        if string_content(body[1:])[2] >= 0:
+            return 0
+        closed = string_content(body[1:] + data)[2]
+        return len(data) if closed < 0 else closed + 2 - len(body)
+
     def token_step(self, view, name: str, rest: int, data: bytes):
         """The state after ``data`` from this family's rule ``name`` followed by ``rest``, where
         every item is a string and ``name``'s item has begun: the rule of the item's new bytes

@@ -122,10 +122,8 @@ def _walk_text(index, auto, data: bytes):
     """:func:`_walk` through the index's ids, a token's length at a time (a counter far from
     its bounds stays in the id); byte by byte from the exact state only in a refused chunk.
     Returns (ordinary state after the longest allowed prefix, its length)."""
-    step = index._text_step
     s = index.initial_state
-    for i in range(0, len(data), step):
-        chunk = data[i : i + step]
+    for i, chunk in index._text_chunks(data):
         s2 = index._advance_bytes(s, chunk)
         if s2 < 0:
             e, n = _walk(auto, index._exact(s), chunk)

@@ -655,12 +655,26 @@ class Index:
         """The id after ``data`` from the start, or ``DEAD``: walked a token's length at a time,
         so a counter far from its bounds stays in the id (no state per character)."""
         s = self.initial_state
-        step = self._text_step
-        for i in range(0, len(data), step):
-            s = self._advance_bytes(s, data[i : i + step])
+        for _, chunk in self._text_chunks(data):
+            s = self._advance_bytes(s, chunk)
             if s < 0:
                 return DEAD
         return s
+
+    def _text_chunks(self, data: bytes) -> list:
+        """``(offset, bytes)`` pieces of ``data`` of at most :attr:`_text_step` bytes; where a
+        rule family steps its own items (``Masker.family_walk``), a piece also ends after each
+        quote, so the next starts inside the item it opens."""
+        step = self._text_step
+        if not self._masker._families():
+            return [(i, data[i : i + step]) for i in range(0, len(data), step)]
+        out, i = [], 0
+        while i < len(data):
+            j = data.find(b'"', i, i + step)
+            end = i + step if j < 0 else j + 1
+            out.append((i, data[i:end]))
+            i = end
+        return out
 
     @property
     def _text_step(self) -> int:

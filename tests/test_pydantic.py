@@ -89,6 +89,24 @@ def test_forbidding_extra_keys_in_pydantic_is_honoured_with_open_objects(smollm2
     assert index.accepts('{"x": 1}') and not index.accepts('{"x": 1, "y": 2}')
 
 
+def test_a_set_of_strings_is_a_pydantic_set(smollm2_vocab):
+    # set[str] is an array of distinct strings (uniqueItems): in the defaults since issue 29's
+    # arrays of distinct strings (refused before); every random walk's document is a valid set
+    class Post(pydantic.BaseModel):
+        title: str = pydantic.Field(max_length=8)
+        tags: set[str] = pydantic.Field(max_length=4)
+
+    index = Index.from_pydantic(Post, smollm2_vocab, disallow_whitespace=True)
+    assert index.accepts('{"title":"x","tags":["a","b"]}')
+    assert not index.accepts('{"title":"x","tags":["a","a"]}')
+    rng = np.random.default_rng(29)
+    docs = [d for d in (_walk(index, smollm2_vocab, rng) for _ in range(6)) if d is not None]
+    assert docs, "no random walk finished"
+    for d in docs:
+        tags = json.loads(d)["tags"]
+        assert len(tags) == len(set(tags)) and Post.model_validate_json(d).tags == set(tags), d
+
+
 @pytest.mark.parametrize("bad", [Person(name="a", age=1, address=Address(street="s", city="c"),
                                         tags=[]), dict, "Person", 3])
 def test_from_pydantic_refuses_what_is_not_a_model_class(bad, smollm2_vocab):

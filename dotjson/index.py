@@ -799,7 +799,7 @@ class Index:
         if not data:
             r = DEAD  # special/control tokens are never text
         else:
-            r = self._masker.family_step(state, data)  # (a rule family stepping its own states)
+            r = self._masker.family_walk(state, data)  # (a rule family stepping its own states)
             if r is None:
                 r = self._auto.walk_bytes(state, data)
         self._next[key] = r

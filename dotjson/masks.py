@@ -280,7 +280,7 @@ class Masker:
         a = self._auto
         ti = a.store[_K.S_TI]
         t = a.term_of(state)
-        first, rest = (int(ti[t, 1]), int(ti[t, 2])) if ti[t, 0] == _K.K_SEQ else (t, _K.EPS)
+        first, rest = _seq_head(ti, t)
         if ti[first, 0] == _K.K_ALT:
             off, n = int(ti[first, 1]), int(ti[first, 2])
             branches = [int(x) for x in a.store[_K.S_POOL][off:off + n]]
@@ -299,62 +299,38 @@ class Masker:
         fam, name, prefix, after = got
         return fam.token_mask(self._get_view(), state, prefix, name, after, _K.EMPTY)
 
-    def family_step(self, state: int, data: bytes):
-        """The state after ``data`` (a token's bytes) from ``state``, from the rule family whose
-        rule its term starts with, where that family steps its own states (``token_step``: a
-        family over the bytes of an item, whose rule bodies name a successor per byte); ``None``
-        otherwise (the automaton's byte walk). ``DEAD`` (-2) when the token is refused."""
-        fams = self._families()
-        if not fams:
-            return None
-        with self._lock:
-            got = self._family_ref(self._auto.term_of(state), fams)
-            if got is None or got[2] != _K.EPS:
-                return None
-            fam, name, _, rest = got
-            return fam.token_step(self._get_view(), name, rest, data)
-
     def family_walk(self, state: int, data: bytes):
-        """The state after the text ``data`` from ``state`` (``DEAD``: refused), where ``state``
-        is inside an item of a family that steps its own states (:meth:`family_step`): each item
-        the text reaches stepped by the family at once, the bytes between items walked; ``None``
-        where the text does not start inside such an item (the automaton's text walk)."""
+        """The state after ``data`` (a token's bytes, or a piece of a text) from ``state``
+        (``DEAD``: refused), where ``state`` is inside an item of a rule family that steps its own
+        states (``token_step``: a family over the bytes of an item, whose rule bodies name a
+        successor per byte): each item the bytes reach stepped by the family at once, a few bytes
+        between items walked one at a time, past them the automaton's text walk; ``None`` where
+        ``data`` does not start inside such an item (the automaton's walk)."""
         fams = self._families()
         if not fams:
             return None
         a = self._auto
         with self._lock:
-            s, i, stepped = state, 0, False
+            s, i, stepped, loose = state, 0, False, 0
             while i < len(data):
                 got = self._family_ref(a.term_of(s), fams)
-                n = 0
+                took = None
                 if got is not None and got[2] == _K.EPS:
-                    n = got[0].item_bytes(got[1], data[i:])
-                if n > 0:
-                    s = got[0].token_step(self._get_view(), got[1], got[3], data[i:i + n])
-                    if s is None:
-                        return None if not stepped else a.walk_text(s, data[i:])
-                    stepped = True
+                    took = got[0].token_step(self._get_view(), got[1], got[3], data[i:])
+                if took is not None:
+                    s, n = took
                     if s < 0:
                         return s
-                    i += n
-                    continue
-                if not stepped:
+                    i, stepped, loose = i + n, True, 0
+                elif not stepped:
                     return None
-                # between items: a few bytes one at a time to the next item's first byte; past
-                # them, what is left is the automaton's walk
-                for _ in range(8):
-                    if i >= len(data):
-                        return s
+                elif loose == 8:
+                    return a.walk_text(s, data[i:])
+                else:
                     s = a.step(s, data[i])
-                    i += 1
+                    i, loose = i + 1, loose + 1
                     if s < 0:
                         return s
-                    got = self._family_ref(a.term_of(s), fams)
-                    if got is not None and got[2] == _K.EPS and got[0].item_bytes(got[1], data[i:]) > 0:
-                        break
-                else:
-                    return a.walk_text(s, data[i:])
             return s
 
     def _families(self) -> tuple:
@@ -379,7 +355,7 @@ class Masker:
         before = []
         cur = t
         for _ in range(4):
-            first, rest = (int(ti[cur, 1]), int(ti[cur, 2])) if ti[cur, 0] == _K.K_SEQ else (cur, _K.EPS)
+            first, rest = _seq_head(ti, cur)
             if ti[first, 0] == _K_REF:
                 rid = int(ti[first, 1])
                 hit = self._rule_family.get(rid, False)
@@ -628,6 +604,11 @@ class Masker:
                 out[t >> 5] |= np.uint32(1 << (t & 31))
 
 
+def _seq_head(ti, t: int) -> tuple[int, int]:
+    """``(first item, rest)`` of term ``t`` (``rest`` EPS unless ``t`` is a sequence)."""
+    return (int(ti[t, 1]), int(ti[t, 2])) if ti[t, 0] == _K.K_SEQ else (t, _K.EPS)
+
+
 class MaskView:
     """What a rule family's ``token_mask`` may use of an index's masks (see
     :meth:`Masker._family_mask`): states of terms, their memoized masks, byte walks, and the
@@ -639,7 +620,7 @@ class MaskView:
         self.EPS, self.EMPTY = _K.EPS, _K.EMPTY
         self.max_token_len = masker._tries.max_len
         self.special_bits = ~masker._tries.plain_bits
-        self.eos_token_ids = tuple(masker._eos)
+        self.eos_token_ids = tuple(int(t) for t in masker._eos)
         self._only: dict = {}
         self._bytes: dict = {}
         self._caches: dict = {}
@@ -672,14 +653,12 @@ class MaskView:
         """The state after ``data`` from ``state``; negative when it dies."""
         return self._m._auto.walk_bytes(state, data) if data else state
 
-    def key_state(self, state: int) -> int:
-        """The state of ``state``'s mask key (counters far from their bounds clamped: states
-        with the same one-token behaviour share it)."""
-        m = self._m
-        return m._auto.key_state(state, m._limit)
-
     def accepting(self, state: int) -> bool:
         return bool(self._m._auto.accepting[state])
+
+    def set_eos(self, out: np.ndarray) -> None:
+        """Set the EOS tokens' bits in ``out``."""
+        self._m.set_eos(out)
 
     def mask(self, state: int) -> np.ndarray:
         """A copy of ``state``'s mask (memoized as any other)."""

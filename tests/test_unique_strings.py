@@ -168,7 +168,7 @@ def test_a_token_step_is_the_automatons_walk(vocab, k):
         s = index.initial_state
         for _ in range(20):
             for t in range(EOS):
-                got = index._masker.family_step(s, TOKS[t].encode())
+                got = index._masker.family_walk(s, TOKS[t].encode())
                 if got is not None:
                     stepped += 1
                     want = a.walk_bytes(s, TOKS[t].encode())

@@ -43,8 +43,8 @@ class ArrayBuilder:
         pos_exprs = [tr.and_expr(es) for es in by_position]
         K = len(pos_exprs)
         rest = tr.and_expr(after)
-        if hi is None and tr.gen_bounds is not None and not a.contains and \
-                (not a.unique or self.strings_only(pos_exprs, rest)):
+        strings = bool(a.unique) and self.strings_only(pos_exprs, rest)
+        if hi is None and tr.gen_bounds is not None and not a.contains and (not a.unique or strings):
             # the generation bound on items (not where minItems asks for more: the schema wants
             # long arrays; nor beside contains or uniqueItems over finite sets or numbers, which
             # count items their own way; distinct strings are as many as plain ones), tighter
@@ -65,7 +65,7 @@ class ArrayBuilder:
             return EMPTY
         contains = [c for c in a.contains if not (c[1] == 0 and c[2] is None)]
         if a.unique and not (hi is not None and hi <= 1):
-            node = self.unique_array(a, pos_exprs, rest, lo, hi, contains, where)
+            node = self.unique_array(a, pos_exprs, rest, lo, hi, contains, where, strings)
             if node is not None:
                 return node
         if contains:
@@ -133,14 +133,15 @@ class ArrayBuilder:
                     out[c] = None
         return list(out)
 
-    def unique_array(self, a: ArrayNode, pos_exprs, rest, lo, hi, contains, where):
+    def unique_array(self, a: ArrayNode, pos_exprs, rest, lo, hi, contains, where, strings: bool):
         """Distinct items drawn from finite sets: the items of each position (``prefixItems``)
         and after them (``items``; ``false`` or a ``maxItems`` within the prefix ends the array)
         each an ``enum``/``const``/boolean/null set, at most ``MAX_UNIQUE_VALUES`` values in all:
         a rule family whose state is the set of values used
         (:class:`~dotjson.jsonschema.unique_sets.UniqueChoices`, made as decoding reaches it).
-        Otherwise numbers (:meth:`unique_numbers`), any values with ``bounds="schema"``
-        (:meth:`unique_values`), or a named refusal."""
+        Otherwise numbers (:meth:`unique_numbers`), any values with ``bounds="schema"`` and
+        strings (``strings``: :meth:`strings_only`) in every configuration (:meth:`unique_values`),
+        or a named refusal."""
         tr = self.tr
         K = len(pos_exprs)
         finite = None if contains else [self.finite_values(e) for e in pos_exprs]
@@ -156,8 +157,8 @@ class ArrayBuilder:
                 universe.setdefault(c, None)
         if universe is None or len(universe) > MAX_UNIQUE_VALUES:
             node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
-            if node is None and not contains and (tr.gen_bounds is None or self.strings_only(pos_exprs, rest)):
-                node = self.unique_values(pos_exprs, rest, lo, hi)
+            if node is None and not contains and (tr.gen_bounds is None or strings):
+                node = self.unique_values(pos_exprs, rest, lo, hi, strings)
             if node is None:
                 finite_sets = f"finite sets of at most {MAX_UNIQUE_VALUES} values in all (enum, const, boolean, null" + \
                     (f"; here {len(universe)})" if universe is not None else ") or numbers")
@@ -245,7 +246,7 @@ class ArrayBuilder:
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))
 
-    def unique_values(self, pos_exprs, rest, lo, hi):
+    def unique_values(self, pos_exprs, rest, lo, hi, strings: bool):
         """Arrays of distinct values of any item schemas
         (:class:`~dotjson.jsonschema.unique.UniqueValues`: a rule per byte of an item, its
         items read by an automaton of their own over this grammar's rules)."""
@@ -254,7 +255,7 @@ class ArrayBuilder:
 
         items = [tr.node_of(e) for e in pos_exprs] + [tr.node_of(rest)]
         fam = UniqueValues(tr.fresh_prefix("uval"), lo, hi, items, tr.sep,
-                           grammar_of=tr.the_grammar, strings=self.strings_only(pos_exprs, rest))
+                           grammar_of=tr.the_grammar, strings=strings)
         tr.families.append(fam)
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))

@@ -720,6 +720,12 @@ class UniqueValues(_Family):
         content, _, closed = string_content(text.encode("latin-1")[1:])
         if closed >= 0 or any(d.startswith(content) for d in self.danger(seen)):
             return False
+        return self._goes_on(seen)
+
+    def _goes_on(self, seen) -> bool:
+        """Whether the positions still owed can be filled after the values ``seen`` and one new
+        value outside every dangerous one (the same for every such value: :data:`FRESH` stands
+        for it)."""
         hit = self._fresh_ok.get(seen)
         if hit is None:
             hit = self._fresh_ok[seen] = self._feasible(frozenset(seen) | {FRESH}, len(seen) + 1)
@@ -756,13 +762,7 @@ class UniqueValues(_Family):
         n = len(content)
         ask = set(range(0x20)) | {0x22, 0x5C}
         ask.update(d[n] for d in self.danger(seen) if len(d) > n and d.startswith(content))
-        if any(d == content for d in self.danger(seen)):
-            return None
-        hit = self._fresh_ok.get(seen)
-        if hit is None:
-            hit = self._fresh_ok[seen] = self._feasible(frozenset(seen) | {FRESH}, len(seen) + 1)
-        ok = hit and (self.hi is None or len(seen) < self.hi)
-        return ask, ok
+        return ask, self._goes_on(seen) and (self.hi is None or len(seen) < self.hi)
 
     def next_danger(self, seen) -> tuple:
         """The UTF-8 contents of the values of the position after the current item (the one
@@ -773,44 +773,28 @@ class UniqueValues(_Family):
         got, _ = self._values(k2, need)
         return value_contents(got) if len(got) < need else ()
 
-    def item_bytes(self, name: str, data: bytes) -> int:
-        """How many bytes of ``data`` belong to the item begun at this family's rule ``name``
-        (up to its closing quote; all of them if it does not close): 0 where the family does
-        not step ``name``'s state (:meth:`token_step`)."""
-        if not self.strings:
-            return 0
-        seen, text = self._state(name)
-        if isinstance(seen, str) or not text:
-            return 0
-        body = text.encode("latin-1")
-        if string_content(body[1:])[2] >= 0:
-            return 0
-        closed = string_content(body[1:] + data)[2]
-        return len(data) if closed < 0 else closed + 2 - len(body)
-
     def token_step(self, view, name: str, rest: int, data: bytes):
-        """The state after ``data`` from this family's rule ``name`` followed by ``rest``, where
-        every item is a string and ``name``'s item has begun: the rule of the item's new bytes
-        (one state: no body per byte on the way, each naming ~100 successors), the item completed
-        by the token going on by the automaton's walk; ``-2`` when refused; ``None`` elsewhere
-        (the automaton's byte walk)."""
+        """``(state, n)``: the state after the first ``n`` bytes of ``data`` from this family's
+        rule ``name`` followed by ``rest``, where every item is a string and ``name``'s item has
+        begun: the bytes of the item (up to its closing quote, or all of ``data``), one rule for
+        its new bytes (no body per byte on the way, each naming ~100 successors); ``-2`` as the
+        state when refused. ``None`` where the family does not step ``name``'s state (the
+        automaton walks it)."""
         if not self.strings:
             return None
-        st = self._state(name)
-        seen, text = st
+        seen, text = self._state(name)
         if isinstance(seen, str) or not text:
             return None
         body = text.encode("latin-1")
         if string_content(body[1:])[2] >= 0:
             return None  # (the item is complete: what follows it is the automaton's)
         whole = body + data
-        content, _, closed = string_content(whole[1:])
+        closed = string_content(whole[1:])[2]
         end = len(whole) if closed < 0 else closed + 2
         nxt = (seen, whole[:end].decode("latin-1"))
         if self._q(self._pos(seen), nxt[1]) < 0 or not self.live(nxt):
-            return -2
-        s = view.state(view.seq(view.ref(self.name(nxt)), rest))
-        return view.walk(s, whole[end:])
+            return -2, end - len(body)
+        return view.state(view.seq(view.ref(self.name(nxt)), rest)), end - len(body)
 
     def token_mask(self, view, state: int, prefix: int, name: str, rest: int, other: int):
         """The mask of ``state``, which is ``prefix``, this family's rule ``name``, then ``rest``

@@ -173,10 +173,7 @@ class _Mask:
                 sep_ok = sep >= 0 and v.walk(sep, r) >= 0
             else:
                 sep_ok = True
-            j = 0
-            while j < len(r) and r[j] in _SEP:
-                j += 1
-            hit = self._r[(r, k)] = (end_ok, sep_ok, r[j:] or None)
+            hit = self._r[(r, k)] = (end_ok, sep_ok, r[_skip(r):] or None)
         return hit
 
     def verdict(self, tb: bytes, body: bytes, start: int) -> bool:
@@ -197,7 +194,7 @@ class _Mask:
                 return fam.live((self.seen, whole.decode("latin-1")))
             full, r = whole[:end], tb[start + end - len(body):]
         done = []  # (content, bytes) of the items the token completes
-        if r.lstrip(bytes(_SEP))[:1] == b'"':
+        if r[_skip(r):][:1] == b'"':
             self.volatile.append(tb)  # (its next item is compared with this one's content)
         while True:
             if content in self.seen_set or any(content == c for c, _ in done):
@@ -398,13 +395,12 @@ def _decide(m: _Mask, view, tb: bytes, body: bytes, other: int) -> bool:
 
 
 def _set_eos(view, state: int, out: np.ndarray) -> None:
-    on = view.accepting(state)
+    """EOS allowed in ``out`` exactly where ``state`` accepts (the relaxed state's may differ)."""
     for t in view.eos_token_ids:
         if t < out.shape[0] * 32:
-            if on:
-                out[t >> 5] |= np.uint32(1 << (t & 31))
-            else:
-                out[t >> 5] &= ~np.uint32(1 << (t & 31))
+            out[t >> 5] &= ~np.uint32(1 << (t & 31))
+    if view.accepting(state):
+        view.set_eos(out)
 
 
 def value_contents(values) -> tuple:

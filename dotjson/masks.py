@@ -675,6 +675,28 @@ class MaskView:
             b = self._bytes[token_id] = self._m._vocab.token_bytes(int(token_id))
         return b
 
+    def tokens_holding(self, bytes_: frozenset) -> np.ndarray:
+        """The bitset of the tokens holding any byte of ``bytes_`` (read-only; once per process,
+        vocabulary and byte set)."""
+        vocab = self._m._vocab
+        key = (vocab._uid, bytes_)
+        hit = _HOLDING.get(key)
+        if hit is None:
+            hits = np.zeros(256, dtype=np.int64)
+            hits[list(bytes_)] = 1
+            cs = np.zeros(vocab._blob.shape[0] + 1, dtype=np.int64)
+            np.cumsum(hits[vocab._blob], out=cs[1:])
+            off = vocab._offsets
+            has = (cs[off[1:]] - cs[off[:-1]]) > 0
+            bits = np.zeros(self.n_words * 32, dtype=bool)
+            bits[:has.shape[0]] = has
+            hit = np.packbits(bits, bitorder="little").view(np.uint32)
+            hit.flags.writeable = False
+            if len(_HOLDING) > 32:
+                _HOLDING.clear()
+            _HOLDING[key] = hit
+        return hit
+
     def plain_token_id(self, data: bytes) -> int:
         """The id of the plain token whose bytes are ``data`` (-1: none; of several, any)."""
         tr = self._m._tries.plain
@@ -716,6 +738,7 @@ class MaskView:
 
 _EOS_OF: dict = {}
 _SPECIALS_OF: dict = {}
+_HOLDING: dict = {}  # (vocabulary uid, byte set) -> bitset of the tokens holding one (MaskView.tokens_holding)
 
 
 def specials_of(vocabulary) -> tuple[np.ndarray, tuple[int, ...]]:

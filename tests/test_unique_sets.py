@@ -202,11 +202,13 @@ def test_index_saves_and_loads(llama3_vocab, tmp_path):
 
 
 def test_past_the_limit_a_named_refusal_with_the_generation_bounds():
-    # (past the limit, strings alone are arrays of distinct strings: tests/test_unique_strings.py)
+    # (past the limit, strings alone are arrays of distinct strings: tests/test_unique_strings.py;
+    # other values whose objects hold each key once: tests/test_unique_any.py)
     schema_to_grammar({"type": "array", "items": {"enum": [f"v{k}" for k in range(MAX_UNIQUE_VALUES + 1)]},
                        "uniqueItems": True})
     vs = [f"v{k}" for k in range(MAX_UNIQUE_VALUES)] + [1]
-    schema = {"type": "array", "items": {"enum": vs}, "uniqueItems": True}
+    schema_to_grammar({"type": "array", "items": {"enum": vs}, "uniqueItems": True})
+    schema = {"type": "array", "items": {"anyOf": [{"enum": vs}, {"type": "object"}]}, "uniqueItems": True}
     with pytest.raises(UnsupportedSchemaError, match=f"at most {MAX_UNIQUE_VALUES} values") as ei:
         schema_to_grammar(schema)
     assert ei.value.pointer == "/uniqueItems"

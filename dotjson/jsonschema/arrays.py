@@ -157,18 +157,19 @@ class ArrayBuilder:
                 universe.setdefault(c, None)
         if universe is None or len(universe) > MAX_UNIQUE_VALUES:
             node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
-            if node is None and not contains and (tr.gen_bounds is None or strings):
-                node = self.unique_values(pos_exprs, rest, lo, hi, strings)
+            once = not contains and not strings and self.keys_once([*pos_exprs, rest])
+            if node is None and not contains and (tr.gen_bounds is None or strings or once):
+                node = self.unique_values(pos_exprs, rest, lo, hi, strings, once)
             if node is None:
                 finite_sets = f"finite sets of at most {MAX_UNIQUE_VALUES} values in all (enum, const, boolean, null" + \
                     (f"; here {len(universe)})" if universe is not None else ") or numbers")
                 tr.unsupported(
                     "uniqueItems beside contains (minContains of 1 or more, or maxContains) is not supported"
                     if contains else
-                    "uniqueItems over objects, arrays or mixed items is exact only with bounds='schema' (the "
-                    "every-valid configuration: a rule per byte of an item, for checking documents; token masks "
-                    "inside such an array need an engine construct, docs/keywords.md); with the generation bounds "
-                    f"only strings, or items drawn from {finite_sets}",
+                    "uniqueItems over items whose objects may repeat a key (an open object, patternProperties, "
+                    "a free value) is exact only with bounds='schema' (the every-valid configuration; token masks "
+                    "inside such an array walk a rule per byte of an item, docs/keywords.md); with the generation "
+                    "bounds: strings, values whose objects are closed, or items drawn from " + finite_sets,
                     a.unique, "uniqueItems")
             return node
         vals = sorted(universe, key=repr)
@@ -209,6 +210,56 @@ class ArrayBuilder:
                     return False
         return True
 
+    def keys_once(self, exprs) -> bool:
+        """Whether no object the schemas ``exprs`` allow, at any depth, may hold a key twice:
+        every object is closed to its declared names (``additionalProperties: false``, or closed
+        by ``close_objects``), each held at most once, with no ``patternProperties`` and no free
+        value (``true``, ``{}``, an object without properties) anywhere. ``False`` when in doubt
+        (a refusal while expanding, a witness member): an open object's undeclared keys may
+        repeat, and the last member of a name is the value's (:mod:`.unique_any`)."""
+        tr = self.tr
+        busy: set = set()
+
+        def ok(e) -> bool:
+            if e == FALSE:
+                return True
+            if e == TRUE:
+                return False
+            try:
+                if e in busy:
+                    return True  # (a recursive schema: its objects are checked where first met)
+                busy.add(e)
+            except TypeError:
+                return False
+            brs = tr.dnf(e)
+            out = []
+            for br in brs:
+                out.extend(tr.expand_refs(br, "") if any(type(at) is RuleRef for at in br) else [br])
+            for br in out:
+                m = tr.merge(br)
+                if m.enum is not None:
+                    continue  # (constants: each spelled with its keys once)
+                if "object" in m.types:
+                    o = m.object
+                    if o.patterns or o.some:
+                        return False
+                    shut = any(x[0] == FALSE and not x[2] for x in o.additional)
+                    held = [nm for nm in o.declared if FALSE not in o.properties.get(nm, ())]
+                    if not shut and not (tr.close_objects and not o.additional and held):
+                        return False
+                    if not all(ok(tr.and_expr(list(es))) for nm, es in o.properties.items() if FALSE not in es):
+                        return False
+                if "array" in m.types:
+                    by_position, after = m.array.positions()
+                    if not all(ok(tr.and_expr(es)) for es in [*by_position, after]):
+                        return False
+            return True
+
+        try:
+            return all(ok(e) for e in exprs)
+        except UnsupportedSchemaError:
+            return False
+
     def unique_numbers(self, rest, lo, hi):
         """Arrays of distinct numbers (:class:`~dotjson.jsonschema.unique.UniqueNumbers`) when
         ``rest`` is one branch of numbers only (``type: integer``/``number`` with bounds,
@@ -246,16 +297,25 @@ class ArrayBuilder:
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))
 
-    def unique_values(self, pos_exprs, rest, lo, hi, strings: bool):
+    def unique_values(self, pos_exprs, rest, lo, hi, strings: bool, keys_once: bool = False):
         """Arrays of distinct values of any item schemas
         (:class:`~dotjson.jsonschema.unique.UniqueValues`: a rule per byte of an item, its
-        items read by an automaton of their own over this grammar's rules)."""
+        items read by an automaton of their own over this grammar's rules). Under the generation
+        bounds, items that are not all strings (those are bounded with plain arrays) get the
+        generation bound on items too."""
         tr = self.tr
         from dotjson.jsonschema.unique import UniqueValues
 
+        if hi is None and tr.gen_bounds is not None and not strings:
+            most = tr.gen_bounds["structured_items"] \
+                if all(tr.structured(e) for e in [*pos_exprs, rest]) else tr.gen_bounds["items"]
+            if lo <= most:
+                hi = most
+            elif lo <= tr.gen_bounds["items"]:
+                hi = tr.gen_bounds["items"]
         items = [tr.node_of(e) for e in pos_exprs] + [tr.node_of(rest)]
         fam = UniqueValues(tr.fresh_prefix("uval"), lo, hi, items, tr.sep,
-                           grammar_of=tr.the_grammar, strings=strings)
+                           grammar_of=tr.the_grammar, strings=strings, keys_once=keys_once)
         tr.families.append(fam)
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from fractions import Fraction
 
+import numpy as np
+
 from dotjson import ir
 from dotjson.ir import Ref, seq
 from dotjson.ir.families import register_family, token_walk_id
@@ -227,6 +229,9 @@ _DIVE_RANK = tuple(_DIVE_FIRST.index(b) if b in _DIVE_FIRST else 8 + b if 0x21 <
 #: may enter in all
 MAX_DIVE_DEPTH = 5
 MAX_DIVE_STATES = 4_000
+#: the states a first, quick search for one new completion may enter (a witness that an item
+#: can still become a new value, before the searches above)
+QUICK_DIVE = 64
 
 
 def canonical_text(v) -> str:
@@ -260,6 +265,20 @@ def value_key(raw: str) -> str:
 
 
 _JSON_WS = frozenset(JSON_WS_BYTES)
+
+
+def _zero_tail(t: str) -> bool:
+    """Whether appending a zero to the text ``t`` keeps its value: it ends inside a number's
+    fraction (digits after a point, no exponent), or in an exponent whose digits are all zeros."""
+    i = len(t)
+    while i > 0 and t[i - 1] in "0123456789":
+        i -= 1
+    if i == len(t) or i == 0:
+        return False
+    c = t[i - 1]
+    if c == ".":
+        return i >= 2 and t[i - 2] in "0123456789"
+    return (c in "eE" or (c in "+-" and i >= 2 and t[i - 2] in "eE")) and set(t[i:]) == {"0"}
 
 
 def _lex(state: int, b: int) -> int:
@@ -317,12 +336,20 @@ class UniqueValues(_Family):
     why_no_text = "arrays of distinct values (uniqueItems) are not a context-free language"
 
     def __init__(self, prefix: str, lo: int, hi, items: list, sep: ir.Node, grammar_of=None,
-                 strings: bool = False):
+                 strings: bool = False, keys_once: bool = False):
         self.lo, self.hi, self.items, self.sep = lo, hi, list(items), sep
         #: every item is a JSON string: token masks come from :mod:`.unique_strings` (a relaxed
-        #: state's mask, and the few tokens that can tell the difference decided one by one)
+        #: state's mask, and the few tokens that can tell the difference decided one by one);
+        #: else from :mod:`.unique_any`
         self.strings = bool(strings)
+        #: no object of the items' languages holds a key twice (the compiler's
+        #: ``ArrayBuilder.keys_once``): a member that differs from a value's rules the value out
+        #: (:func:`.unique_any.may_become`); else a later member of the name may replace it
+        self.keys_once = bool(keys_once)
+        self.repeats = not self.keys_once
         self._dangers: dict = {}
+        self._dvals: dict = {}
+        self._parts: dict = {}
         self._fresh_ok: dict = {}
         self._seen_hex: dict = {}  # values read -> the hex of their part of a state name (name)
         self._grammar_of = grammar_of  # () -> the grammar the item nodes belong to
@@ -331,6 +358,8 @@ class UniqueValues(_Family):
         self._qs: dict = {}      # (position, text) -> state of the item automaton
         self._cands: dict = {}   # position -> (distinct values found, exhausted)
         self._sufs: dict = {}    # state of the item automaton -> completions (_suffixes)
+        self._succ: dict = {}    # state of the item automaton -> its live successors
+        self._rank: dict = {}    # ... in the order the depth-first search tries them
         self._walk = (0, 0)      # (token walk id, rules made in it): MAX_MASK_ITEM_TEXTS
         super().__init__(prefix)
 
@@ -398,10 +427,29 @@ class UniqueValues(_Family):
         return q
 
     def _successors(self, q: int):
-        auto = self._auto
-        auto.fill_row(q)
-        row = auto.trans[q]
-        return [(b, int(row[b])) for b in range(256) if row[b] >= 0]
+        """``(byte, state)`` for every live successor of the item automaton's state ``q``
+        (remembered: the searches ask the same states again and again)."""
+        hit = self._succ.get(q)
+        if hit is None:
+            auto = self._auto
+            auto.fill_row(q)
+            row = np.asarray(auto.trans[q])
+            bs = np.flatnonzero(row >= 0)
+            hit = list(zip(bs.tolist(), row[bs].tolist()))
+            if len(self._succ) > 200_000:
+                self._succ.clear()
+            self._succ[q] = hit
+        return hit
+
+    def _ranked(self, q: int):
+        """:meth:`_successors` in :data:`_DIVE_RANK` order (remembered)."""
+        hit = self._rank.get(q)
+        if hit is None:
+            hit = sorted(self._successors(q), key=lambda br: _DIVE_RANK[br[0]])
+            if len(self._rank) > 200_000:
+                self._rank.clear()
+            self._rank[q] = hit
+        return hit
 
     #: the bytes each search for completions tries, in turn: enough to close any JSON value and
     #: to make it differ from another (a member or item more, another digit or character); then
@@ -476,7 +524,7 @@ class UniqueValues(_Family):
                         k += 1
                         heapq.heappush(todo, (len(u) + max(d, 0), k, r, u, d))
 
-    def _dive(self, q: int, lex: int):
+    def _dive(self, q: int, lex: int, budget: int = MAX_DIVE_STATES, ends: bool = False):
         """Completions of an item from state ``q`` of the item automaton (``lex``: where its text
         leaves a JSON text, :func:`_lex`), depth first, its successors in ``_DIVE_RANK`` order
         (close, end a member, a short value, then any byte), never whitespace between tokens (no
@@ -488,14 +536,13 @@ class UniqueValues(_Family):
         of the free values beside the members it needs (JsonSchemaStore---tson's items: a
         required array of objects with required members, ~45 bytes past free members)."""
         auto = self._auto
-        budget = MAX_DIVE_STATES
         for cap in range(1, MAX_DIVE_DEPTH + 1):
 
             def succ(r, lx, depth):
-                out = [(b, r2) for b, r2 in self._successors(r)
-                       if not (lx == 0 and (b in _JSON_WS or (b in b"[{" and depth >= cap)))]
-                out.sort(key=lambda br: _DIVE_RANK[br[0]])
-                return iter(out)
+                ranked = self._ranked(r)
+                if lx:
+                    return iter(ranked)
+                return iter([(b, r2) for b, r2 in ranked if not (b in _JSON_WS or (b in b"[{" and depth >= cap))])
 
             seen = {q}
             stack = [("", lex, 0, succ(q, lex, 0))]
@@ -503,6 +550,11 @@ class UniqueValues(_Family):
                 t, lx, depth, todo = stack[-1]
                 for b, r in todo:
                     if r in seen:
+                        if ends and auto.accepting[r]:
+                            # (``ends``: every text into an accepting state, not only the first
+                            # one: ``[1]`` and ``[1,0]`` end in one state with different values)
+                            budget -= 1
+                            yield t + chr(b)
                         continue
                     seen.add(r)
                     budget -= 1
@@ -532,7 +584,13 @@ class UniqueValues(_Family):
             if len(order) > MAX_VALUE_SEARCH:
                 yield None
                 return
-            for b, r in self._successors(s):
+            succ = self._successors(s)
+            # (a zero that keeps the number's value and its state, where no other digit may
+            # follow: its completions are the values of those without it, 1.0 = 1.00 = 1.000)
+            zeros = lx == 0 and not any(0x31 <= b <= 0x39 for b, _ in succ) and _zero_tail(t)
+            for b, r in succ:
+                if zeros and b == 0x30 and r == s:
+                    continue
                 if lx == 0 and b in _JSON_WS:
                     continue
                 u = t + chr(b)
@@ -620,9 +678,9 @@ class UniqueValues(_Family):
         if self.hi is None or len(seen) < self.hi:
             k = self._pos(seen)
             q = self._q(k, text)
-            if q >= 0 and self.strings and text and self._fresh_item(seen, text):
-                # a string whose content so far begins no dangerous value: every completion is a
-                # new value that leaves the owed positions theirs (:meth:`danger`); one exists
+            if q >= 0 and text and self._fresh_item(seen, text):
+                # an item that can become no dangerous value: every completion is a new value
+                # that leaves the owed positions theirs (:meth:`danger_values`); one exists
                 ok = True
             elif q >= 0 and not seen and self.lo <= 1:
                 # nothing read to differ from, nothing owed after it: any completion will do, and
@@ -643,7 +701,13 @@ class UniqueValues(_Family):
                     tried.add(v)
                     return self._feasible(used | {v}, len(seen) + 1)
 
-                ok = any(good(text + u) for u in self._suffixes(q, text))
+                # a first completion depth first (a few, closing what is open: a witness in about
+                # as many states as it has bytes), then the shortest ones
+                lex = 0
+                for ch in text:
+                    lex = _lex(lex, ord(ch))
+                ok = any(good(text + u) for u, _ in zip(self._dive(q, lex, QUICK_DIVE, True), range(3))) or \
+                    any(good(text + u) for u in self._suffixes(q, text))
                 if not ok:
                     for u in self._all_completions(q, text):
                         if u is None:
@@ -697,28 +761,59 @@ class UniqueValues(_Family):
         """The canonical value of a complete item's bytes."""
         return value_key(text.decode("latin-1"))
 
-    def danger(self, seen) -> tuple:
-        """The UTF-8 contents of the string values an item after the values ``seen`` must not
-        take, or may have to leave to the positions ``minItems`` still owes: ``seen``, and the
-        values of each owed position whose language has fewer than ``lo`` values (a position
-        with more always has one left, :meth:`_feasible`)."""
-        hit = self._dangers.get(seen)
+    def danger_values(self, seen) -> tuple:
+        """The canonical texts of the values an item after the values ``seen`` must not take, or
+        may have to leave to the positions ``minItems`` still owes: ``seen``, and the values of
+        each owed position whose language has fewer than ``lo`` values (a position with more
+        always has one left, :meth:`_feasible`)."""
+        hit = self._dvals.get(seen)
         if hit is None:
             vals = set(seen)
             for j in range(len(seen) + 1, self.lo):
                 got, _ = self._values(min(j, len(self.items) - 1), self.lo)
                 if len(got) < self.lo:
                     vals.update(got)
-            if len(self._dangers) > 4096:
-                self._dangers.clear()
-            hit = self._dangers[seen] = value_contents(sorted(vals))
+            if len(self._dvals) > 4096:
+                self._dvals.clear()
+            hit = self._dvals[seen] = tuple(sorted(vals))
         return hit
 
+    def danger(self, seen) -> tuple:
+        """The UTF-8 contents of the string values among :meth:`danger_values`."""
+        hit = self._dangers.get(seen)
+        if hit is None:
+            if len(self._dangers) > 4096:
+                self._dangers.clear()
+            hit = self._dangers[seen] = value_contents(self.danger_values(seen))
+        return hit
+
+    def danger_part(self, ct: str):
+        """A canonical text as :func:`.unique_any.may_become` reads it (remembered)."""
+        hit = self._parts.get(ct)
+        if hit is None:
+            from dotjson.jsonschema.unique_any import parse_canonical
+
+            if len(self._parts) > 4096:
+                self._parts.clear()
+            hit = self._parts[ct] = parse_canonical(ct)
+        return hit
+
+    def may_become(self, seen, body: bytes) -> bool:
+        """Whether the item bytes ``body`` may still become a dangerous value after ``seen``
+        (``False``: none of its completions is one; :func:`.unique_any.may_become`)."""
+        from dotjson.jsonschema.unique_any import may_become
+
+        return may_become(body, [self.danger_part(v) for v in self.danger_values(seen)], self.repeats)
+
     def _fresh_item(self, seen, text: str) -> bool:
-        """For string items: whether the current item's bytes ``text`` begin no dangerous value
-        (:meth:`danger`), and the array can go on after a new value outside them."""
-        content, _, closed = string_content(text.encode("latin-1")[1:])
-        if closed >= 0 or any(d.startswith(content) for d in self.danger(seen)):
+        """Whether the current item's bytes ``text`` can become no dangerous value (strings:
+        their content so far begins none, :meth:`danger`; other items:
+        :meth:`may_become`), and the array can go on after a new value outside them."""
+        if self.strings:
+            content, _, closed = string_content(text.encode("latin-1")[1:])
+            if closed >= 0 or any(d.startswith(content) for d in self.danger(seen)):
+                return False
+        elif self.may_become(seen, text.encode("latin-1")):
             return False
         return self._goes_on(seen)
 
@@ -764,33 +859,46 @@ class UniqueValues(_Family):
         ask.update(d[n] for d in self.danger(seen) if len(d) > n and d.startswith(content))
         return ask, self._goes_on(seen) and (self.hi is None or len(seen) < self.hi)
 
-    def next_danger(self, seen) -> tuple:
-        """The UTF-8 contents of the values of the position after the current item (the one
+    def next_danger_values(self, seen) -> tuple:
+        """The canonical texts of the values of the position after the current item (the one
         after ``seen`` and one more value), where it has fewer than ``len(seen) + lo + 2`` values
         (else none: any new value leaves it enough)."""
         k2 = min(len(seen) + 1, len(self.items) - 1)
         need = len(seen) + self.lo + 2
         got, _ = self._values(k2, need)
-        return value_contents(got) if len(got) < need else ()
+        return tuple(got) if len(got) < need else ()
+
+    def next_danger(self, seen) -> tuple:
+        """The UTF-8 contents of the string values among :meth:`next_danger_values`."""
+        return value_contents(self.next_danger_values(seen))
 
     def token_step(self, view, name: str, rest: int, data: bytes):
         """``(state, n)``: the state after the first ``n`` bytes of ``data`` from this family's
-        rule ``name`` followed by ``rest``, where every item is a string and ``name``'s item has
-        begun: the bytes of the item (up to its closing quote, or all of ``data``), one rule for
+        rule ``name`` followed by ``rest``, where ``name``'s item has begun: the bytes of the
+        item (up to its end, or all of ``data``), one rule for
         its new bytes (no body per byte on the way, each naming ~100 successors); ``-2`` as the
         state when refused. ``None`` where the family does not step ``name``'s state (the
         automaton walks it)."""
-        if not self.strings:
-            return None
         seen, text = self._state(name)
         if isinstance(seen, str) or not text:
             return None
         body = text.encode("latin-1")
-        if string_content(body[1:])[2] >= 0:
-            return None  # (the item is complete: what follows it is the automaton's)
-        whole = body + data
-        closed = string_content(whole[1:])[2]
-        end = len(whole) if closed < 0 else closed + 2
+        if self.strings:
+            if string_content(body[1:])[2] >= 0:
+                return None  # (the item is complete: what follows it is the automaton's)
+            whole = body + data
+            closed = string_content(whole[1:])[2]
+            end = len(whole) if closed < 0 else closed + 2
+        else:
+            from dotjson.jsonschema.unique_any import item_end
+
+            if item_end(body) >= 0:
+                return None
+            whole = body + data
+            end = item_end(whole)
+            end = len(whole) if end < 0 else end
+            if end == len(body):
+                return None  # (a number ends here: the automaton walks what follows it)
         nxt = (seen, whole[:end].decode("latin-1"))
         if self._q(self._pos(seen), nxt[1]) < 0 or not self.live(nxt):
             return -2, end - len(body)
@@ -798,16 +906,18 @@ class UniqueValues(_Family):
 
     def token_mask(self, view, state: int, prefix: int, name: str, rest: int, other: int):
         """The mask of ``state``, which is ``prefix``, this family's rule ``name``, then ``rest``
-        (or the term ``other``), where every item is a string
-        (:func:`.unique_strings.token_mask`), else ``None`` (the generic walk: a rule per token
-        prefix)."""
-        if not self.strings:
-            return None
+        (or the term ``other``): :func:`.unique_strings.token_mask` where every item is a string,
+        else :func:`.unique_any.token_mask`; ``None`` where the generic walk decides (a rule per
+        token prefix)."""
         st = self._state(name)
         if isinstance(st[0], str):
             return None
         self._automaton()
-        return token_mask(self, view, state, prefix, st, rest, other)
+        if self.strings:
+            return token_mask(self, view, state, prefix, st, rest, other)
+        from dotjson.jsonschema import unique_any
+
+        return unique_any.token_mask(self, view, state, prefix, st, rest, other)
 
     def _charge_walk(self, seen, text: str) -> None:
         """Count a rule made for a token mask (:func:`~dotjson.ir.families.token_walk_id`);
@@ -870,6 +980,8 @@ class UniqueValues(_Family):
                "items": [enc(n) for n in self.items], "sep": enc(self.sep)}
         if self.strings:
             out["strings"] = True
+        if self.keys_once:
+            out["keys_once"] = True
         return out
 
     @classmethod
@@ -879,7 +991,7 @@ class UniqueValues(_Family):
         if not isinstance(d["lo"], int) or not (d["hi"] is None or isinstance(d["hi"], int)) or \
                 not isinstance(d["prefix"], str) or not isinstance(d["items"], list) or not d["items"]:
             raise ValueError("malformed rule family")
-        if not isinstance(d.get("strings", False), bool):
+        if not isinstance(d.get("strings", False), bool) or not isinstance(d.get("keys_once", False), bool):
             raise ValueError("malformed rule family")
         return cls(d["prefix"], d["lo"], d["hi"], [dec(n) for n in d["items"]], dec(d["sep"]),
-                   strings=d.get("strings", False))
+                   strings=d.get("strings", False), keys_once=d.get("keys_once", False))

@@ -1,0 +1,576 @@
+"""Token masks inside arrays of distinct values of any kind (``uniqueItems`` over objects,
+arrays, numbers or mixed items; issue 29).
+
+:class:`~dotjson.jsonschema.unique.UniqueValues` reads such an array a byte at a time (a state
+is the values read and the current item's bytes), so the generic mask walk makes a rule per token
+prefix an item may hold. The strings' construction (:mod:`.unique_strings`) carries over, with
+one question answered for any JSON value instead of a string's content:
+
+* **A relaxed state** (the same position with distinctness and counts dropped) allows a superset
+  of the tokens; its mask is an ordinary, memoized one.
+* **Which item texts can still become a dangerous value** (a value read, or one of the few values
+  a later position owed by ``minItems`` may have to take). :func:`may_become` matches the bytes of
+  an item begun against each dangerous value: an object's keys must be the value's (each at most
+  once), a member, an array's items and a string's content must match it as far as they go, a
+  number's significant digits must begin the value's. The answer over-approximates: ``False`` is
+  proof that no completion of the text is dangerous (then the item can always be completed to a
+  new value and the relaxed verdict is exact, given the array can go on after a new value), and it
+  stays ``False`` as bytes are added. Where an item's objects may repeat a key (an open object:
+  the last member of a name wins), a member that differs does not rule a value out, and a string
+  under such a member does not narrow what may follow: those states keep the generic walk.
+
+So a token needs deciding one by one only where it can leave the item (the special tokens inside a
+string, the tokens holding a closing bracket inside a container, any token after a complete
+scalar), or where the item so far can still become a dangerous value (then the special tokens and
+the plain tokens that spell a dangerous string's next bytes inside a string, every token the
+relaxed state allows elsewhere). Each such token is walked as the family reads it: the items it
+completes checked against the values read and the counts, the one it ends in by
+:func:`may_become`, else by the family's exact search.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
+from dotjson.jsonschema.unique import QUICK_DIVE, _lex
+from dotjson.jsonschema.unique_strings import _ids, _set_eos, _skip, string_content
+
+__all__ = ["item_end", "may_become", "parse_canonical", "token_mask"]
+
+_WS = frozenset(JSON_WS_BYTES)
+_NUM = frozenset(b"-+.eE0123456789")
+_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyz")
+_LITS = {"true": b"true", "false": b"false", "null": b"null"}
+_STARTS = frozenset(b'{["-0123456789tfn')
+#: what an item text matched against a value may still become (:func:`_match`): ran out of bytes
+OPEN = -1
+#: a target of an open string that cannot narrow it (a member of a name the object may repeat)
+ANY = object()
+
+
+# ----------------------------------------------------------------------------- canonical values
+
+def parse_canonical(ct: str):
+    """A dangerous value as :func:`_match` reads it, from its canonical text
+    (:func:`~dotjson.jsonschema.unique.canonical_text`): ``("o", ct, {key bytes: part})``,
+    ``("a", ct, [parts])``, ``("s", ct, content bytes)``, ``("n", ct, (negative, digits))``,
+    ``("l", ct, spelling)``; ``ct`` each part's own canonical text."""
+    part, i = _parse(ct, 0)
+    if i != len(ct):
+        raise ValueError(f"not a canonical text: {ct!r}")
+    return part
+
+
+def _parse(s: str, i: int):
+    c = s[i]
+    if c == "{":
+        j, out = i + 1, {}
+        while s[j] != "}":
+            key, j = json.decoder.scanstring(s, j + 1)
+            part, j = _parse(s, j + 1)  # (past the colon)
+            out[key.encode("utf-8", "surrogatepass")] = part
+            if s[j] == ",":
+                j += 1
+        return ("o", s[i:j + 1], out), j + 1
+    if c == "[":
+        j, out = i + 1, []
+        while s[j] != "]":
+            part, j = _parse(s, j)
+            out.append(part)
+            if s[j] == ",":
+                j += 1
+        return ("a", s[i:j + 1], out), j + 1
+    if c == '"':
+        text, j = json.decoder.scanstring(s, i + 1)
+        return ("s", s[i:j], text.encode("utf-8", "surrogatepass")), j
+    if c == "#":
+        j = i + 1
+        while j < len(s) and s[j] in "-0123456789e":
+            j += 1
+        body = s[i + 1:j]
+        neg = body.startswith("-")
+        digits = "" if body == "0" else body.lstrip("-").split("e")[0]
+        return ("n", s[i:j], (neg, digits)), j
+    for word in ("true", "false", "null"):
+        if s.startswith(word, i):
+            return ("l", word, _LITS[word]), i + len(word)
+    raise ValueError(f"not a canonical text: {s!r}")
+
+
+# ----------------------------------------------------------------------------- item texts
+
+def item_end(b: bytes) -> int:
+    """The index just past the JSON value that ``b`` begins (its first byte the value's), when
+    it ends inside ``b`` — a number or literal only once a byte that cannot continue it follows
+    — else ``-1``. ``b`` is a prefix of valid JSON (the relaxed state allowed it)."""
+    n = len(b)
+    if not n:
+        return -1
+    c = b[0]
+    if c in _NUM:
+        j = 1
+        while j < n and b[j] in _NUM:
+            j += 1
+        return j if j < n else -1
+    if c in _LETTERS:
+        j = 1
+        while j < n and b[j] in _LETTERS:
+            j += 1
+        return j if j < n else -1
+    if c == 0x22:
+        return _string_end(b, 1)
+    depth, j, in_str = 0, 0, False
+    while j < n:
+        x = b[j]
+        if in_str:
+            if x == 0x5C:
+                j += 1
+            elif x == 0x22:
+                in_str = False
+        elif x == 0x22:
+            in_str = True
+        elif x in b"[{":
+            depth += 1
+        elif x in b"]}":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return -1
+
+
+def _string_end(b: bytes, j: int) -> int:
+    """Past the closing quote of the string whose content starts at ``j`` (``-1``: not closed)."""
+    n = len(b)
+    while j < n:
+        x = b[j]
+        if x == 0x5C:
+            j += 2
+            continue
+        if x == 0x22:
+            return j + 1
+        j += 1
+    return -1
+
+
+def lex_context(b: bytes) -> tuple[int, bool, bool]:
+    """``(depth, in a string, inside an escape)`` at the end of the item bytes ``b``: the
+    brackets open outside strings, whether the last byte leaves a string open, and whether an
+    escape in it is unfinished (a backslash, or ``\\u`` and fewer than four hex digits)."""
+    depth, in_str, j, n = 0, False, 0, len(b)
+    start = 0
+    while j < n:
+        x = b[j]
+        if in_str:
+            if x == 0x22:
+                in_str = False
+            elif x == 0x5C:
+                j += 1
+        elif x == 0x22:
+            in_str, start = True, j + 1
+        elif x in b"[{":
+            depth += 1
+        elif x in b"]}":
+            depth -= 1
+        j += 1
+    esc = in_str and not string_content(b[start:])[1]
+    return depth, in_str, esc
+
+
+# ----------------------------------------------------------------------------- matching
+
+def may_become(b: bytes, parts, repeats: bool, targets: list | None = None) -> bool:
+    """Whether the item bytes ``b`` (a prefix of the item's text, its first byte the value's) may
+    still become one of the values ``parts`` (:func:`parse_canonical`), as far as can be told
+    without the grammar: ``False`` is a proof that none of its completions is one (see the
+    module docstring). ``repeats``: the item's objects may repeat a key (a later member of a name
+    replaces the earlier). ``targets``, if given, receives the contents the string open at the
+    end of ``b`` may still become (``ANY``: it cannot narrow them)."""
+    hit = False
+    for p in parts:
+        if _match(b, 0, p, repeats, targets) is not None:
+            hit = True
+            if targets is None:
+                return True
+    return hit
+
+
+def _match(b: bytes, i: int, p, repeats: bool, tg):
+    """Match the value that starts at ``b[i:]`` (after whitespace) against part ``p``: the
+    index past it if it is complete and equal to ``p``, :data:`OPEN` if ``b`` ends inside it
+    and it may still become ``p``, ``None`` if it cannot."""
+    n = len(b)
+    while i < n and b[i] in _WS:
+        i += 1
+    if i >= n:
+        return OPEN
+    c = b[i]
+    kind = p[0]
+    if c == 0x7B:  # {
+        if kind != "o":
+            return None
+        members = p[2]
+        got: dict = {}  # key -> whether its (last) value equals the part's
+        i += 1
+        while True:
+            while i < n and (b[i] in _WS or b[i] == 0x2C):
+                i += 1
+            if i >= n:
+                return OPEN
+            if b[i] == 0x7D:
+                return i + 1 if len(got) == len(members) and all(got.values()) else None
+            # a key
+            content, _, closed = string_content(b[i + 1:])
+            if closed < 0:
+                hit = False
+                for k in members:
+                    if k.startswith(content) and (repeats or k not in got):
+                        hit = True
+                        if tg is not None:
+                            tg.append(k)
+                return OPEN if hit else None
+            if content not in members or (content in got and not repeats):
+                return None
+            i = i + 2 + closed
+            while i < n and b[i] in _WS:
+                i += 1
+            if i >= n:
+                return OPEN
+            i += 1  # (the colon)
+            if repeats:
+                r = _match(b, i, members[content], True, None)
+                if r is None:
+                    # a value that differs: a later member of the name may replace it
+                    r = _skip_value(b, i)
+                    got[content] = False
+                    if r == OPEN:
+                        if tg is not None:
+                            tg.append(ANY)
+                        return OPEN
+                    i = r
+                    continue
+                if r == OPEN:
+                    if tg is not None:
+                        _match(b, i, members[content], True, tg)
+                    return OPEN
+                got[content] = True
+                i = r
+                continue
+            r = _match(b, i, members[content], False, tg)
+            if r is None or r == OPEN:
+                return r
+            got[content] = True
+            i = r
+    if c == 0x5B:  # [
+        if kind != "a":
+            return None
+        items = p[2]
+        k = 0
+        i += 1
+        while True:
+            while i < n and (b[i] in _WS or b[i] == 0x2C):
+                i += 1
+            if i >= n:
+                return OPEN
+            if b[i] == 0x5D:
+                return i + 1 if k == len(items) else None
+            if k >= len(items):
+                return None
+            r = _match(b, i, items[k], repeats, tg)
+            if r is None or r == OPEN:
+                return r
+            i = r
+            k += 1
+    if c == 0x22:
+        if kind != "s":
+            return None
+        content, clean, closed = string_content(b[i + 1:])
+        if closed < 0:
+            if not p[2].startswith(content):
+                return None
+            if tg is not None:
+                tg.append(p[2])
+            return OPEN
+        return i + 2 + closed if content == p[2] else None
+    if c in _NUM:
+        if kind != "n":
+            return None
+        j = i + 1
+        while j < n and b[j] in _NUM:
+            j += 1
+        text = b[i:j]
+        if j >= n:
+            return OPEN if _number_may_be(text, p[2]) else None
+        from dotjson.jsonschema.unique import value_key
+
+        return j if value_key(text.decode("latin-1")) == p[1] else None
+    if c in _LETTERS:
+        if kind != "l":
+            return None
+        j = i + 1
+        while j < n and b[j] in _LETTERS:
+            j += 1
+        if j >= n:
+            return OPEN if p[2].startswith(b[i:j]) else None
+        return j if b[i:j] == p[2] else None
+    return None
+
+
+def _number_may_be(text: bytes, value) -> bool:
+    """Whether the number begun ``text`` may still equal the value ``(negative, significant
+    digits)`` (an over-approximation: whatever digits, point and exponent may follow)."""
+    neg, digits = value
+    t = text.decode("latin-1")
+    if t.startswith("-") != neg and digits:
+        return False
+    mant = t.lstrip("-").split("e")[0].split("E")[0]
+    sig = mant.replace(".", "").lstrip("0")
+    if "e" in t or "E" in t or not sig:
+        return True  # (an exponent begun, or only zeros so far: any magnitude may follow)
+    if not digits:
+        return False  # (a nonzero digit read: the value cannot be 0)
+    # the significant digits read must begin the value's (which a point and an exponent may
+    # place anywhere), trailing zeros included
+    k = len(digits)
+    return sig[:k] == digits[:len(sig)] and set(sig[k:]) <= {"0"}
+
+
+def _skip_value(b: bytes, i: int):
+    """The index past the value starting at ``b[i:]`` (after whitespace), :data:`OPEN` if
+    ``b`` ends inside it."""
+    n = len(b)
+    while i < n and b[i] in _WS:
+        i += 1
+    if i >= n:
+        return OPEN
+    e = item_end(b[i:])
+    return OPEN if e < 0 else i + e
+
+
+# ----------------------------------------------------------------------------- masks
+
+class _AnyMask:
+    """One state's mask for items of any kind (see :func:`token_mask`)."""
+
+    def __init__(self, fam, view, state: int, seen: tuple, body: bytes, rest: int):
+        self.fam, self.view, self.state, self.seen, self.rest = fam, view, state, seen, rest
+        self.n = len(seen)
+        self.k = fam._pos(seen)
+        self.seen_set = frozenset(seen)
+        self.danger = fam.danger_values(seen)  # canonical texts
+        self.body = body
+        self._rest_state = None
+        self._sep_states: dict = {}
+        self._fresh = None
+        self.other_state = None
+        self._r: dict = {}
+        #: completions that made an item begun here a new value (:meth:`inside`)
+        self.witnesses: list = []
+
+    def _state_of(self, t: int) -> int:
+        return -1 if self.view.is_empty(t) else self.view.state(t)
+
+    def fresh_live(self) -> bool:
+        if self._fresh is None:
+            from dotjson.jsonschema.unique_strings import FRESH
+
+            self._fresh = self.fam.live((tuple(sorted(self.seen + (FRESH,))), ""))
+        return self._fresh
+
+    def after(self, r: bytes, k: int):
+        """As :meth:`.unique_strings._Mask.after`: ``(end ok, separator ok, next item's bytes)``."""
+        hit = self._r.get((r, k))
+        if hit is None:
+            v = self.view
+            if self._rest_state is None:
+                self._rest_state = self._state_of(self.rest)
+            end_ok = not r or (self._rest_state >= 0 and v.walk(self._rest_state, r) >= 0)
+            if r:
+                sep = self._sep_states.get(k)
+                if sep is None:
+                    sep = self._sep_states[k] = self._state_of(v.seq(v.ref(self.fam.name(("+s", k))), self.rest))
+                sep_ok = sep >= 0 and v.walk(sep, r) >= 0
+            else:
+                sep_ok = True
+            hit = self._r[(r, k)] = (end_ok, sep_ok, r[_skip(r):] or None)
+        return hit
+
+    def inside(self, seen: tuple, whole: bytes, fresh: bool) -> bool:
+        """Whether the item bytes ``whole`` (not complete) after the values ``seen`` leave the
+        array live: surely where it can become no dangerous value; else where a completion
+        that made another item a new value completes this one to a new value too (a token of
+        whitespace, of another spelling: most of them), else the family's search."""
+        fam = self.fam
+        if fresh and not fam.may_become(seen, whole):
+            return True
+        text = whole.decode("latin-1")
+        if fresh and seen == self.seen:
+            q = fam._q(self.k, text)
+            if q >= 0:
+                auto = fam._auto
+                danger = set(self.danger)
+                for u in self.witnesses:
+                    r = q
+                    for ch in u:
+                        r = auto.step(r, ord(ch))
+                        if r < 0:
+                            break
+                    if r >= 0 and auto.accepting[r] and fam.value_of((text + u).encode("latin-1")) not in danger:
+                        return True
+                lex = 0
+                for ch in text:
+                    lex = _lex(lex, ord(ch))
+                for u, _ in zip(fam._dive(q, lex, QUICK_DIVE, True), range(3)):
+                    if fam.value_of((text + u).encode("latin-1")) not in danger:
+                        self.witnesses.insert(0, u)
+                        del self.witnesses[8:]
+                        return True
+        return fam.live((seen, text))
+
+    def verdict(self, tb: bytes, body: bytes, start: int) -> bool:
+        """Whether token ``tb``, allowed by the relaxed state, is allowed (the current item's
+        bytes ``body`` before it, the token's own item bytes from ``start``)."""
+        fam = self.fam
+        whole = body + tb[start:]
+        end = item_end(whole)
+        if end < 0:
+            return self.inside(self.seen, whole, self.fresh_live())
+        full, r = whole[:end], whole[end:]
+        done = []
+        while True:
+            v = fam.value_of(full)
+            if v in self.seen_set or v in done:
+                return False
+            done.append(v)
+            count = self.n + len(done)
+            end_ok, sep_ok, nb = self.after(r, min(count - 1, len(fam.items) - 1))
+            if count >= fam.lo and end_ok:
+                return True
+            if (fam.hi is not None and count >= fam.hi) or not sep_ok:
+                return False
+            # (the next item's existence, asked per set of values: the few values a token can
+            # complete share it; the next position's values are not searched for up front, as
+            # the strings' are: an object's are too many texts apart)
+            nxt = tuple(sorted(self.seen + tuple(done)))
+            if not fam.live((nxt, "")):
+                return False
+            if nb is None:
+                return True
+            end = item_end(nb)
+            if end < 0:
+                return self.inside(nxt, nb, fam._goes_on(nxt))
+            full, r = nb[:end], nb[end:]
+
+
+def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
+    """The mask of ``state`` (``prefix F rest | other``, ``F`` the rule of family ``fam``'s state
+    ``st``), for items of any kind; ``None`` where the generic walk must decide (see the module
+    docstring). Call with the automaton's lock held."""
+    from dotjson.jsonschema.unique_strings import _SEP
+
+    seen, text = st
+    body = text.encode("latin-1")
+    if prefix != view.EPS and (body or not view.only_bytes(prefix, _SEP)):
+        return None
+    k = fam._pos(seen)
+    if fam._q(k, text) < 0:
+        return None
+    rel_term = view.seq(prefix, view.seq(view.ref(fam.name(("*", k))), rest))
+    if body:
+        if other != view.EMPTY or view.is_empty(rel_term):
+            return None
+        rel = view.walk(view.state(rel_term), body)
+    else:
+        rel_term = view.alt(rel_term, other)
+        rel = -1 if view.is_empty(rel_term) else view.state(rel_term)
+    if rel < 0:
+        return None
+    m = _AnyMask(fam, view, state, seen, body, rest)
+    relaxed = view.mask(rel)
+    out = relaxed.copy()
+    spell = []
+    if not body:
+        cand = relaxed
+    else:
+        depth, in_str, esc = lex_context(body)
+        complete = item_end(body) >= 0  # (a string, object or array closed: any token leaves it)
+        targets: list = []
+        danger = [fam.danger_part(v) for v in m.danger]
+        maybe = may_become(body, danger, fam.repeats, targets)
+        if not m.fresh_live() or esc or complete:
+            cand = relaxed
+        elif maybe:
+            if not in_str:
+                cand = relaxed
+            elif any(t is ANY for t in targets):
+                return None  # (a string that cannot narrow what the item becomes: the generic walk)
+            else:
+                cand = relaxed & view.special_bits
+                content = string_content(body[lex_start(body):])[0]
+                spell = _spelling(view, content, targets, relaxed)
+        elif in_str:
+            cand = relaxed & view.special_bits
+        elif depth >= 1:
+            cand = relaxed & view.tokens_holding(frozenset(b"]}"))
+        else:
+            # a number or literal begun at the item's top: the tokens holding a byte that
+            # cannot continue it
+            cand = relaxed & view.tokens_holding(frozenset(range(256)) - _NUM - _LETTERS)
+    eos = set(view.eos_token_ids)
+    todo = _ids(cand).tolist()
+    if spell:
+        todo = sorted(set(todo) | set(spell))
+    for t in todo:
+        if t in eos:
+            continue
+        tb = view.token_bytes(t)
+        if not _decide(m, view, tb, body, other):
+            out[t >> 5] &= ~np.uint32(1 << (t & 31))
+    _set_eos(view, state, out)
+    return out
+
+
+def _spelling(view, content: bytes, targets, allowed: np.ndarray) -> list:
+    """The plain tokens allowed in ``allowed`` that spell the next bytes of a string whose
+    content so far is ``content`` towards one of the contents ``targets``."""
+    got = []
+    for d in set(targets):
+        if d.startswith(content):
+            rem = d[len(content):]
+            for L in range(1, min(len(rem), view.max_token_len) + 1):
+                t = view.plain_token_id(rem[:L])
+                if t >= 0 and allowed[t >> 5] >> np.uint32(t & 31) & 1:
+                    got.append(t)
+    return got
+
+
+def lex_start(body: bytes) -> int:
+    """The index where the content of the string open at the end of ``body`` starts."""
+    in_str, j, start = False, 0, 0
+    while j < len(body):
+        x = body[j]
+        if in_str:
+            if x == 0x22:
+                in_str = False
+            elif x == 0x5C:
+                j += 1
+        elif x == 0x22:
+            in_str, start = True, j + 1
+        j += 1
+    return start
+
+
+def _decide(m: _AnyMask, view, tb: bytes, body: bytes, other: int) -> bool:
+    if body:
+        return m.verdict(tb, body, 0)
+    i = _skip(tb)
+    if i == len(tb) or (tb[i] in _STARTS and m.verdict(tb, b"", i)):
+        return True
+    if other == view.EMPTY:
+        return False
+    if m.other_state is None:
+        m.other_state = -1 if view.is_empty(other) else view.state(other)
+    return m.other_state >= 0 and view.walk(m.other_state, tb) >= 0

@@ -1,0 +1,214 @@
+"""Token masks inside arrays of distinct objects, arrays and mixed values (issue 29,
+:mod:`dotjson.jsonschema.unique_any`).
+
+The reference is the family's generic walk (``Masker._family_masks = False``: a rule per token
+prefix an item may hold, exact by construction, affordable on a small vocabulary): both masks
+are compared at every state of random walks over a vocabulary of the tokens that can tell a
+relaxed state from the exact one (tokens that close an item and open the next, spell a member
+or a value read, numbers that extend), in the default configuration and the every-valid one;
+every document a walk finishes is checked by ``jsonschema``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from decimal import Decimal
+
+import jsonschema
+import numpy as np
+import pytest
+
+from dotjson import Index, Vocabulary
+from dotjson.errors import UnsupportedSchemaError
+from dotjson.jsonschema.unique import canonical_text
+from dotjson.jsonschema.unique_any import item_end, may_become, parse_canonical
+
+TOKS = ['[', ']', '{', '}', '{"', '"', '"a"', '"b"', '"c"', 'a', 'b', 'ab', ':', ': ', '":', '": ', '":"', '":1', '1',
+        '2', '12', '0', '.5', 'e1', '-', ',', ', ', ',"', ', "', '},', '},{', '}, {', '},{"', '}]', '"}', '"},', '"},{',
+        '"}]', '1}', '1},', '1},{"', '2}', '12}', '{"a":1}', '{"a":', '{"a":2}', '{"b":"', '"a":1', '"a":2', ',"b":"',
+        '"a', '"b', '1,', '1]', '2,', '2]', ' ', '\n', 'true', 'tr', 'ue', 'false', 'null', '[1', '[1,', '2]]', '],[',
+        ']]', '[[', 'x', '"x"', '\\u0061', '\\', 'u', '0061', '""', '"",', '{}', '{},', '{}]', ',{', '1.0', '10', 'e-1',
+        '[]', '[],', '"a":"', '"b":1', '"c":', '"a":{', '}}', '}},', '}}]', '{"c":1}']
+TOKS = list(dict.fromkeys(TOKS))
+EOS = len(TOKS)
+
+CLOSED = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 3}},
+          "additionalProperties": False}
+SCHEMAS = [
+    {"type": "array", "items": CLOSED, "uniqueItems": True},
+    # closed by the generation policy (close_objects), nested
+    {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "object", "properties": {
+        "c": {"type": "integer"}}}, "b": {"type": "string"}}}, "uniqueItems": True, "maxItems": 4},
+    {"type": "array", "items": {"type": ["string", "integer", "boolean", "null"]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "array", "items": {"type": "integer"}, "maxItems": 3}, "uniqueItems": True},
+    # a later position with few values, owed by minItems
+    # (values with few spellings: an integer's, 1.0, 10e-1, ..., are too many for the every-valid
+    # configuration's search among a position's values)
+    {"type": "array", "prefixItems": [CLOSED, {"enum": [{"b": "a"}, {"b": "ab"}, "x"]}], "items": CLOSED,
+     "uniqueItems": True, "minItems": 2},
+    {"type": "array", "items": {"anyOf": [CLOSED, {"type": "integer"}]}, "uniqueItems": True, "minItems": 1,
+     "maxItems": 3},
+    {"type": "object", "properties": {"c": {"type": "array", "items": CLOSED, "uniqueItems": True},
+                                      "b": {"type": "integer"}}},
+]
+EVERY_VALID = {"bounds": "schema", "close_objects": False, "property_order": "any", "whitespace": "json"}
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return Vocabulary.from_tuples(TOKS + ["<eos>"], list(range(EOS + 1)), EOS, special_token_ids=[EOS])
+
+
+def _bits(m) -> set:
+    return set(np.flatnonzero(np.unpackbits(m.view(np.uint8), bitorder="little")).tolist())
+
+
+def _is_int(checker, x) -> bool:
+    return not isinstance(x, bool) and (isinstance(x, int) or (isinstance(x, Decimal) and x == x.to_integral_value()))
+
+
+def _is_number(checker, x) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, Decimal))
+
+
+#: numbers read exactly (``1.0122e1110`` is an integer, not a float's infinity)
+_Exact = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=(
+    jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _is_int, "number": _is_number})))
+
+
+def valid(schema, text: str) -> bool:
+    return _Exact(schema).is_valid(json.loads(text, parse_float=Decimal))
+
+
+def _walks(index, ref, schema, config, seeds=6, steps=32):
+    finished = 0
+    for seed in range(seeds):
+        rng = random.Random(seed)
+        s, r, path = index.initial_state, ref.initial_state, []
+        for _ in range(steps):
+            got, want = _bits(index.mask(s)), _bits(ref.mask(r))
+            assert got == want, (schema, config, "".join(path), sorted(TOKS[t] if t < EOS else t for t in got ^ want))
+            if EOS in got:
+                assert valid(schema, "".join(path)), "".join(path)
+                finished += 1
+            choices = sorted(want - {EOS})
+            if not choices:
+                break
+            # (favour tokens that end an item and go on, or spell one read: they are the ones that
+            # tell; the array's end comes late)
+            on = [t for t in choices if "]" not in TOKS[t] or TOKS[t] in ("],[", "2]]")] or choices
+            heavy = [t for t in on if any(c in TOKS[t] for c in "},")]
+            t = rng.choice(heavy if heavy and rng.random() < 0.4 else on if rng.random() < 0.9 else choices)
+            path.append(TOKS[t])
+            s, r = index.next_state(s, t), ref.next_state(r, t)
+            assert (s < 0) == (r < 0)
+    return finished
+
+
+@pytest.mark.parametrize("config", ["default", "every-valid"])
+@pytest.mark.parametrize("k", range(len(SCHEMAS)))
+def test_masks_equal_the_generic_walk(vocab, k, config):
+    schema = SCHEMAS[k]
+    options = EVERY_VALID if config == "every-valid" else {}
+    index, ref = Index(schema, vocab, **options), Index(schema, vocab, **options)
+    ref._masker._family_masks = False
+    _walks(index, ref, schema, config, seeds=3 if k in (1, 2) else 6)  # (the reference is slow in strings)
+
+
+def test_the_family_masks_its_states(vocab):
+    # (the walks above compare something: the family's own masks, not the generic walk's)
+    from dotjson.jsonschema import unique_any
+
+    calls = []
+    real = unique_any.token_mask
+
+    def spy(*a):
+        out = real(*a)
+        calls.append(out is not None)
+        return out
+
+    unique_any.token_mask = spy
+    try:
+        index = Index(SCHEMAS[0], vocab)
+        s = index.initial_state
+        for t in ['[', '{"a":1}', ',', '{"', 'a', '":', '1']:
+            assert index.mask(s)[TOKS.index(t) >> 5] >> (TOKS.index(t) & 31) & 1, t
+            s = index.next_state(s, TOKS.index(t))
+        got = {TOKS[t] for t in _bits(index.mask(s)) if t < EOS}
+        assert not got & {"}", "}]", "},", "},{"} and {"2", "0", ",", ",\"", "2}", "1}"} <= got, got  # (1} is 11)
+    finally:
+        unique_any.token_mask = real
+    assert sum(calls) >= 5 and all(calls)
+
+
+def test_parse_canonical_and_item_end():
+    for v in [{"b": [1, "x", None], "a": {"c": True}}, [], {}, "é\u0000\"", -0.5, 10**30, [[1.5e-7]], False]:
+        ct = canonical_text(json.loads(json.dumps(v), parse_float=Decimal, parse_int=Decimal))
+        p = parse_canonical(ct)
+        assert p[1] == ct
+        text = json.dumps(v).encode()
+        assert item_end(text + b",") == len(text) and may_become(text, [p], False)
+        for i in range(len(text)):  # (every prefix may still become it)
+            assert may_become(text[:i], [p], False), text[:i]
+    assert item_end(b'{"a": "}"') == -1 and item_end(b'{"a": "}"}') == 10 and item_end(b"12") == -1
+    d = [parse_canonical(canonical_text(json.loads('{"a": 1, "b": "xy"}', parse_float=Decimal, parse_int=Decimal)))]
+    assert may_become(b'{"b": "xy", "a": 1', d, False) and may_become(b'{"b":"x', d, False)
+    assert not may_become(b'{"b": "xz', d, False) and not may_become(b'{"c', d, False)
+    assert not may_become(b'{"a": 2', d, False) and may_become(b'{"a": 2', d, True)  # (a later "a" may replace it)
+    assert may_become(b'{"a": 10e-1', d, False) and may_become(b'{"a": 0.0', d, False)
+    assert not may_become(b'{"a": 12', d, False) and may_become(b'{"a": 100', d, False)  # (100e-2)
+    assert not may_become(b'{"a": -', d, False) and not may_become(b'{"a": 1, "a', d, False)
+    targets: list = []
+    assert may_become(b'{"a": 1, "b": "', d, False, targets) and targets == [b"xy"]
+
+
+def test_a_saved_index_masks_the_same(vocab, tmp_path):
+    schema = SCHEMAS[0]
+    index = Index(schema, vocab)
+    index.serialize_to_disk(tmp_path / "u")
+    loaded = Index.deserialize_from_disk(tmp_path / "u", vocab)
+    (fam,) = [f for f in loaded._auto.grammar.families if hasattr(f, "token_mask")]
+    assert fam.keys_once and not fam.strings
+    a, b = index.initial_state, loaded.initial_state
+    for t in ['[', '{"a":1}', ',', '{"', 'a', '":', '1']:
+        assert _bits(index.mask(a)) == _bits(loaded.mask(b)), t
+        a, b = index.next_state(a, TOKS.index(t)), loaded.next_state(b, TOKS.index(t))
+    assert _bits(index.mask(a)) == _bits(loaded.mask(b))
+
+
+def test_open_objects_stay_refused_with_generation_bounds(vocab):
+    # their keys may repeat (the last member of a name wins): the every-valid configuration only
+    for items in ({"type": "object"}, {"type": "object", "properties": {"a": {}}}):
+        with pytest.raises(UnsupportedSchemaError, match="may repeat a key"):
+            Index({"type": "array", "items": items, "uniqueItems": True}, vocab)
+
+
+def test_llama3_masks_inside_an_array_of_distinct_objects(llama3_vocab, llama3_tokenizer):
+    # the default configuration: records teacher-forced; where the third item repeats the first
+    # so far, the tokens that would close it are refused and those that go on are not; a sample
+    # of the vocabulary's tokens (every one holding a closing brace among them) against the
+    # automaton's own walk
+    schema = {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}, "uniqueItems": True}
+    index = Index(schema, llama3_vocab)
+    doc = '[{"name": "al", "age": 3}, {"name": "bo", "age": 30}, {"name": "al", "age": 3'
+    s = index.initial_state
+    for t in llama3_tokenizer.encode(doc, add_special_tokens=False):
+        assert index.mask(s)[t >> 5] >> (t & 31) & 1, t
+        s = index.next_state(s, t)
+    mask = _bits(index.mask(s))
+    ids = {llama3_vocab.token_bytes(t): t for t in range(llama3_vocab.max_token_id())}
+    for text in (b'}', b'},', b'}]', b'}]\n'):
+        if text in ids:
+            assert ids[text] not in mask, text
+    for text in (b'0', b'1', b'5', b'00'):
+        assert ids[text] in mask, text
+    rng = random.Random(29)
+    braced = [t for b, t in ids.items() if b"}" in b]
+    sample = rng.sample(braced, 150) + rng.sample(range(llama3_vocab.max_token_id()), 150)
+    a = index._auto
+    for t in sample:
+        tb = llama3_vocab.token_bytes(t)
+        want = bool(tb) and not llama3_vocab.is_special(t) and a.walk_bytes(s, tb) >= 0
+        assert (t in mask) == want, tb

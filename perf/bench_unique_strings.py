@@ -1,5 +1,7 @@
-"""Arrays of distinct strings (``uniqueItems`` over string items, issue 29): the cost of exactness
-per token, beside the same schema without the keyword and beside llguidance in the same run.
+"""Arrays of distinct strings, objects, arrays and mixed values (``uniqueItems``, issue 29): the
+cost of exactness per token, beside the same schema without the keyword and beside llguidance in
+the same run. (Strings: :mod:`dotjson.jsonschema.unique_strings`; the others:
+:mod:`dotjson.jsonschema.unique_any`.)
 
 A new index per document (every mask fresh), the default configuration, Llama 3, one process
 after ``dotjson.warmup()``, thread CPU. Per case: ``Index()`` time; the document's token masks
@@ -56,6 +58,19 @@ def cases():
         ("emails format",
          _obj("to", {"type": "array", "uniqueItems": True, "items": {"type": "string", "format": "email"}}),
          {"title": "mail", "to": ["jane@example.com", "joe@example.org", "ops@example.net"]}),
+        # objects (closed by the default configuration), arrays, mixed values
+        ("records x6 (objects)",
+         _obj("people", {"type": "array", "uniqueItems": True, "items": {"type": "object", "properties": {
+             "name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}}),
+         {"title": "team", "people": [{"name": n, "age": a} for n, a in
+                                      (("Ann", 31), ("Bob", 31), ("Ann", 32), ("Cy", 7), ("Bob", 40), ("Dee", 31))]}),
+        ("points x8 (arrays)",
+         _obj("points", {"type": "array", "uniqueItems": True, "items": {
+             "type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}),
+         {"title": "path", "points": [[0, 0], [0, 1], [1, 0], [1, 1], [10, 0], [0, 10], [2, 3], [3, 2]]}),
+        ("mixed x10 (strings, numbers, booleans)",
+         _obj("values", {"type": "array", "uniqueItems": True, "items": {"type": ["string", "integer", "boolean"]}}),
+         {"title": "row", "values": ["a", 1, True, "b", 2, False, "ab", 10, 12, "1"]}),
     ]
 
 

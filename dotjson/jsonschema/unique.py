@@ -225,6 +225,7 @@ MAX_MASK_ITEM_TEXTS = 512
 _DIVE_FIRST = b'}]",:0a'
 _DIVE_RANK = tuple(_DIVE_FIRST.index(b) if b in _DIVE_FIRST else 8 + b if 0x21 <= b < 0x7F and b != 0x5C
                    else 200 if b == 0x20 else 201 if b == 0x5C else 256 + b for b in range(256))
+_DIVE_RANK_STR = tuple(-1 if b == 0x22 else r for b, r in enumerate(_DIVE_RANK))
 #: brackets the depth-first search may open below where it starts (at most), and the states it
 #: may enter in all
 MAX_DIVE_DEPTH = 5
@@ -441,14 +442,16 @@ class UniqueValues(_Family):
             self._succ[q] = hit
         return hit
 
-    def _ranked(self, q: int):
-        """:meth:`_successors` in :data:`_DIVE_RANK` order (remembered)."""
-        hit = self._rank.get(q)
+    def _ranked(self, q: int, in_string: bool = False):
+        """:meth:`_successors` in :data:`_DIVE_RANK` order, a quote first inside a string (its
+        content is done soonest by closing it: a ``}`` there is a character); remembered."""
+        hit = self._rank.get((q, in_string))
         if hit is None:
-            hit = sorted(self._successors(q), key=lambda br: _DIVE_RANK[br[0]])
+            rank = _DIVE_RANK_STR if in_string else _DIVE_RANK
+            hit = sorted(self._successors(q), key=lambda br: rank[br[0]])
             if len(self._rank) > 200_000:
                 self._rank.clear()
-            self._rank[q] = hit
+            self._rank[(q, in_string)] = hit
         return hit
 
     #: the bytes each search for completions tries, in turn: enough to close any JSON value and
@@ -539,7 +542,7 @@ class UniqueValues(_Family):
         for cap in range(1, MAX_DIVE_DEPTH + 1):
 
             def succ(r, lx, depth):
-                ranked = self._ranked(r)
+                ranked = self._ranked(r, lx == 1)
                 if lx:
                     return iter(ranked)
                 return iter([(b, r2) for b, r2 in ranked if not (b in _JSON_WS or (b in b"[{" and depth >= cap))])

@@ -49,6 +49,12 @@ _STARTS = frozenset(b'{["-0123456789tfn')
 OPEN = -1
 #: a target of an open string that cannot narrow it (a member of a name the object may repeat)
 ANY = object()
+#: a target ``(NEXT, parts)``: ``b`` ends where a value or key may start, which may become one of
+#: ``parts`` (a key as a string part)
+NEXT = "next"
+#: a target ``(NUMBER, text, value)``: ``b`` ends inside a number begun ``text`` that may still be
+#: the number ``value``
+NUMBER = "number"
 
 
 # ----------------------------------------------------------------------------- canonical values
@@ -188,17 +194,32 @@ def may_become(b: bytes, parts, repeats: bool, targets: list | None = None) -> b
     without the grammar: ``False`` is a proof that none of its completions is one (see the
     module docstring). ``repeats``: the item's objects may repeat a key (a later member of a name
     replaces the earlier). ``targets``, if given, receives the contents the string open at the
-    end of ``b`` may still become (``ANY``: it cannot narrow them)."""
+    end of ``b`` may still become, ``(NEXT, parts)`` where ``b`` ends before a value or key may
+    start, ``(NUMBER, text, value)`` inside a number, one entry per value it may become (``ANY``:
+    nothing narrows the next bytes)."""
     hit = False
+    strings: dict = {}  # (each string of ``b`` decoded once for all the values)
     for p in parts:
-        if _match(b, 0, p, repeats, targets) is not None:
+        n0 = len(targets) if targets is not None else 0
+        if _match(b, 0, p, repeats, targets, strings) is not None:
             hit = True
             if targets is None:
                 return True
+            if len(targets) == n0:
+                targets.append(ANY)  # (it ends where nothing narrows the next bytes: a literal, a colon)
     return hit
 
 
-def _match(b: bytes, i: int, p, repeats: bool, tg):
+def _string_at(b: bytes, i: int, strings: dict):
+    """:func:`string_content` of the string whose opening quote is ``b[i]`` (remembered in
+    ``strings``)."""
+    hit = strings.get(i)
+    if hit is None:
+        hit = strings[i] = string_content(b[i + 1:])
+    return hit
+
+
+def _match(b: bytes, i: int, p, repeats: bool, tg, strings: dict):
     """Match the value that starts at ``b[i:]`` (after whitespace) against part ``p``: the
     index past it if it is complete and equal to ``p``, :data:`OPEN` if ``b`` ends inside it
     and it may still become ``p``, ``None`` if it cannot."""
@@ -206,6 +227,8 @@ def _match(b: bytes, i: int, p, repeats: bool, tg):
     while i < n and b[i] in _WS:
         i += 1
     if i >= n:
+        if tg is not None:  # (a value may start here: the value it may be)
+            tg.append((NEXT, [p]))
         return OPEN
     c = b[i]
     kind = p[0]
@@ -215,15 +238,20 @@ def _match(b: bytes, i: int, p, repeats: bool, tg):
         members = p[2]
         got: dict = {}  # key -> whether its (last) value equals the part's
         i += 1
+        want = True  # (a key may start: after the brace or a comma)
         while True:
             while i < n and (b[i] in _WS or b[i] == 0x2C):
+                want = want or b[i] == 0x2C
                 i += 1
             if i >= n:
+                if tg is not None and want:
+                    tg.append((NEXT, [("s", None, k) for k in members if repeats or k not in got]))
                 return OPEN
+            want = False
             if b[i] == 0x7D:
                 return i + 1 if len(got) == len(members) and all(got.values()) else None
             # a key
-            content, _, closed = string_content(b[i + 1:])
+            content, _, closed = _string_at(b, i, strings)
             if closed < 0:
                 hit = False
                 for k in members:
@@ -241,7 +269,7 @@ def _match(b: bytes, i: int, p, repeats: bool, tg):
                 return OPEN
             i += 1  # (the colon)
             if repeats:
-                r = _match(b, i, members[content], True, None)
+                r = _match(b, i, members[content], True, None, strings)
                 if r is None:
                     # a value that differs: a later member of the name may replace it
                     r = _skip_value(b, i)
@@ -254,12 +282,12 @@ def _match(b: bytes, i: int, p, repeats: bool, tg):
                     continue
                 if r == OPEN:
                     if tg is not None:
-                        _match(b, i, members[content], True, tg)
+                        _match(b, i, members[content], True, tg, strings)
                     return OPEN
                 got[content] = True
                 i = r
                 continue
-            r = _match(b, i, members[content], False, tg)
+            r = _match(b, i, members[content], False, tg, strings)
             if r is None or r == OPEN:
                 return r
             got[content] = True
@@ -270,16 +298,21 @@ def _match(b: bytes, i: int, p, repeats: bool, tg):
         items = p[2]
         k = 0
         i += 1
+        want = True
         while True:
             while i < n and (b[i] in _WS or b[i] == 0x2C):
+                want = want or b[i] == 0x2C
                 i += 1
             if i >= n:
+                if tg is not None and want:
+                    tg.append((NEXT, [items[k]] if k < len(items) else []))
                 return OPEN
+            want = False
             if b[i] == 0x5D:
                 return i + 1 if k == len(items) else None
             if k >= len(items):
                 return None
-            r = _match(b, i, items[k], repeats, tg)
+            r = _match(b, i, items[k], repeats, tg, strings)
             if r is None or r == OPEN:
                 return r
             i = r
@@ -287,7 +320,7 @@ def _match(b: bytes, i: int, p, repeats: bool, tg):
     if c == 0x22:
         if kind != "s":
             return None
-        content, clean, closed = string_content(b[i + 1:])
+        content, clean, closed = _string_at(b, i, strings)
         if closed < 0:
             if not p[2].startswith(content):
                 return None
@@ -303,7 +336,11 @@ def _match(b: bytes, i: int, p, repeats: bool, tg):
             j += 1
         text = b[i:j]
         if j >= n:
-            return OPEN if _number_may_be(text, p[2]) else None
+            if not _number_may_be(text, p[2]):
+                return None
+            if tg is not None:
+                tg.append((NUMBER, text, p[2]))
+            return OPEN
         from dotjson.jsonschema.unique import value_key
 
         return j if value_key(text.decode("latin-1")) == p[1] else None
@@ -492,8 +529,11 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     relaxed = view.mask(rel)
     out = relaxed.copy()
     spell = []
+    nexts = None  # (where a string may start next: the contents it may become)
     if not body:
         cand = relaxed
+        if m.fresh_live():  # (a token that begins a string or number it cannot make a value read)
+            nexts = [(NEXT, [fam.danger_part(v) for v in m.danger])]
     else:
         depth, in_str, esc = lex_context(body)
         complete = item_end(body) >= 0  # (a string, object or array closed: any token leaves it)
@@ -505,16 +545,21 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
         elif maybe:
             if not in_str:
                 cand = relaxed
+                if all(type(t) is tuple for t in targets):
+                    nexts = targets
             elif any(t is ANY for t in targets):
                 return None  # (a string that cannot narrow what the item becomes: the generic walk)
             else:
                 cand = relaxed & view.special_bits
                 content = string_content(body[lex_start(body):])[0]
-                spell = _spelling(view, content, targets, relaxed)
-        elif in_str:
-            cand = relaxed & view.special_bits
+                spell = _spelling(view, content, [t for t in targets if type(t) is bytes], relaxed)
         elif depth >= 1:
+            # inside a container (in a string of it or not): a token leaves the item only by
+            # its closing bracket; every other one ends inside it, where it cannot become a
+            # dangerous value either (the answer only narrows as bytes are added)
             cand = relaxed & view.tokens_holding(frozenset(b"]}"))
+        elif in_str:
+            cand = relaxed & view.tokens_holding(frozenset(b'"'))  # (a string item: its closing quote)
         else:
             # a number or literal begun at the item's top: the tokens holding a byte that
             # cannot continue it
@@ -527,10 +572,45 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
         if t in eos:
             continue
         tb = view.token_bytes(t)
+        if nexts is not None and _stays_new(tb[_skip(tb):] if not body else tb, nexts):
+            continue
         if not _decide(m, view, tb, body, other):
             out[t >> 5] &= ~np.uint32(1 << (t & 31))
     _set_eos(view, state, out)
     return out
+
+
+def _stays_new(tb: bytes, targets: list) -> bool:
+    """Whether token ``tb`` ends, where the item bytes end at ``targets`` (:func:`may_become`'s
+    ``NEXT`` and ``NUMBER`` entries: a value or key may start, a number is open), inside a string
+    or number that can become none of the values there (then the item can become no dangerous
+    value: its relaxed verdict stands)."""
+    for t in targets:
+        if t[0] == NUMBER:
+            if not all(x in _NUM for x in tb) or _number_may_be(t[1] + tb, t[2]):
+                return False
+            continue
+        i = _skip_ws(tb)
+        if i >= len(tb):
+            return False
+        if tb[i] == 0x22:
+            content, clean, closed = string_content(tb[i + 1:])
+            if closed >= 0 or not clean or any(p[0] == "s" and p[2].startswith(content) for p in t[1]):
+                return False
+        elif tb[i] in _NUM:
+            if not all(x in _NUM for x in tb[i:]) or \
+                    any(p[0] == "n" and _number_may_be(tb[i:], p[2]) for p in t[1]):
+                return False
+        else:
+            return False
+    return True
+
+
+def _skip_ws(tb: bytes) -> int:
+    i = 0
+    while i < len(tb) and tb[i] in _WS:
+        i += 1
+    return i
 
 
 def _spelling(view, content: bytes, targets, allowed: np.ndarray) -> list:

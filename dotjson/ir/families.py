@@ -45,12 +45,13 @@ from dotjson._weak import weak_method
 from dotjson.ir.analysis import Unsettled
 
 __all__ = ["family_of", "rules_with_families", "expand_families", "register_family", "family_kinds",
-           "family_to_json", "family_from_json", "token_walk", "token_walk_id"]
+           "family_to_json", "family_from_json", "token_walk", "token_walk_id", "not_a_token_walk"]
 
 
 class _WalkScope(threading.local):
     depth = 0
     walk = 0
+    saved = None  # the scopes :func:`not_a_token_walk` set aside
 
 
 _SCOPE = _WalkScope()
@@ -80,6 +81,33 @@ def token_walk() -> _TokenWalk:
     """The scope of one token mask's computation in this thread, a context manager (nested
     scopes are one walk; entering and leaving it costs ~0.4 µs)."""
     return _TOKEN_WALK
+
+
+class _NotATokenWalk:
+    __slots__ = ()
+
+    def __enter__(self):
+        sc = _SCOPE
+        if sc.saved is None:
+            sc.saved = []
+        sc.saved.append((sc.depth, sc.walk))
+        sc.depth = sc.walk = 0
+
+    def __exit__(self, *exc):
+        sc = _SCOPE
+        sc.depth, sc.walk = sc.saved.pop()
+
+
+_NOT_A_TOKEN_WALK = _NotATokenWalk()
+
+
+def not_a_token_walk() -> _NotATokenWalk:
+    """A scope inside a token mask's computation that is not part of it (a context manager): a
+    family reading its own automaton of item texts there (a search for a completion, a state of
+    it) reads, as :func:`token_walk_id` ``0`` tells the families that automaton reaches (a
+    ``uniqueItems`` array nested in another's items), so they do not count what it makes against
+    the mask."""
+    return _NOT_A_TOKEN_WALK
 
 
 def token_walk_id() -> int:

@@ -28,7 +28,7 @@ import numpy as np
 
 from dotjson import ir
 from dotjson.ir import Ref, seq
-from dotjson.ir.families import register_family, token_walk_id
+from dotjson.ir.families import not_a_token_walk, register_family, token_walk_id
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
 from dotjson.jsonschema.numarith import _Arith
@@ -394,9 +394,10 @@ class UniqueValues(_Family):
                 view = ir.Grammar(_ItemRules(g.rules, starts), view_start, families=g.families, shared=g.shared)
                 auto = Automaton(view)
                 self._q0 = []
-                for n in self._starts():
-                    t = auto.ref_term(n)
-                    self._q0.append(-2 if auto.is_empty(t) else auto.state(t))
+                with not_a_token_walk():
+                    for n in self._starts():
+                        t = auto.ref_term(n)
+                        self._q0.append(-2 if auto.is_empty(t) else auto.state(t))
                 self._auto = auto
             finally:
                 self._busy = False
@@ -420,9 +421,10 @@ class UniqueValues(_Family):
         q = self._qs.get((k, text[:i]), self._q0[k]) if i > 0 else self._q0[k]
         if len(self._qs) > 200_000:
             self._qs.clear()
-        while i < len(text) and q >= 0:
-            q = auto.step(q, ord(text[i]))
-            i += 1
+        with not_a_token_walk():  # (the item automaton reads: see _successors)
+            while i < len(text) and q >= 0:
+                q = auto.step(q, ord(text[i]))
+                i += 1
         q = q if i == len(text) else -2
         self._qs[(k, text)] = q
         return q
@@ -433,7 +435,10 @@ class UniqueValues(_Family):
         hit = self._succ.get(q)
         if hit is None:
             auto = self._auto
-            auto.fill_row(q)
+            # (the item automaton reads texts: a uniqueItems array inside the items, reached by a
+            # search inside a token mask, counts nothing against that mask's walk)
+            with not_a_token_walk():
+                auto.fill_row(q)
             row = np.asarray(auto.trans[q])
             bs = np.flatnonzero(row >= 0)
             hit = list(zip(bs.tolist(), row[bs].tolist()))

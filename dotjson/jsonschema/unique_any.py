@@ -34,6 +34,7 @@ import json
 
 import numpy as np
 
+from dotjson.ir.families import not_a_token_walk
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.unique import QUICK_DIVE, _lex
 from dotjson.jsonschema.unique_strings import _ids, _set_eos, _skip, string_content
@@ -401,7 +402,7 @@ class _AnyMask:
         self.body = body
         self._rest_state = None
         self._sep_states: dict = {}
-        self._fresh = None
+        self._goes = None
         self.other_state = None
         self._r: dict = {}
         #: completions that made an item begun here a new value (:meth:`inside`)
@@ -410,12 +411,13 @@ class _AnyMask:
     def _state_of(self, t: int) -> int:
         return -1 if self.view.is_empty(t) else self.view.state(t)
 
-    def fresh_live(self) -> bool:
-        if self._fresh is None:
-            from dotjson.jsonschema.unique_strings import FRESH
-
-            self._fresh = self.fam.live((tuple(sorted(self.seen + (FRESH,))), ""))
-        return self._fresh
+    def goes_on(self) -> bool:
+        """Whether the positions still owed can be filled after the current item takes a value
+        outside the dangerous ones (the same for every such value:
+        :meth:`~dotjson.jsonschema.unique.UniqueValues._goes_on`)."""
+        if self._goes is None:
+            self._goes = self.fam._goes_on(self.seen)
+        return self._goes
 
     def after(self, r: bytes, k: int):
         """As :meth:`.unique_strings._Mask.after`: ``(end ok, separator ok, next item's bytes)``."""
@@ -451,10 +453,11 @@ class _AnyMask:
                 danger = set(self.danger)
                 for u in self.witnesses:
                     r = q
-                    for ch in u:
-                        r = auto.step(r, ord(ch))
-                        if r < 0:
-                            break
+                    with not_a_token_walk():  # (the item automaton reads: UniqueValues._successors)
+                        for ch in u:
+                            r = auto.step(r, ord(ch))
+                            if r < 0:
+                                break
                     if r >= 0 and auto.accepting[r] and fam.value_of((text + u).encode("latin-1")) not in danger:
                         return True
                 lex = 0
@@ -474,7 +477,7 @@ class _AnyMask:
         whole = body + tb[start:]
         end = item_end(whole)
         if end < 0:
-            return self.inside(self.seen, whole, self.fresh_live())
+            return self.inside(self.seen, whole, self.goes_on())
         full, r = whole[:end], whole[end:]
         done = []
         while True:
@@ -516,10 +519,16 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     if fam._q(k, text) < 0:
         return None
     rel_term = view.seq(prefix, view.seq(view.ref(fam.name(("*", k))), rest))
+    extra = None
     if body:
-        if other != view.EMPTY or view.is_empty(rel_term):
+        if view.is_empty(rel_term):
             return None
         rel = view.walk(view.state(rel_term), body)
+        if other != view.EMPTY:
+            # (an item begun beside another branch, an open object's extra member beside a
+            # declared one: that branch's tokens are its own mask's)
+            extra = None if view.is_empty(other) else view.mask(view.state(other))
+            other = view.EMPTY
     else:
         rel_term = view.alt(rel_term, other)
         rel = -1 if view.is_empty(rel_term) else view.state(rel_term)
@@ -532,7 +541,7 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     nexts = None  # (where a string may start next: the contents it may become)
     if not body:
         cand = relaxed
-        if m.fresh_live():  # (a token that begins a string or number it cannot make a value read)
+        if m.goes_on():  # (a token that begins a string or number it cannot make a value read)
             nexts = [(NEXT, [fam.danger_part(v) for v in m.danger])]
     else:
         depth, in_str, esc = lex_context(body)
@@ -540,7 +549,7 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
         targets: list = []
         danger = [fam.danger_part(v) for v in m.danger]
         maybe = may_become(body, danger, fam.repeats, targets)
-        if not m.fresh_live() or esc or complete:
+        if not m.goes_on() or esc or complete:
             cand = relaxed
         elif maybe:
             if not in_str:
@@ -576,6 +585,8 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
             continue
         if not _decide(m, view, tb, body, other):
             out[t >> 5] &= ~np.uint32(1 << (t & 31))
+    if extra is not None:
+        out |= extra
     _set_eos(view, state, out)
     return out
 

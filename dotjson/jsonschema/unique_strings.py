@@ -242,10 +242,15 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     if fam._q(k, text) < 0:
         return None
     rel_term = view.seq(prefix, view.seq(view.ref(fam.name(("*", k))), rest))
+    extra = None
     if body:
-        if other != view.EMPTY or view.is_empty(rel_term):
-            return None  # (an item begun beside another branch: not met in JSON Schema's arrays)
+        if view.is_empty(rel_term):
+            return None
         rel = view.walk(view.state(rel_term), body)
+        if other != view.EMPTY:
+            # (an item begun beside another branch: that branch's tokens are its own mask's)
+            extra = None if view.is_empty(other) else view.mask(view.state(other))
+            other = view.EMPTY
     else:
         rel_term = view.alt(rel_term, other)
         rel = -1 if view.is_empty(rel_term) else view.state(rel_term)
@@ -309,6 +314,8 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
             out[t >> 5] &= ~np.uint32(1 << (t & 31))
     if entry is not None:
         entry.then |= _parts(m.content, m.danger_prefixes | _prefixes(m.sep_danger))
+    if extra is not None:
+        out |= extra
     _set_eos(view, state, out)
     return out
 

@@ -265,7 +265,7 @@ class ArrayBuilder:
         ``rest`` is one branch of numbers only (``type: integer``/``number`` with bounds,
         ``multipleOf``, excluded values), else ``None``."""
         tr = self.tr
-        from dotjson.jsonschema.unique import UniqueNumbers, item_params
+        from dotjson.jsonschema.unique_numbers import UniqueNumbers, item_params
 
         if rest in (TRUE, FALSE):
             return None

@@ -45,16 +45,10 @@ class ArrayBuilder:
         rest = tr.and_expr(after)
         strings = bool(a.unique) and self.strings_only(pos_exprs, rest)
         if hi is None and tr.gen_bounds is not None and not a.contains and (not a.unique or strings):
-            # the generation bound on items (not where minItems asks for more: the schema wants
-            # long arrays; nor beside contains or uniqueItems over finite sets or numbers, which
-            # count items their own way; distinct strings are as many as plain ones), tighter
-            # where every item is an object or an array (20-40 tokens each to a model)
-            most = tr.gen_bounds["structured_items"] \
-                if all(tr.structured(e) for e in [*pos_exprs, rest]) else tr.gen_bounds["items"]
-            if lo <= most:
-                hi = most
-            elif lo <= tr.gen_bounds["items"]:
-                hi = tr.gen_bounds["items"]
+            # the generation bound on items (not beside contains or uniqueItems over finite sets
+            # or numbers, which count items their own way; distinct strings are as many as plain
+            # ones)
+            hi = self.items_bound(pos_exprs, rest, lo)
         for i, e in enumerate(pos_exprs):
             if e == FALSE:
                 hi = i if hi is None else min(hi, i)
@@ -210,6 +204,17 @@ class ArrayBuilder:
                     return False
         return True
 
+    def items_bound(self, pos_exprs, rest, lo: int):
+        """The generation bound on an array's items (``None``: none, where ``minItems`` asks for
+        more: the schema wants long arrays), tighter where every item is an object or an array
+        (20-40 tokens each to a model)."""
+        tr = self.tr
+        most = tr.gen_bounds["structured_items"] \
+            if all(tr.structured(e) for e in [*pos_exprs, rest]) else tr.gen_bounds["items"]
+        if lo <= most:
+            return most
+        return tr.gen_bounds["items"] if lo <= tr.gen_bounds["items"] else None
+
     def keys_once(self, exprs) -> bool:
         """Whether no object the schemas ``exprs`` allow, at any depth, may hold a key twice:
         every object is closed to its declared names (``additionalProperties: false``, or closed
@@ -307,12 +312,7 @@ class ArrayBuilder:
         from dotjson.jsonschema.unique import UniqueValues
 
         if hi is None and tr.gen_bounds is not None and not strings:
-            most = tr.gen_bounds["structured_items"] \
-                if all(tr.structured(e) for e in [*pos_exprs, rest]) else tr.gen_bounds["items"]
-            if lo <= most:
-                hi = most
-            elif lo <= tr.gen_bounds["items"]:
-                hi = tr.gen_bounds["items"]
+            hi = self.items_bound(pos_exprs, rest, lo)
         items = [tr.node_of(e) for e in pos_exprs] + [tr.node_of(rest)]
         fam = UniqueValues(tr.fresh_prefix("uval"), lo, hi, items, tr.sep,
                            grammar_of=tr.the_grammar, strings=strings, keys_once=keys_once)

@@ -37,7 +37,7 @@ import numpy as np
 from dotjson.ir.families import not_a_token_walk
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.unique import QUICK_DIVE, _lex
-from dotjson.jsonschema.unique_strings import _ids, _set_eos, _skip, string_content
+from dotjson.jsonschema.unique_strings import ArrayMask, _ids, _set_eos, _skip, relaxed_of, spelling, string_content
 
 __all__ = ["item_end", "may_become", "parse_canonical", "token_mask"]
 
@@ -163,10 +163,11 @@ def _string_end(b: bytes, j: int) -> int:
     return -1
 
 
-def lex_context(b: bytes) -> tuple[int, bool, bool]:
-    """``(depth, in a string, inside an escape)`` at the end of the item bytes ``b``: the
-    brackets open outside strings, whether the last byte leaves a string open, and whether an
-    escape in it is unfinished (a backslash, or ``\\u`` and fewer than four hex digits)."""
+def lex_context(b: bytes) -> tuple[int, bool, bool, int]:
+    """``(depth, in a string, inside an escape, start)`` at the end of the item bytes ``b``: the
+    brackets open outside strings, whether the last byte leaves a string open, whether an
+    escape in it is unfinished (a backslash, or ``\\u`` and fewer than four hex digits), and
+    where the open string's content starts."""
     depth, in_str, j, n = 0, False, 0, len(b)
     start = 0
     while j < n:
@@ -184,7 +185,7 @@ def lex_context(b: bytes) -> tuple[int, bool, bool]:
             depth -= 1
         j += 1
     esc = in_str and not string_content(b[start:])[1]
-    return depth, in_str, esc
+    return depth, in_str, esc, start
 
 
 # ----------------------------------------------------------------------------- matching
@@ -390,26 +391,17 @@ def _skip_value(b: bytes, i: int):
 
 # ----------------------------------------------------------------------------- masks
 
-class _AnyMask:
+class _AnyMask(ArrayMask):
     """One state's mask for items of any kind (see :func:`token_mask`)."""
 
     def __init__(self, fam, view, state: int, seen: tuple, body: bytes, rest: int):
-        self.fam, self.view, self.state, self.seen, self.rest = fam, view, state, seen, rest
-        self.n = len(seen)
-        self.k = fam._pos(seen)
+        super().__init__(fam, view, state, seen, rest)
         self.seen_set = frozenset(seen)
         self.danger = fam.danger_values(seen)  # canonical texts
         self.body = body
-        self._rest_state = None
-        self._sep_states: dict = {}
         self._goes = None
-        self.other_state = None
-        self._r: dict = {}
         #: completions that made an item begun here a new value (:meth:`inside`)
         self.witnesses: list = []
-
-    def _state_of(self, t: int) -> int:
-        return -1 if self.view.is_empty(t) else self.view.state(t)
 
     def goes_on(self) -> bool:
         """Whether the positions still owed can be filled after the current item takes a value
@@ -418,24 +410,6 @@ class _AnyMask:
         if self._goes is None:
             self._goes = self.fam._goes_on(self.seen)
         return self._goes
-
-    def after(self, r: bytes, k: int):
-        """As :meth:`.unique_strings._Mask.after`: ``(end ok, separator ok, next item's bytes)``."""
-        hit = self._r.get((r, k))
-        if hit is None:
-            v = self.view
-            if self._rest_state is None:
-                self._rest_state = self._state_of(self.rest)
-            end_ok = not r or (self._rest_state >= 0 and v.walk(self._rest_state, r) >= 0)
-            if r:
-                sep = self._sep_states.get(k)
-                if sep is None:
-                    sep = self._sep_states[k] = self._state_of(v.seq(v.ref(self.fam.name(("+s", k))), self.rest))
-                sep_ok = sep >= 0 and v.walk(sep, r) >= 0
-            else:
-                sep_ok = True
-            hit = self._r[(r, k)] = (end_ok, sep_ok, r[_skip(r):] or None)
-        return hit
 
     def inside(self, seen: tuple, whole: bytes, fresh: bool) -> bool:
         """Whether the item bytes ``whole`` (not complete) after the values ``seen`` leave the
@@ -509,31 +483,12 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     """The mask of ``state`` (``prefix F rest | other``, ``F`` the rule of family ``fam``'s state
     ``st``), for items of any kind; ``None`` where the generic walk must decide (see the module
     docstring). Call with the automaton's lock held."""
-    from dotjson.jsonschema.unique_strings import _SEP
-
     seen, text = st
     body = text.encode("latin-1")
-    if prefix != view.EPS and (body or not view.only_bytes(prefix, _SEP)):
+    got = relaxed_of(fam, view, prefix, st, rest, other)
+    if got is None:
         return None
-    k = fam._pos(seen)
-    if fam._q(k, text) < 0:
-        return None
-    rel_term = view.seq(prefix, view.seq(view.ref(fam.name(("*", k))), rest))
-    extra = None
-    if body:
-        if view.is_empty(rel_term):
-            return None
-        rel = view.walk(view.state(rel_term), body)
-        if other != view.EMPTY:
-            # (an item begun beside another branch, an open object's extra member beside a
-            # declared one: that branch's tokens are its own mask's)
-            extra = None if view.is_empty(other) else view.mask(view.state(other))
-            other = view.EMPTY
-    else:
-        rel_term = view.alt(rel_term, other)
-        rel = -1 if view.is_empty(rel_term) else view.state(rel_term)
-    if rel < 0:
-        return None
+    rel, other, extra = got
     m = _AnyMask(fam, view, state, seen, body, rest)
     relaxed = view.mask(rel)
     out = relaxed.copy()
@@ -544,7 +499,7 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
         if m.goes_on():  # (a token that begins a string or number it cannot make a value read)
             nexts = [(NEXT, [fam.danger_part(v) for v in m.danger])]
     else:
-        depth, in_str, esc = lex_context(body)
+        depth, in_str, esc, start = lex_context(body)
         complete = item_end(body) >= 0  # (a string, object or array closed: any token leaves it)
         targets: list = []
         danger = [fam.danger_part(v) for v in m.danger]
@@ -560,8 +515,8 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
                 return None  # (a string that cannot narrow what the item becomes: the generic walk)
             else:
                 cand = relaxed & view.special_bits
-                content = string_content(body[lex_start(body):])[0]
-                spell = _spelling(view, content, [t for t in targets if type(t) is bytes], relaxed)
+                content = string_content(body[start:])[0]
+                spell = spelling(view, content, [t for t in targets if type(t) is bytes], relaxed)
         elif depth >= 1:
             # inside a container (in a string of it or not): a token leaves the item only by
             # its closing bracket; every other one ends inside it, where it cannot become a
@@ -601,7 +556,7 @@ def _stays_new(tb: bytes, targets: list) -> bool:
             if not all(x in _NUM for x in tb) or _number_may_be(t[1] + tb, t[2]):
                 return False
             continue
-        i = _skip_ws(tb)
+        i = _skip(tb, _WS)
         if i >= len(tb):
             return False
         if tb[i] == 0x22:
@@ -615,43 +570,6 @@ def _stays_new(tb: bytes, targets: list) -> bool:
         else:
             return False
     return True
-
-
-def _skip_ws(tb: bytes) -> int:
-    i = 0
-    while i < len(tb) and tb[i] in _WS:
-        i += 1
-    return i
-
-
-def _spelling(view, content: bytes, targets, allowed: np.ndarray) -> list:
-    """The plain tokens allowed in ``allowed`` that spell the next bytes of a string whose
-    content so far is ``content`` towards one of the contents ``targets``."""
-    got = []
-    for d in set(targets):
-        if d.startswith(content):
-            rem = d[len(content):]
-            for L in range(1, min(len(rem), view.max_token_len) + 1):
-                t = view.plain_token_id(rem[:L])
-                if t >= 0 and allowed[t >> 5] >> np.uint32(t & 31) & 1:
-                    got.append(t)
-    return got
-
-
-def lex_start(body: bytes) -> int:
-    """The index where the content of the string open at the end of ``body`` starts."""
-    in_str, j, start = False, 0, 0
-    while j < len(body):
-        x = body[j]
-        if in_str:
-            if x == 0x22:
-                in_str = False
-            elif x == 0x5C:
-                j += 1
-        elif x == 0x22:
-            in_str, start = True, j + 1
-        j += 1
-    return start
 
 
 def _decide(m: _AnyMask, view, tb: bytes, body: bytes, other: int) -> bool:

@@ -119,41 +119,22 @@ def _split(whole: bytes):
 FRESH = "<fresh>"
 
 
-class _Mask:
-    """One state's mask (see :func:`token_mask`): the family ``fam`` at state ``(seen, text)``,
-    followed by the term ``rest``; ``state`` the automaton state of it all."""
+class ArrayMask:
+    """What one state's mask knows of the array around the item (shared with
+    :mod:`.unique_any`): the family ``fam`` at the values ``seen``, followed by the term
+    ``rest``; ``state`` the automaton state of it all."""
 
-    def __init__(self, fam, view, state: int, seen: tuple, text: str, rest: int):
+    def __init__(self, fam, view, state: int, seen: tuple, rest: int):
         self.fam, self.view, self.state, self.seen, self.rest = fam, view, state, seen, rest
         self.k = fam._pos(seen)
         self.n = len(seen)
-        self.seen_set = frozenset(value_contents(seen))
-        self.danger = fam.danger(seen)
-        self.danger_prefixes = _prefixes(self.danger)
-        # the next position's values, where they are few: the one case where the next item's
-        # fate depends on which new value this one takes
-        self.sep_danger = frozenset(fam.next_danger(seen))
-        self.body = text.encode("latin-1")
-        self.content, self.done = _split(self.body) if self.body else (b"", -1)
-        self.done = self.done >= 0
         self._rest_state = None
         self._sep_states: dict = {}
-        self._fresh = None
         self.other_state = None
         self._r: dict = {}
-        #: the tokens whose verdict compares a later item of theirs with the current item's
-        #: content (they are decided again at every position that shares a kept mask)
-        self.volatile: list = []
 
     def _state_of(self, t: int) -> int:
         return -1 if self.view.is_empty(t) else self.view.state(t)
-
-    def fresh_live(self) -> bool:
-        """Whether the array can go on after the current item takes a value outside every
-        dangerous value and the next position's few: the same for every such value."""
-        if self._fresh is None:
-            self._fresh = self.fam.live((tuple(sorted(self.seen + (FRESH,))), ""))
-        return self._fresh
 
     def after(self, r: bytes, k: int):
         """``(end ok, separator ok, next item's bytes)`` for bytes ``r`` after a complete item at
@@ -175,6 +156,34 @@ class _Mask:
                 sep_ok = True
             hit = self._r[(r, k)] = (end_ok, sep_ok, r[_skip(r):] or None)
         return hit
+
+
+class _Mask(ArrayMask):
+    """One state's mask (see :func:`token_mask`): the family ``fam`` at state ``(seen, text)``,
+    followed by the term ``rest``; ``state`` the automaton state of it all."""
+
+    def __init__(self, fam, view, state: int, seen: tuple, text: str, rest: int):
+        super().__init__(fam, view, state, seen, rest)
+        self.seen_set = frozenset(value_contents(seen))
+        self.danger = fam.danger(seen)
+        self.danger_prefixes = _prefixes(self.danger)
+        # the next position's values, where they are few: the one case where the next item's
+        # fate depends on which new value this one takes
+        self.sep_danger = frozenset(fam.next_danger(seen))
+        self.body = text.encode("latin-1")
+        self.content, self.done = _split(self.body) if self.body else (b"", -1)
+        self.done = self.done >= 0
+        self._fresh = None
+        #: the tokens whose verdict compares a later item of theirs with the current item's
+        #: content (they are decided again at every position that shares a kept mask)
+        self.volatile: list = []
+
+    def fresh_live(self) -> bool:
+        """Whether the array can go on after the current item takes a value outside every
+        dangerous value and the next position's few: the same for every such value."""
+        if self._fresh is None:
+            self._fresh = self.fam.live((tuple(sorted(self.seen + (FRESH,))), ""))
+        return self._fresh
 
     def verdict(self, tb: bytes, body: bytes, start: int) -> bool:
         """Whether token ``tb``, allowed by the relaxed state, is allowed: the current item's
@@ -229,11 +238,12 @@ class _Mask:
             full, r = nb[:end], nb[end:]
 
 
-def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
-    """The mask of ``state``, whose term is ``prefix F rest | other`` with ``F`` the rule of
-    family ``fam``'s state ``st = (seen, text)``, ``prefix`` whitespace (``EPS`` once the item has
-    begun) and ``other`` a term without ``F`` (``EMPTY``: none), or ``None`` where this does not
-    apply (see the module docstring). Call with the automaton's lock held."""
+def relaxed_of(fam, view, prefix: int, st, rest: int, other: int):
+    """``(relaxed state, other, extra)`` for a family state's mask (:func:`token_mask`, and
+    :mod:`.unique_any`'s): the relaxed state at the same position (the item's bytes walked from
+    the relaxed item rule), the branch beside it still to walk per token (``EMPTY`` once the item
+    has begun) and the mask to OR in for it then (``None``: none); ``None`` where the family does
+    not mask the state (a prefix other than whitespace, a dead item)."""
     seen, text = st
     body = text.encode("latin-1")
     if prefix != view.EPS and (body or not view.only_bytes(prefix, _SEP)):
@@ -248,14 +258,27 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
             return None
         rel = view.walk(view.state(rel_term), body)
         if other != view.EMPTY:
-            # (an item begun beside another branch: that branch's tokens are its own mask's)
+            # (an item begun beside another branch, an open object's extra member beside a
+            # declared one: that branch's tokens are its own mask's)
             extra = None if view.is_empty(other) else view.mask(view.state(other))
             other = view.EMPTY
     else:
         rel_term = view.alt(rel_term, other)
         rel = -1 if view.is_empty(rel_term) else view.state(rel_term)
-    if rel < 0:
+    return None if rel < 0 else (rel, other, extra)
+
+
+def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
+    """The mask of ``state``, whose term is ``prefix F rest | other`` with ``F`` the rule of
+    family ``fam``'s state ``st = (seen, text)``, ``prefix`` whitespace (``EPS`` once the item has
+    begun) and ``other`` a term without ``F`` (``EMPTY``: none), or ``None`` where this does not
+    apply (see the module docstring). Call with the automaton's lock held."""
+    seen, text = st
+    body = text.encode("latin-1")
+    got = relaxed_of(fam, view, prefix, st, rest, other)
+    if got is None:
         return None
+    rel, other, extra = got
     m = _Mask(fam, view, state, seen, text, rest)
     # every token is decided after the item, and inside an escape whose item content so far
     # begins a dangerous value; inside another escape only the special tokens (what follows the
@@ -365,22 +388,29 @@ def _parts(content: bytes, prefixes) -> set:
 def _spelling(m: "_Mask", view, out: np.ndarray) -> list:
     """The plain tokens allowed in ``out`` that spell the next bytes of a dangerous value the
     current item's content begins (inside an item)."""
-    got = []
     if not m.body or m.done:
-        return got
-    for d in m.danger:
-        if d.startswith(m.content):
-            rem = d[len(m.content):]
+        return []
+    return spelling(view, m.content, m.danger, out)
+
+
+def spelling(view, content: bytes, targets, allowed: np.ndarray) -> list:
+    """The plain tokens allowed in ``allowed`` that spell the next bytes of a string whose
+    content so far is ``content`` towards one of the contents ``targets``."""
+    got = []
+    for d in set(targets):
+        if d.startswith(content):
+            rem = d[len(content):]
             for L in range(1, min(len(rem), view.max_token_len) + 1):
                 t = view.plain_token_id(rem[:L])
-                if t >= 0 and out[t >> 5] >> np.uint32(t & 31) & 1:
+                if t >= 0 and allowed[t >> 5] >> np.uint32(t & 31) & 1:
                     got.append(t)
     return got
 
 
-def _skip(tb: bytes) -> int:
+def _skip(tb: bytes, skipped: frozenset = _SEP) -> int:
+    """The index of the first byte of ``tb`` not in ``skipped`` (whitespace and commas)."""
     i = 0
-    while i < len(tb) and tb[i] in _SEP:
+    while i < len(tb) and tb[i] in skipped:
         i += 1
     return i
 

@@ -676,26 +676,8 @@ class MaskView:
         return b
 
     def tokens_holding(self, bytes_: frozenset) -> np.ndarray:
-        """The bitset of the tokens holding any byte of ``bytes_`` (read-only; once per process,
-        vocabulary and byte set)."""
-        vocab = self._m._vocab
-        key = (vocab._uid, bytes_)
-        hit = _HOLDING.get(key)
-        if hit is None:
-            hits = np.zeros(256, dtype=np.int64)
-            hits[list(bytes_)] = 1
-            cs = np.zeros(vocab._blob.shape[0] + 1, dtype=np.int64)
-            np.cumsum(hits[vocab._blob], out=cs[1:])
-            off = vocab._offsets
-            has = (cs[off[1:]] - cs[off[:-1]]) > 0
-            bits = np.zeros(self.n_words * 32, dtype=bool)
-            bits[:has.shape[0]] = has
-            hit = np.packbits(bits, bitorder="little").view(np.uint32)
-            hit.flags.writeable = False
-            if len(_HOLDING) > 32:
-                _HOLDING.clear()
-            _HOLDING[key] = hit
-        return hit
+        """The bitset of the tokens holding any byte of ``bytes_`` (:func:`tokens_holding`)."""
+        return tokens_holding(self._m._vocab, bytes_)
 
     def plain_token_id(self, data: bytes) -> int:
         """The id of the plain token whose bytes are ``data`` (-1: none; of several, any)."""
@@ -741,18 +723,36 @@ _SPECIALS_OF: dict = {}
 _HOLDING: dict = {}  # (vocabulary uid, byte set) -> bitset of the tokens holding one (MaskView.tokens_holding)
 
 
+def tokens_holding(vocabulary, bytes_: frozenset) -> np.ndarray:
+    """The bitset (``uint32[(max_token_id + 31) // 32]``, read-only) of the tokens holding any
+    byte of ``bytes_``: one pass over the vocabulary's packed bytes, once per process,
+    vocabulary and byte set."""
+    key = (vocabulary._uid, bytes_)
+    hit = _HOLDING.get(key)
+    if hit is None:
+        hits = np.zeros(256, dtype=np.int64)
+        hits[list(bytes_)] = 1
+        cs = np.zeros(vocabulary._blob.shape[0] + 1, dtype=np.int64)
+        np.cumsum(hits[vocabulary._blob], out=cs[1:])
+        off = vocabulary._offsets
+        has = (cs[off[1:]] - cs[off[:-1]]) > 0
+        bits = np.zeros((has.shape[0] + 31) // 32 * 32, dtype=bool)
+        bits[:has.shape[0]] = has
+        hit = np.packbits(bits, bitorder="little").view(np.uint32)
+        hit.flags.writeable = False
+        if len(_HOLDING) > 32:
+            _HOLDING.clear()
+        _HOLDING[key] = hit
+    return hit
+
+
 def specials_of(vocabulary) -> tuple[np.ndarray, tuple[int, ...]]:
-    """The bitset of the text tokens holding the byte 0xFF, and the special token ids, of a
-    vocabulary (once per process and vocabulary)."""
+    """The bitset of the text tokens holding the byte 0xFF (read-only), and the special token
+    ids, of a vocabulary (once per process and vocabulary)."""
     key = vocabulary.fingerprint
     hit = _SPECIALS_OF.get(key)
     if hit is None:
-        n = vocabulary.max_token_id()
-        bits = np.zeros((n + 31) // 32, dtype=np.uint32)
-        for t in range(n):
-            if b"\xff" in vocabulary.token_bytes(t):
-                bits[t >> 5] |= np.uint32(1 << (t & 31))
-        hit = (bits, vocabulary.special_token_ids)
+        hit = (tokens_holding(vocabulary, frozenset((0xFF,))), vocabulary.special_token_ids)
         if len(_SPECIALS_OF) < 16:
             _SPECIALS_OF[key] = hit
     return hit

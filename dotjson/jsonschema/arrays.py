@@ -151,7 +151,7 @@ class ArrayBuilder:
                 universe.setdefault(c, None)
         if universe is None or len(universe) > MAX_UNIQUE_VALUES:
             node = self.unique_numbers(rest, lo, hi) if not contains and K == 0 else None
-            once = not contains and not strings and self.keys_once([*pos_exprs, rest])
+            once = node is None and not contains and not strings and self.keys_once([*pos_exprs, rest])
             if node is None and not contains and (tr.gen_bounds is None or strings or once):
                 node = self.unique_values(pos_exprs, rest, lo, hi, strings, once)
             if node is None:

@@ -212,6 +212,16 @@ def may_become(b: bytes, parts, repeats: bool, targets: list | None = None) -> b
     return hit
 
 
+def _between(b: bytes, i: int, want: bool) -> tuple[int, bool]:
+    """Past the whitespace and commas from ``b[i]`` in a container: the index of the next
+    byte, and whether a member or item may start there (``want``: one may already; a comma)."""
+    n = len(b)
+    while i < n and (b[i] in _WS or b[i] == 0x2C):
+        want = want or b[i] == 0x2C
+        i += 1
+    return i, want
+
+
 def _string_at(b: bytes, i: int, strings: dict):
     """:func:`string_content` of the string whose opening quote is ``b[i]`` (remembered in
     ``strings``)."""
@@ -242,9 +252,7 @@ def _match(b: bytes, i: int, p, repeats: bool, tg, strings: dict):
         i += 1
         want = True  # (a key may start: after the brace or a comma)
         while True:
-            while i < n and (b[i] in _WS or b[i] == 0x2C):
-                want = want or b[i] == 0x2C
-                i += 1
+            i, want = _between(b, i, want)
             if i >= n:
                 if tg is not None and want:
                     tg.append((NEXT, [("s", None, k) for k in members if repeats or k not in got]))
@@ -271,7 +279,9 @@ def _match(b: bytes, i: int, p, repeats: bool, tg, strings: dict):
                 return OPEN
             i += 1  # (the colon)
             if repeats:
-                r = _match(b, i, members[content], True, None, strings)
+                # (the member's own targets count only if it may still match)
+                sub = None if tg is None else []
+                r = _match(b, i, members[content], True, sub, strings)
                 if r is None:
                     # a value that differs: a later member of the name may replace it
                     r = _skip_value(b, i)
@@ -284,7 +294,7 @@ def _match(b: bytes, i: int, p, repeats: bool, tg, strings: dict):
                     continue
                 if r == OPEN:
                     if tg is not None:
-                        _match(b, i, members[content], True, tg, strings)
+                        tg.extend(sub)
                     return OPEN
                 got[content] = True
                 i = r
@@ -302,9 +312,7 @@ def _match(b: bytes, i: int, p, repeats: bool, tg, strings: dict):
         i += 1
         want = True
         while True:
-            while i < n and (b[i] in _WS or b[i] == 0x2C):
-                want = want or b[i] == 0x2C
-                i += 1
+            i, want = _between(b, i, want)
             if i >= n:
                 if tg is not None and want:
                     tg.append((NEXT, [items[k]] if k < len(items) else []))

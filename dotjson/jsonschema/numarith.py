@@ -23,7 +23,25 @@ from dotjson import ir
 from dotjson.errors import LimitExceededError
 from dotjson.ir import EMPTY, EPS, alt, seq
 
-__all__ = ["exponent_node", "uint_between"]
+__all__ = ["digits_int", "exponent_node", "int_digits", "uint_between"]
+
+
+#: the longest digit string ``int()`` converts here (CPython refuses more than
+#: ``sys.get_int_max_str_digits()``, 4,300 by default, to bound a quadratic conversion); longer
+#: ones (a number of any length in a document) go through :class:`~decimal.Decimal`, whose
+#: conversions have no such limit
+_INT_DIGITS = 4000
+
+
+def digits_int(s: str) -> int:
+    """The integer of the decimal digits ``s`` (an optional sign first), however many."""
+    return int(s) if len(s) <= _INT_DIGITS else int(Decimal(s))
+
+
+def int_digits(n: int) -> str:
+    """The decimal text of the integer ``n``, however many digits (``str(n)`` refuses more
+    than ``sys.get_int_max_str_digits()``)."""
+    return str(n) if n.bit_length() <= 3 * _INT_DIGITS else format(Decimal(n), "f")
 
 
 _DIGIT = ir.chars((0x30, 0x39))
@@ -181,7 +199,7 @@ def _mult_parts(m: Decimal):
     ds = "".join(map(str, digits)).lstrip("0") or "0"
     stripped = ds.rstrip("0")
     exp += len(ds) - len(stripped)
-    return int(stripped), -exp
+    return digits_int(stripped), -exp
 
 
 def _val(n: int, p: int, cap: int) -> int:
@@ -236,7 +254,7 @@ MAX_CANDIDATES = 100_000
 def _ilog10(x) -> int:
     """``floor(log10(x))`` of a positive rational, give or take one."""
     x = Fraction(x)
-    return len(str(x.numerator)) - len(str(x.denominator))
+    return len(int_digits(x.numerator)) - len(int_digits(x.denominator))
 
 
 class _Arith:
@@ -342,9 +360,9 @@ class _Arith:
             if floor_ is None:
                 # numbers as small as we like: some tiny interval lies under any positive bound
                 return hi is None or hi > 0
-            n = _ilog10(floor_) - len(str(c)) - 2
+            n = _ilog10(floor_) - len(int_digits(c)) - 2
         elif floor_ is not None:
-            n = max(n, _ilog10(floor_) - len(str(c)) - 2)
+            n = max(n, _ilog10(floor_) - len(int_digits(c)) - 2)
         while True:
             w = 10 ** n if n >= 0 else Fraction(1, 10 ** -n)
             A = c * w
@@ -361,10 +379,10 @@ class _Arith:
         if not body:
             return self.exists(True, 0, None) or (not neg and self.exists(False, 0, None))
         ip, dot, fp = body.partition(".")
-        if dot or int(ip) == 0:
-            t = Fraction(int(ip + fp), 10 ** len(fp))
+        if dot or not ip.strip("0"):
+            t = Fraction(digits_int(ip + fp), 10 ** len(fp))
             return self.exists(neg, t, t + Fraction(1, 10 ** len(fp)))
-        return self._scaled(neg, int(ip), 0)
+        return self._scaled(neg, digits_int(ip), 0)
 
     def holds(self, v) -> bool:
         """The number ``v`` (a rational) meets every constraint."""
@@ -443,7 +461,7 @@ class _Arith:
         if not edigits:
             cands = [(None, None)] if not esign else [(0, None)] if sg > 0 else [(None, 0)]
             return self._meets(cands, ea, eb, bad)
-        d = int(edigits)
+        d = digits_int(edigits)
         j = 0
         while True:
             r0, r1 = (d * 10 ** j, (d + 1) * 10 ** j - 1) if d else (0, None)
@@ -505,4 +523,4 @@ class _Arith:
         sig = body.replace(".", "").lstrip("0")
         if not sig:  # zero so far: zero, or any positive number with more digits and an exponent
             return self.exists(neg, 0, None)
-        return self._scaled(neg, int(sig), None)
+        return self._scaled(neg, digits_int(sig), None)

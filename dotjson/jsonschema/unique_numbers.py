@@ -20,7 +20,7 @@ from dotjson import ir
 from dotjson.ir import Ref, seq
 from dotjson.ir.families import register_family
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
-from dotjson.jsonschema.numarith import _Arith
+from dotjson.jsonschema.numarith import _Arith, digits_int, int_digits
 from dotjson.jsonschema.statefamily import _Family
 
 __all__ = ["UniqueNumbers", "item_params"]
@@ -39,7 +39,7 @@ def _phase(text: str, exponents: bool):
 
 
 def _key(v: Fraction) -> str:
-    return f"{v.numerator}/{v.denominator}"
+    return f"{int_digits(v.numerator)}/{int_digits(v.denominator)}"
 
 
 @register_family
@@ -75,7 +75,7 @@ class UniqueNumbers(_Family):
         if a is None:
             if len(self._ariths) > 4096:
                 self._ariths.clear()
-            extra = [Fraction(int(n), int(d)) for n, d in (k.split("/") for k in seen)]
+            extra = [Fraction(digits_int(n), digits_int(d)) for n, d in (k.split("/") for k in seen)]
             a = self._ariths[seen] = _Arith(ne=self._ne + extra, **self._c)
         return a
 
@@ -97,7 +97,7 @@ class UniqueNumbers(_Family):
         ph = _phase(text, self.exponents)
         if ph not in _SYNTAX_ACCEPT:
             return None
-        v = Fraction(int(text)) if ph == "I" else Fraction(Decimal(text))  # (digits: no Decimal)
+        v = Fraction(digits_int(text)) if ph == "I" else Fraction(Decimal(text))  # (digits: no Decimal)
         return v if self._arith_of(seen).holds(v) else None
 
     def moves(self, st):

@@ -10,8 +10,8 @@ from dotjson.jsonschema.unique_numbers import _key
 BIG = "1" + "0" * 5000
 
 
-def _arith(lo=None, hi=None, ne=(), integer=False):
-    return _Arith(lo, False, hi, False, [], [], list(ne), integer)
+def _arith(lo=None, hi=None):
+    return _Arith(lo, False, hi, False, [], [], [], False)
 
 
 def test_conversions_round_trip_past_the_limit():

@@ -10,8 +10,9 @@ from dotjson.jsonschema.unique_numbers import _key
 BIG = "1" + "0" * 5000
 
 
-def _arith(lo=None, hi=None):
-    return _Arith(lo, False, hi, False, [], [], [], False)
+def _arith(lo=None, hi=None, ne=()):
+    """Any number (``integer=None``) between ``lo`` and ``hi``, not in ``ne``."""
+    return _Arith(lo, False, hi, False, [], [], list(ne), None)
 
 
 def test_conversions_round_trip_past_the_limit():
@@ -30,3 +31,5 @@ def test_bounds_decided_on_long_numbers():
     assert a.plain_live("0." + "0" * 5000)  # a tiny positive number
     assert a.exp_part_live(BIG, "-", "50")  # 10^5000 e-50...: e-5000 and below reach 3
     assert not _arith(lo=Fraction(1)).plain_live("-" + BIG)
+    excl = _arith(ne=[Fraction(digits_int(BIG))])
+    assert not excl.holds(Fraction(digits_int(BIG))) and excl.holds(Fraction(digits_int(BIG + "1")))

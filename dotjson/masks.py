@@ -85,7 +85,8 @@ class Masker:
         #: part), for the tests
         self._plain_runs = True
         self._reach_out = np.zeros(2, dtype=np.int64)  # run_share's reach and run length
-        self._special_mode = _walk.WALK_RUNS
+        #: the special trie's walk (``WALK_ALL``: node by node, no byte runs either: the reference)
+        self._special_mode = _walk.WALK_RUNS | _walk.BYTE_RUNS
         #: False: no head sharing (every fresh mask one walk of the whole state), for the tests
         self._heads = True
         self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's

@@ -40,6 +40,11 @@ R_SP, R_PHASE = 0, 1
 PH_START, PH_SPECIAL, PH_INV, PH_PLAIN, PH_DONE = range(5)
 # walk_trie modes
 WALK_ALL, WALK_PLAIN, WALK_RUNS = range(3)
+#: A flag OR-ed into a mode: byte runs followed by position (:func:`walk_trie`); the masks'
+#: default, off in the reference walk (``WALK_ALL`` alone).
+BYTE_RUNS = 4
+#: States from this id on are never a byte run's origin in a walk (a frame packs ``s * 64 + j``).
+_RUN_ORIGIN_MAX = 1 << 24
 RUNS_MIN_NODES = 32  # the special trie's run shortcut is tried below nodes this large
 RUN_MIN_NODES = 8  # the plain trie's bounded-run shortcut is tried below nodes this large
 
@@ -52,12 +57,99 @@ def _set_bits(out, tok_ids, lo, hi):
 
 
 @kernel
+def _in_words(w0, w1, w2, w3, b):
+    """Is byte ``b`` in the 256-bit set ``w0..w3``?"""
+    w = w0 if b < 64 else (w1 if b < 128 else (w2 if b < 192 else w3))
+    return ((w >> np.uint64(b & 63)) & np.uint64(1)) != np.uint64(0)
+
+
+@kernel
+def _fill(S, s, b, wide):
+    """The transition of state ``s`` on byte ``b``, computed if not known (the whole row at a
+    wide node); -1 on exit."""
+    S = K.borrow(S)
+    trans = S[K.S_TRANS]
+    r = trans[s, b]
+    if r == -1:
+        r = K.fill_row(S, s) if wide else K.fill_entry(S, s, b)
+        if r == K.FAIL:
+            return K.FAIL
+        r = trans[s, b]
+    return r
+
+
+@kernel
+def _run_facts(S, s0):
+    """``(hi, set words w0..w3, rest's state)`` of a byte run's origin ``s0``
+    (:func:`~dotjson.automaton.states.byte_run` answered > 0); rest's state -1 on exit."""
+    S = K.borrow(S)
+    v = K.byte_run(S, s0)
+    if v < 0:
+        return 0, np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0), -1
+    ti = S[K.S_TI]
+    bw = S[K.S_BW]
+    ra = K.run_head(S, S[K.S_TERM_OF][s0])
+    rj = ti[ti[ra, 1], 1]
+    rst = K.state(S, v - 1)  # (made when the run was recognised, in this store; -1 on exit)
+    return ti[ra, 3], bw[rj, 0], bw[rj, 1], bw[rj, 2], bw[rj, 3], rst
+
+
+@kernel
 def _suspend(st_node, st_state, st_edge, sp, node, state, e, ret):
     st_node[sp] = node
     st_state[sp] = state
     st_edge[sp] = e
     ret[R_SP] = sp + 1
     return EXIT
+
+
+@kernel
+def _run_exits(S, trie, runs, out, st_node, st_state, st_edge, sp, node, state, k, ret, pseq,
+               plen):
+    """:func:`walk_trie`'s frame at an ASCII-run shortcut's exits (from the ``k``-th on): each
+    exit's tokens, and its children pushed as frames; the stack depth, or -1 on exit (the frame
+    pushed back at the exit being computed)."""
+    S = K.borrow(S)
+    child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = trie
+    in_byte, run_ptr, run_toks, exit_ptr, exit_nodes = runs
+    child_ptr, tok_ptr, tok_ids = K.borrow(child_ptr), K.borrow(tok_ptr), K.borrow(tok_ids)
+    subtree_end, in_byte = K.borrow(subtree_end), K.borrow(in_byte)
+    run_ptr, run_toks = K.borrow(run_ptr), K.borrow(run_toks)
+    exit_ptr, exit_nodes = K.borrow(exit_ptr), K.borrow(exit_nodes)
+    out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
+    pseq, plen, ret = K.borrow(pseq), K.borrow(plen), K.borrow(ret)
+    trans = S[K.S_TRANS]
+    inv_ = S[K.S_INV]
+    base = exit_ptr[node]
+    n_exits = exit_ptr[node + 1] - base
+    while k < n_exits:
+        d = exit_nodes[base + k]
+        b = in_byte[d]
+        nxt = trans[state, b]
+        if nxt == -1:
+            if K.fill_row(S, state) == K.FAIL:
+                _suspend(st_node, st_state, st_edge, sp, node, state, -1 - k, ret)
+                return -1
+            nxt = trans[state, b]
+        if nxt >= 0:
+            _set_bits(out, tok_ids, tok_ptr[d], tok_ptr[d + 1])
+            if child_ptr[d + 1] > child_ptr[d]:
+                inv = inv_[nxt] if subtree_end[d] - d >= RUNS_MIN_NODES else 0
+                if inv < 0:
+                    inv = K.plain_inv(S, nxt, pseq, plen)
+                    if inv < 0:
+                        _suspend(st_node, st_state, st_edge, sp, node, state, -1 - k, ret)
+                        return -1
+                st_node[sp] = d
+                st_state[sp] = nxt
+                if inv == 1:
+                    _set_bits(out, run_toks, run_ptr[d], run_ptr[d + 1])
+                    st_edge[sp] = -1
+                else:
+                    st_edge[sp] = child_ptr[d]
+                sp += 1
+        k += 1
+    return sp
 
 
 @kernel
@@ -90,6 +182,13 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     leads to such states under almost every node: walked node by node, its mask visited the
     whole plain trie (~265,000 nodes on Llama 3, 3.7 ms).
 
+    With :data:`BYTE_RUNS` in ``mode``, a state that is a byte run ``C{0,hi} rest``
+    (:func:`~dotjson.automaton.states.byte_run`: the whitespace between JSON tokens) whose
+    transition on a byte of ``C`` is not known yet is followed into ``C``'s children by position:
+    a frame whose state is ``-2 - (s * 64 + j)`` stands for ``s`` after ``j`` bytes of ``C``,
+    which takes a byte of ``C`` to ``j + 1`` (while ``j < hi``) and any other byte where
+    ``rest``'s state takes it. The tokens are the same; the ``hi`` states between are not made.
+
     A frame ``(node, state, edge)`` is popped and its remaining edges are scanned in one tight
     loop with the state's transition row hot in cache; every live child with children is pushed
     as a new frame (the order does not matter: the result is an OR of bits). A node is pushed at
@@ -99,69 +198,86 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     """
     S = K.borrow(S)
     child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = trie
-    in_byte, run_ptr, run_toks, exit_ptr, exit_nodes = runs
+    run_ptr, run_toks = K.borrow(runs[1]), K.borrow(runs[2])
     # (the caller keeps every array alive: views without reference counts, as K.borrow's)
     child_ptr, child_byte, child_node = K.borrow(child_ptr), K.borrow(child_byte), K.borrow(child_node)
     tok_ptr, tok_ids, subtree_end = K.borrow(tok_ptr), K.borrow(tok_ids), K.borrow(subtree_end)
-    in_byte, run_ptr, run_toks = K.borrow(in_byte), K.borrow(run_ptr), K.borrow(run_toks)
-    exit_ptr, exit_nodes = K.borrow(exit_ptr), K.borrow(exit_nodes)
     pseq, plen, big, big_bits = K.borrow(pseq), K.borrow(plen), K.borrow(big), K.borrow(big_bits)
     nchars, tchars, len_row, len_bits = K.borrow(nchars), K.borrow(tchars), K.borrow(len_row), K.borrow(len_bits)
     out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
     ret = K.borrow(ret)
     trans = S[K.S_TRANS]
     inv_ = S[K.S_INV]
+    byte_runs = (mode & BYTE_RUNS) != 0
+    mode = mode & 3
     while sp > 0:
         sp -= 1
         node = st_node[sp]
         state = st_state[sp]
         e = st_edge[sp]
         if e < 0:  # the exits of an ASCII-run shortcut, from the k-th on
-            k = -1 - e
-            base = exit_ptr[node]
-            n_exits = exit_ptr[node + 1] - base
-            while k < n_exits:
-                d = exit_nodes[base + k]
-                b = in_byte[d]
-                nxt = trans[state, b]
-                if nxt == -1:
-                    if K.fill_row(S, state) == K.FAIL:
-                        return _suspend(st_node, st_state, st_edge, sp, node, state, -1 - k, ret)
-                    nxt = trans[state, b]
-                if nxt >= 0:
-                    _set_bits(out, tok_ids, tok_ptr[d], tok_ptr[d + 1])
-                    if child_ptr[d + 1] > child_ptr[d]:
-                        inv = inv_[nxt] if subtree_end[d] - d >= RUNS_MIN_NODES else 0
-                        if inv < 0:
-                            inv = K.plain_inv(S, nxt, pseq, plen)
-                            if inv < 0:
-                                return _suspend(st_node, st_state, st_edge, sp, node, state,
-                                                -1 - k, ret)
-                        # (written out, not a helper: passing the arrays to a function, even an
-                        # inlined one, costs atomic reference counts measured at 13% of p50)
-                        st_node[sp] = d
-                        st_state[sp] = nxt
-                        if inv == 1:
-                            _set_bits(out, run_toks, run_ptr[d], run_ptr[d + 1])
-                            st_edge[sp] = -1
-                        else:
-                            st_edge[sp] = child_ptr[d]
-                        sp += 1
-                k += 1
+            sp = _run_exits(S, trie, runs, out, st_node, st_state, st_edge, sp, node, state, -1 - e,
+                            ret, pseq, plen)
+            if sp < 0:
+                return EXIT
             continue
         end = child_ptr[node + 1]
         fill_wide = end - child_ptr[node] > wide
+        # A frame's state: a state (>= 0), or a byte run's position: ``j`` bytes of the run of
+        # origin ``s0`` (``run``: 0 not asked yet, 1 a run, -1 not one; its byte set ``rw``, its
+        # bound ``rhi``, the state of its rest ``rst``; ``src``: whose row the other bytes take)
+        src = s0 = state
+        j = run = 0
+        rw0 = rw1 = rw2 = rw3 = np.uint64(0)
+        rhi = 0
+        rst = -1
+        if state < -1:
+            code = -2 - state
+            s0 = code >> 6
+            j = code & 63
+            run = 1
         while e < end:
             b = child_byte[e]
-            nxt = trans[state, b]
-            if nxt == -1:
-                if fill_wide:
-                    r = K.fill_row(S, state)
-                else:
-                    r = K.fill_entry(S, state, b)
-                if r == K.FAIL:
+            if run == 1 and rst < 0:  # the run's facts, read once a frame
+                rhi, rw0, rw1, rw2, rw3, rst = _run_facts(S, s0)
+                if rst < 0:
                     return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                nxt = trans[state, b]
+                if j > 0:
+                    src = rst
+            if j > 0 and _in_words(rw0, rw1, rw2, rw3, b):
+                nxt = -3  # the run's next position
+            else:
+                nxt = trans[src, b]
+                if nxt == -1 and run == 0 and byte_runs and state < _RUN_ORIGIN_MAX:
+                    v = K.byte_run(S, state)
+                    if v < 0:
+                        return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                    run = 1 if v > 0 else -1
+                    if run == 1:
+                        continue  # (its facts read above)
+                if nxt == -1 and run == 1 and j == 0:  # the origin, its transition not known
+                    if _in_words(rw0, rw1, rw2, rw3, b):
+                        nxt = -3
+                    else:  # rest's successor, which is the origin's too
+                        nxt = _fill(S, rst, b, fill_wide)
+                        if nxt == K.FAIL:
+                            return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                        trans[state, b] = nxt
+                elif nxt == -1:
+                    nxt = _fill(S, src, b, fill_wide)
+                    if nxt == K.FAIL:
+                        return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+            if nxt == -3:
+                if j < rhi:  # one more byte of the run: its tokens, its children by position
+                    c = child_node[e]
+                    _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
+                    if child_ptr[c + 1] > child_ptr[c]:
+                        st_node[sp] = c
+                        st_state[sp] = -2 - (s0 * 64 + j + 1)
+                        st_edge[sp] = child_ptr[c]
+                        sp += 1
+                e += 1
+                continue
             if nxt >= 0:
                 c = child_node[e]
                 has_kids = child_ptr[c + 1] > child_ptr[c]
@@ -215,7 +331,7 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                     e += 1
                     continue
                 _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
-                if has_kids:  # the same push as an exit's, above
+                if has_kids:  # (as an exit's push, in _run_exits)
                     st_node[sp] = c
                     st_state[sp] = nxt
                     if inv == 1:  # WALK_RUNS
@@ -301,7 +417,7 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
             continue
         if ph == PH_SPECIAL or ph == PH_PLAIN:
             trie = special if ph == PH_SPECIAL else plain
-            mode = WALK_PLAIN if ph == PH_PLAIN else special_mode
+            mode = (WALK_PLAIN | (special_mode & BYTE_RUNS)) if ph == PH_PLAIN else special_mode
             r = walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
                           ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row, len_bits)
             if r == EXIT:

@@ -11,7 +11,7 @@ import numpy as np
 from .._kernels.jit import kernel, unit
 from .store import (
     BAND, C_EXPANDED, C_MAX_STATES, C_STATES, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, F_REP, INF,
-    K_ALT, K_BYTES, K_DIFF, K_REF, K_REP, K_SEQ, LIMIT_STATES, NEED_RULE, S_POOL, S_RULE, _T_POPEN, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
+    K_ALT, K_BYTES, K_DIFF, K_REF, K_REP, K_SEQ, LIMIT_STATES, NEED_RULE, S_POOL, S_RULE, _T_POPEN, _T_BRUN, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
     RUN_INF, STORE, S_ACC, S_BW, S_CTL, S_INV, S_RCT, S_RCW, S_READY, S_TERM_OF, S_TF, S_TI,
     S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _T_PRUN, _U0, _U1, _fail, _i64, _low, _mget,
     _mput, borrow, scratch,
@@ -20,6 +20,7 @@ from .derive import deriv
 from .rows import row
 from .emptiness import is_empty
 from .clamp import clamp
+from .terms import alt, seq
 
 
 
@@ -534,3 +535,117 @@ def plain_open(S, s, pseq, plen):
     if _mput(S, key, v) < 0:
         return -1
     return v
+
+
+#: The longest run :func:`byte_run` describes (the mask walk keeps a position in a run in 6 bits).
+RUN_BYTES_MAX = 62
+
+
+@unit(_i64, STORE, _i64)
+def _byte_run(S, t):
+    """:func:`byte_run` of term ``t``, computed: its rest term + 1, 0, or -1 on exit."""
+    S = borrow(S)
+    ti = S[S_TI]
+    if ti[t, 0] == K_SEQ:
+        h = ti[t, 1]
+        z = ti[t, 2]
+    else:
+        h = t
+        z = EPS
+    if ti[h, 0] == K_REP:
+        a = h
+        rest = z
+    elif ti[h, 0] == K_ALT:
+        # (R x1 | R x2 | ...) z, the branches' common first item R: R (x1 | x2 | ...) z
+        pool = S[S_POOL]
+        off, n = ti[h, 1], ti[h, 2]
+        if n > 64:
+            return 0
+        buf = scratch(np.int32, 64, 0)
+        a = -1
+        for i in range(n):
+            x = pool[off + i]
+            if ti[x, 0] == K_SEQ:
+                xa = ti[x, 1]
+                buf[i] = ti[x, 2]
+            else:
+                xa = x
+                buf[i] = EPS
+            if i == 0:
+                a = xa
+            elif xa != a:
+                return 0
+        if ti[a, 0] != K_REP:
+            return 0
+        r = alt(S, buf, n)
+        if r < 0:
+            return -1
+        rest = seq(S, r, z)
+        if rest < 0:
+            return -1
+    else:
+        return 0
+    hi = ti[a, 3]
+    item = ti[a, 1]
+    if ti[a, 2] != 0 or hi == INF or hi < 1 or hi > RUN_BYTES_MAX or ti[item, 0] != K_BYTES:
+        return 0
+    e = _live_state(S, rest)
+    if e == FAIL:
+        return -1
+    if e == DEAD:
+        return 0
+    bw = S[S_BW]
+    j = ti[item, 1]
+    for b in range(256):
+        if (bw[j, b >> 6] >> np.uint64(b & 63)) & _U1:
+            r = fill_entry(S, e, b)
+            if r == FAIL:
+                return -1
+            if r != DEAD:
+                return 0  # the rest may start with a byte of the run
+    return rest + 1
+
+
+@kernel
+def byte_run(S, s):
+    """Is state ``s`` a *byte run*, ``C{0,hi} rest`` where ``C`` is one byte set and no byte of
+    ``C`` starts ``rest``? Then the state after ``j`` bytes of ``C`` (``j <= hi``) takes every
+    other byte to ``rest``'s successor, whatever ``j``, and a byte of ``C`` to the state after
+    ``j + 1`` (∅ past ``hi``): the mask walk follows a run through the trie by its position
+    alone, without a state per position (JSON's whitespace between tokens, ``[ \t]{0,20}``: ~20
+    states a position, each a transition row and its flags, for tokens of blanks only).
+
+    Recognised on the term: ``R rest`` or ``R`` (``R = C{0,hi}``, ``1 <= hi <=``
+    :data:`RUN_BYTES_MAX`), or an alternation first in it whose branches all start with the same
+    ``R`` (``(R x | R y) z``: the rest is ``(x | y) z``); ``rest`` live, its row on ``C`` dead.
+    Returns ``rest``'s term + 1 (> 0), 0 when ``s`` is no such state, -1 on exit; memoized per
+    term. ``rest``'s state exists once this answered (> 0)."""
+    S = borrow(S)
+    t = S[S_TERM_OF][s]
+    ti = S[S_TI]
+    h = ti[t, 1] if ti[t, 0] == K_SEQ else t
+    if ti[h, 0] != K_REP and ti[h, 0] != K_ALT:
+        return 0  # (most states: no memo entry)
+    key = _T_BRUN | t
+    v = _mget(S, key)
+    if v >= 0:
+        return v
+    v = _byte_run(S, t)
+    if v < 0:
+        return -1
+    if _mput(S, key, v) < 0:
+        return -1
+    return v
+
+
+@kernel
+def run_head(S, t):
+    """The repetition ``R`` first in term ``t``, a byte run (:func:`byte_run` answered > 0)."""
+    S = borrow(S)
+    ti = S[S_TI]
+    h = ti[t, 1] if ti[t, 0] == K_SEQ else t
+    if ti[h, 0] == K_ALT:
+        x = S[S_POOL][ti[h, 1]]
+        h = ti[x, 1] if ti[x, 0] == K_SEQ else x
+    return h
+

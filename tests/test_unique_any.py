@@ -22,7 +22,7 @@ import pytest
 from dotjson import Index, Vocabulary
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema.unique import canonical_text
-from dotjson.jsonschema.unique_any import item_end, may_become, parse_canonical
+from dotjson.jsonschema.unique_any import _LETTERS, _NUM, item_end, item_scan, may_become, parse_canonical
 
 TOKS = ['[', ']', '{', '}', '{"', '"', '"a"', '"b"', '"c"', 'a', 'b', 'ab', ':', ': ', '":', '": ', '":"', '":1', '1',
         '2', '12', '0', '.5', 'e1', '-', ',', ', ', ',"', ', "', '},', '},{', '}, {', '},{"', '}]', '"}', '"},', '"},{',
@@ -170,6 +170,74 @@ def test_parse_canonical_and_item_end():
     assert not may_become(b'{"a": -', d, False) and not may_become(b'{"a": 1, "a', d, False)
     targets: list = []
     assert may_become(b'{"a": 1, "b": "', d, False, targets) and targets == [b"xy"]
+
+
+def _item_end_reference(b: bytes) -> int:
+    """item_end as it was, scanning from the item's first byte every time (the reference)."""
+    n = len(b)
+    if not n:
+        return -1
+    c = b[0]
+    if c in _NUM:
+        j = 1
+        while j < n and b[j] in _NUM:
+            j += 1
+        return j if j < n else -1
+    if c in _LETTERS:
+        j = 1
+        while j < n and b[j] in _LETTERS:
+            j += 1
+        return j if j < n else -1
+    if c == 0x22:
+        j = 1
+        while j < n:
+            if b[j] == 0x5C:
+                j += 2
+                continue
+            if b[j] == 0x22:
+                return j + 1
+            j += 1
+        return -1
+    depth, j, in_str = 0, 0, False
+    while j < n:
+        x = b[j]
+        if in_str:
+            if x == 0x5C:
+                j += 1
+            elif x == 0x22:
+                in_str = False
+        elif x == 0x22:
+            in_str = True
+        elif x in b"[{":
+            depth += 1
+        elif x in b"]}":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return -1
+
+
+def test_item_scan_resumed_equals_a_scan_from_the_start():
+    """Scanning an item's bytes in pieces (each token's bytes after the item's so far, where the
+    scan stopped) ends where one scan from the item's first byte does, at every split: escapes
+    and brackets inside strings, a backslash as the last byte of a piece, numbers and literals
+    ended by the next byte."""
+    rng = random.Random(0)
+    texts = [b'{"a": "x\\"}", "b": [1, {"c": "]"}]}, 2', b'"ab\\"c\\\\" ,', b"12345,", b"true]",
+             b'[["\\u00e9", {}], 3.5e-1] ', b'"unterminated \\', b"-0.25", b'{"k": [true, null]']
+    for v in (json.dumps(x).encode() + b"," for x in ([1, "x\"]"], {"a": {"b": "}"}}, "é", 1.5, None)):
+        texts.append(v)
+    for text in texts:
+        for _ in range(30):
+            cuts = sorted(rng.sample(range(1, len(text) + 1), min(3, len(text))))
+            end, at = item_scan(text[:cuts[0]])
+            for c in cuts[1:] + [len(text)]:
+                if end >= 0:
+                    break
+                end, at = item_scan(text[:c], at)
+            want = _item_end_reference(text)
+            assert end == want == item_end(text), (text, cuts)
 
 
 def test_a_saved_index_masks_the_same(vocab, tmp_path):

@@ -187,6 +187,7 @@ class UniqueValues(_Family):
         self._auto = None
         self._busy = False
         self._qs: dict = {}      # (position, text) -> state of the item automaton
+        self._scans: dict = {}   # item bytes -> unique_any.item_scan of them (where it goes on)
         self._cands: dict = {}   # position -> (distinct values found, exhausted)
         self._sufs: dict = {}    # state of the item automaton -> completions (_suffixes)
         self._succ: dict = {}    # state of the item automaton -> its live successors
@@ -636,6 +637,23 @@ class UniqueValues(_Family):
             hit = self._parts[ct] = parse_canonical(ct)
         return hit
 
+    def item_scan(self, body: bytes) -> tuple:
+        """:func:`.unique_any.item_scan` of the item bytes ``body``, remembered: the next token's
+        bytes go on from where the scan of the item stopped (each token of a long item read the
+        item's bytes again from its first: quadratic)."""
+        hit = self._scans.get(body)
+        if hit is None:
+            from dotjson.jsonschema.unique_any import item_scan
+
+            hit = item_scan(body)
+            self._remember_scan(body, hit[1], hit[0])
+        return hit
+
+    def _remember_scan(self, body: bytes, at, end: int = -1) -> None:
+        if len(self._scans) > 4096:
+            self._scans.clear()
+        self._scans[body] = (end, at)
+
     def may_become(self, seen, body: bytes) -> bool:
         """Whether the item bytes ``body`` may still become a dangerous value after ``seen``
         (``False``: none of its completions is one; :func:`.unique_any.may_become`)."""
@@ -728,13 +746,16 @@ class UniqueValues(_Family):
             closed = string_content(whole[1:])[2]
             end = len(whole) if closed < 0 else closed + 2
         else:
-            from dotjson.jsonschema.unique_any import item_end
+            from dotjson.jsonschema.unique_any import item_scan
 
-            if item_end(body) >= 0:
+            end, at = self.item_scan(body)
+            if end >= 0:
                 return None
             whole = body + data
-            end = item_end(whole)
-            end = len(whole) if end < 0 else end
+            end, at = item_scan(whole, at)
+            if end < 0:
+                end = len(whole)
+                self._remember_scan(whole, at)
             if end == len(body):
                 return None  # (a number ends here: the automaton walks what follows it)
         nxt = (seen, whole[:end].decode("latin-1"))

@@ -39,7 +39,7 @@ from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.unique import QUICK_DIVE, _lex
 from dotjson.jsonschema.unique_strings import ArrayMask, _ids, _set_eos, _skip, relaxed_of, spelling, string_content
 
-__all__ = ["item_end", "may_become", "parse_canonical", "token_mask"]
+__all__ = ["item_end", "item_scan", "may_become", "parse_canonical", "token_mask"]
 
 _WS = frozenset(JSON_WS_BYTES)
 _NUM = frozenset(b"-+.eE0123456789")
@@ -113,23 +113,51 @@ def item_end(b: bytes) -> int:
     """The index just past the JSON value that ``b`` begins (its first byte the value's), when
     it ends inside ``b`` — a number or literal only once a byte that cannot continue it follows
     — else ``-1``. ``b`` is a prefix of valid JSON (the relaxed state allowed it)."""
+    return item_scan(b)[0]
+
+
+def item_scan(b: bytes, at: tuple | None = None) -> tuple:
+    """:func:`item_end` of ``b``, resumable: ``(end, at)``, where ``at`` (when the item has not
+    ended) is where the scan stopped, for ``item_scan(b + more, at)`` to go on from there rather
+    than from the item's first byte (a mask asks it of every token after the same item bytes:
+    reading those again for each was quadratic in the item's length)."""
     n = len(b)
     if not n:
-        return -1
+        return -1, None
+    if at is not None:
+        j, depth, in_str = at
+        return _scan_container(b, j, depth, in_str) if b[0] not in _NUM and b[0] not in _LETTERS \
+            and b[0] != 0x22 else _scan_flat(b, j)
     c = b[0]
-    if c in _NUM:
-        j = 1
-        while j < n and b[j] in _NUM:
-            j += 1
-        return j if j < n else -1
-    if c in _LETTERS:
-        j = 1
-        while j < n and b[j] in _LETTERS:
-            j += 1
-        return j if j < n else -1
+    if c in _NUM or c in _LETTERS or c == 0x22:
+        return _scan_flat(b, 1)
+    return _scan_container(b, 0, 0, False)
+
+
+def _scan_flat(b: bytes, j: int) -> tuple:
+    """:func:`item_scan` of a number, literal or string item from index ``j``."""
+    n = len(b)
+    c = b[0]
     if c == 0x22:
-        return _string_end(b, 1)
-    depth, j, in_str = 0, 0, False
+        while j < n:
+            x = b[j]
+            if x == 0x5C:
+                j += 2
+                continue
+            if x == 0x22:
+                return j + 1, None
+            j += 1
+        return -1, (j, 0, True)
+    cls = _NUM if c in _NUM else _LETTERS
+    while j < n and b[j] in cls:
+        j += 1
+    return (j, None) if j < n else (-1, (j, 0, False))
+
+
+def _scan_container(b: bytes, j: int, depth: int, in_str: bool) -> tuple:
+    """:func:`item_scan` of an object or array item from index ``j`` (brackets ``depth`` open,
+    ``in_str``: inside a string)."""
+    n = len(b)
     while j < n:
         x = b[j]
         if in_str:
@@ -144,9 +172,9 @@ def item_end(b: bytes) -> int:
         elif x in b"]}":
             depth -= 1
             if depth == 0:
-                return j + 1
+                return j + 1, None
         j += 1
-    return -1
+    return -1, (j, depth, in_str)
 
 
 def _string_end(b: bytes, j: int) -> int:
@@ -407,6 +435,8 @@ class _AnyMask(ArrayMask):
         self.seen_set = frozenset(seen)
         self.danger = fam.danger_values(seen)  # canonical texts
         self.body = body
+        self._parts = None  # the dangerous values' parts the item bytes may still become
+        self._all_parts = None  # ... and all of them (may_become's), after ``seen``
         self._goes = None
         #: completions that made an item begun here a new value (:meth:`inside`)
         self.witnesses: list = []
@@ -425,7 +455,18 @@ class _AnyMask(ArrayMask):
         that made another item a new value completes this one to a new value too (a token of
         whitespace, of another spelling: most of them), else the family's search."""
         fam = self.fam
-        if fresh and not fam.may_become(seen, whole):
+        if fresh and seen == self.seen:
+            if self._parts is None:
+                # the dangerous values the item bytes so far may still become: no completion
+                # of them is any other (a proof, may_become's), so neither is one of theirs
+                # with a token's bytes after them: each token matched against these few
+                parts = [fam.danger_part(v) for v in self.danger]
+                self._all_parts = parts
+                self._parts = [p for p in parts if _match(self.body, 0, p, fam.repeats, None, {}) is not None]
+            if not may_become(whole, self._parts if whole.startswith(self.body) else self._all_parts,
+                              fam.repeats):
+                return True
+        elif fresh and not fam.may_become(seen, whole):
             return True
         text = whole.decode("latin-1")
         if fresh and seen == self.seen:
@@ -457,7 +498,12 @@ class _AnyMask(ArrayMask):
         bytes ``body`` before it, the token's own item bytes from ``start``)."""
         fam = self.fam
         whole = body + tb[start:]
-        end = item_end(whole)
+        if body:  # (the item bytes scanned once, each token's bytes after them)
+            end, at = fam.item_scan(body)
+            if end < 0:
+                end = item_scan(whole, at)[0]
+        else:
+            end = item_end(whole)
         if end < 0:
             return self.inside(self.seen, whole, self.goes_on())
         full, r = whole[:end], whole[end:]
@@ -508,7 +554,7 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
             nexts = [(NEXT, [fam.danger_part(v) for v in m.danger])]
     else:
         depth, in_str, esc, start = lex_context(body)
-        complete = item_end(body) >= 0  # (a string, object or array closed: any token leaves it)
+        complete = fam.item_scan(body)[0] >= 0  # (a string, object or array closed: any token leaves it)
         targets: list = []
         danger = [fam.danger_part(v) for v in m.danger]
         maybe = may_become(body, danger, fam.repeats, targets)

@@ -177,20 +177,6 @@ def _scan_container(b: bytes, j: int, depth: int, in_str: bool) -> tuple:
     return -1, (j, depth, in_str)
 
 
-def _string_end(b: bytes, j: int) -> int:
-    """Past the closing quote of the string whose content starts at ``j`` (``-1``: not closed)."""
-    n = len(b)
-    while j < n:
-        x = b[j]
-        if x == 0x5C:
-            j += 2
-            continue
-        if x == 0x22:
-            return j + 1
-        j += 1
-    return -1
-
-
 def lex_context(b: bytes) -> tuple[int, bool, bool, int]:
     """``(depth, in a string, inside an escape, start)`` at the end of the item bytes ``b``: the
     brackets open outside strings, whether the last byte leaves a string open, whether an

@@ -17,7 +17,6 @@ over ~96% of the vocabulary with a copy of a contiguous run of token ids.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
 from numba import types
@@ -57,13 +56,6 @@ def _set_bits(out, tok_ids, lo, hi):
 
 
 @kernel
-def _in_words(w0, w1, w2, w3, b):
-    """Is byte ``b`` in the 256-bit set ``w0..w3``?"""
-    w = w0 if b < 64 else (w1 if b < 128 else (w2 if b < 192 else w3))
-    return ((w >> np.uint64(b & 63)) & np.uint64(1)) != np.uint64(0)
-
-
-@kernel
 def _fill(S, s, b, wide):
     """The transition of state ``s`` on byte ``b``, computed if not known (the whole row at a
     wide node); -1 on exit."""
@@ -80,18 +72,17 @@ def _fill(S, s, b, wide):
 
 @kernel
 def _run_facts(S, s0):
-    """``(hi, set words w0..w3, rest's state)`` of a byte run's origin ``s0``
-    (:func:`~dotjson.automaton.states.byte_run` answered > 0); rest's state -1 on exit."""
+    """``(hi, the row of its byte set in the store's byte sets, rest's state)`` of a byte run's
+    origin ``s0`` (:func:`~dotjson.automaton.states.byte_run` answered > 0); rest's state -1
+    on exit."""
     S = K.borrow(S)
     v = K.byte_run(S, s0)
     if v < 0:
-        return 0, np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0), -1
+        return 0, 0, -1
     ti = S[K.S_TI]
-    bw = S[K.S_BW]
     ra = K.run_head(S, S[K.S_TERM_OF][s0])
-    rj = ti[ti[ra, 1], 1]
     rst = K.state(S, v - 1)  # (made when the run was recognised, in this store; -1 on exit)
-    return ti[ra, 3], bw[rj, 0], bw[rj, 1], bw[rj, 2], bw[rj, 3], rst
+    return ti[ra, 3], ti[ti[ra, 1], 1], rst
 
 
 @kernel
@@ -224,12 +215,11 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
         end = child_ptr[node + 1]
         fill_wide = end - child_ptr[node] > wide
         # A frame's state: a state (>= 0), or a byte run's position: ``j`` bytes of the run of
-        # origin ``s0`` (``run``: 0 not asked yet, 1 a run, -1 not one; its byte set ``rw``, its
-        # bound ``rhi``, the state of its rest ``rst``; ``src``: whose row the other bytes take)
+        # origin ``s0`` (``run``: 0 not asked yet, 1 a run, -1 not one; its byte set, row ``rj``
+        # of the store's, its bound ``rhi``, the state of its rest ``rst``; ``src``: whose row the
+        # other bytes take)
         src = s0 = state
-        j = run = 0
-        rw0 = rw1 = rw2 = rw3 = np.uint64(0)
-        rhi = 0
+        j = run = rhi = rj = 0
         rst = -1
         if state < -1:
             code = -2 - state
@@ -239,12 +229,12 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
         while e < end:
             b = child_byte[e]
             if run == 1 and rst < 0:  # the run's facts, read once a frame
-                rhi, rw0, rw1, rw2, rw3, rst = _run_facts(S, s0)
+                rhi, rj, rst = _run_facts(S, s0)
                 if rst < 0:
                     return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
                 if j > 0:
                     src = rst
-            if j > 0 and _in_words(rw0, rw1, rw2, rw3, b):
+            if j > 0 and K._has(S[K.S_BW][rj], b):
                 nxt = -3  # the run's next position
             else:
                 nxt = trans[src, b]
@@ -256,7 +246,7 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                     if run == 1:
                         continue  # (its facts read above)
                 if nxt == -1 and run == 1 and j == 0:  # the origin, its transition not known
-                    if _in_words(rw0, rw1, rw2, rw3, b):
+                    if K._has(S[K.S_BW][rj], b):
                         nxt = -3
                     else:  # rest's successor, which is the origin's too
                         nxt = _fill(S, rst, b, fill_wide)

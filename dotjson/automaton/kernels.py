@@ -53,7 +53,7 @@ from .keysets import (  # noqa: F401
     keys_root,
 )
 from .derive import (  # noqa: F401
-    _deriv, deriv,
+    _deriv, _has, deriv,
 )
 from .rows import (  # noqa: F401
     _row, row,

@@ -16,7 +16,7 @@ from .store import (
     S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _T_PRUN, _U0, _U1, _fail, _i64, _low, _mget,
     _mput, borrow, scratch,
 )
-from .derive import deriv
+from .derive import _has, deriv
 from .rows import row
 from .emptiness import is_empty
 from .clamp import clamp
@@ -594,10 +594,9 @@ def _byte_run(S, t):
         return -1
     if e == DEAD:
         return 0
-    bw = S[S_BW]
-    j = ti[item, 1]
+    words = S[S_BW][ti[item, 1]]
     for b in range(256):
-        if (bw[j, b >> 6] >> np.uint64(b & 63)) & _U1:
+        if _has(words, b):
             r = fill_entry(S, e, b)
             if r == FAIL:
                 return -1

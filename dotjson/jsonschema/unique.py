@@ -646,13 +646,13 @@ class UniqueValues(_Family):
             from dotjson.jsonschema.unique_any import item_scan
 
             hit = item_scan(body)
-            self._remember_scan(body, hit[1], hit[0])
+            self._remember_scan(body, hit)
         return hit
 
-    def _remember_scan(self, body: bytes, at, end: int = -1) -> None:
+    def _remember_scan(self, body: bytes, scan: tuple) -> None:
         if len(self._scans) > 4096:
             self._scans.clear()
-        self._scans[body] = (end, at)
+        self._scans[body] = scan
 
     def may_become(self, seen, body: bytes) -> bool:
         """Whether the item bytes ``body`` may still become a dangerous value after ``seen``
@@ -754,8 +754,8 @@ class UniqueValues(_Family):
             whole = body + data
             end, at = item_scan(whole, at)
             if end < 0:
+                self._remember_scan(whole, (end, at))
                 end = len(whole)
-                self._remember_scan(whole, at)
             if end == len(body):
                 return None  # (a number ends here: the automaton walks what follows it)
         nxt = (seen, whole[:end].decode("latin-1"))

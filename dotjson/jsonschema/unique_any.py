@@ -121,17 +121,14 @@ def item_scan(b: bytes, at: tuple | None = None) -> tuple:
     ended) is where the scan stopped, for ``item_scan(b + more, at)`` to go on from there rather
     than from the item's first byte (a mask asks it of every token after the same item bytes:
     reading those again for each was quadratic in the item's length)."""
-    n = len(b)
-    if not n:
+    if not b:
         return -1, None
-    if at is not None:
-        j, depth, in_str = at
-        return _scan_container(b, j, depth, in_str) if b[0] not in _NUM and b[0] not in _LETTERS \
-            and b[0] != 0x22 else _scan_flat(b, j)
     c = b[0]
-    if c in _NUM or c in _LETTERS or c == 0x22:
-        return _scan_flat(b, 1)
-    return _scan_container(b, 0, 0, False)
+    flat = c in _NUM or c in _LETTERS or c == 0x22
+    if at is None:
+        return _scan_flat(b, 1) if flat else _scan_container(b, 0, 0, False)
+    j, depth, in_str = at
+    return _scan_flat(b, j) if flat else _scan_container(b, j, depth, in_str)
 
 
 def _scan_flat(b: bytes, j: int) -> tuple:
@@ -421,8 +418,8 @@ class _AnyMask(ArrayMask):
         self.seen_set = frozenset(seen)
         self.danger = fam.danger_values(seen)  # canonical texts
         self.body = body
-        self._parts = None  # the dangerous values' parts the item bytes may still become
-        self._all_parts = None  # ... and all of them (may_become's), after ``seen``
+        self._parts = None  # the dangerous values' parts (may_become's), after ``seen``
+        self._reachable = None  # ... those the item bytes may still become
         self._goes = None
         #: completions that made an item begun here a new value (:meth:`inside`)
         self.witnesses: list = []
@@ -435,6 +432,12 @@ class _AnyMask(ArrayMask):
             self._goes = self.fam._goes_on(self.seen)
         return self._goes
 
+    def parts(self) -> list:
+        """The dangerous values' parts (:func:`parse_canonical`, what :func:`may_become` matches)."""
+        if self._parts is None:
+            self._parts = [self.fam.danger_part(v) for v in self.danger]
+        return self._parts
+
     def inside(self, seen: tuple, whole: bytes, fresh: bool) -> bool:
         """Whether the item bytes ``whole`` (not complete) after the values ``seen`` leave the
         array live: surely where it can become no dangerous value; else where a completion
@@ -442,14 +445,13 @@ class _AnyMask(ArrayMask):
         whitespace, of another spelling: most of them), else the family's search."""
         fam = self.fam
         if fresh and seen == self.seen:
-            if self._parts is None:
+            if self._reachable is None:
                 # the dangerous values the item bytes so far may still become: no completion
                 # of them is any other (a proof, may_become's), so neither is one of theirs
                 # with a token's bytes after them: each token matched against these few
-                parts = [fam.danger_part(v) for v in self.danger]
-                self._all_parts = parts
-                self._parts = [p for p in parts if _match(self.body, 0, p, fam.repeats, None, {}) is not None]
-            if not may_become(whole, self._parts if whole.startswith(self.body) else self._all_parts,
+                self._reachable = [p for p in self.parts()
+                                   if _match(self.body, 0, p, fam.repeats, None, {}) is not None]
+            if not may_become(whole, self._reachable if whole.startswith(self.body) else self.parts(),
                               fam.repeats):
                 return True
         elif fresh and not fam.may_become(seen, whole):
@@ -537,12 +539,12 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     if not body:
         cand = relaxed
         if m.goes_on():  # (a token that begins a string or number it cannot make a value read)
-            nexts = [(NEXT, [fam.danger_part(v) for v in m.danger])]
+            nexts = [(NEXT, m.parts())]
     else:
         depth, in_str, esc, start = lex_context(body)
         complete = fam.item_scan(body)[0] >= 0  # (a string, object or array closed: any token leaves it)
         targets: list = []
-        danger = [fam.danger_part(v) for v in m.danger]
+        danger = m.parts()
         maybe = may_become(body, danger, fam.repeats, targets)
         if not m.goes_on() or esc or complete:
             cand = relaxed

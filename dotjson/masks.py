@@ -680,6 +680,10 @@ class MaskView:
         """The bitset of the tokens holding any byte of ``bytes_`` (:func:`tokens_holding`)."""
         return tokens_holding(self._m._vocab, bytes_)
 
+    def tokens_within(self, bytes_: frozenset) -> np.ndarray:
+        """The bitset of the tokens of at least one byte, every byte in ``bytes_``."""
+        return tokens_within(self._m._vocab, bytes_)
+
     def plain_token_id(self, data: bytes) -> int:
         """The id of the plain token whose bytes are ``data`` (-1: none; of several, any)."""
         tr = self._m._tries.plain
@@ -740,6 +744,25 @@ def tokens_holding(vocabulary, bytes_: frozenset) -> np.ndarray:
         bits = np.zeros((has.shape[0] + 31) // 32 * 32, dtype=bool)
         bits[:has.shape[0]] = has
         hit = np.packbits(bits, bitorder="little").view(np.uint32)
+        hit.flags.writeable = False
+        if len(_HOLDING) > 32:
+            _HOLDING.clear()
+        _HOLDING[key] = hit
+    return hit
+
+
+def tokens_within(vocabulary, bytes_: frozenset) -> np.ndarray:
+    """The bitset (read-only) of the tokens of at least one byte, all of them in ``bytes_``:
+    once per process, vocabulary and byte set."""
+    key = (vocabulary._uid, "within", bytes_)
+    hit = _HOLDING.get(key)
+    if hit is None:
+        off = vocabulary._offsets
+        n = off.shape[0] - 1
+        nonempty = np.zeros((n + 31) // 32 * 32, dtype=bool)
+        nonempty[:n] = off[1:] > off[:-1]
+        outside = tokens_holding(vocabulary, frozenset(range(256)) - frozenset(bytes_))
+        hit = np.packbits(nonempty, bitorder="little").view(np.uint32) & ~outside
         hit.flags.writeable = False
         if len(_HOLDING) > 32:
             _HOLDING.clear()

@@ -84,7 +84,9 @@ _Exact = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_chec
 
 
 def valid(schema, text: str) -> bool:
-    return _Exact(schema).is_valid(json.loads(text, parse_float=Decimal))
+    """``text`` meets ``schema``, numbers of both exact (``Decimal``: no float rounds them)."""
+    exact = json.loads(json.dumps(schema), parse_float=Decimal)
+    return _Exact(exact).is_valid(json.loads(text, parse_float=Decimal))
 
 
 def _walks(index, ref, schema, config, seeds=6, steps=32):

@@ -297,10 +297,28 @@ class ArrayBuilder:
         # the item's own spelling policy: numbers="any", or a number with nothing to compare
         exponents = bool(tr.exponents) or (
             both and not item["mults"] and not item["notmults"] and all(float(c) == 0 for c in consts))
-        fam = UniqueNumbers(tr.fresh_prefix("unum"), lo, hi, item, exponents, tr.sep)
+        fam = UniqueNumbers(tr.fresh_prefix("unum"), lo, hi, item, exponents, tr.sep,
+                            self._unique_item_node(m, both, exponents))
         tr.families.append(fam)
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))
+
+    def _unique_item_node(self, m, both: bool, exponents: bool):
+        """The numbers of merged branch ``m`` as the compiler writes them, with no generation
+        bound on their digits and exponents exactly where ``exponents`` (the family's own
+        language: its relaxed item, for token masks), or ``None`` where the compiler writes none
+        such (numbers in every spelling under the generation bounds)."""
+        tr, n = self.tr, m.number
+        ne = tuple(sorted(c[1] for c in m.not_enum if c[0] == "x"))
+        args = (n.lo, n.lo_excl, n.hi, n.hi_excl, tuple(n.multiples), tuple(n.not_multiples), ne,
+                "integer" in m.types, "nonint" in m.types, "")
+        if tr.gen_bounds is None:
+            return tr.numbers.number_node(*args)
+        if tr.exponents:
+            return None
+        if both and n.lo is None and n.hi is None and not n.multiples and not n.not_multiples and not ne:
+            return None if not exponents else Ref(tr.bp + "json_number")  # (not the generation bounds' free number)
+        return tr.numbers.plain_number_node(*args)
 
     def unique_values(self, pos_exprs, rest, lo, hi, strings: bool, keys_once: bool = False):
         """Arrays of distinct values of any item schemas

@@ -251,6 +251,64 @@ BIG_MODULUS = 10_000
 MAX_CANDIDATES = 100_000
 
 
+#: Decimal exponents past which a value is kept as its significant digits and exponent, never
+#: as a rational (``1e999999999`` is a valid JSON number; its rational has a billion digits)
+FAR_EXP = 4000
+
+
+def sci(text: str) -> tuple[bool, str, int]:
+    """``(negative, digits, E)`` of a JSON number's text (an exponent optional, a mantissa like
+    ``1.`` allowed): its value is ``±digits·10^E`` with ``digits`` free of leading and trailing
+    zeros (zero: ``(False, "0", 0)``). Nothing of the value's size is built."""
+    neg = text.startswith("-")
+    body = text[1:] if neg else text
+    k = len(body)
+    for i, ch in enumerate(body):
+        if ch in "eE":
+            k = i
+            break
+    ip, _, fp = body[:k].partition(".")
+    digits = (ip + fp).lstrip("0")
+    sig = digits.rstrip("0")
+    if not sig:
+        return False, "0", 0
+    tail = body[k + 1:]
+    return neg, sig, (digits_int(tail) if tail else 0) - len(fp) + len(digits) - len(sig)
+
+
+def far_of(v) -> tuple[str, int] | None:
+    """``(digits, E)`` of a positive rational ``v = digits·10^E`` whose exponent is past
+    :data:`FAR_EXP` either way, else ``None`` (cheap for the values of ordinary size)."""
+    n, d = v.numerator, v.denominator
+    if n.bit_length() <= 3 * FAR_EXP and d.bit_length() <= FAR_EXP:
+        return None  # (|E| > FAR_EXP needs n >= 10^E, or 2^-E or 5^-E dividing d)
+    E = 0
+    if d != 1:
+        x, y, m = _split25(d)
+        if m != 1:
+            return None  # (no finite decimal)
+        E = -max(x, y)
+        n = n * 10 ** -E // d
+    s = int_digits(n)
+    sig = s.rstrip("0")
+    E += len(s) - len(sig)
+    return (sig, E) if abs(E) > FAR_EXP else None
+
+
+class _Excluded(frozenset):
+    """The excluded values of one sign, as magnitudes: rationals, and ``far``, the
+    ``(digits, E)`` of those past :data:`FAR_EXP` (no rational is built for them); ``in``
+    answers for both."""
+
+    def __new__(cls, values, far=()):
+        self = super().__new__(cls, values)
+        self.far = frozenset(far) | {f for f in map(far_of, self) if f is not None}
+        return self
+
+    def __contains__(self, v) -> bool:
+        return frozenset.__contains__(self, v) or (bool(self.far) and far_of(v) in self.far)
+
+
 def _ilog10(x) -> int:
     """``floor(log10(x))`` of a positive rational, give or take one."""
     x = Fraction(x)
@@ -268,7 +326,7 @@ class _Arith:
     ``integer``: ``True`` integers only, ``False`` non-integers only, ``None`` either.
     """
 
-    def __init__(self, lo, lox, hi, hix, mults, notmults, ne, integer):
+    def __init__(self, lo, lox, hi, hix, mults, notmults, ne, integer, far=()):
         F = Fraction
         M = None
         for m in mults:
@@ -292,11 +350,16 @@ class _Arith:
         for neg in (False, True):
             if not neg:
                 b = (None if lo is None else F(lo), lox, None if hi is None else F(hi), hix)
-                e = frozenset(F(c) for c in ne)
+                e = [F(c) for c in ne if F(c) >= 0]
             else:  # the negative numbers, mirrored: x -> -x swaps the bounds
                 b = (None if hi is None else -F(hi), hix, None if lo is None else -F(lo), lox)
-                e = frozenset(-F(c) for c in ne)
+                e = [-F(c) for c in ne if F(c) <= 0]
+            e = _Excluded(e, ((sig, E) for n, sig, E in far if n == neg))
             self.sides[neg] = (b, e, tuple(nots))
+        # the constants' reach in decimal digits (what :meth:`holds_sci` clamps exponents to)
+        consts = [x for x in (*self._bounds, M, *nots) if x is not None]
+        self._reach = max((len(int_digits(abs(x.numerator))) + len(int_digits(x.denominator))
+                           for x in consts), default=1)
 
     def _ok(self, v, ne, nots) -> bool:
         return v not in ne and not any((v / n).denominator == 1 for n in nots) and \
@@ -394,6 +457,29 @@ class _Arith:
             return False
         return self._ok(a, ne, nots)
 
+    def holds_sci(self, neg: bool, sig: str, E: int) -> bool:
+        """:meth:`holds` for ``±sig·10^E`` (:func:`sci`), with an exponent of any size: past the
+        constants' reach ``R`` digits, the bounds, ``multipleOf`` and ``not: {multipleOf}`` say
+        the same at every exponent (above ``4R + 4``: larger than every bound, and ``10^E``
+        holds every power of 2 and 5 of a divisor's numerator; below ``-(len(sig) + R + 2)``:
+        smaller than every bound, and a multiple of nothing), so the exponent is clamped there
+        and an excluded value past :data:`FAR_EXP` is looked up by its digits."""
+        if sig == "0":
+            return self.holds(0)
+        if abs(E) <= FAR_EXP:
+            s = digits_int(sig)
+            v = s * 10 ** E if E >= 0 else Fraction(s, 10 ** -E)
+            return self.holds(-v if neg else v)
+        (lo, lox, hi, hix), ne, nots = self.sides[neg]
+        if (sig, E) in ne.far:
+            return False
+        E = min(E, 4 * self._reach + 4) if E > 0 else max(E, -(len(sig) + self._reach + 2))
+        s = digits_int(sig)
+        a = s * 10 ** E if E >= 0 else Fraction(s, 10 ** -E)
+        if (lo is not None and (a < lo or (a == lo and lox))) or (hi is not None and (a > hi or (a == hi and hix))):
+            return False
+        return self._ok(a, (), nots)  # (no value of ordinary size is this one)
+
     @staticmethod
     def _first_integral(q):
         """The least integer ``E`` with ``q·10^E`` an integer (``q > 0``), ``None`` when none
@@ -451,11 +537,16 @@ class _Arith:
             return False
         bad = set()
         for c in ne:
+            if c == 0:
+                continue
             t = c / a
             e = _ilog10(t)
             for k in (e - 1, e, e + 1):
                 if a * F10 ** k == c:
                     bad.add(k)
+        if ne.far:  # a·10^k is sig·10^E when the significant digits agree: k = E - (a's exponent)
+            _, asig, aE = sci(mantissa)
+            bad.update(E - aE for sig, E in ne.far if sig == asig)
         # the exponents the text can still become, as E (sign applied)
         sg = -1 if esign == "-" else 1
         if not edigits:

@@ -23,6 +23,7 @@ from dotjson import ir
 from dotjson.ir import Ref, seq
 from dotjson.ir.families import not_a_token_walk, register_family, token_walk_id
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
+from dotjson.jsonschema.numarith import sci
 from dotjson.jsonschema.statefamily import _Family
 from dotjson.jsonschema.unique_numbers import UniqueNumbers, item_params  # noqa: F401 (re-exported)
 from dotjson.jsonschema.unique_strings import FRESH, string_content, token_mask, value_contents
@@ -74,6 +75,9 @@ def canonical_text(v) -> str:
         return "null"
     if v is True or v is False:
         return "true" if v else "false"
+    if isinstance(v, _Number):
+        neg, sig, E = sci(v)
+        return "#0" if sig == "0" else f"#{'-' if neg else ''}{sig}e{E}"
     if isinstance(v, Decimal):
         sign, digits, exp = v.as_tuple()
         ds = "".join(map(str, digits)).lstrip("0")
@@ -92,7 +96,12 @@ def canonical_text(v) -> str:
 def value_key(raw: str) -> str:
     """The :func:`canonical_text` of the JSON text ``raw`` (bytes as a latin-1 string)."""
     text = raw.encode("latin-1").decode("utf-8")
-    return canonical_text(json.loads(text, parse_float=Decimal, parse_int=Decimal))
+    return canonical_text(json.loads(text, parse_float=_Number, parse_int=_Number))
+
+
+class _Number(str):
+    """A JSON number's text as :func:`json.loads` reads it for :func:`value_key` (a
+    ``Decimal`` refuses exponents past 10^18; :func:`~.numarith.sci` reads any)."""
 
 
 _JSON_WS = frozenset(JSON_WS_BYTES)

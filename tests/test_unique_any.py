@@ -21,7 +21,7 @@ import pytest
 
 from dotjson import Index, Vocabulary
 from dotjson.errors import UnsupportedSchemaError
-from dotjson.jsonschema.unique import canonical_text
+from dotjson.jsonschema.unique import canonical_text, value_key
 from dotjson.jsonschema.unique_any import _LETTERS, _NUM, item_end, item_scan, may_become, parse_canonical
 
 TOKS = ['[', ']', '{', '}', '{"', '"', '"a"', '"b"', '"c"', 'a', 'b', 'ab', ':', ': ', '":', '": ', '":"', '":1', '1',
@@ -291,3 +291,13 @@ def test_llama3_masks_inside_an_array_of_distinct_objects(llama3_vocab, llama3_t
         tb = llama3_vocab.token_bytes(t)
         want = bool(tb) and not llama3_vocab.is_special(t) and a.walk_bytes(s, tb) >= 0
         assert (t in mask) == want, tb
+
+
+def test_numbers_of_any_exponent_are_one_value_each(vocab):
+    # value keys read a number's digits and exponent as text (a Decimal refuses exponents
+    # past 10^18, and 1e999999999999999999999 is a JSON number)
+    assert value_key("1e999999999999999999999") == value_key("10e999999999999999999998") != value_key("2e999999999999999999999")
+    assert value_key("[1.50e-99999, 0.0e5]") == value_key("[15e-100000, -0]")
+    index = Index({"type": "array", "uniqueItems": True}, vocab, **EVERY_VALID)
+    assert not index.accepts("[[1e999999999999999999999],[10e999999999999999999998]]")
+    assert index.accepts("[[1e999999999999999999999],[2e999999999999999999999]]")

@@ -1,7 +1,7 @@
-"""Arrays of distinct strings, objects, arrays and mixed values (``uniqueItems``, issue 29): the
-cost of exactness per token, beside the same schema without the keyword and beside llguidance in
-the same run. (Strings: :mod:`dotjson.jsonschema.unique_strings`; the others:
-:mod:`dotjson.jsonschema.unique_any`.)
+"""Arrays of distinct strings, numbers, objects, arrays and mixed values (``uniqueItems``, issue
+29): the cost of exactness per token, beside the same schema without the keyword and beside
+llguidance in the same run. (Strings: :mod:`dotjson.jsonschema.unique_strings`; numbers:
+:mod:`dotjson.jsonschema.unique_number_masks`; the others: :mod:`dotjson.jsonschema.unique_any`.)
 
 A new index per document (every mask fresh), the default configuration, Llama 3, one process
 after ``dotjson.warmup()``, thread CPU. Per case: ``Index()`` time; the document's token masks
@@ -68,6 +68,13 @@ def cases():
          _obj("points", {"type": "array", "uniqueItems": True, "items": {
              "type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}),
          {"title": "path", "points": [[0, 0], [0, 1], [1, 0], [1, 1], [10, 0], [0, 10], [2, 3], [3, 2]]}),
+        # numbers (:mod:`dotjson.jsonschema.unique_number_masks`)
+        ("ids x16 (5-digit integers)",
+         _obj("ids", {"type": "array", "uniqueItems": True, "items": {"type": "integer"}}),
+         {"title": "batch", "ids": [10007 + 7919 * i % 89989 for i in range(16)]}),
+        ("scores x12 (numbers 0..1)",
+         _obj("scores", {"type": "array", "uniqueItems": True, "items": {"type": "number", "minimum": 0, "maximum": 1}}),
+         {"title": "run", "scores": [0.5, 0.25, 0.75, 0.125, 1, 0, 0.33, 0.66, 0.9, 0.1, 0.05, 0.95]}),
         ("mixed x10 (strings, numbers, booleans)",
          _obj("values", {"type": "array", "uniqueItems": True, "items": {"type": ["string", "integer", "boolean"]}}),
          {"title": "row", "values": ["a", 1, True, "b", 2, False, "ab", 10, 12, "1"]}),

@@ -728,6 +728,17 @@ _SPECIALS_OF: dict = {}
 _HOLDING: dict = {}  # (vocabulary uid, byte set) -> bitset of the tokens holding one (MaskView.tokens_holding)
 
 
+def bit_ids(bits: np.ndarray) -> np.ndarray:
+    """The token ids set in the bitset ``bits`` (``uint32`` words, bit ``t & 31`` of word
+    ``t >> 5``), ascending: the set words' bits only where few words are set (a family mask's
+    few hundred candidates: ~40 µs against ~170 µs for unpacking a 128k-token row)."""
+    nz = np.flatnonzero(bits)
+    if nz.shape[0] * 4 > bits.shape[0]:
+        return np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little"))
+    r, c = np.nonzero(np.unpackbits(bits[nz].view(np.uint8), bitorder="little").reshape(-1, 32))
+    return nz[r] * 32 + c
+
+
 def tokens_holding(vocabulary, bytes_: frozenset) -> np.ndarray:
     """The bitset (``uint32[(max_token_id + 31) // 32]``, read-only) of the tokens holding any
     byte of ``bytes_``: one pass over the vocabulary's packed bytes, once per process,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
+from dotjson.masks import bit_ids
 from dotjson.jsonschema.numarith import digits_int
 from dotjson.jsonschema.unique_numbers import _parse_far
 
@@ -39,7 +40,7 @@ _OTHER = frozenset(range(256)) - NUMBER_BYTES
 
 
 def _ids(bits: np.ndarray) -> list:
-    return np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little")).tolist()
+    return bit_ids(bits).tolist()
 
 
 def _decimal(key: str) -> tuple[bool, str, int]:
@@ -82,15 +83,19 @@ def significant(key: str) -> str:
     return _decimal(key)[1].lstrip("0").rstrip("0")
 
 
+def _exp_at(text: str) -> int:
+    """Where ``text``'s exponent begins (its ``e`` or ``E``), ``len(text)`` if nowhere."""
+    for i, ch in enumerate(text):
+        if ch in "eE":
+            return i
+    return len(text)
+
+
 def _mantissa(text: str) -> tuple[str, bool]:
     """``(digits, closed)``: the significant digits of a number prefix's mantissa so far (signs,
     the point and leading zeros dropped, trailing zeros too) and whether an exponent has begun
     (the mantissa can grow no more)."""
-    k = len(text)
-    for i, ch in enumerate(text):
-        if ch in "eE":
-            k = i
-            break
+    k = _exp_at(text)
     digits = text[:k].replace("-", "").replace(".", "").lstrip("0").rstrip("0")
     return digits, k < len(text)
 
@@ -107,6 +112,13 @@ class _Tables:
             text = self.text_of[t] = view.token_bytes(t).decode("ascii")
             self.by_text.setdefault(text, []).append(t)
         self.longest = max(map(len, self.by_text), default=0)
+        # with exponents: the tokens by their mantissa's digits (up to an e or E; signs and the
+        # point dropped) and whether they begin an exponent
+        self.by_mantissa: dict = {}
+        for t, text in self.text_of.items():
+            k = _exp_at(text)
+            key = (text[:k].replace("-", "").replace(".", ""), k < len(text))
+            self.by_mantissa.setdefault(key, []).append(t)
 
 
 def _tables(fam, view) -> _Tables:
@@ -144,11 +156,38 @@ def _exponent_dangers(fam, seen, text: str, tab: _Tables, allowed: np.ndarray) -
     still equal a value read's significant digits (a superset of those that can differ)."""
     sig = {fam.significant_of(k) for k in seen}
     pre = {s[:i] for s in sig for i in range(len(s) + 1)}
+    k = _exp_at(text)
+    if k < len(text):  # (the mantissa is closed: every token alike)
+        return set(_ids(allowed & tab.nums)) if _mantissa(text)[0] in sig else set()
+    lead = text.replace("-", "").replace(".", "").lstrip("0")
+    if lead:
+        return _dangers_after(lead, sig, pre, tab)
     out = set()
-    for t in _ids(allowed & tab.nums):
+    for t in _ids(allowed & tab.nums):  # (the item's first digits: every token asked)
         digits, closed = _mantissa(text + tab.text_of[t])
         if (digits in sig) if closed else (digits in pre):
             out.add(t)
+    return out
+
+
+def _dangers_after(lead: str, sig: set, pre: set, tab: _Tables) -> set:
+    """:func:`_exponent_dangers` where the mantissa's digits so far, ``lead``, begin with a
+    nonzero one: a token's mantissa digits ``m`` make ``(lead + m)`` less its trailing zeros, so
+    those ending in a value's significant digits ``s`` (``s`` closed by an exponent, a prefix of
+    one open) are ``s[len(lead):]`` continued by zeros, or zeros alone where ``lead`` already
+    is one: found by lookup, not by asking every token."""
+    out: set = set()
+    zeros = ["0" * z for z in range(tab.longest + 1)]
+    core = lead.rstrip("0")
+    for closed, targets in ((True, sig), (False, pre)):
+        if core in targets:
+            for z in zeros:
+                out.update(tab.by_mantissa.get((z, closed), ()))
+        for s in targets:
+            if len(s) > len(lead) and s.startswith(lead):
+                tail = s[len(lead):]
+                for z in zeros[: tab.longest - len(tail) + 1]:
+                    out.update(tab.by_mantissa.get((tail + z, closed), ()))
     return out
 
 

@@ -34,6 +34,7 @@ import json
 import numpy as np
 
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
+from dotjson.masks import bit_ids
 
 __all__ = ["string_content", "token_mask"]
 
@@ -101,7 +102,7 @@ def _prefixes(values) -> frozenset:
 
 
 def _ids(bits: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little"))
+    return bit_ids(bits)
 
 
 def _split(whole: bytes):

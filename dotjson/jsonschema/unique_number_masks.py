@@ -28,8 +28,9 @@ import numpy as np
 
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.masks import bit_ids
-from dotjson.jsonschema.numarith import digits_int
+from dotjson.jsonschema.numarith import _split25, digits_int, int_digits
 from dotjson.jsonschema.unique_numbers import _parse_far
+from dotjson.jsonschema.unique_strings import relaxed_walk
 
 __all__ = ["token_mask", "token_step"]
 
@@ -51,15 +52,9 @@ def _decimal(key: str) -> tuple[bool, str, int]:
         return (neg, sig + "0" * E, 0) if E > 0 else (neg, sig, -E)
     n, d = key.split("/")
     num, den = digits_int(n), digits_int(d)
-    a = b = 0
-    while den % 2 == 0:
-        den //= 2
-        a += 1
-    while den % 5 == 0:
-        den //= 5
-        b += 1
+    a, b, _ = _split25(den)
     k = max(a, b)
-    return num < 0, str(abs(num) * 10 ** k // digits_int(d)), k
+    return num < 0, int_digits(abs(num) * 10 ** k // den), k
 
 
 def stems(key: str) -> tuple[str, ...]:
@@ -199,21 +194,10 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     seen, text = st
     if prefix != view.EPS and (text or not view.only_bytes(prefix, _WS)):
         return None
-    rel_term = view.seq(prefix, view.seq(view.ref(fam.name(("*", ""))), rest))
-    extra = None
-    if text:
-        if view.is_empty(rel_term):
-            return None
-        rel = view.walk(view.state(rel_term), text.encode("ascii"))
-        if other != view.EMPTY:
-            # (an item begun beside another branch: that branch's tokens are its own mask's)
-            extra = None if view.is_empty(other) else view.mask(view.state(other))
-            other = view.EMPTY
-    else:
-        rel_term = view.alt(rel_term, other)
-        rel = -1 if view.is_empty(rel_term) else view.state(rel_term)
-    if rel < 0:
+    got = relaxed_walk(view, prefix, fam.name(("*", "")), rest, other, text.encode("ascii"))
+    if got is None:
         return None
+    rel, other, extra = got
     tab = _tables(fam, view)
     relaxed = view.mask(rel)
     out = relaxed.copy()

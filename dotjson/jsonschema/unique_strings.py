@@ -252,7 +252,15 @@ def relaxed_of(fam, view, prefix: int, st, rest: int, other: int):
     k = fam._pos(seen)
     if fam._q(k, text) < 0:
         return None
-    rel_term = view.seq(prefix, view.seq(view.ref(fam.name(("*", k))), rest))
+    return relaxed_walk(view, prefix, fam.name(("*", k)), rest, other, body)
+
+
+def relaxed_walk(view, prefix: int, rel_name: str, rest: int, other: int, body: bytes):
+    """``(relaxed state, other, extra)`` of :func:`relaxed_of` once the family has its relaxed
+    item rule ``rel_name``: ``prefix``, that rule, then ``rest``, walked over the item's bytes
+    ``body`` so far (the branch ``other`` then masked apart), or, before the item, beside
+    ``other``; ``None`` where that state is dead."""
+    rel_term = view.seq(prefix, view.seq(view.ref(rel_name), rest))
     extra = None
     if body:
         if view.is_empty(rel_term):

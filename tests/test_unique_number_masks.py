@@ -20,7 +20,7 @@ import pytest
 from dotjson import Index, Vocabulary
 from dotjson.jsonschema.unique_number_masks import significant, stems
 from dotjson.jsonschema.unique_numbers import _key
-from test_unique_any import valid
+from test_unique_any import EVERY_VALID, _bits, valid  # (the same configuration and helpers)
 
 TOKS = ["[", "]", ",", ", ", " ", "],", "1", "2", "3", "0", "5", "9", "12", "10", "00", "000", "120", ".", ".0", ".5",
         "0.", "1.", "-", "-0", "-1", "e", "E", "e1", "e-", "+", "1e", "0e", "5]", "2,", ",1", ", 2", ",-", "1,2",
@@ -41,16 +41,11 @@ SCHEMAS = [
                {"type": "array", "items": {"type": "number"}, "maxItems": 2}]},
     {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}}},
 ]
-EVERY_VALID = {"bounds": "schema", "close_objects": False, "property_order": "any", "whitespace": "json"}
 
 
 @pytest.fixture(scope="module")
 def vocab():
     return Vocabulary.from_tuples(TOKS + ["<eos>"], list(range(EOS + 1)), EOS, special_token_ids=[EOS])
-
-
-def _bits(m) -> set:
-    return set(np.flatnonzero(np.unpackbits(m.view(np.uint8), bitorder="little")).tolist())
 
 
 def _family_masks_its_states(index) -> bool:

@@ -184,3 +184,33 @@ def test_values_of_any_exponent(vocab, doc, ok):
     bounded = {"type": "array", "items": {"type": "number", "minimum": 0, "multipleOf": 0.5}, "uniqueItems": True}
     index = Index(bounded, vocab, **EVERY_VALID)
     assert index.accepts(doc) is (ok and "-" not in doc and "e-" not in doc)
+
+
+def test_clamped_exponents_decide_as_the_rationals(monkeypatch):
+    # holds_sci clamps an exponent past FAR_EXP to where the constants stop telling values
+    # apart: with FAR_EXP lowered, every clamped answer is checked against the exact rational
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from dotjson.jsonschema import numarith
+    from dotjson.jsonschema.numarith import _Arith, far_of, sci
+
+    monkeypatch.setattr(numarith, "FAR_EXP", 3)
+    rng = random.Random(5)
+    consts = [None, "0", "1", "-2.5", "100", "0.001", "7e5", "-3e-4"]
+    checked = 0
+    for _ in range(300):
+        lo, hi = rng.choice(consts), rng.choice(consts)
+        mults = rng.choice([[], ["0.5"], ["3"], ["1e2"], ["0.25", "6"]])
+        nots = rng.choice([[], ["2"], ["0.1"]])
+        ne = rng.choice([[], ["5e6"], ["-0.0003"]])
+        integer = rng.choice([None, True, False])
+        a = _Arith(lo, rng.random() < 0.3, hi, rng.random() < 0.3, mults, nots, ne, integer)
+        for _ in range(10):
+            text = f"{rng.choice(['', '-'])}{rng.randint(1, 999)}e{rng.randint(-40, 40)}"
+            neg, sig, E = sci(text)
+            assert a.holds_sci(neg, sig, E) == a.holds(Fraction(Decimal(text))), (lo, hi, mults, nots, ne, integer, text)
+            checked += abs(E) > 3
+    assert checked > 1000
+    assert sci("-120.50e-3") == (True, "1205", -4) and sci("0.0e9") == (False, "0", 0)
+    assert far_of(Fraction(10) ** 5) == ("1", 5) and far_of(Fraction(3, 1000)) is None

@@ -309,6 +309,16 @@ class _Excluded(frozenset):
         return frozenset.__contains__(self, v) or (bool(self.far) and far_of(v) in self.far)
 
 
+def _excluded(values, far) -> frozenset:
+    """The excluded values of one sign: a plain ``frozenset`` (C-speed ``in``: the multiples'
+    loops ask it up to :data:`MAX_CANDIDATES` times) unless some value is past
+    :data:`FAR_EXP`, then an :class:`_Excluded`."""
+    values = frozenset(values)
+    if far or any(far_of(v) is not None for v in values):
+        return _Excluded(values, far)
+    return values
+
+
 def _ilog10(x) -> int:
     """``floor(log10(x))`` of a positive rational, give or take one."""
     x = Fraction(x)
@@ -354,7 +364,7 @@ class _Arith:
             else:  # the negative numbers, mirrored: x -> -x swaps the bounds
                 b = (None if hi is None else -F(hi), hix, None if lo is None else -F(lo), lox)
                 e = [-F(c) for c in ne if F(c) <= 0]
-            e = _Excluded(e, ((sig, E) for n, sig, E in far if n == neg))
+            e = _excluded(e, [(sig, E) for n, sig, E in far if n == neg])
             self.sides[neg] = (b, e, tuple(nots))
         # the constants' reach in decimal digits (what :meth:`holds_sci` clamps exponents to)
         consts = [x for x in (*self._bounds, M, *nots) if x is not None]
@@ -471,7 +481,7 @@ class _Arith:
             v = s * 10 ** E if E >= 0 else Fraction(s, 10 ** -E)
             return self.holds(-v if neg else v)
         (lo, lox, hi, hix), ne, nots = self.sides[neg]
-        if (sig, E) in ne.far:
+        if (sig, E) in getattr(ne, "far", ()):
             return False
         E = min(E, 4 * self._reach + 4) if E > 0 else max(E, -(len(sig) + self._reach + 2))
         s = digits_int(sig)
@@ -544,9 +554,10 @@ class _Arith:
             for k in (e - 1, e, e + 1):
                 if a * F10 ** k == c:
                     bad.add(k)
-        if ne.far:  # a·10^k is sig·10^E when the significant digits agree: k = E - (a's exponent)
+        far = getattr(ne, "far", ())
+        if far:  # a·10^k is sig·10^E when the significant digits agree: k = E - (a's exponent)
             _, asig, aE = sci(mantissa)
-            bad.update(E - aE for sig, E in ne.far if sig == asig)
+            bad.update(E - aE for sig, E in far if sig == asig)
         # the exponents the text can still become, as E (sign applied)
         sg = -1 if esign == "-" else 1
         if not edigits:

@@ -17,7 +17,9 @@ rule per token prefix an item may hold (~1,100 digit strings from inside an item
   in plain notation continued by zeros, one token per length; with exponents, by significant
   digits), and those are decided by the family's own liveness. A token that completes the item
   (one holding a byte after the number: ``,``, ``]``, whitespace) is walked from the exact state
-  by the automaton (the value read again, the counts, the next item).
+  by the automaton (the value read again, the counts, the next item), but for whitespace alone
+  after an item that ends a new value where the array may both end and go on: only the separator
+  or what follows the array can take it, as in the relaxed state.
 
 Nothing here is JSON-Schema-specific beyond a JSON number's characters.
 """

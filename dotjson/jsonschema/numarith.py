@@ -256,17 +256,21 @@ MAX_CANDIDATES = 100_000
 FAR_EXP = 4000
 
 
+def exp_at(text: str) -> int:
+    """Where a number text's exponent begins (its ``e`` or ``E``), ``len(text)`` if nowhere."""
+    for i, ch in enumerate(text):
+        if ch in "eE":
+            return i
+    return len(text)
+
+
 def sci(text: str) -> tuple[bool, str, int]:
     """``(negative, digits, E)`` of a JSON number's text (an exponent optional, a mantissa like
     ``1.`` allowed): its value is ``±digits·10^E`` with ``digits`` free of leading and trailing
     zeros (zero: ``(False, "0", 0)``). Nothing of the value's size is built."""
     neg = text.startswith("-")
     body = text[1:] if neg else text
-    k = len(body)
-    for i, ch in enumerate(body):
-        if ch in "eE":
-            k = i
-            break
+    k = exp_at(body)
     ip, _, fp = body[:k].partition(".")
     digits = (ip + fp).lstrip("0")
     sig = digits.rstrip("0")
@@ -274,6 +278,13 @@ def sci(text: str) -> tuple[bool, str, int]:
         return False, "0", 0
     tail = body[k + 1:]
     return neg, sig, (digits_int(tail) if tail else 0) - len(fp) + len(digits) - len(sig)
+
+
+def sci_value(neg: bool, sig: str, E: int) -> Fraction:
+    """The rational ``±sig·10^E`` (:func:`sci`'s parts; build it only within :data:`FAR_EXP`)."""
+    s = digits_int(sig)
+    v = Fraction(s * 10 ** E) if E >= 0 else Fraction(s, 10 ** -E)
+    return -v if neg else v
 
 
 def far_of(v) -> tuple[str, int] | None:
@@ -300,9 +311,9 @@ class _Excluded(frozenset):
     ``(digits, E)`` of those past :data:`FAR_EXP` (no rational is built for them); ``in``
     answers for both."""
 
-    def __new__(cls, values, far=()):
+    def __new__(cls, values, far):
         self = super().__new__(cls, values)
-        self.far = frozenset(far) | {f for f in map(far_of, self) if f is not None}
+        self.far = frozenset(far)
         return self
 
     def __contains__(self, v) -> bool:
@@ -314,9 +325,8 @@ def _excluded(values, far) -> frozenset:
     loops ask it up to :data:`MAX_CANDIDATES` times) unless some value is past
     :data:`FAR_EXP`, then an :class:`_Excluded`."""
     values = frozenset(values)
-    if far or any(far_of(v) is not None for v in values):
-        return _Excluded(values, far)
-    return values
+    far = [*far, *(f for f in map(far_of, values) if f is not None)]
+    return _Excluded(values, far) if far else values
 
 
 def _ilog10(x) -> int:
@@ -477,15 +487,12 @@ class _Arith:
         if sig == "0":
             return self.holds(0)
         if abs(E) <= FAR_EXP:
-            s = digits_int(sig)
-            v = s * 10 ** E if E >= 0 else Fraction(s, 10 ** -E)
-            return self.holds(-v if neg else v)
+            return self.holds(sci_value(neg, sig, E))
         (lo, lox, hi, hix), ne, nots = self.sides[neg]
         if (sig, E) in getattr(ne, "far", ()):
             return False
         E = min(E, 4 * self._reach + 4) if E > 0 else max(E, -(len(sig) + self._reach + 2))
-        s = digits_int(sig)
-        a = s * 10 ** E if E >= 0 else Fraction(s, 10 ** -E)
+        a = sci_value(False, sig, E)
         if (lo is not None and (a < lo or (a == lo and lox))) or (hi is not None and (a > hi or (a == hi and hix))):
             return False
         return self._ok(a, (), nots)  # (no value of ordinary size is this one)

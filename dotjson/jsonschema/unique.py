@@ -75,16 +75,9 @@ def canonical_text(v) -> str:
         return "null"
     if v is True or v is False:
         return "true" if v else "false"
-    if isinstance(v, _Number):
-        neg, sig, E = sci(v)
+    if isinstance(v, (_Number, Decimal)):
+        neg, sig, E = sci(str(v))
         return "#0" if sig == "0" else f"#{'-' if neg else ''}{sig}e{E}"
-    if isinstance(v, Decimal):
-        sign, digits, exp = v.as_tuple()
-        ds = "".join(map(str, digits)).lstrip("0")
-        if not ds:
-            return "#0"
-        k = len(ds) - len(ds.rstrip("0"))
-        return f"#{'-' if sign else ''}{ds[:len(ds) - k]}e{exp + k}"
     if isinstance(v, str):
         return json.dumps(v)
     if isinstance(v, list):

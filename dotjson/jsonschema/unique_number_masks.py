@@ -26,20 +26,22 @@ Nothing here is JSON-Schema-specific beyond a JSON number's characters.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.masks import bit_ids
-from dotjson.jsonschema.numarith import _split25, digits_int, int_digits
+from dotjson import ir
+from dotjson.jsonschema.numarith import _split25, digits_int, exp_at, int_digits
 from dotjson.jsonschema.unique_numbers import _parse_far
-from dotjson.jsonschema.unique_strings import relaxed_walk
+from dotjson.jsonschema.unique_strings import _set_eos, relaxed_walk
 
 __all__ = ["token_mask", "token_step"]
 
 #: the bytes of a JSON number
 NUMBER_BYTES = frozenset(b"-+.eE0123456789")
 _WS = frozenset(JSON_WS_BYTES)
-_OTHER = frozenset(range(256)) - NUMBER_BYTES
 
 
 def _ids(bits: np.ndarray) -> list:
@@ -59,6 +61,7 @@ def _decimal(key: str) -> tuple[bool, str, int]:
     return num < 0, int_digits(abs(num) * 10 ** k // den), k
 
 
+@functools.lru_cache(maxsize=65536)
 def stems(key: str) -> tuple[str, ...]:
     """The plain-notation spellings of a value read, as stems: every spelling is a stem
     continued by zeros (``12`` → ``12.``, ``1.5`` → ``1.5``, zero → ``0.`` and ``-0.``)."""
@@ -73,6 +76,7 @@ def stems(key: str) -> tuple[str, ...]:
     return (("-" if neg else "") + ip + ("." + fp if fp else "."),)
 
 
+@functools.lru_cache(maxsize=65536)
 def significant(key: str) -> str:
     """The significant digits of a value read (no leading or trailing zeros; ``""`` for zero)."""
     if "/" not in key:
@@ -80,19 +84,11 @@ def significant(key: str) -> str:
     return _decimal(key)[1].lstrip("0").rstrip("0")
 
 
-def _exp_at(text: str) -> int:
-    """Where ``text``'s exponent begins (its ``e`` or ``E``), ``len(text)`` if nowhere."""
-    for i, ch in enumerate(text):
-        if ch in "eE":
-            return i
-    return len(text)
-
-
 def _mantissa(text: str) -> tuple[str, bool]:
     """``(digits, closed)``: the significant digits of a number prefix's mantissa so far (signs,
     the point and leading zeros dropped, trailing zeros too) and whether an exponent has begun
     (the mantissa can grow no more)."""
-    k = _exp_at(text)
+    k = exp_at(text)
     digits = text[:k].replace("-", "").replace(".", "").lstrip("0").rstrip("0")
     return digits, k < len(text)
 
@@ -113,7 +109,7 @@ class _Tables:
         # point dropped) and whether they begin an exponent
         self.by_mantissa: dict = {}
         for t, text in self.text_of.items():
-            k = _exp_at(text)
+            k = exp_at(text)
             key = (text[:k].replace("-", "").replace(".", ""), k < len(text))
             self.by_mantissa.setdefault(key, []).append(t)
 
@@ -132,7 +128,7 @@ def _plain_dangers(fam, seen, text: str, tab: _Tables) -> set:
     out: set = set()
     n = len(text)
     for key in seen:
-        for stem in fam.stems_of(key):
+        for stem in stems(key):
             if n <= len(stem):
                 if not stem.startswith(text):
                     continue
@@ -151,9 +147,9 @@ def _plain_dangers(fam, seen, text: str, tab: _Tables) -> set:
 def _exponent_dangers(fam, seen, text: str, tab: _Tables, allowed: np.ndarray) -> set:
     """With exponents, the number-only tokens allowed in ``allowed`` whose text's mantissa may
     still equal a value read's significant digits (a superset of those that can differ)."""
-    sig = {fam.significant_of(k) for k in seen}
+    sig = {significant(k) for k in seen}
     pre = {s[:i] for s in sig for i in range(len(s) + 1)}
-    k = _exp_at(text)
+    k = exp_at(text)
     if k < len(text):  # (the mantissa is closed: every token alike)
         return set(_ids(allowed & tab.nums)) if _mantissa(text)[0] in sig else set()
     lead = text.replace("-", "").replace(".", "").lstrip("0")
@@ -232,11 +228,7 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
             out[t >> 5] &= ~np.uint32(1 << (t & 31))
     if extra is not None:
         out |= extra
-    for t in view.eos_token_ids:
-        if t < out.shape[0] * 32:
-            out[t >> 5] &= ~np.uint32(1 << (t & 31))
-    if view.accepting(state):
-        view.set_eos(out)
+    _set_eos(view, state, out)
     return out
 
 
@@ -245,11 +237,7 @@ def _ends_as_relaxed(fam, st) -> bool:
     both ways the relaxed one does (the array's end, a separator and a next item that exists):
     then a token of whitespace alone, which only the separator or what follows the array can
     take, has the relaxed state's verdict (~170 such tokens on Llama 3, each a walk)."""
-    after = fam._after(st)
-    if after is None:
-        return False
-    count, nxt = after
-    return count >= fam.lo and (fam.hi is None or count < fam.hi) and fam.live(nxt)
+    return fam.accepts_empty(st) and fam.tail(st) is not ir.EMPTY
 
 
 def token_step(fam, view, st, rest: int, data: bytes):

@@ -23,7 +23,7 @@ from dotjson import ir
 from dotjson.ir import EPS, Ref, alt, seq
 from dotjson.ir.families import register_family
 from dotjson.jsonschema.numbers import _EXP_PHASES, _SYNTAX, _SYNTAX_ACCEPT
-from dotjson.jsonschema.numarith import FAR_EXP, _Arith, digits_int, int_digits, sci
+from dotjson.jsonschema.numarith import FAR_EXP, _Arith, digits_int, int_digits, sci, sci_value
 from dotjson.jsonschema.statefamily import _Family
 
 __all__ = ["UniqueNumbers", "item_params"]
@@ -72,8 +72,6 @@ class UniqueNumbers(_Family):
                  item_node: ir.Node | None = None):
         self.lo, self.hi, self.item, self.exponents, self.sep = lo, hi, item, exponents, sep
         self.item_node = item_node
-        self._stems: dict = {}
-        self._sigs: dict = {}
         D = Decimal
         self._c = dict(lo=None if item["lo"] is None else D(item["lo"]), lox=bool(item["lox"]),
                        hi=None if item["hi"] is None else D(item["hi"]), hix=bool(item["hix"]),
@@ -122,9 +120,7 @@ class UniqueNumbers(_Family):
         neg, sig, E = sci(text)
         if abs(E) > FAR_EXP:  # (no rational: its digits and exponent)
             return _far_key(neg, sig, E) if self._arith_of(seen).holds_sci(neg, sig, E) else None
-        s = digits_int(sig)
-        v = Fraction(s * 10 ** E if E >= 0 else Fraction(s, 10 ** -E))
-        v = -v if neg else v
+        v = sci_value(neg, sig, E)
         return _key(v) if self._arith_of(seen).holds(v) else None
 
     def moves(self, st):
@@ -199,28 +195,6 @@ class UniqueNumbers(_Family):
             else:
                 hit = alt(EPS, seq(self.sep, Ref(self.name(("*", "")))))
             self._bodies[name] = hit
-        return hit
-
-    def stems_of(self, key: str) -> tuple:
-        """:func:`.unique_number_masks.stems` of a value read (remembered)."""
-        hit = self._stems.get(key)
-        if hit is None:
-            from dotjson.jsonschema.unique_number_masks import stems
-
-            if len(self._stems) > 65536:
-                self._stems.clear()
-            hit = self._stems[key] = stems(key)
-        return hit
-
-    def significant_of(self, key: str) -> str:
-        """:func:`.unique_number_masks.significant` of a value read (remembered)."""
-        hit = self._sigs.get(key)
-        if hit is None:
-            from dotjson.jsonschema.unique_number_masks import significant
-
-            if len(self._sigs) > 65536:
-                self._sigs.clear()
-            hit = self._sigs[key] = significant(key)
         return hit
 
     def token_mask(self, view, state: int, prefix: int, name: str, rest: int, other: int):

@@ -109,6 +109,13 @@ def _warmup(dtypes) -> None:
     obj.mask(state)
     # the store's growth: its rehashing kernels (a wide schema's first requests grow the store)
     auto = obj._auto
+    # what the rule families of arrays of distinct values call from Python: one transition, a
+    # sequence and an alternation of terms (each ~10 ms of loading in a request otherwise)
+    start = obj.initial_state
+    auto.fill_entry(start, ord("}"))
+    t0 = auto.term_of(start)
+    auto._run(K.alt, np.asarray([t0, t0], dtype=np.int32), 2)
+    auto._run(K.seq, t0, t0)
     with auto.lock:
         auto._grow(K.NEED_GROW_TERMS, 0)
         auto._grow(K.NEED_GROW_MEMO, 0)

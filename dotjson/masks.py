@@ -283,17 +283,16 @@ class Masker:
         t = a.term_of(state)
         first, rest = _seq_head(ti, t)
         if ti[first, 0] == _K.K_ALT:
-            off, n = int(ti[first, 1]), int(ti[first, 2])
-            branches = [int(x) for x in a.store[_K.S_POOL][off:off + n]]
-            for i, b in enumerate(branches):
-                got = self._family_ref(b, fams)
-                if got is not None:
-                    others = [x for j, x in enumerate(branches) if j != i]
-                    other = a._run(_K.alt, np.asarray(others, dtype=np.int32), len(others))
-                    fam, name, prefix, after = got
-                    return fam.token_mask(self._get_view(), state, prefix, name, a._run(_K.seq, after, rest),
-                                          a._run(_K.seq, other, rest))
-            return None
+            got = self._family_branches(first, fams)
+            if got is None:
+                return None
+            fam, name, prefix, after, others = got
+            if others:
+                other = a._run(_K.alt, np.asarray(others, dtype=np.int32), len(others))
+                other = a._run(_K.seq, other, rest)
+            else:
+                other = _K.EMPTY
+            return fam.token_mask(self._get_view(), state, prefix, name, a._run(_K.seq, after, rest), other)
         got = self._family_ref(t, fams)
         if got is None:
             return None
@@ -314,7 +313,7 @@ class Masker:
         with self._lock:
             s, i, stepped, loose = state, 0, False, 0
             while i < len(data):
-                got = self._family_ref(a.term_of(s), fams)
+                got = self._family_ref_through_alt(a.term_of(s), fams)
                 took = None
                 if got is not None and got[2] == _K.EPS:
                     took = got[0].token_step(self._get_view(), got[1], got[3], data[i:])
@@ -374,6 +373,50 @@ class Masker:
             before.append(first)
             cur = rest
         return None
+
+    def _family_branches(self, t: int, fams):
+        """For an alternation ``t``: ``(family, rule name, prefix, after, others)`` where the
+        branches that start with a rule of one of ``fams`` (see :meth:`_family_ref`) all start
+        with the same one after the same prefix, ``after`` the alternation of what follows it in
+        each (``F r1 | F r2`` is ``F (r1 | r2)``: an array of distinct items whose continuation
+        the schema split into branches, an object's ``oneOf``), ``others`` the other branches'
+        terms; ``None`` where no branch starts with such a rule or two start with different
+        ones."""
+        a = self._auto
+        ti = a.store[_K.S_TI]
+        off, n = int(ti[t, 1]), int(ti[t, 2])
+        key, afters, others = None, [], []
+        for b in [int(x) for x in a.store[_K.S_POOL][off:off + n]]:
+            got = self._family_ref(b, fams)
+            if got is None:
+                others.append(b)
+                continue
+            if key is None:
+                key = got[:3]
+            elif got[:3] != key:
+                return None
+            afters.append(got[3])
+        if key is None:
+            return None
+        after = afters[0] if len(afters) == 1 else \
+            a._run(_K.alt, np.asarray(afters, dtype=np.int32), len(afters))
+        return key[0], key[1], key[2], after, others
+
+    def _family_ref_through_alt(self, t: int, fams):
+        """:meth:`_family_ref`, and also for ``(F r1 | F r2 | ...) rest`` (every branch starting
+        with the same family rule): ``(family, name, prefix, (r1 | r2 | ...) rest)``."""
+        got = self._family_ref(t, fams)
+        if got is not None:
+            return got
+        ti = self._auto.store[_K.S_TI]
+        first, rest = _seq_head(ti, t)
+        if ti[first, 0] != _K.K_ALT:
+            return None
+        got = self._family_branches(first, fams)
+        if got is None or got[4]:
+            return None
+        fam, name, prefix, after, _ = got
+        return fam, name, prefix, self._auto._run(_K.seq, after, rest)
 
     def _run_mask(self, state: int, key_state: int):
         """The mask of a state inside a bounded plain run, from the memoized mask of a state

@@ -57,6 +57,11 @@ SCHEMAS = [
         "type": "object", "additionalProperties": False, "required": ["a"],
         "properties": {"a": {"type": "array", "items": {"type": "string", "maxLength": 2}, "uniqueItems": True,
                              "minItems": 1}}}},
+    # one array of distinct objects followed by two continuations (the object's branches): a
+    # state ``(F r1 | F r2) rest`` the family masks and steps as ``F ((r1 | r2) rest)``
+    {"$defs": {"arr": {"type": "array", "items": CLOSED, "uniqueItems": True}}, "anyOf": [
+        {"type": "object", "properties": {"c": {"$ref": "#/$defs/arr"}, "b": {"type": "integer"}}, "required": ["c"]},
+        {"type": "object", "properties": {"c": {"$ref": "#/$defs/arr"}, "d": {"type": "string"}}, "required": ["c"]}]},
 ]
 EVERY_VALID = {"bounds": "schema", "close_objects": False, "property_order": "any", "whitespace": "json"}
 
@@ -151,6 +156,27 @@ def test_the_family_masks_its_states(vocab):
     finally:
         unique_any.token_mask = real
     assert sum(calls) >= 5 and all(calls)
+
+
+def test_the_family_steps_an_item_under_branched_continuations(vocab):
+    # (F r1 | F r2) rest: the item's bytes are the family's (one rule for them), not a body per
+    # byte naming ~100 successors each (JsonSchemaStore---tson: 34 ms steps inside an item)
+    from dotjson.automaton import kernels as K
+    from dotjson.masks import _seq_head
+
+    index = Index(SCHEMAS[-1], vocab)
+    s = index.initial_state
+    for t in ['{', '"c"', ':', '[', '{"']:
+        s = index.next_state(s, TOKS.index(t))
+    a = index._auto
+    assert a.store[K.S_TI][_seq_head(a.store[K.S_TI], a.term_of(s))[0], 0] == K.K_ALT
+    fam = next(f for f in a.grammar.families if hasattr(f, "token_mask"))
+    made = len(fam._bodies)
+    after = index._masker.family_walk(s, b'a":1}')
+    assert after is not None and after >= 0
+    assert len(fam._bodies) == made  # (no body per byte of the item)
+    assert index.accepts('{"c":[{"a":1},{"a":2}],"d":"x"}') and index.accepts('{"c":[{"a":1}],"b":1}')
+    assert not index.accepts('{"c":[{"a":1},{"a":1}]}')
 
 
 def test_parse_canonical_and_item_end():

@@ -327,3 +327,51 @@ def test_numbers_of_any_exponent_are_one_value_each(vocab):
     index = Index({"type": "array", "uniqueItems": True}, vocab, **EVERY_VALID)
     assert not index.accepts("[[1e999999999999999999999],[10e999999999999999999998]]")
     assert index.accepts("[[1e999999999999999999999],[2e999999999999999999999]]")
+
+
+def _regression_row(name: str) -> dict:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "data" / "maskbench" / "regressions.jsonl"
+    return next(r for r in map(json.loads, path.read_text().splitlines()) if r["id"] == name)
+
+
+def test_maskbench_tson_documents_check_every_valid(vocab):
+    # A second tuning differs from the first by a key of its own no value read holds (an open
+    # object's undeclared member): decided without the completion search, which the tunings'
+    # long required members exhausted (LimitExceededError checking the valid documents).
+    row = _regression_row("JsonSchemaStore---tson")
+    index = Index(row["schema"], vocab, **EVERY_VALID)
+    check = jsonschema.Draft7Validator(row["schema"])
+    for t in row["tests"]:
+        assert index.accepts(json.dumps(t["data"])) is check.is_valid(t["data"]) is t["valid"], t["description"]
+    # a member of its own first: a new value whatever follows (a second tuning that follows the
+    # first into its nested members is still the search's: past its budget on this schema)
+    first = row["tests"][0]["data"]["tunings"][0]
+    assert index.accepts(json.dumps({"tunings": [first, {"zz": 1, **first}]}))
+
+
+def test_a_fresh_key_decides_where_the_search_cannot(vocab):
+    # (UniqueValues._fresh_key) inside the item's own object, after a member, in a key of its
+    # own: the item can still become a new value; after a colon or inside a member's value it
+    # does not say (a later member of that name could replace the value)
+    schema = {"type": "array", "uniqueItems": True, "items": {"type": "object"}}
+    index = Index(schema, vocab, **EVERY_VALID)
+    fam = next(f for f in index._auto.grammar.families if hasattr(f, "_fresh_key"))
+    fam._automaton()
+    seen = (fam.value_of(b'{"a":1}'),)
+    for text, want in [("", True), ('{', True), ('{"a":1', True), ('{"a":1,', True), ('{"a', True),
+                       ('{"a":', False), ('{"a":"x', False), ('{"a":{', False), ('{"a":{"b":1}', True),
+                       ('{"a":"\\u00', False)]:
+        q = fam._q(fam._pos(seen), text)
+        assert q >= 0, text
+        assert fam._fresh_key(seen, text, q) is want, text
+    # a closed object takes no key of its own
+    closed = Index({"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False}}, vocab, **EVERY_VALID)
+    fam = next(f for f in closed._auto.grammar.families if hasattr(f, "_fresh_key"))
+    fam._automaton()
+    seen = (fam.value_of(b'{"a":1}'),)
+    for text in ["", "{", '{"a":2']:
+        q = fam._q(fam._pos(seen), text)
+        assert q >= 0 and not fam._fresh_key(seen, text, q), text

@@ -149,6 +149,11 @@ class _ItemRules(Mapping):
         return getattr(self._rules, attr)
 
 
+#: Key texts :meth:`UniqueValues._fresh_key` tries, the first no dangerous value holds (letters
+#: and digits: spelled as themselves in every canonical text)
+_FRESH_KEYS = ("zQ7vX", "qJ3wK", "xZ9kP", "kV2mQ", "jX8zW", "wQ5jZ", "vK4xJ", "pZ6qV")
+
+
 @register_family
 class UniqueValues(_Family):
     """Arrays of ``lo`` to ``hi`` distinct JSON values, from the first item to the last (the
@@ -523,6 +528,10 @@ class UniqueValues(_Family):
                 # an item that can become no dangerous value: every completion is a new value
                 # that leaves the owed positions theirs (:meth:`danger_values`); one exists
                 ok = True
+            elif q >= 0 and self._fresh_key(seen, text, q):
+                # the item's own object can take a member whose key holds text no value read
+                # or owed holds: every completion through it is a new value, and one exists
+                ok = self._goes_on(seen)
             elif q >= 0 and not seen and self.lo <= 1:
                 # nothing read to differ from, nothing owed after it: any completion will do, and
                 # the item automaton's states are live (its successors are DEAD where the
@@ -560,6 +569,56 @@ class UniqueValues(_Family):
             self._prod.clear()
         self._prod[st] = ok
         return ok
+
+    def _fresh_key(self, seen, text: str, q: int) -> bool:
+        """Whether the item begun with ``text`` (the item automaton in state ``q``) can go on
+        by a member of its own (top-level) object whose key starts with text that no dangerous
+        value's canonical text holds (:meth:`danger_values`; an open object's undeclared key),
+        or by a string of its own (top-level) array starting so. Every completion through it is
+        a value none of them is — the key stays in the value whatever follows, since a later
+        member of the same name holds the same text, and the item's own object is the value (no
+        member above it to be written again; a string in a nested object could be overwritten by
+        a later member of its parent) — and one exists (the item automaton's live states have
+        completions). Asked before the search for
+        a completion, which an item with long required members can exhaust (JsonSchemaStore---tson:
+        ~45 bytes past free members, past ``MAX_VALUE_SEARCH`` texts). ``False`` where unsure
+        (inside a string or a nested value, a closed object, ``propertyNames``)."""
+        if self.strings:
+            return False
+        body = text.encode("latin-1")
+        if text:
+            from dotjson.jsonschema.unique_any import lex_context
+
+            depth, in_str, esc, start = lex_context(body)
+            if depth != 1 or esc:
+                return False
+            if in_str:  # a key of the item's object, or a string of its array: the key text there
+                if body[:start - 1].rstrip(JSON_WS_BYTES)[-1:] not in (b"{", b",", b"["):
+                    return False  # (a member's value: a later member of its name may replace it)
+                probe = ""
+            else:
+                last = body.rstrip(JSON_WS_BYTES)[-1:]
+                probe = '"' if last in (b"{", b",", b"[") else ',"' if last in (b'"', b"}", b"]") or \
+                    last.isalnum() else None
+                if probe is None:  # (after a colon: a value is owed first)
+                    return False
+        else:
+            probe = None  # (an object's first key, or an array's first string)
+        dangers = self.danger_values(seen)
+        key = next((k for k in _FRESH_KEYS if not any(k in v for v in dangers)), None)
+        if key is None:
+            return False
+        auto = self._auto
+        with not_a_token_walk():  # (the item automaton reads: see _successors)
+            for p in (probe,) if probe is not None else ('{"', '["'):
+                r = q
+                for ch in p + key:
+                    r = auto.step(r, ord(ch))
+                    if r < 0:
+                        break
+                if r >= 0:
+                    return True
+        return False
 
     def _done(self, st):
         """``(count, next state)`` when the current item is complete and new, else ``None``."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..errors import LimitExceededError
 from . import counters as _ctr
+from .store import F_FAR, FAR_MIN, S_TF
 
 #: The tag bit of a counter-carrying id.
 VIRT = 1 << 62
@@ -59,7 +60,10 @@ class CounterIds:
             )
         t = a.term_of(s)
         v = s
-        if a.marker_min(t) == _ctr.NONE:  # a shape reached by a raw state id stays as it is
+        # (a term without a count above FAR_MIN holds no marker and no count a token cannot
+        # reach past: no kernel asked, at every new state of a schema without long counts)
+        if (self.far <= FAR_MIN or a.store[S_TF][t] & F_FAR) and a.marker_min(t) == _ctr.NONE:
+            # a shape reached by a raw state id stays as it is
             got = a.make_shape(t, self.far)
             if got is not None:
                 shape, c = got

@@ -375,26 +375,23 @@ class Masker:
         return None
 
     def _family_branches(self, t: int, fams):
-        """For an alternation ``t``: ``(family, rule name, prefix, after, others)`` where the
-        branches that start with a rule of one of ``fams`` (see :meth:`_family_ref`) all start
-        with the same one after the same prefix, ``after`` the alternation of what follows it in
-        each (``F r1 | F r2`` is ``F (r1 | r2)``: an array of distinct items whose continuation
-        the schema split into branches, an object's ``oneOf``), ``others`` the other branches'
-        terms; ``None`` where no branch starts with such a rule or two start with different
-        ones."""
+        """For an alternation ``t``: ``(family, rule name, prefix, after, others)`` for the
+        first of its branches that starts with a rule of one of ``fams`` (see
+        :meth:`_family_ref`), ``after`` the alternation of what follows that rule in every branch
+        that starts with it after the same prefix (``F r1 | F r2`` is ``F (r1 | r2)``: an array
+        of distinct items whose continuation the schema split into branches), ``others`` the
+        other branches' terms; ``None`` where no branch starts with such a rule."""
         a = self._auto
         ti = a.store[_K.S_TI]
         off, n = int(ti[t, 1]), int(ti[t, 2])
         key, afters, others = None, [], []
         for b in [int(x) for x in a.store[_K.S_POOL][off:off + n]]:
             got = self._family_ref(b, fams)
-            if got is None:
+            if got is not None and key is None:
+                key = got[:3]
+            if got is None or got[:3] != key:
                 others.append(b)
                 continue
-            if key is None:
-                key = got[:3]
-            elif got[:3] != key:
-                return None
             afters.append(got[3])
         if key is None:
             return None

@@ -62,6 +62,13 @@ SCHEMAS = [
     {"$defs": {"arr": {"type": "array", "items": CLOSED, "uniqueItems": True}}, "anyOf": [
         {"type": "object", "properties": {"c": {"$ref": "#/$defs/arr"}, "b": {"type": "integer"}}, "required": ["c"]},
         {"type": "object", "properties": {"c": {"$ref": "#/$defs/arr"}, "d": {"type": "string"}}, "required": ["c"]}]},
+    # ... and two different arrays of distinct values at the same place: one family's rule first
+    # in a branch, the other's in another (the first masks, the other branch is its ``other``)
+    {"anyOf": [
+        {"type": "object", "properties": {"c": {"type": "array", "items": {"type": ["integer", "string"]},
+                                                "uniqueItems": True}, "b": {"type": "integer"}}, "required": ["c"]},
+        {"type": "object", "properties": {"c": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True,
+                                                "maxItems": 3}, "d": {"type": "string"}}, "required": ["c"]}]},
 ]
 EVERY_VALID = {"bounds": "schema", "close_objects": False, "property_order": "any", "whitespace": "json"}
 
@@ -164,7 +171,7 @@ def test_the_family_steps_an_item_under_branched_continuations(vocab):
     from dotjson.automaton import kernels as K
     from dotjson.masks import _seq_head
 
-    index = Index(SCHEMAS[-1], vocab)
+    index = Index(SCHEMAS[-2], vocab)
     s = index.initial_state
     for t in ['{', '"c"', ':', '[', '{"']:
         s = index.next_state(s, TOKS.index(t))

@@ -572,17 +572,18 @@ class UniqueValues(_Family):
 
     def _fresh_key(self, seen, text: str, q: int) -> bool:
         """Whether the item begun with ``text`` (the item automaton in state ``q``) can go on
-        by a member of its own (top-level) object whose key starts with text that no dangerous
-        value's canonical text holds (:meth:`danger_values`; an open object's undeclared key),
-        or by a string of its own (top-level) array starting so. Every completion through it is
-        a value none of them is — the key stays in the value whatever follows, since a later
-        member of the same name holds the same text, and the item's own object is the value (no
-        member above it to be written again; a string in a nested object could be overwritten by
-        a later member of its parent) — and one exists (the item automaton's live states have
-        completions). Asked before the search for
+        by a member of its own (top-level) object whose key starts with text no dangerous value's
+        canonical text holds (:meth:`danger_values`; an open object's undeclared key), or by a
+        string of its own (top-level) array starting so; inside such a key or string, by that
+        text next. Every completion through it is a value none of them is — the key stays in the
+        value whatever follows, since a later member of the same name holds the same text, and
+        the item's own object is the value (no member above it to be written again; a string in
+        a member's value, or deeper, could be replaced by a later member of that name) — and one
+        exists (the item automaton's live states have completions). Asked before the search for
         a completion, which an item with long required members can exhaust (JsonSchemaStore---tson:
-        ~45 bytes past free members, past ``MAX_VALUE_SEARCH`` texts). ``False`` where unsure
-        (inside a string or a nested value, a closed object, ``propertyNames``)."""
+        ~45 bytes past free members, past ``MAX_VALUE_SEARCH`` texts). ``False`` where unsure: a
+        member's value begun, a nested value, an escape begun, a closed object,
+        ``propertyNames`` that refuse the text."""
         if self.strings:
             return False
         body = text.encode("latin-1")

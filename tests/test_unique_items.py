@@ -262,20 +262,21 @@ def test_a_mask_inside_free_items_is_refused_at_once_and_the_index_stays_usable(
     # later member of the name may replace it) walks nearly every token, a family rule per byte
     # of each (~40,000 on Llama 3): refused once that one mask has made MAX_MASK_ITEM_TEXTS item
     # texts (it made 256 texts of one length first before, 3-4 s, and those counts never came
-    # down: index.check then refused valid documents it had not read). (Strings, and items that
-    # can become no value read, have masks of their own: tests/test_unique_strings.py,
-    # tests/test_unique_any.py)
+    # down: index.check then refused valid documents it had not read). (Strings, items that can
+    # become no value read, and objects that always take one member more have masks of their
+    # own: tests/test_unique_strings.py, tests/test_unique_any.py, the test below; here
+    # maxProperties keeps a member more from always fitting)
     from dotjson import Index
     from dotjson.errors import LimitExceededError
     from dotjson.jsonschema.unique import MAX_MASK_ITEM_TEXTS
 
     import jsonschema
 
-    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "object"},
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "object", "maxProperties": 3},
                                                         "uniqueItems": True}}, "required": ["tags"]}
     index = Index(schema, llama3_vocab, **EVERY_VALID)
     fam = _unique_values_family(index)
-    assert not fam.strings
+    assert not fam.strings and not fam.members_grow
     s = index.initial_state
     before = None
     for t in llama3_tokenizer.encode('{"tags": [{"a": "yy"}, {"a": "zz', add_special_tokens=False):
@@ -292,12 +293,65 @@ def test_a_mask_inside_free_items_is_refused_at_once_and_the_index_stays_usable(
         made = len(fam._bodies)
     assert index.mask(before).any()
     docs = [{"tags": [{"t": i} for i in range(60)]}, {"tags": [{"a": 1}, {"a": 1.0}]}, {"tags": [{"x": 1}, {}, {"x": 1}]},
-            {"tags": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]}, {"tags": []}, {"tags": [{"\u00e9": 1}, {"é": 2}]}]
+            {"tags": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]}, {"tags": []}, {"tags": [{"\u00e9": 1}, {"é": 2}]},
+            {"tags": [{"a": 1, "b": 2, "c": 3, "d": 4}]}]
     for d in docs:
         text = json.dumps(d)
         want = jsonschema.Draft202012Validator(schema).is_valid(d)
         assert index.accepts(text) is want and index.check(text).ok is want, d
     assert index.check('{"tags": [{"x":1}, {"\\u0078":1}]}').position == len('{"tags": [{"x":1}, {"\\u0078":1')
+
+
+def test_a_mask_inside_objects_that_take_a_member_more(llama3_vocab, llama3_tokenizer):
+    # issue 29: where every object the items allow stays allowed with one member more of a name no
+    # schema speaks of (open, no maxProperties, propertyNames, patternProperties or witness), an
+    # item begun as an object can always become a value no other item is (that member before its
+    # closing brace): inside it every token that does not hold a closing brace takes the relaxed
+    # state's verdict, and only those holding one are decided (JsonSchemaStore---cryproj: refused
+    # by name before, as above)
+    from dotjson import Index
+
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "object"},
+                                                        "uniqueItems": True}}, "required": ["tags"]}
+    index = Index(schema, llama3_vocab, **EVERY_VALID)
+    fam = _unique_values_family(index)
+    assert fam.members_grow and fam.to_json(lambda n: None).get("members_grow") is True
+    tok = llama3_tokenizer
+
+    def state_after(text):
+        st = index.initial_state
+        for t in tok.encode(text, add_special_tokens=False):
+            assert index.mask(st)[t >> 5] >> (t & 31) & 1, text
+            st = index.next_state(st, t)
+        return st
+
+    by_bytes = {llama3_vocab.token_bytes(i): i for i in range(llama3_vocab.max_token_id())}
+
+    def allows(st, piece):
+        t = by_bytes[piece.encode()]
+        return bool(index.mask(st)[t >> 5] >> (t & 31) & 1)
+
+    for prefix in ['{"tags": [{"a": "yy"}, {', '{"tags": [{"a": "yy"}, {"a', '{"tags": [{"a": "yy"}, {"a": "y',
+                   '{"tags": [{"a": "yy"}, {"a": {"b": [1, "x']:
+        st = state_after(prefix)
+        m = index.mask(st)
+        allowed = np.flatnonzero(np.unpackbits(m.view(np.uint8), bitorder="little"))
+        assert len(allowed) > 100, prefix
+        # the mask's bits and next_state agree, tokens in and out of it (a sample)
+        sample = list(allowed[:: max(1, len(allowed) // 80)]) + list(range(0, 128256, 997))
+        for u in sample:
+            assert (index.next_state(st, int(u)) >= 0) is bool(m[u >> 5] >> (u & 31) & 1), (prefix, int(u))
+    # the second item equal to the first: its closing brace refused there, a member more allowed
+    st = state_after('{"tags": [{"a": "yy"}, {"a": "yy"')
+    assert not allows(st, "}") and not allows(st, "}]") and allows(st, ",") and allows(st, ",\"")
+    st = state_after('{"tags": [{"a": "yy"}, {"a": "yy')
+    assert not allows(st, '"}') and allows(st, '",') and allows(st, '"')
+    for d in [{"tags": [{"a": "yy"}, {"a": "yy"}]}, {"tags": [{"a": "yy"}, {"a": "yy", "b": 1}]},
+              {"tags": [{"a": "yy"}, {"b": 1, "a": "yy"}, {"a": "yy", "b": 1}]}]:
+        text = json.dumps(d)
+        assert index.accepts(text) is jsonschema.Draft202012Validator(schema).is_valid(d), d
     # tokens: the item that repeats one read is refused where it closes; the mask there is the
     # family's own (every member so far matches the item read: no string to narrow)
     r = index.check(llama3_tokenizer.encode('{"tags": [{"ab": 1}, {"ab": 1}]}', add_special_tokens=False))

@@ -265,6 +265,41 @@ class ArrayBuilder:
         except UnsupportedSchemaError:
             return False
 
+    def members_grow(self, exprs) -> bool:
+        """Whether every object the schemas ``exprs`` allow as a whole value stays allowed with
+        one member more whose name no schema speaks of (any value): each branch that admits
+        objects declares no ``maxProperties``, ``propertyNames``, ``patternProperties`` or
+        witness member, its ``additionalProperties`` are absent or ``true``, it has no ``$ref``
+        or ``enum`` left beside it, and the objects are open (``close_objects=False``, no
+        generation bound on members). Such a member keeps the value in the branch it was in
+        (declared members, required names and ``minProperties`` are unchanged or still met), so
+        an item of an array of distinct values that has begun as an object can always become a
+        value no other item is (:meth:`UniqueValues.live`, ``members_grow``). ``False`` when in
+        doubt (a refusal while expanding)."""
+        tr = self.tr
+        if tr.close_objects or tr.gen_bounds is not None:
+            return False
+        try:
+            for e in exprs:
+                if e == TRUE:
+                    continue  # (any value: any object with one member more is one)
+                if e == FALSE:
+                    continue
+                brs = []
+                for br in tr.dnf(e):
+                    brs.extend(tr.expand_refs(br, "") if any(type(at) is RuleRef for at in br) else [br])
+                for br in brs:
+                    m = tr.merge(br)
+                    if "object" not in m.types:
+                        continue
+                    o = m.object
+                    if m.enum is not None or m.refs or o.max_properties is not None or o.property_names \
+                            or o.patterns or o.some or any(x[0] != TRUE for x in o.additional):
+                        return False
+        except UnsupportedSchemaError:
+            return False
+        return True
+
     def unique_numbers(self, rest, lo, hi):
         """Arrays of distinct numbers (:class:`~dotjson.jsonschema.unique.UniqueNumbers`) when
         ``rest`` is one branch of numbers only (``type: integer``/``number`` with bounds,
@@ -332,8 +367,9 @@ class ArrayBuilder:
         if hi is None and tr.gen_bounds is not None and not strings:
             hi = self.items_bound(pos_exprs, rest, lo)
         items = [tr.node_of(e) for e in pos_exprs] + [tr.node_of(rest)]
+        grow = not strings and not keys_once and self.members_grow([*pos_exprs, rest])
         fam = UniqueValues(tr.fresh_prefix("uval"), lo, hi, items, tr.sep,
-                           grammar_of=tr.the_grammar, strings=strings, keys_once=keys_once)
+                           grammar_of=tr.the_grammar, strings=strings, keys_once=keys_once, members_grow=grow)
         tr.families.append(fam)
         empty = seq(lit("["), tr.ws, lit("]")) if lo == 0 else EMPTY
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))

@@ -174,8 +174,12 @@ class UniqueValues(_Family):
     why_no_text = "arrays of distinct values (uniqueItems) are not a context-free language"
 
     def __init__(self, prefix: str, lo: int, hi, items: list, sep: ir.Node, grammar_of=None,
-                 strings: bool = False, keys_once: bool = False):
+                 strings: bool = False, keys_once: bool = False, members_grow: bool = False):
         self.lo, self.hi, self.items, self.sep = lo, hi, list(items), sep
+        #: every object the items' languages allow stays allowed with one member more of a name
+        #: no schema speaks of (the compiler's ``ArrayBuilder.members_grow``): an item begun as an
+        #: object can always become a value no other item is (:meth:`live`)
+        self.members_grow = bool(members_grow)
         #: every item is a JSON string: token masks come from :mod:`.unique_strings` (a relaxed
         #: state's mask, and the few tokens that can tell the difference decided one by one);
         #: else from :mod:`.unique_any`
@@ -528,6 +532,10 @@ class UniqueValues(_Family):
                 # an item that can become no dangerous value: every completion is a new value
                 # that leaves the owed positions theirs (:meth:`danger_values`); one exists
                 ok = True
+            elif q >= 0 and self.grows_new(seen, text):
+                # an object begun whose language takes one member more of a name no value read
+                # or owed holds: any completion with that member is a new value
+                ok = self._goes_on(seen)
             elif q >= 0 and self._fresh_key(seen, text, q):
                 # the item's own object can take a member whose key holds text no value read
                 # or owed holds: every completion through it is a new value, and one exists
@@ -570,6 +578,27 @@ class UniqueValues(_Family):
         self._prod[st] = ok
         return ok
 
+    def fresh_name(self, seen):
+        """A key text (:data:`_FRESH_KEYS`) that no dangerous value after the values ``seen``
+        holds anywhere in its canonical text (:meth:`danger_values`), or ``None``."""
+        dangers = self.danger_values(seen)
+        return next((k for k in _FRESH_KEYS if not any(k in v for v in dangers)), None)
+
+    def grows_new(self, seen, text: str) -> bool:
+        """Whether the item bytes ``text`` begin an object not closed yet in an array whose items'
+        objects all take one member more of a name no schema speaks of (:attr:`members_grow`),
+        and a name no dangerous value holds is at hand: then any completion of the item, given
+        that member before its closing brace, is still an item and a value none of them is (its
+        key is in the value whatever the other members are)."""
+        if not self.members_grow or self.strings:
+            return False
+        body = text.encode("latin-1")
+        if body.lstrip(JSON_WS_BYTES)[:1] != b"{":
+            return False
+        from dotjson.jsonschema.unique_any import lex_context
+
+        return lex_context(body)[0] >= 1 and self.fresh_name(seen) is not None
+
     def _fresh_key(self, seen, text: str, q: int) -> bool:
         """Whether the item begun with ``text`` (the item automaton in state ``q``) can go on
         by a member of its own (top-level) object whose key starts with text no dangerous value's
@@ -605,8 +634,7 @@ class UniqueValues(_Family):
                     return False
         else:
             probe = None  # (an object's first key, or an array's first string)
-        dangers = self.danger_values(seen)
-        key = next((k for k in _FRESH_KEYS if not any(k in v for v in dangers)), None)
+        key = self.fresh_name(seen)
         if key is None:
             return False
         auto = self._auto
@@ -903,6 +931,8 @@ class UniqueValues(_Family):
             out["strings"] = True
         if self.keys_once:
             out["keys_once"] = True
+        if self.members_grow:
+            out["members_grow"] = True
         return out
 
     @classmethod
@@ -912,7 +942,8 @@ class UniqueValues(_Family):
         if not isinstance(d["lo"], int) or not (d["hi"] is None or isinstance(d["hi"], int)) or \
                 not isinstance(d["prefix"], str) or not isinstance(d["items"], list) or not d["items"]:
             raise ValueError("malformed rule family")
-        if not isinstance(d.get("strings", False), bool) or not isinstance(d.get("keys_once", False), bool):
+        if not all(isinstance(d.get(k, False), bool) for k in ("strings", "keys_once", "members_grow")):
             raise ValueError("malformed rule family")
         return cls(d["prefix"], d["lo"], d["hi"], [dec(n) for n in d["items"]], dec(d["sep"]),
-                   strings=d.get("strings", False), keys_once=d.get("keys_once", False))
+                   strings=d.get("strings", False), keys_once=d.get("keys_once", False),
+                   members_grow=d.get("members_grow", False))

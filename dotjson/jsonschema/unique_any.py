@@ -548,6 +548,11 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
         maybe = may_become(body, danger, fam.repeats, targets)
         if not m.goes_on() or esc or complete:
             cand = relaxed
+        elif fam.grows_new(m.seen, text):
+            # an object begun that can always take a member no value holds (grows_new): after
+            # any token that does not close it the item can still become a new value, so only
+            # the tokens holding a closing brace are decided
+            cand = relaxed & view.tokens_holding(frozenset(b"}"))
         elif maybe:
             if not in_str:
                 cand = relaxed

@@ -432,3 +432,39 @@ def test_token_walk_scopes():
         with token_walk():
             raise KeyError("x")
     assert token_walk_id() == 0
+
+
+@pytest.mark.parametrize("items,grows", [
+    ({"type": "object"}, True),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "minProperties": 2}, True),
+    ({"anyOf": [{"type": "object", "required": ["a"]}, {"type": "integer"}]}, True),
+    ({"type": "object", "maxProperties": 3}, False),
+    ({"type": "object", "additionalProperties": False}, False),
+    ({"type": "object", "additionalProperties": {"type": "integer"}}, False),
+    ({"type": "object", "patternProperties": {"^x": {}}}, False),
+    ({"type": "object", "propertyNames": {"maxLength": 3}}, False),
+    ({"type": "object", "not": {"const": {"a": 1}}}, False),
+    ({"enum": [{"a": 1}, {"b": 2}]}, False),
+    ({"type": "object", "properties": {"zQ7vX": False}}, False),  # (a name it would add: the schema's)
+])
+def test_which_items_take_a_member_more(items, grows):
+    # ArrayBuilder.members_grow: the objects the items allow stay allowed with one member more of a
+    # fresh name (open objects without the generation bounds: the every-valid configuration, and
+    # close_objects=False, whose default bounds are the schema's)
+    from dotjson.jsonschema.unique import UniqueValues
+
+    schema = {"type": "array", "items": items, "uniqueItems": True}
+    for kw, want in [(EVERY_VALID, grows), ({"close_objects": False}, grows)]:
+        g = schema_to_grammar(schema, **kw)  # (held: its families are let go of with it)
+        fams = [f for f in g.families if isinstance(f, UniqueValues)]
+        assert [f.members_grow for f in fams] == ([want] if fams else []), (items, kw)
+
+
+def test_closed_objects_take_no_member_more():
+    # (the defaults close an object to its declared names: no member of another name fits)
+    from dotjson.jsonschema.unique import UniqueValues
+
+    g = schema_to_grammar({"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "properties": {"a": {"type": "integer"}}}})
+    (fam,) = [f for f in g.families if isinstance(f, UniqueValues)]
+    assert not fam.members_grow and fam.keys_once

@@ -269,13 +269,16 @@ class ArrayBuilder:
         """Whether every object the schemas ``exprs`` allow as a whole value stays allowed with
         one member more whose name no schema speaks of (any value): each branch that admits
         objects declares no ``maxProperties``, ``propertyNames``, ``patternProperties`` or
-        witness member, its ``additionalProperties`` are absent or ``true``, it has no ``$ref``
-        or ``enum`` left beside it, and the objects are open (``close_objects=False``, no
+        witness member, its ``additionalProperties`` are absent or ``true``, it has no ``$ref``,
+        ``enum`` or excluded object value left beside it, and the objects are open (``close_objects=False``, no
         generation bound on members). Such a member keeps the value in the branch it was in
         (declared members, required names and ``minProperties`` are unchanged or still met), so
         an item of an array of distinct values that has begun as an object can always become a
-        value no other item is (:meth:`UniqueValues.live`, ``members_grow``). ``False`` when in
+        value no other item is (:meth:`UniqueValues.live`, ``members_grow``; the names it adds,
+        :data:`~dotjson.jsonschema.unique.FRESH_KEYS`, are none the branches name). ``False`` when in
         doubt (a refusal while expanding)."""
+        from dotjson.jsonschema.unique import FRESH_KEYS
+
         tr = self.tr
         if tr.close_objects or tr.gen_bounds is not None:
             return False
@@ -294,8 +297,10 @@ class ArrayBuilder:
                         continue
                     o = m.object
                     if m.enum is not None or m.refs or o.max_properties is not None or o.property_names \
-                            or o.patterns or o.some or any(x[0] != TRUE for x in o.additional):
-                        return False
+                            or o.patterns or o.some or any(x[0] != TRUE for x in o.additional) \
+                            or any(c[0] == "o" for c in m.not_enum) \
+                            or any(k in o.properties or k in o.required for k in FRESH_KEYS):
+                        return False  # (an excluded object may hold the name; the name is the schema's)
         except UnsupportedSchemaError:
             return False
         return True

@@ -151,7 +151,7 @@ class _ItemRules(Mapping):
 
 #: Key texts :meth:`UniqueValues._fresh_key` tries, the first no dangerous value holds (letters
 #: and digits: spelled as themselves in every canonical text)
-_FRESH_KEYS = ("zQ7vX", "qJ3wK", "xZ9kP", "kV2mQ", "jX8zW", "wQ5jZ", "vK4xJ", "pZ6qV")
+FRESH_KEYS = ("zQ7vX", "qJ3wK", "xZ9kP", "kV2mQ", "jX8zW", "wQ5jZ", "vK4xJ", "pZ6qV")
 
 
 @register_family
@@ -579,10 +579,10 @@ class UniqueValues(_Family):
         return ok
 
     def fresh_name(self, seen):
-        """A key text (:data:`_FRESH_KEYS`) that no dangerous value after the values ``seen``
+        """A key text (:data:`FRESH_KEYS`) that no dangerous value after the values ``seen``
         holds anywhere in its canonical text (:meth:`danger_values`), or ``None``."""
         dangers = self.danger_values(seen)
-        return next((k for k in _FRESH_KEYS if not any(k in v for v in dangers)), None)
+        return next((k for k in FRESH_KEYS if not any(k in v for v in dangers)), None)
 
     def grows_new(self, seen, text: str) -> bool:
         """Whether the item bytes ``text`` begin an object not closed yet in an array whose items'

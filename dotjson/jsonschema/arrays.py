@@ -270,13 +270,13 @@ class ArrayBuilder:
         one member more whose name no schema speaks of (any value): each branch that admits
         objects declares no ``maxProperties``, ``propertyNames``, ``patternProperties`` or
         witness member, its ``additionalProperties`` are absent or ``true``, it has no ``$ref``,
-        ``enum`` or excluded object value left beside it, and the objects are open (``close_objects=False``, no
-        generation bound on members). Such a member keeps the value in the branch it was in
-        (declared members, required names and ``minProperties`` are unchanged or still met), so
-        an item of an array of distinct values that has begun as an object can always become a
-        value no other item is (:meth:`UniqueValues.live`, ``members_grow``; the names it adds,
-        :data:`~dotjson.jsonschema.unique.FRESH_KEYS`, are none the branches name). ``False`` when in
-        doubt (a refusal while expanding)."""
+        ``enum`` or excluded object value left beside it, and the objects are open
+        (``close_objects=False``, no generation bound on members). Such a member keeps the value
+        in the branch it was in (declared members, required names and ``minProperties`` are
+        unchanged or still met), so an item of an array of distinct values that has begun as an
+        object can always become a value no other item is (:meth:`UniqueValues.live`,
+        ``members_grow``; the names it adds, :data:`~dotjson.jsonschema.unique.FRESH_KEYS`, are
+        none the branches name). ``False`` when in doubt (a refusal while expanding)."""
         from dotjson.jsonschema.unique import FRESH_KEYS
 
         tr = self.tr

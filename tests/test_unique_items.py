@@ -440,7 +440,9 @@ def test_token_walk_scopes():
     ({"anyOf": [{"type": "object", "required": ["a"]}, {"type": "integer"}]}, True),
     ({"type": "object", "maxProperties": 3}, False),
     ({"type": "object", "additionalProperties": False}, False),
-    ({"type": "object", "additionalProperties": {"type": "integer"}}, False),
+    ({"type": "object", "additionalProperties": {"type": "integer"}}, True),
+    ({"allOf": [{"type": "object", "additionalProperties": {"type": "integer"}},
+                {"additionalProperties": {"type": "string"}}]}, False),  # (no value for both)
     ({"type": "object", "patternProperties": {"^x": {}}}, False),
     ({"type": "object", "propertyNames": {"maxLength": 3}}, False),
     ({"type": "object", "not": {"const": {"a": 1}}}, False),

@@ -269,7 +269,8 @@ class ArrayBuilder:
         """Whether every object the schemas ``exprs`` allow as a whole value stays allowed with
         one member more whose name no schema speaks of (any value): each branch that admits
         objects declares no ``maxProperties``, ``propertyNames``, ``patternProperties`` or
-        witness member, its ``additionalProperties`` are absent or ``true``, it has no ``$ref``,
+        witness member, its ``additionalProperties`` have a value in common (known without
+        building a rule: :meth:`Compiler.expr_known`), it has no ``$ref``,
         ``enum`` or excluded object value left beside it, and the objects are open
         (``close_objects=False``, no generation bound on members). Such a member keeps the value
         in the branch it was in (declared members, required names and ``minProperties`` are
@@ -297,10 +298,12 @@ class ArrayBuilder:
                         continue
                     o = m.object
                     if m.enum is not None or m.refs or o.max_properties is not None or o.property_names \
-                            or o.patterns or o.some or any(x[0] != TRUE for x in o.additional) \
-                            or any(c[0] == "o" for c in m.not_enum) \
+                            or o.patterns or o.some or any(c[0] == "o" for c in m.not_enum) \
                             or any(k in o.properties or k in o.required for k in FRESH_KEYS):
                         return False  # (an excluded object may hold the name; the name is the schema's)
+                    extra = [x[0] for x in o.additional if x[0] != TRUE]
+                    if extra and tr.expr_known(tr.and_expr(extra))[1] is not True:
+                        return False  # (the member's value: one of each additionalProperties schema)
         except UnsupportedSchemaError:
             return False
         return True

@@ -551,8 +551,11 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
         elif fam.grows_new(m.seen, text):
             # an object begun that can always take a member no value holds (grows_new): after
             # any token that does not close it the item can still become a new value, so only
-            # the tokens holding a closing brace are decided
+            # the tokens holding a closing brace are decided (from inside a string, those holding
+            # a quote too: it must close first)
             cand = relaxed & view.tokens_holding(frozenset(b"}"))
+            if in_str:
+                cand &= view.tokens_holding(frozenset(b'"'))
         elif maybe:
             if not in_str:
                 cand = relaxed

@@ -20,7 +20,8 @@ import pytest
 from dotjson import Index, Vocabulary
 from dotjson.jsonschema.unique_number_masks import significant, stems
 from dotjson.jsonschema.unique_numbers import _key
-from test_unique_any import EVERY_VALID, _bits, valid  # (the same configuration and helpers)
+from naive import bits as _bits, generic_walk_index, walk_against_reference
+from test_unique_any import EVERY_VALID, valid  # (the same configuration and helpers)
 
 TOKS = ["[", "]", ",", ", ", " ", "],", "1", "2", "3", "0", "5", "9", "12", "10", "00", "000", "120", ".", ".0", ".5",
         "0.", "1.", "-", "-0", "-1", "e", "E", "e1", "e-", "+", "1e", "0e", "5]", "2,", ",1", ", 2", ",-", "1,2",
@@ -58,27 +59,15 @@ def _family_masks_its_states(index) -> bool:
 def test_masks_equal_the_generic_walk(vocab, k, config):
     schema = SCHEMAS[k]
     options = EVERY_VALID if config == "every-valid" else {}
-    index, ref = Index(schema, vocab, **options), Index(schema, vocab, **options)
-    ref._masker._family_masks = False
-    finished = 0
-    for seed in range(8):
-        rng = random.Random(seed)
-        s, r, path = index.initial_state, ref.initial_state, []
-        for _ in range(20):
-            got, want = _bits(index.mask(s)), _bits(ref.mask(r))
-            assert got == want, (schema, config, "".join(path), sorted(TOKS[t] if t < EOS else t for t in got ^ want))
-            if EOS in got:
-                assert valid(schema, "".join(path)), "".join(path)  # (exact numbers: 1e1500 is no inf)
-                finished += 1
-            choices = sorted(want - {EOS})
-            if not choices:
-                break
-            # (the walks favour digits: values read again are what the masks must refuse)
-            digits = [t for t in choices if TOKS[t][:1].isdigit()]
-            t = rng.choice(digits if digits and rng.random() < 0.6 else choices)
-            path.append(TOKS[t])
-            s, r = index.next_state(s, t), ref.next_state(r, t)
-    assert finished
+    index, ref = Index(schema, vocab, **options), generic_walk_index(schema, vocab, **options)
+
+    def choose(rng, choices):  # (digits first: values read again are what the masks must refuse)
+        digits = [t for t in choices if TOKS[t][:1].isdigit()]
+        return rng.choice(digits if digits and rng.random() < 0.6 else choices)
+
+    # (valid reads numbers exactly: 1e1500 is no inf)
+    assert walk_against_reference(index, ref, TOKS, EOS, lambda text: valid(schema, text), seeds=8, steps=20,
+                                  choose=choose, label=(schema, config))
 
 
 @pytest.mark.parametrize("config", ["default", "every-valid"])
@@ -87,9 +76,8 @@ def test_the_family_masks_its_states(vocab, config):
     # token prefix (many more rules), this one none per digit string
     options = EVERY_VALID if config == "every-valid" else {}
     schema = SCHEMAS[0]
-    index, ref = Index(schema, vocab, **options), Index(schema, vocab, **options)
+    index, ref = Index(schema, vocab, **options), generic_walk_index(schema, vocab, **options)
     assert _family_masks_its_states(index)
-    ref._masker._family_masks = False
     for ix in (index, ref):
         s = ix.initial_state
         for t in ["[", "12", ",", "1", "2", ",", "120"]:
@@ -146,8 +134,7 @@ def test_llama3_teacher_forced_against_the_generic_walk(llama3_vocab, llama3_tok
     schema = {"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "integer", "minimum": 0},
                                                        "uniqueItems": True}}, "required": ["ids"]}
     doc = '{"ids": [7919, 15838, 791, 23757, 0, 1200, 79190]}'
-    index, ref = Index(schema, llama3_vocab), Index(schema, llama3_vocab)
-    ref._masker._family_masks = False
+    index, ref = Index(schema, llama3_vocab), generic_walk_index(schema, llama3_vocab)
     s, r = index.initial_state, ref.initial_state
     for t in llama3_tokenizer.encode(doc, add_special_tokens=False):
         got, want = index.mask(s), ref.mask(r)

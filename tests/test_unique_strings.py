@@ -15,11 +15,11 @@ import json
 import random
 
 import jsonschema
-import numpy as np
 import pytest
 
 from dotjson import Index, Vocabulary
 from dotjson.jsonschema.unique_strings import string_content
+from naive import bits as _bits, generic_walk_index, walk_against_reference
 
 TOKS = ['"', '",', '", "', '","', '"]', '"],', '"]}', '""', '"",', '",""', '"a"', '"ab"', 'ab', 'a', 'b', 'c', 'abc',
         '\\u', '\\u00', '0062', '62', '0', '6', '2', '\\"', '\\\\', '\\', 'é', '["', '[', ' [', ' "', ']', '],', '}', ',',
@@ -52,34 +52,15 @@ def vocab():
     return Vocabulary.from_tuples(TOKS + ["<eos>"], list(range(EOS + 1)), EOS, special_token_ids=[EOS])
 
 
-def _bits(m) -> set:
-    return set(np.flatnonzero(np.unpackbits(m.view(np.uint8), bitorder="little")).tolist())
-
-
 @pytest.mark.parametrize("config", ["default", "every-valid"])
 @pytest.mark.parametrize("k", range(len(SCHEMAS)))
 def test_masks_equal_the_generic_walk(vocab, k, config):
     schema = SCHEMAS[k]
     options = EVERY_VALID if config == "every-valid" else {}
-    index, ref = Index(schema, vocab, **options), Index(schema, vocab, **options)
-    ref._masker._family_masks = False
+    index, ref = Index(schema, vocab, **options), generic_walk_index(schema, vocab, **options)
     validator = jsonschema.Draft202012Validator(schema)
-    finished = 0
-    for seed in range(7):
-        rng = random.Random(seed)
-        s, r, path = index.initial_state, ref.initial_state, []
-        for _ in range(22):
-            got, want = _bits(index.mask(s)), _bits(ref.mask(r))
-            assert got == want, (schema, config, "".join(path), sorted(TOKS[t] if t < EOS else t for t in got ^ want))
-            if EOS in got:
-                assert validator.is_valid(json.loads("".join(path))), "".join(path)
-                finished += 1
-            choices = sorted(want - {EOS})
-            if not choices:
-                break
-            t = rng.choice(choices)
-            path.append(TOKS[t])
-            s, r = index.next_state(s, t), ref.next_state(r, t)
+    finished = walk_against_reference(index, ref, TOKS, EOS, lambda text: validator.is_valid(json.loads(text)),
+                                      seeds=7, steps=22, label=(schema, config))
     assert finished or k == 2  # (the walks reach complete documents)
 
 
@@ -87,8 +68,7 @@ def test_the_generic_walk_is_not_taken(vocab):
     # the masks inside the array come from the construction: a state inside an item is one rule
     # of the family, not a rule per token prefix (the reference makes ~13x more rules here)
     schema = SCHEMAS[0]
-    index, ref = Index(schema, vocab), Index(schema, vocab)
-    ref._masker._family_masks = False
+    index, ref = Index(schema, vocab), generic_walk_index(schema, vocab)
     for ix in (index, ref):
         s = ix.initial_state
         for t in ['["', 'ab', '", "', 'a', 'b']:
@@ -148,8 +128,7 @@ def test_a_saved_index_masks_the_same(vocab, tmp_path):
         s = index.next_state(s, TOKS.index(t))
     index.serialize_to_disk(tmp_path / "u")
     loaded = Index.deserialize_from_disk(tmp_path / "u", vocab)
-    ref = Index(schema, vocab)
-    ref._masker._family_masks = False
+    ref = generic_walk_index(schema, vocab)
     for prefix in ['["ab", "', '["ab", "a', '["ab", "ab', '["ab", "a"']:
         states = [ix._walk_text(prefix.encode()) for ix in (index, loaded, ref)]
         got = [_bits(ix.mask(st)) for ix, st in zip((index, loaded, ref), states)]
@@ -193,8 +172,7 @@ def test_one_family_serves_two_indexes(vocab):
     for prefix in [b'["ab", "', b'["ab", "a', b'["a", "ab"', b'[']:
         texts = []
         for ix, toks in ((a, TOKS), (b, list(reversed(TOKS)))):
-            ref = Index(SCHEMAS[1], ix.vocabulary)
-            ref._masker._family_masks = False
+            ref = generic_walk_index(SCHEMAS[1], ix.vocabulary)
             got = _bits(ix.mask(ix._walk_text(prefix)))
             assert got == _bits(ref.mask(ref._walk_text(prefix))), prefix
             texts.append(sorted(toks[t] for t in got if t < EOS))
@@ -207,8 +185,7 @@ def test_texts_read_through_the_family_are_the_automatons_verdicts(vocab, k):
     # is stepped by the family at once (Masker.family_walk); the verdicts and the first refused
     # byte are the byte walk's (the reference index walks every byte through the rules)
     schema = SCHEMAS[k]
-    index, ref = Index(schema, vocab), Index(schema, vocab)
-    ref._masker._family_masks = False
+    index, ref = Index(schema, vocab), generic_walk_index(schema, vocab)
     rng = random.Random(290 + k)
     items = ['"a"', '"ab"', '"b"', '""', '"\\u0061"', '"x\\"y"', '"é"', '"abc"', '"ba"', '"ab "']
     for _ in range(150):

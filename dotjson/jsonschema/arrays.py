@@ -178,6 +178,15 @@ class ArrayBuilder:
         tr.families.append(fam)
         return alt(empty, seq(lit("["), tr.ws, Ref(fam.start), tr.ws, lit("]")))
 
+    def _expanded(self, e) -> list:
+        """The branches of expression ``e``'s normal form with their ``$ref`` targets multiplied
+        in (``UnsupportedSchemaError`` where that is refused)."""
+        tr = self.tr
+        out = []
+        for br in tr.dnf(e):
+            out.extend(tr.expand_refs(br, "") if any(type(at) is RuleRef for at in br) else [br])
+        return out
+
     def strings_only(self, pos_exprs, rest) -> bool:
         """Whether every item of the array is a JSON string (each position's schema and the
         rest's, ``false`` included: no item there): the items :class:`UniqueValues` masks through
@@ -189,10 +198,7 @@ class ArrayBuilder:
             if e == TRUE:
                 return False
             try:
-                brs = tr.dnf(e)
-                out = []
-                for br in brs:
-                    out.extend(tr.expand_refs(br, "") if any(type(at) is RuleRef for at in br) else [br])
+                out = self._expanded(e)
             except UnsupportedSchemaError:
                 return False
             for br in out:
@@ -236,11 +242,7 @@ class ArrayBuilder:
                 busy.add(e)
             except TypeError:
                 return False
-            brs = tr.dnf(e)
-            out = []
-            for br in brs:
-                out.extend(tr.expand_refs(br, "") if any(type(at) is RuleRef for at in br) else [br])
-            for br in out:
+            for br in self._expanded(e):
                 m = tr.merge(br)
                 if m.enum is not None:
                     continue  # (constants: each spelled with its keys once)
@@ -289,10 +291,7 @@ class ArrayBuilder:
                     continue  # (any value: any object with one member more is one)
                 if e == FALSE:
                     continue
-                brs = []
-                for br in tr.dnf(e):
-                    brs.extend(tr.expand_refs(br, "") if any(type(at) is RuleRef for at in br) else [br])
-                for br in brs:
+                for br in self._expanded(e):
                     m = tr.merge(br)
                     if "object" not in m.types:
                         continue

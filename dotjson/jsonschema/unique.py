@@ -584,20 +584,23 @@ class UniqueValues(_Family):
         dangers = self.danger_values(seen)
         return next((k for k in FRESH_KEYS if not any(k in v for v in dangers)), None)
 
-    def grows_new(self, seen, text: str) -> bool:
+    def grows_new(self, seen, text: str, depth: int | None = None) -> bool:
         """Whether the item bytes ``text`` begin an object not closed yet in an array whose items'
         objects all take one member more of a name no schema speaks of (:attr:`members_grow`),
         and a name no dangerous value holds is at hand: then any completion of the item, given
         that member before its closing brace, is still an item and a value none of them is (its
-        key is in the value whatever the other members are)."""
+        key is in the value whatever the other members are). ``depth``: the brackets ``text``
+        leaves open (:func:`.unique_any.lex_context`), where the caller has it."""
         if not self.members_grow or self.strings:
             return False
         body = text.encode("latin-1")
         if body.lstrip(JSON_WS_BYTES)[:1] != b"{":
             return False
-        from dotjson.jsonschema.unique_any import lex_context
+        if depth is None:
+            from dotjson.jsonschema.unique_any import lex_context
 
-        return lex_context(body)[0] >= 1 and self.fresh_name(seen) is not None
+            depth = lex_context(body)[0]
+        return depth >= 1 and self.fresh_name(seen) is not None
 
     def _fresh_key(self, seen, text: str, q: int) -> bool:
         """Whether the item begun with ``text`` (the item automaton in state ``q``) can go on

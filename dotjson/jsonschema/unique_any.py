@@ -548,7 +548,7 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
         maybe = may_become(body, danger, fam.repeats, targets)
         if not m.goes_on() or esc or complete:
             cand = relaxed
-        elif fam.grows_new(m.seen, text):
+        elif fam.grows_new(m.seen, text, depth):
             # an object begun that can always take a member no value holds (grows_new): after
             # any token that does not close it the item can still become a new value, so only
             # the tokens holding a closing brace are decided (from inside a string, those holding

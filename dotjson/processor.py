@@ -9,7 +9,9 @@ the vocabulary's size (models pad their embedding matrix). Supported buffers:
 - a list of Python lists of numbers, one per row (the usage page's ``[[1, 2, 3]]``), updated
   in place; a flat list of numbers is one row;
 - a PyTorch tensor: on the CPU through a zero-copy NumPy view of its storage (bfloat16 included,
-  written as its bit pattern); on any other device (CUDA) through torch ops on that device.
+  written as its bit pattern); on a CUDA device by one Triton kernel there
+  (:mod:`dotjson._kernels.gpu`: float16, bfloat16, float32, Triton present), otherwise (another
+  device, other dtypes, no Triton) through torch ops on that device.
 
 Dtypes: float16/32/64, bfloat16 (torch), int8/16/32/64 and uint8/16/32/64. The jitted kernels
 never see a float: a buffer is viewed as the unsigned integer type of the same width and the mask
@@ -27,6 +29,7 @@ import numba
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from dotjson._kernels import gpu as _gpu
 from dotjson._kernels import mask as _k
 from dotjson.errors import DotjsonTypeError, DotjsonValueError
 from dotjson.tokenset import BatchedTokenSet
@@ -46,6 +49,10 @@ PARALLEL = "auto"
 #: A row is split into chunks of at least this many 32-token words, so a batch of one row still
 #: spreads over every thread while each task stays long enough to amortize its scheduling.
 MIN_CHUNK_WORDS = 512
+#: How a CUDA tensor is masked: ``"auto"``, one Triton kernel where it can (float16, bfloat16,
+#: float32, a mask value exact in float32, Triton importable), else torch ops; ``"torch"``:
+#: always torch ops (the reference the Triton kernel is tested against).
+DEVICE_KERNEL = "auto"
 
 _UINT_OF_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 _NUMPY_KINDS = {"f": (2, 4, 8), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8)}
@@ -671,6 +678,11 @@ class LogitsProcessor:
         if batch == 0 or width == 0:
             return
         device = logits.device
+        if DEVICE_KERNEL != "torch" and _gpu.available(logits, value):
+            # one Triton kernel: reads the words, writes the masked columns (padding included)
+            packed = torch.from_numpy(bits.view(np.int32)).to(device, non_blocking=True)
+            _gpu.mask_rows(logits, packed, self._vocab_size, value)
+            return
         shifts = self._device_shifts.get(device)
         if shifts is None:
             shifts = self._device_shifts[device] = torch.arange(32, dtype=torch.int32, device=device)

@@ -25,6 +25,12 @@ two sides are comparable:
   ``get_next_tokensets`` that runs without the GIL (the Numba kernels, ``nogil=True``).
   The control row runs the same GIL-holding loop in the thread too: it must show ~0.
 
+With ``--torch-device cuda`` a third kind, ``torch``: one forward pass of a Llama-shaped decoder
+with random weights (transformers' ``LlamaForCausalLM``, bfloat16, the vocabulary's width,
+``--torch-layers`` layers of width ``--torch-hidden``, a 32-token input) on that device, ending
+with the logits copied to the host, as a generation loop does: kernel launches hold the GIL, the
+wait for the GPU does not. Its length is the model's, not calibrated.
+
 BLAS is pinned to one thread, so the two sides need two cores; this machine has 2 shared ones, so
 the numbers are noisy (run twice).
 """
@@ -56,6 +62,35 @@ def _python_work(n: int) -> int:
     return s
 
 
+def _torch_forward(args, n_vocab: int):
+    """``fwd(k)``: ``k`` forward passes of a random Llama-shaped decoder on ``args.torch_device``,
+    the last position's logits copied to the host after each (see the module docstring)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    h = args.torch_hidden
+    cfg = LlamaConfig(vocab_size=n_vocab, hidden_size=h, intermediate_size=4 * h,
+                      num_hidden_layers=args.torch_layers, num_attention_heads=max(1, h // 128),
+                      num_key_value_heads=max(1, h // 512))
+    torch.manual_seed(0)
+    with torch.device(args.torch_device):
+        model = LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+    ids = torch.randint(0, min(n_vocab, 100_000), (1, 32), device=args.torch_device)
+
+    def fwd(k):
+        with torch.inference_mode():
+            for _ in range(k):
+                model(ids).logits[0, -1].float().cpu()
+
+    for _ in range(3):
+        fwd(1)
+    t = time.perf_counter()
+    fwd(10)
+    print(f"torch forward on {args.torch_device}: {(time.perf_counter() - t) / 10 * 1e6:.0f} µs "
+          f"({args.torch_layers} layers, hidden {h}, vocabulary {n_vocab})")
+    return fwd
+
+
 def calibrate(fn, target_s: float, lo: int = 1) -> int:
     """The repeat count ``k`` for which ``fn(k)`` takes about ``target_s``."""
     for _ in range(3):
@@ -81,6 +116,10 @@ def main(argv=None):
                     help="runs of each measurement; the median is printed (default 1)")
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--data", default=None, help="MaskBench folder (default ../shared/data/maskbench)")
+    ap.add_argument("--torch-device", default=None,
+                    help="also a model's forward pass on this torch device (e.g. cuda)")
+    ap.add_argument("--torch-layers", type=int, default=16)
+    ap.add_argument("--torch-hidden", type=int, default=2048)
     args = ap.parse_args(argv)
 
 
@@ -140,6 +179,8 @@ def main(argv=None):
         "numpy": (numpy_fwd, calibrate(numpy_fwd, step_s)),
         "python": (_python_work, calibrate(_python_work, step_s, 64)),
     }
+    if args.torch_device:
+        forwards["torch"] = (_torch_forward(args, vocab.max_token_id()), 1)
 
     pool = ThreadPoolExecutor(max_workers=1)
 

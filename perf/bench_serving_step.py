@@ -12,6 +12,10 @@ server does; llguidance: an ``LLExecutor`` with the same threads. A request whos
 engine refuses stops there in both. The target: total ≤ 1× llguidance's.
 
     python perf/bench_serving_step.py [--requests 32,64] [--steps 200] [--threads 2]
+
+On a machine without the MaskBench split (a GPU host lent for a few minutes), save the sample
+where the data is and take it along: ``--save-jobs jobs.json`` writes each batch size's schemas
+and token ids and stops; ``--jobs jobs.json`` runs on them instead of ``--data``.
 """
 
 from __future__ import annotations
@@ -47,6 +51,15 @@ def _jobs(n, seed, data, tok):
         limit *= 2
 
 
+def _load_jobs(path, n):
+    """The jobs ``--save-jobs`` wrote for batch size ``n``."""
+    with open(path, encoding="utf-8") as f:
+        saved = json.load(f)
+    if str(n) not in saved:
+        raise SystemExit(f"{path}: no jobs for {n} requests (saved: {', '.join(saved)})")
+    return [(rid, schema, list(toks)) for rid, schema, toks in saved[str(n)]]
+
+
 def run(n, args, tok, vocab, lltok):
     import llguidance
     import llguidance.numpy as llnp
@@ -55,7 +68,7 @@ def run(n, args, tok, vocab, lltok):
     from dotjson import Guide, Index, fill_next_token_bitmask
     from dotjson.errors import DotjsonError
 
-    jobs = _jobs(n, args.seed, args.data, tok)
+    jobs = _load_jobs(args.jobs, n) if args.jobs else _jobs(n, args.seed, args.data, tok)
     guides, matchers, ids = [], [], []
     for rid, schema, toks in jobs:
         if len(guides) == n:
@@ -116,7 +129,17 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--save-jobs", default=None, metavar="PATH",
+                    help="write each batch size's schemas and token ids here and stop")
+    ap.add_argument("--jobs", default=None, metavar="PATH", help="run on jobs --save-jobs wrote")
     args = ap.parse_args(argv)
+    sizes = [int(x) for x in args.requests.split(",")]
+    if args.save_jobs:
+        tok = peers.load_tokenizer("llama3")
+        with open(args.save_jobs, "w", encoding="utf-8") as f:
+            json.dump({str(n): _jobs(n, args.seed, args.data, tok) for n in sizes}, f)
+        print(f"wrote the jobs of {', '.join(map(str, sizes))} requests to {args.save_jobs}")
+        return
 
     import llguidance.hf
 
@@ -129,7 +152,7 @@ def main(argv=None):
     vocab = Vocabulary.from_pretrained(llama3_tokenizer_dir())
     lltok = llguidance.hf.from_tokenizer(tok, n_vocab=vocab.max_token_id(), eos_token=vocab.eos_token_ids[0])
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
-    for n in (int(x) for x in args.requests.split(",")):
+    for n in sizes:
         run(n, args, tok, vocab, lltok)
 
 

@@ -5,19 +5,31 @@ schema); its sampler wants one ``int32[batch, words]`` bitmask, bit ``t & 31`` o
 set when token ``t`` is allowed — exactly :attr:`BatchedTokenSet.bits` reinterpreted, and the
 layout of XGrammar's and llguidance's bitmasks, which vLLM and SGLang apply. This is dotjson's
 ``fill_next_token_bitmask_par``: the pairs are grouped by index, rows whose states are memoized
-are copied at once, and the indexes with fresh states compute them in a thread each (the trie
-walks release the GIL; the states of one index share its lock, so one thread per index).
+are copied at once, and the indexes with fresh states compute them one after the other in the
+calling thread, or with :data:`FRESH_WORKERS` set, in a thread pool (one index per task: the
+states of one index share its lock).
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .errors import DotjsonIndexError, DotjsonTypeError, DotjsonValueError
-from .guide import Guide, _pool
+from .guide import Guide
 from .index import _as_int
 
 __all__ = ["fill_next_token_bitmask"]
+
+#: Threads computing the fresh masks of different indexes at once; 0 or 1: in the calling thread.
+#: The trie walks release the GIL, but about two thirds of a fresh mask is Python holding it
+#: (rule bodies, the walk's plumbing): threads then convoy on the GIL, and a serving step over 32
+#: new schemas took 25-35% longer with 2 threads than in one (0.44-0.48 against 0.33-0.36 s,
+#: ``perf/bench_serving_step.py``, 2 cores, 2026-12-04) and 20-30% longer with 16 on a 16-core
+#: host (0.64-0.73 against 0.51-0.57 s). Worth setting where fresh masks are mostly kernel time
+#: (long strings, wide special tries); the default follows the measurement.
+FRESH_WORKERS = 0
 
 
 def _bitmask_view(bitmask) -> np.ndarray:
@@ -106,11 +118,23 @@ def fill_next_token_bitmask(pairs, bitmask, out_rows=None) -> None:
             _fill_group(bits, g)
         else:
             fresh.append(g)
-    if len(fresh) > 1:
-        for _ in _pool().map(lambda g: _fill_group(bits, g), fresh):
+    if len(fresh) > 1 and FRESH_WORKERS > 1:
+        for _ in _worker_pool(FRESH_WORKERS).map(lambda g: _fill_group(bits, g), fresh):
             pass
-    elif fresh:
-        _fill_group(bits, fresh[0])
+    else:
+        for g in fresh:
+            _fill_group(bits, g)
+
+
+_POOLS: dict = {}
+
+
+def _worker_pool(n: int) -> ThreadPoolExecutor:
+    """The process's pool of ``n`` threads for fresh masks (made on first use)."""
+    pool = _POOLS.get(n)
+    if pool is None:
+        pool = _POOLS.setdefault(n, ThreadPoolExecutor(max_workers=n, thread_name_prefix="dotjson-fill"))
+    return pool
 
 
 def _fill_group(bits: np.ndarray, group) -> None:

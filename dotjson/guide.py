@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from .errors import (
@@ -16,16 +13,6 @@ from .errors import (
 )
 from .index import FINISHED, Index, _as_int
 from .tokenset import BatchedTokenSet
-
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="dotjson")
-    return _POOL
-
 
 def _as_token_array(sampled_tokens, batch_size: int) -> list[int]:
     """One Python int per row, or a DotjsonTypeError / DotjsonValueError naming the problem."""
@@ -376,6 +363,7 @@ class Guide:
         if states is None:
             states = [h[-1] for h in self._history]
         bits = np.empty((self.batch_size, idx._n_words), dtype=np.uint32)
-        # Fresh states (not memoized) are computed once each, in parallel when several.
-        idx._fill_masks(states, bits, _pool().map)
+        # Fresh states (not memoized) are computed once each, one after the other: the rows of
+        # one index share its lock for a whole fresh mask, so threads would only queue on it
+        idx._fill_masks(states, bits)
         return BatchedTokenSet(bits, self._vocab_size)

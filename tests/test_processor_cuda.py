@@ -191,3 +191,23 @@ if os.environ.get("DOTJSON_CUDA_TIMINGS"):
             t = timed(lambda: proc(x, ts))
             print(f"\n{kernel}: {t:.1f} us, copy {copy:.1f} us, ratio {t / copy:.2f}")
         P.DEVICE_KERNEL = "auto"
+
+
+@cuda
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mask_device", ["cpu", "cuda"])
+def test_cuda_sglang_bitmask_matches_torch_ops(dtype, mask_device):
+    # SGLang's apply_token_bitmask: the Triton kernel against the torch-ops path it replaced, with
+    # fewer logit rows than mask rows and logits wider than the mask (those columns masked)
+    from dotjson.integrations import sglang
+
+    rng = np.random.default_rng(7)
+    rows, words, width = 3, 40, 40 * 32 + 50
+    mask = torch.from_numpy(rng.integers(-2**31, 2**31, size=(rows + 2, words), dtype=np.int64)
+                            .astype(np.int32)).to(mask_device)
+    x = torch.randn(rows, width, device="cuda").to(dtype)
+    y = x.clone()
+    sglang.apply_token_bitmask(x, mask)
+    sglang._apply_torch(y, mask[:rows].to("cuda"))
+    assert torch.equal(x, y)
+    assert torch.isinf(x[:, 40 * 32:]).all()

@@ -92,7 +92,8 @@ def _bases(kind):
 
 def apply_token_bitmask(logits, vocab_mask) -> None:
     """Set to ``-inf``, in place, each logit whose bit is clear in an int32 bitmask (XGrammar's
-    layout). CPU tensors go through dotjson's masking kernel; others (CUDA) through torch ops on
+    layout). CPU tensors go through dotjson's masking kernel; CUDA float16/bfloat16/float32
+    logits through its Triton kernel (:mod:`dotjson._kernels.gpu`); others through torch ops on
     their device. ``logits`` may have fewer rows than the mask (the batch's first rows)."""
     import numpy as np
 
@@ -109,6 +110,12 @@ def apply_token_bitmask(logits, vocab_mask) -> None:
                 bits, ((0, 0), (0, n_words - bits.shape[1])))
         ts = BatchedTokenSet(bits, width)
         LogitsProcessor(_Holder(width), float("-inf")).update_logits(logits, ts)
+        return
+    from dotjson._kernels import gpu
+
+    if logits.dim() == 2 and gpu.available(logits, float("-inf")):
+        packed = mask.to(logits.device, non_blocking=True).contiguous()
+        gpu.mask_rows(logits, packed, width, float("-inf"))
         return
     _apply_torch(logits, mask.to(logits.device, non_blocking=True))
 

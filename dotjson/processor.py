@@ -680,7 +680,7 @@ class LogitsProcessor:
         device = logits.device
         if DEVICE_KERNEL != "torch" and _gpu.available(logits, value):
             # one Triton kernel: reads the words, writes the masked columns (padding included)
-            packed = torch.from_numpy(bits.view(np.int32)).to(device, non_blocking=True)
+            packed = torch.from_numpy(np.ascontiguousarray(bits.view(np.int32))).to(device, non_blocking=True)
             _gpu.mask_rows(logits, packed, self._vocab_size, value)
             return
         shifts = self._device_shifts.get(device)

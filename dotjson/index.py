@@ -453,6 +453,7 @@ class Index:
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
         _, self._eos_set = eos_of(vocabulary.eos_token_ids)  # (the EOS bits: the masker's)
+        self._max_token_id = vocabulary.max_token_id()
         self._max_cache_bytes = int(max_cache_bytes)
         self._auto = automaton if automaton is not None else Automaton(
             grammar, max_states=max_states, fuel=fuel, max_store_bytes=max_store_bytes
@@ -763,9 +764,16 @@ class Index:
         DotjsonIndexError
             ``state`` is not a state of this index.
         """
+        if type(state) is int and type(token_id) is int and 0 <= state < _VIRT \
+                and 0 <= token_id < self._max_token_id and token_id not in self._eos_set:
+            # a step taken before (the memoized path): its state was checked then, and states
+            # stay valid; never an EOS token nor one past the vocabulary (never stored)
+            r = self._next.get(state * 4_294_967_296 + token_id)
+            if r is not None:
+                return r if r < 0 else self._ids.of(r)
         state = self._check_state(state)
         token_id = _as_int(token_id, "token id")
-        if not 0 <= token_id < self._vocab.max_token_id():
+        if not 0 <= token_id < self._max_token_id:
             return DEAD
         return self._next_state(state, token_id)
 
@@ -821,7 +829,7 @@ class Index:
         """Write the allowed-token bitset of ``state`` into ``out`` (``uint32[n_words]``)."""
         self._check_out(out, 1, one_row=True)
         if type(state) is int:  # the usual call: checked here, without fill_masks' array checks
-            self._fill_masks([self._check_state(state)], out.reshape(1, -1))
+            self._masker.fill_one(self._check_state(state), out)
         else:
             self.fill_masks([state], out.reshape(1, -1))
 

@@ -142,6 +142,34 @@ def test_guide_rejects_forbidden_token_and_stays_usable(tiny_bpe_vocab):
     guide.get_next_tokensets([allowed[0], allowed[0]])
 
 
+def test_next_state_memoized_path_checks_as_the_first_step(tiny_bpe_vocab):
+    # a step taken before is answered from the transition memo: the same answers as the first
+    # time, and what was never stored (EOS, ids past the vocabulary, ids that would alias another
+    # state's key, non-integers, unknown states) still takes the checked path
+    vocab = tiny_bpe_vocab
+    index = Index({"type": "array", "items": {"type": "boolean"}}, vocab)
+    n = vocab.max_token_id()
+    s0 = index.initial_state
+    first = [index.next_state(s0, t) for t in range(n)]
+    again = [index.next_state(s0, t) for t in range(n)]
+    assert first == again and any(r >= 0 for r in first)
+    s1 = next(r for r in first if r >= 0)
+    for t in range(n):
+        index.next_state(s1, t)
+    for eos in vocab.eos_token_ids:
+        assert index.next_state(s0, eos) == -2  # not a complete document
+    alias = next(t for t in range(n) if index.next_state(s1, t) >= 0)
+    assert index.next_state(s1 - 1, alias + 4_294_967_296) == -2
+    assert index.next_state(s0, n) == -2 and index.next_state(s0, -1) == -2
+    with pytest.raises(TypeError):
+        index.next_state(s0, True)
+    with pytest.raises(TypeError):
+        index.next_state(True, first.index(s1))
+    with pytest.raises(IndexError):
+        index.next_state(index.n_states + 5, 0)
+    assert index.next_state(np.int64(s0), np.int32(first.index(s1))) == s1
+
+
 def test_from_lark_and_from_regex(tiny_bpe_vocab):
     vocab = tiny_bpe_vocab
     index = Index.from_lark('start: "[" item ("," item)* "]"\nitem: /[0-9]+/ | start', vocab)

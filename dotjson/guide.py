@@ -67,7 +67,8 @@ class Guide:
     token and returns the allowed tokens of the new states. A row that sampled EOS is finished:
     only EOS is allowed for it afterwards. The heavy parts run in Numba kernels that release the
     GIL, so the call may run in a thread while the model computes its forward pass; rows that
-    reach states not seen before are computed in parallel.
+    reach states not seen before are computed one after the other (they share the index's lock,
+    and the Python part of a fresh mask holds the GIL).
 
     Examples
     --------

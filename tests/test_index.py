@@ -350,6 +350,8 @@ def test_masks_equal_slow_reference_when_the_store_grows_mid_walk(name, tiny_bpe
 
     monkeypatch.setattr(Automaton, "INITIAL_TERMS", 16)
     monkeypatch.setattr(Automaton, "INITIAL_STATES", 2)
+    monkeypatch.setattr(Automaton, "GROWN_TERMS", 1)  # (doubling from there: growth mid-walk)
+    monkeypatch.setattr(Automaton, "GROWN_STATES", 1)
     vocab = tiny_bpe_vocab
     index = Index(SCHEMAS[name], vocab, close_objects=False, spellings="any")
     _assert_masks_equal_reference(index, vocab, name)
@@ -365,6 +367,8 @@ def test_masks_equal_slow_reference_when_the_store_grows_into_mappings(name, tin
 
     monkeypatch.setattr(A.Automaton, "INITIAL_TERMS", 16)
     monkeypatch.setattr(A.Automaton, "INITIAL_STATES", 2)
+    monkeypatch.setattr(A.Automaton, "GROWN_TERMS", 1)  # (doubling from there: growth mid-walk)
+    monkeypatch.setattr(A.Automaton, "GROWN_STATES", 1)
     monkeypatch.setattr(M, "_HUGE_ADVISED", 1024)
     big = M._alloc((300, 4), np.int32, -1)
     assert big.flags.writeable and big.base is not None and (big == -1).all()
@@ -418,6 +422,8 @@ def test_masks_equal_slow_reference_when_reserved_arrays_grow(ahead, tiny_bpe_vo
 
     monkeypatch.setattr(A.Automaton, "INITIAL_TERMS", 16)
     monkeypatch.setattr(A.Automaton, "INITIAL_STATES", 2)
+    monkeypatch.setattr(A.Automaton, "GROWN_TERMS", 1)  # (doubling from there: growth mid-walk)
+    monkeypatch.setattr(A.Automaton, "GROWN_STATES", 1)
     monkeypatch.setattr(M, "_HUGE_ADVISED", 1024)
     if ahead == "limited":
         monkeypatch.setattr(M, "_address_space_room", lambda: 0)

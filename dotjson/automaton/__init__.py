@@ -194,7 +194,8 @@ class Automaton:
     # A store that outgrows them is past a first mask: its first growth goes straight to these
     # (a document's walk reaches ~1,000 states; doubling from 64 was four growths of ~150 µs
     # each, a term table's rehash ~370 µs), so a small schema's copy stays small (time to first
-    # mask) and a large one skips the early doublings (fresh masks -3%, MaskBench probe).
+    # mask) and a large one skips the early doublings (fresh masks -3%, MaskBench probe). The
+    # derivative memo follows the terms, the row classes the states (8 a state).
     GROWN_TERMS = 8192
     GROWN_STATES = 512
 
@@ -307,12 +308,12 @@ class Automaton:
             self._budget({"pool": 2 * a["pool"].shape[0] + arg})
             a["pool"] = self._grown(a["pool"], 2 * a["pool"].shape[0] + arg, 0)
         elif status == K.NEED_GROW_RC:
-            cap = 2 * a["rct"].shape[0] + arg
+            cap = max(2 * a["rct"].shape[0] + arg, self.GROWN_STATES * 8)
             self._budget({"rcw": cap, "rct": cap})
             a["rcw"] = self._grown(a["rcw"], cap, 0)
             a["rct"] = self._grown(a["rct"], cap, 0)
         elif status == K.NEED_GROW_MEMO:
-            cap = 2 * a["mk"].shape[0]
+            cap = max(2 * a["mk"].shape[0], _pow2(self.GROWN_TERMS))
             self._budget({"mk": cap, "mv": cap})
             mk = _alloc(cap, np.int64, -1)
             mv = _alloc(cap, np.int32)

@@ -710,19 +710,6 @@ class MaskView:
     def accepting(self, state: int) -> bool:
         return bool(self._m._auto.accepting[state])
 
-    def fill_one(self, state: int, out: np.ndarray) -> None:
-        """:meth:`fill` for one checked id into the 1-D row ``out``: a memoized live state's
-        row copied under the lock at once (the memoized step's path), anything else through
-        :meth:`fill`."""
-        s = state & _LOW31 if state >= _VIRT else state
-        if s >= 0:
-            with self._lock:
-                r = self._state_row.get(s)
-                if r is not None:
-                    out[:] = self._mask(r)
-                    return
-        self.fill([state], out.reshape(1, -1))
-
     def set_eos(self, out: np.ndarray) -> None:
         """Set the EOS tokens' bits in ``out``."""
         self._m.set_eos(out)

@@ -45,8 +45,12 @@ def _expected(pairs, width):
     return out.view(np.int32)
 
 
-@pytest.mark.parametrize("vocab_name", ["smollm2", "qwen"])
-def test_fill_equals_per_guide_token_sets(vocab_name, request):
+@pytest.mark.parametrize("vocab_name,workers", [("smollm2", 0), ("qwen", 0), ("smollm2", 3)])
+def test_fill_equals_per_guide_token_sets(vocab_name, workers, request, monkeypatch):
+    # fresh states in the calling thread (the default), or in a pool (FRESH_WORKERS)
+    import dotjson.batch
+
+    monkeypatch.setattr(dotjson.batch, "FRESH_WORKERS", workers)
     vocab = request.getfixturevalue(f"{vocab_name}_vocab")
     tok = request.getfixturevalue(f"{vocab_name}_tokenizer")
     pairs = _pairs(vocab, tok)
@@ -54,7 +58,7 @@ def test_fill_equals_per_guide_token_sets(vocab_name, request):
     width = nw + 9  # padded logits (Qwen's 151,936 columns are wider than its vocabulary)
     bm = np.full((len(pairs) + 3, width), -1, dtype=np.int32)
     rows = list(range(3, len(pairs) + 3))[::-1]
-    fill_next_token_bitmask(pairs, bm, out_rows=rows)  # fresh states: computed in threads
+    fill_next_token_bitmask(pairs, bm, out_rows=rows)  # fresh states
     exp = _expected(pairs, width)
     np.testing.assert_array_equal(bm[rows], exp)
     assert (bm[:3] == -1).all()  # rows not listed are untouched

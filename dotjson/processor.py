@@ -56,7 +56,6 @@ DEVICE_KERNEL = "auto"
 
 _UINT_OF_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 _NUMPY_KINDS = {"f": (2, 4, 8), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8)}
-_SIGNED_VIEW = {"torch.uint16": "int16", "torch.uint32": "int32", "torch.uint64": "int64"}
 _BUFFER_KINDS = (
     "a 2-D NumPy array, a list of rows (1-D arrays, tensors or lists of numbers) or a torch tensor"
 )
@@ -325,7 +324,6 @@ class LogitsProcessor:
         self._mask_value = _check_mask_value(mask_value)
         self._patterns: dict = {}
         self._starts: dict = {}
-        self._device_shifts: dict = {}
 
     @property
     def guide(self):
@@ -667,39 +665,18 @@ class LogitsProcessor:
         self._mask_ndarray(arr, bits, name)
 
     def _mask_device(self, logits, bits: np.ndarray, name: str) -> None:
-        """Mask a tensor on an accelerator with torch ops: unpack the bits there, masked_fill_."""
+        """Mask a tensor on an accelerator where it lives (:func:`dotjson._kernels.gpu.mask_device`:
+        the Triton kernel on CUDA, torch ops otherwise), the bits copied over."""
         import torch
 
         # Validate the mask value against the tensor's dtype with the same rules as the host path.
         value = self._device_value(logits.dtype, name)
         if logits.dim() == 1:
             logits = logits.unsqueeze(0)
-        batch, width = logits.shape
-        if batch == 0 or width == 0:
+        if logits.shape[0] == 0 or logits.shape[1] == 0:
             return
-        device = logits.device
-        if DEVICE_KERNEL != "torch" and _gpu.available(logits, value):
-            # one Triton kernel: reads the words, writes the masked columns (padding included)
-            packed = torch.from_numpy(np.ascontiguousarray(bits.view(np.int32))).to(device, non_blocking=True)
-            _gpu.mask_rows(logits, packed, self._vocab_size, value)
-            return
-        shifts = self._device_shifts.get(device)
-        if shifts is None:
-            shifts = self._device_shifts[device] = torch.arange(32, dtype=torch.int32, device=device)
-        packed = torch.from_numpy(bits.view(np.int32)).to(device, non_blocking=True)
-        allowed = ((packed.unsqueeze(-1) >> shifts) & 1).to(torch.bool).reshape(batch, -1)
-        vocab = self._vocab_size
-        allowed = allowed[:, :vocab]
-        signed = _SIGNED_VIEW.get(str(logits.dtype))
-        if signed is not None:
-            # torch has no masked_fill for uint16/32/64: fill a same-width signed view with the
-            # value's bit pattern read as signed.
-            item = np.dtype(signed).itemsize
-            value = int(np.array([value], dtype=f"u{item}").view(signed)[0])
-            logits = logits.view(getattr(torch, signed))
-        logits[:, :vocab].masked_fill_(~allowed, value)
-        if width > vocab:
-            logits[:, vocab:].fill_(value)
+        packed = torch.from_numpy(np.ascontiguousarray(bits.view(np.int32))).to(logits.device, non_blocking=True)
+        _gpu.mask_device(logits, packed, self._vocab_size, value, triton=DEVICE_KERNEL != "torch")
 
     def _device_value(self, torch_dtype, name: str):
         import torch

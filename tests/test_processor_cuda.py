@@ -197,7 +197,7 @@ if os.environ.get("DOTJSON_CUDA_TIMINGS"):
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("mask_device", ["cpu", "cuda"])
 def test_cuda_sglang_bitmask_matches_torch_ops(dtype, mask_device):
-    # SGLang's apply_token_bitmask: the Triton kernel against the torch-ops path it replaced, with
+    # SGLang's apply_token_bitmask: the Triton kernel against the torch-ops path, with
     # fewer logit rows than mask rows and logits wider than the mask (those columns masked)
     from dotjson.integrations import sglang
 
@@ -208,6 +208,6 @@ def test_cuda_sglang_bitmask_matches_torch_ops(dtype, mask_device):
     x = torch.randn(rows, width, device="cuda").to(dtype)
     y = x.clone()
     sglang.apply_token_bitmask(x, mask)
-    sglang._apply_torch(y, mask[:rows].to("cuda"))
+    gpu.mask_torch(y, mask[:rows].to("cuda").contiguous(), width, float("-inf"))
     assert torch.equal(x, y)
     assert torch.isinf(x[:, 40 * 32:]).all()

@@ -113,24 +113,7 @@ def apply_token_bitmask(logits, vocab_mask) -> None:
         return
     from dotjson._kernels import gpu
 
-    if logits.dim() == 2 and gpu.available(logits, float("-inf")):
-        packed = mask.to(logits.device, non_blocking=True).contiguous()
-        gpu.mask_rows(logits, packed, width, float("-inf"))
-        return
-    _apply_torch(logits, mask.to(logits.device, non_blocking=True))
-
-
-def _apply_torch(logits, mask) -> None:
-    """:func:`apply_token_bitmask` with torch ops on the logits' device."""
-    import torch
-
-    rows, width = logits.shape[0], logits.shape[-1]
-    shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
-    allowed = ((mask.unsqueeze(-1) >> shifts) & 1).bool().reshape(rows, -1)[:, :width]
-    if allowed.shape[1] < width:
-        pad = torch.zeros(rows, width - allowed.shape[1], dtype=torch.bool, device=logits.device)
-        allowed = torch.cat([allowed, pad], dim=1)
-    logits.masked_fill_(~allowed, float("-inf"))
+    gpu.mask_device(logits, mask.to(logits.device, non_blocking=True).contiguous(), width, float("-inf"))
 
 
 class _Holder:

@@ -179,14 +179,8 @@ class Masker:
         # a counter-carrying state has its shape's mask (the same clamped key)
         states = [s & _LOW31 if s >= _VIRT else s for s in states]
         if len(states) == 1 and states[0] >= 0:  # one live state (Index.mask, a Guide's row)
-            s = states[0]
-            while True:  # (copied under the lock: a memo emptied meanwhile is asked again)
-                with self._lock:
-                    r = self._state_row.get(s)
-                    if r is not None:
-                        out[0] = self._mask(r)
-                        return
-                self.row(s)
+            self.fill_one(states[0], out[0])
+            return
         for attempt in range(2):
             with self._lock:
                 rows = self._state_row
@@ -220,17 +214,19 @@ class Masker:
                         break
 
     def fill_one(self, state: int, out: np.ndarray) -> None:
-        """:meth:`fill` for one checked id into the 1-D row ``out``: a memoized live state's
-        row copied under the lock at once (the memoized step's path), anything else through
-        :meth:`fill`."""
+        """:meth:`fill` for one checked id into the 1-D row ``out``, without the batch path's
+        lists (the memoized step's path): a live state's row, computed first if needed."""
         s = state & _LOW31 if state >= _VIRT else state
-        if s >= 0:
+        if s < 0:  # finished or dead: no row
+            self.fill([s], out.reshape(1, -1))
+            return
+        while True:  # (copied under the lock: a memo emptied meanwhile is asked again)
             with self._lock:
                 r = self._state_row.get(s)
                 if r is not None:
                     out[:] = self._mask(r)
                     return
-        self.fill([state], out.reshape(1, -1))
+            self.row(s)
 
     def set_eos(self, out: np.ndarray) -> None:
         """Set the EOS tokens' bits in ``out`` (a row of the vocabulary's width)."""

@@ -8,8 +8,10 @@ bitmask, as a server does before sampling, then each request takes its next toke
 fill calls only (compiling the schemas and advancing the states are left out for both engines),
 summed over the steps. dotjson: ``Index(schema, vocabulary, close_objects=False,
 property_order="any")`` (every valid instance is accepted), ``gc.freeze()`` after set-up as a
-server does; llguidance: an ``LLExecutor`` with the same threads. A request whose instance an
-engine refuses stops there in both. The target: total ≤ 1× llguidance's.
+server does, fresh masks where ``dotjson.batch.FRESH_WORKERS`` says (the calling thread by
+default: threads convoy on the GIL); llguidance: an ``LLExecutor`` with ``--threads`` threads
+(default: every core). A request whose instance an engine refuses stops there in both. The
+target: total ≤ 1× llguidance's.
 
     python perf/bench_serving_step.py [--requests 32,64] [--steps 200] [--threads 2]
 
@@ -117,7 +119,7 @@ def run(n, args, tok, vocab, lltok):
             if not matchers[i].consume_token(t):
                 live[i] = False
     gc.unfreeze()
-    print(f"{k} requests ({k} schemas), {masks} masks over {step + 1} steps, {args.threads} threads: "
+    print(f"{k} requests ({k} schemas), {masks} masks over {step + 1} steps, llguidance on {args.threads} threads: "
           f"dotjson {td:.3f} s, llguidance {tl:.3f} s, dotjson / llguidance = {td / tl:.1f}x "
           f"({td / masks * 1e6:.0f} / {tl / masks * 1e6:.0f} us per mask)", flush=True)
 

@@ -85,6 +85,7 @@ class Masker:
         #: part), for the tests
         self._plain_runs = True
         self._reach_out = np.zeros(2, dtype=np.int64)  # run_share's reach and run length
+        self._reach_known: dict = {}  # (run item, first term after it) -> reach, this store's
         #: the special trie's walk (``WALK_ALL``: node by node, no byte runs either: the reference)
         self._special_mode = _walk.WALK_RUNS | _walk.BYTE_RUNS
         #: False: no head sharing (every fresh mask one walk of the whole state), for the tests
@@ -467,30 +468,40 @@ class Masker:
         return bool(ti[r, 0] == _K.K_REP and 0 < ti[r, 3] < _K.BAND) \
             and self._walk_tables[3].shape[0] > 0
 
-    def _run_shared(self, key_state: int):
+    def _run_shared(self, key_state: int, t: int = -1):
         """``(shared, k)`` for a state inside a bounded plain run of ``k`` characters whose
-        special tokens are those of state ``shared`` (see :meth:`_run_mask`), else ``None``."""
+        special tokens are those of state ``shared`` (see :meth:`_run_mask`), else ``None``;
+        ``key_state`` -1 with term ``t``: the state of ``t``, made only if the kernel is asked."""
         a = self._auto
-        t = a.term_of(key_state)
+        if key_state >= 0:
+            t = a.term_of(key_state)
         if not self._bounded_run(t):
             return None
         ti = a.store[_K.S_TI]
         r = int(ti[t, 1]) if ti[t, 0] == _K.K_SEQ else t
-        # the run's reach into the special tokens depends on its item, what follows the run and
-        # the vocabulary only: kept with the base image for the image's terms, so the next
-        # schema does not walk the special trie again (~1-3 ms)
-        image, fact = a.image, None
-        if image is not None:
-            rest = int(ti[t, 2]) if r != t else _K.EPS
-            first = int(ti[rest, 1]) if ti[rest, 0] == _K.K_SEQ else rest
-            if int(ti[r, 1]) < image.n_terms and first < image.n_terms:
-                fact = ("reach", self._vocab._uid, self._plain, int(ti[r, 1]), first)
-        known = image.facts.get(fact, -1) if fact is not None else -1
+        # the run's reach into the special tokens (D: run_share) depends on its item, what
+        # follows the run and the vocabulary only: kept with the base image for the image's
+        # terms, so the next schema does not walk the special trie again (~1-3 ms), and with
+        # this masker for its own; a run no further from its bound than D shares nothing, which
+        # is then known without a kernel call (or a state for a head: a date-time's digits)
+        item = int(ti[r, 1])
+        rest = int(ti[t, 2]) if r != t else _K.EPS
+        first = int(ti[rest, 1]) if ti[rest, 0] == _K.K_SEQ else rest
+        image = a.image
+        if image is not None and item < image.n_terms and first < image.n_terms:
+            facts, fact = image.facts, ("reach", self._vocab._uid, self._plain, item, first)
+        else:
+            facts, fact = self._reach_known, (item, first)
+        known = facts.get(fact, -1)
+        if 0 <= known and int(ti[r, 3]) <= known:
+            return None
+        if key_state < 0:
+            key_state = a.state(t)
         out = self._reach_out
         out[:] = -1
         shared = a._run(_walk.run_share, key_state, self._trie_arrays[0], known, out, *self._plain.seqs)
-        if fact is not None and known < 0 and out[0] >= 0:
-            image.facts[fact] = int(out[0])
+        if known < 0 and out[0] >= 0:
+            facts[fact] = int(out[0])
         if shared < 0 or shared == key_state:
             return None
         return int(shared), int(out[1])
@@ -514,9 +525,10 @@ class Masker:
         n = a._run(_walk.head_pairs, state, self._plain.non_plain_words, pairs)
         if n < 0:
             return None
-        heads = [(int(pairs[2 * i]), int(pairs[2 * i + 1])) for i in range(n)]
+        heads = pairs[: 2 * n].tolist()
         out = None
-        for head, sc in heads:
+        for i in range(0, 2 * n, 2):
+            head, sc = heads[i], heads[i + 1]
             bits, exits = self._head_entry(head)
             if out is None:
                 out = bits.copy()
@@ -539,7 +551,7 @@ class Masker:
             return entry
         a = self._auto
         if self._bounded_run(head):
-            got = self._run_shared(a.state(head))
+            got = self._run_shared(-1, head)
             if got is not None and a.term_of(got[0]) != head:
                 shared, k = got
                 bits, exits = self._head_entry(a.term_of(shared))

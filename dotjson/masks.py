@@ -637,13 +637,13 @@ class Masker:
         sc.ret[:] = 0
         sc.ret[_walk.R_PHASE] = _walk.PH_START
         pseq, plen = self._plain.seqs
-        big, big_bits, runs, len_row, len_bits, nchars, tchars = self._walk_tables
+        big, big_bits, runs, len_row, len_bits, nchars, tchars, below = self._walk_tables
         if not self._plain_runs:
-            len_row, nchars = len_row[:0], nchars[:0]
+            len_row, nchars, below = len_row[:0], nchars[:0], below[:0]
         while _walk.compute_mask(
             a.store, state, self._trie_arrays[0], self._trie_arrays[1], self._tries.plain_bits,
             big, big_bits, runs, len_row, len_bits, self._special_mode, pseq, plen, _WIDE_NODE,
-            nchars, tchars, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
+            nchars, tchars, below, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
         ) != _walk.DONE:
             a.handle_exit()
         if self._options.get("specials"):

@@ -280,6 +280,48 @@ def plain_char_counts(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
     return acc, np.repeat(acc, np.diff(trie.tok_ptr))
 
 
+def plain_below_bytes(trie: TokenTrie) -> np.ndarray:
+    """The bytes on the paths below every node of ``trie`` (not on the path to it), for the
+    mask walk's class shortcut (:func:`dotjson._kernels.walk.walk_trie`): a node's subtree is
+    taken whole when every byte below it takes the walk's state back to itself.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint64[2 * n_nodes]``: for node ``y``, words ``2y`` and ``2y + 1`` hold the ASCII bytes
+        1..127 below it (bit ``b`` of word ``b >> 6``); bit 0 stands for a byte 0 or a byte of
+        0x80 or more below it (never in a class the walk reads, so such a subtree is walked).
+    """
+    out = np.zeros(2 * trie.n_nodes, dtype=np.uint64)
+    if trie.n_nodes > 1:
+        _below_kernel(trie.child_ptr, trie.child_byte, trie.child_node, out)
+    return out
+
+
+@kernel
+def _below_kernel(child_ptr, child_byte, child_node, out):
+    """:func:`plain_below_bytes`: nodes in preorder (a child after its parent), so one pass
+    from the last node up ORs each child's edge byte and its own words into its parent's."""
+    n = child_ptr.shape[0] - 1
+    one = np.uint64(1)
+    for y in range(n - 1, -1, -1):
+        w0 = np.uint64(0)
+        w1 = np.uint64(0)
+        for e in range(child_ptr[y], child_ptr[y + 1]):
+            b = np.uint64(child_byte[e])
+            z = child_node[e]
+            if b < 64:
+                w0 |= one << b  # (byte 0 sets bit 0: as a byte past ASCII, no class holds it)
+            elif b < 128:
+                w1 |= one << (b - np.uint64(64))
+            else:
+                w0 |= one
+            w0 |= out[2 * z]
+            w1 |= out[2 * z + 1]
+        out[2 * y] = w0
+        out[2 * y + 1] = w1
+
+
 @kernel
 def _ascii_runs_kernel(child_ptr, child_byte, child_node, tok_ptr, tok_ids, is_run, fill,
                        run_ptr, run_toks, exit_ptr, exit_nodes):

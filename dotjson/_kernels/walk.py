@@ -25,6 +25,7 @@ from .jit import kernel, unit
 from ..automaton import kernels as K
 
 _U32_1, _U32_2 = types.Array(types.uint32, 1, "C"), types.Array(types.uint32, 2, "C")
+_U64_1 = types.Array(types.uint64, 1, "C")
 _I32_3, _I64_1 = K._I32_3, K._I64_1
 #: A token trie (``child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end``).
 _TRIE = types.Tuple((K._I32_1, types.Array(types.uint8, 1, "C"), K._I32_1, K._I32_1, K._I32_1, K._I32_1))
@@ -46,6 +47,9 @@ BYTE_RUNS = 4
 _RUN_ORIGIN_MAX = 1 << 24
 RUNS_MIN_NODES = 32  # the special trie's run shortcut is tried below nodes this large
 RUN_MIN_NODES = 8  # the plain trie's bounded-run shortcut is tried below nodes this large
+#: A frame's invariant ASCII bytes (:func:`walk_trie`) not read yet: their second word is
+#: all ones only where every byte 64..127 keeps the state, which is then read again (the memo's)
+_NO_CLASS = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @kernel
@@ -67,6 +71,35 @@ def _fill(S, s, b, wide):
         if r == K.FAIL:
             return K.FAIL
         r = trans[s, b]
+    return r
+
+
+@kernel
+def _ascii_class(S, s):
+    """The BYTES term of the ASCII bytes (1..127) each of which takes state ``s`` back to ``s``
+    (``EMPTY``: none), from its whole row, memoized per term; -1 on exit."""
+    S = K.borrow(S)
+    t = S[K.S_TERM_OF][s]
+    key = K._T_ACLS | np.int64(t)
+    r = K._mget(S, key)
+    if r >= 0:
+        return r
+    if K.fill_row(S, s) == K.FAIL:
+        return K.FAIL
+    trans = S[K.S_TRANS]
+    w0 = np.uint64(0)
+    w1 = np.uint64(0)
+    for b in range(1, 64):
+        if trans[s, b] == s:
+            w0 |= np.uint64(1) << np.uint64(b)
+    for b in range(64, 128):
+        if trans[s, b] == s:
+            w1 |= np.uint64(1) << np.uint64(b - 64)
+    r = K.mk_bytes(S, w0, w1, np.uint64(0), np.uint64(0))
+    if r == K.FAIL:
+        return K.FAIL
+    if K._mput(S, key, r) < 0:
+        return K.FAIL
     return r
 
 
@@ -145,7 +178,7 @@ def _run_exits(S, trie, runs, out, st_node, st_state, st_edge, sp, node, state, 
 
 @kernel
 def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge, sp, ret, pseq,
-              plen, wide, nchars, tchars, len_row, len_bits):
+              plen, wide, nchars, tchars, len_row, len_bits, below):
     """Resume a walk of ``trie`` whose stack holds ``sp`` frames; ``DONE``, or ``EXIT`` with the
     stack depth in ``ret[R_SP]`` (see the module docstring).
 
@@ -173,6 +206,13 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     leads to such states under almost every node: walked node by node, its mask visited the
     whole plain trie (~265,000 nodes on Llama 3, 3.7 ms).
 
+    Also in ``WALK_PLAIN``, a node reached by a byte that takes its parent's state back to
+    itself, in a state that is none of those, takes its whole subtree when every byte below
+    the node (``below``: :func:`dotjson.trie.plain_below_bytes`, three words a node) does so too
+    (:func:`_ascii_class`, the state's invariant ASCII bytes, read once per frame): a ``uri``'s
+    host or path, an ``email``'s local part, a ``pattern`` such as ``^[a-z0-9-]+$``, where each
+    token below leaves the (live) state as it was. An empty ``below`` turns this off.
+
     With :data:`BYTE_RUNS` in ``mode``, a state that is a byte run ``C{0,hi} rest``
     (:func:`~dotjson.automaton.states.byte_run`: the whitespace between JSON tokens) whose
     transition on a byte of ``C`` is not known yet is followed into ``C``'s children by position:
@@ -196,7 +236,7 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     pseq, plen, big, big_bits = K.borrow(pseq), K.borrow(plen), K.borrow(big), K.borrow(big_bits)
     nchars, tchars, len_row, len_bits = K.borrow(nchars), K.borrow(tchars), K.borrow(len_row), K.borrow(len_bits)
     out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
-    ret = K.borrow(ret)
+    ret, below = K.borrow(ret), K.borrow(below)
     trans = S[K.S_TRANS]
     inv_ = S[K.S_INV]
     byte_runs = (mode & BYTE_RUNS) != 0
@@ -221,6 +261,8 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
         src = s0 = state
         j = run = rhi = rj = 0
         rst = -1
+        cls_w0 = np.uint64(0)
+        cls_w1 = _NO_CLASS  # (the frame's state's invariant ASCII bytes: not read yet)
         if state < -1:
             code = -2 - state
             s0 = code >> 6
@@ -312,6 +354,22 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                                     out[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
                         e += 1
                         continue
+                if (not whole and nxt == state and has_kids and inv != 1 and mode == WALK_PLAIN
+                        and below.shape[0] > 0 and (below[2 * c] & np.uint64(1)) == 0):
+                    # (the byte took the frame's state to itself: the ASCII bytes that do so,
+                    # read once a frame)
+                    if cls_w1 == _NO_CLASS:
+                        # (only for a state whose row is known: a wide node's; computing a row
+                        # for this alone cost more at first masks than it saved)
+                        cl = _ascii_class(S, state) if S[K.S_READY][state] else K.EMPTY
+                        if cl == K.FAIL:
+                            return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                        cls_w0 = cls_w1 = np.uint64(0)
+                        if cl != K.EMPTY:
+                            row = S[K.S_TI][cl, 1]  # (its byte set's row; `j` is the run's)
+                            cls_w0 = S[K.S_BW][row, 0]
+                            cls_w1 = S[K.S_BW][row, 1]
+                    whole = (below[2 * c] & ~cls_w0) == 0 and (below[2 * c + 1] & ~cls_w1) == 0
                 if whole:
                     kb = big[c]
                     if kb >= 0:
@@ -335,10 +393,10 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     return DONE
 
 
-@unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, _U32_1, K._I32_1, _U32_2, _RUNS, K._I32_1, _U32_2, K._i64, _I32_3, K._I32_1, K._i64, K._I32_1, K._I32_1, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
+@unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, _U32_1, K._I32_1, _U32_2, _RUNS, K._I32_1, _U32_2, K._i64, _I32_3, K._I32_1, K._i64, K._I32_1, K._I32_1, _U64_1, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
 def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_row, len_bits,
-                 special_mode, pseq, plen, wide, nchars, tchars, out, st_node, st_state, st_edge,
-                 ret):
+                 special_mode, pseq, plen, wide, nchars, tchars, below, out, st_node, st_state,
+                 st_edge, ret):
     """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's
     walk, then the plain trie's (or the whole plain bitset for a plain-invariant state or one
     that allows every plain token, :func:`~dotjson.automaton.states.plain_open`, or the
@@ -350,7 +408,9 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
     ``nchars``/``tchars``: the plain trie's characters per node and per token
     (:func:`dotjson.trie.plain_char_counts`, for the bounded-run shortcut below a node, see
     :func:`walk_trie`; empty arrays turn it off, and the whole-subtree shortcut of states that
-    allow every plain token, as an empty ``len_row`` turns both off at the root);
+    allow every plain token, as an empty ``len_row`` turns both off at the root); ``below``:
+    the bytes below each plain-trie node (:func:`dotjson.trie.plain_below_bytes`, the class
+    shortcut of :func:`walk_trie`; empty turns it off);
     ``runs``: the special trie's ASCII runs (:func:`dotjson.trie.ascii_runs`), used when
     ``special_mode`` is ``WALK_RUNS`` (``WALK_ALL``: the special trie walked node by node).
 
@@ -363,7 +423,7 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
     big_bits, runs, len_row, len_bits = K.borrow(big_bits), K.borrow(runs), K.borrow(len_row), K.borrow(len_bits)
     pseq, plen, nchars, tchars = K.borrow(pseq), K.borrow(plen), K.borrow(nchars), K.borrow(tchars)
     out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
-    ret = K.borrow(ret)
+    ret, below = K.borrow(ret), K.borrow(below)
     while True:
         ph = ret[R_PHASE]
         if ph == PH_START or ph == PH_INV:
@@ -409,7 +469,7 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
             trie = special if ph == PH_SPECIAL else plain
             mode = (WALK_PLAIN | (special_mode & BYTE_RUNS)) if ph == PH_PLAIN else special_mode
             r = walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
-                          ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row, len_bits)
+                          ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row, len_bits, below)
             if r == EXIT:
                 return EXIT
             if ph == PH_PLAIN:
@@ -568,8 +628,6 @@ def and_or_words(out, a, b):
 
 
 # ------------------------------------------------------------------ heads (automaton/heads.py)
-
-_U64_1 = types.Array(types.uint64, 1, "C")
 
 
 #: Most (head, continuation) pairs :func:`head_pairs` splits a state into.
@@ -752,8 +810,9 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
         ret[R_PHASE] = PH_SPECIAL
     no_chars = K.scratch(np.int32, 1, 0)[:0]  # (the special trie: no bounded-run shortcut, so
     # no length rows either: big_bits stands in for them, unread)
+    no_below = K.scratch(np.uint64, 1, 0)[:0]  # (nor the class shortcut: the plain trie's)
     r = walk_trie(S, special, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
-                  ret[R_SP], ret, pseq, plen, wide, no_chars, no_chars, no_chars, big_bits)
+                  ret[R_SP], ret, pseq, plen, wide, no_chars, no_chars, no_chars, big_bits, no_below)
     if r == EXIT:
         return EXIT
     ret[R_PHASE] = PH_DONE

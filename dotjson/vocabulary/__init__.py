@@ -34,7 +34,8 @@ import numpy as np
 
 from dotjson.errors import DotjsonTypeError, IndexFormatError, VocabularyError
 from dotjson.trie import (
-    ascii_runs, big_subtree_bits, plain_char_counts, plain_length_bits, PlainClass, TokenTrie, VocabTries,
+    ascii_runs, big_subtree_bits, plain_below_bytes, plain_char_counts, plain_length_bits, PlainClass, TokenTrie,
+    VocabTries,
     _vocab_tries_from_packed,
 )
 from dotjson.vocabulary.decoders import (
@@ -492,14 +493,16 @@ class Vocabulary:
         bitsets (:func:`dotjson.trie.big_subtree_bits`), the special trie's ASCII runs
         (:func:`dotjson.trie.ascii_runs`), the plain tokens by length
         (:func:`dotjson.trie.plain_length_bits`) and the plain trie's characters per node and
-        per token (:func:`dotjson.trie.plain_char_counts`), as ``(big_index, big_bits, runs,
-        len_row, len_bits, node_chars, tok_chars)``, for the tries of class ``plain``."""
+        per token (:func:`dotjson.trie.plain_char_counts`) and the bytes below each of its nodes
+        (:func:`dotjson.trie.plain_below_bytes`), as ``(big_index, big_bits, runs, len_row,
+        len_bits, node_chars, tok_chars, below)``, for the tries of class ``plain``."""
         walk = self._walk.get(plain)
         if walk is None:
             tries = self.tries_for(plain)
             chars = plain_char_counts(tries.plain)
             walk = (*big_subtree_bits(tries.plain, tries.n_words), ascii_runs(tries.special, plain),
-                    *plain_length_bits(tries.plain, tries.n_words, chars[1]), *chars)
+                    *plain_length_bits(tries.plain, tries.n_words, chars[1]), *chars,
+                    plain_below_bytes(tries.plain))
             walk = self._walk.setdefault(plain, walk)
         return walk
 

@@ -1,0 +1,94 @@
+"""The plain walk's class shortcut: below a byte that takes a state back to itself, a plain-trie
+node whose every byte below does so too takes its whole subtree (``_kernels.walk.walk_trie``,
+``trie.plain_below_bytes``, ``_kernels.walk._ascii_class``): a ``pattern`` such as
+``^[a-z0-9-]+$``, an ``email``'s local part, a ``hostname``'s labels.
+
+Checked: the bytes below every node against a search of the trie, and the masks at every byte
+of documents with such strings against the same index with the plain shortcuts off (the plain
+trie walked node by node), on the three shipped vocabularies.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dotjson import Index
+from dotjson.automaton import kernels as K
+from dotjson.jsonschema.jsonstr import PLAIN_CLASS
+from dotjson.trie import plain_below_bytes
+
+from naive import assert_same_masks
+
+
+def _brute_below(trie, y: int) -> set[int]:
+    out, stack = set(), [y]
+    while stack:
+        z = stack.pop()
+        for e in range(trie.child_ptr[z], trie.child_ptr[z + 1]):
+            out.add(int(trie.child_byte[e]))
+            stack.append(int(trie.child_node[e]))
+    return out
+
+
+@pytest.mark.parametrize("vocab_name", ["tiny_bpe_vocab", "smollm2_vocab"])
+def test_plain_below_bytes_are_the_bytes_below_each_node(request, vocab_name):
+    trie = request.getfixturevalue(vocab_name).tries_for(PLAIN_CLASS).plain
+    below = plain_below_bytes(trie)
+    assert below.shape == (2 * trie.n_nodes,)
+    rng = np.random.default_rng(7)
+    nodes = range(trie.n_nodes) if trie.n_nodes < 3000 else rng.integers(0, trie.n_nodes, 2000).tolist()
+    for y in nodes:
+        want = _brute_below(trie, int(y))
+        got = {b for b in range(1, 128) if int(below[2 * y + (b >> 6)]) >> (b & 63) & 1}
+        assert got == {b for b in want if 0 < b < 128}, y
+        assert int(below[2 * y]) & 1 == int(any(b >= 128 or b == 0 for b in want)), y
+
+
+_CASES = [
+    ({"type": "object", "properties": {"slug": {"type": "string", "pattern": "^[a-z0-9-]+$"},
+                                       "n": {"type": "integer"}}},
+     {"slug": "release-notes-2024-final", "n": 3}),
+    ({"type": "object", "properties": {"mail": {"type": "string", "format": "email"},
+                                       "host": {"type": "string", "format": "hostname"}}},
+     {"mail": "alice.smith@mail.example.org", "host": "api.internal.example.net"}),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}},
+     ["snake_case_name", "CamelCase2", "_x"]),
+]
+
+
+@pytest.mark.parametrize("vocab_name", ["llama3_vocab", "qwen_vocab", "smollm2_vocab"])
+@pytest.mark.parametrize("bounds", ["schema", "generation"])
+@pytest.mark.parametrize("schema,doc", _CASES)
+def test_class_shortcut_masks_equal_the_node_by_node_walk(request, vocab_name, bounds, schema, doc):
+    vocab = request.getfixturevalue(vocab_name)
+    fast = Index(schema, vocab, bounds=bounds)
+    slow = Index(schema, vocab, bounds=bounds)
+    slow._masker._plain_runs = False
+    slow._masker._heads = False
+    assert_same_masks(fast, slow, json.dumps(doc, separators=(",", ":")).encode())
+
+
+def test_the_shortcut_reads_a_pattern_states_class(llama3_vocab):
+    """Inside ``^[c-x2-8~]+$`` (no length bound) the state after a character keeps every byte
+    of the class: the walk reads its class (memoized per term) and takes subtrees of those
+    bytes whole; the mask is the node-by-node walk's. (A class no other test uses: a head's
+    bits are shared by every index of the process, and computed once.)"""
+    schema = {"type": "string", "pattern": "^[c-x2-8~]+$"}
+    fast = Index(schema, llama3_vocab, bounds="schema")
+    slow = Index(schema, llama3_vocab, bounds="schema")
+    slow._masker._plain_runs = False
+    s = fast._auto.walk_bytes(fast.initial_state, b'"cd')
+    assert np.array_equal(fast.mask(s), slow.mask(slow._auto.walk_bytes(slow.initial_state, b'"cd')))
+    auto = fast._auto
+    # the classes the walk read (memo entries of tag _T_ACLS: a state's term -> a byte set)
+    mk, mv = auto._a["mk"], auto._a["mv"]
+    read = mv[(mk >= 0) & ((mk >> 58) == (K._T_ACLS >> 58))]
+    classes = set()
+    for cl in read.tolist():
+        if cl != K.EMPTY:
+            words = auto.store[K.S_BW][auto.store[K.S_TI][cl, 1]]
+            classes.add(frozenset(b for b in range(128) if int(words[b >> 6]) >> (b & 63) & 1))
+    assert frozenset(b"cdefghijklmnopqrstuvwx2345678~") in classes

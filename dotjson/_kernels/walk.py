@@ -104,6 +104,38 @@ def _ascii_class(S, s):
 
 
 @kernel
+def _class_whole(S, below, c, state, cls):
+    """1 when every byte below plain-trie node ``c`` takes ``state`` back to itself, else 0; -1
+    on exit. ``cls``: the state's invariant ASCII bytes (:func:`_ascii_class`), read into it once
+    per frame (``cls[1] == _NO_CLASS``: not yet), and only for a state whose row is known (a
+    wide node's: computing a row for this alone cost more at first masks than it saved)."""
+    if cls[1] == _NO_CLASS:
+        cl = _ascii_class(S, state) if S[K.S_READY][state] else K.EMPTY
+        if cl == K.FAIL:
+            return -1
+        cls[0] = cls[1] = np.uint64(0)
+        if cl != K.EMPTY:
+            row = S[K.S_TI][cl, 1]  # (its byte set's row in the store's byte sets)
+            cls[0] = S[K.S_BW][row, 0]
+            cls[1] = S[K.S_BW][row, 1]
+    return 1 if (below[2 * c] & ~cls[0]) == 0 and (below[2 * c + 1] & ~cls[1]) == 0 else 0
+
+
+@kernel
+def _push_position(trie, out, st_node, st_state, st_edge, sp, c, code):
+    """A byte run's next position at node ``c`` (:func:`walk_trie`): its tokens, and a frame for
+    its children whose state is the position ``code``; the new stack depth."""
+    child_ptr, tok_ptr, tok_ids = trie[0], trie[3], trie[4]
+    _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
+    if child_ptr[c + 1] > child_ptr[c]:
+        st_node[sp] = c
+        st_state[sp] = code
+        st_edge[sp] = child_ptr[c]
+        sp += 1
+    return sp
+
+
+@kernel
 def _run_facts(S, s0):
     """``(hi, the row of its byte set in the store's byte sets, rest's state)`` of a byte run's
     origin ``s0`` (:func:`~dotjson.automaton.states.byte_run` answered > 0); rest's state -1
@@ -237,6 +269,7 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     nchars, tchars, len_row, len_bits = K.borrow(nchars), K.borrow(tchars), K.borrow(len_row), K.borrow(len_bits)
     out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
     ret, below = K.borrow(ret), K.borrow(below)
+    cls = K.scratch(np.uint64, 2, 0)
     trans = S[K.S_TRANS]
     inv_ = S[K.S_INV]
     byte_runs = (mode & BYTE_RUNS) != 0
@@ -254,15 +287,13 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
             continue
         end = child_ptr[node + 1]
         fill_wide = end - child_ptr[node] > wide
-        # A frame's state: a state (>= 0), or a byte run's position: ``j`` bytes of the run of
-        # origin ``s0`` (``run``: 0 not asked yet, 1 a run, -1 not one; its byte set, row ``rj``
-        # of the store's, its bound ``rhi``, the state of its rest ``rst``; ``src``: whose row the
-        # other bytes take)
+        # A frame's state: a state (>= 0), or a byte run's position: ``j`` bytes of the run of origin
+        # ``s0`` (``run``: 0 not asked yet, 1 a run, -1 not one; its byte set, row ``rj`` of the
+        # store's, its bound ``rhi``, its rest's state ``rst``; ``src``: whose row other bytes take)
         src = s0 = state
         j = run = rhi = rj = 0
         rst = -1
-        cls_w0 = np.uint64(0)
-        cls_w1 = _NO_CLASS  # (the frame's state's invariant ASCII bytes: not read yet)
+        cls[1] = _NO_CLASS  # (the frame's state's invariant ASCII bytes: not read yet)
         if state < -1:
             code = -2 - state
             s0 = code >> 6
@@ -301,13 +332,8 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                         return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
             if nxt == -3:
                 if j < rhi:  # one more byte of the run: its tokens, its children by position
-                    c = child_node[e]
-                    _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
-                    if child_ptr[c + 1] > child_ptr[c]:
-                        st_node[sp] = c
-                        st_state[sp] = -2 - (s0 * 64 + j + 1)
-                        st_edge[sp] = child_ptr[c]
-                        sp += 1
+                    sp = _push_position(trie, out, st_node, st_state, st_edge, sp, child_node[e],
+                                        -2 - (s0 * 64 + j + 1))
                 e += 1
                 continue
             if nxt >= 0:
@@ -356,20 +382,10 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                         continue
                 if (not whole and nxt == state and has_kids and inv != 1 and mode == WALK_PLAIN
                         and below.shape[0] > 0 and (below[2 * c] & np.uint64(1)) == 0):
-                    # (the byte took the frame's state to itself: the ASCII bytes that do so,
-                    # read once a frame)
-                    if cls_w1 == _NO_CLASS:
-                        # (only for a state whose row is known: a wide node's; computing a row
-                        # for this alone cost more at first masks than it saved)
-                        cl = _ascii_class(S, state) if S[K.S_READY][state] else K.EMPTY
-                        if cl == K.FAIL:
-                            return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                        cls_w0 = cls_w1 = np.uint64(0)
-                        if cl != K.EMPTY:
-                            row = S[K.S_TI][cl, 1]  # (its byte set's row; `j` is the run's)
-                            cls_w0 = S[K.S_BW][row, 0]
-                            cls_w1 = S[K.S_BW][row, 1]
-                    whole = (below[2 * c] & ~cls_w0) == 0 and (below[2 * c + 1] & ~cls_w1) == 0
+                    w = _class_whole(S, below, c, state, cls)  # (the byte kept the frame's state)
+                    if w < 0:
+                        return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                    whole = w == 1
                 if whole:
                     kb = big[c]
                     if kb >= 0:

@@ -109,6 +109,7 @@ def _class_whole(S, below, c, state, cls):
     on exit. ``cls``: the state's invariant ASCII bytes (:func:`_ascii_class`), read into it once
     per frame (``cls[1] == _NO_CLASS``: not yet), and only for a state whose row is known (a
     wide node's: computing a row for this alone cost more at first masks than it saved)."""
+    S = K.borrow(S)
     if cls[1] == _NO_CLASS:
         cl = _ascii_class(S, state) if S[K.S_READY][state] else K.EMPTY
         if cl == K.FAIL:

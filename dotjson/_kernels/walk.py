@@ -241,7 +241,7 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
 
     Also in ``WALK_PLAIN``, a node reached by a byte that takes its parent's state back to
     itself, in a state that is none of those, takes its whole subtree when every byte below
-    the node (``below``: :func:`dotjson.trie.plain_below_bytes`, three words a node) does so too
+    the node (``below``: :func:`dotjson.trie.plain_below_bytes`, two words a node) does so too
     (:func:`_ascii_class`, the state's invariant ASCII bytes, read once per frame): a ``uri``'s
     host or path, an ``email``'s local part, a ``pattern`` such as ``^[a-z0-9-]+$``, where each
     token below leaves the (live) state as it was. An empty ``below`` turns this off.

@@ -509,7 +509,8 @@ class Masker:
     def _head_mask(self, state: int):
         """The mask of ``state`` from its heads', shared by every index of the process; ``None``
         where the state has no heads (see :mod:`dotjson.automaton.heads`). Call with the lock
-        held.
+        held. A state that is one head with no exit to walk gets the head's own bits (shared,
+        read only: :meth:`row` copies them into the memo).
 
         ``state`` is ``A c`` (or a union of such, an alternation first in it distributed) with
         ``A`` ending at a delimiter no plain token holds (a string's closing quote): its tokens
@@ -530,11 +531,14 @@ class Masker:
         for i in range(0, 2 * n, 2):
             head, sc = heads[i], heads[i + 1]
             bits, exits = self._head_entry(head)
+            walk = sc >= 0 and exits.shape[0] > 0
             if out is None:
+                if n == 1 and not walk and not a.accepting[state]:
+                    return bits  # (the head's own bits: the caller copies them into the memo)
                 out = bits.copy()
             else:
                 out |= bits
-            if sc >= 0 and exits.shape[0]:
+            if walk:
                 self._walk_exits(exits, sc, out)
         if a.accepting[state]:  # (never: a head ends with a byte)
             self.set_eos(out)

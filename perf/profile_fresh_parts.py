@@ -1,0 +1,220 @@
+"""Where the fresh path's time goes, by the shape of the state, by Python exit, by new state.
+
+The cold pass of ``bench_maskbench.py`` in one process: for the seeded MaskBench sample, every
+valid instance is teacher-forced (Llama 3 tokenizer) through a fresh :class:`dotjson.Index`
+(``close_objects=False``, the benchmark configuration; ``--generation``: the library's
+defaults), ``Index.next_state`` then ``Index.fill_mask`` a token, as the benchmark's ``dotjson``
+engine does. The profiler wraps three methods of the engine (nothing else changes):
+
+* ``Masker.row`` (a mask whose key is new): its time, by the **shape of its state**, the kind of
+  the term's leading item (a rule of the schema by its name's pattern, a key set, a run of
+  blanks, an alternation of such kinds, ...);
+* ``Automaton.handle_exit``: the time a kernel spends back in Python, by **exit**: a rule body
+  compiled (``rule``), a key set's member asked (``key``), an array grown (``grow``); counted
+  once, at the outermost exit;
+* the states those masks made, by the **kind of their leading item** (whitespace, a UTF-8
+  continuation byte, an escape's rest, a key set, ...): how many a step, which is what a mask of
+  a new position builds beyond the document's own path.
+
+Time is thread CPU time (``time.thread_time``), with the wrappers' own cost inside (a few µs a
+mask: compare figures of one run with each other, and runs with each other, not with
+``bench_maskbench.py``'s). Run ``python3 perf/profile_fresh_parts.py --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import peers  # noqa: E402
+from bench_maskbench import CATEGORIES, DATA, WARMUP_DOC, WARMUP_SCHEMA, load_sample  # noqa: E402
+
+_BLANKS = frozenset(b" \t")
+_CONT = frozenset(range(0x80, 0xC0))
+
+
+def _byte_set(bw, j) -> frozenset:
+    bits = np.unpackbits(np.ascontiguousarray(bw[j]).view(np.uint8), bitorder="little")
+    return frozenset(np.flatnonzero(bits).tolist())
+
+
+def lead_kind(auto, t: int, depth: int = 0) -> str:
+    """The kind of term ``t``'s leading item, in words (rule names with their numbers as ``#``)."""
+    from dotjson.automaton import store as K
+
+    S = auto.store
+    ti, bw, pool = S[K.S_TI], S[K.S_BW], S[K.S_POOL]
+    first = int(ti[t, 1]) if ti[t, 0] == K.K_SEQ else t
+    k = int(ti[first, 0])
+    if k == K.K_REF:
+        return "rule " + re.sub(r"\d+", "#", str(auto.rules.names[int(ti[first, 1])]))
+    if k == K.K_KEYS:
+        return "key set"
+    if k == K.K_BYTES:
+        bs = _byte_set(bw, int(ti[first, 1]))
+        if bs <= _CONT:
+            return "UTF-8 continuation byte"
+        if len(bs) == 1:
+            return f"byte {bytes(bs)!r}"
+        return "byte set"
+    if k == K.K_REP:
+        item = int(ti[first, 1])
+        if ti[item, 0] == K.K_BYTES and _byte_set(bw, int(ti[item, 1])) <= _BLANKS:
+            return "blanks"
+        return "repetition"
+    if k == K.K_DIFF:
+        return "difference"
+    if k == K.K_AND:
+        return "intersection"
+    if k == K.K_ALT:
+        if depth >= 1:
+            return "alternation"
+        off, n = int(ti[first, 1]), int(ti[first, 2])
+        kinds = sorted({lead_kind(auto, int(pool[off + i]), depth + 1) for i in range(n)})
+        return "(" + " | ".join(kinds[:4]) + (" | ..." if len(kinds) > 4 else "") + ")"
+    if k == K.K_EPS:
+        return "end"
+    return f"kind {k}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--limit", type=int, default=2, help="schemas per category in the sample")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--generation", action="store_true",
+                    help="the library's defaults (Index(schema, vocab)) instead of close_objects=False")
+    ap.add_argument("--top", type=int, default=14, help="rows of each table")
+    args = ap.parse_args(argv)
+
+    import dotjson
+    from dotjson import Index, Vocabulary
+    from dotjson.automaton import Automaton
+    from dotjson.automaton import store as K
+    from dotjson.errors import DotjsonError
+    from dotjson.masks import Masker
+
+    tok = peers.load_tokenizer("llama3")
+    vocab = Vocabulary.from_tokenizer(tok)
+    dotjson.warmup()
+    opts = {} if args.generation else {"close_objects": False}
+    jobs = []
+    for row in load_sample(CATEGORIES, args.limit, args.seed, data=args.data):
+        for case in row.get("tests", []):
+            if case.get("valid"):
+                ids = tok.encode(peers.compact(case["data"]), add_special_tokens=False)
+                jobs.append((row["schema"], ids))
+
+    shape_t: dict = defaultdict(float)
+    shape_n: Counter = Counter()
+    shape_exit: dict = defaultdict(lambda: defaultdict(float))
+    new_kinds: Counter = Counter()
+    exit_t: dict = defaultdict(float)
+    cur = {"shape": None, "in_exit": False}
+    clock = time.thread_time
+    row0, exit0 = Masker.row, Automaton.handle_exit
+    names = {K.NEED_RULE: "rule", K.NEED_KEY_ALIVE: "key", K.NEED_KEY_TAIL: "key"}
+
+    own = [0.0]  # the profiler's own time (classifying states), left out of the totals
+
+    def row(self, state):
+        if cur["shape"] is not None or state in self._state_row:
+            return row0(self, state)
+        a = self._auto
+        c0 = clock()
+        with a.lock:
+            shape = lead_kind(a, a.term_of(a.key_state(state, self._limit)))
+        n0 = a.n_states
+        cur["shape"] = shape
+        t0 = clock()
+        own[0] += t0 - c0
+        try:
+            return row0(self, state)
+        finally:
+            t1 = clock()
+            shape_t[shape] += t1 - t0
+            shape_n[shape] += 1
+            cur["shape"] = None
+            for q in range(n0, a.n_states):
+                new_kinds[lead_kind(a, a.term_of(q))] += 1
+            own[0] += clock() - t1
+
+    def handle_exit(self):
+        if cur["in_exit"]:
+            return exit0(self)
+        kind = names.get(int(self._a["ctl"][K.C_STATUS]), "grow")
+        cur["in_exit"] = True
+        t0 = clock()
+        try:
+            return exit0(self)
+        finally:
+            dt = clock() - t0
+            cur["in_exit"] = False
+            exit_t[kind] += dt
+            if cur["shape"] is not None:
+                shape_exit[cur["shape"]][kind] += dt
+
+    def force(index, ids):
+        s = index.initial_state
+        buf = vocab_buf.copy()
+        index.fill_mask(s, buf)
+        for t in ids:
+            s = index.next_state(s, t)
+            if s == -2:
+                return False
+            index.fill_mask(s, buf)
+        return True
+
+    vocab_buf = np.zeros((vocab.max_token_id() + 31) // 32, dtype=np.uint32)
+    warm = Index(WARMUP_SCHEMA, vocab, **opts)
+    force(warm, tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
+    Masker.row, Automaton.handle_exit = row, handle_exit
+    steps = 0
+    total = 0.0
+    try:
+        for schema, ids in jobs:
+            try:
+                index = Index(schema, vocab, **opts)
+            except DotjsonError:
+                continue
+            t0 = clock()
+            own0 = own[0]
+            force(index, ids)
+            total += clock() - t0 - (own[0] - own0)
+            steps += len(ids) + 1
+    finally:
+        Masker.row, Automaton.handle_exit = row0, exit0
+    if not steps:
+        print("no instance ran")
+        return
+    per = 1e6 / steps
+    fresh = sum(shape_t.values())
+    print(f"{len(jobs)} instances, {steps} steps: {total * per:.1f} µs a step (next_state + fill_mask), "
+          f"of which fresh masks {fresh * per:.1f} µs; Python exits "
+          + ", ".join(f"{k} {v * per:.1f}" for k, v in sorted(exit_t.items(), key=lambda kv: -kv[1]))
+          + " µs a step")
+    print(f"\nfresh masks by the shape of their state (top {args.top}; µs a step, masks, µs a mask, "
+          "of which exits to Python for a rule / a key / growth)")
+    for shape, t in sorted(shape_t.items(), key=lambda kv: -kv[1])[: args.top]:
+        n = shape_n[shape]
+        ex = shape_exit[shape]
+        print(f"  {t * per:6.1f} {n:6d} {t / n * 1e6:8.1f}  rule {ex['rule'] / n * 1e6:6.1f} "
+              f"key {ex['key'] / n * 1e6:6.1f} grow {ex['grow'] / n * 1e6:6.1f}  {shape}")
+    n_new = sum(new_kinds.values())
+    print(f"\nstates the fresh masks made, by their leading item: {n_new / steps:.2f} a step")
+    for kind, n in new_kinds.most_common(args.top):
+        print(f"  {n / steps:6.2f} a step {n / n_new * 100:5.1f}%  {kind}")
+
+
+if __name__ == "__main__":
+    main()

@@ -4,7 +4,7 @@ The cold pass of ``bench_maskbench.py`` in one process: for the seeded MaskBench
 valid instance is teacher-forced (Llama 3 tokenizer) through a fresh :class:`dotjson.Index`
 (``close_objects=False``, the benchmark configuration; ``--generation``: the library's
 defaults), ``Index.next_state`` then ``Index.fill_mask`` a token, as the benchmark's ``dotjson``
-engine does. The profiler wraps three methods of the engine (nothing else changes):
+engine does (the indexes are built first: the steps alone are profiled). The profiler wraps three methods of the engine (nothing else changes):
 
 * ``Masker.row`` (a mask whose key is new): its time, by the **shape of its state**, the kind of
   the term's leading item (a rule of the schema by its name's pattern, a key set, a run of
@@ -18,7 +18,13 @@ engine does. The profiler wraps three methods of the engine (nothing else change
 
 Time is thread CPU time (``time.thread_time``), with the wrappers' own cost inside (a few µs a
 mask: compare figures of one run with each other, and runs with each other, not with
-``bench_maskbench.py``'s). Run ``python3 perf/profile_fresh_parts.py --help``.
+``bench_maskbench.py``'s).
+
+Native time: ``--plain`` runs the same workload without the wrappers, and ``--perf-map`` writes
+``/tmp/perf-<pid>.map`` naming every compiled kernel loaded (Numba's code has no symbols of its
+own), so that ``perf record -g python3 perf/profile_fresh_parts.py --plain --perf-map`` and
+``perf report --sort symbol --time FROM,TO`` (the steps' window, printed) tell the kernels apart
+from the interpreter (a kernel inlined into another counts as its caller). Run ``python3 perf/profile_fresh_parts.py --help``.
 """
 
 from __future__ import annotations
@@ -87,6 +93,42 @@ def lead_kind(auto, t: int, depth: int = 0) -> str:
     return f"kind {k}"
 
 
+def write_perf_map() -> str:
+    """Write ``/tmp/perf-<pid>.map`` with the entry point of every compiled kernel and unit this
+    process has loaded (each symbol runs to the next one: Numba's code carries no sizes), named
+    ``module.function``; returns its path."""
+    import gc
+    import os
+
+    from numba.core.dispatcher import Dispatcher
+
+    syms = {}
+    for obj in gc.get_objects():
+        if not isinstance(obj, Dispatcher):
+            continue
+        for cres in list(obj.overloads.values()):
+            lib = cres.library
+            names = [cres.fndesc.mangled_name]
+            try:
+                names += [f.name for f in lib._final_module.functions if not f.is_declaration]
+            except Exception:  # (a library loaded from the cache has no module to list)
+                pass
+            for name in names:
+                try:
+                    addr = lib.get_pointer_to_function(name)
+                except Exception:
+                    continue
+                if addr:
+                    syms[addr] = f"{obj.py_func.__module__.rsplit('.', 1)[-1]}.{obj.py_func.__name__}"
+    addrs = sorted(syms)
+    path = f"/tmp/perf-{os.getpid()}.map"
+    with open(path, "w") as f:
+        for i, a in enumerate(addrs):
+            size = min(addrs[i + 1] - a, 1 << 20) if i + 1 < len(addrs) else 1 << 12
+            f.write(f"{a:x} {size:x} {syms[a]}\n")
+    return path
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--limit", type=int, default=2, help="schemas per category in the sample")
@@ -95,6 +137,9 @@ def main(argv=None):
     ap.add_argument("--generation", action="store_true",
                     help="the library's defaults (Index(schema, vocab)) instead of close_objects=False")
     ap.add_argument("--top", type=int, default=14, help="rows of each table")
+    ap.add_argument("--plain", action="store_true", help="no wrappers: the workload and its total only")
+    ap.add_argument("--perf-map", action="store_true",
+                    help="write /tmp/perf-<pid>.map of the compiled kernels (for perf report)")
     args = ap.parse_args(argv)
 
     import dotjson
@@ -178,15 +223,22 @@ def main(argv=None):
     vocab_buf = np.zeros((vocab.max_token_id() + 31) // 32, dtype=np.uint32)
     warm = Index(WARMUP_SCHEMA, vocab, **opts)
     force(warm, tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
-    Masker.row, Automaton.handle_exit = row, handle_exit
+    if args.perf_map:
+        print(f"perf map: {write_perf_map()}")
+    if not args.plain:
+        Masker.row, Automaton.handle_exit = row, handle_exit
     steps = 0
     total = 0.0
+    indexes = []
+    for schema, ids in jobs:  # (compiled first: a profile of the steps alone)
+        try:
+            indexes.append((Index(schema, vocab, **opts), ids))
+        except DotjsonError:
+            continue
+    if args.perf_map:  # (CLOCK_MONOTONIC, perf's clock: `perf report --time START,END`)
+        print(f"steps from {time.monotonic():.6f}", flush=True)
     try:
-        for schema, ids in jobs:
-            try:
-                index = Index(schema, vocab, **opts)
-            except DotjsonError:
-                continue
+        for index, ids in indexes:
             t0 = clock()
             own0 = own[0]
             force(index, ids)
@@ -194,8 +246,14 @@ def main(argv=None):
             steps += len(ids) + 1
     finally:
         Masker.row, Automaton.handle_exit = row0, exit0
+    if args.perf_map:
+        print(f"steps to {time.monotonic():.6f}", flush=True)
     if not steps:
         print("no instance ran")
+        return
+    if args.plain:
+        print(f"{len(jobs)} instances, {steps} steps: {total * 1e6 / steps:.1f} µs a step "
+              "(next_state + fill_mask)")
         return
     per = 1e6 / steps
     fresh = sum(shape_t.values())

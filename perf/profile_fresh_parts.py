@@ -1,10 +1,11 @@
 """Where the fresh path's time goes, by the shape of the state, by Python exit, by new state.
 
 The cold pass of ``bench_maskbench.py`` in one process: for the seeded MaskBench sample, every
-valid instance is teacher-forced (Llama 3 tokenizer) through a fresh :class:`dotjson.Index`
-(``close_objects=False``, the benchmark configuration; ``--generation``: the library's
-defaults), ``Index.next_state`` then ``Index.fill_mask`` a token, as the benchmark's ``dotjson``
-engine does (the indexes are built first: the steps alone are profiled). The profiler wraps three methods of the engine (nothing else changes):
+valid instance is teacher-forced (Llama 3 tokenizer) through a fresh :class:`dotjson.Index`, by
+the benchmark's own engine and loop (``peers``' ``dotjson``, ``close_objects=False``;
+``--generation``: ``dotjson-generation``, the library's defaults; ``bench_maskbench._force``:
+``Index.next_state`` then ``Index.fill_mask`` a token). The indexes are built first: the steps
+alone are profiled. The profiler wraps three methods of the engine (nothing else changes):
 
 * ``Masker.row`` (a mask whose key is new): its time, by the **shape of its state**, the kind of
   the term's leading item (a rule of the schema by its name's pattern, a key set, a run of
@@ -24,12 +25,15 @@ Native time: ``--plain`` runs the same workload without the wrappers, and ``--pe
 ``/tmp/perf-<pid>.map`` naming every compiled kernel loaded (Numba's code has no symbols of its
 own), so that ``perf record -g python3 perf/profile_fresh_parts.py --plain --perf-map`` and
 ``perf report --sort symbol --time FROM,TO`` (the steps' window, printed) tell the kernels apart
-from the interpreter (a kernel inlined into another counts as its caller). Run ``python3 perf/profile_fresh_parts.py --help``.
+from the interpreter (a kernel inlined into another counts as its caller).
+
+Run ``python3 perf/profile_fresh_parts.py --help``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -43,7 +47,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import peers  # noqa: E402
-from bench_maskbench import CATEGORIES, DATA, WARMUP_DOC, WARMUP_SCHEMA, load_sample  # noqa: E402
+from bench_maskbench import CATEGORIES, DATA, WARMUP_DOC, WARMUP_SCHEMA, _force, load_sample  # noqa: E402
 
 _BLANKS = frozenset(b" \t")
 _CONT = frozenset(range(0x80, 0xC0))
@@ -98,7 +102,6 @@ def write_perf_map() -> str:
     process has loaded (each symbol runs to the next one: Numba's code carries no sizes), named
     ``module.function``; returns its path."""
     import gc
-    import os
 
     from numba.core.dispatcher import Dispatcher
 
@@ -142,17 +145,13 @@ def main(argv=None):
                     help="write /tmp/perf-<pid>.map of the compiled kernels (for perf report)")
     args = ap.parse_args(argv)
 
-    import dotjson
-    from dotjson import Index, Vocabulary
     from dotjson.automaton import Automaton
     from dotjson.automaton import store as K
-    from dotjson.errors import DotjsonError
     from dotjson.masks import Masker
 
+    os.environ["BENCH_CPU_CLOCK"] = "1"  # (_force's clock: thread CPU time, as this profiler's)
     tok = peers.load_tokenizer("llama3")
-    vocab = Vocabulary.from_tokenizer(tok)
-    dotjson.warmup()
-    opts = {} if args.generation else {"close_objects": False}
+    eng = peers.make_engine("dotjson-generation" if args.generation else "dotjson", tok)  # (warmup())
     jobs = []
     for row in load_sample(CATEGORIES, args.limit, args.seed, data=args.data):
         for case in row.get("tests", []):
@@ -209,41 +208,27 @@ def main(argv=None):
             if cur["shape"] is not None:
                 shape_exit[cur["shape"]][kind] += dt
 
-    def force(index, ids):
-        s = index.initial_state
-        buf = vocab_buf.copy()
-        index.fill_mask(s, buf)
-        for t in ids:
-            s = index.next_state(s, t)
-            if s == -2:
-                return False
-            index.fill_mask(s, buf)
-        return True
-
-    vocab_buf = np.zeros((vocab.max_token_id() + 31) // 32, dtype=np.uint32)
-    warm = Index(WARMUP_SCHEMA, vocab, **opts)
-    force(warm, tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
+    _force(eng.compile(WARMUP_SCHEMA), tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
     if args.perf_map:
         print(f"perf map: {write_perf_map()}")
     if not args.plain:
         Masker.row, Automaton.handle_exit = row, handle_exit
     steps = 0
     total = 0.0
-    indexes = []
+    compiled = []
     for schema, ids in jobs:  # (compiled first: a profile of the steps alone)
         try:
-            indexes.append((Index(schema, vocab, **opts), ids))
-        except DotjsonError:
+            compiled.append((eng.compile(schema), ids))
+        except peers.CompileFailed:
             continue
     if args.perf_map:  # (CLOCK_MONOTONIC, perf's clock: `perf report --time START,END`)
         print(f"steps from {time.monotonic():.6f}", flush=True)
     try:
-        for index, ids in indexes:
-            t0 = clock()
+        for c, ids in compiled:
             own0 = own[0]
-            force(index, ids)
-            total += clock() - t0 - (own[0] - own0)
-            steps += len(ids) + 1
+            times = _force(c, ids)[2]  # (µs a step, the wrappers' own time inside)
+            total += sum(times) / 1e6 - (own[0] - own0)
+            steps += len(times)
     finally:
         Masker.row, Automaton.handle_exit = row0, exit0
     if args.perf_map:

@@ -304,12 +304,12 @@ class EmbeddedSchemas:
     def grammar(self, start: str) -> ir.Grammar:
         """The grammar: the plain rules and every schema's, lazily; the JSON base rules of the
         default whitespace setting shared with the process's precompiled image."""
-        from dotjson.jsonschema.jsonbase import WARM_ROWS, json_base_items
+        from dotjson.jsonschema.jsonbase import json_base_items, warm_items
         from dotjson.jsonschema import shared_nodes
 
         shared = ()
         if self._bases.get(_DEFAULT_BASE) == "":
-            shared = (json_base_items(False, _DEFAULT_BASE[2]), shared_nodes(_DEFAULT_BASE[2]), WARM_ROWS)
+            shared = (json_base_items(False, _DEFAULT_BASE[2]), shared_nodes(_DEFAULT_BASE[2]), warm_items(_DEFAULT_BASE[2]))
         rules = ir.LazyRules(self)
         g = ir.Grammar(rules, start, families=self.families, shared=shared)
         # (what families reading their items with an automaton of their own need: weakly, the

@@ -71,13 +71,21 @@ class _Image:
             for node in nodes:
                 a.rules.compile_node(node)
                 a.rules._is_reg(node)  # operands of And/Diff (a key other than the declared ones)
-            for name, data in warm:
-                if name in a.rules.index:
-                    a._warm_rows(name, data)
+            for entry in warm:
+                if type(entry) is ir.KeyChars:
+                    spelling, syntax, chars = entry
+                    syn = a._key_syntax(syntax)
+                    for ch in chars:
+                        a._key_char(spelling, syntax, syn, ch)
+                elif entry[0] in a.rules.index:
+                    a._warm_rows(*entry)
         assert int(a._a["ctl"][K.C_STATES]) == 0
         self.owner = a  # keeps the nodes whose identities the memos hold alive
         self.arrays = {k: v.copy() for k, v in a._a.items()}
         self.rules = a.rules.snapshot()
+        #: key sets' string syntax blocks and name characters read ahead (``ir.KeyChars``): pool
+        #: offsets and terms of the image, the same in every automaton started from it
+        self.ksyn, self.kchar = dict(a._ksyn), dict(a._kchar)
         #: terms below this id are the image's, the same in every automaton started from it
         self.n_terms = int(self.arrays["ctl"][K.C_TERMS])
         #: facts about the image's terms that every such automaton can reuse (keyed by whoever
@@ -181,6 +189,7 @@ class Automaton:
         # raw or not):
         # the same for every key trie of the automaton (a wide schema has one trie per object)
         self._kchar: dict[tuple, tuple] = {}
+        self._kchar_image: dict = {}  # ... read ahead by the base image (ir.KeyChars)
 
     # ------------------------------------------------------------------ the store
 
@@ -245,6 +254,8 @@ class Automaton:
         a["ctl"][K.C_FUEL] = self.fuel
         self._publish()
         self.rules.start_from(image.rules)
+        self._ksyn = dict(image.ksyn)  # (a few entries; the characters are read through)
+        self._kchar_image = image.kchar
 
     def _new_states(self, cap):
         a = self._a
@@ -460,8 +471,10 @@ class Automaton:
         if joined.isascii():
             blob = np.frombuffer(joined.encode(), dtype=np.uint8)
             lens = np.fromiter(map(len, keys), dtype=np.int64, count=n)
-            # the characters: a count of the bytes (not a set of 50,000 characters)
-            chars = [chr(c) for c in np.flatnonzero(np.bincount(blob, minlength=128))]
+            # the characters: a count of the bytes (not a set of 50,000 characters); a set for
+            # the few names of most objects (NumPy's calls cost more there)
+            chars = sorted(set(joined)) if len(joined) < 512 else \
+                [chr(c) for c in np.flatnonzero(np.bincount(blob, minlength=128))]
         else:
             enc = [k.encode("utf-8") for k in keys]
             blob = np.frombuffer(b"".join(enc), dtype=np.uint8)
@@ -469,7 +482,7 @@ class Automaton:
             chars = sorted(set(joined))
         esc, short, raw = [], [], []
         for ch in chars:
-            e, sh, r = self._key_char(keyset, syn, ch)
+            e, sh, r = self._key_char(keyset.spelling_key, keyset.syntax, syn, ch)
             esc.append(e)
             short.append(sh)
             raw.append(r)
@@ -488,24 +501,29 @@ class Automaton:
         o_start, o_blob, o_member, o_cp, o_esc, o_raw, o_short = offs
         return o_start, o_blob, o_member, o_cp, ncp, o_esc, o_raw, o_short
 
-    def _key_char(self, keyset, syn: int, ch: str) -> tuple:
-        """``(escape, short, raw)`` of name character ``ch`` under ``keyset``'s spelling policy
-        and the syntax block at ``syn``: the term after its hex escape's byte (``\\u``), its
-        one-byte short escape or -1, and 1 if its UTF-8 bytes may be written raw. Memoized per
-        policy, syntax and character: an object's key trie asks for each character of its names,
-        and a schema with many objects has many tries."""
-        key = (keyset.spelling_key, syn, ch)
+    def _key_char(self, spelling, syntax, syn: int, ch: str) -> tuple:
+        """``(escape, short, raw)`` of name character ``ch`` under spelling policy ``spelling``
+        (a key set's ``spelling_key``: ``spelling(ch)`` is the character's spellings) and string
+        syntax ``syntax``, whose block is at ``syn``: the term after its hex escape's byte
+        (``\\u``), its one-byte short escape or -1, and 1 if its UTF-8 bytes may be written raw.
+        Memoized per policy, syntax and character: an object's key trie asks for each character
+        of its names, and a schema with many objects has many tries; the base image reads the
+        characters its grammar names (``ir.KeyChars``) once per process."""
+        key = (spelling, syn, ch)
         hit = self._kchar.get(key)
+        if hit is not None:
+            return hit
+        hit = self._kchar_image.get(key)
         if hit is not None:
             return hit
         pool = self._a["pool"]
         escape, hex_escape = int(pool[syn + _ks.SY_ESCAPE]), int(pool[syn + _ks.SY_HEX])
-        t = self.rules.compile_node(keyset.spelling(ch))
+        t = self.rules.compile_node(spelling(ch))
         after = self.deriv(t, escape)  # its escapes, after the escape byte: hex_escape + hex digits
         esc = self.deriv(after, hex_escape)
         # ... or one byte (the syntax's short escapes), where the spelling policy offers it
         # (JSON's canonical one has no \/)
-        sh = dict(keyset.syntax.short).get(ord(ch), -1)
+        sh = dict(syntax.short).get(ord(ch), -1)
         if sh >= 0:
             r = self.deriv(after, sh)
             if r == K.EMPTY:

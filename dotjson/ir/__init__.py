@@ -175,6 +175,19 @@ class LazyRules(Mapping):
         return len(self._src.rules)
 
 
+class KeyChars(tuple):
+    """A ``warm`` entry of :attr:`Grammar.shared`: ``(spelling, syntax, chars)``, the characters
+    ``chars`` of key-set names as ``spelling`` (a character's spellings, an IR node) writes them
+    in string syntax ``syntax`` (see :class:`dotjson.jsonschema.key_trie.KeySet`). A store image
+    reads their escapes once per process, so an index's first key set does not (~8 µs a
+    character, for every schema)."""
+
+    __slots__ = ()
+
+    def __new__(cls, spelling, syntax, chars: str):
+        return tuple.__new__(cls, (spelling, syntax, chars))
+
+
 @dataclass
 class Grammar:
     """A set of named rules and a start rule.
@@ -197,7 +210,8 @@ class Grammar:
         An automaton starts from a store where they are compiled once per process
         (:func:`dotjson.automaton.base_image`) instead of compiling them again. ``warm``: pairs
         ``(rule name, bytes)`` whose derivative classes, closed under those bytes, the store
-        holds too (the JSON layer's whitespace).
+        holds too (the JSON layer's whitespace), and :class:`KeyChars` entries, characters whose
+        spellings in key-set names the store reads ahead (the JSON layer's printable ASCII).
     """
 
     rules: Mapping[str, Node] = field(default_factory=dict)

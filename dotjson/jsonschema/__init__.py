@@ -317,14 +317,14 @@ def _assemble(tr, root, disallow_whitespace: bool, spellings: str) -> ir.Grammar
     rules = ir.LazyRules(tr)
     # the base rules the automaton finds precompiled: the process's own tuple of them (one
     # image lookup by identity) unless `whitespace="json"` replaced `ws`
-    from dotjson.jsonschema.jsonbase import WARM_ROWS, json_base_items
+    from dotjson.jsonschema.jsonbase import json_base_items, warm_items
 
     base = json_base_items(disallow_whitespace, spellings)
     if any(tr.rules[k] is not v for k, v in base):
         base = {k: tr.rules[k] for k in tr.base}
     # the families list is shared: property_order="any" objects add theirs as they are built
     grammar = ir.Grammar(rules, "start", families=tr.families,
-                         shared=(base, _shared_with_formats(spellings, _format_nodes(tr)), WARM_ROWS))
+                         shared=(base, _shared_with_formats(spellings, _format_nodes(tr)), warm_items(spellings)))
     # (what families reading their items with an automaton of their own need: a weak reference,
     # the grammar owning the compiler through its rules, not the other way round)
     tr.grammar_ref = weakref.ref(grammar)

@@ -18,7 +18,7 @@ from dotjson.grammar import load_lark
 from dotjson.jsonschema.jsonstr import spellings as _spellings
 
 __all__ = ["json_base", "json_base_items", "json_base_grammar", "WHITESPACE_MODES", "JSON_WS_BYTES", "JSON_WS",
-           "WARM_ROWS"]
+           "WARM_ROWS", "KEY_CHARS", "warm_items"]
 
 #: ``whitespace=`` modes: ``"bounded"`` (the ``ws`` rule of ``grammars/json.lark``) and ``"json"``
 #: (RFC 8259: any run of space, tab, line feed and carriage return between tokens).
@@ -30,6 +30,22 @@ JSON_WS = ir.repeat(ir.chars(*((b, b) for b in JSON_WS_BYTES)), 0, None)
 #: The rows a base image computes ahead (``ir.Grammar.shared``'s ``warm``): the whitespace rule
 #: between tokens (named ``ws`` in every whitespace mode) under its own bytes.
 WARM_ROWS = (("ws", JSON_WS_BYTES),)
+#: The characters a base image reads the key-set spellings of ahead (``ir.KeyChars``): printable
+#: ASCII, what nearly every property name is made of.
+KEY_CHARS = "".join(map(chr, range(0x20, 0x7F)))
+
+
+@functools.lru_cache(maxsize=None)
+def warm_items(spellings: str = "any") -> tuple:
+    """``ir.Grammar.shared``'s ``warm`` for spelling policy ``spellings`` (one tuple per policy
+    and process: the image is found by it): :data:`WARM_ROWS`, then the escapes of
+    :data:`KEY_CHARS` in declared names (the policy's ``lit_char``) and in any key
+    (``enc_char``) under JSON's string syntax, which every object's first key set reads."""
+    from dotjson.jsonschema.jsonstr import STRING_SYNTAX
+
+    sp = _spellings(spellings)
+    spell = dict.fromkeys((sp.lit_char, sp.enc_char))
+    return WARM_ROWS + tuple(ir.KeyChars(f, STRING_SYNTAX, KEY_CHARS) for f in spell)
 
 
 def _json_lark_text() -> str:

@@ -512,12 +512,7 @@ class Index:
         VocabularyError
             No token sequence from the start reaches a complete document.
         """
-        singles = np.zeros(256, dtype=bool)
-        for t in (self._tries.plain, self._tries.special):
-            lo, hi = int(t.child_ptr[0]), int(t.child_ptr[1])
-            nodes = t.child_node[lo:hi]
-            has_token = t.tok_ptr[nodes + 1] > t.tok_ptr[nodes]
-            singles[t.child_byte[lo:hi][has_token]] = True
+        singles = self._tries.single_bytes()
         # a schema's documents can be written in printable ASCII (any string by \u escapes); text
         # before it (reasoning) or any grammar may need every UTF-8 byte
         schema_only = self._options.get("source") == "schema" and "reasoning" not in self._options
@@ -809,7 +804,7 @@ class Index:
         else:
             r = self._masker.family_walk(state, data)  # (a rule family stepping its own states)
             if r is None:
-                r = self._auto.walk_bytes(state, data)
+                r = self._auto.walk_token(state, data)
         self._next[key] = r
         return r
 

@@ -178,6 +178,21 @@ class VocabTries:
     max_len: int
     plain_class: PlainClass
 
+    def single_bytes(self) -> np.ndarray:
+        """``bool[256]`` (read only): the bytes that some one-byte token is, in either trie;
+        computed once (every index asks it of its vocabulary)."""
+        hit = self.__dict__.get("_single_bytes")
+        if hit is None:
+            hit = np.zeros(256, dtype=bool)
+            for t in (self.plain, self.special):
+                lo, hi = int(t.child_ptr[0]), int(t.child_ptr[1])
+                nodes = t.child_node[lo:hi]
+                has_token = t.tok_ptr[nodes + 1] > t.tok_ptr[nodes]
+                hit[t.child_byte[lo:hi][has_token]] = True
+            hit.flags.writeable = False
+            self.__dict__["_single_bytes"] = hit  # (frozen: set once, the same value any thread makes)
+        return hit
+
 
 BIG_SUBTREE = 1024
 

@@ -480,3 +480,27 @@ def test_a_dropped_index_frees_its_automaton_at_once(tiny_bpe_vocab, tmp_path):
     refs = [weakref.ref(index._auto), weakref.ref(loaded._auto)]
     del g, index, loaded
     assert [r() for r in refs] == [None, None]
+
+
+def test_a_token_step_makes_a_state_only_at_its_end(llama3_vocab, llama3_tokenizer):
+    # next_state walks a token's bytes by derivatives and interns only the state after it (a
+    # mask is never asked inside a token): the same states as a byte-by-byte walk, fewer made
+    schema = {"type": "object", "properties": {"text": {"type": "string"}, "n": {"type": "integer"}}}
+    doc = '{"text": "a considerably lengthy sentence, with punctuation", "n": 12345}'
+    ids = llama3_tokenizer.encode(doc, add_special_tokens=False)
+    made = []
+    for per_byte in (False, True):
+        index = Index(schema, llama3_vocab)
+        auto = index._auto
+        if per_byte:  # the reference: a state for every byte
+            auto.walk_token = auto.walk_bytes
+        s, n0, terms = index.initial_state, auto.n_states, []
+        for t in ids:
+            s = index.next_state(s, t)
+            assert s >= 0
+            terms.append(auto.term_of(s))
+        assert index.next_state(s, llama3_vocab.eos_token_ids[0]) == -3  # (FINISHED: the document is whole)
+        made.append((auto.n_states - n0, terms))
+    (n_token, terms_token), (n_byte, terms_byte) = made
+    assert terms_token == terms_byte  # (interned by structure: the same language, the same term)
+    assert n_token <= len(ids) < n_byte

@@ -790,6 +790,24 @@ class Automaton:
                 buf = buf[int(self._ret[0]) :]
                 self.handle_exit()
 
+    def walk_token(self, s: int, data: bytes) -> int:
+        """The state after ``data`` (a token's bytes) from state ``s``, or ``DEAD``: the
+        transitions known so far (a mask's walk made them), then, from the first one not known,
+        derivatives with a state only at the end (:meth:`walk_text`). A token stepped for the
+        document (``Index.next_state``) needs no state inside it: a mask is asked only between
+        tokens, and a state per byte costs its transition row and a slot of the state budget
+        (a plain token inside a string made one per byte: ~2.5% of a fresh step on the
+        MaskBench sample)."""
+        trans = self._a["trans"]
+        for i, b in enumerate(data):
+            r = int(trans[s, b])
+            if r == UNKNOWN:
+                return self.walk_text(s, data[i:])
+            if r < 0:
+                return DEAD
+            s = r
+        return s
+
     def walk_text(self, s: int, data: bytes) -> int:
         """The state after ``data`` from state ``s``, or ``DEAD``, like :meth:`walk_bytes` but
         making a state only at the end (the terms between are derivatives, memoized): for texts

@@ -586,3 +586,28 @@ def test_the_image_reads_key_characters_ahead(spellings):
         assert own.matches(doc.encode()), doc
     for doc in docs_bad:
         assert not own.matches(doc.encode()), doc
+
+
+def test_a_formats_image_starts_from_the_base_image():
+    # a schema naming formats gets an image of its own (the base rules, the spellings and the
+    # formats' languages): a copy of the base image with the formats compiled on top, so the
+    # first schema of a format in a process does not compile the base rules again
+    base_schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    fmt_schema = {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"},
+                                                   "who": {"type": "string", "format": "email"}}}
+    base = Automaton(schema_to_grammar(base_schema, close_objects=False)).image
+    a = Automaton(schema_to_grammar(fmt_schema, close_objects=False))
+    img = a.image
+    assert img is not base and img.parent is base
+    assert img.nodes[: len(base.nodes)] == base.nodes and len(img.nodes) > len(base.nodes)
+    assert img.n_terms > base.n_terms
+    # the base image's terms, rules and key characters are the same ids in the derived one
+    n = base.n_terms
+    assert (img.arrays["ti"][:n] == base.arrays["ti"][:n]).all()
+    assert img.rules[1] == base.rules[1] and img.kchar == base.kchar and img.ksyn == base.ksyn
+    ok = ['{"when":"2023-04-15T19:30:00Z","who":"jane@example.com"}', '{"who":"a@b.co"}']
+    bad = ['{"when":"2023-04-15","who":"jane@example.com"}', '{"who":"jane"}']
+    for doc in ok:
+        assert a.matches(doc.encode()), doc
+    for doc in bad:
+        assert not a.matches(doc.encode()), doc

@@ -57,21 +57,33 @@ class _Image:
     """A term store in which shared rules (every one, with its id) and shared nodes are
     compiled, and no state exists yet: an automaton over a grammar holding them starts from a
     copy (~0.1 ms) instead of compiling them (the JSON base rules and the spellings of string
-    characters take ~0.5 ms, for every schema)."""
+    characters take ~0.5 ms, for every schema).
 
-    def __init__(self, rules: dict, nodes: tuple, terms: int, states: int, warm: tuple = ()):
+    ``parent``: an image of the same rules, capacities and ``warm`` whose nodes are the first
+    of ``nodes`` (the JSON layer's base image, where this one adds a schema's formats): this
+    one starts from a copy of it and compiles only the nodes it adds."""
+
+    def __init__(self, rules: dict, nodes: tuple, terms: int, states: int, warm: tuple = (),
+                 parent: "_Image | None" = None):
         names = list(rules)
         a = Automaton.__new__(Automaton)
         a._init(ir.Grammar(dict(rules), names[0]), BUDGETS.max_states, BUDGETS.fuel)
-        a._new_store(terms, states)
+        #: the image this one was copied from (kept alive: its nodes are this one's too)
+        self.parent = parent
+        if parent is not None:
+            a._from_image(parent)
+            a._kchar, a._kchar_image = dict(parent.kchar), {}
+        else:
+            a._new_store(terms, states)
         with a.lock:
-            for name in names:
-                a.rules.rule_id(name)
-            a.compile_rules()
-            for node in nodes:
+            if parent is None:
+                for name in names:
+                    a.rules.rule_id(name)
+                a.compile_rules()
+            for node in nodes[len(parent.nodes) if parent is not None else 0:]:
                 a.rules.compile_node(node)
                 a.rules._is_reg(node)  # operands of And/Diff (a key other than the declared ones)
-            for entry in warm:
+            for entry in warm if parent is None else ():
                 if type(entry) is ir.KeyChars:
                     spelling, syntax, chars = entry
                     syn = a._key_syntax(syntax)
@@ -80,6 +92,7 @@ class _Image:
                 elif entry[0] in a.rules.index:
                     a._warm_rows(*entry)
         assert int(a._a["ctl"][K.C_STATES]) == 0
+        self.nodes = nodes
         self.owner = a  # keeps the nodes whose identities the memos hold alive
         self.arrays = {k: v.copy() for k, v in a._a.items()}
         self.rules = a.rules.snapshot()
@@ -100,6 +113,19 @@ _IMAGES_LOCK = threading.Lock()
 _IMAGE_OF_TUPLE: dict = {}
 
 
+def _parent_of(key: tuple) -> "_Image | None":
+    """The image a new one with ``key`` can start from (see :class:`_Image`): the one of the
+    same rules, capacities and warm entries with the longest proper prefix of its nodes (the
+    JSON layer's: the base rules' image, where a schema's formats make a new one)."""
+    rules_key, node_ids, *rest = key
+    best = None
+    for (r, n, *o), img in _IMAGES.items():
+        if r == rules_key and o == rest and 0 < len(n) < len(node_ids) and node_ids[: len(n)] == n \
+                and (best is None or len(n) > len(best.nodes)):
+            best = img
+    return best
+
+
 def base_image(rules, nodes: tuple, terms: int, states: int, warm: tuple = ()) -> _Image:
     """The store image of shared ``rules`` (a mapping, or a tuple of ``(name, body)`` pairs) and
     ``nodes`` (built on first use, once per process and capacity; keyed by the identity of the
@@ -118,7 +144,7 @@ def base_image(rules, nodes: tuple, terms: int, states: int, warm: tuple = ()) -
         with _IMAGES_LOCK:
             img = _IMAGES.get(key)
             if img is None:
-                img = _IMAGES[key] = _Image(dict(items), nodes, terms, states, warm)
+                img = _IMAGES[key] = _Image(dict(items), nodes, terms, states, warm, _parent_of(key))
     if fast and len(_IMAGE_OF_TUPLE) < 64:  # (the tuples are kept alive with the entry)
         _IMAGE_OF_TUPLE[(id(rules), id(nodes), terms, states, warm)] = (rules, nodes, img)
     return img

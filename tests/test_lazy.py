@@ -590,21 +590,35 @@ def test_the_image_reads_key_characters_ahead(spellings):
 
 def test_a_formats_image_starts_from_the_base_image():
     # a schema naming formats gets an image of its own (the base rules, the spellings and the
-    # formats' languages): a copy of the base image with the formats compiled on top, so the
+    # formats' languages): a copy of the image whose nodes are the longest prefix of its own
+    # (the base image, or one of fewer formats), with only the nodes it adds compiled, so the
     # first schema of a format in a process does not compile the base rules again
-    base_schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    from dotjson.automaton import base_image
+    from dotjson.jsonschema.jsonbase import json_base_items, warm_items
+    from dotjson.jsonschema import shared_nodes
+
+    items, nodes, warm = json_base_items(False), shared_nodes(), warm_items()
+    T, S = Automaton.INITIAL_TERMS, Automaton.INITIAL_STATES
+    x1 = (ir.seq(ir.lit("first extra node"), ir.repeat(ir.chars((0x30, 0x39)), 1, 3)),)  # (new objects:
+    x2 = (ir.alt(ir.lit("second"), ir.lit("extra")),)                                     # no image has them)
+    base = base_image(items, nodes, T, S, warm)
+    d1 = base_image(items, nodes + x1, T, S, warm)
+    d2 = base_image(items, nodes + x1 + x2, T, S, warm)
+    assert d1.parent is base and d2.parent is d1
+    assert d2.nodes == nodes + x1 + x2 and d1.n_terms < d2.n_terms
+    # what the base image compiled keeps its ids in the derived ones
+    n = base.n_terms
+    for img in (d1, d2):
+        assert (img.arrays["ti"][:n] == base.arrays["ti"][:n]).all()
+        assert img.rules[1] == base.rules[1] and img.kchar == base.kchar and img.ksyn == base.ksyn
+    # a schema's automaton over such an image reads its formats exactly
     fmt_schema = {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"},
                                                    "who": {"type": "string", "format": "email"}}}
-    base = Automaton(schema_to_grammar(base_schema, close_objects=False)).image
     a = Automaton(schema_to_grammar(fmt_schema, close_objects=False))
-    img = a.image
-    assert img is not base and img.parent is base
-    assert img.nodes[: len(base.nodes)] == base.nodes and len(img.nodes) > len(base.nodes)
-    assert img.n_terms > base.n_terms
-    # the base image's terms, rules and key characters are the same ids in the derived one
-    n = base.n_terms
-    assert (img.arrays["ti"][:n] == base.arrays["ti"][:n]).all()
-    assert img.rules[1] == base.rules[1] and img.kchar == base.kchar and img.ksyn == base.ksyn
+    p = a.image
+    while p.parent is not None:  # (its ancestors' nodes are prefixes of its own)
+        assert p.nodes[: len(p.parent.nodes)] == p.parent.nodes and len(p.parent.nodes) < len(p.nodes)
+        p = p.parent
     ok = ['{"when":"2023-04-15T19:30:00Z","who":"jane@example.com"}', '{"who":"a@b.co"}']
     bad = ['{"when":"2023-04-15","who":"jane@example.com"}', '{"who":"jane"}']
     for doc in ok:

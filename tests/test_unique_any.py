@@ -365,3 +365,62 @@ def test_a_fresh_key_decides_where_the_search_cannot(vocab):
     for text in ["", "{", '{"a":2']:
         q = fam._q(fam._pos(seen), text)
         assert q >= 0 and not fam._fresh_key(seen, text, q), text
+
+
+def test_a_declared_member_decides_where_the_search_cannot(vocab):
+    # (UniqueValues._declared_key) a closed object's item can still become a new value by a
+    # declared member no value read has as a key: at the item's start, after a member, inside
+    # such a key; not where every key the object may take next is one a value read holds
+    schema = {"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "ab": {"type": "integer"}},
+        "additionalProperties": False}}
+    index = Index(schema, vocab, **EVERY_VALID)
+    fam = next(f for f in index._auto.grammar.families if hasattr(f, "_fresh_key"))
+    fam._automaton()
+    one = (fam.value_of(b'{"a":1}'),)
+    every = tuple(sorted({fam.value_of(b'{"a":1}'), fam.value_of(b'{"b":1}'), fam.value_of(b'{"ab":1}')}))
+    for seen, text, want in [(one, "", True), (one, "{", True), (one, '{"', True), (one, '{"b', True),
+                             (one, '{"a', True),  # ("ab": a key of its own)
+                             (one, '{"a":2', True), (one, '{"a":2,', True), (one, '{"b":', False),
+                             (every, "", False), (every, '{"a', False), (every, '{"b":2,', False)]:
+        q = fam._q(fam._pos(seen), text)
+        assert q >= 0, text
+        assert fam._fresh_key(seen, text, q) is want, (seen, text)
+
+
+def test_distinct_objects_whose_required_member_is_an_array_of_distinct_patterns(llama3_vocab, llama3_tokenizer):
+    # JsonSchemaStore---webextension's content scripts: deciding whether a second item can still
+    # differ from the first searched for a whole completion, which went into the required array
+    # of distinct `pattern` strings (a new state at every byte of its item) and gave up
+    # (LimitExceededError, checking the valid documents); a declared member the first item lacks
+    # decides it now, at an item's start and at its members' keys. (Inside a second item's
+    # `matches` while it may still become the first item, the search is still what decides, and
+    # gives up: a mask there, or a document repeating the first item, is refused by name)
+    pattern_array = {"type": "array", "uniqueItems": True, "minItems": 1, "items": {
+        "type": "string", "pattern": "^((\\*|http|https|file):\\/\\/(\\*|[^\\/\\*]+)?(\\/.*))|<all_urls>$"}}
+    schema = {"type": "object", "properties": {"scripts": {
+        "type": "array", "uniqueItems": True, "minItems": 1, "items": {
+            "type": "object", "required": ["matches"], "additionalProperties": False,
+            "properties": {"matches": pattern_array, "exclude": pattern_array,
+                           "css": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
+                           "js": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
+                           "all_frames": {"type": "boolean"}}}}}}
+    check = jsonschema.Draft202012Validator(schema)
+    docs = ['{"scripts": [{"matches": ["<all_urls>"], "js": ["content.js"]}]}',
+            '{"scripts": [{"matches": ["<all_urls>"]}, {"css": [], "matches": ["https://a.org/x"]}]}',
+            '{"scripts": [{"matches": ["<all_urls>"], "js": ["a.js"]}, {"all_frames": true, "matches": ["<all_urls>"]}]}',
+            '{"scripts": [{"matches": ["<all_urls>", "<all_urls>"]}]}',
+            '{"scripts": [{"matches": []}]}',
+            '{"scripts": [{"js": ["a.js"]}]}']
+    index = Index(schema, llama3_vocab, **EVERY_VALID)
+    for doc in docs:
+        assert index.accepts(doc) is check.is_valid(json.loads(doc)), doc
+    # the first document's tokens are each in their mask (a second item's masks look into
+    # `matches` values that may still become the first item's: the search's, past its budget)
+    for doc in docs[:1]:
+        s = index.initial_state
+        for t in llama3_tokenizer.encode(doc, add_special_tokens=False):
+            assert index.mask(s)[t >> 5] >> (t & 31) & 1, (doc, t)
+            s = index.next_state(s, t)
+            assert s >= 0
+        assert index.is_accepting(s)

@@ -151,6 +151,10 @@ class _ItemRules(Mapping):
 
 #: Key texts :meth:`UniqueValues._fresh_key` tries, the first no dangerous value holds (letters
 #: and digits: spelled as themselves in every canonical text)
+#: :meth:`UniqueValues._declared_key`: the transitions its walk over a key's live bytes may take,
+#: and the longest key it reads
+MEMBER_KEY_STEPS = 4_096
+MEMBER_KEY_LEN = 64
 FRESH_KEYS = ("zQ7vX", "qJ3wK", "xZ9kP", "kV2mQ", "jX8zW", "wQ5jZ", "vK4xJ", "pZ6qV")
 
 
@@ -619,6 +623,7 @@ class UniqueValues(_Family):
         if self.strings:
             return False
         body = text.encode("latin-1")
+        read = b""  # (inside a key: its text so far)
         if text:
             from dotjson.jsonschema.unique_any import lex_context
 
@@ -629,6 +634,7 @@ class UniqueValues(_Family):
                 if body[:start - 1].rstrip(JSON_WS_BYTES)[-1:] not in (b"{", b",", b"["):
                     return False  # (a member's value: a later member of its name may replace it)
                 probe = ""
+                read = body[start:]  # (the key's text so far)
             else:
                 last = body.rstrip(JSON_WS_BYTES)[-1:]
                 probe = '"' if last in (b"{", b",", b"[") else ',"' if last in (b'"', b"}", b"]") or \
@@ -637,12 +643,11 @@ class UniqueValues(_Family):
                     return False
         else:
             probe = None  # (an object's first key, or an array's first string)
-        key = self.fresh_name(seen)
-        if key is None:
-            return False
         auto = self._auto
+        probes = (probe,) if probe is not None else ('{"', '["')
+        key = self.fresh_name(seen)
         with not_a_token_walk():  # (the item automaton reads: see _successors)
-            for p in (probe,) if probe is not None else ('{"', '["'):
+            for p in probes if key is not None else ():
                 r = q
                 for ch in p + key:
                     r = auto.step(r, ord(ch))
@@ -650,6 +655,46 @@ class UniqueValues(_Family):
                         break
                 if r >= 0:
                     return True
+            # a closed object: a declared member's key instead, where no dangerous value has it
+            if b"\\" in read or b'"' in read or not read.isascii():
+                return False
+            for p in probes:
+                r = q
+                for ch in p:
+                    r = auto.step(r, ord(ch))
+                    if r < 0:
+                        break
+                if r >= 0 and self._declared_key(seen, r, read.decode("ascii")):
+                    return True
+        return False
+
+    def _declared_key(self, seen, r: int, read: str) -> bool:
+        """Whether from state ``r`` of the item automaton, inside a key of the item's own object
+        whose text so far is ``read``, the key can end as a name (printable ASCII, no escape)
+        followed by a colon that no dangerous value's canonical text holds as a key
+        (:meth:`danger_values`): every completion through it is then a value none of them is (an
+        object with that key; theirs have none) — :meth:`_fresh_key` for a closed object, whose
+        keys are its declared names (JsonSchemaStore---webextension's content scripts: an
+        optional member the items read lack, where a search for a whole completion goes into a
+        required ``uniqueItems`` array of ``pattern`` strings, meets a new state at every byte
+        and gives up). The key's live bytes walked depth first, at most
+        :data:`MEMBER_KEY_STEPS` transitions and keys of :data:`MEMBER_KEY_LEN` bytes."""
+        auto = self._auto
+        dangers = None
+        stack, steps = [(r, read)], 0
+        while stack and steps < MEMBER_KEY_STEPS:
+            s, key = stack.pop()
+            for b, s2 in self._successors(s):
+                steps += 1
+                if b == 0x22:  # the key's closing quote
+                    if not key or auto.step(s2, 0x3A) < 0:  # (a colon next: a member's key)
+                        continue
+                    if dangers is None:
+                        dangers = self.danger_values(seen)
+                    if not any(f'"{key}":' in v for v in dangers):
+                        return True
+                elif 0x20 <= b < 0x7F and b != 0x5C and len(key) < MEMBER_KEY_LEN:
+                    stack.append((s2, key + chr(b)))
         return False
 
     def _done(self, st):

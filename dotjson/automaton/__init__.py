@@ -794,17 +794,24 @@ class Automaton:
             r = self.fill_entry(s, byte)
         return r
 
-    def walk_bytes(self, s: int, data: bytes) -> int:
-        """The state after ``data`` from state ``s``, or ``DEAD``."""
+    def _follow(self, s: int, data: bytes) -> tuple:
+        """``(state, i)``: the state after the first ``i`` bytes of ``data`` from state ``s`` by the
+        transitions known so far, ``i`` the first byte without one (``len(data)``: all known);
+        ``(DEAD, i)`` where a known one is dead."""
         trans = self._a["trans"]
         for i, b in enumerate(data):
             r = int(trans[s, b])
             if r == UNKNOWN:
-                break
+                return s, i
             if r < 0:
-                return DEAD
+                return DEAD, i
             s = r
-        else:
+        return s, len(data)
+
+    def walk_bytes(self, s: int, data: bytes) -> int:
+        """The state after ``data`` from state ``s``, or ``DEAD``."""
+        s, i = self._follow(s, data)
+        if s < 0 or i == len(data):
             return s
         buf = np.frombuffer(bytes(data[i:]), dtype=np.uint8)
         with self.lock:
@@ -824,15 +831,10 @@ class Automaton:
         tokens, and a state per byte costs its transition row and a slot of the state budget
         (a plain token inside a string made one per byte: ~2.5% of a fresh step on the
         MaskBench sample)."""
-        trans = self._a["trans"]
-        for i, b in enumerate(data):
-            r = int(trans[s, b])
-            if r == UNKNOWN:
-                return self.walk_text(s, data[i:])
-            if r < 0:
-                return DEAD
-            s = r
-        return s
+        s, i = self._follow(s, data)
+        if s < 0 or i == len(data):
+            return s
+        return self.walk_text(s, data[i:])
 
     def walk_text(self, s: int, data: bytes) -> int:
         """The state after ``data`` from state ``s``, or ``DEAD``, like :meth:`walk_bytes` but

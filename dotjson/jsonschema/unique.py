@@ -149,12 +149,12 @@ class _ItemRules(Mapping):
         return getattr(self._rules, attr)
 
 
-#: Key texts :meth:`UniqueValues._fresh_key` tries, the first no dangerous value holds (letters
-#: and digits: spelled as themselves in every canonical text)
 #: :meth:`UniqueValues._declared_key`: the transitions its walk over a key's live bytes may take,
 #: and the longest key it reads
 MEMBER_KEY_STEPS = 4_096
 MEMBER_KEY_LEN = 64
+#: Key texts :meth:`UniqueValues._fresh_key` tries, the first no dangerous value holds (letters
+#: and digits: spelled as themselves in every canonical text)
 FRESH_KEYS = ("zQ7vX", "qJ3wK", "xZ9kP", "kV2mQ", "jX8zW", "wQ5jZ", "vK4xJ", "pZ6qV")
 
 
@@ -617,9 +617,10 @@ class UniqueValues(_Family):
         a member's value, or deeper, could be replaced by a later member of that name) — and one
         exists (the item automaton's live states have completions). Asked before the search for
         a completion, which an item with long required members can exhaust (JsonSchemaStore---tson:
-        ~45 bytes past free members, past ``MAX_VALUE_SEARCH`` texts). ``False`` where unsure: a
-        member's value begun, a nested value, an escape begun, a closed object,
-        ``propertyNames`` that refuse the text."""
+        ~45 bytes past free members, past ``MAX_VALUE_SEARCH`` texts). Where no such key of its own
+        fits (a closed object), a declared one no dangerous value holds (:meth:`_declared_key`).
+        ``False`` where unsure: a member's value begun, a nested value, an escape begun, a key
+        read so far that is not plain printable ASCII, ``propertyNames`` that refuse the text."""
         if self.strings:
             return False
         body = text.encode("latin-1")
@@ -648,22 +649,13 @@ class UniqueValues(_Family):
         key = self.fresh_name(seen)
         with not_a_token_walk():  # (the item automaton reads: see _successors)
             for p in probes if key is not None else ():
-                r = q
-                for ch in p + key:
-                    r = auto.step(r, ord(ch))
-                    if r < 0:
-                        break
-                if r >= 0:
+                if auto.walk_bytes(q, (p + key).encode("ascii")) >= 0:
                     return True
             # a closed object: a declared member's key instead, where no dangerous value has it
             if b"\\" in read or b'"' in read or not read.isascii():
                 return False
             for p in probes:
-                r = q
-                for ch in p:
-                    r = auto.step(r, ord(ch))
-                    if r < 0:
-                        break
+                r = auto.walk_bytes(q, p.encode("ascii"))
                 if r >= 0 and self._declared_key(seen, r, read.decode("ascii")):
                     return True
         return False

@@ -119,12 +119,18 @@ class Rules:
             return idx
         if name not in self.src:
             raise GrammarError(f"undefined rule {name!r}")
-        if not self.analysis.productive(name):
-            return None
-        nul = self.analysis.nullable(name)
-        idx = self.index.get(name)  # the analyses may compile (And/Diff) and so register rules
-        if idx is not None:
-            return idx
+        got = self.analysis.settled(name)  # (an answer the rules' builder gives outright)
+        if got is not None:
+            nul, prod = got
+            if not prod:
+                return None
+        else:
+            if not self.analysis.productive(name):
+                return None
+            nul = self.analysis.nullable(name)
+            idx = self.index.get(name)  # the analyses may compile (And/Diff) and so register rules
+            if idx is not None:
+                return idx
         idx = len(self.names)
         self._add_rule(idx + 1)  # arrays indexed by rule id first: a REF term follows
         self.names.append(name)

@@ -191,3 +191,74 @@ def test_any_order_index_round_trip(tmp_path, tiny_bpe_vocab, tiny_bpe_tokenizer
         else:
             with pytest.raises(GrammarError):
                 again.grammar
+
+
+def _written_masks(schema, docs, vocab, tokenizer, written: bool, **kw) -> list:
+    """Every mask along ``docs`` (teacher-forced) of a new index built and walked while
+    ``AnyOrderObject.written`` is ``written`` (bodies are made lazily, by the masks)."""
+    import numpy as np
+
+    from dotjson import Index
+    from dotjson.jsonschema.objects_any_order import AnyOrderObject
+
+    from dotjson import ir
+
+    saved = AnyOrderObject.written
+    AnyOrderObject.written = written
+    try:
+        ix = Index(schema, vocab, property_order="any", **kw)
+        out = []
+        for d in docs:
+            s = ix.initial_state
+            for t in tokenizer.encode(json.dumps(d, separators=(",", ":")), add_special_tokens=False):
+                out.append(np.array(ix.mask(s)))
+                s = ix.next_state(s, t)
+                assert s >= 0, (schema, d)
+            out.append(np.array(ix.mask(s)))
+        fams = [f for f in ix._auto.grammar.families if isinstance(f, AnyOrderObject)]  # (made lazily)
+        assert fams
+        rules = ix._auto.rules
+        n_written = sum(type(rules.native_spec(n)) is ir.Written for n in rules.names
+                        if any(f.owns(n) for f in fams))
+        assert (n_written > 2) if written else n_written == 0, n_written
+        return out, max(f.nw for f in fams)
+    finally:
+        AnyOrderObject.written = saved
+
+
+@pytest.mark.parametrize("case", ["small", "wide", "witness", "counts"])
+def test_written_state_bodies_keep_every_mask(case, llama3_vocab, llama3_tokenizer):
+    """The family's states and tails are written into the store from data (``Written``, no IR
+    body compiled): every mask along documents in several orders equals the masks of the IR
+    bodies (``AnyOrderObject.written = False``), for a small family (its names one alternation
+    in the state), a wide one (key sets, tail rules), witnesses of a negated branch and counts,
+    in the every-valid configuration and with the defaults."""
+    if case == "small":
+        schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                                    "tags": {"type": "array", "items": {"type": "string"}}},
+                  "required": ["name"]}
+        docs = [{"age": 3, "name": "x"}, {"tags": ["a"], "name": "y", "age": 1}, {"name": "z"}]
+    elif case == "wide":
+        schema = {"type": "object", "properties": {f"k{j:02d}": {"type": "integer"} for j in range(12)},
+                  "required": ["k07"]}
+        docs = [{"k07": 1, "k03": 2}, {"k11": 0, "k00": 5, "k07": 9}]
+    elif case == "witness":
+        # (a key starting with "a" whose value is no string, a key of two characters or more)
+        schema = {"type": "object", "properties": {"a": {}, "ab": {"type": "integer"}},
+                  "not": {"patternProperties": {"^a": {"type": "string"}}},
+                  "allOf": [{"not": {"propertyNames": {"maxLength": 1}}}]}
+        docs = [{"ab": 1, "a": []}, {"a": [], "xyz": 1}, {"xy": [1], "ab": 0}, {"ab": 3}]
+    else:
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+                                                    "c": {"type": "integer"}},
+                  "minProperties": 2, "maxProperties": 3}
+        docs = [{"c": 1, "a": 2}, {"b": 1, "x": 2, "a": 0}]
+    for kw in ({"close_objects": False, "whitespace": "json", "bounds": "schema", "spellings": "any"}, {}):
+        if case == "counts" and not kw:
+            docs = [{"c": 1, "a": 2}, {"b": 1, "c": 2, "a": 0}]  # (closed: no extra member)
+        a, nw = _written_masks(schema, docs, llama3_vocab, llama3_tokenizer, True, **kw)
+        b, _ = _written_masks(schema, docs, llama3_vocab, llama3_tokenizer, False, **kw)
+        assert len(a) == len(b) > 10
+        assert (nw > 0) == (case == "witness"), nw
+        for k, (x, y) in enumerate(zip(a, b)):
+            assert (x == y).all(), (case, kw, k)

@@ -127,6 +127,10 @@ class AnyOrderObject:
     """
 
     kind = "any_order_object"
+    # the automaton writes the states' and tails' bodies straight into its store (an
+    # :class:`~dotjson.ir.Written` each, where the compiler passed its ``native`` mapping);
+    # ``False``: their IR bodies compiled (the reference tests/test_any_order.py compares)
+    written = True
 
     def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None,
                  native=None, value_exprs=None, spell=None, witnesses=None):
@@ -173,6 +177,8 @@ class AnyOrderObject:
         self._ranks: dict = {}
         self._sets: dict = {}
         self._parsed: dict = {}
+        self._q = ir.lit('"')
+        self._wnames: dict = {}  # member -> its name and closing quote, one node (written bodies)
         self.bind(None)
 
     # ------------------------------------------------------------------ names
@@ -196,7 +202,10 @@ class AnyOrderObject:
     # a name made here is remembered with its parts (what parse() would return)
     def name(self, seen: tuple, c: int) -> str:
         nm = f"{self.tag}{c}{self._set(seen)}"
-        self._parsed.setdefault(nm, ("seen", seen, c))
+        if nm not in self._parsed:
+            self._parsed[nm] = ("seen", seen, c)
+            if self._native is not None and self.written:
+                self._native[nm] = ir.Written(lambda: self._state_alts(seen, c))
         return nm
 
     def _key_name(self, q, d, c, seen) -> str:
@@ -206,7 +215,10 @@ class AnyOrderObject:
 
     def _tail_name(self, j, c, seen) -> str:
         nm = f"{self._tail_tag}{j}_{c}{self._set(seen)}"
-        self._parsed.setdefault(nm, ("tail", seen, c, j))
+        if nm not in self._parsed:
+            self._parsed[nm] = ("tail", seen, c, j)
+            if self._native is not None and self.written:
+                self._native[nm] = ir.Written(lambda: [self._tail_alts(j, seen, c)])
         return nm
 
     def parse(self, name: str) -> tuple:
@@ -285,6 +297,49 @@ class AnyOrderObject:
         w = cw & self.wfull
         more = [ir.seq(self.colon, v, Ref(self.name(nxt, cw | b))) for b, v in self._wvalues(j) if b & ~w]
         return ir.alt(node, *more) if more else node
+
+    def _tail_alts(self, j, seen, cw) -> list:
+        """:meth:`_member_tail` as the automaton writes it (a sequence; an alternation after
+        the colon where member ``j``'s value may be some witnesses)."""
+        nxt = tuple(sorted(seen + (j,)))
+        w = cw & self.wfull
+        more = [[self.colon, v, self.name(nxt, cw | b)] for b, v in self._wvalues(j) if b & ~w]
+        if more:
+            return [[[self.colon, self.value(j), self.name(nxt, cw)], *more]]
+        return [self.colon, self.value(j), self.name(nxt, cw)]
+
+    def _wname(self, j) -> ir.Node:
+        """Member ``j``'s name (its spellings) and closing quote: one node per member, so its
+        term is compiled once."""
+        hit = self._wnames.get(j)
+        if hit is None:
+            hit = self._wnames[j] = ir.seq(self._spell.lit_text(self.names[j]), self._q)
+        return hit
+
+    def _state_alts(self, seen, c) -> list:
+        """:meth:`_state_body` as the automaton writes it (a :class:`~dotjson.ir.Written`
+        alternation): no IR body, no left-recursion search (every alternative consumes a byte
+        first), the names of a small family one flat alternation."""
+        sp = [self.sep] if c >> self.nw > 0 else []
+        alts = []
+        c2 = self._inc(c)
+        if c2 is not None:
+            if self.extra is not None:
+                alts.append(sp + [self.extra, self.name(seen, c2)])
+            w = c & self.wfull
+            for b, x in self._wextras():
+                if b & ~w:
+                    alts.append(sp + [x, self.name(seen, c2 | b)])
+            if len(seen) < self.n:
+                if self.n <= INLINE:
+                    names = [[self._wname(j), *self._tail_alts(j, seen, c2)]
+                             for j in (int(self.trie.member[q]) for q in self._offered(0, 0, seen).tolist())]
+                    alts.append(sp + [self._q, names])
+                else:
+                    alts.append(sp + [self._q, self._key_start(seen, c2).name])
+        if self._nullable(seen, c):
+            alts.append([])
+        return alts
 
     # ------------------------------------------------------------------ rules
     def _inc(self, cw: int):

@@ -766,6 +766,9 @@ class Index:
             r = self._next.get(state * 4_294_967_296 + token_id)
             if r is not None:
                 return r if r < 0 else self._ids.of(r)
+            if state < self._auto.n_states:  # a state expanded so far (what _check_state asks)
+                r = self._step(state, token_id)
+                return r if r < 0 else self._ids.of(r)
         state = self._check_state(state)
         token_id = _as_int(token_id, "token id")
         if not 0 <= token_id < self._max_token_id:

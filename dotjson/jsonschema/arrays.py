@@ -270,8 +270,10 @@ class ArrayBuilder:
     def members_grow(self, exprs) -> bool:
         """Whether every object the schemas ``exprs`` allow as a whole value stays allowed with
         one member more whose name no schema speaks of (any value): each branch that admits
-        objects declares no ``maxProperties``, ``propertyNames``, ``patternProperties`` or
-        witness member, its ``additionalProperties`` have a value in common (known without
+        objects (a ``maxProperties`` below its required names' count admits none) declares no
+        ``maxProperties``, ``propertyNames`` or ``patternProperties`` (a witness member, which
+        a negated object keyword asks for, is said to exist: it still does with a member more),
+        its ``additionalProperties`` have a value in common (known without
         building a rule: :meth:`Compiler.expr_known`), it has no ``$ref``,
         ``enum`` or excluded object value left beside it, and the objects are open
         (``close_objects=False``, no generation bound on members). Such a member keeps the value
@@ -296,8 +298,14 @@ class ArrayBuilder:
                     if "object" not in m.types:
                         continue
                     o = m.object
+                    if o.max_properties is not None and (
+                            o.max_properties < len(o.required) or o.max_properties < o.min_properties):
+                        continue  # (a branch no object is in: none of its objects must grow)
+                    # (witness members, `some`, are said to exist: an object holding them still
+                    # does with a member more, whose fresh name is no absent name of a negated
+                    # branch either)
                     if m.enum is not None or m.refs or o.max_properties is not None or o.property_names \
-                            or o.patterns or o.some or any(c[0] == "o" for c in m.not_enum) \
+                            or o.patterns or any(c[0] == "o" for c in m.not_enum) \
                             or any(k in o.properties or k in o.required for k in FRESH_KEYS):
                         return False  # (an excluded object may hold the name; the name is the schema's)
                     extra = [x[0] for x in o.additional if x[0] != TRUE]

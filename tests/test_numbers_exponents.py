@@ -303,6 +303,104 @@ def test_multipleof_of_any_size_against_fractions(k):
     assert sum(_fraction_verdict(schema, t) for t in texts) >= 4  # (the texts hold valid ones)
 
 
+# Products of small remainders past the eager build's 4,000 states: each divisor is small, but a
+# branch's automaton tracks them all at once (MaskBench's Handwritten---allany7 and allany8: any
+# multiple of 429 that no 8 divides, written with anyOf / oneOf / not over seven divisors)
+PRODUCTS = [
+    {"type": "number", "multipleOf": 13,
+     "not": {"anyOf": [{"multipleOf": d} for d in (2, 3, 5, 7, 11)]}},
+    {"type": "number", "allOf": [
+        {"anyOf": [{"multipleOf": 33}, {"multipleOf": 12}, {"multipleOf": 77}]},
+        {"anyOf": [{"allOf": [{"not": {"multipleOf": 6}}, {"not": {"multipleOf": 7}}]}, {"multipleOf": 44}]},
+        {"anyOf": [{"not": {"multipleOf": 11}}, {"multipleOf": 13}]}, {"not": {"multipleOf": 8}}]},
+    {"type": "number", "allOf": [
+        {"oneOf": [{"multipleOf": 33}, {"multipleOf": 12}, {"multipleOf": 77}]},
+        {"oneOf": [{"allOf": [{"not": {"multipleOf": 6}}, {"not": {"multipleOf": 7}}]}, {"multipleOf": 44}]},
+        {"oneOf": [{"not": {"multipleOf": 11}}, {"multipleOf": 13}]}, {"not": {"multipleOf": 8}}]},
+    {"type": "number", "multipleOf": 0.25, "exclusiveMinimum": -12.5,
+     "not": {"anyOf": [{"multipleOf": d} for d in (0.75, 1.75, 2.75, 3.25)]}},
+    # Handwritten---num4 (a multiple of 8,721 in a range, refused at its first mask before:
+    # the search passed its 400,000 states; so it is no reference here, jsonschema is)
+    {"properties": {"^$": True}, "required": ["a"], "allOf": [
+        {"multipleOf": 6.75}, {"multipleOf": 19}, {"multipleOf": 9.5}, {"multipleOf": 2.125}],
+     "not": {"anyOf": [{"multipleOf": d} for d in (2, 6.5, 5, 7, 11, 37)]},
+     "exclusiveMinimum": -100000, "exclusiveMaximum": -10000, "$ref": "#/definitions/n169",
+     "definitions": {"n169": {"not": {"const": -78489}}}},
+]
+
+
+def _number_families(schema, **kw):
+    """The grammar (hold it: a dropped grammar releases its families) and its number families
+    whose productivity is searched or computed (plain notation built lazily; exponents)."""
+    from dotjson.jsonschema.numfamily import ExponentNumbers, LazyNumberDFA
+
+    g = schema_to_grammar(schema, **kw)
+    return g, [f for f in g.families if isinstance(f, (LazyNumberDFA, ExponentNumbers))]
+
+
+def _live_as_searched(fam, depth: int, width: int) -> int:
+    """Checks ``fam.live`` (decided in rationals from a state's text) against the search over
+    the family's own states (the reference: exact, but it walked ~260,000 states, 20 s, in
+    allany7's first mask, and its exponent family's ~100 s) at every prefix of up to ``depth``
+    characters (``width`` of each length's live ones extended); ``(asked, alive)``."""
+    import copy
+
+    assert fam._arith is not None
+    ref = copy.copy(fam)
+    ref._arith, ref._prod, ref._rep = None, {}, {ref.init_state(): ""}
+    frontier, asked, alive = [(fam.init_state(), "")], 0, 0
+    for d in range(depth):
+        nxt = []
+        for st, text in frontier:
+            for chars, st2 in fam.moves(st):
+                fam._rep.setdefault(st2, text + chars[0])
+                got, want = fam.live(st2), ref.live(st2)
+                assert got == want, (fam.kind, text + chars[0], got, want)
+                asked += 1
+                alive += want
+                if want:
+                    nxt.append((st2, text + chars[0]))
+        frontier = nxt[:: max(1, len(nxt) // width)]
+    assert alive > 0
+    return asked, alive
+
+
+@pytest.mark.parametrize("k, every", [
+    (0, False), (0, True), (3, False), (3, True),
+    *(pytest.param(k, e, marks=pytest.mark.slow) for k, e in [(1, False), (1, True), (2, False), (2, True)])])
+def test_products_decide_liveness_as_the_search_does(k, every):
+    g, fams = _number_families(PRODUCTS[k], **(EVERY_VALID if every else {}))
+    assert len(fams) >= 1 + every  # (the plain automaton is lazy: past the eager build's limit)
+    counts = [_live_as_searched(f, 4, 40) for f in fams]
+    assert sum(a for a, _ in counts) > 300 and any(v < a for a, v in counts)  # (dead ones too)
+
+
+@pytest.mark.parametrize("k", range(len(SCHEMAS)))
+def test_exponent_families_decide_liveness_as_the_search_does(k):
+    g, fams = _number_families(SCHEMAS[k], **EVERY_VALID)
+    for f in fams:
+        _live_as_searched(f, 5, 80)
+
+
+@pytest.mark.parametrize("k", range(len(PRODUCTS)))
+def test_lazy_products_match_jsonschema(k):
+    schema = PRODUCTS[k]
+    rng = random.Random(300 + k)
+    texts = {random_number(rng, exponent=False) for _ in range(150)}
+    for m in (13, 429, 0.25, 33, 77, 12, 8721):
+        for j in (1, 2, 3, 7, 8, 11, 16, 17, 19, 30, 37, 1001, -3, -5, -9, -11, -23, 123457):
+            d = Decimal(repr(m)) * j
+            texts |= {f"{d:f}", f"{d:f}" + ("0" if "." in f"{d:f}" else ".0"), f"{d + Decimal('0.5'):f}"}
+    texts |= {"0", "-0", "0.0"} | {f"{-8721 * j}{tail}" for j in range(2, 12) for tail in ("", ".0", ".5")}
+    valid = 0
+    for text in sorted(texts):
+        want = reference(schema, text)
+        valid += want
+        assert accepts(schema, text, **EVERY_VALID) == want, (schema, text, want)
+        assert accepts(schema, text, bounds="schema") == want, (schema, text, want)
+    assert valid >= 2  # (num4 has two: -26163 and -26163.0)
+
+
 def test_bounds_of_many_digits_are_exact():
     big = "1" + "0" * 5000
     s = '{"type": "integer", "minimum": %s, "maximum": %s1}' % (big, big[:-1])  # (as text: 5,001 digits)

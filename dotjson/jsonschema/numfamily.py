@@ -18,8 +18,11 @@ and a saved index keeps its meaning):
   condition ``P + e ⋚ k`` on the exponent ``e``: the allowed exponents are a finite union of
   intervals, written as a regular node over the exponent's digits.
 
-Productivity (a state from which some number completes) is decided exactly by a search over
-the states with the magnitude left out (the exponent can move it anywhere), which is finite.
+Productivity (a state from which some number completes) is decided exactly in rationals from
+a text that reaches the state (:class:`~dotjson.jsonschema.numarith._Arith`: the numbers a prefix
+can still become are intervals, and whether one holds an allowed value is a question about its
+first few multiples); a state without a known text is searched, over the states with the
+magnitude left out (the exponent can move it anywhere), which is finite.
 
 The shared machinery lives beside it: the rule family over named states in
 :mod:`dotjson.jsonschema.statefamily`; the integer sets, exponent text and arithmetic liveness in
@@ -146,13 +149,16 @@ def _from_params_json(d: dict, make):
 
 
 def _arith_of_trackers(trackers, n):
-    """The :class:`_Arith` of a plain automaton's trackers when one of them is a remainder
-    too large to search (else ``None``: the search over states decides, as it always has)."""
+    """The :class:`_Arith` of a plain automaton's trackers (``None`` for draft 4's syntactic
+    integers: the search over states decides). The automaton is lazy because its product of
+    trackers passed the eager build's limit (4,000 states), so a search over its states may
+    visit that many and more to prove one state dead: ``multipleOf 33`` or ``12`` or ``77``,
+    not of 6 and 7, not of 8 (MaskBench ``Handwritten---allany7``) spent 20 s of Python in
+    such searches in its first mask; the rationals decide each state from its text at once."""
     lo = hi = None
     lox = hix = False
     mults, notmults, ne = [], [], []
     integer = None
-    big = False
     for t in trackers:
         if isinstance(t, n._CmpTracker):
             if t.op in ("ge", "gt", "eq"):
@@ -167,12 +173,10 @@ def _arith_of_trackers(trackers, n):
             integer = t.negate is False
         else:
             if isinstance(t, n._ModTracker):
-                m, big = Fraction(t.a, 10 ** t.s), big or t.a > BIG_MODULUS
+                m = Fraction(t.a, 10 ** t.s)
             else:
-                m, big = Fraction(t.b * 10 ** t.k), big or t.b > BIG_MODULUS
+                m = Fraction(t.b * 10 ** t.k)
             (notmults if t.negate else mults).append(m)
-    if not big:
-        return None
     return _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
 
 
@@ -232,8 +236,10 @@ class ExponentNumbers(_Family):
                 break
             o = _order10(ap)
             per = per * o // gcd(per, o)
-        if any(a > BIG_MODULUS for a, *_ in self.mults):
-            self._arith = _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
+        # whether a mantissa can still be completed, decided in rationals from its text: the
+        # search over abstract states visits the product of every divisor's remainders (and,
+        # past BIG_MODULUS, would not end); it stays the answer for a state without a text
+        self._arith = _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
         self.z0 = self.ncap + max([max(al, be) for _, _, _, al, be, _ in self.mults] + [0])
         self.per = per
         self.has_mults = bool(self.mults)

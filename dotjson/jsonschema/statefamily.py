@@ -7,9 +7,12 @@ the same state in every process and a saved index keeps its meaning. Its clients
 families of :mod:`dotjson.jsonschema.numfamily` and ``uniqueItems`` over numbers
 (:mod:`dotjson.jsonschema.unique`).
 
-Productivity (a state from which some text completes) is decided by a search over the states
-with what cannot matter left out (``abstract``), or by the family's arithmetic
-(:class:`~dotjson.jsonschema.numarith._Arith`) where that search would not end.
+Productivity (a state from which some text completes) is decided by the family's arithmetic
+(:class:`~dotjson.jsonschema.numarith._Arith`, from a text that reaches the state) where the
+family has one: the number families always do, since a search over a product of remainders
+visits them all to prove one state dead (MaskBench ``Handwritten---allany7``: 20 s of searches in
+its first mask). Otherwise, and for a state no text is known for, by a search over the states
+with what cannot matter left out (``abstract``).
 """
 
 from __future__ import annotations

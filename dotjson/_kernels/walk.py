@@ -617,22 +617,6 @@ def run_share(S, s, special, known, out, pseq, plen):
 
 
 @kernel
-def walk_token(trans, state, data, lo, hi, ret):
-    """Advance ``state`` over ``data[lo:hi]``; returns the final state, ``-2`` (dead) or ``-1``
-    with ``ret[0]`` = position and ``ret[1]`` = state whose row must be filled first."""
-    for i in range(lo, hi):
-        nxt = trans[state, data[i]]
-        if nxt == -1:
-            ret[0] = i
-            ret[1] = state
-            return -1
-        if nxt < 0:
-            return -2
-        state = nxt
-    return state
-
-
-@kernel
 def or_words(out, src):
     for i in range(out.shape[0]):
         out[i] |= src[i]

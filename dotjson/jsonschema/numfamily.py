@@ -18,11 +18,12 @@ and a saved index keeps its meaning):
   condition ``P + e ⋚ k`` on the exponent ``e``: the allowed exponents are a finite union of
   intervals, written as a regular node over the exponent's digits.
 
-Productivity (a state from which some number completes) is decided exactly in rationals from
-a text that reaches the state (:class:`~dotjson.jsonschema.numarith._Arith`: the numbers a prefix
-can still become are intervals, and whether one holds an allowed value is a question about its
-first few multiples); a state without a known text is searched, over the states with the
-magnitude left out (the exponent can move it anywhere), which is finite.
+Productivity (a state from which some number completes) is decided exactly: with a
+``multipleOf`` among the constraints, in rationals from a text that reaches the state
+(:class:`~dotjson.jsonschema.numarith._Arith`: the numbers a prefix can still become are
+intervals, and whether one holds an allowed value is a question about its first few multiples);
+otherwise, or for a state without a known text, by a search over the states with the magnitude
+left out (the exponent can move it anywhere), which is finite.
 
 The shared machinery lives beside it: the rule family over named states in
 :mod:`dotjson.jsonschema.statefamily`; the integer sets, exponent text and arithmetic liveness in
@@ -149,12 +150,15 @@ def _from_params_json(d: dict, make):
 
 
 def _arith_of_trackers(trackers, n):
-    """The :class:`_Arith` of a plain automaton's trackers (``None`` for draft 4's syntactic
-    integers: the search over states decides). The automaton is lazy because its product of
-    trackers passed the eager build's limit (4,000 states), so a search over its states may
-    visit that many and more to prove one state dead: ``multipleOf 33`` or ``12`` or ``77``,
-    not of 6 and 7, not of 8 (MaskBench ``Handwritten---allany7``) spent 20 s of Python in
-    such searches in its first mask; the rationals decide each state from its text at once."""
+    """The :class:`_Arith` of a plain automaton's trackers where one of them is a remainder
+    (``None`` otherwise, and for draft 4's syntactic integers: the search over states decides).
+    The automaton is lazy because its product of trackers passed the eager build's limit (4,000
+    states); with remainders in it a search proves a state dead only by visiting their whole
+    product: ``multipleOf 33`` or ``12`` or ``77``, not of 6 and 7, not of 8 (MaskBench
+    ``Handwritten---allany7``) spent 20 s of Python in such searches in its first mask, which
+    the rationals decide from each state's text at once. Bounds alone (thousands of digits)
+    stay with the search: their trackers prune it (``hopeless``), where the rationals would
+    compare numbers of thousands of digits at every state."""
     lo = hi = None
     lox = hix = False
     mults, notmults, ne = [], [], []
@@ -177,6 +181,8 @@ def _arith_of_trackers(trackers, n):
             else:
                 m = Fraction(t.b * 10 ** t.k)
             (notmults if t.negate else mults).append(m)
+    if not (mults or notmults):
+        return None
     return _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
 
 
@@ -236,10 +242,12 @@ class ExponentNumbers(_Family):
                 break
             o = _order10(ap)
             per = per * o // gcd(per, o)
-        # whether a mantissa can still be completed, decided in rationals from its text: the
-        # search over abstract states visits the product of every divisor's remainders (and,
-        # past BIG_MODULUS, would not end); it stays the answer for a state without a text
-        self._arith = _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
+        # with divisors, whether a mantissa can still be completed is decided in rationals from
+        # its text: the search over abstract states visits the product of every divisor's
+        # remainders (and, past BIG_MODULUS, would not end); it stays the answer for a state
+        # without a text, and for bounds alone (their comparisons prune it)
+        if self.mults:
+            self._arith = _Arith(lo, lox, hi, hix, mults, notmults, ne, integer)
         self.z0 = self.ncap + max([max(al, be) for _, _, _, al, be, _ in self.mults] + [0])
         self.per = per
         self.has_mults = bool(self.mults)

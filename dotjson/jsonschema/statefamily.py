@@ -9,10 +9,10 @@ families of :mod:`dotjson.jsonschema.numfamily` and ``uniqueItems`` over numbers
 
 Productivity (a state from which some text completes) is decided by the family's arithmetic
 (:class:`~dotjson.jsonschema.numarith._Arith`, from a text that reaches the state) where the
-family has one: the number families always do, since a search over a product of remainders
-visits them all to prove one state dead (MaskBench ``Handwritten---allany7``: 20 s of searches in
-its first mask). Otherwise, and for a state no text is known for, by a search over the states
-with what cannot matter left out (``abstract``).
+family has one: the number families do wherever a ``multipleOf`` is among their constraints,
+since a search over a product of remainders visits them all to prove one state dead (MaskBench
+``Handwritten---allany7``: 20 s of searches in its first mask). Otherwise, and for a state no
+text is known for, by a search over the states with what cannot matter left out (``abstract``).
 """
 
 from __future__ import annotations

@@ -120,7 +120,13 @@ def main(argv=None):
                     help="also a model's forward pass on this torch device (e.g. cuda)")
     ap.add_argument("--torch-layers", type=int, default=16)
     ap.add_argument("--torch-hidden", type=int, default=2048)
+    ap.add_argument("--switch-interval", type=float, default=0.0,
+                    help="CPython's thread switch interval in seconds for the run "
+                         "(sys.setswitchinterval; default: the interpreter's, 0.005)")
     args = ap.parse_args(argv)
+    if args.switch_interval > 0:
+        sys.setswitchinterval(args.switch_interval)
+    print(f"switch interval {sys.getswitchinterval() * 1e3:g} ms")
 
 
     from dotjson import Guide, Index, Vocabulary

@@ -134,7 +134,15 @@ def main(argv=None):
     ap.add_argument("--save-jobs", default=None, metavar="PATH",
                     help="write each batch size's schemas and token ids here and stop")
     ap.add_argument("--jobs", default=None, metavar="PATH", help="run on jobs --save-jobs wrote")
+    ap.add_argument("--fresh-workers", type=int, default=None,
+                    help="dotjson.batch.FRESH_WORKERS for the run (threads computing fresh masks; "
+                         "default: the library's, 0: the calling thread)")
+    ap.add_argument("--switch-interval", type=float, default=0.0,
+                    help="CPython's thread switch interval in seconds for the run "
+                         "(sys.setswitchinterval; default: the interpreter's, 0.005)")
     args = ap.parse_args(argv)
+    if args.switch_interval > 0:
+        sys.setswitchinterval(args.switch_interval)
     sizes = [int(x) for x in args.requests.split(",")]
     if args.save_jobs:
         tok = peers.load_tokenizer("llama3")
@@ -146,14 +154,19 @@ def main(argv=None):
     import llguidance.hf
 
     import dotjson
+    import dotjson.batch
     from dotjson import Vocabulary
     from dotjson.tools.testing import llama3_tokenizer_dir
 
     dotjson.warmup()
+    if args.fresh_workers is not None:
+        dotjson.batch.FRESH_WORKERS = args.fresh_workers
     tok = peers.load_tokenizer("llama3")
     vocab = Vocabulary.from_pretrained(llama3_tokenizer_dir())
     lltok = llguidance.hf.from_tokenizer(tok, n_vocab=vocab.max_token_id(), eos_token=vocab.eos_token_ids[0])
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; dotjson's fresh masks: "
+          f"{dotjson.batch.FRESH_WORKERS or 'the calling'} thread(s); switch interval "
+          f"{sys.getswitchinterval() * 1e3:g} ms", flush=True)
     for n in sizes:
         run(n, args, tok, vocab, lltok)
 

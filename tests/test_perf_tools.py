@@ -28,3 +28,67 @@ def test_profile_fresh_parts_runs_and_accounts_for_the_steps():
     shapes = re.findall(r"^\s+[\d.]+\s+(\d+)\s+[\d.]+\s+rule", out, re.M)
     assert shapes and all(int(n) > 0 for n in shapes)
     assert re.search(r"states the fresh masks made, by their leading item: [\d.]+ a step", out)
+
+
+def _fuzz_walks():
+    sys.path.insert(0, str(ROOT / "perf"))
+    try:
+        import fuzz_walks
+    finally:
+        sys.path.remove(str(ROOT / "perf"))
+    return fuzz_walks
+
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}, "b": {"enum": ["x", "y"]}},
+          "required": ["a"]}
+
+
+def test_fuzz_walks_finishes_valid_documents(smollm2_vocab):
+    import json
+
+    import jsonschema
+    import numpy as np
+
+    from dotjson import Index
+
+    fw = _fuzz_walks()
+    finished = 0
+    for seed in range(6):
+        status, text, problem = fw.walk(Index(SCHEMA, smollm2_vocab), smollm2_vocab, np.random.default_rng(seed), 120)
+        assert problem is None, problem
+        if status == "finished":
+            finished += 1
+            jsonschema.validate(json.loads(text), SCHEMA)
+    assert finished >= 3
+
+
+def test_fuzz_walks_catches_a_mask_that_disagrees_with_the_step(smollm2_vocab):
+    """The checks can fail: a mask allowing every token, one allowing none, and one whose EOS bit
+    lies are each reported."""
+    import numpy as np
+
+    from dotjson import Index
+
+    fw = _fuzz_walks()
+
+    class Lying(Index):
+        how = "all"
+
+        def fill_mask(self, state, out):
+            super().fill_mask(state, out)
+            if self.how == "all":
+                out[:] = 0xFFFFFFFF
+            elif self.how == "none":
+                out[:] = 0
+            else:
+                for e in smollm2_vocab.eos_token_ids:
+                    out[e >> 5] ^= np.uint32(1 << (e & 31))
+
+    seen = set()
+    for how, want in (("all", {"lax", "eos"}), ("none", {"dead-end"}), ("eos", {"eos"})):
+        idx = Lying(SCHEMA, smollm2_vocab)
+        idx.how = how
+        status, _, problem = fw.walk(idx, smollm2_vocab, np.random.default_rng(0), 50)
+        assert status in want and problem, (how, status, problem)
+        seen.add(status)
+    assert "dead-end" in seen

@@ -1,0 +1,188 @@
+"""Random token walks over real schemas: every finished document must validate, and every mask
+must agree with the index's own step.
+
+For a seeded sample of MaskBench schemas (or the repository's subset), in the default
+configuration and the every-valid one (``property_order="any"``, open objects, any JSON
+whitespace, only the schema's bounds), each walk starts a fresh index and samples tokens among
+the allowed ones (half of the time among the structural ones, those that are not plain string
+content, so that strings end and documents finish; EOS with probability 1/2 where allowed; past
+half the token budget always the structural ones and EOS where allowed) until EOS or the budget.
+Checked (the documents against ``jsonschema``, which dotjson did not write; the masks against
+the index's own step, a second path through the automaton):
+
+* the finished document is valid for ``jsonschema`` (its draft's validator, formats asserted);
+* a mask never leaves a live state without a token (a dead end);
+* each sampled token is accepted by ``Index.next_state`` (a mask never allows a refused token),
+  and a few tokens sampled outside the mask are refused by it (a mask never forbids a token the
+  step takes: the other side of exactness, as far as ``next_state`` is the reference);
+* EOS is allowed exactly where ``is_accepting`` says.
+
+A schema ``Index()`` refuses (``UnsupportedSchemaError``, a limit) is counted, not a failure; so
+is a walk that reaches a documented limit. Anything else raised is a failure. Every walk is made
+from ``(schema id, configuration, seed)`` alone; ``--ids ID --seed S -v`` replays one.
+
+Usage::
+
+    python perf/fuzz_walks.py --limit 20 --walks 3          # 20 schemas a category, 3 walks each
+    python perf/fuzz_walks.py --ids Github_easy---o1234 --seed 7 -v
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+import warnings
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import peers  # noqa: E402
+from bench_maskbench import CATEGORIES, DATA, load_sample  # noqa: E402
+
+EVERY_VALID = {"property_order": "any", "close_objects": False, "whitespace": "json", "bounds": "schema"}
+CONFIGS = {"default": {}, "every-valid": EVERY_VALID}
+
+
+def _validator(schema):
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3):
+    """One random walk; returns ``(status, text, problem)``: ``finished``/``budget`` and the
+    bytes so far, ``problem`` a string when a check failed."""
+    from dotjson.errors import LimitExceededError
+
+    n_words = (int(vocab.max_token_id()) + 31) // 32
+    width = int(vocab.max_token_id())
+    eos = set(int(e) for e in vocab.eos_token_ids)
+    plain = index._tries.plain_bits
+    buf = np.zeros(n_words, dtype=np.uint32)
+    s = index.initial_state
+    text = bytearray()
+    for step in range(budget):
+        late = step >= budget // 2  # past half the budget: steer towards the end (EOS, structure)
+        try:
+            index.fill_mask(s, buf)
+        except LimitExceededError:
+            return "limit", bytes(text), None
+        bits = np.unpackbits(buf.view(np.uint8), bitorder="little")[:width]
+        allowed = np.flatnonzero(bits)
+        if len(allowed) == 0:
+            return "dead-end", bytes(text), f"no token allowed after {bytes(text)!r}"
+        eos_ok = any(bits[e] for e in eos if e < width)
+        if eos_ok != bool(index.is_accepting(s)):
+            return "eos", bytes(text), f"EOS allowed={eos_ok} but is_accepting={not eos_ok} after {bytes(text)!r}"
+        # tokens outside the mask must be refused by the step
+        for t in rng.integers(0, width, size=outside):
+            if not bits[t] and index.next_state(s, int(t)) != -2:
+                return "strict", bytes(text), (f"token {int(t)} ({vocab.token_bytes(int(t))!r}) is outside the mask "
+                                               f"but next_state takes it after {bytes(text)!r}")
+        if eos_ok and (late or rng.random() < 0.5):
+            return "finished", bytes(text), None
+        body = [t for t in allowed if t not in eos]
+        if not body:
+            return "finished", bytes(text), None
+        structural = [t for t in body if not (plain[t >> 5] >> (t & 31)) & 1]
+        pool = structural if structural and (late or rng.random() < 0.5) else body
+        t = int(rng.choice(pool))
+        try:
+            ns = index.next_state(s, t)
+        except LimitExceededError:
+            return "limit", bytes(text), None
+        if ns == -2:
+            return "lax", bytes(text), f"token {t} ({vocab.token_bytes(t)!r}) is in the mask but next_state refuses it after {bytes(text)!r}"
+        text += vocab.token_bytes(t)
+        s = ns
+    return "budget", bytes(text), None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--limit", type=int, default=10, help="schemas per category (default 10)")
+    ap.add_argument("--walks", type=int, default=2, help="walks per schema and configuration")
+    ap.add_argument("--budget", type=int, default=200, help="tokens per walk")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--tokenizer", default="llama3")
+    ap.add_argument("--configs", default="default,every-valid")
+    ap.add_argument("--ids", default="", help="only these schema ids (comma-separated)")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+
+    import dotjson
+    from dotjson import Index, Vocabulary
+    from dotjson.errors import DotjsonError, LimitExceededError, UnsupportedSchemaError
+
+    tok = peers.load_tokenizer(args.tokenizer)
+    vocab = Vocabulary.from_tokenizer(tok)
+    dotjson.warmup()
+    rows = load_sample(CATEGORIES, args.limit if not args.ids else 10**9, args.seed, data=args.data)
+    if args.ids:
+        want = set(args.ids.split(","))
+        rows = [r for r in rows if r["id"] in want]
+    counts: dict = {}
+    failures = []
+    t0 = time.time()
+    for k, row in enumerate(rows):
+        try:
+            validator = _validator(row["schema"])
+        except Exception:  # noqa: BLE001  (a schema jsonschema itself rejects: no reference)
+            counts["no reference"] = counts.get("no reference", 0) + 1
+            continue
+        for cname in args.configs.split(","):
+            opts = CONFIGS[cname]
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    index = Index(row["schema"], vocab, **opts)
+            except (UnsupportedSchemaError, LimitExceededError):
+                counts[f"{cname}: refused"] = counts.get(f"{cname}: refused", 0) + 1
+                continue
+            except DotjsonError:
+                counts[f"{cname}: schema error"] = counts.get(f"{cname}: schema error", 0) + 1
+                continue
+            for w in range(args.walks):
+                seed = zlib.crc32(f"{row['id']}/{cname}/{args.seed}/{w}".encode())
+                rng = np.random.default_rng(seed)
+                if w:
+                    index = Index(row["schema"], vocab, **opts)  # each walk on a fresh index
+                try:
+                    status, text, problem = walk(index, vocab, rng, args.budget)
+                except Exception as e:  # noqa: BLE001
+                    status, text, problem = "raised", b"", f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
+                if status == "finished" and problem is None:
+                    try:
+                        doc = json.loads(text.decode("utf-8"))
+                        errs = sorted(validator.iter_errors(doc), key=str)
+                        if errs:
+                            status, problem = "invalid", f"{text!r}: {errs[0].message[:300]}"
+                    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                        status, problem = "not JSON", f"{text!r}: {e}"
+                key = f"{cname}: {status}"
+                counts[key] = counts.get(key, 0) + 1
+                if problem is not None:
+                    failures.append((row["id"], cname, w, status, problem))
+                    print(f"FAIL {row['id']} [{cname}] walk {w}: {status}: {problem[:600]}", flush=True)
+                elif args.verbose:
+                    print(f"ok {row['id']} [{cname}] walk {w}: {status} {text[:200]!r}", flush=True)
+        if (k + 1) % 25 == 0:
+            print(f"[{k + 1}/{len(rows)} {time.time() - t0:.0f}s] {json.dumps(counts, sort_keys=True)}", flush=True)
+    print(f"{len(rows)} schemas in {time.time() - t0:.0f} s ({args.tokenizer}, seed {args.seed}): "
+          f"{json.dumps(counts, sort_keys=True)}")
+    print(f"failures: {len(failures)}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

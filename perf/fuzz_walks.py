@@ -6,7 +6,8 @@ configuration and the every-valid one (``property_order="any"``, open objects, a
 whitespace, only the schema's bounds), each walk starts a fresh index and samples tokens among
 the allowed ones (half of the time among the structural ones, those that are not plain string
 content, so that strings end and documents finish; EOS with probability 1/2 where allowed; past
-half the token budget always the structural ones and EOS where allowed) until EOS or the budget.
+half the token budget always the structural ones holding ``}``, ``]`` or ``"`` where there are
+some, and EOS where allowed) until EOS or the budget.
 Checked (the documents against ``jsonschema``, which dotjson did not write; the masks against
 the index's own step, a second path through the automaton):
 
@@ -57,6 +58,28 @@ def _validator(schema):
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
+_CLOSERS: dict = {}
+#: the messages of the documented limits walks met (printed with their schema)
+LIMITS: list = []
+
+
+def _closers(vocab) -> np.ndarray:
+    """Per token id: whether its bytes hold ``}``, ``]`` or ``"`` (what ends a value), once per
+    vocabulary."""
+    got = _CLOSERS.get(id(vocab))
+    if got is None:
+        n = int(vocab.max_token_id())
+        got = np.zeros(n, dtype=bool)
+        for t in range(n):
+            try:
+                b = vocab.token_bytes(t)
+            except Exception:  # noqa: BLE001  (an id without bytes)
+                continue
+            got[t] = b"}" in b or b"]" in b or b'"' in b
+        _CLOSERS[id(vocab)] = got
+    return got
+
+
 def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3):
     """One random walk; returns ``(status, text, problem)``: ``finished``/``budget`` and the
     bytes so far, ``problem`` a string when a check failed."""
@@ -66,6 +89,7 @@ def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3):
     width = int(vocab.max_token_id())
     eos = set(int(e) for e in vocab.eos_token_ids)
     plain = index._tries.plain_bits
+    closers = _closers(vocab)
     buf = np.zeros(n_words, dtype=np.uint32)
     s = index.initial_state
     text = bytearray()
@@ -73,7 +97,8 @@ def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3):
         late = step >= budget // 2  # past half the budget: steer towards the end (EOS, structure)
         try:
             index.fill_mask(s, buf)
-        except LimitExceededError:
+        except LimitExceededError as e:
+            LIMITS.append(str(e))
             return "limit", bytes(text), None
         bits = np.unpackbits(buf.view(np.uint8), bitorder="little")[:width]
         allowed = np.flatnonzero(bits)
@@ -94,10 +119,13 @@ def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3):
             return "finished", bytes(text), None
         structural = [t for t in body if not (plain[t >> 5] >> (t & 31)) & 1]
         pool = structural if structural and (late or rng.random() < 0.5) else body
+        if late:  # (past half the budget: what ends a value, where the mask has one)
+            pool = [t for t in pool if closers[t]] or pool
         t = int(rng.choice(pool))
         try:
             ns = index.next_state(s, t)
-        except LimitExceededError:
+        except LimitExceededError as e:
+            LIMITS.append(str(e))
             return "limit", bytes(text), None
         if ns == -2:
             return "lax", bytes(text), f"token {t} ({vocab.token_bytes(t)!r}) is in the mask but next_state refuses it after {bytes(text)!r}"
@@ -169,6 +197,8 @@ def main(argv=None) -> int:
                             status, problem = "invalid", f"{text!r}: {errs[0].message[:300]}"
                     except (UnicodeDecodeError, json.JSONDecodeError) as e:
                         status, problem = "not JSON", f"{text!r}: {e}"
+                if status == "limit" and LIMITS:
+                    print(f"limit {row['id']} [{cname}] walk {w}: {LIMITS[-1][:300]}", flush=True)
                 key = f"{cname}: {status}"
                 counts[key] = counts.get(key, 0) + 1
                 if problem is not None:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -92,3 +94,17 @@ def test_fuzz_walks_catches_a_mask_that_disagrees_with_the_step(smollm2_vocab):
         assert status in want and problem, (how, status, problem)
         seen.add(status)
     assert "dead-end" in seen
+
+
+@pytest.mark.slow
+def test_fuzz_walks_over_maskbench_schemas_finds_nothing():
+    """Random walks over two MaskBench schemas a category (the development split where it is,
+    else the repository's subset), both configurations: every finished document valid, every
+    mask agreeing with the step."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "fuzz_walks.py"), "--limit", "2", "--walks", "1", "--seed", "3"],
+        capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "failures: 0" in proc.stdout
+    m = re.search(r'"default: finished": (\d+)', proc.stdout)
+    assert m and int(m[1]) >= 10, proc.stdout[-2000:]

@@ -48,7 +48,10 @@ import peers  # noqa: E402
 from bench_maskbench import CATEGORIES, DATA, load_sample  # noqa: E402
 
 EVERY_VALID = {"property_order": "any", "close_objects": False, "whitespace": "json", "bounds": "schema"}
-CONFIGS = {"default": {}, "every-valid": EVERY_VALID}
+CONFIGS = {"default": {}, "every-valid": EVERY_VALID,
+           # other corners of the options: any order in closed objects, no whitespace, schema bounds
+           "any-order": {"property_order": "any"}, "compact": {"disallow_whitespace": True},
+           "schema-bounds": {"bounds": "schema", "close_objects": False}}
 
 
 def _validator(schema):
@@ -146,7 +149,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--tokenizer", default="llama3")
-    ap.add_argument("--configs", default="default,every-valid")
+    ap.add_argument("--configs", default="default,every-valid",
+                    help=f"comma-separated, of {', '.join(CONFIGS)}")
     ap.add_argument("--ids", default="", help="only these schema ids (comma-separated)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)

@@ -731,3 +731,36 @@ def test_a_split_on_other_types_does_not_split_again():
                         "a": kind("a"), "b": kind("b")}, "$ref": "#/$defs/c"}
     with pytest.raises(UnsupportedSchemaError, match="more than 256"):
         schema_to_grammar(schema, **EVERY_VALID)
+
+
+def test_maskbench_o63308_in_the_generation_configuration(tiny_bpe_vocab):
+    # GeoJSON whose collections say `emum`: every geometry overlaps the collections (their
+    # `type` any string), and in schema order the exact negations are a product past 256. The
+    # default configuration closes objects (`close_objects`), and a closed geometry cannot hold
+    # `geometries`, `features` or `geometry`: with its oneOf's object branches closed as the
+    # policy closes them, no two branches overlap. Documents generated are valid ones only;
+    # open objects in schema order are still refused by name.
+    row = _regression("Github_trivial---o63308")
+    check = jsonschema.validators.validator_for(row["schema"])(row["schema"])
+    with pytest.raises(UnsupportedSchemaError, match="oneOf branches that may overlap"):
+        schema_to_grammar(row["schema"], close_objects=False)
+    index = Index(row["schema"], tiny_bpe_vocab)
+    point = {"type": "Point", "coordinates": [1.5, 2]}
+    docs = [point, dict(point, bbox=[1, 2, 3, 4]), {"type": "GeometryCollection", "geometries": [point]},
+            {"type": "Feature", "properties": None, "geometry": None},
+            {"type": "Feature", "properties": {"a": 1}, "geometry": point},
+            {"type": "FeatureCollection", "features": [{"type": "Feature", "properties": None, "geometry": point}]},
+            {"type": "LineString", "coordinates": [[1, 2], [3, 4]]}]
+    for d in docs:  # (valid, closed and in schema order: each one branch's)
+        assert check.is_valid(d), d
+        assert index.accepts(json.dumps(d)), d
+    wrong = [dict(point, geometries=[]), dict(point, features=[]), {"type": "Point", "coordinates": [1]},
+             {"type": "Point"}, {"type": "X", "coordinates": [1, 2]},
+             {"type": "Feature", "properties": None, "geometry": {"type": "Point", "coordinates": [1]}}]
+    for d in wrong:
+        assert not index.accepts(json.dumps(d)), d
+    assert not check.is_valid(wrong[0]) and not check.is_valid(wrong[2])  # (two branches; too short)
+    for t in row["tests"]:  # (the second valid one writes `geometry` before `properties`)
+        if not t["valid"]:
+            assert not index.accepts(json.dumps(t["data"])), t["data"]
+    assert index.accepts(json.dumps(row["tests"][0]["data"])) and row["tests"][0]["valid"]

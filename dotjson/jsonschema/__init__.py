@@ -279,6 +279,12 @@ def _load_resources(resources):
     return loaded
 
 
+def _oneof_too_large(err) -> bool:
+    """Whether ``err`` refuses a ``oneOf`` whose exact negations are too many alternatives."""
+    return err.keyword == "oneOf" and str(err).startswith("oneOf branches that may overlap") and \
+        "too many alternatives" in str(err)
+
+
 def _compile_root(schema, resources, numbers: str, whitespace: str, **options) -> tuple:
     """``(compiler, root node)``: phase 1 over the whole reachable schema, then the root's node
     (phase 2 goes on on demand). ``options``: the :class:`Compiler`'s."""
@@ -286,10 +292,16 @@ def _compile_root(schema, resources, numbers: str, whitespace: str, **options) -
     from dotjson.jsonschema.jsonbase import JSON_WS
 
     # (a $dynamicRef with several candidate anchors restarts phase 1 with dynamic scopes tracked
-    # from the root: a copy of what it reaches per scope; other schemas run once, untracked)
-    for dynamic in (False, True):
+    # from the root: a copy of what it reaches per scope; other schemas run once, untracked. A
+    # schema refused for a oneOf too large to negate exactly runs again, where the generation
+    # policy closes objects, with that oneOf's object branches closed as the policy closes them:
+    # OneOf.oneof_closing)
+    dynamic = closing = False
+    refusal = None  # (the exact pass's refusal: what a closed pass that fails too reports)
+    while True:
         try:
             tr = Compiler(schema, resources=resources, **options)
+            tr.oneof_closing = closing
             tr.exponents = numbers == "any"  # (read by the number builder, phase 1 included)
             if whitespace == "json" and not options["disallow_whitespace"]:
                 tr.rules["ws"] = JSON_WS
@@ -302,10 +314,24 @@ def _compile_root(schema, resources, numbers: str, whitespace: str, **options) -
             tr.restartable = False
             break
         except Restart:
+            if dynamic:  # pragma: no cover - a tracked phase 1 does not restart
+                raise
+            dynamic = True
+            continue
+        except DotjsonError as e:  # (a schema's errors, a limit; UnsupportedSchemaError among them)
+            if closing:
+                raise refusal from None
+            if not (isinstance(e, UnsupportedSchemaError) and options.get("close_objects") and _oneof_too_large(e)):
+                raise
+            closing, refusal = True, e
             continue
         except RecursionError:
+            if closing:
+                raise refusal from None
             raise LimitExceededError("schema nesting too deep to normalise") from None
     if root == EMPTY:
+        if refusal is not None:  # (empty once closed: the exact pass's refusal stands)
+            raise refusal
         raise SchemaError("the schema accepts no JSON value (its language is empty)", pointer="")
     return tr, root
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.jsonschema.normalize.negated_branches import negate_by_witnesses
 from dotjson.jsonschema.normalize.forms import _OutOfFuel, _too_many
-from dotjson.jsonschema.atoms import Addl, Enum, ExtraKeys, Props, Required, RuleRef, Some, Types, types_of
+from dotjson.jsonschema.atoms import Addl, Enum, ExtraKeys, Pattern, Props, Required, RuleRef, Some, Types, types_of
 from dotjson.jsonschema.values import FALSE, MAX_BRANCHES, TRUE
 
 
@@ -32,7 +32,14 @@ class OneOf:
     """The normal form of ``oneOf`` (exactly one sub-schema holds). (A part of
     :class:`~dotjson.jsonschema.normalize.Normalizer`, whose constructor sets the state it reads.)"""
 
-    def one_of(self, exprs, where, context=(), witnesses=False):
+    #: whether a ``oneOf`` refused for its size is made again with its object branches closed as
+    #: the ``close_objects`` policy closes them (:meth:`one_of`): set only for a second phase 1
+    #: over a schema the exact normal forms refused (``jsonschema._compile_root``), so that no
+    #: schema translated exactly before is narrowed, and no exact route (a part normalised in
+    #: context) is cut short
+    oneof_closing = False
+
+    def one_of(self, exprs, where, context=(), witnesses=False, closed=False):
         """The normal form of ``oneOf``: each branch of each sub-schema, with the negation of
         every *other* sub-schema it may overlap (exactly one holds). A pair proven disjoint
         (:meth:`branch_empty`) needs no negation: the branch implies it. ``context``: atoms
@@ -42,8 +49,17 @@ class OneOf:
         Where that is refused for its size (with ``property_order="any"``), it is made again
         with ``witnesses``: the sub-schemas a branch overlaps negated together, each object
         branch of them one witness (:func:`~dotjson.jsonschema.normalize.negated_branches.negate_by_witnesses`)
-        instead of a factor of a product."""
+        instead of a factor of a product. Where it is still refused, the generation policy closes
+        objects (``close_objects``) and :attr:`oneof_closing` is set, it is made again ``closed``: each object branch the
+        policy would close is closed here, to the names it and ``context`` speak of
+        (:meth:`_closed_branch`), so that branches overlapping only through members another
+        branch does not declare (GeoJSON's geometries beside its collections) are disjoint.
+        That is narrower than the policy alone (a name declared only by a schema intersected
+        later is not one of the branch's), never wider: every document is still one branch's
+        and no other's."""
         Ds = [self.dnf(e) for e in exprs]
+        if closed:
+            Ds = [[self._closed_branch(a, context) for a in D] for D in Ds]
         # per branch of each sub-schema: groups of its types, each with the other sub-schemas it
         # may overlap on those types (a string two object branches both allow overlaps; their
         # objects may not)
@@ -66,7 +82,7 @@ class OneOf:
             return [br for D in Ds for br in D]
         # exactly one: A_i ∧ ¬A_j, on each type, for the j that A_i may overlap there
         negs: dict = {}
-        retry = False
+        retry = None
         try:
             self.strict += 1
             out = []
@@ -131,15 +147,51 @@ class OneOf:
                         out, _ = self._over(out, False, where, MAX_BRANCHES * 3 // 4)
             return out
         except UnsupportedSchemaError as e:
-            if not witnesses and _too_many(e) and self.property_order == "any":
-                retry = True
+            if not witnesses and not closed and _too_many(e) and self.property_order == "any":
+                retry = "witnesses"
+            elif not closed and _too_many(e) and self.close_objects and self.oneof_closing:
+                retry = "closed"
             else:
                 raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
                                              f"expressible ({e})", pointer=where, keyword="oneOf") from None
+            refusal = e
         finally:
             self.strict -= 1
-        if retry:
-            return self.one_of(exprs, where, context, witnesses=True)
+        if retry == "witnesses":
+            try:
+                return self.one_of(exprs, where, context, witnesses=True)
+            except UnsupportedSchemaError as e:
+                if not (self.close_objects and self.oneof_closing and "too many alternatives" in str(e)):
+                    raise
+        got = self.one_of(exprs, where, context, closed=True) if self._closes_some(exprs, context) else None
+        if not got:  # (nothing the policy closes, or nothing left: the refusal stands)
+            raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
+                                         f"expressible ({refusal})", pointer=where, keyword="oneOf") from None
+        return got
+
+    def _closes_some(self, exprs, context) -> bool:
+        """Whether :meth:`_closed_branch` closes a branch of one of ``exprs`` (a retry that
+        closes none would be refused again)."""
+        for e in exprs:
+            for a in self.dnf(e):
+                if self._closed_branch(a, context) is not a:
+                    return True
+        return False
+
+    def _closed_branch(self, a, context):
+        """Branch ``a`` with its objects closed as the ``close_objects`` policy closes them
+        (``additionalProperties: false`` beside the names and patterns that ``a`` and
+        ``context`` speak of), where the policy would: the branch declares a name it may hold
+        or a pattern, and has no ``additionalProperties`` and no witness of its own; else ``a``
+        itself (a ``$ref`` branch too: its atoms are behind the reference)."""
+        atoms = tuple(context) + tuple(a)
+        if any(type(x) in (RuleRef, Addl, Some) for x in atoms) or "object" not in types_of(atoms):
+            return a
+        if not any((type(x) is Props and x.declared and x.schema != FALSE) or type(x) is Pattern for x in atoms):
+            return a
+        names = frozenset(x.name for x in atoms if type(x) in (Props, Required))
+        pats = tuple(sorted({x.pattern for x in atoms if type(x) is Pattern}))
+        return a + (Addl(FALSE, names, pats),)
 
     def _beside(self, N, base):
         """The branches of union ``N`` that may hold beside the atoms ``base`` (the others are

@@ -108,3 +108,16 @@ def test_fuzz_walks_over_maskbench_schemas_finds_nothing():
     assert "failures: 0" in proc.stdout
     m = re.search(r'"default: finished": (\d+)', proc.stdout)
     assert m and int(m[1]) >= 10, proc.stdout[-2000:]
+
+
+def test_fuzz_walks_reads_patterns_as_ecma_262():
+    """jsonschema matches `pattern` with Python's `re`; JSON Schema means ECMA-262, whose `\\s`
+    holds U+FEFF (the JSON-Schema-Test-Suite's ecmascript-regex.json) and whose `\\d` is ASCII."""
+    import re
+
+    fw = _fuzz_walks()
+    p = fw._ecma_pattern(r"^\d+\s(minutes?|hours?)$")
+    assert re.search(p, "687\ufeffminute") and not re.search(r"^\d+\s(minutes?|hours?)$", "687\ufeffminute")
+    assert not re.search(p, "\u0667\u0668 hours")  # (Arabic-Indic digits: Python's \d, not ECMA's)
+    assert re.search(fw._ecma_pattern(r"^[\s\d]+$"), "1\u3000\ufeff2")
+    assert re.search(fw._ecma_pattern(r"^\S\W$"), "a-") and not re.search(fw._ecma_pattern(r"^\S$"), "\ufeff")

@@ -58,14 +58,15 @@ class OneOf:
         later is not one of the branch's), never wider: every document is still one branch's
         and no other's."""
         Ds = [self.dnf(e) for e in exprs]
-        if closed:
-            Ds = [[self._closed_branch(a, context) for a in D] for D in Ds]
+        # the branches made (closed where ``closed``); the others they may overlap stay as the
+        # schema says (a document of a closed branch must still satisfy no other sub-schema)
+        As = [[self._closed_branch(a, context) for a in D] for D in Ds] if closed else Ds
         # per branch of each sub-schema: groups of its types, each with the other sub-schemas it
         # may overlap on those types (a string two object branches both allow overlaps; their
         # objects may not)
         plan = []
         any_overlap = False
-        for i, D in enumerate(Ds):
+        for i, D in enumerate(As):
             for a in D:
                 over: dict = {}
                 for j in range(len(Ds)):
@@ -79,7 +80,7 @@ class OneOf:
                 any_overlap = any_overlap or any(groups)
                 plan.append((a, groups))
         if not any_overlap:
-            return [br for D in Ds for br in D]
+            return [br for D in As for br in D]
         # exactly one: A_i ∧ ¬A_j, on each type, for the j that A_i may overlap there
         negs: dict = {}
         retry = None

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from perf_module import perf_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,15 +33,6 @@ def test_profile_fresh_parts_runs_and_accounts_for_the_steps():
     assert re.search(r"states the fresh masks made, by their leading item: [\d.]+ a step", out)
 
 
-def _fuzz_walks():
-    sys.path.insert(0, str(ROOT / "perf"))
-    try:
-        import fuzz_walks
-    finally:
-        sys.path.remove(str(ROOT / "perf"))
-    return fuzz_walks
-
-
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}, "b": {"enum": ["x", "y"]}},
           "required": ["a"]}
 
@@ -53,7 +45,7 @@ def test_fuzz_walks_finishes_valid_documents(smollm2_vocab):
 
     from dotjson import Index
 
-    fw = _fuzz_walks()
+    fw = perf_module("fuzz_walks")
     finished = 0
     for seed in range(6):
         status, text, problem = fw.walk(Index(SCHEMA, smollm2_vocab), smollm2_vocab, np.random.default_rng(seed), 120)
@@ -71,7 +63,7 @@ def test_fuzz_walks_catches_a_mask_that_disagrees_with_the_step(smollm2_vocab):
 
     from dotjson import Index
 
-    fw = _fuzz_walks()
+    fw = perf_module("fuzz_walks")
 
     class Lying(Index):
         how = "all"
@@ -115,7 +107,7 @@ def test_fuzz_walks_reads_patterns_as_ecma_262():
     holds U+FEFF (the JSON-Schema-Test-Suite's ecmascript-regex.json) and whose `\\d` is ASCII."""
     import re
 
-    fw = _fuzz_walks()
+    fw = perf_module("fuzz_walks")
     p = fw._ecma_pattern(r"^\d+\s(minutes?|hours?)$")
     assert re.search(p, "687\ufeffminute") and not re.search(r"^\d+\s(minutes?|hours?)$", "687\ufeffminute")
     assert not re.search(p, "\u0667\u0668 hours")  # (Arabic-Indic digits: Python's \d, not ECMA's)

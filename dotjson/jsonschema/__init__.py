@@ -279,17 +279,12 @@ def _load_resources(resources):
     return loaded
 
 
-def _oneof_too_large(err) -> bool:
-    """Whether ``err`` refuses a ``oneOf`` whose exact negations are too many alternatives."""
-    return err.keyword == "oneOf" and str(err).startswith("oneOf branches that may overlap") and \
-        "too many alternatives" in str(err)
-
-
 def _compile_root(schema, resources, numbers: str, whitespace: str, **options) -> tuple:
     """``(compiler, root node)``: phase 1 over the whole reachable schema, then the root's node
     (phase 2 goes on on demand). ``options``: the :class:`Compiler`'s."""
     from dotjson.jsonschema.dynamic import Restart
     from dotjson.jsonschema.jsonbase import JSON_WS
+    from dotjson.jsonschema.normalize.oneof import refused_for_size
 
     # (a $dynamicRef with several candidate anchors restarts phase 1 with dynamic scopes tracked
     # from the root: a copy of what it reaches per scope; other schemas run once, untracked. A
@@ -321,7 +316,7 @@ def _compile_root(schema, resources, numbers: str, whitespace: str, **options) -
         except DotjsonError as e:  # (a schema's errors, a limit; UnsupportedSchemaError among them)
             if closing:
                 raise refusal from None
-            if not (isinstance(e, UnsupportedSchemaError) and options.get("close_objects") and _oneof_too_large(e)):
+            if not (isinstance(e, UnsupportedSchemaError) and options.get("close_objects") and refused_for_size(e)):
                 raise
             closing, refusal = True, e
             continue

@@ -11,6 +11,20 @@ from dotjson.jsonschema.atoms import Addl, Enum, ExtraKeys, Pattern, Props, Requ
 from dotjson.jsonschema.values import FALSE, MAX_BRANCHES, TRUE
 
 
+#: how a ``oneOf`` whose exact normal form is refused says so (:func:`refused_for_size` reads it)
+_OVERLAP = "oneOf branches that may overlap, and whose negation is not expressible"
+
+
+def _overlap_refusal(err, where) -> UnsupportedSchemaError:
+    return UnsupportedSchemaError(f"{_OVERLAP} ({err})", pointer=where, keyword="oneOf")
+
+
+def refused_for_size(err) -> bool:
+    """Whether ``err`` refuses a ``oneOf`` because its exact negations are too many alternatives
+    (what ``jsonschema._compile_root`` answers with a pass that closes its branches)."""
+    return err.keyword == "oneOf" and str(err).startswith(_OVERLAP) and _too_many(err)
+
+
 def _same(x):
     return x
 
@@ -153,8 +167,7 @@ class OneOf:
             elif not closed and _too_many(e) and self.close_objects and self.oneof_closing:
                 retry = "closed"
             else:
-                raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
-                                             f"expressible ({e})", pointer=where, keyword="oneOf") from None
+                raise _overlap_refusal(e, where) from None
             refusal = e
         finally:
             self.strict -= 1
@@ -166,8 +179,7 @@ class OneOf:
                     raise
         got = self.one_of(exprs, where, context, closed=True) if self._closes_some(exprs, context) else None
         if not got:  # (nothing the policy closes, or nothing left: the refusal stands)
-            raise UnsupportedSchemaError("oneOf branches that may overlap, and whose negation is not "
-                                         f"expressible ({refusal})", pointer=where, keyword="oneOf") from None
+            raise _overlap_refusal(refusal, where) from None
         return got
 
     def _closes_some(self, exprs, context) -> bool:

@@ -487,3 +487,56 @@ def test_distinct_objects_whose_required_member_is_an_array_of_distinct_patterns
             s = index.next_state(s, t)
             assert s >= 0
         assert index.is_accepting(s)
+
+
+ESC_TOKS = ['[', ']', '{"b":"', '{"a":1,"b":"', 'a', 'b', 'ab', '\\', '\\n', 'n', 'nb', 'n"', 'n"}', '"', '"}', '"},',
+            '"}]', '},', '}]', ',', ',"a":1', '"a', 'u', '0001', '00', '01"}', 'b"}', 'b"},', '\\u', '"b', 'x', '\\"',
+            '"x"}', 'a\\', 'nb"}', 'nb"},', ',{"b":"', 'nc', 'c"}']
+
+
+ESC_ITEMS = {
+    "closed": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+               "additionalProperties": False},
+    "open": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}},
+    # a copied string that can only become the value read: its tokens that keep it a prefix of
+    # that value are refused (and so are those of any other content: the enum's)
+    "enum": {"type": "object", "properties": {"b": {"enum": ["a\nb", "a\nc", "x"]}}, "required": ["b"],
+             "additionalProperties": False},
+}
+
+
+@pytest.mark.parametrize("kind", list(ESC_ITEMS))
+def test_a_copied_item_inside_an_unfinished_escape(kind):
+    """An item that copies an earlier one up to an unfinished escape in a string: the tokens that
+    leave the string open with a content no value read begins are allowed without matching the
+    whole item again (MaskBench JsonSchemaStore---micro-syntax: 0.9-2.5 s masks before); the
+    masks equal the generic walk's, and those of every state one token further."""
+    toks = ESC_TOKS
+    eos = len(toks)
+    voc = Vocabulary.from_tuples(toks + ["<eos>"], list(range(eos + 1)), eos, special_token_ids=[eos])
+    schema = {"type": "array", "items": ESC_ITEMS[kind], "uniqueItems": True}
+    index, ref = Index(schema, voc), generic_walk_index(schema, voc)
+    tid = {t: i for i, t in enumerate(toks)}
+    paths = [["[", '{"b":"', "a", "\\n", "b", '"},', '{"b":"', "a", "\\"],
+             ["[", '{"a":1,"b":"', "a", "\\", 'nb"},', '{"a":1,"b":"', "a\\"],
+             ["[", '{"b":"', "\\u", "0001", '"},', '{"b":"', "\\u", "00"],
+             ["[", '{"b":"', "\\", 'n"}', ",", '{"b":"', "\\"],
+             ["[", '{"b":"', "a\\", 'nb"},', '{"b":"', "a\\"]]
+    if kind == "enum":
+        paths = [paths[0], paths[4]]
+    checked = refused = 0
+    for path in paths:
+        s = r = None
+        s, r = index.initial_state, ref.initial_state
+        for t in path:
+            s, r = index.next_state(s, tid[t]), ref.next_state(r, tid[t])
+            assert s >= 0 and r >= 0, path
+        got, want = _bits(index.mask(s)), _bits(ref.mask(r))
+        assert got == want, (path, sorted(toks[t] for t in got ^ want if t < eos))
+        refused += path[-3:] in (['{"b":"', "a", "\\"], ['nb"},', '{"b":"', "a\\"]) and tid["nb"] not in want
+        for t in sorted(want - {eos}):  # one token further
+            s2, r2 = index.next_state(s, t), ref.next_state(r, t)
+            assert _bits(index.mask(s2)) == _bits(ref.mask(r2)), (path, toks[t])
+            checked += 1
+    assert checked > (2 if kind == "enum" else 20)
+    assert refused == (len(paths) if kind == "enum" else 0)  # (the copy's own continuation)

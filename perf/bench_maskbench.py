@@ -13,6 +13,12 @@ the schema's valid instances, all on the same Llama 3 (128k) tokenizer:
   precomputes their mask caches and is too slow to repeat, get a fresh cursor on the compiled
   schema. **warm** pass: the same instances again on the same compiled objects (dotjson: every
   mask memoized; llguidance: the same matcher, reset, keeping its lexer states).
+* **protocol** pass (MaskBench's own figure): the schema compiled once more (XGrammar and
+  outlines-core: their compiled object again), then every test
+  instance of the schema, valid and invalid, in the data's order, on that one compiled object
+  (each instance a fresh cursor, the first fresh; an invalid one forced until its first refused
+  token): the mean over every mask of every instance. Paired per instance over the masks both
+  engines computed (the shorter prefix where one refuses earlier).
 * a **false reject** is a valid instance whose tokens the engine refuses before the end (or whose
   end does not allow EOS: counted apart as ``no_eos``).
 
@@ -130,13 +136,14 @@ def _worker(conn, engine_name, tokenizer, mem_limit_gb, verbose=False):
     except BaseException as e:  # noqa: BLE001
         conn.send(("dead", f"{type(e).__name__}: {e}\n{traceback.format_exc()[-2000:]}"))
         return
-    recompile = engine_name in ("dotjson", "dotjson-guide", "llguidance")
+    # (every dotjson configuration memoizes in its compiled object, as llguidance keeps lexer states)
+    recompile = engine_name.startswith("dotjson") or engine_name == "llguidance"
     pc = _clock()
     while True:
         job = conn.recv()
         if job is None:
             return
-        schema, instances, warm = job
+        schema, instances, warm, protocol = job
         try:
             t0 = pc()
             compiled = engine.compile(schema)
@@ -176,6 +183,20 @@ def _worker(conn, engine_name, tokenizer, mem_limit_gb, verbose=False):
                     conn.send(("inst", "warm", i, status, k, times, None))
                 except Exception as e:  # noqa: BLE001
                     conn.send(("inst", "warm", i, "error", -1, [],
+                               f"{type(e).__name__}: {e} {traceback.format_exc()[-1500:]}"))
+        if protocol:
+            # MaskBench's protocol: one compiled object, every instance on it in turn
+            try:
+                c = engine.compile(schema) if recompile else compiled
+            except Exception as e:  # noqa: BLE001 - compiled above: not expected
+                conn.send(("inst", "protocol", 0, "error", -1, [], f"{type(e).__name__}: {e}"))
+                c = None
+            for i, ids in enumerate(protocol if c is not None else ()):
+                try:
+                    status, k, times = _force(c, ids)
+                    conn.send(("inst", "protocol", i, status, k, times, None))
+                except Exception as e:  # noqa: BLE001
+                    conn.send(("inst", "protocol", i, "error", -1, [],
                                f"{type(e).__name__}: {e} {traceback.format_exc()[-1500:]}"))
         conn.send(("done",))
 
@@ -232,13 +253,14 @@ class Worker:
                 pass
         self.kill()
 
-    def run(self, schema, instances, warm, budget_s):
-        """One job; returns a result dict (never raises for engine misbehaviour)."""
+    def run(self, schema, instances, warm, budget_s, protocol=None):
+        """One job; returns a result dict (never raises for engine misbehaviour). ``protocol``:
+        every test instance's ids, for the protocol pass (``None``: no such pass)."""
         self.ensure()
         res = {"status": None, "ttfm_us": None, "compile_us": None, "error": None,
-               "cold": {}, "warm": {}}
+               "cold": {}, "warm": {}, "protocol": {}}
         deadline = time.monotonic() + budget_s
-        self.conn.send((schema, instances, warm))
+        self.conn.send((schema, instances, warm, protocol))
         while True:
             left = deadline - time.monotonic()
             try:
@@ -295,7 +317,7 @@ def summarize(results, engines):
              "timeout_forcing": 0, "crash": 0, "compile_bug": 0, "engine_errors": 0,
              "instances": 0, "completed": 0,
              "false_reject": 0, "no_eos": 0, "errors": 0, "not_run": 0}
-        ttfm, cold, warm = [], [], []
+        ttfm, cold, warm, proto = [], [], [], []
         for r in results:
             x = r["engines"].get(e)
             if x is None:
@@ -317,6 +339,8 @@ def summarize(results, engines):
                 s["timeout_forcing"] += 1
             if x["ttfm_us"] is None:
                 continue
+            for v in x.get("protocol", {}).values():
+                proto += v["times"]
             for i in range(r["n_instances"]):
                 s["instances"] += 1
                 ci = x["cold"].get(i)
@@ -334,7 +358,7 @@ def summarize(results, engines):
                     warm += wi["times"]
         s["ttfm"] = {"p50": pct(ttfm, 50), "p99": pct(ttfm, 99), "max": max(ttfm, default=math.nan),
                      "mean": mean(ttfm)}
-        for name, xs in (("cold", cold), ("warm", warm)):
+        for name, xs in (("cold", cold), ("warm", warm), ("protocol", proto)):
             s[name] = {"n": len(xs), "mean": mean(xs), "p50": pct(xs, 50), "p99": pct(xs, 99),
                        "max": max(xs, default=math.nan)}
         out[e] = s
@@ -349,7 +373,7 @@ def paired_ratios(results, engines, base="dotjson"):
     for p in engines:
         if p == base:
             continue
-        tb, tp, cb, cp, wb, wp = [], [], [], [], [], []
+        tb, tp, cb, cp, wb, wp, pb, pp = [], [], [], [], [], [], [], []
         for r in results:
             xb, xp = r["engines"].get(base), r["engines"].get(p)
             if not xb or not xp or xb["ttfm_us"] is None or xp["ttfm_us"] is None:
@@ -365,12 +389,21 @@ def paired_ratios(results, engines, base="dotjson"):
                 if a and b and a["status"] == "ok" and b["status"] == "ok":
                     wb += a["times"]
                     wp += b["times"]
+            # the protocol pass: every instance, over the masks both computed
+            pa, pz = xb.get("protocol", {}), xp.get("protocol", {})
+            if len(pa) == len(pz) == r.get("n_protocol", -1) and all(
+                    pa[i]["status"] != "error" and pz[i]["status"] != "error" for i in pa):
+                for i in pa:
+                    n = min(len(pa[i]["times"]), len(pz[i]["times"]))
+                    pb += pa[i]["times"][:n]
+                    pp += pz[i]["times"][:n]
 
         def ratio(f, x, y):
             return f(x) / f(y) if x and y and f(y) > 0 else math.nan
 
-        out[p] = {"schemas": len(tb), "tokens_cold": len(cb), "tokens_warm": len(wb)}
-        for label, x, y in (("ttfm", tb, tp), ("cold", cb, cp), ("warm", wb, wp)):
+        out[p] = {"schemas": len(tb), "tokens_cold": len(cb), "tokens_warm": len(wb),
+                  "tokens_protocol": len(pb)}
+        for label, x, y in (("ttfm", tb, tp), ("cold", cb, cp), ("warm", wb, wp), ("protocol", pb, pp)):
             out[p][label] = {"mean": ratio(mean, x, y), "p50": ratio(lambda v: pct(v, 50), x, y),
                              "p99": ratio(lambda v: pct(v, 99), x, y), "max": ratio(max, x, y)}
     return out
@@ -414,7 +447,9 @@ def render(summary, ratios, engines, infos):
     row("no EOS at end", lambda s: str(s["no_eos"]))
     row("errors / forcing timeouts", lambda s: f"{s['errors']} / {s['timeout_forcing']}")
     row("  of which engine errors", lambda s: str(s["engine_errors"]))
-    for p in ("cold", "warm"):
+    for p in ("cold", "warm", "protocol"):
+        if p == "protocol" and not any(summary[e]["protocol"]["n"] for e in engines):
+            continue
         row(f"{p}: masks timed", lambda s, p=p: str(s[p]["n"]))
         for k in ("mean", "p50", "p99", "max"):
             row(f"{p}: mask {k}", lambda s, p=p, k=k: fmt_us(s[p][k]))
@@ -428,7 +463,12 @@ def render(summary, ratios, engines, infos):
         rl.append(f"| {'schemas / tokens':22s} | " + " | ".join(
             f"{str(ratios[p]['schemas']) + ' / ' + str(ratios[p]['tokens_cold']):>{w}s}"
             for p in peers_) + " |")
-        for label in ("ttfm", "cold", "warm"):
+        for label in ("ttfm", "cold", "warm", "protocol"):
+            if label == "protocol" and not any(ratios[p]["tokens_protocol"] for p in peers_):
+                continue
+            if label == "protocol":
+                rl.append(f"| {'protocol: masks paired':22s} | " + " | ".join(
+                    f"{ratios[p]['tokens_protocol']:>{w}d}" for p in peers_) + " |")
             for k in ("mean", "p50", "p99", "max"):
                 nm = ("TTFM " if label == "ttfm" else f"{label} mask ") + k
                 rl.append(f"| {nm:22s} | " + " | ".join(
@@ -494,7 +534,7 @@ def load_sample(categories, limit, seed, data=DATA):
 
 
 def run_sample(rows, engines, tokenizer="llama3", budget_s=10.0, mem_limit_gb=12.0, warm=True,
-               verbose=False, log=None, tok=None):
+               verbose=False, log=None, tok=None, protocol=True):
     """Run every engine over ``rows`` (MaskBench rows: ``id``, ``schema``, ``tests``).
 
     Returns ``(results, infos)``: per schema, per engine, the job's result (status, TTFM and
@@ -520,14 +560,18 @@ def run_sample(rows, engines, tokenizer="llama3", budget_s=10.0, mem_limit_gb=12
             valid = [t["data"] for t in row["tests"] if t["valid"]]
             texts = [peers.compact(v) for v in valid]
             ids = [tok.encode(x, add_special_tokens=False) for x in texts]
+            # the protocol pass: every test, valid or not, in the data's order
+            pids = [tok.encode(peers.compact(t["data"]), add_special_tokens=False)
+                    for t in row["tests"]] if protocol else None
             r = {"id": row["id"], "n_instances": len(ids), "tokens": [len(x) for x in ids],
-                 "engines": {}}
+                 "n_protocol": len(pids) if protocol else 0, "engines": {}}
             for e in engines:
                 try:
-                    r["engines"][e] = workers[e].run(row["schema"], ids, warm, budget_s)
+                    r["engines"][e] = workers[e].run(row["schema"], ids, warm, budget_s, pids)
                 except RuntimeError as err:  # the worker could not even start again
                     r["engines"][e] = {"status": "crash", "crash": str(err), "ttfm_us": None,
-                                       "compile_us": None, "error": None, "cold": {}, "warm": {}}
+                                       "compile_us": None, "error": None, "cold": {}, "warm": {},
+                                       "protocol": {}}
             results.append(r)
             if log:
                 bits = []
@@ -564,6 +608,9 @@ def main(argv=None):
     ap.add_argument("--mem-limit-gb", type=float, default=12.0,
                     help="address-space limit of each worker (0: none; default 12)")
     ap.add_argument("--no-warm", action="store_true", help="skip the warm pass")
+    ap.add_argument("--no-protocol", action="store_true",
+                    help="skip the protocol pass (MaskBench's figure: every test instance, valid or "
+                         "not, on one compiled schema)")
     ap.add_argument("--gc-freeze", action="store_true",
                     help="each worker calls gc.freeze() after its setup (tokenizer, engine, warm-up), "
                          "as inference servers do after loading a model: CPython's full collections "
@@ -605,6 +652,7 @@ def main(argv=None):
 
     results, infos = run_sample(rows, engines, args.tokenizer, args.time_budget_per_schema,
                                 args.mem_limit_gb, warm=not args.no_warm, verbose=args.verbose,
+                                protocol=not args.no_protocol,
                                 log=None if args.quiet else
                                 (lambda m: print(m, file=sys.stderr, flush=True)), tok=tok)
     wall = max((i.get("run_s", 0.0) for i in infos.values()), default=0.0)
@@ -633,8 +681,8 @@ def main(argv=None):
     if args.json:
         for r in results:  # keep the file small: per-instance totals, not every sample
             for x in r["engines"].values():
-                for pas in ("cold", "warm"):
-                    for v in x[pas].values():
+                for pas in ("cold", "warm", "protocol"):
+                    for v in x.get(pas, {}).values():
                         ts = v.pop("times")
                         v.update(n=len(ts), sum_us=sum(ts), max_us=max(ts, default=0))
         payload = {"args": vars(args), "infos": infos, "summary": summary, "ratios": ratios,

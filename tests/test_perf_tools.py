@@ -113,3 +113,43 @@ def test_fuzz_walks_reads_patterns_as_ecma_262():
     assert not re.search(p, "\u0667\u0668 hours")  # (Arabic-Indic digits: Python's \d, not ECMA's)
     assert re.search(fw._ecma_pattern(r"^[\s\d]+$"), "1\u3000\ufeff2")
     assert re.search(fw._ecma_pattern(r"^\S\W$"), "a-") and not re.search(fw._ecma_pattern(r"^\S$"), "\ufeff")
+
+
+def test_bench_maskbench_protocol_pass_pairs_the_masks_both_engines_computed():
+    """The protocol figure (every instance, valid or not, on one compiled schema) pairs each
+    instance's masks up to the shorter run: an engine refusing an invalid instance earlier
+    leaves the other's later masks out."""
+    bm = perf_module("bench_maskbench")
+
+    def job(cold, protocol):
+        return {"status": "compiled", "ttfm_us": 10.0, "compile_us": 5.0, "error": None,
+                "cold": {0: {"status": "ok", "k": 2, "times": cold, "error": None}}, "warm": {},
+                "protocol": {i: {"status": st, "k": len(ts) - 1, "times": ts, "error": None}
+                             for i, (st, ts) in enumerate(protocol)}}
+
+    results = [{"id": "x", "n_instances": 1, "tokens": [2], "n_protocol": 2, "engines": {
+        "dotjson": job([3.0, 3.0, 3.0], [("ok", [4.0, 2.0, 2.0]), ("reject", [1.0, 1.0])]),
+        "llguidance": job([1.0, 1.0, 1.0], [("ok", [2.0, 2.0, 2.0]), ("reject", [2.0, 2.0, 2.0, 2.0])])}}]
+    ratios = bm.paired_ratios(results, ["dotjson", "llguidance"])["llguidance"]
+    assert ratios["tokens_protocol"] == 5  # 3 + the 2 both computed
+    assert ratios["protocol"]["mean"] == pytest.approx((10.0 / 5) / 2.0)
+    assert ratios["cold"]["mean"] == pytest.approx(3.0)
+    summary = bm.summarize(results, ["dotjson", "llguidance"])
+    assert summary["dotjson"]["protocol"]["n"] == 5 and summary["llguidance"]["protocol"]["n"] == 7
+    text = bm.render(summary, {"llguidance": ratios}, ["dotjson", "llguidance"], {})
+    assert "protocol mask mean" in text and "protocol: masks paired" in text
+    # an instance one engine could not run: the schema's protocol masks are not paired
+    results[0]["engines"]["llguidance"]["protocol"][1]["status"] = "error"
+    assert bm.paired_ratios(results, ["dotjson", "llguidance"])["llguidance"]["tokens_protocol"] == 0
+
+
+def test_bench_maskbench_runs_the_protocol_pass():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "bench_maskbench.py"), "--engines", "dotjson", "--limit", "1",
+         "--categories", "Github_easy", "--cpu", "--quiet"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    m = re.search(r"\| protocol: masks timed\s+\|\s+(\d+) \|", proc.stdout)
+    c = re.search(r"\| cold: masks timed\s+\|\s+(\d+) \|", proc.stdout)
+    assert m and c, proc.stdout
+    assert int(m[1]) > 0

@@ -39,6 +39,9 @@ PATTERNS = [
     r"^(?=a)(?!ab)^^[a-c]+$", r"x^(?!a)^b|^(?=b)^b",
     r"^(?!^lucene\.|builtin\.|mongodb\.).*",    # mongodb-atlas: a `^` inside a lookahead at the start
     r"^(?=(?:^a|b))(?!(?!^)x)[a-c]+$",
+    # "does not contain S" written as the texts avoiding S (KMP): periodic S, lazy and class repeats
+    r"^(?!.*abab)[ab.:]*$", r"^(?!.*aab)[abc]{0,8}$", r"^(?!.*?::)[a:b]+$", r"^(?!.*\.\.)[a-z.]+$",
+    r"^(?![^/]*//)[a-z/:]*$", r"^(?!.*://)(.{1,3}\.){1,3}[a-z]+$", r"^(?!.*b)(?!.*aa)[ab]*$", r"x(?!.*ab)",
 ]
 ALPHA = "abcxyAB1.:/@tgoiIOr_$"
 SEEDS = ["lucene.x", "builtin.", "mongodb.a", "xlucene.", "tag", "category", "io", "IO", "iO", "@@x", "@a", "pattern", "patterns", "ab", "ba", "b", "abc", "xy",
@@ -92,6 +95,42 @@ def test_lookarounds_in_schemas_match_jsonschema(config):
         for doc in docs:
             text = json.dumps(doc)
             assert a.matches(text.encode()) == v.is_valid(doc), (schema, text)
+
+
+def test_a_negative_lookahead_of_a_literal_is_the_texts_avoiding_it():
+    """``(?!.*S)`` is an intersection with the texts that avoid ``S`` before the first line's end,
+    not a difference: once ``S`` is read nothing is left, with no search (the whole rest of the
+    pattern searched past any fuel before: ``LimitExceededError`` in the middle of a document,
+    MaskBench JsonSchemaStore---aerleon-definitions)."""
+    from dotjson.regex.lookarounds import _no_occurrence
+
+    def nodes(x):
+        return [x] + [y for c in getattr(x, "items", ()) for y in nodes(c)] + (nodes(x.item) if type(x) is ir.Repeat else []) \
+            + (nodes(x.left) + nodes(x.right) if type(x) is ir.Diff else [])
+
+    aerleon = r"^(?!.*://)(?=.{1,255}$)((.{1,63}\.){1,127}(?![0-9]*$)[a-z0-9-]+\.?)$"
+    assert not any(type(x) is ir.Diff and type(x.right) is ir.Seq for x in nodes(regex_to_ir(r"^(?!.*://)x+$")))
+    # line breaks: `.` stops at one, so what follows it may hold S (Python's `.`: \n only)
+    for p in [r"^(?!.*ab)[a-c\n]*$", r"^(?!.*?a\na)[a\n]*$", r"(?!.*aba)"]:
+        a = Automaton(ir.Grammar({"start": regex_to_ir(p)}, "start"))
+        py = _python(p)
+        for s in ["", "ab", "a\nb", "\nab", "c\nab", "cab\n", "a\na", "\n", "abab", "aba\naba", "ba"]:
+            assert a.matches(s.encode()) == (py.search(s) is not None), (p, s)
+    # the KMP language on its own, against a brute force over a small alphabet
+    rng = random.Random(3)
+    for _ in range(40):
+        text = "".join(rng.choice("ab:") for _ in range(rng.randint(1, 5)))
+        g = Automaton(ir.Grammar({"start": _no_occurrence(ir.chars((0x3A, 0x3A), (0x61, 0x62)), [ord(c) for c in text])},
+                                 "start"))
+        for _ in range(60):
+            w = "".join(rng.choice("ab:") for _ in range(rng.randint(0, 9)))
+            assert g.matches(w.encode()) == (text not in w), (text, w)
+    # the real one, in a schema, by token: dead at `://`, no fuel spent
+    a = Automaton(schema_to_grammar({"type": "string", "pattern": aerleon}))
+    s = a.walk_bytes(a.start, b'"example.com')
+    assert s >= 0 and a.walk_bytes(s, b'"') >= 0
+    assert a.walk_bytes(a.start, b'"a://') < 0 and a.walk_bytes(a.start, b'"a.b://c.d') < 0
+    assert not a.matches(b'"a://b.com"') and a.matches(b'"a.b.com"') and not a.matches(b'"a.123"')
 
 
 def test_refused_lookarounds_are_named():

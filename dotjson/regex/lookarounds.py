@@ -71,6 +71,10 @@ def _ahead(conv: _Converter, items: list, cont: ir.Node, start: bool = False) ->
         if op in (_C.ASSERT, _C.ASSERT_NOT):
             if av[0] < 0:
                 raise conv.unsupported("lookbehind after a lookahead or inside a group")
+            avoid = _avoiding(conv, av[1], f) if op is _C.ASSERT_NOT else None
+            if avoid is not None:  # (?!.*S): the texts that avoid it, intersected
+                cont = _and(cont, avoid)
+                continue
             a = _ahead(conv, [(it, f) for it in av[1]], _ANY_STAR, at0[i])
             cont = _and(cont, a) if op is _C.ASSERT else _diff(cont, a)
         elif op is _C.AT:
@@ -90,6 +94,123 @@ def _ahead(conv: _Converter, items: list, cont: ir.Node, start: bool = False) ->
         else:
             cont = ir.seq(conv.item(op, av, f), cont)
     return cont
+
+
+#: the longest literal ``S`` of a ``(?!.*S)`` written as the texts that avoid it (see
+#: :func:`_avoiding`); and the most IR nodes that language may take
+MAX_AVOID_LITERAL = 16
+MAX_AVOID_NODES = 4000
+
+
+def _avoiding(conv: _Converter, items: list, f: int) -> ir.Node | None:
+    """The texts that a negative lookahead ``(?!D*S)`` (``D`` one character class repeated from
+    0, ``S`` a literal whose characters ``D`` holds: ``(?!.*://)``, ``(?!.*\\.\\.)``) allows at the
+    text's position, as a language with no ``Diff``; ``None`` for any other lookahead.
+
+    ``Diff(rest, D*·S·Σ*)`` is the same language, but once a text has read ``S`` the difference
+    is empty while no constructor can tell: proving it searched the whole rest (``(.{1,63}\\.){1,127}``
+    after ``(?!.*://)``: past any fuel, a mask raised ``LimitExceededError`` mid-document,
+    MaskBench JsonSchemaStore---aerleon-definitions). Here the texts with no prefix in
+    ``D*·S`` are ``N·(ε | E·Σ*)``: ``N`` the texts over ``D`` in which ``S`` does not occur (the
+    Knuth-Morris-Pratt automaton of ``S``, every state accepting, written as an expression by
+    eliminating its states), ``E`` the characters outside ``D``; their derivative after ``S`` is ∅
+    by construction, and the intersection with it too."""
+    if len(items) < 2:
+        return None
+    (op, av), rest = items[0], items[1:]
+    if op not in (_C.MAX_REPEAT, _C.MIN_REPEAT):
+        return None
+    lo, hi, p = av
+    if lo != 0 or hi != _C.MAXREPEAT or len(p) != 1 or p[0][0] not in (_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN):
+        return None
+    d = conv.char_set(p[0][0], p[0][1], f)
+    text = []
+    for op2, av2 in rest:
+        if op2 is not _C.LITERAL or conv.char_set(op2, av2, f).ranges != ((av2, av2),):
+            return None  # (a class, as under IGNORECASE: not one literal)
+        if not ir.chars_intersect(d, ir.chars((av2, av2))).ranges:
+            return None  # (S leaves D: the first line's end would matter)
+        text.append(av2)
+    if len(text) > MAX_AVOID_LITERAL:
+        return None
+    n = _no_occurrence(d, text)
+    if n is None:
+        return None
+    e = ir.chars_complement(d)
+    return ir.seq(n, ir.alt(ir.EPS, ir.seq(e, _ANY_STAR))) if e.ranges else n
+
+
+def _no_occurrence(d: ir.Chars, text: list) -> ir.Node | None:
+    """The texts over the characters ``d`` in which the sequence of code points ``text`` does
+    not occur (``None`` past :data:`MAX_AVOID_NODES`): the KMP automaton of ``text`` (state
+    ``i``: the longest prefix of ``text`` the text read ends with; ``len(text)`` is dead), its
+    states eliminated from the last (Arden: ``X = A·X | B`` is ``A*·B``)."""
+    m = len(text)
+    fail = [0] * m  # the KMP prefix function
+    k = 0
+    for i in range(1, m):
+        while k and text[i] != text[k]:
+            k = fail[k - 1]
+        if text[i] == text[k]:
+            k += 1
+        fail[i] = k
+
+    def step(i: int, c: int) -> int:  # (i < m)
+        while i and text[i] != c:
+            i = fail[i - 1]
+        return i + 1 if text[i] == c else 0
+
+    syms = sorted(set(text))
+    other = ir.chars_intersect(d, ir.chars_complement(ir.chars(*((c, c) for c in syms))))
+
+    def union(a, b):
+        return b if a is None else a if b is None else ir.alt(a, b)
+
+    # coef[i][j]: the characters (then expressions) taking state i to j; every state accepts
+    coef = [[None] * m for _ in range(m)]
+    for i in range(m):
+        for c in syms:
+            j = step(i, c)
+            if j < m:
+                coef[i][j] = union(coef[i][j], ir.chars((c, c)))
+        if other.ranges:
+            coef[i][0] = union(coef[i][0], other)
+    const = [ir.EPS] * m
+    for k in range(m - 1, 0, -1):
+        loop = ir.repeat(coef[k][k], 0, None) if coef[k][k] is not None else ir.EPS
+        for i in range(k):
+            if coef[i][k] is None:
+                continue
+            pre = ir.seq(coef[i][k], loop)
+            const[i] = union(const[i], ir.seq(pre, const[k]))
+            for j in range(k):
+                if coef[k][j] is not None:
+                    coef[i][j] = union(coef[i][j], ir.seq(pre, coef[k][j]))
+            coef[i][k] = None
+        if _size(const, coef) > MAX_AVOID_NODES:
+            return None
+    return ir.seq(ir.repeat(coef[0][0], 0, None), const[0]) if coef[0][0] is not None else const[0]
+
+
+def _size(*nodes) -> int:
+    """IR nodes in ``nodes`` (lists of them, ``None`` for none), shared ones counted each time."""
+    n, stack = 0, list(nodes)
+    while stack:
+        x = stack.pop()
+        if x is None:
+            continue
+        if isinstance(x, list):
+            stack.extend(x)
+            continue
+        n += 1
+        t = type(x)
+        if t is ir.Seq or t is ir.Alt or t is ir.And:
+            stack.extend(x.items)
+        elif t is ir.Repeat:
+            stack.append(x.item)
+        elif t is ir.Diff:
+            stack += [x.left, x.right]
+    return n
 
 
 def _tempered(conv: _Converter, av, f: int, cont: ir.Node) -> ir.Node:

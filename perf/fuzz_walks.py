@@ -18,7 +18,12 @@ the index's own step, a second path through the automaton):
 * each sampled token is accepted by ``Index.next_state`` (a mask never allows a refused token),
   and a few tokens sampled outside the mask are refused by it (a mask never forbids a token the
   step takes: the other side of exactness, as far as ``next_state`` is the reference);
-* EOS is allowed exactly where ``is_accepting`` says.
+* EOS is allowed exactly where ``is_accepting`` says;
+* with ``--reference``, every mask equals the reference walk's (:func:`reference_index`: a second
+  index of the same schema with every shortcut of the walk off, the plain trie node by node, no
+  heads, no byte runs, stepped through the same tokens): the shortcuts taken together on real
+  schemas (issue 24: "masks equal to the reference walk at every state of random walks"). Slow:
+  the reference walks the whole plain trie at positions where the shortcuts take it at once.
 
 A schema ``Index()`` refuses (``UnsupportedSchemaError``, a limit) is counted, not a failure; so
 is a walk that reaches a documented limit. Anything else raised is a failure. Every walk is made
@@ -28,6 +33,7 @@ Usage::
 
     python perf/fuzz_walks.py --limit 20 --walks 3          # 20 schemas a category, 3 walks each
     python perf/fuzz_walks.py --ids Github_easy---o1234 --seed 7 -v
+    python perf/fuzz_walks.py --limit 2 --walks 1 --budget 60 --reference --tokenizer DIR
 """
 
 from __future__ import annotations
@@ -133,9 +139,24 @@ def _closers(vocab) -> np.ndarray:
     return got
 
 
-def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3):
+def reference_index(*args, **kw):
+    """``Index(*args, **kw)`` whose masks are the reference walk's: the plain trie node by node
+    (no plain runs, open keys, class subtrees), the special trie node by node (``WALK_ALL``: no
+    ASCII runs, no byte runs), no heads shared. Rule families keep their own masks (they are
+    compared with their generic walk in their own tests)."""
+    from dotjson import Index
+    from dotjson._kernels import walk as _walk
+
+    ref = Index(*args, **kw)
+    m = ref._masker
+    m._plain_runs, m._heads, m._special_mode = False, False, _walk.WALK_ALL
+    return ref
+
+
+def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3, ref=None):
     """One random walk; returns ``(status, text, problem)``: ``finished``/``budget`` and the
-    bytes so far, ``problem`` a string when a check failed."""
+    bytes so far, ``problem`` a string when a check failed. ``ref``: an index of the same
+    schema (:func:`reference_index`) whose mask must equal ``index``'s at every state."""
     from dotjson.errors import LimitExceededError
 
     n_words = (int(vocab.max_token_id()) + 31) // 32
@@ -144,7 +165,9 @@ def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3):
     plain = index._tries.plain_bits
     closers = _closers(vocab)
     buf = np.zeros(n_words, dtype=np.uint32)
+    rbuf = np.zeros(n_words, dtype=np.uint32)
     s = index.initial_state
+    rs = ref.initial_state if ref is not None else None
     text = bytearray()
     for step in range(budget):
         late = step >= budget // 2  # past half the budget: steer towards the end (EOS, structure)
@@ -153,6 +176,18 @@ def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3):
         except LimitExceededError as e:
             LIMITS.append(str(e))
             return "limit", bytes(text), None
+        if ref is not None:
+            try:
+                ref.fill_mask(rs, rbuf)
+            except LimitExceededError as e:
+                LIMITS.append(str(e))
+                return "limit", bytes(text), None
+            if not np.array_equal(buf, rbuf):
+                diff = np.flatnonzero(np.unpackbits((buf ^ rbuf).view(np.uint8), bitorder="little")[:width])
+                shown = [(int(t), vocab.token_bytes(int(t)) if t not in eos else "EOS", bool(buf[t >> 5] >> (t & 31) & 1))
+                         for t in diff[:8]]
+                return "reference", bytes(text), (f"{len(diff)} tokens differ from the reference walk after "
+                                                  f"{bytes(text)!r}: (id, bytes, in the mask) {shown}")
         bits = np.unpackbits(buf.view(np.uint8), bitorder="little")[:width]
         allowed = np.flatnonzero(bits)
         if len(allowed) == 0:
@@ -186,6 +221,8 @@ def walk(index, vocab, rng: np.random.Generator, budget: int, outside: int = 3):
             return "lax", bytes(text), f"token {t} ({vocab.token_bytes(t)!r}) is in the mask but next_state refuses it after {bytes(text)!r}"
         text += vocab.token_bytes(t)
         s = ns
+        if ref is not None:
+            rs = ref.next_state(rs, t)
     return "budget", bytes(text), None
 
 
@@ -201,6 +238,8 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default="default,every-valid",
                     help=f"comma-separated, of {', '.join(CONFIGS)}")
     ap.add_argument("--ids", default="", help="only these schema ids (comma-separated)")
+    ap.add_argument("--reference", action="store_true",
+                    help="compare every mask with the reference walk's (every shortcut off; slow)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -242,7 +281,8 @@ def main(argv=None) -> int:
                 if w:
                     index = Index(row["schema"], vocab, **opts)  # each walk on a fresh index
                 try:
-                    status, text, problem = walk(index, vocab, rng, args.budget)
+                    ref = reference_index(row["schema"], vocab, **opts) if args.reference else None
+                    status, text, problem = walk(index, vocab, rng, args.budget, ref=ref)
                 except Exception as e:  # noqa: BLE001
                     status, text, problem = "raised", b"", f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
                 if status == "finished" and problem is None:

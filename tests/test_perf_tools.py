@@ -88,6 +88,28 @@ def test_fuzz_walks_catches_a_mask_that_disagrees_with_the_step(smollm2_vocab):
     assert "dead-end" in seen
 
 
+def test_fuzz_walks_compares_every_mask_with_the_reference_walk(smollm2_vocab):
+    """``--reference``: the masks of a walk equal the reference walk's (every shortcut off) on a
+    real tokenizer; a reference that differs (another schema's index) is reported."""
+    import numpy as np
+
+    fw = perf_module("fuzz_walks")
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
+                                               "tags": {"type": "array", "items": {"type": "string"}},
+                                               "n": {"type": "number"}}, "required": ["name"]}
+    from dotjson import Index
+
+    ref = fw.reference_index(schema, smollm2_vocab)
+    assert ref._masker._heads is False and ref._masker._plain_runs is False
+    for seed in range(3):
+        status, text, problem = fw.walk(Index(schema, smollm2_vocab), smollm2_vocab, np.random.default_rng(seed), 60,
+                                        ref=fw.reference_index(schema, smollm2_vocab))
+        assert problem is None, problem
+    other = fw.reference_index({"type": "object", "properties": {"name": {"type": "integer"}}}, smollm2_vocab)
+    status, _, problem = fw.walk(Index(schema, smollm2_vocab), smollm2_vocab, np.random.default_rng(0), 60, ref=other)
+    assert status == "reference" and "differ from the reference walk" in problem
+
+
 @pytest.mark.slow
 def test_fuzz_walks_over_maskbench_schemas_finds_nothing():
     """Random walks over two MaskBench schemas a category (the development split where it is,

@@ -1,7 +1,8 @@
 r"""Random token walks over real schemas: every finished document must validate, and every mask
 must agree with the index's own step.
 
-For a seeded sample of MaskBench schemas (or the repository's subset), in the default
+For a seeded sample of MaskBench schemas (or the repository's subset; ``--suite``: the
+JSON-Schema-Test-Suite's groups of one draft, with its remote schemas), in the default
 configuration and the every-valid one (``property_order="any"``, open objects, any JSON
 whitespace, only the schema's bounds), each walk starts a fresh index and samples tokens among
 the allowed ones (half of the time among the structural ones, those that are not plain string
@@ -34,6 +35,7 @@ Usage::
     python perf/fuzz_walks.py --limit 20 --walks 3          # 20 schemas a category, 3 walks each
     python perf/fuzz_walks.py --ids Github_easy---o1234 --seed 7 -v
     python perf/fuzz_walks.py --limit 2 --walks 1 --budget 60 --reference --tokenizer DIR
+    python perf/fuzz_walks.py --suite draft2020-12 --limit 0 --walks 1 --reference   # every group
 """
 
 from __future__ import annotations
@@ -109,11 +111,19 @@ def _disputed(errors) -> bool:
     return True
 
 
-def _validator(schema):
+def _validator(schema, resources=None):
     import jsonschema
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    if not resources:
+        return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    from referencing import Registry, Resource
+    from referencing.jsonschema import specification_with
+
+    spec = specification_with(cls.META_SCHEMA["$schema"] if "$schema" in cls.META_SCHEMA else cls.ID_OF(cls.META_SCHEMA))
+    registry = Registry().with_resources(
+        (url, Resource.from_contents(doc, default_specification=spec)) for url, doc in resources.items())
+    return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=registry)
 
 
 _CLOSERS: dict = {}
@@ -137,6 +147,21 @@ def _closers(vocab) -> np.ndarray:
             got[t] = 2 if (b"}" in b or b"]" in b) else 1 if b'"' in b else -1 if b and not b.strip() else 0
         _CLOSERS[id(vocab)] = got
     return got
+
+
+def suite_rows(draft: str) -> tuple[list, dict]:
+    """The JSON-Schema-Test-Suite's test groups of one draft folder as rows like MaskBench's
+    (``id`` the file and group index, ``schema`` with the folder's ``$schema``), and the suite's
+    remote schemas (the ``resources`` their references name)."""
+    import suite_report
+
+    rows = []
+    for rel in suite_report.suite_files(draft):
+        groups = json.loads((suite_report.SUITE / draft / rel).read_text(encoding="utf-8"))
+        for k, g in enumerate(groups):
+            rows.append({"id": f"{draft}/{rel}#{k}", "schema": suite_report._in_dialect(g["schema"], draft),
+                         "tests": g["tests"]})
+    return rows, suite_report.remotes()
 
 
 def reference_index(*args, **kw):
@@ -238,6 +263,8 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default="default,every-valid",
                     help=f"comma-separated, of {', '.join(CONFIGS)}")
     ap.add_argument("--ids", default="", help="only these schema ids (comma-separated)")
+    ap.add_argument("--suite", default="", help="the JSON-Schema-Test-Suite's groups of this draft folder "
+                    "(draft2020-12, draft7) instead of MaskBench (--limit: groups in all, a seeded sample)")
     ap.add_argument("--reference", action="store_true",
                     help="compare every mask with the reference walk's (every shortcut off; slow)")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -250,7 +277,16 @@ def main(argv=None) -> int:
     tok = peers.load_tokenizer(args.tokenizer)
     vocab = Vocabulary.from_tokenizer(tok)
     dotjson.warmup()
-    rows = load_sample(CATEGORIES, args.limit if not args.ids else 10**9, args.seed, data=args.data)
+    resources = None
+    if args.suite:
+        import random
+
+        rows, resources = suite_rows(args.suite)
+        if args.limit and not args.ids and args.limit < len(rows):
+            rows = sorted(random.Random(args.seed).sample(rows, args.limit), key=lambda r: r["id"])
+    else:
+        rows = load_sample(CATEGORIES, args.limit if not args.ids else 10**9, args.seed, data=args.data)
+    opts_extra = {"resources": resources} if resources else {}
     if args.ids:
         want = set(args.ids.split(","))
         rows = [r for r in rows if r["id"] in want]
@@ -259,12 +295,12 @@ def main(argv=None) -> int:
     t0 = time.time()
     for k, row in enumerate(rows):
         try:
-            validator = _validator(row["schema"])
+            validator = _validator(row["schema"], resources)
         except Exception:  # noqa: BLE001  (a schema jsonschema itself rejects: no reference)
             counts["no reference"] = counts.get("no reference", 0) + 1
             continue
         for cname in args.configs.split(","):
-            opts = CONFIGS[cname]
+            opts = {**CONFIGS[cname], **opts_extra}
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")

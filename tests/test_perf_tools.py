@@ -110,6 +110,32 @@ def test_fuzz_walks_compares_every_mask_with_the_reference_walk(smollm2_vocab):
     assert status == "reference" and "differ from the reference walk" in problem
 
 
+def test_fuzz_walks_reads_the_test_suite_with_its_remotes(smollm2_vocab):
+    """``--suite``: the Test-Suite's groups as rows, walked with their remote schemas (a group whose
+    ``$ref`` names one), documents validated with those remotes too."""
+    import json
+
+    import numpy as np
+
+    from dotjson import Index
+
+    fw = perf_module("fuzz_walks")
+    rows, resources = fw.suite_rows("draft2020-12")
+    assert len(rows) > 400 and any(u.startswith("http://localhost:1234/") for u in resources)
+    row = next(r for r in rows if "localhost:1234" in json.dumps(r["schema"]) and "integer.json" in json.dumps(r["schema"]))
+    validator = fw._validator(row["schema"], resources)
+    finished = 0
+    for seed in range(4):
+        status, text, problem = fw.walk(Index(row["schema"], smollm2_vocab, resources=resources), smollm2_vocab,
+                                        np.random.default_rng(seed), 40,
+                                        ref=fw.reference_index(row["schema"], smollm2_vocab, resources=resources))
+        assert problem is None, problem
+        if status == "finished":
+            finished += 1
+            assert not list(validator.iter_errors(json.loads(text))), text
+    assert finished
+
+
 @pytest.mark.slow
 def test_fuzz_walks_over_maskbench_schemas_finds_nothing():
     """Random walks over two MaskBench schemas a category (the development split where it is,

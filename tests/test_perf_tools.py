@@ -136,6 +136,20 @@ def test_fuzz_walks_reads_the_test_suite_with_its_remotes(smollm2_vocab):
     assert finished
 
 
+@pytest.mark.skipif(__import__("shutil").which("node") is None, reason="needs Node.js (V8) as the ECMA-262 reference")
+def test_fuzz_walks_disputes_a_regex_only_where_v8_takes_it():
+    """``format: regex`` objections of ``jsonschema`` (Python's ``re``) count as disputed only where
+    V8 takes the pattern (ECMA-262's empty class ``[]``), not where it refuses it too."""
+    import jsonschema
+
+    fw = perf_module("fuzz_walks")
+    v = jsonschema.Draft202012Validator({"format": "regex"}, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    errs = list(v.iter_errors("a[]b"))
+    assert errs and fw._disputed(errs)
+    errs = list(v.iter_errors("a[b"))
+    assert errs and not fw._disputed(errs)
+
+
 @pytest.mark.slow
 def test_fuzz_walks_over_maskbench_schemas_finds_nothing():
     """Random walks over two MaskBench schemas a category (the development split where it is,

@@ -408,9 +408,10 @@ def test_key_sets_are_shared_and_settled_lazily(llama3_vocab):
     pool = a._a["pool"]
     alive = pool[pool[T + 4] : pool[T + 4] + n]  # KT_ALIVE
     tails = pool[pool[T + 5] : pool[T + 5] + n]  # KT_TAIL
-    # settled: the members the decoded states offered; tails: only names the text reached
+    # settled: every member the builder vouches for, written with the table (its values all
+    # have instances); tails: only names the text reached
     assert (alive == 1).sum() >= 2 and 2 <= (tails >= 0).sum() <= 8
-    assert keyset.asked.any()
+    assert (alive == 1).all() and keyset.alive_many(np.arange(n)).all()
     # the states after p1 offer p2 .. p1999: a range of names they all offer is one term
     s1 = a.walk_bytes(index.initial_state, b'{"p1":1,"p19')
     s2 = a.walk_bytes(index.initial_state, b'{"p2":1,"p19')

@@ -378,7 +378,7 @@ class Automaton:
             if self._a["rule_body"][arg] < 0:
                 self.rules.body_closure(arg)
         elif status == K.NEED_KEY_ALIVE:
-            self._key_alive(arg, int(ctl[K.C_ARG2]), int(ctl[K.C_ARG3]), int(ctl[K.C_ARG4]))
+            self._key_alive(arg, int(ctl[K.C_ARG2]))
         elif status == K.NEED_KEY_TAIL:
             self._key_tail(arg, int(ctl[K.C_ARG2]))
         elif status == K.LIMIT_STATES:
@@ -458,7 +458,6 @@ class Automaton:
         if keyset.tail is None:  # every name ends the language: each member complete, tail ε
             pool[o_alive : o_alive + n] = 1
             pool[o_tail : o_tail + n] = K.EPS
-            keyset.asked[:] = True
         else:
             pool[o_alive : o_alive + n] = -1
             pool[o_tail : o_tail + n] = -1
@@ -468,10 +467,8 @@ class Automaton:
             # others (``_key_alive``: the tail's productivity)
             sure = np.flatnonzero(np.asarray(keyset.alive_many(np.arange(n)), dtype=np.bool_))
             pool[o_alive + sure] = 1
-            keyset.asked[:] = True
         if len(keyset.excluded):
             pool[o_alive + keyset.excluded] = 0
-            keyset.asked[keyset.excluded] = True
         pool[full : full + 3] = (T, 0, n)
         o_start, o_blob, o_member, o_cp, ncp, o_esc, o_raw, o_short = names
         pool[T : T + K.N_KT] = (n, o_start, o_blob, o_member, o_alive, o_tail, o_cp, ncp, o_esc, o_raw, full,
@@ -572,19 +569,11 @@ class Automaton:
             raise GrammarError(f"the key set at {T} of a loaded index is incomplete")
         return keyset
 
-    def _key_alive(self, T: int, m: int, lo: int, hi: int) -> None:
-        """Settle whether member ``m`` of key set ``T`` can complete (a kernel asked), with every
-        member of ``lo .. hi - 1`` (those the asking state offers: the scan that asked goes on
-        to them) whose builder knows it cheaply, in one call."""
+    def _key_alive(self, T: int, m: int) -> None:
+        """Settle whether member ``m`` of key set ``T`` can complete (a kernel asked: one its
+        builder could not vouch for when the table was written), by its tail's productivity."""
         keyset = self._keyset_of(T)
         o = int(self._a["pool"][T + K.KT_ALIVE])
-        js = lo + np.flatnonzero(~keyset.asked[lo:hi])
-        if len(js):
-            sure = np.asarray(keyset.alive_many(js), dtype=np.bool_)
-            keyset.asked[js] = True
-            pool = self._a["pool"]
-            seg = pool[o + js]
-            pool[o + js[(seg < 0) & sure]] = 1
         if self._a["pool"][o + m] < 0:
             v = 1 if self.rules.productive(keyset.tail(m)) else 0  # may grow the pool
             self._a["pool"][o + m] = v
@@ -607,7 +596,7 @@ class Automaton:
             for m in range(n):
                 pool = self._a["pool"]
                 if pool[int(pool[T + K.KT_ALIVE]) + m] < 0:
-                    self._key_alive(T, m, m, m + 1)
+                    self._key_alive(T, m)
                 pool = self._a["pool"]
                 if pool[int(pool[T + K.KT_ALIVE]) + m] == 1 and pool[int(pool[T + K.KT_TAIL]) + m] < 0:
                     self._key_tail(T, m)

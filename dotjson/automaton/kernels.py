@@ -25,8 +25,8 @@ a function that cannot finish returns ``FAIL`` (``-1``) after writing the reason
 * ``NEED_RULE``: a rule body (``ctl[C_ARG]``) is not compiled yet; Python compiles it, calls again;
 * ``NEED_KEY_ALIVE`` / ``NEED_KEY_TAIL``: whether member ``ctl[C_ARG2]`` of the key set at pool
   offset ``ctl[C_ARG]`` can complete, or the term of what follows its name, is not known yet
-  (``ctl[C_ARG3:C_ARG4 + 1]``: the members the asking state offers); Python answers (it builds
-  the member's rule), calls again;
+  (the members the builder vouches for are written with the table: only the others are
+  asked); Python answers (it builds the member's rule), calls again;
 * ``LIMIT_STATES`` / ``LIMIT_FUEL``: a budget is spent; Python raises ``LimitExceededError``.
 
 Interning is idempotent and memo entries are written only once complete, so a call restarted

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from .._kernels.jit import kernel, unit
 from .store import (
-    C_ARG2, C_ARG3, C_ARG4, C_MEMO, C_POOL, EMPTY, EPS, K_KEYS, NEED_GROW_MEMO, NEED_GROW_POOL,
+    C_ARG2, C_MEMO, C_POOL, EMPTY, EPS, K_KEYS, NEED_GROW_MEMO, NEED_GROW_POOL,
     NEED_KEY_ALIVE, NEED_KEY_TAIL, STORE, S_CTL, S_MK, S_POOL, S_TI, _I32_1, _T_KCTX, _U0, _U1,
     _U64_2, _fail, _grow_i32, _i64, _mget, _mput, borrow, scratch,
 )
@@ -168,7 +168,7 @@ def _k_any(S, T, C, q1, q2):
         if a == 1:
             return 1
         if a < 0:
-            return _k_ask_alive(S, T, m, mlo, mhi)  # the others offered: worth answering for too
+            return _k_ask_alive(S, T, m)
     return 0
 
 
@@ -398,14 +398,11 @@ def _k_esc_row(S, t, cw, ct):
 
 
 @kernel
-def _k_ask_alive(S, T, m, lo, hi):
-    """Exit: whether member ``m`` of table ``T`` can complete (``lo .. hi - 1``: the members
-    the asking state offers)."""
+def _k_ask_alive(S, T, m):
+    """Exit: whether member ``m`` of table ``T`` can complete (one the builder could not vouch
+    for when the table was written)."""
     S = borrow(S)
-    ctl = S[S_CTL]
-    ctl[C_ARG2] = m
-    ctl[C_ARG3] = lo
-    ctl[C_ARG4] = hi
+    S[S_CTL][C_ARG2] = m
     return _fail(S, NEED_KEY_ALIVE, T)
 
 
@@ -442,7 +439,7 @@ def _k_deriv(S, t, b):
                 return EMPTY
             a = pool[pool[T + KT_ALIVE] + m]
             if a < 0:
-                return _k_ask_alive(S, T, m, m, m + 1)
+                return _k_ask_alive(S, T, m)
             if a == 0:
                 return EMPTY
             r = pool[pool[T + KT_TAIL] + m]

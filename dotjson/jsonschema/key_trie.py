@@ -161,7 +161,7 @@ class KeySet:
         read it there (the generic engine knows no JSON).
     """
 
-    __slots__ = ("trie", "alive_many", "tail", "asked", "excluded", "_spelling", "syntax")
+    __slots__ = ("trie", "alive_many", "tail", "excluded", "_spelling", "syntax")
 
     def __init__(self, trie: KeyTrie, alive_many, tail, excluded=(), spelling=enc_char,
                  syntax=STRING_SYNTAX) -> None:
@@ -170,7 +170,6 @@ class KeySet:
         self.trie = trie
         self.alive_many = alive_many
         self.tail = tail
-        self.asked = np.zeros(trie.n, dtype=np.bool_)  # members alive_many has answered for
         self.excluded = np.asarray(sorted(excluded), dtype=np.int64)
 
     def spelling(self, ch: str) -> ir.Node:

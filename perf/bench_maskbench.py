@@ -105,6 +105,20 @@ def _force(compiled, ids, first=None):
     return ("ok" if m.eos_allowed() else "no_eos"), len(ids), times
 
 
+def _send_forced(conn, pas, i, compiled, ids, first=None):
+    """Force instance ``i`` of pass ``pas`` and send its result (an exception as an error)."""
+    try:
+        status, k, times = _force(compiled, ids, first)
+    except Exception as e:  # noqa: BLE001
+        _send_error(conn, pas, i, e)
+        return
+    conn.send(("inst", pas, i, status, k, times, None))
+
+
+def _send_error(conn, pas, i, e):
+    conn.send(("inst", pas, i, "error", -1, [], f"{type(e).__name__}: {e} {traceback.format_exc()[-1500:]}"))
+
+
 def _refused(m):
     """A plain refusal is ``reject``; ``engine_error: ...`` when the engine reported an error."""
     err = m.error()
@@ -162,42 +176,26 @@ def _worker(conn, engine_name, tokenizer, mem_limit_gb, verbose=False):
         per_inst = []
         for i, ids in enumerate(instances):
             try:
-                if i == 0:
-                    c, first = compiled, (m, (t2 - t1) * 1e6)
-                else:
-                    c = engine.compile(schema) if recompile else compiled
-                    first = None
-                per_inst.append(c)
-                status, k, times = _force(c, ids, first)
-                conn.send(("inst", "cold", i, status, k, times, None))
+                c = compiled if i == 0 else engine.compile(schema) if recompile else compiled
             except Exception as e:  # noqa: BLE001
                 per_inst.append(None)
-                conn.send(("inst", "cold", i, "error", -1, [],
-                           f"{type(e).__name__}: {e} {traceback.format_exc()[-1500:]}"))
+                _send_error(conn, "cold", i, e)
+                continue
+            per_inst.append(c)
+            _send_forced(conn, "cold", i, c, ids, (m, (t2 - t1) * 1e6) if i == 0 else None)
         if warm:
             for i, ids in enumerate(instances):
-                if per_inst[i] is None:
-                    continue
-                try:
-                    status, k, times = _force(per_inst[i], ids)
-                    conn.send(("inst", "warm", i, status, k, times, None))
-                except Exception as e:  # noqa: BLE001
-                    conn.send(("inst", "warm", i, "error", -1, [],
-                               f"{type(e).__name__}: {e} {traceback.format_exc()[-1500:]}"))
+                if per_inst[i] is not None:
+                    _send_forced(conn, "warm", i, per_inst[i], ids)
         if protocol:
             # MaskBench's protocol: one compiled object, every instance on it in turn
             try:
                 c = engine.compile(schema) if recompile else compiled
             except Exception as e:  # noqa: BLE001 - compiled above: not expected
-                conn.send(("inst", "protocol", 0, "error", -1, [], f"{type(e).__name__}: {e}"))
+                _send_error(conn, "protocol", 0, e)
                 c = None
             for i, ids in enumerate(protocol if c is not None else ()):
-                try:
-                    status, k, times = _force(c, ids)
-                    conn.send(("inst", "protocol", i, status, k, times, None))
-                except Exception as e:  # noqa: BLE001
-                    conn.send(("inst", "protocol", i, "error", -1, [],
-                               f"{type(e).__name__}: {e} {traceback.format_exc()[-1500:]}"))
+                _send_forced(conn, "protocol", i, c, ids)
         conn.send(("done",))
 
 

@@ -139,7 +139,7 @@ def _validator(schema, resources=None):
     from referencing import Registry, Resource
     from referencing.jsonschema import specification_with
 
-    spec = specification_with(cls.META_SCHEMA["$schema"] if "$schema" in cls.META_SCHEMA else cls.ID_OF(cls.META_SCHEMA))
+    spec = specification_with(cls.META_SCHEMA["$schema"])  # (the remotes that name no dialect: the schema's)
     registry = Registry().with_resources(
         (url, Resource.from_contents(doc, default_specification=spec)) for url, doc in resources.items())
     return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=registry)

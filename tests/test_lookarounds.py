@@ -104,12 +104,8 @@ def test_a_negative_lookahead_of_a_literal_is_the_texts_avoiding_it():
     MaskBench JsonSchemaStore---aerleon-definitions)."""
     from dotjson.regex.lookarounds import _no_occurrence
 
-    def nodes(x):
-        return [x] + [y for c in getattr(x, "items", ()) for y in nodes(c)] + (nodes(x.item) if type(x) is ir.Repeat else []) \
-            + (nodes(x.left) + nodes(x.right) if type(x) is ir.Diff else [])
-
     aerleon = r"^(?!.*://)(?=.{1,255}$)((.{1,63}\.){1,127}(?![0-9]*$)[a-z0-9-]+\.?)$"
-    assert not any(type(x) is ir.Diff and type(x.right) is ir.Seq for x in nodes(regex_to_ir(r"^(?!.*://)x+$")))
+    assert not any(type(x) is ir.Diff and type(x.right) is ir.Seq for x in ir.walk(regex_to_ir(r"^(?!.*://)x+$")))
     # line breaks: `.` stops at one, so what follows it may hold S (Python's `.`: \n only)
     for p in [r"^(?!.*ab)[a-c\n]*$", r"^(?!.*?a\na)[a\n]*$", r"(?!.*aba)"]:
         a = Automaton(ir.Grammar({"start": regex_to_ir(p)}, "start"))

@@ -526,7 +526,6 @@ def test_a_copied_item_inside_an_unfinished_escape(kind):
         paths = [paths[0], paths[4]]
     checked = refused = 0
     for path in paths:
-        s = r = None
         s, r = index.initial_state, ref.initial_state
         for t in path:
             s, r = index.next_state(s, tid[t]), ref.next_state(r, tid[t])

@@ -187,30 +187,14 @@ def _no_occurrence(d: ir.Chars, text: list) -> ir.Node | None:
                 if coef[k][j] is not None:
                     coef[i][j] = union(coef[i][j], ir.seq(pre, coef[k][j]))
             coef[i][k] = None
-        if _size(const, coef) > MAX_AVOID_NODES:
+        if _size(const + [c for row in coef for c in row]) > MAX_AVOID_NODES:
             return None
     return ir.seq(ir.repeat(coef[0][0], 0, None), const[0]) if coef[0][0] is not None else const[0]
 
 
-def _size(*nodes) -> int:
-    """IR nodes in ``nodes`` (lists of them, ``None`` for none), shared ones counted each time."""
-    n, stack = 0, list(nodes)
-    while stack:
-        x = stack.pop()
-        if x is None:
-            continue
-        if isinstance(x, list):
-            stack.extend(x)
-            continue
-        n += 1
-        t = type(x)
-        if t is ir.Seq or t is ir.Alt or t is ir.And:
-            stack.extend(x.items)
-        elif t is ir.Repeat:
-            stack.append(x.item)
-        elif t is ir.Diff:
-            stack += [x.left, x.right]
-    return n
+def _size(nodes) -> int:
+    """IR nodes in ``nodes`` (``None`` for none), shared ones counted each time (:func:`ir.walk`)."""
+    return sum(1 for x in nodes if x is not None for _ in ir.walk(x))
 
 
 def _tempered(conv: _Converter, av, f: int, cont: ir.Node) -> ir.Node:

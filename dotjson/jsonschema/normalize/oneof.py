@@ -68,6 +68,7 @@ class OneOf:
         policy would close is closed here, to the names it and ``context`` speak of
         (:meth:`_closed_branch`), so that branches overlapping only through members another
         branch does not declare (GeoJSON's geometries beside its collections) are disjoint.
+        (With ``closed``, an empty list where the policy closes no branch: the refusal stands.)
         That is narrower than the policy alone (a name declared only by a schema intersected
         later is not one of the branch's), never wider: every document is still one branch's
         and no other's."""
@@ -75,6 +76,8 @@ class OneOf:
         # the branches made (closed where ``closed``); the others they may overlap stay as the
         # schema says (a document of a closed branch must still satisfy no other sub-schema)
         As = [[self._closed_branch(a, context) for a in D] for D in Ds] if closed else Ds
+        if closed and all(b is a for D, B in zip(Ds, As) for a, b in zip(D, B)):
+            return []  # (the policy closes no branch: the caller's refusal stands)
         # per branch of each sub-schema: groups of its types, each with the other sub-schemas it
         # may overlap on those types (a string two object branches both allow overlaps; their
         # objects may not)
@@ -177,19 +180,10 @@ class OneOf:
             except UnsupportedSchemaError as e:
                 if not (self.close_objects and self.oneof_closing and "too many alternatives" in str(e)):
                     raise
-        got = self.one_of(exprs, where, context, closed=True) if self._closes_some(exprs, context) else None
+        got = self.one_of(exprs, where, context, closed=True)
         if not got:  # (nothing the policy closes, or nothing left: the refusal stands)
             raise _overlap_refusal(refusal, where) from None
         return got
-
-    def _closes_some(self, exprs, context) -> bool:
-        """Whether :meth:`_closed_branch` closes a branch of one of ``exprs`` (a retry that
-        closes none would be refused again)."""
-        for e in exprs:
-            for a in self.dnf(e):
-                if self._closed_branch(a, context) is not a:
-                    return True
-        return False
 
     def _closed_branch(self, a, context):
         """Branch ``a`` with its objects closed as the ``close_objects`` policy closes them

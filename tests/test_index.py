@@ -400,15 +400,49 @@ def test_grown_extends_reserved_arrays_in_place(monkeypatch):
     arr[:] = np.arange(32, dtype=np.int32).reshape(8, 4)
     cap = M._extend(arr, 1 << 30)
     assert cap is None  # far past what was reserved
-    grown = A.Automaton._grown(arr, 16, -1)
+    grown = M.grown(arr, 16, -1)
     assert grown.shape == (16, 4) and grown.ctypes.data == arr.ctypes.data  # not copied
     assert (grown[:8] == arr).all() and (grown[8:] == -1).all()
     grown[0, 0] = 99
     assert arr[0, 0] == 99  # the old array is a view of the same rows
-    states = A.Automaton._grown(grown, 32, None, used=5)  # rows past `used`: their owner writes
+    states = M.grown(grown, 32, None, used=5)  # rows past `used`: their owner writes
     assert states.ctypes.data == arr.ctypes.data and (states[:5] == grown[:5]).all()
     small = np.zeros((3, 4), dtype=np.int32)  # NumPy's allocation: extended by copying
     assert M._extend(small, 6) is None
+    # a small array grown with a reservation moves once, then grows in place up to it
+    monkeypatch.setattr(M, "_HUGE_ADVISED", 1 << 22)
+    monkeypatch.setattr(M, "_STRICT", False)
+    small[:] = 7
+    moved = M.grown(small, 6, 0, ahead=100)
+    assert moved.shape == (6, 4) and (moved[:3] == 7).all() and (moved[3:] == 0).all()
+    again = M.grown(moved, 100, None)
+    assert again.ctypes.data == moved.ctypes.data and (again[:3] == 7).all()
+    assert M.grown(again, 101, None).ctypes.data != moved.ctypes.data  # past it: copied
+    monkeypatch.setattr(M, "_STRICT", True)  # where overcommit is strict: 8 times the rows
+    strict = M.grown(small, 6, 0, ahead=100)
+    assert M._extend(strict, 48) is not None and M._extend(strict, 49) is None
+
+
+def test_store_growth_rehashes_by_stored_hashes(tiny_bpe_vocab):
+    """A grown term table is filled from the hashes the terms were made with: they are the
+    hashes computed from the terms themselves, and every term is found again."""
+    import dotjson.automaton as A
+    from dotjson.automaton import kernels as K
+
+    index = Index(SCHEMAS["open"], tiny_bpe_vocab, close_objects=False, spellings="any")
+    for doc in DOCS["open"]:
+        index.accepts(doc)
+    a = index._auto._a
+    n = int(a["ctl"][K.C_TERMS])
+    stored = a["tm"][:n, K.M_HASH].copy()
+    assert (stored >= 0).all()
+    ht = np.full(A._pow2(2 * n), -1, dtype=np.int32)
+    tm = a["tm"].copy()
+    assert K.rehash_terms(a["ti"], a["bw"], a["pool"], tm, n, ht) == 0
+    assert (tm[:n, K.M_HASH] == stored).all()
+    ht2 = np.full(ht.shape[0], -1, dtype=np.int32)
+    K.rehash_stored(a["tm"], n, ht2)
+    assert (ht2 == ht).all()  # (the same insertion order, the same probes)
 
 
 @pytest.mark.parametrize("ahead", [2, 64, "limited"])
@@ -425,6 +459,7 @@ def test_masks_equal_slow_reference_when_reserved_arrays_grow(ahead, tiny_bpe_vo
     monkeypatch.setattr(A.Automaton, "GROWN_TERMS", 1)  # (doubling from there: growth mid-walk)
     monkeypatch.setattr(A.Automaton, "GROWN_STATES", 1)
     monkeypatch.setattr(M, "_HUGE_ADVISED", 1024)
+    monkeypatch.setattr(M, "_STRICT", ahead == 2)  # (strict overcommit: reserved 2x, then moved)
     if ahead == "limited":
         monkeypatch.setattr(M, "_address_space_room", lambda: 0)
         arr = M._reserve(4, (8,), np.int32)
@@ -437,7 +472,7 @@ def test_masks_equal_slow_reference_when_reserved_arrays_grow(ahead, tiny_bpe_vo
         _assert_masks_equal_reference(index, vocab, name)
         trans = index._auto._a["trans"]
         assert M._extend(trans, trans.shape[0]) is not None  # reserved
-    monkeypatch.setattr(M, "_reserve", lambda rows, row_shape, dtype: None)
+    monkeypatch.setattr(M, "_reserve", lambda rows, row_shape, dtype, ahead=0: None)
     index = Index(SCHEMAS["open"], vocab, close_objects=False, spellings="any")
     _assert_masks_equal_reference(index, vocab, "open")
 

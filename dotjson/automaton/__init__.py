@@ -297,10 +297,14 @@ class Automaton:
                    a["rcw"], a["rct"], a["rule_body"], a["term_of"], a["trans"], a["accepting"],
                    a["plain_inv"], a["row_ready"], a["ctl"])
 
-    @staticmethod
-    def _grown(arr, cap, fill, used=None):
+    #: An array that grows moves once into address space reserved for this many times its
+    #: rows (the states' tables: for :attr:`max_states`, which they can never pass), and grows
+    #: in place from then on (:func:`dotjson.automaton.memory.grown`)
+    RESERVE_AHEAD = 64
+
+    def _grown(self, arr, cap, fill, used=None, ahead=None):
         """``arr`` with ``cap`` rows (:func:`dotjson.automaton.memory.grown`)."""
-        return _mem.grown(arr, cap, fill, used)
+        return _mem.grown(arr, cap, fill, used, self.RESERVE_AHEAD * cap if ahead is None else ahead)
 
     @property
     def store_bytes(self) -> int:
@@ -336,7 +340,7 @@ class Automaton:
             for name in ("ti", "tf", "tm"):
                 a[name] = self._grown(a[name], cap, None, n)
             ht = _alloc(_pow2(2 * cap), np.int32, -1)
-            K.rehash_terms(a["ti"], a["bw"], a["pool"], n, ht)
+            K.rehash_stored(a["tm"], n, ht)
             a["ht"] = ht
         elif status == K.NEED_GROW_BSETS:
             self._budget({"bw": 2 * a["bw"].shape[0]})
@@ -362,7 +366,7 @@ class Automaton:
             # (rows past the states are written by kernels.state when it makes a state)
             n = int(a["ctl"][K.C_STATES])
             for name in ("term_of", "trans", "accepting", "plain_inv", "row_ready"):
-                a[name] = self._grown(a[name], cap, None, n)
+                a[name] = self._grown(a[name], cap, None, n, self.max_states + 1)
         else:  # pragma: no cover - a kernel bug
             raise AssertionError(f"unknown kernel exit {status}")
         # Publish whole arrays: a kernel or reader on the old ones keeps valid memory.
@@ -609,7 +613,7 @@ class Automaton:
         :attr:`lock` held, before any term refers to the new id."""
         a = self._a
         if a["rule_body"].shape[0] < n_rules:
-            a["rule_body"] = self._grown(a["rule_body"], _pow2(n_rules), -1)
+            a["rule_body"] = self._grown(a["rule_body"], _pow2(n_rules), -1, None, 0)
             self._publish()
 
     # ------------------------------------------------------------------ persistence

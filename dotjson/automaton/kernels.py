@@ -38,11 +38,12 @@ from __future__ import annotations
 from .store import (  # noqa: F401
     _T_ACLS, _T_REACH, _T_PRUN, INV_NO_RUN, K_BYTES, S_ACC, S_BW, BAND, C_ARG, C_ARG2, C_ARG3, C_ARG4, C_BSETS, C_EXPANDED, C_FUEL, C_MAX_STATES, C_POOL,
     C_STATES, C_STATUS, C_TERMS, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, F_REP, F_FAR, FAR_MIN, INF, K_ALT,
-    K_KEYS, K_REP, K_SEQ, LIMIT_FUEL, LIMIT_STATES, M_ROW_LEN, M_ROW_OFF, M_STATE,
+    K_KEYS, K_REP, K_SEQ, LIMIT_FUEL, LIMIT_STATES, M_HASH, M_ROW_LEN, M_ROW_OFF, M_STATE,
     NEED_GROW_BSETS, NEED_GROW_MEMO, NEED_GROW_POOL, NEED_GROW_RC, NEED_GROW_STATES,
     NEED_GROW_TERMS, NEED_KEY_ALIVE, NEED_KEY_TAIL, NEED_RULE, N_CTL, N_TM, RUN_INF, STORE,
     S_INV, S_POOL, S_READY, S_TERM_OF, S_TF, S_TI, S_TRANS, TERM_ID_BITS, UNKNOWN, _I32_1, _I32_3,
-    _I64_1, _grow_i32, _i64, _mget, _mput, _mslot, borrow, scratch, rehash_memo, rehash_terms, term_hash,
+    _I64_1, _grow_i32, _i64, _mget, _mput, _mslot, borrow, scratch, rehash_memo, rehash_stored, rehash_terms,
+    term_hash,
 )
 from .terms import (  # noqa: F401
     OP_ALT, OP_AND, OP_BYTES, OP_DIFF, OP_EMPTY, OP_EPS, OP_LOAD, OP_REF, OP_REP, OP_SAVE, OP_SEQ,

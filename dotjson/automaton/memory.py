@@ -1,9 +1,13 @@
 """The store's arrays in memory: where large ones live and how they grow.
 
 The automaton's store is a dozen NumPy arrays that double when a kernel runs out of room
-(:meth:`dotjson.automaton.Automaton._grow`). Small ones are NumPy's; from 4 MiB on they are
-anonymous mappings of their own (:func:`_alloc`), and a growing one lives in reserved address
-space and grows in place (:func:`_reserve`, :func:`_extend`, :func:`grown`).
+(:meth:`dotjson.automaton.Automaton._grow`). A new index's are NumPy's (small: copied from the
+base image); an array that grows moves, once, into reserved address space sized for what it may
+become, and grows in place from then on (:func:`_reserve`, :func:`_extend`, :func:`grown`):
+growing by copying paid a page fault for every page of the copy inside one mask (a transition
+table's 2 → 4 MiB: ~1.4 ms of CPU here, the slowest mask of several MaskBench documents). Large
+fresh arrays (4 MiB and more: the rehashed tables) are anonymous mappings of their own
+(:func:`_alloc`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,11 @@ import mmap
 import sys
 
 import numpy as np
+
+try:  # (imported here, not inside a mask: a first import reads the disk)
+    import resource
+except ImportError:  # pragma: no cover - not on POSIX
+    resource = None
 
 #: Bytes from which NumPy advises the kernel to back an array with huge pages (``madvise
 #: MADV_HUGEPAGE``, NumPy's default on Linux for allocations of 4 MiB and more).
@@ -25,12 +34,27 @@ _MAP_PRIVATE_ANON = (mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", getattr(m
 
 #: ``MAP_NORESERVE`` (Linux): address space only, no commit charge until a page is written
 _MAP_NORESERVE = 0x4000 if sys.platform.startswith("linux") else 0
-#: Address space reserved for one growing array (see :func:`_reserve`): at most this many
-#: bytes, and at most :data:`_RESERVE_AHEAD` times the rows asked for (so a store's address
-#: space stays within a small multiple of the memory it uses; under an address-space limit,
-#: ``ulimit -v``, at most a sixteenth of the room left).
+#: Address space reserved for one growing array (see :func:`_reserve`): the rows its owner says
+#: it may reach, at most this many bytes, and under an address-space limit (``ulimit -v``) at
+#: most a sixteenth of the room left.
 _RESERVE_BYTES = 1 << 30
+#: ... and at most this many times the rows asked for where the kernel charges reserved address
+#: space as committed memory (``vm.overcommit_memory = 2``: ``MAP_NORESERVE`` is ignored there,
+#: and a large reservation would take commit room other allocations need).
 _RESERVE_AHEAD = 8
+
+
+def _strict_overcommit() -> bool:
+    """The kernel charges every private mapping in full (``vm.overcommit_memory = 2``)."""
+    try:
+        with open("/proc/sys/vm/overcommit_memory", "rb") as f:
+            return f.read(8).strip() == b"2"
+    except OSError:
+        return False
+
+
+#: whether reservations are bounded by :data:`_RESERVE_AHEAD` (read once, at import)
+_STRICT = _strict_overcommit() if _MAP_NORESERVE else True
 
 
 def _alloc(shape, dtype, fill=None, empty=False) -> np.ndarray:
@@ -61,11 +85,12 @@ def _alloc(shape, dtype, fill=None, empty=False) -> np.ndarray:
     return out
 
 
-def _reserve(rows: int, row_shape: tuple, dtype) -> np.ndarray | None:
+def _reserve(rows: int, row_shape: tuple, dtype, ahead: int = 0) -> np.ndarray | None:
     """A zero-filled array of ``rows`` rows that can later be :func:`_extend`-ed in place: the
-    first rows of a private anonymous mapping of address space for up to :data:`_RESERVE_AHEAD`
-    times as many (at most :data:`_RESERVE_BYTES`), ``MAP_NORESERVE`` so that only the pages
-    written cost memory. ``None`` where no such mapping is possible (the caller copies instead).
+    first rows of a private anonymous mapping of address space for up to ``ahead`` rows (at
+    most :data:`_RESERVE_BYTES`; at least ``rows``; at most :data:`_RESERVE_AHEAD` times
+    ``rows`` where overcommit is strict), ``MAP_NORESERVE`` so that only the pages written cost
+    memory. ``None`` where no such mapping is possible (the caller copies instead).
 
     Growing a table by copying it into a mapping twice its size pays, besides the copy, a page
     fault for every page of the copy: the states' transition table of
@@ -78,7 +103,10 @@ def _reserve(rows: int, row_shape: tuple, dtype) -> np.ndarray | None:
     row_bytes = int(np.prod(row_shape, dtype=np.int64)) * dtype.itemsize
     if _MAP_PRIVATE_ANON is None or row_bytes == 0:
         return None
-    cap = max(rows, min(rows * _RESERVE_AHEAD, _RESERVE_BYTES // row_bytes))
+    want = max(ahead, rows * _RESERVE_AHEAD)
+    if _STRICT:
+        want = rows * _RESERVE_AHEAD
+    cap = max(rows, min(want, _RESERVE_BYTES // row_bytes))
     room = _address_space_room()
     if room is not None:  # reserve ahead only into a small part of what is left
         cap = max(rows, min(cap, room // 16 // row_bytes))
@@ -93,9 +121,9 @@ def _reserve(rows: int, row_shape: tuple, dtype) -> np.ndarray | None:
 def _address_space_room() -> int | None:
     """Bytes of address space this process may still map under its limit (``RLIMIT_AS``,
     ``ulimit -v``), or ``None`` when it has no limit."""
+    if resource is None:
+        return None
     try:
-        import resource
-
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
         if soft == resource.RLIM_INFINITY:
             return None
@@ -133,21 +161,23 @@ def _pow2(n: int) -> int:
     return c
 
 
-def grown(arr, cap, fill, used=None):
+def grown(arr, cap, fill, used=None, ahead=0):
     """``arr`` with ``cap`` rows: its rows (the first ``used`` of them), the new ones ``fill``
     (left unwritten when ``None``: their owner writes a row before it is read).
 
-    Past 4 MiB the array lives in reserved address space (:func:`_reserve`) and grows in place:
-    nothing is copied, and the arrays published before stay valid (a kernel or reader still on
-    them sees the same rows)."""
+    An array in reserved address space grows in place while its reservation lasts: nothing is
+    copied, and the arrays published before stay valid (a kernel or reader still on them sees
+    the same rows). Otherwise it is copied, into a reservation of up to ``ahead`` rows (the
+    most its owner expects it to need, so that it moves once) when ``ahead`` is given or the
+    array reaches 4 MiB (then :data:`_RESERVE_AHEAD` times ``cap``), else into NumPy's memory."""
     n = arr.shape[0] if used is None else used
-    big = cap * (arr.nbytes // max(1, arr.shape[0])) >= _HUGE_ADVISED
-    out = _extend(arr, cap) if big else None
+    out = _extend(arr, cap)
     if out is not None:
         if fill is not None and fill != 0:
             out[arr.shape[0]:] = fill  # (rows never handed out are zero pages)
         return out
-    out = _reserve(cap, arr.shape[1:], arr.dtype) if big else None
+    big = cap * (arr.nbytes // max(1, arr.shape[0])) >= _HUGE_ADVISED
+    out = _reserve(cap, arr.shape[1:], arr.dtype, ahead) if big or ahead > cap else None
     zeroed = out is not None
     if out is None:
         out = _alloc((cap,) + arr.shape[1:], arr.dtype, empty=True)

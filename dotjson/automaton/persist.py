@@ -100,7 +100,7 @@ def load(cls, grammar: ir.Grammar, meta: dict, arrays: dict):
         a["pool"] = np.zeros(_pow2(pool.shape[0] + 1), dtype=np.int32)
     a["pool"][: pool.shape[0]] = pool
     a["ht"][:] = -1
-    if K.rehash_terms(a["ti"], a["bw"], a["pool"], n_terms, a["ht"]):
+    if K.rehash_terms(a["ti"], a["bw"], a["pool"], a["tm"], n_terms, a["ht"]):
         raise ValueError("the term store holds duplicate terms")
     a["rule_body"][:] = got["rule_body"]
     self.rules.mark_compiled(got["rule_body"] >= 0)

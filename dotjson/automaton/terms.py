@@ -13,7 +13,8 @@ import numpy as np
 from .._kernels.jit import kernel, unit
 from .store import (
     C_BSETS, C_POOL, C_TERMS, EMPTY, EPS, F_BOOL, F_NULL, F_REP, F_FAR, FAR_MIN, INF, K_ALT, K_AND, K_BYTES,
-    K_DIFF, K_REF, K_REP, K_SEQ, M_EMPTY, M_INF, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_BSETS,
+    K_DIFF, K_REF, K_REP, K_SEQ, HASH_BITS, M_EMPTY, M_HASH, M_INF, M_ROW_LEN, M_ROW_OFF, M_STATE,
+    NEED_GROW_BSETS,
     NEED_GROW_POOL, NEED_GROW_TERMS, STORE, S_BW, S_CTL, S_HT, S_POOL, S_TF, S_TI, S_TM,
     TERM_ID_BITS, _I32_1, _I64_1, _T_SEQ, _U0, _U64_2, _fail, _grow_i32, _hash_list,
     _hash_simple, _hash_words, _i64, _mget, _mput, borrow, scratch,
@@ -22,7 +23,7 @@ from .store import (
 
 
 @kernel
-def _new_term(S, slot, kind, a, b, c, flags):
+def _new_term(S, slot, h, kind, a, b, c, flags):
     S = borrow(S)
     ti = S[S_TI]
     ctl = S[S_CTL]
@@ -38,6 +39,7 @@ def _new_term(S, slot, kind, a, b, c, flags):
     tm[n, M_EMPTY] = -1
     tm[n, M_INF] = -1
     tm[n, M_STATE] = -1
+    tm[n, M_HASH] = h & HASH_BITS
     S[S_HT][slot] = n
     ctl[C_TERMS] = n + 1
     return n
@@ -58,7 +60,8 @@ def mk_simple(S, kind, a, b, c, flags):
     ti = S[S_TI]
     ht = S[S_HT]
     mask = ht.shape[0] - 1
-    i = _hash_simple(kind, a, b, c) & mask
+    h = _hash_simple(kind, a, b, c)
+    i = h & mask
     while True:
         t = ht[i]
         if t < 0:
@@ -68,7 +71,7 @@ def mk_simple(S, kind, a, b, c, flags):
         i = (i + 1) & mask
     if not _room(S):
         return _fail(S, NEED_GROW_TERMS, 0)
-    return _new_term(S, i, kind, a, b, c, flags)
+    return _new_term(S, i, h, kind, a, b, c, flags)
 
 
 @kernel
@@ -81,7 +84,8 @@ def mk_bytes(S, w0, w1, w2, w3):
     bw = S[S_BW]
     ht = S[S_HT]
     mask = ht.shape[0] - 1
-    i = _hash_words(w0, w1, w2, w3) & mask
+    h = _hash_words(w0, w1, w2, w3)
+    i = h & mask
     while True:
         t = ht[i]
         if t < 0:
@@ -102,7 +106,7 @@ def mk_bytes(S, w0, w1, w2, w3):
     bw[nb_, 2] = w2
     bw[nb_, 3] = w3
     ctl[C_BSETS] = nb_ + 1
-    return _new_term(S, i, K_BYTES, nb_, 0, 0, 0)
+    return _new_term(S, i, h, K_BYTES, nb_, 0, 0, 0)
 
 
 @kernel
@@ -113,7 +117,8 @@ def _mk_list(S, kind, buf, n, flags):
     pool = S[S_POOL]
     ht = S[S_HT]
     mask = ht.shape[0] - 1
-    i = _hash_list(kind, buf, n) & mask
+    h = _hash_list(kind, buf, n)
+    i = h & mask
     while True:
         t = ht[i]
         if t < 0:
@@ -137,7 +142,7 @@ def _mk_list(S, kind, buf, n, flags):
     for x in range(n):
         pool[off + x] = buf[x]
     ctl[C_POOL] = off + n
-    return _new_term(S, i, kind, off, n, 0, flags)
+    return _new_term(S, i, h, kind, off, n, 0, flags)
 
 
 @kernel

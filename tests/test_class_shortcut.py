@@ -1,11 +1,15 @@
-"""The plain walk's class shortcut: below a byte that takes a state back to itself, a plain-trie
+"""The plain walk's class shortcuts: below a byte that takes a state back to itself, a plain-trie
 node whose every byte below does so too takes its whole subtree (``_kernels.walk.walk_trie``,
-``trie.plain_below_bytes``, ``_kernels.walk._ascii_class``): a ``pattern`` such as
-``^[a-z0-9-]+$``, an ``email``'s local part, a ``hostname``'s labels.
+``trie.plain_below_bytes``, ``_kernels.subtrees._ascii_class``): a ``pattern`` such as
+``^[a-z0-9-]+$``, an ``email``'s local part, a ``hostname``'s labels; and below a state that
+counts a class of bytes (``_kernels.subtrees._class_chain``: ``[a-z]{2,30}``, a hostname's label
+under its 63 characters, an ``email``'s domain), a node whose bytes below are all of the class
+takes its subtree whole, or its tokens by their lengths.
 
-Checked: the bytes below every node against a search of the trie, and the masks at every byte
-of documents with such strings against the same index with the plain shortcuts off (the plain
-trie walked node by node), on the three shipped vocabularies.
+Checked: the bytes below every node against a search of the trie, a counted class's chain
+against its pattern, and the masks at every byte of documents with such strings (up to and at
+their bounds) against the same index with the plain shortcuts off (the plain trie walked node
+by node), on the three shipped vocabularies.
 """
 
 from __future__ import annotations
@@ -92,3 +96,52 @@ def test_the_shortcut_reads_a_pattern_states_class(llama3_vocab):
             words = auto.store[K.S_BW][auto.store[K.S_TI][cl, 1]]
             classes.add(frozenset(b for b in range(128) if int(words[b >> 6]) >> (b & 63) & 1))
     assert frozenset(b"cdefghijklmnopqrstuvwx2345678~") in classes
+
+
+_COUNTED = [  # strings whose states count a class of bytes, up to and at their bounds
+    ({"type": "string", "format": "email"}, ["john.doe@example.com", "a@" + "b" * 62 + "c.io"]),
+    ({"type": "string", "format": "hostname"}, ["api.example-site.com", "a" * 63 + ".b"]),
+    ({"type": "string", "pattern": "^[a-z]{2,30}$"}, ["ab", "abcdefghijklmnopqrstuvwxyzabcd"]),
+    ({"type": "string", "pattern": "^[a-z0-9-]{1,40}$"}, ["my-label-9", "-" * 40]),
+    # at the third letter every letter but x kills: the chain stops there, it does not go on
+    ({"type": "string", "pattern": "^[a-z]{3}(x[a-z]{0,8})?$"}, ["abc", "abcxyz"]),
+    ({"type": "string", "format": "date-time"}, ["2024-01-31T23:59:60.123456Z"]),
+]
+
+
+@pytest.mark.parametrize("vocab_name", ["llama3_vocab", "qwen_vocab", "smollm2_vocab"])
+@pytest.mark.parametrize("schema,docs", _COUNTED)
+def test_counted_class_masks_equal_the_node_by_node_walk(request, vocab_name, schema, docs):
+    vocab = request.getfixturevalue(vocab_name)
+    fast = Index(schema, vocab)
+    slow = Index(schema, vocab)
+    slow._masker._plain_runs = False
+    slow._masker._heads = False
+    for doc in docs:
+        assert_same_masks(fast, slow, json.dumps(doc).encode())
+
+
+def test_a_counted_class_chain(llama3_vocab):
+    """Inside ``^[a-z]{2,6}$`` after ``ab`` every letter takes the state to one state, four more
+    letters leave it alive and a fifth kills it; inside a hostname's label the letters and digits
+    are the class (a hyphen goes elsewhere: a label does not end with one), and the label's 63
+    characters bound it."""
+    from dotjson._kernels import subtrees
+
+    def chain(schema, prefix):
+        index = Index(schema, llama3_vocab, bounds="schema")
+        a = index._auto
+        s = a.walk_bytes(index.initial_state, prefix)
+        with a.lock:
+            while True:
+                r, cl = subtrees._class_chain(a.store, s, 128)
+                if r >= 0:
+                    break
+                a.handle_exit()
+            words = a.store[K.S_BW][a.store[K.S_TI][cl, 1]]
+        return r & 255, (r >> 8) & 255, {b for b in range(128) if int(words[b >> 6]) >> (b & 63) & 1}
+
+    assert chain({"type": "string", "pattern": "^[a-z]{2,6}$"}, b'"ab') == (4, 5, set(b"abcdefghijklmnopqrstuvwxyz"))
+    alive, dead, cls = chain({"type": "string", "format": "hostname"}, b'"abc')
+    assert cls == set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    assert (alive, dead) == (60, 61)  # (3 + 60 = 63 characters; a 64th kills)

@@ -71,6 +71,7 @@ ENGINE_MODULES = (
     "_kernels/jit.py",
     "_kernels/group.py",
     "_kernels/mask.py",
+    "_kernels/subtrees.py",
     "_kernels/walk.py",
     "automaton/store.py",
     "automaton/terms.py",

@@ -23,6 +23,10 @@ from numba import types
 
 from .jit import kernel, unit
 from ..automaton import kernels as K
+from .subtrees import (
+    _NO_CLASS, CLASS_MIN_NODES, CLASS_ROW_NODES, _class_whole, _counted_subtree, _fill, _run_subtree,
+    _set_bits, or_words,
+)
 
 _U32_1, _U32_2 = types.Array(types.uint32, 1, "C"), types.Array(types.uint32, 2, "C")
 _U64_1 = types.Array(types.uint64, 1, "C")
@@ -47,79 +51,7 @@ BYTE_RUNS = 4
 _RUN_ORIGIN_MAX = 1 << 24
 RUNS_MIN_NODES = 32  # the special trie's run shortcut is tried below nodes this large
 RUN_MIN_NODES = 8  # the plain trie's bounded-run shortcut is tried below nodes this large
-#: A frame's invariant ASCII bytes (:func:`walk_trie`) not read yet: their second word is
-#: all ones only where every byte 64..127 keeps the state, which is then read again (the memo's)
-_NO_CLASS = np.uint64(0xFFFFFFFFFFFFFFFF)
 
-
-@kernel
-def _set_bits(out, tok_ids, lo, hi):
-    for i in range(lo, hi):
-        t = tok_ids[i]
-        out[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-
-
-@kernel
-def _fill(S, s, b, wide):
-    """The transition of state ``s`` on byte ``b``, computed if not known (the whole row at a
-    wide node); -1 on exit."""
-    S = K.borrow(S)
-    trans = S[K.S_TRANS]
-    r = trans[s, b]
-    if r == -1:
-        r = K.fill_row(S, s) if wide else K.fill_entry(S, s, b)
-        if r == K.FAIL:
-            return K.FAIL
-        r = trans[s, b]
-    return r
-
-
-@kernel
-def _ascii_class(S, s):
-    """The BYTES term of the ASCII bytes (1..127) each of which takes state ``s`` back to ``s``
-    (``EMPTY``: none), from its whole row, memoized per term; -1 on exit."""
-    S = K.borrow(S)
-    t = S[K.S_TERM_OF][s]
-    key = K._T_ACLS | np.int64(t)
-    r = K._mget(S, key)
-    if r >= 0:
-        return r
-    if K.fill_row(S, s) == K.FAIL:
-        return K.FAIL
-    trans = S[K.S_TRANS]
-    w0 = np.uint64(0)
-    w1 = np.uint64(0)
-    for b in range(1, 64):
-        if trans[s, b] == s:
-            w0 |= np.uint64(1) << np.uint64(b)
-    for b in range(64, 128):
-        if trans[s, b] == s:
-            w1 |= np.uint64(1) << np.uint64(b - 64)
-    r = K.mk_bytes(S, w0, w1, np.uint64(0), np.uint64(0))
-    if r == K.FAIL:
-        return K.FAIL
-    if K._mput(S, key, r) < 0:
-        return K.FAIL
-    return r
-
-
-@kernel
-def _class_whole(S, below, c, state, cls):
-    """1 when every byte below plain-trie node ``c`` takes ``state`` back to itself, else 0; -1
-    on exit. ``cls``: the state's invariant ASCII bytes (:func:`_ascii_class`), read into it once
-    per frame (``cls[1] == _NO_CLASS``: not yet), and only for a state whose row is known (a
-    wide node's: computing a row for this alone cost more at first masks than it saved)."""
-    S = K.borrow(S)
-    if cls[1] == _NO_CLASS:
-        cl = _ascii_class(S, state) if S[K.S_READY][state] else K.EMPTY
-        if cl == K.FAIL:
-            return -1
-        cls[0] = cls[1] = np.uint64(0)
-        if cl != K.EMPTY:
-            row = S[K.S_TI][cl, 1]  # (its byte set's row in the store's byte sets)
-            cls[0] = S[K.S_BW][row, 0]
-            cls[1] = S[K.S_BW][row, 1]
-    return 1 if (below[2 * c] & ~cls[0]) == 0 and (below[2 * c + 1] & ~cls[1]) == 0 else 0
 
 
 @kernel
@@ -246,6 +178,12 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     host or path, an ``email``'s local part, a ``pattern`` such as ``^[a-z0-9-]+$``, where each
     token below leaves the (live) state as it was. An empty ``below`` turns this off.
 
+    Also in ``WALK_PLAIN``, a node whose bytes below are all ASCII, reached in a state none of
+    those shortcuts take, is read against the state's counted class (:func:`_class_chain`:
+    ``[a-z]{2,30}``, a hostname's label): when every byte below is of the class, its subtree is
+    taken whole if its longest token lives, or by its tokens' lengths where the class kills
+    every string one byte longer than it keeps alive. Off with ``below`` or ``nchars`` empty.
+
     With :data:`BYTE_RUNS` in ``mode``, a state that is a byte run ``C{0,hi} rest``
     (:func:`~dotjson.automaton.states.byte_run`: the whitespace between JSON tokens) whose
     transition on a byte of ``C`` is not known yet is followed into ``C``'s children by position:
@@ -271,6 +209,8 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
     ret, below = K.borrow(ret), K.borrow(below)
     cls = K.scratch(np.uint64, 2, 0)
+    chain = K.scratch(np.int64, 2, 0)
+    chain_w = K.scratch(np.uint64, 2, 0)
     trans = S[K.S_TRANS]
     inv_ = S[K.S_INV]
     byte_runs = (mode & BYTE_RUNS) != 0
@@ -295,6 +235,7 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
         j = run = rhi = rj = 0
         rst = -1
         cls[1] = _NO_CLASS  # (the frame's state's invariant ASCII bytes: not read yet)
+        chain[0] = -1  # (the last child state whose counted class was read: _counted_subtree)
         if state < -1:
             code = -2 - state
             s0 = code >> 6
@@ -355,37 +296,32 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                 whole = inv == 1 and mode == WALK_PLAIN
                 if (inv == 0 and mode == WALK_PLAIN and nchars.shape[0] > 0
                         and subtree_end[c] - c >= RUN_MIN_NODES):
-                    k = K.run_len(S, nxt, pseq, plen)
-                    if k < 0:
+                    w = _run_subtree(S, nxt, c, pseq, plen, out, big, big_bits, len_row, len_bits,
+                                     tok_ptr, tok_ids, subtree_end, nchars, tchars)
+                    if w < 0:
                         return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                    if k == 0:
-                        u = K.plain_open(S, nxt, pseq, plen)
-                        if u < 0:
-                            return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                        if u == 1:
-                            whole = True
-                        else:
-                            inv_[nxt] = K.INV_NO_RUN
-                    else:
-                        lim = nchars[c] + k
-                        kb = big[c]
-                        if kb >= 0 and len_row.shape[0] > 0:
-                            if lim >= len_row.shape[0]:
-                                or_words(out, big_bits[kb])
-                            else:
-                                and_or_words(out, big_bits[kb], len_bits[len_row[lim]])
-                        else:
-                            for i in range(tok_ptr[c], tok_ptr[subtree_end[c]]):
-                                if tchars[i] <= lim:
-                                    t = tok_ids[i]
-                                    out[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                    if w == 2:  # (its tokens taken by their lengths)
                         e += 1
                         continue
+                    whole = w == 1
                 if (not whole and nxt == state and has_kids and inv != 1 and mode == WALK_PLAIN
                         and below.shape[0] > 0 and (below[2 * c] & np.uint64(1)) == 0):
                     w = _class_whole(S, below, c, state, cls)  # (the byte kept the frame's state)
                     if w < 0:
                         return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                    whole = w == 1
+                if (not whole and inv != 1 and has_kids and mode == WALK_PLAIN and nchars.shape[0] > 0
+                        and below.shape[0] > 0 and subtree_end[c] - c >= CLASS_MIN_NODES
+                        and (below[2 * c] & np.uint64(1)) == 0
+                        and (subtree_end[c] - c >= CLASS_ROW_NODES or S[K.S_READY][nxt])):
+                    w = _counted_subtree(S, nxt, c, below, chain, chain_w, out, big, big_bits,
+                                         len_row, len_bits, tok_ptr, tok_ids, subtree_end, nchars,
+                                         tchars)
+                    if w < 0:
+                        return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                    if w == 2:  # (its tokens taken by their lengths)
+                        e += 1
+                        continue
                     whole = w == 1
                 if whole:
                     kb = big[c]
@@ -616,16 +552,7 @@ def run_share(S, s, special, known, out, pseq, plen):
     return K.state(S, shared)
 
 
-@kernel
-def or_words(out, src):
-    for i in range(out.shape[0]):
-        out[i] |= src[i]
 
-
-@kernel
-def and_or_words(out, a, b):
-    for i in range(out.shape[0]):
-        out[i] |= a[i] & b[i]
 
 
 # ------------------------------------------------------------------ heads (automaton/heads.py)

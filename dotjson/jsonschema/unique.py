@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import heapq
 import json
-from collections.abc import Mapping
 from decimal import Decimal
 
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from dotjson import ir
 from dotjson.ir import Ref, seq
 from dotjson.ir.families import not_a_token_walk, register_family, token_walk_id
+from dotjson.jsonschema.item_rules import ItemRules
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.numarith import sci
 from dotjson.jsonschema.statefamily import _Family
@@ -124,31 +124,6 @@ def _lex(state: int, b: int) -> int:
     return 1
 
 
-class _ItemRules(Mapping):
-    """A grammar's rules plus the start rules of an array's item languages (for the automaton
-    :class:`UniqueValues` reads its items with)."""
-
-    def __init__(self, rules, starts: dict):
-        self._rules, self._starts = rules, starts
-
-    def __getitem__(self, name):
-        body = self._starts.get(name)
-        return body if body is not None else self._rules[name]
-
-    def __contains__(self, name) -> bool:
-        return name in self._starts or name in self._rules
-
-    def __iter__(self):
-        yield from self._starts
-        yield from self._rules
-
-    def __len__(self) -> int:
-        return len(self._starts) + len(self._rules)
-
-    def __getattr__(self, attr):  # known_language, native, force: the grammar's own
-        return getattr(self._rules, attr)
-
-
 #: :meth:`UniqueValues._declared_key`: the transitions its walk over a key's live bytes may take,
 #: and the longest key it reads
 MEMBER_KEY_STEPS = 4_096
@@ -237,7 +212,7 @@ class UniqueValues(_Family):
                 # automaton's constructor when decoding first reaches the array)
                 view_start = f"{self.prefix}_items"
                 starts[view_start] = ir.alt(ir.EPS, *(Ref(n) for n in self._starts()))
-                view = ir.Grammar(_ItemRules(g.rules, starts), view_start, families=g.families, shared=g.shared)
+                view = ir.Grammar(ItemRules(g.rules, starts), view_start, families=g.families, shared=g.shared)
                 auto = Automaton(view)
                 self._q0 = []
                 with not_a_token_walk():

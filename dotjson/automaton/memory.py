@@ -5,9 +5,11 @@ The automaton's store is a dozen NumPy arrays that double when a kernel runs out
 base image); an array that grows moves, once, into reserved address space sized for what it may
 become, and grows in place from then on (:func:`_reserve`, :func:`_extend`, :func:`grown`):
 growing by copying paid a page fault for every page of the copy inside one mask (a transition
-table's 2 → 4 MiB: ~1.4 ms of CPU here, the slowest mask of several MaskBench documents). Large
-fresh arrays (4 MiB and more: the rehashed tables) are anonymous mappings of their own
-(:func:`_alloc`).
+table's 2 → 4 MiB: ~1.4 ms of CPU here, the slowest mask of several MaskBench documents). An
+index past its first 64 states thus holds up to 1 GiB of address space for its transition table
+(``max_states`` rows of 1 KiB; seen in a process's virtual size, not in its memory: only the
+pages written are backed). Large fresh arrays (4 MiB and more: the rehashed tables) are
+anonymous mappings of their own (:func:`_alloc`).
 """
 
 from __future__ import annotations
@@ -103,9 +105,7 @@ def _reserve(rows: int, row_shape: tuple, dtype, ahead: int = 0) -> np.ndarray |
     row_bytes = int(np.prod(row_shape, dtype=np.int64)) * dtype.itemsize
     if _MAP_PRIVATE_ANON is None or row_bytes == 0:
         return None
-    want = max(ahead, rows * _RESERVE_AHEAD)
-    if _STRICT:
-        want = rows * _RESERVE_AHEAD
+    want = rows * _RESERVE_AHEAD if _STRICT else max(ahead, rows * _RESERVE_AHEAD)
     cap = max(rows, min(want, _RESERVE_BYTES // row_bytes))
     room = _address_space_room()
     if room is not None:  # reserve ahead only into a small part of what is left

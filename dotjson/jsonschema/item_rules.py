@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 class ItemRules(Mapping):
     """A grammar's rules plus the start rules of an array's item languages (for the automaton
-    :class:`UniqueValues` reads its items with)."""
+    :class:`~dotjson.jsonschema.unique.UniqueValues` reads its items with)."""
 
     def __init__(self, rules, starts: dict):
         # the grammar's rules, weakly: this view's automaton belongs to a rule family that the

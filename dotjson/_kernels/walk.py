@@ -291,39 +291,31 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                         inv = K.plain_inv(S, nxt, pseq, plen)
                         if inv < 0:
                             return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                # the whole subtree: a plain-invariant state, or one that allows every plain
-                # token (plain_open, asked where a bounded run is: an open object's key)
-                whole = inv == 1 and mode == WALK_PLAIN
-                if (inv == 0 and mode == WALK_PLAIN and nchars.shape[0] > 0
+                # the subtree at once (w: 1 whole, 2 its tokens taken by their lengths, 0 walked,
+                # -1 an exit): a plain-invariant state; a bounded plain run, or a state that
+                # allows every plain token (plain_open, asked where a run is: an open object's
+                # key); bytes that keep the frame's state; a counted class
+                w = 1 if inv == 1 and mode == WALK_PLAIN else 0
+                if (w == 0 and inv == 0 and mode == WALK_PLAIN and nchars.shape[0] > 0
                         and subtree_end[c] - c >= RUN_MIN_NODES):
                     w = _run_subtree(S, nxt, c, pseq, plen, out, big, big_bits, len_row, len_bits,
                                      tok_ptr, tok_ids, subtree_end, nchars, tchars)
-                    if w < 0:
-                        return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                    if w == 2:  # (its tokens taken by their lengths)
-                        e += 1
-                        continue
-                    whole = w == 1
-                if (not whole and nxt == state and has_kids and inv != 1 and mode == WALK_PLAIN
+                if (w == 0 and nxt == state and has_kids and inv != 1 and mode == WALK_PLAIN
                         and below.shape[0] > 0 and (below[2 * c] & np.uint64(1)) == 0):
                     w = _class_whole(S, below, c, state, cls)  # (the byte kept the frame's state)
-                    if w < 0:
-                        return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                    whole = w == 1
-                if (not whole and inv != 1 and has_kids and mode == WALK_PLAIN and nchars.shape[0] > 0
+                if (w == 0 and inv != 1 and has_kids and mode == WALK_PLAIN and nchars.shape[0] > 0
                         and below.shape[0] > 0 and subtree_end[c] - c >= CLASS_MIN_NODES
                         and (below[2 * c] & np.uint64(1)) == 0
                         and (subtree_end[c] - c >= CLASS_ROW_NODES or S[K.S_READY][nxt])):
                     w = _counted_subtree(S, nxt, c, below, chain, chain_w, out, big, big_bits,
                                          len_row, len_bits, tok_ptr, tok_ids, subtree_end, nchars,
                                          tchars)
-                    if w < 0:
-                        return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
-                    if w == 2:  # (its tokens taken by their lengths)
-                        e += 1
-                        continue
-                    whole = w == 1
-                if whole:
+                if w < 0:
+                    return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                if w == 2:
+                    e += 1
+                    continue
+                if w == 1:
                     kb = big[c]
                     if kb >= 0:
                         or_words(out, big_bits[kb])

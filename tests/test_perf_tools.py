@@ -5,6 +5,7 @@ subset where the development split is absent), checked for its tables and plausi
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -148,6 +149,19 @@ def test_fuzz_walks_disputes_a_regex_only_where_v8_takes_it():
     assert errs and fw._disputed(errs)
     errs = list(v.iter_errors("a[b"))
     assert errs and not fw._disputed(errs)
+
+
+def test_fuzz_walks_disputes_a_float_rounding_only_where_the_exact_number_is_valid():
+    """``jsonschema`` reads numbers as floats: a 42-digit multiple of 3 fails ``multipleOf: 3``
+    there; read exactly it is valid (disputed), and a number that is not a multiple stays invalid."""
+    import jsonschema
+
+    fw = perf_module("fuzz_walks")
+    schema = {"type": "number", "multipleOf": 3, "not": {"multipleOf": 8}}
+    text = b"0.685343962618261644659893280879759056542126e000042"
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(json.loads(text)))
+    assert fw._exactly_valid(schema, None, text)
+    assert not fw._exactly_valid(schema, None, b"0.685343962618261644659893280879759056542127e42")
 
 
 @pytest.mark.slow

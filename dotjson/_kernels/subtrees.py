@@ -125,7 +125,6 @@ def _class_chain(S, s, need):
     r = K._mget(S, K._T_CREACH | t)
     if r >= 0 and ((r >> 16) >= need or (r & 255) < (r >> 16) or ((r >> 8) & 255) != CHAIN_NONE):
         return r, K._mget(S, K._T_CCLS | t)  # (deep enough, or nothing deeper to learn)
-    need = min(need, _CHAIN_CAP)
     if K.fill_row(S, s) == K.FAIL:
         return -1, -1
     trans = S[K.S_TRANS]

@@ -414,7 +414,7 @@ class Automaton:
 
     def _build(self, prog, words, n_slots):
         p = np.asarray(prog, dtype=np.int64)
-        w = np.asarray(words, dtype=np.uint64) if words else _NO_WORDS
+        w = np.asarray(words, dtype=np.uint64) if len(words) else _NO_WORDS
         slots = np.empty(max(1, n_slots), dtype=np.int32)
         slots.fill(-1)
         t = self._run(K.build, p, w, slots)

@@ -25,9 +25,12 @@ undefined or left-recursive rule is an error at construction.
 from __future__ import annotations
 
 
+import numpy as np
+
 from .. import ir
 from .._weak import weak_method
 from ..errors import GrammarError, LimitExceededError
+from ..ir import SHARED as _SHARED
 from ..ir.analysis import Analysis, is_regular
 from ..ir.families import rules_with_families
 from . import kernels as K
@@ -35,6 +38,27 @@ from .counters import BAND, LANE_SHARE, N_LANES, SPLIT, Lanes  # larger counts l
 from .utf8 import _range_mask, utf8_sequences
 
 _M64 = (1 << 64) - 1
+
+#: builder programs of IR nodes compiled before in this process, for every automaton that meets
+#: the same node object again: ``(id(node), image) -> (node, image, prog, words, n_slots,
+#: holes)``. The JSON layer keeps its regular languages once per process (patterns and formats:
+#: ``jsonschema.values._REGEX_CACHE``; number ranges: ``jsonschema.numbers._NUMBER_LANGUAGES``),
+#: and turning such a node into its program is a Python walk over every node of it (a
+#: ``minimum: 0`` number: ~500 nodes, 0.4-0.6 ms, in the first mask that reaches it, in every
+#: new index): the program is kept instead and run in the new store (one kernel call). A program
+#: is kept only where it is the same in any store started from the same base image (``image``:
+#: its rules' snapshot, or ``None``): no rule reference (a rule id is an index's own), no count
+#: standing in a lane (ditto); a term this store had compiled before (``OP_TERM`` of a node
+#: compiled by an earlier program here, or of a character class met before) is a *hole*,
+#: ``(node, offsets)``, filled with that node's term in the store that runs the program.
+_PROGRAMS: dict = {}
+#: the programs kept are bounded by their length in all: past it they are dropped, all at once
+#: (the cache refills with what later schemas meet)
+MAX_PROGRAM_OPS = 1 << 22
+#: ... and only programs of at least this many opcodes and operands are kept (a shorter one
+#: costs less to make again than its entry)
+MIN_PROGRAM_OPS = 128
+_program_ops = [0]
 
 
 def _words(mask: int) -> tuple[int, int, int, int]:
@@ -78,6 +102,7 @@ class Rules:
         # counts of at least counters.BAND: the lanes that stand for them (saved with an index)
         self.lanes = Lanes()
         self._split: dict[int, ir.Node] = {}  # id(R{lo,hi}) -> R{lo} R{0,hi-lo} (hi a lane count)
+        self._image = None  # the base image's rules this store started from (start_from)
 
     # ------------------------------------------------------------------ analyses
 
@@ -155,6 +180,7 @@ class Rules:
         """Continue from a :meth:`snapshot` taken over the same shared rules and nodes, whose
         terms are in this automaton's store (copied from the snapshot's)."""
         names, index, nullable, done, compiled, chars, regular, analysis, lanes = snap
+        self._image = snap
         self.lanes = Lanes(lanes)
         self.names = list(names)
         self.index = dict(index)
@@ -258,11 +284,15 @@ class Rules:
             hit = base.get(id(root))
         if hit is not None:
             return hit
+        kept = _PROGRAMS.get((id(root), id(self._image)))
+        if kept is not None and kept[0] is root and kept[1] is self._image:
+            return self._run_kept(root, kept)
         prog: list[int] = []
         words: list[tuple] = []
         slot_nodes: list = []
         slot_of: dict[int, int] = {}
         chars_slots: list[tuple] = []
+        holes: list | None = []  # (offset, node) of this store's own terms; None: not portable
         stack = [(root, False)]
         while stack:
             node, done = stack.pop()
@@ -271,10 +301,21 @@ class Rules:
                 node = self._split_repeat(node)
             key = id(node)
             hit = compiled.get(key)
-            if hit is None:
-                hit = base.get(key)
+            if hit is not None:
+                if holes is not None:
+                    holes.append((len(prog) + 1, node))
+                prog += [K.OP_TERM, hit]
+                continue
+            hit = base.get(key)
             if hit is not None:
                 prog += [K.OP_TERM, hit]
+                continue
+            if key in _SHARED and node is not root and _SHARED[key] is node:
+                # a language the front end keeps for the process: a program of its own, kept
+                # for the next automaton that meets it (a hole in this one's)
+                if holes is not None:
+                    holes.append((len(prog) + 1, node))
+                prog += [K.OP_TERM, self.compile_node(node)]
                 continue
             k = slot_of.get(key)
             if k is not None:
@@ -291,8 +332,12 @@ class Rules:
                 continue
             if isinstance(node, ir.Chars):
                 t = self._chars.get(node)
-                if t is None:
-                    t = self._base_chars.get(node)
+                if t is not None:
+                    if holes is not None:
+                        holes.append((len(prog) + 1, node))
+                    prog += [K.OP_TERM, t]
+                    continue
+                t = self._base_chars.get(node)
                 if t is not None:
                     prog += [K.OP_TERM, t]
                     continue
@@ -307,6 +352,7 @@ class Rules:
                 prog += [K.OP_ALT, n_alts]
                 chars_slots.append((node, len(slot_nodes)))
             elif isinstance(node, ir.Ref):
+                holes = None  # (a rule id is this index's own)
                 i = self.rule_id(node.name)
                 if i is None:
                     prog.append(K.OP_EMPTY)
@@ -342,6 +388,8 @@ class Rules:
                         f"maxContains or a regex quantifier) that are more than "
                         f"{LANE_SHARE} apart"
                     ) from None
+                if node.min >= BAND or (node.max is not None and node.max >= BAND):
+                    holes = None  # (a lane is this index's own)
                 prog += [K.OP_REP, lo, hi]
             elif isinstance(node, ir.And):
                 prog += [K.OP_AND, len(node.items)]
@@ -354,12 +402,51 @@ class Rules:
             slot_of[id(root)] = len(slot_nodes)
             prog += [K.OP_SAVE, len(slot_nodes)]
             slot_nodes.append(root)
+        if holes is not None and len(prog) >= MIN_PROGRAM_OPS:
+            self._keep_program(root, prog, words, len(slot_nodes), holes)
         t, slots = self._build(prog, words, len(slot_nodes))
         for k, node in enumerate(slot_nodes):
             self._compiled[id(node)] = int(slots[k])
         self._keep.extend(slot_nodes)
         for node, k in chars_slots:
             self._chars[node] = int(slots[k])
+        return t
+
+    def _keep_program(self, root: ir.Node, prog: list, words: list, n_slots: int, holes: list) -> None:
+        """Keep ``root``'s program for the automata that meet it later (see :data:`_PROGRAMS`)."""
+        if _program_ops[0] + len(prog) > MAX_PROGRAM_OPS:
+            _PROGRAMS.clear()
+            _program_ops[0] = 0
+        p = np.asarray(prog, dtype=np.int64)
+        w = np.asarray(words, dtype=np.uint64) if words else np.zeros((0, 4), dtype=np.uint64)
+        by_node: dict[int, tuple] = {}  # (a character class recurs: filled once, wherever it is)
+        for off, node in holes:
+            by_node.setdefault(id(node), (node, []))[1].append(off)
+        holes = tuple((node, np.asarray(offs, dtype=np.int64)) for node, offs in by_node.values())
+        _PROGRAMS[(id(root), id(self._image))] = (root, self._image, p, w, n_slots, holes)
+        _program_ops[0] += len(prog)
+
+    def _run_kept(self, root: ir.Node, kept: tuple) -> int:
+        """Run a program kept by another automaton (:meth:`_keep_program`) in this store: its
+        holes filled with this store's terms of their nodes, ``root``'s term remembered."""
+        _, _, prog, words, n_slots, holes = kept
+        if holes:
+            prog = prog.copy()
+            for node, offs in holes:
+                prog[offs] = self._chars_term(node) if type(node) is ir.Chars else self.compile_node(node)
+        t, _ = self._build(prog, words, n_slots)
+        self._compiled[id(root)] = t
+        self._keep.append(root)
+        return t
+
+    def _chars_term(self, node: ir.Chars) -> int:
+        """This store's term of character class ``node`` (compiled now if it has none)."""
+        t = self._chars.get(node)
+        if t is None:
+            t = self._base_chars.get(node)
+        if t is None:
+            t = self.compile_node(node)
+            self._chars[node] = t
         return t
 
     def written_term(self, alts) -> int:

@@ -241,7 +241,7 @@ def seq(*items: Node) -> Node:
     out: list[Node] = []
     for it in items:
         t = type(it)
-        if t is Seq:
+        if t is Seq and id(it) not in SHARED:  # (a shared node stays whole: its program is kept)
             out.extend(it.items)
         elif t is Alt:
             if not it.items:
@@ -273,7 +273,7 @@ def alt(*items: Node) -> Node:
     out: list[Node] = []
     seen: set = set()
     for it in items:
-        parts = it.items if type(it) is Alt else (it,)
+        parts = it.items if type(it) is Alt and id(it) not in SHARED else (it,)
         for p in parts:
             t = type(p)
             if t is Chars:
@@ -372,6 +372,23 @@ ANY_CHAR = chars((0, MAX_CODEPOINT))
 
 
 # ----------------------------------------------------------------------------- queries
+
+
+#: nodes a front end keeps for the whole process and hands to many grammars (the language of a
+#: pattern, a format or a number range: id -> node). The rule compiler compiles each as a
+#: program of its own and keeps that program for every later automaton that meets the same node
+#: (:data:`dotjson.automaton.rules._PROGRAMS`). Bounded: emptied past :data:`MAX_SHARED`.
+SHARED: dict[int, Node] = {}
+MAX_SHARED = 8192
+
+
+def share(node: Node) -> Node:
+    """Mark ``node`` as kept by the front end for the whole process (see :data:`SHARED`); returns
+    it. For regular nodes (no rule references): a program with one is not kept anyway."""
+    if len(SHARED) >= MAX_SHARED:
+        SHARED.clear()
+    SHARED[id(node)] = node
+    return node
 
 
 def children(node: Node) -> tuple[Node, ...]:

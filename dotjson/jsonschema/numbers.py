@@ -688,7 +688,7 @@ class NumberBuilder:
                 if len(tr.rules) == n_rules:  # a regular node
                     if len(_NUMBER_LANGUAGES) >= _MAX_SHARED_NUMBERS:
                         _NUMBER_LANGUAGES.clear()
-                    _NUMBER_LANGUAGES[shared_key] = node
+                    _NUMBER_LANGUAGES[shared_key] = ir.share(node)
         self.number_cache[key] = node
         return node
 

@@ -158,7 +158,7 @@ def _encoded(key, decoded, spell=None):
         if len(_ENC_CACHE) > 4096:
             _ENC_CACHE.clear()
         enc = encode_string_language if spell is None else spell.encode_string_language
-        hit = _ENC_CACHE[ck] = enc(decoded())
+        hit = _ENC_CACHE[ck] = ir.share(enc(decoded()))
     return hit
 
 

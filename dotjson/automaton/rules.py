@@ -52,9 +52,10 @@ _M64 = (1 << 64) - 1
 #: compiled by an earlier program here, or of a character class met before) is a *hole*,
 #: ``(node, offsets)``, filled with that node's term in the store that runs the program.
 _PROGRAMS: dict = {}
-#: the programs kept are bounded by their length in all: past it they are dropped, all at once
+#: the programs kept are bounded by their length in all (2M opcodes and operands: 16 MiB at
+#: most): past it they are dropped, all at once
 #: (the cache refills with what later schemas meet)
-MAX_PROGRAM_OPS = 1 << 22
+MAX_PROGRAM_OPS = 1 << 21
 #: ... and only programs of at least this many opcodes and operands are kept (a shorter one
 #: costs less to make again than its entry)
 MIN_PROGRAM_OPS = 128

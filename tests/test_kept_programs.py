@@ -142,3 +142,29 @@ def test_a_hole_is_filled_with_the_running_store_s_own_term(empty_programs):
     b = Automaton(ir.Grammar(second, "start"))
     assert b.matches(b"o3D;7;w39-0.") and b.matches(b"o0A;0;w0-9999.")
     assert not b.matches(b"o3D;7;w39-.") and not b.matches(b"o3D;7;w39-a.")
+
+
+def test_a_node_the_front_end_drops_is_an_ordinary_node_again():
+    a, b = ir.lit("a"), ir.chars((0x30, 0x39))
+    s = ir.share(ir.Seq((a, b)))
+    ir.unshare([s])
+    assert id(s) not in ir.SHARED
+    assert ir.seq(ir.lit("x"), s).items[1:] == (a, b)
+    # the number cache drops its languages from the shared ones when it is emptied
+    from dotjson.jsonschema import numbers
+
+    before = dict(numbers._NUMBER_LANGUAGES)
+    try:
+        numbers._NUMBER_LANGUAGES.clear()
+        node = ir.share(ir.Alt((ir.lit("1"), ir.lit("2"))))
+        numbers._NUMBER_LANGUAGES.update({("k", i): node for i in range(numbers._MAX_SHARED_NUMBERS)})
+        from dotjson.jsonschema import schema_to_grammar
+
+        g = schema_to_grammar({"type": "integer", "minimum": 3, "maximum": 977})
+        assert Automaton(g).matches(b"42")  # (its number language built into the full cache)
+        assert id(node) not in ir.SHARED
+    finally:
+        numbers._NUMBER_LANGUAGES.clear()
+        numbers._NUMBER_LANGUAGES.update(before)
+        for v in before.values():
+            ir.share(v)

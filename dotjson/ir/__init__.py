@@ -377,9 +377,10 @@ ANY_CHAR = chars((0, MAX_CODEPOINT))
 #: nodes a front end keeps for the whole process and hands to many grammars (the language of a
 #: pattern, a format or a number range: id -> node). The rule compiler compiles each as a
 #: program of its own and keeps that program for every later automaton that meets the same node
-#: (:data:`dotjson.automaton.rules._PROGRAMS`). Bounded: emptied past :data:`MAX_SHARED`.
+#: (:data:`dotjson.automaton.rules._PROGRAMS`). The front end lets go of a node with
+#: :func:`unshare` when its own cache drops it; bounded besides: emptied past :data:`MAX_SHARED`.
 SHARED: dict[int, Node] = {}
-MAX_SHARED = 8192
+MAX_SHARED = 16384
 
 
 def share(node: Node) -> Node:
@@ -389,6 +390,14 @@ def share(node: Node) -> Node:
         SHARED.clear()
     SHARED[id(node)] = node
     return node
+
+
+def unshare(nodes) -> None:
+    """The front end no longer keeps ``nodes`` (its cache of them was emptied): they are
+    ordinary nodes again, freed with the grammars that hold them."""
+    for node in nodes:
+        if SHARED.get(id(node)) is node:
+            del SHARED[id(node)]
 
 
 def children(node: Node) -> tuple[Node, ...]:

@@ -687,6 +687,7 @@ class NumberBuilder:
                 node = _dfa_to_ir(mn[0], mn[1], lambda: tr.fresh_prefix("num"), tr.rules)
                 if len(tr.rules) == n_rules:  # a regular node
                     if len(_NUMBER_LANGUAGES) >= _MAX_SHARED_NUMBERS:
+                        ir.unshare(_NUMBER_LANGUAGES.values())
                         _NUMBER_LANGUAGES.clear()
                     _NUMBER_LANGUAGES[shared_key] = ir.share(node)
         self.number_cache[key] = node

@@ -156,6 +156,7 @@ def _encoded(key, decoded, spell=None):
     hit = _ENC_CACHE.get(ck)
     if hit is None:
         if len(_ENC_CACHE) > 4096:
+            ir.unshare(_ENC_CACHE.values())
             _ENC_CACHE.clear()
         enc = encode_string_language if spell is None else spell.encode_string_language
         hit = _ENC_CACHE[ck] = ir.share(enc(decoded()))

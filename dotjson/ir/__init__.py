@@ -136,10 +136,16 @@ class LazyRules(Mapping):
 
     def known_language(self, name: str) -> tuple:
         """``(nullable, productive)`` of a rule not built yet, when the source knows them without
-        building it (``None`` for unknown); see :class:`dotjson.ir.analysis.Analysis`."""
-        if name in self._src.rules or name not in self._src.pending:
+        building it (``None`` for unknown); see :class:`dotjson.ir.analysis.Analysis`. Of a
+        built rule, what the source's ``known_built(name)`` tells, where it has one (the
+        analyses otherwise search its body)."""
+        src = self._src
+        if name in src.rules:
+            kb = getattr(src, "known_built", None)
+            return (None, None) if kb is None else kb(name)
+        if name not in src.pending:
             return (None, None)
-        return self._src.known_language(name)
+        return src.known_language(name)
 
     def native(self, name: str):
         """A description of rule ``name`` the automaton builds natively instead of compiling its

@@ -335,6 +335,7 @@ def _assemble(tr, root, disallow_whitespace: bool, spellings: str) -> ir.Grammar
     """The grammar: ``start`` (whitespace, the root, whitespace) over the compiler's lazy rules,
     with its families and the base rules the automaton finds precompiled."""
     tr.rules["start"] = seq(tr.ws, root, tr.ws)
+    tr.start_root = root  # (what the start's analysis asks: Compiler.known_built)
     rules = ir.LazyRules(tr)
     # the base rules the automaton finds precompiled: the process's own tuple of them (one
     # image lookup by identity) unless `whitespace="json"` replaced `ws`

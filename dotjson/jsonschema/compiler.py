@@ -274,7 +274,8 @@ class Compiler(Normalizer):
         """``(nullable, productive)`` of a built rule where phase 1 tells: the start rule,
         whitespace around the root's rule (:func:`dotjson.jsonschema._assemble`), is never
         nullable and is productive when the root's rule is known to be (an index's first rule
-        id: its analysis, a search over the start's body, was ~15% of ``Index()``)."""
+        id: a solver search over the start's body, on top of the root's own answer, was ~20 us
+        of a ~440 us ``Index()``)."""
         root = self.start_root
         if name == "start" and type(root) is Ref and root.name in self.pending:
             nul, prod = self.known_language(root.name)

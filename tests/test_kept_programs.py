@@ -87,11 +87,11 @@ def test_a_kept_program_gives_the_masks_of_the_ir_walk(llama3_vocab, llama3_toke
         got = [_walk(kept_ix, ids) for ids in docs]
         assert runs, "the second index ran no kept program"
         # the reference: nothing kept, nothing run
-        saved = dict(R._PROGRAMS)
+        saved, min_ops = dict(R._PROGRAMS), R.MIN_PROGRAM_OPS
         R._PROGRAMS.clear()
         monkeypatch.setattr(R, "MIN_PROGRAM_OPS", 1 << 40)
         ref = [_walk(Index(SCHEMA, llama3_vocab, close_objects=False), ids) for ids in docs]
-        monkeypatch.setattr(R, "MIN_PROGRAM_OPS", 128)
+        monkeypatch.setattr(R, "MIN_PROGRAM_OPS", min_ops)
         R._PROGRAMS.update(saved)
         for g, r in zip(got, ref):
             assert [m for _, m in g] == [m for _, m in r]

@@ -41,8 +41,8 @@ _M64 = (1 << 64) - 1
 
 #: builder programs of IR nodes compiled before in this process, for every automaton that meets
 #: the same node object again: ``(id(node), image) -> (node, image, prog, words, n_slots,
-#: holes)``. The JSON layer keeps its regular languages once per process (patterns and formats:
-#: ``jsonschema.values._REGEX_CACHE``; number ranges: ``jsonschema.numbers._NUMBER_LANGUAGES``),
+#: holes)``. The JSON layer keeps its regular languages once per process (encoded patterns and
+#: formats: ``jsonschema.values._ENC_CACHE``; number ranges: ``jsonschema.numbers._NUMBER_LANGUAGES``),
 #: and turning such a node into its program is a Python walk over every node of it (a
 #: ``minimum: 0`` number: ~500 nodes, 0.4-0.6 ms, in the first mask that reaches it, in every
 #: new index): the program is kept instead and run in the new store (one kernel call). A program
@@ -311,7 +311,7 @@ class Rules:
             if hit is not None:
                 prog += [K.OP_TERM, hit]
                 continue
-            if key in _SHARED and node is not root and _SHARED[key] is node:
+            if _SHARED.get(key) is node and node is not root:
                 # a language the front end keeps for the process: a program of its own, kept
                 # for the next automaton that meets it (a hole in this one's)
                 if holes is not None:
@@ -445,10 +445,7 @@ class Rules:
         t = self._chars.get(node)
         if t is None:
             t = self._base_chars.get(node)
-        if t is None:
-            t = self.compile_node(node)
-            self._chars[node] = t
-        return t
+        return self.compile_node(node) if t is None else t
 
     def written_term(self, alts) -> int:
         """The term of a :class:`~dotjson.ir.Written` body's alternation ``alts``: one builder

@@ -135,15 +135,10 @@ class LazyRules(Mapping):
         return name in self._src.rules or name in self._src.pending
 
     def known_language(self, name: str) -> tuple:
-        """``(nullable, productive)`` of a rule not built yet, when the source knows them without
-        building it (``None`` for unknown); see :class:`dotjson.ir.analysis.Analysis`. Of a
-        built rule, what the source's ``known_built(name)`` tells, where it has one (the
-        analyses otherwise search its body)."""
+        """``(nullable, productive)`` of a rule, when the source knows them without building it
+        or searching its body (``None`` for unknown); see :class:`dotjson.ir.analysis.Analysis`."""
         src = self._src
-        if name in src.rules:
-            kb = getattr(src, "known_built", None)
-            return (None, None) if kb is None else kb(name)
-        if name not in src.pending:
+        if name not in src.rules and name not in src.pending:
             return (None, None)
         return src.known_language(name)
 

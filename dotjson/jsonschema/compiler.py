@@ -108,7 +108,6 @@ class Compiler(Normalizer):
         self.objects = ObjectBuilder(self)
         self.pending: dict = {}       # rule name -> expression, body not built yet
         self.fallback: set = set()    # expressions dropped in lenient mode (any JSON value)
-        self.start_root = None  # the root's node under the start rule (_assemble; known_built)
         # rule name -> (nullable, productive) known to its builder, or a function computing it
         self.state_hints: dict = {}
         # rule name -> what the automaton builds natively in place of its IR body (a wide
@@ -270,31 +269,17 @@ class Compiler(Normalizer):
         self.rules[name] = body
         return body
 
-    def known_built(self, name: str) -> tuple:
-        """``(nullable, productive)`` of a built rule where phase 1 tells: the start rule,
-        whitespace around the root's rule (:func:`dotjson.jsonschema._assemble`), is never
-        nullable and is productive when the root's rule is known to be (an index's first rule
-        id: a solver search over the start's body, on top of the root's own answer, was ~20 us
-        of a ~440 us ``Index()``)."""
-        root = self.start_root
-        if name == "start" and type(root) is Ref and root.name in self.pending:
-            nul, prod = self.known_language(root.name)
-            if nul is False:
-                return (False, prod)
-        return (None, None)
-
     def known_language(self, name: str) -> tuple:
-        """``(nullable, productive)`` of a pending rule, where phase 1 tells without building it.
+        """``(nullable, productive)`` of a rule, where phase 1 tells without building it.
 
         A sub-schema's rule is never nullable (a JSON value is never empty text). It is
         productive when one branch of its normal form obviously has a value (``null``, a
         boolean, an unbounded number, an unconstrained string, ``[]`` or ``{}`` allowed);
-        otherwise ``None``: the analysis then builds the rule and looks.
+        otherwise ``None``: the analysis then builds the rule and looks. A builder's rule, and a
+        built one such as the start rule, answers with its hint (``state_hints``), if any.
         """
         e = self.pending.get(name)
-        if e is None:
-            return (None, None)
-        if callable(e):
+        if e is None or callable(e):
             h = self.state_hints.get(name, (None, None))
             if callable(h):  # a builder's hint computed when first asked
                 h = self.state_hints[name] = h()

@@ -52,12 +52,8 @@ class ItemRules(Mapping):
         value = getattr(self._rules, attr)
         if not callable(value):
             return value
-        ref = self._ref
 
         def call(*args, **kwargs):  # (not the rules' bound method: it would hold them)
-            rules = ref()
-            if rules is None:
-                raise ReferenceError("the grammar these uniqueItems items belong to is gone")
-            return getattr(rules, attr)(*args, **kwargs)
+            return getattr(self._rules, attr)(*args, **kwargs)
 
         return call

@@ -40,22 +40,15 @@ _BLOCK = 1 << _BLOCK_SHIFT
 _SCRATCH = threading.local()
 
 
-def _thread_scratch(depth: int, keep: int = 0):
-    """The calling thread's trie-walk stacks, shared by every index (~0.7 MB at 128k tokens):
-    a thread computes one mask at a time, and a walk's exits to Python never start another.
-    Grown to ``depth`` frames, the first ``keep`` copied (a walk that stopped for room)."""
+def _thread_scratch(depth: int):
+    """The calling thread's trie-walk stacks, shared by every index (~0.5 MB at 128k tokens):
+    a thread computes one mask at a time, and a walk's exits to Python never start another."""
     sc = _SCRATCH
     if getattr(sc, "st_node", None) is None or sc.st_node.shape[0] < depth:
-        old = (sc.st_node, sc.st_state, sc.st_edge, sc.st_cont) if keep else None
         sc.st_node = np.zeros(depth, dtype=np.int32)
         sc.st_state = np.zeros(depth, dtype=np.int32)
         sc.st_edge = np.zeros(depth, dtype=np.int32)
-        sc.st_cont = np.zeros(depth, dtype=np.int32)
-        if old is not None:
-            for new, o in zip((sc.st_node, sc.st_state, sc.st_edge, sc.st_cont), old):
-                new[:keep] = o[:keep]
-        else:
-            sc.ret = np.zeros(4, dtype=np.int64)
+        sc.ret = np.zeros(4, dtype=np.int64)
     return sc
 
 
@@ -94,9 +87,8 @@ class Masker:
         self._plain_runs = True
         self._reach_out = np.zeros(2, dtype=np.int64)  # run_share's reach and run length
         self._reach_known: dict = {}  # (run item, first term after it) -> reach, this store's
-        #: the special trie's walk (``WALK_ALL``: node by node, no byte runs or split heads either:
-        #: the reference)
-        self._special_mode = _walk.WALK_RUNS | _walk.BYTE_RUNS | _walk.SPLITS
+        #: the special trie's walk (``WALK_ALL``: node by node, no byte runs either: the reference)
+        self._special_mode = _walk.WALK_RUNS | _walk.BYTE_RUNS
         #: False: no head sharing (every fresh mask one walk of the whole state), for the tests
         self._heads = True
         self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's
@@ -599,9 +591,9 @@ class Masker:
         while _walk.walk_from(
             a.store, self._trie_arrays[0], big, big_bits, runs, self._special_mode, pseq, plen,
             _WIDE_NODE, exits, exits.shape[0], sc, out, sc_.st_node, sc_.st_state, sc_.st_edge,
-            sc_.st_cont, ret,
+            ret,
         ) != _walk.DONE:
-            sc_ = self._after_exit(sc_)
+            a.handle_exit()
 
     def _head_gid_of(self, t: int) -> int:
         """The process-wide id of term ``t`` (:class:`dotjson.automaton.heads.Interner`)."""
@@ -638,16 +630,6 @@ class Masker:
         along one path, or every node of the special trie."""
         return _thread_scratch(256 * (self._limit + 2) + self._tries.special.n_nodes)
 
-    def _after_exit(self, sc):
-        """Act on a walk's exit: its stack grown (frames kept) where it stopped for room, else
-        the store's exit handled; the scratch to call again with."""
-        ret = sc.ret
-        if ret[_walk.R_STACK]:
-            ret[_walk.R_STACK] = 0
-            return _thread_scratch(2 * sc.st_node.shape[0], int(ret[_walk.R_SP]))
-        self._auto.handle_exit()
-        return sc
-
     def _compute_mask(self, state: int) -> np.ndarray:
         """The bitset of ``state``: one kernel call (the trie walks expanding the automaton
         inline), repeated only after an exit to Python (store growth, a rule body to compile).
@@ -666,9 +648,9 @@ class Masker:
         while _walk.compute_mask(
             a.store, state, self._trie_arrays[0], self._trie_arrays[1], self._tries.plain_bits,
             big, big_bits, runs, len_row, len_bits, self._special_mode, pseq, plen, _WIDE_NODE,
-            nchars, tchars, below, out, sc.st_node, sc.st_state, sc.st_edge, sc.st_cont, sc.ret,
+            nchars, tchars, below, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
         ) != _walk.DONE:
-            sc = self._after_exit(sc)
+            a.handle_exit()
         if self._options.get("specials"):
             self._special_bits(state, out)
         return out

@@ -23,7 +23,6 @@ from numba import types
 
 from .jit import kernel, unit
 from ..automaton import kernels as K
-from .split import SPLIT_MIN_NODES, _frames_of
 from .subtrees import (
     _NO_CLASS, CLASS_MIN_NODES, CLASS_ROW_NODES, _class_whole, _counted_subtree, _fill, _run_subtree,
     _set_bits, or_words,
@@ -48,13 +47,6 @@ WALK_ALL, WALK_PLAIN, WALK_RUNS = range(3)
 #: A flag OR-ed into a mode: byte runs followed by position (:func:`walk_trie`); the masks'
 #: default, off in the reference walk (``WALK_ALL`` alone).
 BYTE_RUNS = 4
-#: A flag OR-ed into the special trie's mode: a state met below the root that is a *shared head*
-#: followed by the rest (:mod:`dotjson._kernels.split`) is walked as the pair (the head's state,
-#: the rest): the masks' default, off in the reference walk (``WALK_ALL`` alone).
-SPLITS = 8
-#: ``ret`` slot: set when a walk stopped because its stack arrays are full (the caller grows them,
-#: keeping the frames, and calls again); the store's ``ctl`` says nothing then.
-R_STACK = 2
 #: States from this id on are never a byte run's origin in a walk (a frame packs ``s * 64 + j``).
 _RUN_ORIGIN_MAX = 1 << 24
 RUNS_MIN_NODES = 32  # the special trie's run shortcut is tried below nodes this large
@@ -63,17 +55,15 @@ RUN_MIN_NODES = 8  # the plain trie's bounded-run shortcut is tried below nodes 
 
 
 @kernel
-def _push_position(trie, out, st_node, st_state, st_edge, st_cont, sp, c, code):
+def _push_position(trie, out, st_node, st_state, st_edge, sp, c, code):
     """A byte run's next position at node ``c`` (:func:`walk_trie`): its tokens, and a frame for
-    its children whose state is the position ``code``; the new stack depth (the caller made
-    room for one frame)."""
+    its children whose state is the position ``code``; the new stack depth."""
     child_ptr, tok_ptr, tok_ids = trie[0], trie[3], trie[4]
     _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
     if child_ptr[c + 1] > child_ptr[c]:
         st_node[sp] = c
         st_state[sp] = code
         st_edge[sp] = child_ptr[c]
-        st_cont[sp] = -1
         sp += 1
     return sp
 
@@ -94,95 +84,31 @@ def _run_facts(S, s0):
 
 
 @kernel
-def _take_subtree(out, big, big_bits, tok_ids, tok_ptr, subtree_end, c):
-    """OR every token of node ``c``'s subtree into ``out`` (its bitset where it is a big one)."""
-    kb = big[c]
-    if kb >= 0:
-        or_words(out, big_bits[kb])
-    else:
-        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
-
-
-@kernel
-def _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, e, cont, ret):
+def _suspend(st_node, st_state, st_edge, sp, node, state, e, ret):
     st_node[sp] = node
     st_state[sp] = state
     st_edge[sp] = e
-    st_cont[sp] = cont
     ret[R_SP] = sp + 1
     return EXIT
 
 
 @kernel
-def _push(st_node, st_state, st_edge, st_cont, sp, c, fs, fc, edge, cs, edge_c):
-    """Push frame ``(c, fs, edge)`` of rest ``fc``, and the rest's frame ``(c, cs, edge_c)``
-    where ``cs >= 0``; the new stack depth."""
-    st_node[sp] = c
-    st_state[sp] = fs
-    st_edge[sp] = edge
-    st_cont[sp] = fc
-    sp += 1
-    if cs >= 0:
-        st_node[sp] = c
-        st_state[sp] = cs
-        st_edge[sp] = edge_c
-        st_cont[sp] = -1
-        sp += 1
-    return sp
-
-
-@kernel
-def _full(st_node, sp, ret):
-    """Whether a frame's children may not fit on the stack (256 of them, and a rest's frame each:
-    :mod:`dotjson._kernels.split`); then ``ret[R_STACK]`` is set for the caller to grow it."""
-    if sp + 2 * 256 + 2 < st_node.shape[0]:
-        return False
-    ret[R_STACK] = 1
-    return True
-
-
-@kernel
-def _child(S, trie, runs, out, st_node, st_state, st_edge, st_cont, sp, c, nxt, cont, splits, pseq,
-           plen):
-    """Special-trie node ``c`` reached in live state ``nxt`` (with ``cont >= 0``: the head state
-    of a pair whose rest is term ``cont``, :mod:`dotjson._kernels.split`): its tokens, and the
-    frames of its children — the pair's (a state split into one first when ``splits``), and
-    where the head has accepted, the rest's; an ASCII-run shortcut for a plain-invariant state
-    over a big subtree. As :func:`walk_trie` does inline, for :func:`_run_exits`. The new stack
-    depth (the caller made room for two frames), -1 on exit (nothing pushed)."""
-    S = K.borrow(S)
-    child_ptr, tok_ptr, tok_ids = K.borrow(trie[0]), K.borrow(trie[3]), K.borrow(trie[4])
-    subtree_end, run_ptr, run_toks = K.borrow(trie[5]), K.borrow(runs[1]), K.borrow(runs[2])
-    _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
-    if child_ptr[c + 1] == child_ptr[c]:
-        return sp
-    fs, fc, cs = nxt, -1, -1
-    if cont >= 0 or (splits and subtree_end[c] - c >= SPLIT_MIN_NODES):
-        fs, fc, cs = _frames_of(S, nxt, cont, cont < 0)
-        if fs < 0:
-            return -1
-    inv = 0
-    if subtree_end[c] - c >= RUNS_MIN_NODES:
-        inv = S[K.S_INV][fs]
-        if inv < 0:
-            inv = K.plain_inv(S, fs, pseq, plen)
-            if inv < 0:
-                return -1
-    if inv == 1:
-        _set_bits(out, run_toks, run_ptr[c], run_ptr[c + 1])
-    return _push(st_node, st_state, st_edge, st_cont, sp, c, fs, fc, -1 if inv == 1 else child_ptr[c],
-                 cs, child_ptr[c])
-
-
-@kernel
-def _run_exits(S, trie, runs, out, st_node, st_state, st_edge, st_cont, sp, node, state, cont, k,
-               ret, pseq, plen, splits):
+def _run_exits(S, trie, runs, out, st_node, st_state, st_edge, sp, node, state, k, ret, pseq,
+               plen):
     """:func:`walk_trie`'s frame at an ASCII-run shortcut's exits (from the ``k``-th on): each
-    exit's tokens, and its children pushed as frames (:func:`_child`); the stack depth, or -1
-    on exit (the frame pushed back at the exit being computed)."""
+    exit's tokens, and its children pushed as frames; the stack depth, or -1 on exit (the frame
+    pushed back at the exit being computed)."""
     S = K.borrow(S)
-    in_byte, exit_ptr, exit_nodes = K.borrow(runs[0]), K.borrow(runs[3]), K.borrow(runs[4])
+    child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = trie
+    in_byte, run_ptr, run_toks, exit_ptr, exit_nodes = runs
+    child_ptr, tok_ptr, tok_ids = K.borrow(child_ptr), K.borrow(tok_ptr), K.borrow(tok_ids)
+    subtree_end, in_byte = K.borrow(subtree_end), K.borrow(in_byte)
+    run_ptr, run_toks = K.borrow(run_ptr), K.borrow(run_toks)
+    exit_ptr, exit_nodes = K.borrow(exit_ptr), K.borrow(exit_nodes)
+    out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
+    pseq, plen, ret = K.borrow(pseq), K.borrow(plen), K.borrow(ret)
     trans = S[K.S_TRANS]
+    inv_ = S[K.S_INV]
     base = exit_ptr[node]
     n_exits = exit_ptr[node + 1] - base
     while k < n_exits:
@@ -191,23 +117,33 @@ def _run_exits(S, trie, runs, out, st_node, st_state, st_edge, st_cont, sp, node
         nxt = trans[state, b]
         if nxt == -1:
             if K.fill_row(S, state) == K.FAIL:
-                _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, -1 - k, cont, ret)
+                _suspend(st_node, st_state, st_edge, sp, node, state, -1 - k, ret)
                 return -1
             nxt = trans[state, b]
         if nxt >= 0:
-            r = _child(S, trie, runs, out, st_node, st_state, st_edge, st_cont, sp, d, nxt, cont,
-                       splits, pseq, plen)
-            if r < 0:
-                _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, -1 - k, cont, ret)
-                return -1
-            sp = r
+            _set_bits(out, tok_ids, tok_ptr[d], tok_ptr[d + 1])
+            if child_ptr[d + 1] > child_ptr[d]:
+                inv = inv_[nxt] if subtree_end[d] - d >= RUNS_MIN_NODES else 0
+                if inv < 0:
+                    inv = K.plain_inv(S, nxt, pseq, plen)
+                    if inv < 0:
+                        _suspend(st_node, st_state, st_edge, sp, node, state, -1 - k, ret)
+                        return -1
+                st_node[sp] = d
+                st_state[sp] = nxt
+                if inv == 1:
+                    _set_bits(out, run_toks, run_ptr[d], run_ptr[d + 1])
+                    st_edge[sp] = -1
+                else:
+                    st_edge[sp] = child_ptr[d]
+                sp += 1
         k += 1
     return sp
 
 
 @kernel
-def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge, st_cont, sp, ret,
-              pseq, plen, wide, nchars, tchars, len_row, len_bits, below):
+def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge, sp, ret, pseq,
+              plen, wide, nchars, tchars, len_row, len_bits, below):
     """Resume a walk of ``trie`` whose stack holds ``sp`` frames; ``DONE``, or ``EXIT`` with the
     stack depth in ``ret[R_SP]`` (see the module docstring).
 
@@ -255,13 +191,6 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     which takes a byte of ``C`` to ``j + 1`` (while ``j < hi``) and any other byte where
     ``rest``'s state takes it. The tokens are the same; the ``hi`` states between are not made.
 
-    With :data:`SPLITS` in ``mode`` (the special trie, ``WALK_RUNS``), a state met below the root
-    whose term is a shared head followed by the rest (:mod:`dotjson._kernels.split`), above a
-    subtree of at least ``SPLIT_MIN_NODES`` nodes, is walked as the pair (head state, rest term)
-    — ``st_cont`` holds a frame's rest, -1 for a plain state — and from each node where the
-    head's state accepts, the rest's state walks on too: the states in between are the head's
-    alone, made once per store instead of once per position.
-
     A frame ``(node, state, edge)`` is popped and its remaining edges are scanned in one tight
     loop with the state's transition row hot in cache; every live child with children is pushed
     as a new frame (the order does not matter: the result is an OR of bits). A node is pushed at
@@ -270,34 +199,30 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     being computed, so a resumed walk redoes nothing (setting a bit twice is harmless).
     """
     S = K.borrow(S)
-    # (the caller keeps every array alive: views without reference counts, as K.borrow's)
-    child_ptr, child_byte, child_node = K.borrow(trie[0]), K.borrow(trie[1]), K.borrow(trie[2])
-    tok_ptr, tok_ids, subtree_end = K.borrow(trie[3]), K.borrow(trie[4]), K.borrow(trie[5])
+    child_ptr, child_byte, child_node, tok_ptr, tok_ids, subtree_end = trie
     run_ptr, run_toks = K.borrow(runs[1]), K.borrow(runs[2])
+    # (the caller keeps every array alive: views without reference counts, as K.borrow's)
+    child_ptr, child_byte, child_node = K.borrow(child_ptr), K.borrow(child_byte), K.borrow(child_node)
+    tok_ptr, tok_ids, subtree_end = K.borrow(tok_ptr), K.borrow(tok_ids), K.borrow(subtree_end)
     pseq, plen, big, big_bits = K.borrow(pseq), K.borrow(plen), K.borrow(big), K.borrow(big_bits)
     nchars, tchars, len_row, len_bits = K.borrow(nchars), K.borrow(tchars), K.borrow(len_row), K.borrow(len_bits)
     out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
-    ret, below, st_cont = K.borrow(ret), K.borrow(below), K.borrow(st_cont)
+    ret, below = K.borrow(ret), K.borrow(below)
     cls = K.scratch(np.uint64, 2, 0)
     chain = K.scratch(np.int64, 2, 0)
     chain_w = K.scratch(np.uint64, 2, 0)
     trans = S[K.S_TRANS]
     inv_ = S[K.S_INV]
-    mode_flags = mode
     byte_runs = (mode & BYTE_RUNS) != 0
     mode = mode & 3
-    splits = (mode_flags & SPLITS) != 0 and mode == WALK_RUNS
     while sp > 0:
         sp -= 1
         node = st_node[sp]
         state = st_state[sp]
         e = st_edge[sp]
-        cont = st_cont[sp]
-        if _full(st_node, sp, ret):
-            return _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, e, cont, ret)
         if e < 0:  # the exits of an ASCII-run shortcut, from the k-th on
-            sp = _run_exits(S, trie, runs, out, st_node, st_state, st_edge, st_cont, sp, node, state,
-                            cont, -1 - e, ret, pseq, plen, splits)
+            sp = _run_exits(S, trie, runs, out, st_node, st_state, st_edge, sp, node, state, -1 - e,
+                            ret, pseq, plen)
             if sp < 0:
                 return EXIT
             continue
@@ -321,17 +246,17 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
             if run == 1 and rst < 0:  # the run's facts, read once a frame
                 rhi, rj, rst = _run_facts(S, s0)
                 if rst < 0:
-                    return _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, e, cont, ret)
+                    return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
                 if j > 0:
                     src = rst
             if j > 0 and K._has(S[K.S_BW][rj], b):
                 nxt = -3  # the run's next position
             else:
                 nxt = trans[src, b]
-                if nxt == -1 and run == 0 and byte_runs and cont < 0 and state < _RUN_ORIGIN_MAX:
+                if nxt == -1 and run == 0 and byte_runs and state < _RUN_ORIGIN_MAX:
                     v = K.byte_run(S, state)
                     if v < 0:
-                        return _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, e, cont, ret)
+                        return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
                     run = 1 if v > 0 else -1
                     if run == 1:
                         continue  # (its facts read above)
@@ -341,54 +266,35 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                     else:  # rest's successor, which is the origin's too
                         nxt = _fill(S, rst, b, fill_wide)
                         if nxt == K.FAIL:
-                            return _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, e, cont, ret)
+                            return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
                         trans[state, b] = nxt
                 elif nxt == -1:
                     nxt = _fill(S, src, b, fill_wide)
                     if nxt == K.FAIL:
-                        return _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, e, cont, ret)
+                        return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
             if nxt == -3:
                 if j < rhi:  # one more byte of the run: its tokens, its children by position
-                    sp = _push_position(trie, out, st_node, st_state, st_edge, st_cont, sp,
-                                        child_node[e], -2 - (s0 * 64 + j + 1))
+                    sp = _push_position(trie, out, st_node, st_state, st_edge, sp, child_node[e],
+                                        -2 - (s0 * 64 + j + 1))
                 e += 1
                 continue
-            if nxt >= 0 and mode == WALK_RUNS:  # (_child's work, inline: most of a walk's nodes)
-                c = child_node[e]
-                _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
-                if child_ptr[c + 1] > child_ptr[c]:
-                    size = subtree_end[c] - c
-                    fs, fc, cs = nxt, -1, -1
-                    if cont >= 0 or (splits and size >= SPLIT_MIN_NODES):
-                        fs, fc, cs = _frames_of(S, nxt, cont, cont < 0)
-                        if fs < 0:
-                            return _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, e,
-                                            cont, ret)
-                    inv = 0
-                    if size >= RUNS_MIN_NODES:
-                        inv = inv_[fs]
-                        if inv < 0:
-                            inv = K.plain_inv(S, fs, pseq, plen)
-                            if inv < 0:
-                                return _suspend(st_node, st_state, st_edge, st_cont, sp, node, state,
-                                                e, cont, ret)
-                    if inv == 1:
-                        _set_bits(out, run_toks, run_ptr[c], run_ptr[c + 1])
-                    sp = _push(st_node, st_state, st_edge, st_cont, sp, c, fs, fc,
-                               -1 if inv == 1 else child_ptr[c], cs, child_ptr[c])
-            elif nxt >= 0:
+            if nxt >= 0:
                 c = child_node[e]
                 has_kids = child_ptr[c + 1] > child_ptr[c]
-                inv = 0  # (the special trie's runs: _child)
-                if has_kids and mode == WALK_PLAIN:  # (at a leaf a shortcut has nothing to skip)
+                inv = 0
+                # at a leaf a shortcut has nothing to skip; in the special trie a small subtree is
+                # walked faster than the plain-invariance of a new state is decided
+                if has_kids and (mode == WALK_PLAIN or (
+                        mode == WALK_RUNS and subtree_end[c] - c >= RUNS_MIN_NODES)):
                     inv = inv_[nxt]
                     if inv < 0:
                         inv = K.plain_inv(S, nxt, pseq, plen)
                         if inv < 0:
-                            return _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, e, cont, ret)
+                            return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
                 # the subtree at once (w: 1 whole, 2 its tokens taken by their lengths, 0 walked,
-                # -1 an exit): a plain-invariant state; a bounded plain run or plain_open (an open
-                # object's key); bytes that keep the frame's state; a counted class
+                # -1 an exit): a plain-invariant state; a bounded plain run, or a state that
+                # allows every plain token (plain_open, asked where a run is: an open object's
+                # key); bytes that keep the frame's state; a counted class
                 w = 1 if inv == 1 and mode == WALK_PLAIN else 0
                 if (w == 0 and inv == 0 and mode == WALK_PLAIN and nchars.shape[0] > 0
                         and subtree_end[c] - c >= RUN_MIN_NODES):
@@ -405,23 +311,37 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
                                          len_row, len_bits, tok_ptr, tok_ids, subtree_end, nchars,
                                          tchars)
                 if w < 0:
-                    return _suspend(st_node, st_state, st_edge, st_cont, sp, node, state, e, cont, ret)
-                if w == 1:  # (w == 2: its tokens are taken)
-                    _take_subtree(out, big, big_bits, tok_ids, tok_ptr, subtree_end, c)
-                elif w == 0:
-                    _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
-                    if has_kids:
-                        sp = _push(st_node, st_state, st_edge, st_cont, sp, c, nxt, -1, child_ptr[c],
-                                   -1, 0)
+                    return _suspend(st_node, st_state, st_edge, sp, node, state, e, ret)
+                if w == 2:
+                    e += 1
+                    continue
+                if w == 1:
+                    kb = big[c]
+                    if kb >= 0:
+                        or_words(out, big_bits[kb])
+                    else:
+                        _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[subtree_end[c]])
+                    e += 1
+                    continue
+                _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
+                if has_kids:  # (as an exit's push, in _run_exits)
+                    st_node[sp] = c
+                    st_state[sp] = nxt
+                    if inv == 1:  # WALK_RUNS
+                        _set_bits(out, run_toks, run_ptr[c], run_ptr[c + 1])
+                        st_edge[sp] = -1
+                    else:
+                        st_edge[sp] = child_ptr[c]
+                    sp += 1
             e += 1
     ret[R_SP] = 0
     return DONE
 
 
-@unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, _U32_1, K._I32_1, _U32_2, _RUNS, K._I32_1, _U32_2, K._i64, _I32_3, K._I32_1, K._i64, K._I32_1, K._I32_1, _U64_1, _U32_1, K._I32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
+@unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, _U32_1, K._I32_1, _U32_2, _RUNS, K._I32_1, _U32_2, K._i64, _I32_3, K._I32_1, K._i64, K._I32_1, K._I32_1, _U64_1, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
 def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_row, len_bits,
                  special_mode, pseq, plen, wide, nchars, tchars, below, out, st_node, st_state,
-                 st_edge, st_cont, ret):
+                 st_edge, ret):
     """The allowed-token bits of ``state`` (EOS aside) OR-ed into ``out``: the special trie's
     walk, then the plain trie's (or the whole plain bitset for a plain-invariant state or one
     that allows every plain token, :func:`~dotjson.automaton.states.plain_open`, or the
@@ -437,14 +357,10 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
     the bytes below each plain-trie node (:func:`dotjson.trie.plain_below_bytes`, the class
     shortcut of :func:`walk_trie`; empty turns it off);
     ``runs``: the special trie's ASCII runs (:func:`dotjson.trie.ascii_runs`), used when
-    ``special_mode`` is ``WALK_RUNS`` (``WALK_ALL``: the special trie walked node by node), with
-    :data:`SPLITS` the shared heads met below the root walked apart from the rest (see
-    :func:`walk_trie`). ``st_node``, ``st_state``, ``st_edge``, ``st_cont``: the walk's stack.
+    ``special_mode`` is ``WALK_RUNS`` (``WALK_ALL``: the special trie walked node by node).
 
     Resumable: the caller sets ``ret[R_PHASE] = PH_START`` once and calls again after each
-    ``EXIT`` until ``DONE``: after one with ``ret[R_STACK]`` set, with the stack arrays grown
-    (their frames kept) and that flag cleared; after any other, once the store's exit is
-    handled.
+    ``EXIT`` until ``DONE``.
     """
     S = K.borrow(S)
     # (the Python caller keeps these alive: views without reference counts)
@@ -452,7 +368,7 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
     big_bits, runs, len_row, len_bits = K.borrow(big_bits), K.borrow(runs), K.borrow(len_row), K.borrow(len_bits)
     pseq, plen, nchars, tchars = K.borrow(pseq), K.borrow(plen), K.borrow(nchars), K.borrow(tchars)
     out, st_node, st_state, st_edge = K.borrow(out), K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
-    ret, below, st_cont = K.borrow(ret), K.borrow(below), K.borrow(st_cont)
+    ret, below = K.borrow(ret), K.borrow(below)
     while True:
         ph = ret[R_PHASE]
         if ph == PH_START or ph == PH_INV:
@@ -491,7 +407,6 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
             st_node[0] = 0
             st_state[0] = state
             st_edge[0] = trie[0][0]
-            st_cont[0] = -1
             ret[R_SP] = 1
             ret[R_PHASE] = PH_SPECIAL if ph == PH_START else PH_PLAIN
             continue
@@ -499,8 +414,7 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
             trie = special if ph == PH_SPECIAL else plain
             mode = (WALK_PLAIN | (special_mode & BYTE_RUNS)) if ph == PH_PLAIN else special_mode
             r = walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
-                          st_cont, ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row,
-                          len_bits, below)
+                          ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row, len_bits, below)
             if r == EXIT:
                 return EXIT
             if ph == PH_PLAIN:
@@ -793,9 +707,9 @@ def head_exits(S, sa, special, out):
     return m
 
 
-@unit(K._i64, K.STORE, _TRIE, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3, K._I32_1, K._i64, K._I32_1, K._i64, K._i64, _U32_1, K._I32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
+@unit(K._i64, K.STORE, _TRIE, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3, K._I32_1, K._i64, K._I32_1, K._i64, K._i64, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
 def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_seeds, sc, out,
-              st_node, st_state, st_edge, st_cont, ret):
+              st_node, st_state, st_edge, ret):
     """The tokens of the ``special`` trie below the ``seeds`` nodes (not at them) allowed from
     state ``sc``, OR-ed into ``out``: a head's exits continued by what follows the head. Resumable
     as :func:`compute_mask` (``ret[R_PHASE] = PH_START`` once, call again after ``EXIT``)."""
@@ -804,7 +718,6 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
     special, big, big_bits, runs = K.borrow(special), K.borrow(big), K.borrow(big_bits), K.borrow(runs)
     pseq, plen, seeds, out = K.borrow(pseq), K.borrow(plen), K.borrow(seeds), K.borrow(out)
     st_node, st_state, st_edge, ret = K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge), K.borrow(ret)
-    st_cont = K.borrow(st_cont)
     if ret[R_PHASE] == PH_START:
         child_ptr = special[0]
         sp = 0
@@ -812,14 +725,13 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
             st_node[sp] = seeds[i]
             st_state[sp] = sc
             st_edge[sp] = child_ptr[seeds[i]]
-            st_cont[sp] = -1
             sp += 1
         ret[R_SP] = sp
         ret[R_PHASE] = PH_SPECIAL
     no_chars = K.scratch(np.int32, 1, 0)[:0]  # (the special trie: no bounded-run shortcut, so
     # no length rows either: big_bits stands in for them, unread)
     no_below = K.scratch(np.uint64, 1, 0)[:0]  # (nor the class shortcut: the plain trie's)
-    r = walk_trie(S, special, mode, big, big_bits, runs, out, st_node, st_state, st_edge, st_cont,
+    r = walk_trie(S, special, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
                   ret[R_SP], ret, pseq, plen, wide, no_chars, no_chars, no_chars, big_bits, no_below)
     if r == EXIT:
         return EXIT

@@ -278,7 +278,6 @@ class Automaton:
         self._a = a = {k: v.copy() for k, v in image.arrays.items()}
         a["ctl"][K.C_MAX_STATES] = self.max_states
         a["ctl"][K.C_FUEL] = self.fuel
-        a["ctl"][K.C_NBASE] = len(image.rules[0])  # (the image's rules: every index's)
         self._publish()
         self.rules.start_from(image.rules)
         self._ksyn = dict(image.ksyn)  # (a few entries; the characters are read through)

@@ -73,10 +73,6 @@ _i64 = types.int64
 # ctl slots.
 C_TERMS, C_BSETS, C_POOL, C_RC, C_STATES, C_MEMO, C_STATUS, C_ARG, C_MAX_STATES, C_FUEL, \
     C_EXPANDED, C_ARG2, C_ARG3, C_ARG4 = range(14)
-#: ctl slot: the number of rules the store's base image holds (rule ids below it are shared by
-#: every store started from that image; 0 without an image): what a mask walk's split of a state
-#: into a shared head and its continuation may keep in the head (``_kernels.split._split``)
-C_NBASE = 14
 N_CTL = 16
 
 # Exit statuses.
@@ -122,9 +118,6 @@ _T_BRUN = 11 << 58  # byte_run of a term: its run's rest + 1, or 0
 _T_ACLS = 12 << 58  # a state's term: the BYTES term of the ASCII bytes that take it to itself
 _T_CREACH = 13 << 58  # a state's term: how far its counted class goes (subtrees._class_chain)
 _T_CCLS = 14 << 58  # ... and that class, a BYTES term
-_T_SPLA = 15 << 58  # a state's term: the state of its shared head (split._split), or -2
-_T_SPLC = 16 << 58  # ... and the term of what follows that head
-_T_SHR = 17 << 58  # a term: 1 when it names no rule of the index's own (split._shared), else 0
 #: :func:`_far_hi` of a term whose counters a clamp leaves alone.
 NO_FAR = (1 << 31) - 1
 

@@ -125,7 +125,7 @@ def _walks(index, ref, schema, config, seeds=6, steps=32):
                                   steps=steps, choose=_favoured, label=(schema, config))
 
 
-#: the longest reference walks (20-40 s each on CI's machine) run with --runslow; the same
+#: the longest reference walks (26 s to 3 min each on CI's machine) run with --runslow; the same
 #: schemas' default configuration covers their item kinds in the default run
 _SLOW = {(7, "every-valid"), (2, "every-valid")}
 CASES = [pytest.param(k, config, marks=[pytest.mark.slow] if (k, config) in _SLOW else [])

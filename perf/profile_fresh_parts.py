@@ -22,10 +22,11 @@ mask: compare figures of one run with each other, and runs with each other, not 
 ``bench_maskbench.py``'s).
 
 Native time: ``--plain`` runs the same workload without the wrappers, and ``--perf-map`` writes
-``/tmp/perf-<pid>.map`` naming every compiled kernel loaded (Numba's code has no symbols of its
-own), so that ``perf record -g python3 perf/profile_fresh_parts.py --plain --perf-map`` and
-``perf report --sort symbol --time FROM,TO`` (the steps' window, printed) tell the kernels apart
-from the interpreter (a kernel inlined into another counts as its caller).
+``/tmp/perf-<pid>.map`` naming every compiled kernel function loaded (Numba's code has no symbols
+of its own: ``profile_kernels.py``'s map, each function with its size), so that ``perf record -g
+python3 perf/profile_fresh_parts.py --plain --perf-map`` and ``perf report --sort symbol --time
+FROM,TO`` (the steps' window, printed) tell the kernels apart from the interpreter (a function
+LLVM inlined counts as its caller). ``profile_kernels.py`` does all of it in one command.
 
 Run ``python3 perf/profile_fresh_parts.py --help``.
 """
@@ -98,38 +99,13 @@ def lead_kind(auto, t: int, depth: int = 0) -> str:
 
 
 def write_perf_map() -> str:
-    """Write ``/tmp/perf-<pid>.map`` with the entry point of every compiled kernel and unit this
-    process has loaded (each symbol runs to the next one: Numba's code carries no sizes), named
-    ``module.function``; returns its path."""
-    import gc
+    """Write ``/tmp/perf-<pid>.map`` naming every compiled kernel function this process has
+    loaded since :func:`profile_kernels.keep_objects` (called before the engine starts: each
+    function at its address, with its size, from its library's symbol table); returns its path."""
+    import profile_kernels
 
-    from numba.core.dispatcher import Dispatcher
-
-    syms = {}
-    for obj in gc.get_objects():
-        if not isinstance(obj, Dispatcher):
-            continue
-        for cres in list(obj.overloads.values()):
-            lib = cres.library
-            names = [cres.fndesc.mangled_name]
-            try:
-                names += [f.name for f in lib._final_module.functions if not f.is_declaration]
-            except Exception:  # (a library loaded from the cache has no module to list)
-                pass
-            for name in names:
-                try:
-                    addr = lib.get_pointer_to_function(name)
-                except Exception:
-                    continue
-                if addr:
-                    syms[addr] = f"{obj.py_func.__module__.rsplit('.', 1)[-1]}.{obj.py_func.__name__}"
-    addrs = sorted(syms)
-    path = f"/tmp/perf-{os.getpid()}.map"
-    with open(path, "w") as f:
-        for i, a in enumerate(addrs):
-            size = min(addrs[i + 1] - a, 1 << 20) if i + 1 < len(addrs) else 1 << 12
-            f.write(f"{a:x} {size:x} {syms[a]}\n")
-    return path
+    profile_kernels.write_map()
+    return f"/tmp/perf-{os.getpid()}.map"
 
 
 def main(argv=None):
@@ -144,6 +120,10 @@ def main(argv=None):
     ap.add_argument("--perf-map", action="store_true",
                     help="write /tmp/perf-<pid>.map of the compiled kernels (for perf report)")
     args = ap.parse_args(argv)
+    if args.perf_map:  # (before any kernel is loaded: their object files name their functions)
+        import profile_kernels
+
+        profile_kernels.keep_objects()
 
     from dotjson.automaton import Automaton
     from dotjson.automaton import store as K

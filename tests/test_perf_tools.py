@@ -229,3 +229,74 @@ def test_bench_maskbench_runs_the_protocol_pass():
     c = re.search(r"\| cold: masks timed\s+\|\s+(\d+) \|", proc.stdout)
     assert m and c, proc.stdout
     assert int(m[1]) > 0
+
+
+def test_profile_kernels_names_numba_symbols():
+    pk = perf_module("profile_kernels")
+    assert pk.demangle("_ZN7dotjson9automaton6derive6_derivB3v48B40c8tJTIeFIjxB2IKSgI4CrvQClQZ6FcpCShpgEU0AE5Tuple") \
+        == "dotjson.automaton.derive._deriv"
+    assert pk.demangle("cfunc._ZN7dotjson8_kernels4walk12compute_maskB2v1B40c8tJTIeF") == "dotjson._kernels.walk.compute_mask"
+    assert pk.demangle("_ZN7cpython7dotjson8_kernels4walk9walk_trieB3v14B40") == "dotjson._kernels.walk.walk_trie"
+    assert pk.demangle("_ZN5numba4misc9mergesort19make_mergesort_implB2v1") == "numba.misc.mergesort.make_mergesort_impl"
+    assert pk.demangle("_PyEval_EvalFrameDefault") is None and pk.demangle("_ZN5tokio3rt4spawnE") is None
+
+
+_MAP_CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import profile_kernels as pk
+pk.keep_objects()                       # before any kernel is loaded or compiled
+from dotjson._kernels import jit
+from dotjson._kernels import walk
+jit.link()
+rows = pk.symbol_map()
+units = {u.__module__ + "." + u.__name__: u.address for u in jit.UNITS}
+print(json.dumps({"rows": [[a, s, pk.demangle(n), n.startswith(("cfunc.", "_ZN7cpython"))] for a, s, n in rows],
+                  "units": units}))
+"""
+
+
+def test_profile_kernels_places_every_unit_where_numba_loaded_it():
+    # the map perf reads: each kernel unit's native entry point (the address the engine's
+    # symbol table holds) is the start of the mapped function of that name, and no two mapped
+    # functions overlap
+    proc = subprocess.run([sys.executable, "-c", _MAP_CHILD, str(ROOT / "perf")], capture_output=True,
+                          text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows, units = got["rows"], got["units"]
+    assert len(rows) > 100
+    for (a, s, _, _), (b, _, _, _) in zip(rows, rows[1:]):
+        assert s > 0 and a + s <= b
+    starts = {}
+    for a, s, name, wrapper in rows:
+        if name is not None and not wrapper:
+            starts.setdefault(name, set()).add(a)
+    assert "dotjson._kernels.walk.compute_mask" in units
+    for name, addr in units.items():
+        assert addr in starts.get(name, ()), (name, hex(addr))
+
+
+def _perf_usable() -> bool:
+    import shutil
+
+    if shutil.which("perf") is None or shutil.which("nm") is None:
+        return False
+    try:
+        return int(Path("/proc/sys/kernel/perf_event_paranoid").read_text()) <= 2
+    except (OSError, ValueError):
+        return False
+
+
+@pytest.mark.skipif(not _perf_usable(), reason="needs Linux perf with perf_event_paranoid <= 2, and nm")
+def test_profile_kernels_runs_and_finds_the_trie_walk():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "profile_kernels.py"), "--limit", "1", "--rounds", "1", "--top", "8"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    m = re.search(r"samples in compiled code \(the kernels' own machine code\): ([\d.]+)% of all", out)
+    assert m and 2 < float(m[1]) < 90, out
+    shares = dict(re.findall(r"^\| `(dotjson\.[\w.]+)` \| ([\d.]+)% \|", out, re.M))
+    assert float(shares.get("dotjson._kernels.walk.walk_trie", 0)) > 5, out  # (a quarter, measured)
+    assert len(shares) == 8 and sum(map(float, shares.values())) <= 100.5

@@ -1,18 +1,19 @@
 """Inside the kernels: where a fresh mask's machine time goes, by Numba function (Linux ``perf``).
 
 The Python profilers (``profile_fresh_parts.py``, py-spy, cProfile) see a kernel call as one
-opaque frame; the ~40% of a fresh mask spent in compiled code had no breakdown. This samples the
-machine code itself. ``perf`` cannot name Numba's code (it is loaded from object files into
-anonymous memory), so the profiled process writes ``/tmp/perf-<pid>.map``, the symbol map ``perf
-report`` reads for such memory: every compiled library's object file is kept as Numba loads it
-(cached or compiled), its symbol table read with ``nm``, and each symbol placed at the address the
-loader gave its library. Functions LLVM inlined are counted in their caller.
+opaque frame; the kernels' share of a fresh mask (their machine code, and Numba's unboxing and
+allocation around it) had no breakdown. This samples the machine code itself. ``perf`` cannot
+name Numba's code (it is loaded from object files into anonymous memory), so the profiled
+process writes ``/tmp/perf-<pid>.map``, the symbol map ``perf report`` reads for such memory:
+every compiled library's object file is kept as Numba loads it (cached or compiled), its symbol
+table read with ``nm``, and each symbol placed at the address the loader gave its library.
+Functions LLVM inlined are counted in their caller.
 
-The workload is ``profile_fresh_parts.py``'s: the ``bench_maskbench.py`` sample's first valid
-instance of each schema (Llama 3), each teacher-forced on a fresh :class:`dotjson.Index` (the
-benchmark configuration, ``close_objects=False``), ``--rounds`` times, after a warm-up. Sampling
-is on only around that forcing (``perf record --control``). Printed: the share of the samples in
-compiled code, then each kernel function's share of those.
+The workload: the ``bench_maskbench.py`` sample's first valid instance of each schema (Llama 3),
+each teacher-forced on a fresh :class:`dotjson.Index` (the benchmark configuration,
+``close_objects=False``), ``--rounds`` times, after a warm-up. Sampling is on only around that
+forcing (``perf record --control``). Printed: the share of the samples in compiled code, each
+kernel function's share of those, and the heaviest symbols elsewhere.
 
 Needs ``perf`` (``linux-tools``) and ``nm`` (binutils); ``perf_event_paranoid`` ≤ 2 lets a user
 profile their own processes. Run ``python3 perf/profile_kernels.py --help``.

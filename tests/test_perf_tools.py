@@ -246,7 +246,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import profile_kernels as pk
 pk.keep_objects()                       # before any kernel is loaded or compiled
-from dotjson._kernels import jit
+from dotjson._kernels import jit, walk  # (walk: its units and the engine's beneath it)
 jit.link()
 rows = pk.symbol_map()
 units = {u.__module__ + "." + u.__name__: u.address for u in jit.UNITS}

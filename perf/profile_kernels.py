@@ -131,13 +131,8 @@ def demangle(sym: str) -> str | None:
         i = j + n
     if names and names[0] == "cpython":
         names = names[1:]
-    # (a name ends at Numba's version tag: the mangled argument types follow it)
-    out = []
-    for part in names:
-        out.append(part)
-        if not re.fullmatch(r"[A-Za-z_]\w*", part) or len(out) >= 6:
-            break
-    return ".".join(out) if out and out[0] in ("dotjson", "numba") else None
+    # (the loop stops at Numba's version tag, ``B3v48``: the argument types follow it)
+    return ".".join(names[:6]) if names and names[0] in ("dotjson", "numba") else None
 
 
 def _child(args) -> None:
@@ -196,13 +191,13 @@ def report(data: str, top: int) -> str:
             continue
         share = float(m[1])
         total += share
-        name = demangle(m[4])
+        name, dso = demangle(m[4]), m[2].strip()
         if name is not None:
             by_fn[name] += share
+        elif dso.startswith("[JIT]"):
+            rest[("(compiled code without a symbol)", "")] += share
         else:
-            dso = m[2].strip()
-            rest[(m[4] if not dso.startswith("[JIT]") else "(compiled code without a symbol)",
-                  "" if dso.startswith("[JIT]") else dso)] += share
+            rest[(m[4], dso)] += share
     jit = sum(by_fn.values())
     lines = [f"samples in compiled code (the kernels' own machine code): {jit:.1f}% of all; the rest "
              f"({total - jit:.1f}%) is the interpreter, the C library, NumPy and Numba's runtime "
@@ -239,7 +234,8 @@ def main(argv=None) -> int:
     if missing:
         print(f"profile_kernels: needs {' and '.join(missing)} on PATH (linux-tools, binutils)", file=sys.stderr)
         return 2
-    data = args.keep or tempfile.mktemp(suffix=".perf.data")
+    tmp = None if args.keep else tempfile.mkdtemp(prefix="profile_kernels.")
+    data = args.keep or os.path.join(tmp, "perf.data")
     ctl_r, ctl_w = os.pipe()
     ack_r, ack_w = os.pipe()
     env = dict(os.environ, DOTJSON_PERF_CTL=str(ctl_w), DOTJSON_PERF_ACK=str(ack_r))
@@ -258,8 +254,8 @@ def main(argv=None) -> int:
     finally:
         for fd in (ctl_r, ctl_w, ack_r, ack_w):
             os.close(fd)
-        if not args.keep and os.path.exists(data):
-            os.unlink(data)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

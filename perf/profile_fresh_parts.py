@@ -15,7 +15,12 @@ alone are profiled. The profiler wraps three methods of the engine (nothing else
   once, at the outermost exit;
 * the states those masks made, by the **kind of their leading item** (whitespace, a UTF-8
   continuation byte, an escape's rest, a key set, ...): how many a step, which is what a mask of
-  a new position builds beyond the document's own path.
+  a new position builds beyond the document's own path;
+* ``Rules.body`` (a rule's body compiled, wherever the walk or the token step asked for it):
+  its time by the **family of the rule** (:func:`body_family`: the object automaton's states,
+  members and key positions, sub-schemas, undeclared members, ...), the Python a native object
+  automaton or bodies kept by normal form would take off the fresh path; and the **collector**'s
+  collections inside the steps (``gc.callbacks``), by generation.
 
 Time is thread CPU time (``time.thread_time``), with the wrappers' own cost inside (a few µs a
 mask: compare figures of one run with each other, and runs with each other, not with
@@ -98,6 +103,32 @@ def lead_kind(auto, t: int, depth: int = 0) -> str:
     return f"kind {k}"
 
 
+#: rule-name patterns of the JSON layer's rule families, in words (:func:`body_family`)
+_FAMILIES = (
+    (re.compile(r"^obj\d+_s_"), "object state (written)"),
+    (re.compile(r"^obj\d+_m_"), "object member: its value and the next state"),
+    (re.compile(r"^obj\d+_K_"), "object key position (native key set)"),
+    (re.compile(r"^obj\d+_[kt]_"), "object key position (trie of rules)"),
+    (re.compile(r"^obj\d+__"), "object in any order (family)"),
+    (re.compile(r"^extra\d+_r$"), "undeclared member after its quote"),
+    (re.compile(r"^extra\d+$"), "undeclared member"),
+    (re.compile(r"^extra\d+_"), "undeclared key (native key set, witnesses)"),
+    (re.compile(r"^s_root$"), "the root schema"),
+    (re.compile(r"^s_"), "sub-schema"),
+    (re.compile(r"^(uval|uniq)\d*_"), "uniqueItems family"),
+    (re.compile(r"^start$"), "start"),
+)
+
+
+def body_family(name: str) -> str:
+    """The family of rule ``name`` in words (the JSON layer's naming: ``obj3_s_1_1_0`` is an
+    object state); other rules by their name, numbers as ``#``."""
+    for pat, words in _FAMILIES:
+        if pat.search(name):
+            return words
+    return "rule " + re.sub(r"\d+", "#", name)
+
+
 def write_perf_map() -> str:
     """Write ``/tmp/perf-<pid>.map`` naming every compiled kernel function this process has
     loaded since :func:`profile_kernels.keep_objects` (called before the engine starts: each
@@ -125,8 +156,11 @@ def main(argv=None):
 
         profile_kernels.keep_objects()
 
+    import gc
+
     from dotjson.automaton import Automaton
     from dotjson.automaton import store as K
+    from dotjson.automaton.rules import Rules
     from dotjson.masks import Masker
 
     os.environ["BENCH_CPU_CLOCK"] = "1"  # (_force's clock: thread CPU time, as this profiler's)
@@ -146,7 +180,13 @@ def main(argv=None):
     exit_t: dict = defaultdict(float)
     cur = {"shape": None, "in_exit": False}
     clock = time.thread_time
-    row0, exit0 = Masker.row, Automaton.handle_exit
+    row0, exit0, body0 = Masker.row, Automaton.handle_exit, Rules.body
+    body_t: dict = defaultdict(float)
+    body_n: Counter = Counter()
+    in_body = [False]
+    gc_t: dict = defaultdict(float)
+    gc_n: Counter = Counter()
+    gc_on = [False, 0.0]
     names = {K.NEED_RULE: "rule", K.NEED_KEY_ALIVE: "key", K.NEED_KEY_TAIL: "key"}
 
     own = [0.0]  # the profiler's own time (classifying states), left out of the totals
@@ -188,11 +228,35 @@ def main(argv=None):
             if cur["shape"] is not None:
                 shape_exit[cur["shape"]][kind] += dt
 
+    def body(self, i):
+        if in_body[0]:  # (a body compiled inside another's counts as the outer one's)
+            return body0(self, i)
+        in_body[0] = True
+        t0 = clock()
+        try:
+            return body0(self, i)
+        finally:
+            dt = clock() - t0
+            in_body[0] = False
+            fam = body_family(str(self.names[i]))
+            body_t[fam] += dt
+            body_n[fam] += 1
+
+    def collected(phase, info):
+        if not gc_on[0]:
+            return
+        if phase == "start":
+            gc_on[1] = clock()
+        else:
+            gc_t[info["generation"]] += clock() - gc_on[1]
+            gc_n[info["generation"]] += 1
+
     _force(eng.compile(WARMUP_SCHEMA), tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
     if args.perf_map:
         print(f"perf map: {write_perf_map()}")
     if not args.plain:
-        Masker.row, Automaton.handle_exit = row, handle_exit
+        Masker.row, Automaton.handle_exit, Rules.body = row, handle_exit, body
+        gc.callbacks.append(collected)
     steps = 0
     total = 0.0
     compiled = []
@@ -204,13 +268,17 @@ def main(argv=None):
     if args.perf_map:  # (CLOCK_MONOTONIC, perf's clock: `perf report --time START,END`)
         print(f"steps from {time.monotonic():.6f}", flush=True)
     try:
+        gc_on[0] = True
         for c, ids in compiled:
             own0 = own[0]
             times = _force(c, ids)[2]  # (µs a step, the wrappers' own time inside)
             total += sum(times) / 1e6 - (own[0] - own0)
             steps += len(times)
     finally:
-        Masker.row, Automaton.handle_exit = row0, exit0
+        gc_on[0] = False
+        Masker.row, Automaton.handle_exit, Rules.body = row0, exit0, body0
+        if collected in gc.callbacks:
+            gc.callbacks.remove(collected)
     if args.perf_map:
         print(f"steps to {time.monotonic():.6f}", flush=True)
     if not steps:
@@ -233,6 +301,15 @@ def main(argv=None):
         ex = shape_exit[shape]
         print(f"  {t * per:6.1f} {n:6d} {t / n * 1e6:8.1f}  rule {ex['rule'] / n * 1e6:6.1f} "
               f"key {ex['key'] / n * 1e6:6.1f} grow {ex['grow'] / n * 1e6:6.1f}  {shape}")
+    n_bodies = sum(body_n.values())
+    print(f"\nrule bodies compiled in the steps, by family: {sum(body_t.values()) * per:.1f} µs a step "
+          f"({sum(body_t.values()) / total * 100:.0f}% of the steps), {n_bodies} bodies "
+          "(µs a step, bodies, µs a body)")
+    for fam, t in sorted(body_t.items(), key=lambda kv: -kv[1])[: args.top]:
+        print(f"  {t * per:6.1f} {body_n[fam]:6d} {t / body_n[fam] * 1e6:8.1f}  {fam}")
+    print("collections inside the steps: "
+          + (", ".join(f"generation {g}: {gc_n[g]} ({gc_t[g] * 1e3:.2f} ms, {gc_t[g] * per:.1f} µs a step)"
+                       for g in sorted(gc_n)) or "none"))
     n_new = sum(new_kinds.values())
     print(f"\nstates the fresh masks made, by their leading item: {n_new / steps:.2f} a step")
     for kind, n in new_kinds.most_common(args.top):

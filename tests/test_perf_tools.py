@@ -32,6 +32,28 @@ def test_profile_fresh_parts_runs_and_accounts_for_the_steps():
     shapes = re.findall(r"^\s+[\d.]+\s+(\d+)\s+[\d.]+\s+rule", out, re.M)
     assert shapes and all(int(n) > 0 for n in shapes)
     assert re.search(r"states the fresh masks made, by their leading item: [\d.]+ a step", out)
+    m = re.search(r"rule bodies compiled in the steps, by family: ([\d.]+) µs a step \((\d+)% of the "
+                  r"steps\), (\d+) bodies", out)
+    assert m, out
+    assert 0 < float(m[1]) < step_us and int(m[3]) > 0
+    table = out[m.end():out.index("collections inside the steps")]
+    rows = re.findall(r"^\s+[\d.]+\s+(\d+)\s+[\d.]+  (.+)$", table, re.M)
+    assert 0 < len(rows) <= 4 and sum(int(n) for n, _ in rows) <= int(m[3]), table
+    assert {"the root schema", "sub-schema", "object state (written)"} & {f for _, f in rows}, table
+    assert re.search(r"collections inside the steps: ", out)
+
+
+def test_profile_fresh_parts_names_the_json_layers_rule_families():
+    body_family = perf_module("profile_fresh_parts").body_family
+    assert body_family("obj12_s_3_1_0") == "object state (written)"
+    assert body_family("obj12_m_3_1_0") == "object member: its value and the next state"
+    assert body_family("obj12_K_0_1_0") == "object key position (native key set)"
+    assert body_family("extra4_r") == "undeclared member after its quote"
+    assert body_family("extra4") == "undeclared member"
+    assert body_family("s_root") == "the root schema"
+    assert body_family("s_geo_lon") == "sub-schema"
+    assert body_family("json_value") == "rule json_value"
+    assert body_family("ws2") == "rule ws#"
 
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}, "b": {"enum": ["x", "y"]}},

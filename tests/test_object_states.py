@@ -41,21 +41,23 @@ def _ids(tokenizer, data) -> list[int]:
 
 
 @contextmanager
-def _structure(inline: bool, written: bool | None = None):
+def _structure(inline: bool, written: bool | None = None, states: bool | None = None):
     """The member rules' structure while the block runs (the flags are read when a member's rule
     is built: lazily, by the masks, so they must hold while those are computed too); ``written``
-    defaults to ``inline`` (the new structure, or the reference)."""
-    saved = ObjectRules.inline_next, ObjectRules.written
+    defaults to ``inline`` (the new structure, or the reference), ``states`` (the states after a
+    member written in place, ``ObjectRules.inline_states``) to ``written``."""
+    saved = ObjectRules.inline_next, ObjectRules.written, ObjectRules.inline_states
     ObjectRules.inline_next = inline
     ObjectRules.written = inline if written is None else written
+    ObjectRules.inline_states = ObjectRules.written if states is None else states
     try:
         yield
     finally:
-        ObjectRules.inline_next, ObjectRules.written = saved
+        ObjectRules.inline_next, ObjectRules.written, ObjectRules.inline_states = saved
 
 
-def _masks(index: Index, ids, inline: bool, written: bool | None = None) -> list:
-    with _structure(inline, written):
+def _masks(index: Index, ids, inline: bool, written: bool | None = None, states: bool | None = None) -> list:
+    with _structure(inline, written, states):
         out, s = [], index.initial_state
         for t in ids:
             out.append(index.mask(s).copy())
@@ -64,7 +66,7 @@ def _masks(index: Index, ids, inline: bool, written: bool | None = None) -> list
         return out
 
 
-def _compare(rows, vocab, tokenizer, docs_per_schema: int, written: bool = True) -> int:
+def _compare(rows, vocab, tokenizer, docs_per_schema: int, written: bool = True, states: bool | None = None) -> int:
     checked = 0
     for row in rows:
         docs = [c["data"] for c in row.get("tests", []) if c.get("valid")][:docs_per_schema]
@@ -72,14 +74,14 @@ def _compare(rows, vocab, tokenizer, docs_per_schema: int, written: bool = True)
             for data in docs:
                 ids = _ids(tokenizer, data)
                 try:
-                    with _structure(True, written):
+                    with _structure(True, written, states):
                         new = Index(row["schema"], vocab, close_objects=close)
                     with _structure(False):
                         old = Index(row["schema"], vocab, close_objects=close)
                 except DotjsonError:
                     break
                 try:
-                    a = _masks(new, ids, True, written)
+                    a = _masks(new, ids, True, written, states)
                 except DotjsonError as e:  # (a limit met inside the document: the same in both)
                     with pytest.raises(type(e)):
                         _masks(old, ids, False)
@@ -91,9 +93,9 @@ def _compare(rows, vocab, tokenizer, docs_per_schema: int, written: bool = True)
     return checked
 
 
-@pytest.mark.parametrize("written", [True, False])
-def test_inlined_next_state_keeps_every_mask(llama3_vocab, llama3_tokenizer, written):
-    assert _compare(_rows(QUICK), llama3_vocab, llama3_tokenizer, 1, written) > 300
+@pytest.mark.parametrize("written,states", [(True, True), (True, False), (False, False)])
+def test_inlined_next_state_keeps_every_mask(llama3_vocab, llama3_tokenizer, written, states):
+    assert _compare(_rows(QUICK), llama3_vocab, llama3_tokenizer, 1, written, states) > 300
 
 
 def test_written_bodies_build_no_ir_body(llama3_vocab, llama3_tokenizer):
@@ -105,14 +107,39 @@ def test_written_bodies_build_no_ir_body(llama3_vocab, llama3_tokenizer):
     data = {f"p{k}": k for k in range(8)}
     ids = _ids(llama3_tokenizer, data)
     for written in (True, False):
-        with _structure(True, written):
+        with _structure(True, written, states=False):
             ix = Index(schema, llama3_vocab, close_objects=False)
-        _masks(ix, ids, True, written)
+        _masks(ix, ids, True, written, states=False)
         compiled = _object_rules(ix, compiled=True)
         built = _object_rules(ix, compiled=False)
         assert len(compiled) >= 8, compiled
         both = built & compiled
         assert (len(both) <= 1 and not any("_m_" in n for n in both)) if written else both == compiled, (written, both)
+
+
+@pytest.mark.parametrize("close", [True, False])
+def test_states_after_members_are_written_in_place(llama3_vocab, llama3_tokenizer, close):
+    """With ``inline_states`` an object's members and the states after them have no rule at
+    all, open to undeclared members or not: what follows a member's name is built in place
+    from data when the key set asks for it, the undeclared members' loop a repetition. Along a
+    document of 8 members (and undeclared ones between them, where allowed) the automaton
+    compiles the object's first state alone, and builds not one IR body of the others."""
+    schema = {"type": "object", "properties": {f"p{k}": {"type": "integer"} for k in range(8)},
+              "required": ["p7"]}
+    data = {f"p{k}": k for k in range(8)}
+    if not close:
+        data = {"x": [1], **{f"p{k}": k for k in range(4)}, "y": {"z": 1}, **{f"p{k}": k for k in range(4, 8)}}
+    ids = _ids(llama3_tokenizer, data)
+    with _structure(True, True, states=True):
+        ix = Index(schema, llama3_vocab, close_objects=close)
+    masks = _masks(ix, ids, True, True, states=True)
+    with _structure(False):
+        ref = Index(schema, llama3_vocab, close_objects=close)
+    for k, (x, y) in enumerate(zip(masks, _masks(ref, ids, False))):
+        assert np.array_equal(x, y), k
+    compiled = _object_rules(ix, compiled=True)
+    assert compiled == {n for n in compiled if re.search(r"_s_0_0_0$", n)} and len(compiled) == 1, compiled
+    assert not _object_rules(ix, compiled=False) - compiled, _object_rules(ix, compiled=False)
 
 
 def test_a_document_passes_members_without_a_rule_per_state(llama3_vocab, llama3_tokenizer):
@@ -125,9 +152,9 @@ def test_a_document_passes_members_without_a_rule_per_state(llama3_vocab, llama3
     ids = _ids(llama3_tokenizer, data)
     built = {}
     for inline in (True, False):
-        with _structure(inline):
+        with _structure(inline, states=False):
             ix = Index(schema, llama3_vocab, close_objects=True)
-        _masks(ix, ids, inline)
+        _masks(ix, ids, inline, states=False)
         built[inline] = _state_rules_built(ix)
     assert built[False] >= 8 and built[True] <= 1, built
 

@@ -585,7 +585,11 @@ class Automaton:
     def _key_tail(self, T: int, m: int) -> None:
         """The term of what follows member ``m``'s name in key set ``T`` (a kernel asked)."""
         keyset = self._keyset_of(T)
-        t = self.rules.tail_term(keyset.tail(m))  # may grow the pool
+        alts = getattr(keyset, "tail_alts", None)  # (a KeySet; duck-typed key sets may lack it)
+        if alts is not None:  # written in place: no rule (may grow the pool)
+            t = self.rules.written_term(alts(m))
+        else:
+            t = self.rules.tail_term(keyset.tail(m))  # may grow the pool
         pool = self._a["pool"]
         pool[int(pool[T + K.KT_TAIL]) + m] = t
         if t == K.EMPTY:

@@ -449,8 +449,8 @@ class Rules:
 
     def written_term(self, alts) -> int:
         """The term of a :class:`~dotjson.ir.Written` body's alternation ``alts``: one builder
-        program over the terms of its nodes (compiled once each, by identity) and references to
-        its rule names."""
+        program over the terms of its nodes (compiled once each, by identity), references to its
+        rule names and the terms of its native specs (built first)."""
         prog: list[int] = []
         self._emit_alts(alts, prog)
         prog += [K.OP_SAVE, 0]
@@ -475,6 +475,8 @@ class Rules:
                         prog += [K.OP_REF, i, int(self.nullable[i])]
                 elif tx is list:
                     self._emit_alts(x, prog)
+                elif tx is tuple:  # a native spec: the term the automaton makes of it (a key set)
+                    prog += [K.OP_TERM, self._native_body(x)]
                 else:
                     prog += [K.OP_TERM, self.compile_node(x)]
             prog += [K.OP_SEQ, len(sq)]

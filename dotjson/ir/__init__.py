@@ -87,8 +87,10 @@ class Written:
     an object's automaton), given by a source's ``native`` mapping (:meth:`LazyRules.native`).
 
     ``alts()`` returns an alternation of sequences: a list of sequences, each a list whose items
-    are IR nodes (compiled once each, by identity), rule names (``str``: a reference) or nested
-    alternations (lists of such sequences); ``[]`` is the empty sequence. The rule's IR body
+    are IR nodes (compiled once each, by identity), rule names (``str``: a reference), nested
+    alternations (lists of such sequences) or native specs (``tuple``: what the source's
+    ``native`` mapping would give a rule, its term built in place; the front end guarantees
+    that its language is not empty); ``[]`` is the empty sequence. The rule's IR body
     denotes the same language (the analyses, rendering and saving read it, and the reference
     tests compare the two). The front end guarantees what the automaton does not check here:
     every sequence consumes a byte before it reaches a rule this rule can reach again without

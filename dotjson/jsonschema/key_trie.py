@@ -159,17 +159,25 @@ class KeySet:
         The string syntax the names are written in (closing quote, escape bytes, the characters
         never written raw): the automaton writes it beside the names, and its key set kernels
         read it there (the generic engine knows no JSON).
+    tail_alts : callable or None
+        ``tail_alts(j)``: what follows member ``j``'s closing quote written out
+        (a :class:`~dotjson.ir.Written` alternation, the language of rule ``tail(j)``): the
+        automaton builds the tail from it in place, with no rule of its own (an object's states
+        after a member: no rule, name or analysis per member). ``None``: the tail is rule
+        ``tail(j)``'s body. ``tail(j)`` still names that language for a member whose
+        completion the key set has to ask (``alive_many`` could not vouch for it).
     """
 
-    __slots__ = ("trie", "alive_many", "tail", "excluded", "_spelling", "syntax")
+    __slots__ = ("trie", "alive_many", "tail", "excluded", "_spelling", "syntax", "tail_alts")
 
     def __init__(self, trie: KeyTrie, alive_many, tail, excluded=(), spelling=enc_char,
-                 syntax=STRING_SYNTAX) -> None:
+                 syntax=STRING_SYNTAX, tail_alts=None) -> None:
         self._spelling = spelling
         self.syntax = syntax
         self.trie = trie
         self.alive_many = alive_many
         self.tail = tail
+        self.tail_alts = tail_alts
         self.excluded = np.asarray(sorted(excluded), dtype=np.int64)
 
     def spelling(self, ch: str) -> ir.Node:

@@ -13,12 +13,12 @@ from dotjson import ir
 from dotjson.errors import UnsupportedSchemaError
 from dotjson.ir import EMPTY, EPS, Ref, Written, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
-from dotjson.jsonschema.atoms import ExtraKeys, PatternKeys, Props, SchemaKeys, ViolatedBranch
+from dotjson.jsonschema.atoms import ExtraKeys, PatternKeys, SchemaKeys, ViolatedBranch
 from dotjson.jsonschema.key_trie import KeySet, KeyTrie, UndeclaredKey, all_complete, known_by_member
 from dotjson.jsonschema.objects_any_order import any_order_object
 from dotjson.jsonschema.pattern_keys import fixed_key_members, same_pattern_schemas, split_patterns
 from dotjson.jsonschema.nodes import ObjectNode
-from dotjson.jsonschema.object_witnesses import NegatedBranch, subsets, key_classes
+from dotjson.jsonschema.object_witnesses import NegatedBranch, ObjectWitnesses, key_classes, subsets
 from dotjson.jsonschema.strings import matches_every_string
 from dotjson.jsonschema.values import FALSE, MAX_FLOATING, MAX_KEY_CLASSES, MAX_OBJECT_STATES, MAX_PATTERN_CLASSES
 
@@ -34,8 +34,6 @@ MAX_WITNESSES = 8
 #: ... where some of them are negated object branches (``property_order="any"``: a member offers
 #: the witnesses it may be grouped by what its value must be, not as every subset of them)
 MAX_BRANCH_WITNESSES = 16
-#: the values a member offers for the witnesses it may be (its plain value aside)
-MAX_WITNESS_VARIANTS = 64
 
 
 class ObjectBuilder:
@@ -75,7 +73,7 @@ class ObjectBuilder:
         return ObjectRules(self.tr, o, where).build()
 
 
-class ObjectRules:
+class ObjectRules(ObjectWitnesses):
     """One object branch as rules: its members, the classes of its extra keys, and the automaton
     over them.
 
@@ -105,6 +103,11 @@ class ObjectRules:
     #: straight into its store (:class:`~dotjson.ir.Written`: no IR body compiled, no
     #: left-recursion search); ``False``: from their IR bodies (the reference the tests compare)
     written = True
+    #: with ``written``: what follows a member's name (:meth:`member_tail`) and the state after
+    #: the first undeclared member are written in place, the undeclared members' loop as a
+    #: repetition, with no rule per member or state (their names, ids, analyses and bodies were
+    #: an eighth of a fresh step); ``False``: a rule of each (:meth:`member_rule`, :meth:`state`)
+    inline_states = True
 
     def __init__(self, tr, o: ObjectNode, where):
         self.tr = tr
@@ -125,6 +128,7 @@ class ObjectRules:
         self.keysets: list = []           # [the KeySet of the chain's names]
         self.ok_from: list = []           # [which members certainly complete]
         self.xname = None                 # the rule of an extra member
+        self.x_loop = None                # (sep X)*: the undeclared members after a member
         self.F = 0  # floating names: the witness bits of the mask come after theirs
 
     # ------------------------------------------------------------------ the phases
@@ -200,7 +204,7 @@ class ObjectRules:
                       for a in range(self.W)]
             if self.negs:
                 # the values each member offers for the witnesses: made now (expressions, no
-                # rule), so that an object past MAX_WITNESS_VARIANTS is refused by Index()
+                # rule), so that an object past object_witnesses.MAX_WITNESS_VARIANTS is refused by Index()
                 wv = [self.wit_variants(*d[:2], wit_of[j]) for j, d in enumerate(declared)]
                 # (and normalised with the schema: a value that is too many alternatives is
                 # refused by Index(), not when a document first offers it)
@@ -451,48 +455,6 @@ class ObjectRules:
                 self.phi = lim
 
     # ------------------------------------------------------------------ extra members
-    def class_wit(self, T) -> int:
-        """The witnesses an extra key of class ``T`` is (the entries of ``T``: the patterns and
-        witness key languages it matches)."""
-        Tset = set(T) | self.univ
-        out = 0
-        for a, (sp, _) in enumerate(self.wit):
-            k = type(sp)
-            if k is ViolatedBranch:
-                ok = self.negs[a].on_class(Tset) != FALSE
-            elif k is PatternKeys:
-                ok = sp.pattern in Tset
-            elif k is ExtraKeys:
-                ok = not (set(sp.patterns) & Tset) and ("w", a) not in Tset
-            else:  # SchemaKeys
-                ok = ("w", a) in Tset
-            if ok:
-                out |= 1 << a
-        return out
-
-    def key_wit(self, a, name) -> bool:
-        """Whether a member with declared name ``name`` may be witness ``a``."""
-        spec = self.wit[a][0]
-        if type(spec) is ViolatedBranch:
-            return self.negs[a].on_key(name) != FALSE
-        return self.tr.key_in(name, spec)
-
-    def wit_value(self, ve, B, key):
-        """The value of a member that is the witnesses ``B`` too: ``key`` is its declared name
-        or its extra key class (a tuple of patterns; a negated branch asks its violation by the
-        key); ``ve`` ``None``: what the witnesses alone ask."""
-        es = [] if ve is None else [ve]
-        for a in range(self.W):
-            if B >> a & 1:
-                neg = self.negs.get(a)
-                if neg is None:
-                    es.append(self.wit[a][1])
-                elif isinstance(key, str):
-                    es.append(neg.on_key(key))
-                else:
-                    es.append(neg.on_class(set(key) | self.univ))
-        return self.tr.and_expr(es)
-
     def extra_member(self, opening: bool = True) -> ir.Node:
         """The body of the extra-member rule (built when the automaton first reaches one); with
         ``opening=False`` what follows its key's opening quote (the body of its rest's rule)."""
@@ -601,87 +563,6 @@ class ObjectRules:
             ref = Ref(nm)
         self.wextra[B] = ref
         return ref
-
-    def extra_variants(self) -> dict:
-        """With negated branches among the witnesses: the witness sets an extra member may be,
-        each with its classes and the value a member of the class must have to be them."""
-        if self.xvariants is None:
-            xv: dict = {}
-            for T, ve in self.live:
-                bits = self.class_wit(T)
-                if bits:
-                    for B, e in self.wit_variants(T, ve, bits):
-                        xv.setdefault(B, []).append((T, e))
-            self.xvariants = xv
-        return self.xvariants
-
-    def wit_variants(self, key, ve, bits) -> list:
-        """``(B, value)``: the sets ``B`` of the witnesses ``bits`` a member with key ``key`` (a
-        declared name or an extra key class) and value ``ve`` may be, each with the value it
-        must have to be them.
-
-        Every subset without negated branches among the witnesses. With them (any order),
-        where being more witnesses is never worse (the object closes once it has each):
-        witnesses asking the same value go together, and those asking a value outside a
-        finite set (``not`` of an ``enum``/``const``: the discriminator of a ``oneOf``'s
-        branches) are split by the value read (each value is the witnesses whose sets lack
-        it), so a member offers the groups of values, not every subset of the witnesses.
-        """
-        if not self.negs:
-            return [(B, self.wit_value(ve, B, key)) for B in subsets(bits)]
-        tr = self.tr
-        groups: dict = {}  # value expression -> the witnesses asking it
-        own = ve[1] if ve[0] == "and" else (ve,)
-        for a in range(self.W):
-            if bits >> a & 1:
-                e = self.wit_value(None, 1 << a, key)
-                if e[0] == "not" and all(any(tr._same_schema(x, y) for y in own)
-                                         for x in (e[1][1] if e[1][0] == "and" else (e[1],))):
-                    continue  # the member's own schema holds what it would have to violate
-                # (the same schema written in several places asks the same value)
-                e = next((g for g in groups if g[0] == e[0] == "not" and tr._same_schema(g[1], e[1])), e)
-                groups[e] = groups.get(e, 0) | 1 << a
-        finite, general = [], []
-        for e, b in groups.items():
-            vals = tr._finite_prop((Props("", e[1]),), "") if e[0] == "not" else None
-            if vals is not None:
-                finite.append((b, vals))
-            else:
-                general.append((e, b))
-        options = [(0, ())]
-        if finite:
-            sig: dict = {}
-            for c in dict.fromkeys(c for _, vals in finite for c in vals):
-                sig.setdefault(sum(b for b, vals in finite if c not in vals), []).append(c)
-            every = tuple(c for cs in sig.values() for c in cs)
-            options = [(b, (("enum", tuple(cs)),)) for b, cs in sig.items()]
-            options.append((sum(b for b, _ in finite), (("not", ("enum", every)),)))
-        if len(options) << len(general) > MAX_WITNESS_VARIANTS:
-            raise UnsupportedSchemaError(f"more than {MAX_WITNESS_VARIANTS} ways for one member to be the "
-                                         "witnesses of negated object branches (under not/oneOf/if)",
-                                         pointer=self.where, keyword="not")
-        out = []
-        for fb, rs in options:
-            for S in range(1 << len(general)):
-                B = fb
-                es = [ve, *rs]
-                for i, (e, b) in enumerate(general):
-                    if S >> i & 1:
-                        B |= b
-                        es.append(e)
-                if B:
-                    out.append((B, tr.and_expr(es)))
-        return out
-
-    def variants(self, name, ve, wj, mask):
-        """``(value, mask after)`` of member ``name`` with value ``ve`` that may be the witnesses
-        ``wj``: the plain value, and the value of each set of witnesses still missing it may be."""
-        F = self.F
-        miss = (wj << F) & ~mask
-        out = [(ve, mask)]
-        for B in subsets(miss >> F):
-            out.append((self.wit_value(ve, B, name), mask | (B << F)))
-        return out
 
     # ------------------------------------------------------------------ the automaton's states
     def member(self, name, ve) -> ir.Node:
@@ -795,7 +676,11 @@ class ObjectRules:
         tr, X = self.tr, self.X
         sp = [tr.sep] if c > 0 else []
         alts = []
-        if X is not None:
+        if X is not None and self.inline_states and c == 0:
+            # (the state after this first member written in place: no rule of it; its key
+            # position a rule still, so that `{` does not write the names' table)
+            alts.append([X.name] + self.after_member(i, keys_in_place=False))
+        elif X is not None:
             alts.append(sp + [X.name, self.state(i, self.inc(c), mask).name])
         if i < self.n:
             alts.append(sp + [self.quote, self.keys_rule(i, self.inc_declared(c), mask).name])
@@ -886,6 +771,39 @@ class ObjectRules:
         return self.rule(("m", j, c2, mask), make, (False, True if sure else None),
                          lambda: self.member_alts(j, c2, mask))
 
+    def member_tail(self, j) -> list:
+        """What follows member ``j``'s closing quote as the automaton writes it in place (the
+        key set's ``tail_alts``: no rule of the member, nor of the state after it): the colon,
+        the value, then :meth:`after_member`. The language of :meth:`member_rule`'s ``(j, 1, 0)``."""
+        tr = self.tr
+        return [[tr.colon, tr.node_of(self.chain[j][1])] + self.after_member(j + 1)]
+
+    def after_member(self, i, keys_in_place=True) -> list:
+        """State ``(i, 1, 0)`` (some member behind, the next one ``i`` or later) written in
+        place, as the items of a sequence: the undeclared members' loop (``(sep X)*``: the state
+        is the same after each), then the next declared key or the object's end. The key
+        position is the key set's term itself where some member it offers surely completes
+        (its table is written by then: a member was read from it) and ``keys_in_place``;
+        otherwise its rule, whose productivity the analysis decides."""
+        tr, X = self.tr, self.X
+        items = []
+        if X is not None:
+            rep = self.x_loop
+            if rep is None:
+                rep = self.x_loop = ir.repeat(seq(tr.sep, X), 0, None)
+            items.append(rep)
+        alts = []
+        if i < self.n:
+            if keys_in_place and self.keysets and self.alive_many(i):
+                keys = (self.keysets[0], i, min(self.nreq[i], self.n - 1) + 1)
+            else:
+                keys = self.keys_rule(i, 1, 0).name
+            alts.append([tr.sep, self.quote, keys])
+        if self.done(i, 1, 0):
+            alts.append([])
+        items.append(alts)
+        return items
+
     def member_alts(self, j, c2, mask) -> list:
         """:meth:`member_rule`'s body as the automaton writes it (see :meth:`state_alts`)."""
         tr = self.tr
@@ -927,8 +845,10 @@ class ObjectRules:
         """The key position of state ``i`` as a rule the automaton builds natively (a
         :class:`~dotjson.jsonschema.key_trie.KeySet`); its IR body is :meth:`key_choice`."""
         if not self.keysets:
+            inline = self.inline_states and self.written and not self.tr.whole
             self.keysets.append(KeySet(self.trie(), self.alive_many, lambda j: self.member_rule(j, 1, 0).name,
-                                       spelling=self.tr.jsonstr.lit_char))
+                                       spelling=self.tr.jsonstr.lit_char,
+                                       tail_alts=self.member_tail if inline else None))
         ref = self.rule(("K", i, c2, mask), lambda: self.key_choice(i, c2, mask),
                         (False, True if self.alive_many(i) else None))
         self.tr.native[ref.name] = (self.keysets[0], i, min(self.nreq[i], self.n - 1) + 1)

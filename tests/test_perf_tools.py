@@ -43,6 +43,26 @@ def test_profile_fresh_parts_runs_and_accounts_for_the_steps():
     assert re.search(r"collections inside the steps: ", out)
 
 
+def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
+    out = tmp_path / "steps.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "fresh_steps.py"), "--limit", "1", "--rounds", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    m = re.search(r"(\d+) steps: mean ([\d.]+) µs, p50 ([\d.]+), p90 ([\d.]+), p99 ([\d.]+), max ([\d.]+)", proc.stdout)
+    assert m, proc.stdout
+    n, mean, p50, p90, p99, top = int(m[1]), *map(float, m.groups()[1:])
+    assert n > 100 and 0 < p50 <= p90 <= p99 <= top and mean <= top
+    steps = json.loads(out.read_text(encoding="utf-8"))
+    assert sum(len(one) for runs in steps.values() for one in runs) == n
+    assert all(t > 0 for runs in steps.values() for one in runs for t in one)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "fresh_steps.py"), "--compare", str(out), str(out), "--top", "2"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"B - A over {n} paired steps: +0.0 ms" in proc.stdout, proc.stdout
+
+
 def test_profile_fresh_parts_names_the_json_layers_rule_families():
     body_family = perf_module("profile_fresh_parts").body_family
     assert body_family("obj12_s_3_1_0") == "object state (written)"

@@ -4,7 +4,9 @@ the negated object branches it must find a witness of (issue 32).
 :func:`key_classes` partitions the undeclared keys by the patterns (and witness key languages)
 one key may match all of; :class:`NegatedBranch` is an object branch under a negation as one
 witness bit of the object automaton (:class:`dotjson.jsonschema.objects.ObjectRules`), and
-:func:`subsets` the witness combinations a member may offer.
+:func:`subsets` the witness combinations a member may offer; :class:`ObjectWitnesses` is the
+object automaton's part that decides which witnesses a member or an undeclared key may be, and
+the value it must then have (a mixin of ``ObjectRules``).
 """
 
 from __future__ import annotations

@@ -105,8 +105,8 @@ class ObjectRules(ObjectWitnesses):
     written = True
     #: with ``written``: what follows a member's name (:meth:`member_tail`) and the state after
     #: the first undeclared member are written in place, the undeclared members' loop as a
-    #: repetition, with no rule per member or state (their names, ids, analyses and bodies were
-    #: an eighth of a fresh step); ``False``: a rule of each (:meth:`member_rule`, :meth:`state`)
+    #: repetition, with no rule per member or state (MaskBench's sample: 3,711 -> 1,277 rule
+    #: bodies in the steps); ``False``: a rule of each (:meth:`member_rule`, :meth:`state`)
     inline_states = True
 
     def __init__(self, tr, o: ObjectNode, where):

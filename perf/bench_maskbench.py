@@ -531,6 +531,21 @@ def load_sample(categories, limit, seed, data=DATA):
     return picked
 
 
+def valid_instances(tok, limit, seed, data=DATA, first_only=False):
+    """``(schema id, schema, token ids)`` of the valid test instances of :func:`load_sample`'s
+    sample (every category), compact JSON encoded by ``tok``; ``first_only``: each schema's
+    first one. What the profilers in ``perf/`` teacher-force."""
+    out = []
+    for row in load_sample(CATEGORIES, limit, seed, data=data):
+        for case in row.get("tests", []):
+            if case.get("valid"):
+                out.append((row["id"], row["schema"],
+                            tok.encode(peers.compact(case["data"]), add_special_tokens=False)))
+                if first_only:
+                    break
+    return out
+
+
 def run_sample(rows, engines, tokenizer="llama3", budget_s=10.0, mem_limit_gb=12.0, warm=True,
                verbose=False, log=None, tok=None, protocol=True):
     """Run every engine over ``rows`` (MaskBench rows: ``id``, ``schema``, ``tests``).

@@ -42,7 +42,7 @@ def run(args) -> dict:
     sys.path.insert(0, str(tree / "perf"))
     sys.path.insert(0, str(tree))
     import peers
-    from bench_maskbench import CATEGORIES, DATA, WARMUP_DOC, WARMUP_SCHEMA, _force, load_sample
+    from bench_maskbench import DATA, WARMUP_DOC, WARMUP_SCHEMA, _force, valid_instances
 
     import dotjson
 
@@ -51,9 +51,7 @@ def run(args) -> dict:
     os.environ["BENCH_CPU_CLOCK"] = "1"  # (_force's clock: thread CPU time)
     tok = peers.load_tokenizer("llama3")
     eng = peers.make_engine("dotjson", tok)
-    jobs = [(row["id"], row["schema"], tok.encode(peers.compact(c["data"]), add_special_tokens=False))
-            for row in load_sample(CATEGORIES, args.limit, args.seed, data=args.data or DATA)
-            for c in row.get("tests", []) if c.get("valid")]
+    jobs = valid_instances(tok, args.limit, args.seed, data=args.data or DATA)
     _force(eng.compile(WARMUP_SCHEMA), tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
     gc.freeze()  # (as the benchmark's --gc-freeze: a server after its set-up)
     best: dict = {}

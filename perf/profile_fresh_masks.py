@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import peers  # noqa: E402
-from bench_maskbench import CATEGORIES, DATA, load_sample  # noqa: E402
+from bench_maskbench import DATA, valid_instances  # noqa: E402
 
 
 def main(argv=None):
@@ -43,13 +43,7 @@ def main(argv=None):
 
     tok = peers.load_tokenizer("llama3")
     vocab = Vocabulary.from_pretrained(llama3_tokenizer_dir())
-    jobs = []
-    for row in load_sample(CATEGORIES, args.limit, args.seed, data=args.data):
-        for case in row.get("tests", []):
-            if case.get("valid"):
-                ids = tok.encode(peers.compact(case["data"]), add_special_tokens=False)
-                jobs.append((row["id"], row["schema"], ids))
-                break
+    jobs = valid_instances(tok, args.limit, args.seed, data=args.data, first_only=True)
     warm = Index({"type": "object", "properties": {"a": {"type": "string"}}}, vocab)
     warm.mask(warm.initial_state)
     tot_first = tot_walk = 0.0

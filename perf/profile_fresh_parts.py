@@ -53,7 +53,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import peers  # noqa: E402
-from bench_maskbench import CATEGORIES, DATA, WARMUP_DOC, WARMUP_SCHEMA, _force, load_sample  # noqa: E402
+from bench_maskbench import DATA, WARMUP_DOC, WARMUP_SCHEMA, _force, valid_instances  # noqa: E402
 
 _BLANKS = frozenset(b" \t")
 _CONT = frozenset(range(0x80, 0xC0))
@@ -166,12 +166,7 @@ def main(argv=None):
     os.environ["BENCH_CPU_CLOCK"] = "1"  # (_force's clock: thread CPU time, as this profiler's)
     tok = peers.load_tokenizer("llama3")
     eng = peers.make_engine("dotjson-generation" if args.generation else "dotjson", tok)  # (warmup())
-    jobs = []
-    for row in load_sample(CATEGORIES, args.limit, args.seed, data=args.data):
-        for case in row.get("tests", []):
-            if case.get("valid"):
-                ids = tok.encode(peers.compact(case["data"]), add_special_tokens=False)
-                jobs.append((row["schema"], ids))
+    jobs = [(schema, ids) for _, schema, ids in valid_instances(tok, args.limit, args.seed, data=args.data)]
 
     shape_t: dict = defaultdict(float)
     shape_n: Counter = Counter()

@@ -142,21 +142,18 @@ def _child(args) -> None:
     import gc
 
     import peers
-    from bench_maskbench import CATEGORIES, WARMUP_DOC, WARMUP_SCHEMA, _force, load_sample
+    from bench_maskbench import WARMUP_DOC, WARMUP_SCHEMA, _force, valid_instances
 
     tok = peers.load_tokenizer("llama3")
     eng = peers.make_engine("dotjson", tok)
     _force(eng.compile(WARMUP_SCHEMA), tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
     jobs = []
-    for row in load_sample(CATEGORIES, args.limit, args.seed, data=args.data):
-        valid = [t["data"] for t in row.get("tests", []) if t.get("valid")]
-        if not valid:
-            continue
+    for _, schema, ids in valid_instances(tok, args.limit, args.seed, data=args.data, first_only=True):
         try:
-            eng.compile(row["schema"])
+            eng.compile(schema)
         except Exception:  # noqa: BLE001 - a schema the engine refuses is not this profile's topic
             continue
-        jobs.append((row["schema"], tok.encode(peers.compact(valid[0]), add_special_tokens=False)))
+        jobs.append((schema, ids))
     for schema, ids in jobs:  # (every kernel loaded before sampling starts)
         _force(eng.compile(schema), ids)
     gc.collect()

@@ -795,7 +795,7 @@ class ObjectRules(ObjectWitnesses):
         alts = []
         if i < self.n:
             if keys_in_place and self.keysets and self.alive_many(i):
-                keys = (self.keysets[0], i, min(self.nreq[i], self.n - 1) + 1)
+                keys = self.keys_spec(i)
             else:
                 keys = self.keys_rule(i, 1, 0).name
             alts.append([tr.sep, self.quote, keys])
@@ -851,8 +851,13 @@ class ObjectRules(ObjectWitnesses):
                                        tail_alts=self.member_tail if inline else None))
         ref = self.rule(("K", i, c2, mask), lambda: self.key_choice(i, c2, mask),
                         (False, True if self.alive_many(i) else None))
-        self.tr.native[ref.name] = (self.keysets[0], i, min(self.nreq[i], self.n - 1) + 1)
+        self.tr.native[ref.name] = self.keys_spec(i)
         return ref
+
+    def keys_spec(self, i) -> tuple:
+        """The native key set of state ``i``'s key position: members ``i`` .. the first required
+        one (the key set made by :meth:`keys_rule`)."""
+        return (self.keysets[0], i, min(self.nreq[i], self.n - 1) + 1)
 
     def sub(self, q, d, pos, c2, mask) -> Ref:
         """The sub-trie of prefix ``keys[q][:d]`` offering the names at ``pos``: the members of

@@ -95,7 +95,7 @@ import numpy as np  # noqa: E402
 ENGINES = ("dotjson", "llguidance", "xgrammar", "outlines")
 #: Extra engine configurations that can be asked for by name.
 EXTRA_ENGINES = ("dotjson-guide", "dotjson-compact", "xgrammar-strict", "dotjson-schema-bounds",
-                 "dotjson-generation")
+                 "dotjson-generation", "dotjson-any")
 
 def set_single_thread_env() -> None:
     """Pin every engine's thread pools to one thread (call before importing any engine)."""
@@ -455,7 +455,7 @@ def _outlines(hf_tokenizer, eos_ids) -> Engine:
 
 
 def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation: bool = False,
-             bounds: str | None = None, label: str | None = None) -> Engine:
+             bounds: str | None = None, label: str | None = None, order: str = "schema") -> Engine:
     import time
 
     import dotjson
@@ -539,7 +539,8 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation:
             if generation:  # the library's generation defaults (closed objects, canonical spellings)
                 index = Index(schema, vocab, disallow_whitespace=compact, bounds=bounds)
             else:  # the JSON Schema rule (open objects), like the peers
-                index = Index(schema, vocab, disallow_whitespace=compact, close_objects=False)
+                index = Index(schema, vocab, disallow_whitespace=compact, close_objects=False,
+                              property_order=order)
         except dotjson.errors.DotjsonError as e:
             raise CompileFailed(f"{type(e).__name__}: {e}") from e
         return C(index)
@@ -555,7 +556,8 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation:
     mode = (f"Index(schema, vocabulary): the generation defaults ({ws}, close_objects=True, "
             f"canonical spellings, " + ("no generation bounds: bounds='schema')" if bounds == "schema"
                                         else "generation bounds)") if generation else
-            f"Index(schema, vocabulary, close_objects=False): {ws}, extra properties per JSON Schema")
+            f"Index(schema, vocabulary, close_objects=False): {ws}, extra properties per JSON Schema"
+            + (", properties in any order (property_order='any')" if order == "any" else ""))
     return Engine(name, compile, prep, f"{mode}; timed through {how}; dotjson.warmup() at start-up",
                   dotjson.__version__)
 
@@ -588,6 +590,8 @@ def make_engine(name: str, hf_tokenizer, generation: bool = False) -> Engine:
         return _dotjson(hf_tokenizer, eos_ids, "low", generation=True, label=name)
     if name == "dotjson-schema-bounds":  # the generation defaults but bounds="schema"
         return _dotjson(hf_tokenizer, eos_ids, "low", generation=True, bounds="schema")
+    if name == "dotjson-any":  # the serving step's configuration: open objects in any order
+        return _dotjson(hf_tokenizer, eos_ids, "low", order="any", label=name)
     raise ValueError(f"Invalid engine: expected one of {ENGINES + EXTRA_ENGINES}, got {name!r}")
 
 

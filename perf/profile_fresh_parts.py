@@ -146,6 +146,11 @@ def main(argv=None):
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--generation", action="store_true",
                     help="the library's defaults (Index(schema, vocab)) instead of close_objects=False")
+    ap.add_argument("--any-order", action="store_true",
+                    help="property_order='any' (bench_serving_step's configuration) instead of schema order")
+    ap.add_argument("--serving", type=int, default=0, metavar="N",
+                    help="bench_serving_step.py's workload instead of the sample: its first N schemas "
+                         "(each a fresh index, property_order='any'), the first 200 tokens of each")
     ap.add_argument("--top", type=int, default=14, help="rows of each table")
     ap.add_argument("--plain", action="store_true", help="no wrappers: the workload and its total only")
     ap.add_argument("--perf-map", action="store_true",
@@ -165,8 +170,16 @@ def main(argv=None):
 
     os.environ["BENCH_CPU_CLOCK"] = "1"  # (_force's clock: thread CPU time, as this profiler's)
     tok = peers.load_tokenizer("llama3")
-    eng = peers.make_engine("dotjson-generation" if args.generation else "dotjson", tok)  # (warmup())
-    jobs = [(schema, ids) for _, schema, ids in valid_instances(tok, args.limit, args.seed, data=args.data)]
+    any_order = args.any_order or args.serving
+    engine = "dotjson-generation" if args.generation else "dotjson-any" if any_order else "dotjson"
+    eng = peers.make_engine(engine, tok)  # (warmup())
+    if args.serving:  # (one schema per request, in the serving step's order; one at a time here)
+        import bench_serving_step
+
+        jobs = [(schema, ids[:200]) for _, schema, ids
+                in bench_serving_step._jobs(args.serving, args.seed, args.data, tok)]
+    else:
+        jobs = [(schema, ids) for _, schema, ids in valid_instances(tok, args.limit, args.seed, data=args.data)]
 
     shape_t: dict = defaultdict(float)
     shape_n: Counter = Counter()
@@ -256,6 +269,8 @@ def main(argv=None):
     total = 0.0
     compiled = []
     for schema, ids in jobs:  # (compiled first: a profile of the steps alone)
+        if args.serving and len(compiled) == args.serving:
+            break
         try:
             compiled.append((eng.compile(schema), ids))
         except peers.CompileFailed:

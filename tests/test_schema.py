@@ -228,6 +228,42 @@ def test_close_objects_closes_only_objects_that_declare_a_property():
     assert m({"p1": 1}) and not m({"q": 1}) and not m({"p1": "s"})
 
 
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_pattern_of_schema_true_splits_no_class_of_an_open_object(order):
+    """A ``patternProperties`` entry whose schema is ``true`` narrows no value of an open object
+    (the object's rules leave it out of the key classes), yet still exempts its keys from an
+    ``additionalProperties`` or ``unevaluatedProperties`` and, with ``close_objects``, admits
+    them: each checked against Lark's reading of the grammar and the automaton."""
+    from dotjson.automaton import Automaton
+
+    long_key = "k" * 300
+
+    def lang(schema, close):
+        g = schema_to_grammar(schema, close_objects=close, property_order=order)
+        a, text = Automaton(g), to_lark(g)
+
+        def m(doc):
+            s = json.dumps(doc, separators=(",", ":"))
+            got = a.matches(s.encode())
+            assert got == lark_parses(text, s), (schema, s)
+            return got
+        return m
+
+    for pat in ({}, {"description": "anything"}, True):
+        m = lang({"type": "object", "patternProperties": {"^.{1,255}$": pat}}, close=False)
+        assert m({"key1": {}, "key2": [1], "": 3, long_key: "v"}) and m({})
+        m = lang({"type": "object", "patternProperties": {"^.{1,255}$": pat}}, close=True)
+        assert m({"key1": {}, "key2": [1]}) and not m({"": 3}) and not m({long_key: 1})
+        m = lang({"type": "object", "patternProperties": {"^a": pat}, "additionalProperties": False}, close=False)
+        assert m({"ab": {"x": 1}, "a": None}) and not m({"b": 1}) and not m({"ab": 1, "c": 2})
+        m = lang({"type": "object", "patternProperties": {"^a": pat, "^b": {"type": "integer"}},
+                  "additionalProperties": {"type": "string"}}, close=False)
+        assert m({"a1": [], "b1": 2, "c": "s"}) and not m({"b1": "s"}) and not m({"c": 1})
+        m = lang({"type": "object", "patternProperties": {"^a": pat}, "unevaluatedProperties": False},
+                 close=False)
+        assert m({"ab": [1]}) and not m({"b": 1})
+
 def test_start_rule_and_base_rules():
     g = schema_to_grammar({"type": "string"})
     assert g.start == "start"

@@ -46,7 +46,7 @@ from .vocabulary import _as_path
 FORMAT = "dotjson-index"
 #: Version 2 added ``manifest.json``; version 3 the term store as flat arrays
 #: (:mod:`dotjson.automaton`). Older directories are refused.
-VERSION = 9  # 9: key set tables name their string syntax (KT_SYN: a block in the pool, written from the JSON layer's record); 8: counts of any size in lanes (their anchors in "lanes"); 7: a key set term after a backslash (one term; table: escapes after \\u, short escape bytes); 6: wide objects' key positions as key set terms (tables in the pool); 5: intersections carry F_REP (their counters may be clamped); 4: property_order="any" families store names and values, sets in rule names
+VERSION = 10  # 10: the plain class leaves out U+2028 and U+2029 (a saved store's memo facts, the special tokens' reach among them, are its class's); 9: key set tables name their string syntax (KT_SYN: a block in the pool, written from the JSON layer's record); 8: counts of any size in lanes (their anchors in "lanes"); 7: a key set term after a backslash (one term; table: escapes after \\u, short escape bytes); 6: wide objects' key positions as key set terms (tables in the pool); 5: intersections carry F_REP (their counters may be clamped); 4: property_order="any" families store names and values, sets in rule names
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "dotjson-index-manifest"
 #: Every file of an index directory, each covered by the manifest.

@@ -295,12 +295,12 @@ def main(argv=None):
         print("no instance ran")
         return
     if args.plain:
-        print(f"{len(jobs)} instances, {steps} steps: {total * 1e6 / steps:.1f} µs a step "
+        print(f"{len(compiled)} instances, {steps} steps: {total * 1e6 / steps:.1f} µs a step "
               "(next_state + fill_mask)")
         return
     per = 1e6 / steps
     fresh = sum(shape_t.values())
-    print(f"{len(jobs)} instances, {steps} steps: {total * per:.1f} µs a step (next_state + fill_mask), "
+    print(f"{len(compiled)} instances, {steps} steps: {total * per:.1f} µs a step (next_state + fill_mask), "
           f"of which fresh masks {fresh * per:.1f} µs; Python exits "
           + ", ".join(f"{k} {v * per:.1f}" for k, v in sorted(exit_t.items(), key=lambda kv: -kv[1]))
           + " µs a step")

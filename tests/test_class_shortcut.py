@@ -134,3 +134,60 @@ def test_a_counted_class_chain(llama3_vocab):
     alive, dead, cls = chain({"type": "string", "format": "hostname"}, b'"abc')
     assert cls == set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
     assert (alive, dead) == (60, 61)  # (3 + 60 = 63 characters; a 64th kills)
+
+
+def _lt_vocab():
+    """A small vocabulary with tokens holding U+2028 and U+2029 raw (none of the shipped
+    vocabularies has one): they are special tokens, walked with the quote's."""
+    from dotjson import Vocabulary
+
+    words = ["{", "}", '"', '":', ",", ":", "a", "b", "ab", "x", "1", "12", "\\", "\\n", "\\u", "2028",
+             "u", "n", " ", "\u2028", "a\u2028", "\u2029b", "é", "aé", "\u2027", "\u202a", '"}', '",', '."',
+             ".", "https", "://", "example", ".com"]
+    words = list(dict.fromkeys(words))
+    return Vocabulary.from_tuples(words + ["<eos>"], list(range(len(words) + 1)), len(words)), words
+
+
+def test_line_separators_are_not_plain_and_a_dot_star_keeps_every_plain_token():
+    """U+2028 and U+2029 are left out of the plain class (a regex's ``.`` refuses them, every
+    other plain character it takes): inside ``^https://.*$`` and a ``^.*$`` key the state keeps
+    every plain token (:func:`~dotjson.automaton.states.plain_inv`: its mask is the plain tokens'
+    bits and a walk of the special ones, not the whole vocabulary walked), and every mask, with
+    a token holding either character, is the node-by-node walk's."""
+    from dotjson._kernels import walk
+
+    vocab, words = _lt_vocab()
+    assert 0x2028 not in PLAIN_CLASS.ranges and not any(lo <= 0x2028 <= hi or lo <= 0x2029 <= hi
+                                                        for lo, hi in PLAIN_CLASS.ranges)
+    cases = [
+        ({"type": "string", "pattern": "^https://.*$"}, ['"https://example.com"', '"https://a\u2028"'],
+         b'"https://ab'),
+        ({"type": "object", "patternProperties": {"^.*$": {"type": "integer"}}},
+         ['{"ab":1,"x\u2028":"b"}', '{"a\\u2028":"x"}'], b'{"ab'),
+        ({"type": "string"}, ['"a\u2028b\u2029"'], b'"ab'),
+    ]
+    for schema, docs, inside in cases:
+        fast = Index(schema, vocab, close_objects=False, spellings="any")
+        slow = Index(schema, vocab, close_objects=False, spellings="any")
+        slow._masker._plain_runs = False
+        slow._masker._heads = False
+        slow._masker._special_mode = walk.WALK_ALL
+        for doc in docs:
+            assert_same_masks(fast, slow, doc.encode())
+        a = fast._auto
+        s = a.walk_bytes(fast.initial_state, inside)
+        pseq, plen = PLAIN_CLASS.seqs
+        with a.lock:
+            assert a._run(K.plain_inv, a.key_state(s, fast._masker._limit), pseq, plen) == 1, schema
+    # a raw line separator: taken by a plain string, refused by `.` (and kept out of the keys a
+    # `^.*$` pattern speaks of: such a member is an additional one, any value)
+    dot = Index({"type": "string", "pattern": "^a.*$"}, vocab, bounds="schema")
+    plain = Index({"type": "string"}, vocab, bounds="schema")
+    for index, ok in ((dot, False), (plain, True)):
+        s = index._auto.walk_bytes(index.initial_state, b'"a')
+        assert (index._auto.walk_bytes(s, "\u2028".encode()) >= 0) == ok
+        for w in ("\u2028", "\u2029b"):
+            assert bool(np.unpackbits(index.mask(s).view(np.uint8), bitorder="little")[words.index(w)]) == ok
+    pp = Index({"type": "object", "patternProperties": {"^.*$": {"type": "integer"}}}, vocab,
+               close_objects=False, spellings="any")
+    assert pp.accepts('{"x\u2028":"b"}') and not pp.accepts('{"x":"b"}') and pp.accepts('{"x":1}')

@@ -293,7 +293,12 @@ def test_the_plain_class_an_index_uses_is_the_json_layers(tiny_bpe_vocab):
     from dotjson.jsonschema.jsonstr import PLAIN_CHARS, PLAIN_CLASS
     from dotjson.trie import PlainClass
 
-    assert isinstance(PLAIN_CLASS, PlainClass) and PLAIN_CLASS.ranges == PLAIN_CHARS.ranges
+    # the plain characters less ECMAScript's line terminators U+2028 and U+2029 (jsonstr.PLAIN_CLASS)
+    assert isinstance(PLAIN_CLASS, PlainClass)
+    for c in (0x20, 0x7E, 0xE9, 0x2027, 0x2028, 0x2029, 0x202A, 0xD7FF, 0xE000, 0x10FFFF):
+        assert any(lo <= c <= hi for lo, hi in PLAIN_CLASS.ranges) == (
+            any(lo <= c <= hi for lo, hi in PLAIN_CHARS.ranges) and c not in (0x2028, 0x2029)), hex(c)
+        assert PLAIN_CLASS.holds(chr(c).encode()) == (c not in (0x2028, 0x2029)), hex(c)
     for index in (Index({"type": "string"}, tiny_bpe_vocab),
                   Index.from_regex('a+b', tiny_bpe_vocab)):
         assert index._plain is PLAIN_CLASS and index._masker._plain is PLAIN_CLASS

@@ -71,9 +71,15 @@ _NEEDY = ir.chars((0x00, STRING_SYNTAX.low - 1), (STRING_SYNTAX.close, STRING_SY
 #: The *plain* characters: those a JSON string takes as themselves (every one but the quote, the
 #: backslash and U+0000-U+001F; surrogates are no characters).
 PLAIN_CHARS = ir.chars_complement(_NEEDY)
-#: The same characters as the token side takes them (:class:`dotjson.trie.PlainClass`): the
-#: class every :class:`~dotjson.Index` hands down to its vocabulary's tries and its mask walk.
-PLAIN_CLASS = PlainClass(PLAIN_CHARS.ranges)
+#: The characters the token side takes as *plain* (:class:`dotjson.trie.PlainClass`): the class
+#: every :class:`~dotjson.Index` hands down to its vocabulary's tries and its mask walk. The plain
+#: characters less U+2028 and U+2029, ECMAScript's line terminators beyond ``\n`` and ``\r``:
+#: a regex's ``.`` (and a class negating only line terminators) then takes every plain character,
+#: so that a ``.*`` of a ``pattern`` or ``patternProperties`` key is a state every plain token
+#: keeps (the walk's shortcuts), not a walk of the whole vocabulary (5-8 ms at its first mask);
+#: the few tokens holding either character are walked with the special ones (none of Llama 3's).
+PLAIN_CLASS = PlainClass([r for lo, hi in PLAIN_CHARS.ranges
+                          for r in ((lo, min(hi, 0x2027)), (max(lo, 0x202A), hi)) if r[0] <= r[1]])
 
 
 def _digit_chars(digits: tuple[int, ...]) -> ir.Chars:

@@ -249,6 +249,42 @@ def test_a_cold_cache_compiles_the_units_in_helper_processes(tmp_path):
     assert (n2, missed2, cached2) == (n, 0, True)
 
 
+
+def test_no_kernel_is_loaded_in_a_request_after_warmup(tmp_path):
+    """``warmup()`` loads every kernel a request calls from Python: in a new process, after it,
+    the first masks of schemas that reach the rarer paths (an array of distinct objects, whose
+    rule family walks a member's key byte by byte; a process's head interner growing) load no
+    kernel (each would be ~7 ms of loading inside a request)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import numpy as np, dotjson\n"
+        "import numba.core.dispatcher as D\n"
+        "from dotjson import Index, Vocabulary\n"
+        "dotjson.warmup()\n"
+        "loaded = []\n"
+        "orig = D._DispatcherBase._compile_for_args\n"
+        "def spy(self, *a, **k):\n"
+        "    loaded.append(self.py_func.__qualname__)\n"
+        "    return orig(self, *a, **k)\n"
+        "D._DispatcherBase._compile_for_args = spy\n"
+        "toks = [chr(c) for c in range(32, 127)] + ['\"a\"', 'ab', '12']\n"
+        "v = Vocabulary.from_tuples(toks, list(range(len(toks))), eos_token_ids=len(toks))\n"
+        "s = {'type': 'array', 'uniqueItems': True, 'items': {'type': 'object', 'properties': "
+        "{'a': {'type': 'string'}, 'b': {'type': 'integer'}}}}\n"
+        "ix = Index(s, v, close_objects=False)\n"
+        "st = ix.initial_state\n"
+        "for ch in '[{\"a\":\"x\",\"b\":1},{\"a\"':\n"
+        "    ix.mask(st); st = ix.next_state(st, toks.index(ch))\n"
+        "from dotjson.automaton import heads\n"
+        "it = heads.interner(); it._rehash(2 * it.ght.shape[0])\n"
+        "print('LOADED', sorted(set(loaded)))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip().splitlines()[-1] == "LOADED []", p.stdout[-2000:]
+
 def _kernels_taking_the_store():
     import ast
 

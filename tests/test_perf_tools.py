@@ -43,6 +43,20 @@ def test_profile_fresh_parts_runs_and_accounts_for_the_steps():
     assert re.search(r"collections inside the steps: ", out)
 
 
+
+def test_profile_fresh_parts_profiles_the_serving_steps_workload():
+    """``--serving N``: bench_serving_step.py's schemas (its sample, each a fresh index in any
+    property order, the first 200 tokens of its instance), N of them; their objects are the
+    any-order family's rules."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "profile_fresh_parts.py"), "--serving", "3", "--top", "8"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    m = re.search(r"^(\d+) instances, (\d+) steps: ", out, re.M)
+    assert m and int(m[1]) == 3 and 3 < int(m[2]) <= 3 * 201, out
+    assert "object in any order (family)" in out, out
+
 def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
     out = tmp_path / "steps.json"
     proc = subprocess.run(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from operator import itemgetter
 
 from dotjson import ir
-from dotjson.errors import UnsupportedSchemaError
+from dotjson.errors import DotjsonError, UnsupportedSchemaError
 from dotjson.ir import EMPTY, EPS, Ref, Written, alt, lit, repeat, seq
 from dotjson.ir.analysis import all_of
 from dotjson.jsonschema.atoms import ExtraKeys, PatternKeys, SchemaKeys, ViolatedBranch
@@ -265,7 +265,7 @@ class ObjectRules(ObjectWitnesses):
         # `"patternProperties": {"^.{1,255}$": {}}` would otherwise cost every key a walk of a
         # counted difference (12 ms a mask at a key's start). A closed object keeps it: its keys
         # are the ones admitted.
-        own = [p for p, e in o.patterns if self.closed or not (e == TRUE or tr.dnf(e) == [()])]
+        own = [p for p, e in o.patterns if self.closed or not self._accepts_all(e)]
         pats = list(dict.fromkeys(own + [q for _, _, qs in o.additional for q in qs]
                                   + [sp.pattern for sp, _ in wit if type(sp) is PatternKeys]
                                   + [q for sp, _ in wit if type(sp) is ExtraKeys for q in sp.patterns]
@@ -338,6 +338,17 @@ class ObjectRules(ObjectWitnesses):
             if ve == FALSE or pn_lang == EMPTY:
                 continue
             live.append((T, ve))
+
+    def _accepts_all(self, e) -> bool:
+        """Whether expression ``e`` is ``true`` by its normal form (one branch, no constraint);
+        ``False`` where the normal form is refused (asked again, and reported, where the value is
+        compiled)."""
+        if e == TRUE:
+            return True
+        try:
+            return self.tr.dnf(e) == [()]
+        except DotjsonError:
+            return False
 
     def _extra_rule(self):
         """The rule of "an extra member" (it recurs in every state of the automaton), or

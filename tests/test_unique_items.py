@@ -180,6 +180,56 @@ def test_items_with_long_completions_beside_free_members(tiny_bpe_vocab):
         assert a.matches(json.dumps(d).encode()) == jsonschema.Draft202012Validator(schema).is_valid(d), d
 
 
+
+def test_an_arrays_start_is_answered_by_the_grammars_analysis(tiny_bpe_vocab, monkeypatch):
+    """Whether an array of distinct items can start (nothing read, at most one item owed) is
+    whether its first item's language is empty: the grammar's own analysis answers it, and no
+    item automaton is built for an array the document has not reached (JsonSchemaStore---tson's
+    first mask: an `anyOf` branch requiring such an array). Masks at every byte of documents that
+    enter the arrays (distinct items, a repeated one, an item that has no value) equal those of an
+    index that builds the item automaton to answer (the family not bound to the analysis)."""
+    from dotjson import Index
+    from dotjson.jsonschema.statefamily import _Family
+    from dotjson.jsonschema.unique import UniqueValues
+
+    from naive import assert_same_masks
+
+    item = {"type": "object", "required": ["f"], "properties": {"f": {"type": "integer"}, "n": {"type": "string"}}}
+    dead = {"type": "object", "required": ["x"], "properties": {"x": False}}
+    schema = {"type": "object", "anyOf": [
+        {"required": ["a"], "properties": {"a": {"type": "array", "minItems": 1, "uniqueItems": True, "items": item}}},
+        {"required": ["b"], "properties": {"b": {"type": "array", "uniqueItems": True, "items": item}}},
+        {"required": ["d"], "properties": {"d": {"type": "array", "minItems": 1, "uniqueItems": True, "items": dead}}},
+    ]}
+    fast = Index(schema, tiny_bpe_vocab, close_objects=False)
+    fast.mask(fast.initial_state)
+    fams = [f for f in fast._auto.grammar.families if isinstance(f, UniqueValues)]
+    assert fams and all(f._auto is None for f in fams)  # (no item automaton at the first mask)
+    monkeypatch.setattr(UniqueValues, "bind", _Family.bind)  # the reference: the automaton answers
+    slow = Index(schema, tiny_bpe_vocab, close_objects=False)
+    docs = ['{"a":[{"f":1},{"f":2,"n":"x"}]}', '{"a":[{"f":1},{"f":1}]}', '{"b":[]}', '{"b":[{"f":3}]}',
+            '{"d":[{"x":1}]}', '{"d":[]}', '{"a":[]}']
+    for doc in docs:
+        assert_same_masks(fast, slow, doc.encode())
+    assert fast.accepts(docs[0]) and not fast.accepts(docs[1]) and fast.accepts(docs[2])
+    assert not fast.accepts(docs[4]) and not fast.accepts(docs[5]) and not fast.accepts(docs[6])
+    # a recursive schema is refused as before, at the first mask
+    rec = {"$defs": {"t": {"type": "object", "properties": {"kids": {"type": "array", "minItems": 1,
+           "uniqueItems": True, "items": {"$ref": "#/$defs/t"}}}, "required": ["kids"]}}, "$ref": "#/$defs/t"}
+    monkeypatch.undo()
+    for bound in (True, False):
+        if not bound:
+            monkeypatch.setattr(UniqueValues, "bind", _Family.bind)
+        try:
+            ix = Index(rec, tiny_bpe_vocab, close_objects=False)
+            got = ("mask", bool(ix.mask(ix.initial_state).any()))
+        except Exception as e:  # noqa: BLE001 - compared between both paths
+            got = (type(e).__name__, "")
+        if bound:
+            want = got
+        else:
+            assert got == want
+
 def test_every_valid_index_checks_and_saves(tiny_bpe_vocab, tmp_path):
     from dotjson import Index
 

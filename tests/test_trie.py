@@ -196,7 +196,7 @@ def test_the_plain_class_is_a_parameter():
     """Another class splits the same tokens otherwise: the tries call plain what the class given
     holds, not what JSON does."""
     rng = random.Random(3)
-    alphabet = [b"a", b"b", b"~", b'"', b"\\", b"\x01", "é".encode(), "日".encode()]
+    alphabet = [b"a", b"b", b"~", b'"', b"\\", b"\x01", "é".encode(), "日".encode(), "\u2028".encode()]
     items = [(b"a", 0), (b'"', 1)]
     items += [(b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4))), i) for i in range(2, 300)]
     json_tries, toy_tries = (build_vocab_tries(items, 300, c) for c in (JSON_PLAIN, TOY))
@@ -212,7 +212,10 @@ def test_the_plain_class_is_a_parameter():
     assert TOY.ascii[0x22] and not TOY.ascii[0x61] and not JSON_PLAIN.ascii[0x22] and JSON_PLAIN.ascii[0x61]
     delim = np.unpackbits(TOY.non_plain_words.view(np.uint8), bitorder="little").astype(bool)
     assert delim[0x61] and not delim[0x22] and delim[0xE6]  # (0xE6: a lead byte of no toy character)
-    assert not TOY.all_high and JSON_PLAIN.all_high
+    # (JSON's leaves out U+2028 and U+2029: a class holding every scalar value from U+0080 on
+    # takes the split's fast path)
+    assert not TOY.all_high and not JSON_PLAIN.all_high
+    assert PlainClass(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))).all_high
 
 
 def test_plain_class_values():

@@ -131,6 +131,9 @@ class AnyOrderObject:
     # :class:`~dotjson.ir.Written` each, where the compiler passed its ``native`` mapping);
     # ``False``: their IR bodies compiled (the reference tests/test_any_order.py compares)
     written = True
+    # the missing witnesses checked at once (:meth:`_covers`) before the member-by-member plan;
+    # ``False``: the plan and the analysis's search alone (the reference the tests compare with)
+    covers = True
 
     def __init__(self, prefix, names, value, required, extra, sep, colon, plo=0, phi=None, value_known=None,
                  native=None, value_exprs=None, spell=None, witnesses=None):
@@ -179,6 +182,8 @@ class AnyOrderObject:
         self._parsed: dict = {}
         self._q = ir.lit('"')
         self._wnames: dict = {}  # member -> its name and closing quote, one node (written bodies)
+        self._cover: dict = {}   # (seen, witnesses) -> _covers
+        self._escs: dict = {}    # member -> the witnesses its absence stands for
         self.bind(None)
 
     # ------------------------------------------------------------------ names
@@ -505,6 +510,9 @@ class AnyOrderObject:
         need = len(missing)
         keep_out: set = set()  # members left out: their absence stands for a witness
         used: set = set()      # members that are witnesses
+        if self.covers and w != self.wfull and self.phi is None and (c >= self.plo or (
+                self.extra is not None and self._member_ok(None))) and self._covers(seen, w):
+            return True  # (no count to keep under; extra members make up any minimum)
         if w != self.wfull:
             try:
                 need += self._witnesses_left(seen_set, w, keep_out, used)
@@ -531,6 +539,61 @@ class AnyOrderObject:
                     raise _Unsettled  # (the members counted out might have filled it)
                 return False
         return fits
+
+    def _covers(self, seen, w) -> bool:
+        """Whether the members not in ``seen`` can complete the witnesses ``w`` has: each missing
+        witness held by a member's value (one value per member: each offers some bit sets, a
+        required one its plain value too), by an extra member that is it (any number), or stood
+        for by a member left out. Exact (a search over the sets of witnesses reachable, 2 ** w at
+        most, member by member); only a ``True`` is used (:meth:`_productive`,
+        where no maximum counts the members): ``False`` leaves the question to the plan below and
+        the analysis. Remembered per state."""
+        key = (seen, w)
+        hit = self._cover.get(key)
+        if hit is not None:
+            return hit
+        full = self.wfull
+        seen_set = set(seen)
+        reach = np.zeros(full + 1, dtype=np.bool_)
+        reach[w] = True
+        every = np.arange(full + 1, dtype=np.int64)
+        for j in range(self.n):
+            if j in seen_set:
+                continue
+            if self.required[j]:
+                opts = [0] if self._member_ok(j) else []
+            else:
+                opts = [self._esc_bits(j)]  # (left out; present with its plain value adds nothing)
+            opts += [b for i, (b, _) in enumerate(self._wvalues(j)) if self._member_ok(("v", j, i))]
+            if not opts:
+                hit = False
+                break
+            src = every[reach]
+            nxt = np.zeros_like(reach)
+            for b in set(opts):
+                nxt[src | b] = True
+            reach = nxt
+        else:
+            for _ in range(self.nw):  # extra members that are witnesses: as many as wanted
+                grown = reach.copy()
+                for b, _x in self._wextras():
+                    if self._member_ok(("w", b)):
+                        grown[every[reach] | b] = True
+                if (grown == reach).all():
+                    break
+                reach = grown
+            hit = bool(reach[full])
+        if len(self._cover) > 100_000:
+            self._cover.clear()
+        self._cover[key] = hit
+        return hit
+
+    def _esc_bits(self, j) -> int:
+        """The witnesses member ``j`` stands for by being left out (``absent``)."""
+        bits = self._escs.get(j)
+        if bits is None:
+            bits = self._escs[j] = sum(1 << a for a in range(self.nw) if j in self.wesc[a])
+        return bits
 
     def _witnesses_left(self, seen_set, w, keep_out: set, used: set) -> int:
         """The witnesses the object still lacks (``w``: those it has), for :meth:`_productive`:

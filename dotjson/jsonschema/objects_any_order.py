@@ -510,9 +510,13 @@ class AnyOrderObject:
         need = len(missing)
         keep_out: set = set()  # members left out: their absence stands for a witness
         used: set = set()      # members that are witnesses
-        if self.covers and w != self.wfull and self.phi is None and (c >= self.plo or (
-                self.extra is not None and self._member_ok(None))) and self._covers(seen, w):
-            return True  # (no count to keep under; extra members make up any minimum)
+        if self.covers and w != self.wfull and self.phi is None and (
+                max(self.plo, 1 if c == 0 else 0) <= c or (self.extra is not None and self._member_ok(None))) \
+                and self._covers(seen, w):
+            # no count to keep under, and the members the object still needs (one at least where
+            # none is read: the family's states are non-empty objects) are there, or extra
+            # members make them up: whichever members cover the witnesses (or none), it closes
+            return True
         if w != self.wfull:
             try:
                 need += self._witnesses_left(seen_set, w, keep_out, used)

@@ -116,11 +116,11 @@ def _warmup(dtypes) -> None:
     # (and a text walked byte by byte, as an array of distinct objects asks of a member's key:
     # ~7 ms of loading at such a schema's first mask otherwise)
     auto.walk_bytes(start, b'{"a":1')
-    # the process's head interner grown (its table rehashed: a process's first hundreds of heads)
-    from .automaton import heads as _heads
+    # a head interner's table rehashed, as the process's grows (its first hundreds of heads):
+    # on a small one of its own
+    from .automaton.heads import Interner
 
-    _heads._rehash_all(np.zeros((2, 5), dtype=np.int64), np.full(4, -1, dtype=np.int64),
-                       np.zeros(1, dtype=np.int64), 2)
+    Interner(cap=4)._rehash(16)
     t0 = auto.term_of(start)
     auto._run(K.alt, np.asarray([t0, t0], dtype=np.int32), 2)
     auto._run(K.seq, t0, t0)

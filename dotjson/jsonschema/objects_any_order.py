@@ -171,6 +171,9 @@ class AnyOrderObject:
         # must be held
         self.wesc = tuple(tuple(x) for x in witnesses[3]) if witnesses and len(witnesses) > 3 \
             else ((),) * self.nw
+        # per member, the witnesses its absence stands for (a bit set; _covers)
+        self._esc = [sum(1 << a for a in range(self.nw) if j in self.wesc[a]) for j in range(self.n)] \
+            if self.nw else None
         self._wm: dict = {}
         self._wx = None
         self.trie = KeyTrie(self.names)
@@ -183,7 +186,6 @@ class AnyOrderObject:
         self._q = ir.lit('"')
         self._wnames: dict = {}  # member -> its name and closing quote, one node (written bodies)
         self._cover: dict = {}   # (seen, witnesses) -> _covers
-        self._escs: dict = {}    # member -> the witnesses its absence stands for
         self.bind(None)
 
     # ------------------------------------------------------------------ names
@@ -510,9 +512,9 @@ class AnyOrderObject:
         need = len(missing)
         keep_out: set = set()  # members left out: their absence stands for a witness
         used: set = set()      # members that are witnesses
+        low = max(self.plo, 1 if c == 0 else 0)  # the members the object must hold, at least
         if self.covers and w != self.wfull and self.phi is None and (
-                max(self.plo, 1 if c == 0 else 0) <= c or (self.extra is not None and self._member_ok(None))) \
-                and self._covers(seen, w):
+                low <= c or (self.extra is not None and self._member_ok(None))) and self._covers(seen, w):
             # no count to keep under, and the members the object still needs (one at least where
             # none is read: the family's states are non-empty objects) are there, or extra
             # members make them up: whichever members cover the witnesses (or none), it closes
@@ -524,7 +526,6 @@ class AnyOrderObject:
                 return ans.value
             if self.phi is not None and c + need > self.phi:
                 raise _Unsettled
-        low = max(self.plo, 1 if c == 0 else 0)
         if self.phi is not None and c + need > self.phi:
             return False
         fits = self.phi is None or max(low, c + need) <= self.phi
@@ -567,7 +568,7 @@ class AnyOrderObject:
             if self.required[j]:
                 opts = [0] if self._member_ok(j) else []
             else:
-                opts = [self._esc_bits(j)]  # (left out; present with its plain value adds nothing)
+                opts = [self._esc[j]]  # (left out; present with its plain value adds nothing)
             opts += [b for i, (b, _) in enumerate(self._wvalues(j)) if self._member_ok(("v", j, i))]
             if not opts:
                 hit = False
@@ -591,13 +592,6 @@ class AnyOrderObject:
             self._cover.clear()
         self._cover[key] = hit
         return hit
-
-    def _esc_bits(self, j) -> int:
-        """The witnesses member ``j`` stands for by being left out (``absent``)."""
-        bits = self._escs.get(j)
-        if bits is None:
-            bits = self._escs[j] = sum(1 << a for a in range(self.nw) if j in self.wesc[a])
-        return bits
 
     def _witnesses_left(self, seen_set, w, keep_out: set, used: set) -> int:
         """The witnesses the object still lacks (``w``: those it has), for :meth:`_productive`:

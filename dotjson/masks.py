@@ -21,6 +21,7 @@ import numpy as np
 from ._kernels import walk as _walk
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
 from .automaton import kernels as _K
+from .automaton.item_walk import walk_items as _walk_items
 from .automaton import heads as _heads
 from .automaton.store import K_REF as _K_REF
 from .errors import LimitExceededError
@@ -343,6 +344,13 @@ class Masker:
                     if s < 0:
                         return s
             return s
+
+    def walk_items(self, state: int, data: bytes) -> int:
+        """The state after ``data`` from ``state`` (negative when it dies):
+        :func:`dotjson.automaton.item_walk.walk_items`
+        over this index's automaton and the families that step their own items. Call with the
+        lock held."""
+        return _walk_items(self._auto, self._families(), self._get_view(), state, data)
 
     def _families(self) -> tuple:
         """The grammar's rule families that mask and step their own states (none when
@@ -747,6 +755,11 @@ class MaskView:
     def walk(self, state: int, data: bytes) -> int:
         """The state after ``data`` from ``state``; negative when it dies."""
         return self._m._auto.walk_bytes(state, data) if data else state
+
+    def walk_items(self, state: int, data: bytes) -> int:
+        """:meth:`walk`, the items of rule families it enters stepped by their families
+        (:meth:`Masker.walk_items`)."""
+        return self._m.walk_items(state, data) if data else state
 
     def accepting(self, state: int) -> bool:
         return bool(self._m._auto.accepting[state])

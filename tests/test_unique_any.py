@@ -16,6 +16,7 @@ import random
 from decimal import Decimal
 
 import jsonschema
+import numpy as np
 import pytest
 
 from dotjson import Index, Vocabulary
@@ -546,3 +547,84 @@ def test_a_copied_item_inside_an_unfinished_escape(kind):
             checked += 1
     assert checked > (2 if kind == "enum" else 20)
     assert refused == (len(paths) if kind == "enum" else 0)  # (the copy's own continuation)
+
+
+# An array of distinct objects whose items hold an array of distinct values (tson's tunings and
+# their notes): the outer array's relaxed state and its item automaton walk the inner array's
+# items by the inner family (automaton.item_walk.walk_items), not by a rule per byte.
+NESTED = {"type": "array", "uniqueItems": True, "items": {
+    "type": "object", "required": ["id"],
+    "properties": {"id": {"type": "string"}, "notes": {"type": "array", "uniqueItems": True, "items": {
+        "oneOf": [{"type": "object", "properties": {"r": {"type": "string"}, "name": {"type": "string"}}},
+                  {"type": "number"}]}}}}}
+NESTED_DOCS = [
+    [{"id": "t1", "notes": [{"r": "1", "name": "Note 1"}, {"name": "Note 2", "r": "2"}, 3.5]},
+     {"notes": [{"r": "1", "name": "Note 1"}], "id": "t2"}],
+    [{"id": "x", "notes": []}, {"id": "y", "notes": [7, {"r": "a\"b"}]}],
+]
+
+
+def _per_byte_bodies(monkeypatch):
+    from dotjson.jsonschema import unique
+
+    made = []
+    real = unique.UniqueValues.body
+
+    def body(self, name):
+        seen, text = self._state(name)
+        if name not in self._bodies and not isinstance(seen, str) and text:
+            made.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(unique.UniqueValues, "body", body)
+    return made
+
+
+def test_nested_distinct_arrays_are_stepped_by_item(llama3_vocab, llama3_tokenizer, monkeypatch):
+    """tson in any order (its tunings' and spectra's items hold arrays of distinct notes and
+    partials): every token of the valid documents is in its mask and steps, and the inner
+    families build a body for a few of their item states, not one per byte of every item
+    the outer arrays' relaxed states and item automata walk (178 on the tree before)."""
+    made = _per_byte_bodies(monkeypatch)
+    row = _regression_row("JsonSchemaStore---tson")
+    for t in row["tests"]:
+        if not t["valid"]:
+            continue
+        index = Index(row["schema"], llama3_vocab, **EVERY_VALID)
+        s = index.initial_state
+        for tok in llama3_tokenizer.encode(json.dumps(t["data"], separators=(",", ":")), add_special_tokens=False):
+            assert index.mask(s)[tok >> 5] >> (tok & 31) & 1, tok
+            s = index.next_state(s, tok)
+            assert s >= 0
+        assert index.is_accepting(s)
+    assert len(made) <= 40, len(made)
+
+
+def test_nested_distinct_arrays_masks_equal_the_byte_walk(tiny_bpe_vocab):
+    """At every byte of documents with an array of distinct values inside another's items,
+    and of variants the arrays refuse (an inner value or an outer item again), the masks and
+    verdicts equal those of the same index whose relaxed states and item automata walk the
+    inner items a byte at a time (a rule per byte)."""
+    from dotjson.jsonschema.unique import UniqueValues
+
+    texts = [json.dumps(d, separators=(",", ":")) for d in NESTED_DOCS]
+    texts.append('[{"id":"t1","notes":[{"r":"1"},{"r":"1"}]}]')   # an inner value again
+    texts.append('[{"id":"t","notes":[1]},{"id":"t","notes":[1]}]')  # an outer item again
+    for text in texts:
+        fast = Index(NESTED, tiny_bpe_vocab, **EVERY_VALID)
+        ref = Index(NESTED, tiny_bpe_vocab, **EVERY_VALID)
+        fams = [f for f in ref._auto.grammar.families if isinstance(f, UniqueValues)]
+        assert len(fams) == 2
+        for f in fams:
+            f._automaton()
+            f._item_fams = ()  # (item_walk.walk_items then walks bytes: a rule per byte)
+        ref._masker.walk_items = ref._auto.walk_bytes
+        data = text.encode()
+        for i in range(len(data) + 1):
+            x = fast._auto.walk_bytes(fast.initial_state, data[:i])
+            y = ref._auto.walk_bytes(ref.initial_state, data[:i])
+            assert (x < 0) == (y < 0), data[:i]
+            if x < 0:
+                break
+            assert np.array_equal(fast.mask(x), ref.mask(y)), data[:i]
+        assert fast.accepts(text) is ref.accepts(text) is (text in texts[:2])

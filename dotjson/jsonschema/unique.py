@@ -227,6 +227,10 @@ class UniqueValues(_Family):
                     for n in self._starts():
                         t = auto.ref_term(n)
                         self._q0.append(-2 if auto.is_empty(t) else auto.state(t))
+                from dotjson.automaton.item_walk import AutomatonView
+
+                self._item_fams = tuple(f for f in getattr(view, "families", ()) if hasattr(f, "token_step"))
+                self._item_view = AutomatonView(auto)
                 self._auto = auto
             finally:
                 self._busy = False
@@ -243,6 +247,8 @@ class UniqueValues(_Family):
         q = self._qs.get((k, text))
         if q is not None:
             return q
+        from dotjson.automaton.item_walk import walk_items
+
         auto = self._automaton()
         i = max(len(text) - 1, 0)
         while i > 0 and (k, text[:i]) not in self._qs:
@@ -250,11 +256,12 @@ class UniqueValues(_Family):
         q = self._qs.get((k, text[:i]), self._q0[k]) if i > 0 else self._q0[k]
         if len(self._qs) > 200_000:
             self._qs.clear()
-        with not_a_token_walk():  # (the item automaton reads: see _successors)
-            while i < len(text) and q >= 0:
-                q = auto.step(q, ord(text[i]))
-                i += 1
-        q = q if i == len(text) else -2
+        if q >= 0 and i < len(text):
+            with not_a_token_walk(), auto.lock:  # (the item automaton reads: see _successors)
+                # (an array of distinct values inside the item stepped by its family, not a
+                # rule per byte: automaton.item_walk)
+                q = walk_items(auto, self._item_fams, self._item_view, q, text[i:].encode("latin-1"))
+        q = q if q >= 0 else -2
         self._qs[(k, text)] = q
         return q
 

@@ -265,7 +265,7 @@ def relaxed_walk(view, prefix: int, rel_name: str, rest: int, other: int, body: 
     if body:
         if view.is_empty(rel_term):
             return None
-        rel = view.walk(view.state(rel_term), body)
+        rel = view.walk_items(view.state(rel_term), body)  # (an array of distinct values inside: by item)
         if other != view.EMPTY:
             # (an item begun beside another branch, an open object's extra member beside a
             # declared one: that branch's tokens are its own mask's)

@@ -21,9 +21,10 @@ import numpy as np
 from ._kernels import walk as _walk
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
 from .automaton import kernels as _K
-from .automaton.item_walk import _seq_head, walk_items as _walk_items
+from .automaton.item_walk import (
+    AutomatonView as _AutomatonView, _seq_head, family_branches as _family_branches, family_ref as _family_ref,
+    family_ref_through_alt as _family_ref_through_alt, walk_items as _walk_items)
 from .automaton import heads as _heads
-from .automaton.store import K_REF as _K_REF
 from .errors import LimitExceededError
 from .ir.families import token_walk as _token_walk
 from .trie import PlainClass
@@ -295,7 +296,7 @@ class Masker:
         t = a.term_of(state)
         first, rest = _seq_head(ti, t)
         if ti[first, 0] == _K.K_ALT:
-            got = self._family_branches(first, fams)
+            got = _family_branches(a, first, fams, self._rule_family)
             if got is None:
                 return None
             fam, name, prefix, after, others = got
@@ -305,7 +306,7 @@ class Masker:
             else:
                 other = _K.EMPTY
             return fam.token_mask(self._get_view(), state, prefix, name, a._run(_K.seq, after, rest), other)
-        got = self._family_ref(t, fams)
+        got = _family_ref(a, t, fams, self._rule_family)
         if got is None:
             return None
         fam, name, prefix, after = got
@@ -325,7 +326,7 @@ class Masker:
         with self._lock:
             s, i, stepped, loose = state, 0, False, 0
             while i < len(data):
-                got = self._family_ref_through_alt(a.term_of(s), fams)
+                got = _family_ref_through_alt(a, a.term_of(s), fams, self._rule_family)
                 took = None
                 if got is not None and got[2] == _K.EPS:
                     took = got[0].token_step(self._get_view(), got[1], got[3], data[i:])
@@ -349,7 +350,7 @@ class Masker:
         """The state after ``data`` from ``state`` (negative when it dies):
         :func:`dotjson.automaton.item_walk.walk_items` over this index's automaton and the
         families that step their own items. Call with the lock held."""
-        return _walk_items(self._auto, self._families(), self._get_view(), state, data)
+        return _walk_items(self._auto, self._families(), self._get_view(), state, data, self._rule_family)
 
     def _families(self) -> tuple:
         """The grammar's rule families that mask and step their own states (none when
@@ -364,74 +365,6 @@ class Masker:
         if self._view is None:
             self._view = MaskView(self)
         return self._view
-
-    def _family_ref(self, t: int, fams):
-        """``(family, rule name, prefix, rest)`` where term ``t`` is ``prefix F rest`` with ``F`` a
-        rule of one of ``fams`` among its first four items, else ``None``."""
-        a = self._auto
-        ti = a.store[_K.S_TI]
-        before = []
-        cur = t
-        for _ in range(4):
-            first, rest = _seq_head(ti, cur)
-            if ti[first, 0] == _K_REF:
-                rid = int(ti[first, 1])
-                hit = self._rule_family.get(rid, False)
-                if hit is False:
-                    name = a.rules.names[rid]
-                    fam = next((f for f in fams if f.owns(name)), None)
-                    hit = self._rule_family[rid] = (fam, name) if fam is not None else None
-                if hit is not None:
-                    prefix = _K.EPS
-                    for x in reversed(before):
-                        prefix = a._run(_K.seq, x, prefix)
-                    return hit[0], hit[1], prefix, rest
-            if rest == _K.EPS or ti[cur, 0] != _K.K_SEQ:
-                return None
-            before.append(first)
-            cur = rest
-        return None
-
-    def _family_branches(self, t: int, fams):
-        """For an alternation ``t``: ``(family, rule name, prefix, after, others)`` for the
-        first of its branches that starts with a rule of one of ``fams`` (see
-        :meth:`_family_ref`), ``after`` the alternation of what follows that rule in every branch
-        that starts with it after the same prefix (``F r1 | F r2`` is ``F (r1 | r2)``: an array
-        of distinct items whose continuation the schema split into branches), ``others`` the
-        other branches' terms; ``None`` where no branch starts with such a rule."""
-        a = self._auto
-        ti = a.store[_K.S_TI]
-        off, n = int(ti[t, 1]), int(ti[t, 2])
-        key, afters, others = None, [], []
-        for b in [int(x) for x in a.store[_K.S_POOL][off:off + n]]:
-            got = self._family_ref(b, fams)
-            if got is not None and key is None:
-                key = got[:3]
-            if got is None or got[:3] != key:
-                others.append(b)
-                continue
-            afters.append(got[3])
-        if key is None:
-            return None
-        after = afters[0] if len(afters) == 1 else \
-            a._run(_K.alt, np.asarray(afters, dtype=np.int32), len(afters))
-        return key[0], key[1], key[2], after, others
-
-    def _family_ref_through_alt(self, t: int, fams):
-        """:meth:`_family_ref`, and also for ``(F r1 | F r2 | ...) rest`` (every branch starting
-        with the same family rule): ``(family, name, prefix, (r1 | r2 | ...) rest)``."""
-        got = self._family_ref(t, fams)
-        if got is not None:
-            return got
-        ti = self._auto.store[_K.S_TI]
-        first, rest = _seq_head(ti, t)
-        if ti[first, 0] != _K.K_ALT:
-            return None
-        got = self._family_branches(first, fams)
-        if got is None or got[4]:
-            return None
-        fam, name, prefix, after, _ = got
-        return fam, name, prefix, self._auto._run(_K.seq, after, rest)
 
     def _run_mask(self, state: int, key_state: int):
         """The mask of a state inside a bounded plain run, from the memoized mask of a state
@@ -696,10 +629,11 @@ class Masker:
 UNSHARED_HEADS = False
 
 
-class MaskView:
+class MaskView(_AutomatonView):
     """What a rule family's ``token_mask`` may use of an index's masks (see
-    :meth:`Masker._family_mask`): states of terms, their memoized masks, byte walks, and the
-    vocabulary's tokens. Call with the automaton's lock held (as ``token_mask`` is)."""
+    :meth:`Masker._family_mask`): states of terms (:class:`~dotjson.automaton.item_walk.AutomatonView`),
+    their memoized masks, byte walks, and the vocabulary's tokens. Call with the automaton's
+    lock held (as ``token_mask`` is)."""
 
     def __init__(self, masker: Masker) -> None:
         # (weakly: the masker keeps its view, and a cycle through them left a dropped index, its
@@ -707,7 +641,6 @@ class MaskView:
         # schema with uniqueItems, in the next full collection, inside some later mask)
         self._mref = weakref.ref(masker)
         self.n_words = masker._n_words
-        self.EPS, self.EMPTY = _K.EPS, _K.EMPTY
         self.max_token_len = masker._tries.max_len
         self.special_bits = ~masker._tries.plain_bits
         self.eos_token_ids = tuple(int(t) for t in masker._eos)
@@ -722,41 +655,19 @@ class MaskView:
             raise ReferenceError("the index this mask view belongs to is gone")
         return m
 
+    @property
+    def _auto(self):
+        return self._m._auto
+
     def cache_for(self, family) -> dict:
         """A dictionary ``family`` may keep what it computed for this index's masks in (a
         family may serve several indexes: their token ids and terms differ)."""
         return self._caches.setdefault(id(family), {})
 
-    def ref(self, name: str) -> int:
-        """The term of a reference to rule ``name``."""
-        return self._m._auto.ref_term(name)
-
-    def seq(self, a: int, b: int) -> int:
-        """The term ``a b``."""
-        return self._m._auto._run(_K.seq, a, b)
-
-    def alt(self, a: int, b: int) -> int:
-        """The term ``a | b``."""
-        return self._m._auto._run(_K.alt, np.asarray([a, b], dtype=np.int32), 2)
-
-    def is_empty(self, t: int) -> bool:
-        return self._m._auto.is_empty(t)
-
-    def state(self, t: int) -> int:
-        """The state of live term ``t``."""
-        return self._m._auto.state(t)
-
-    def walk(self, state: int, data: bytes) -> int:
-        """The state after ``data`` from ``state``; negative when it dies."""
-        return self._m._auto.walk_bytes(state, data) if data else state
-
     def walk_items(self, state: int, data: bytes) -> int:
         """:meth:`walk`, the items of rule families it enters stepped by their families
         (:meth:`Masker.walk_items`)."""
         return self._m.walk_items(state, data) if data else state
-
-    def accepting(self, state: int) -> bool:
-        return bool(self._m._auto.accepting[state])
 
     def set_eos(self, out: np.ndarray) -> None:
         """Set the EOS tokens' bits in ``out``."""

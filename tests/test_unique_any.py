@@ -600,6 +600,25 @@ def test_nested_distinct_arrays_are_stepped_by_item(llama3_vocab, llama3_tokeniz
     assert len(made) <= 40, len(made)
 
 
+def test_root_array_with_nested_distinct_arrays_searches_by_item(llama3_vocab, llama3_tokenizer, monkeypatch):
+    """A root array of distinct objects whose items hold arrays of distinct values: every token
+    of the documents is in its mask and steps, and the outer array's search for a completion
+    from inside an inner item completes that item as its family does (``UniqueValues._jumps``),
+    not a byte at a time through the inner family's states (885 and 691 per-byte bodies, 1.4
+    and 1.1 s of masks, for the two documents on the tree before; 26 and 20 after)."""
+    made = _per_byte_bodies(monkeypatch)
+    for doc in NESTED_DOCS:
+        made.clear()
+        index = Index(NESTED, llama3_vocab, **EVERY_VALID)
+        s = index.initial_state
+        for tok in llama3_tokenizer.encode(json.dumps(doc, separators=(",", ":")), add_special_tokens=False):
+            assert index.mask(s)[tok >> 5] >> (tok & 31) & 1, tok
+            s = index.next_state(s, tok)
+            assert s >= 0
+        assert index.is_accepting(s)
+        assert len(made) <= 80, len(made)
+
+
 def test_nested_distinct_arrays_masks_equal_the_byte_walk(tiny_bpe_vocab):
     """At every byte of documents with an array of distinct values inside another's items,
     and of variants the arrays refuse (an inner value or an outer item again), the masks and
@@ -610,6 +629,8 @@ def test_nested_distinct_arrays_masks_equal_the_byte_walk(tiny_bpe_vocab):
     texts = [json.dumps(d, separators=(",", ":")) for d in NESTED_DOCS]
     texts.append('[{"id":"t1","notes":[{"r":"1"},{"r":"1"}]}]')   # an inner value again
     texts.append('[{"id":"t","notes":[1]},{"id":"t","notes":[1]}]')  # an outer item again
+    # ... in another order of keys, inner objects' members too
+    texts.append('[{"id":"t","notes":[{"r":"1","name":"a"}]},{"notes":[{"name":"a","r":"1"}],"id":"t"}]')
     for text in texts:
         fast = Index(NESTED, tiny_bpe_vocab, **EVERY_VALID)
         ref = Index(NESTED, tiny_bpe_vocab, **EVERY_VALID)

@@ -20,7 +20,7 @@ def _seq_head(ti, t: int) -> tuple[int, int]:
     return (int(ti[t, 1]), int(ti[t, 2])) if ti[t, 0] == _K.K_SEQ else (t, _K.EPS)
 
 
-def walk_items(a, fams, view, state: int, data: bytes) -> int:
+def walk_items(a, fams, view, state: int, data: bytes, cache: dict | None = None) -> int:
     """The state of automaton ``a`` after ``data`` from ``state`` (negative when it dies), as
     :meth:`~dotjson.automaton.Automaton.walk_bytes` walks it, except where the walk needs the
     body of a state of one of the rule families ``fams`` inside an item it has begun: the family
@@ -29,13 +29,15 @@ def walk_items(a, fams, view, state: int, data: bytes) -> int:
     through the items of an array of distinct values nested in another's item cost that per
     byte: the outer array's relaxed state walked over its item so far at every mask inside it
     (:func:`dotjson.jsonschema.unique_strings.relaxed_walk`), and its item automaton over the
-    same text at every token (``JsonSchemaStore---tson`` in any order). Call with ``a``'s lock
-    held."""
+    same text at every token (``JsonSchemaStore---tson`` in any order). ``cache``: see
+    :func:`family_ref`. Call with ``a``'s lock held."""
     s, i = a._follow(state, data)
     if s < 0 or i == len(data):
         return s
     if not fams:
         return a.walk_bytes(s, data[i:])
+    if cache is None:
+        cache = {}
     buf = np.frombuffer(bytes(data), dtype=np.uint8)
     ret = a._ret
     while True:
@@ -45,8 +47,10 @@ def walk_items(a, fams, view, state: int, data: bytes) -> int:
         s, i = int(ret[1]), i + int(ret[0])
         ctl = a._a["ctl"]
         if int(ctl[_K.C_STATUS]) == _K.NEED_RULE:
-            got = _item_ref(a, a.term_of(s), int(ctl[_K.C_ARG]), fams)
-            took = None if got is None else got[0].token_step(view, got[1], got[2], data[i:])
+            got = family_at(a, a.term_of(s), fams, cache)
+            took = None
+            if got is not None and got[1] == a.rules.names[int(ctl[_K.C_ARG])]:
+                took = got[0].token_step(view, got[1], got[2], data[i:])
             if took is not None and (took[0] < 0 or took[1] > 0):
                 ctl[_K.C_STATUS] = 0
                 s, n = took
@@ -57,49 +61,116 @@ def walk_items(a, fams, view, state: int, data: bytes) -> int:
         a.handle_exit()
 
 
-def _item_ref(a, t: int, rid: int, fams):
-    """``(family, rule name, rest)`` where term ``t`` of automaton ``a`` is ``F rest``, or ``(F r1
-    | F r2 | ...) rest2`` (``rest`` then ``(r1 | r2 | ...) rest2``), ``F`` rule ``rid`` of one of
-    ``fams``; else ``None``."""
+def family_ref(a, t: int, fams, cache: dict):
+    """``(family, rule name, prefix, rest)`` where term ``t`` of automaton ``a`` is ``prefix F
+    rest`` with ``F`` a rule of one of ``fams`` among its first four items, else ``None``.
+    ``cache``: rule id -> ``(family, name)`` or ``None``, kept by the caller per automaton and
+    ``fams``."""
+    ti = a.store[_K.S_TI]
+    before = []
+    cur = t
+    for _ in range(4):
+        first, rest = _seq_head(ti, cur)
+        if ti[first, 0] == _K_REF:
+            rid = int(ti[first, 1])
+            hit = cache.get(rid, False)
+            if hit is False:
+                name = a.rules.names[rid]
+                fam = next((f for f in fams if f.owns(name)), None)
+                hit = cache[rid] = (fam, name) if fam is not None else None
+            if hit is not None:
+                prefix = _K.EPS
+                for x in reversed(before):
+                    prefix = a._run(_K.seq, x, prefix)
+                return hit[0], hit[1], prefix, rest
+        if rest == _K.EPS or ti[cur, 0] != _K.K_SEQ:
+            return None
+        before.append(first)
+        cur = rest
+    return None
+
+
+def family_branches(a, t: int, fams, cache: dict):
+    """For an alternation ``t``: ``(family, rule name, prefix, after, others)`` for the first of
+    its branches that starts with a rule of one of ``fams`` (see :func:`family_ref`), ``after``
+    the alternation of what follows that rule in every branch that starts with it after the same
+    prefix (``F r1 | F r2`` is ``F (r1 | r2)``: an array of distinct items whose continuation the
+    schema split into branches), ``others`` the other branches' terms; ``None`` where no branch
+    starts with such a rule."""
+    ti = a.store[_K.S_TI]
+    off, n = int(ti[t, 1]), int(ti[t, 2])
+    key, afters, others = None, [], []
+    for b in a.store[_K.S_POOL][off:off + n].tolist():
+        got = family_ref(a, b, fams, cache)
+        if got is not None and key is None:
+            key = got[:3]
+        if got is None or got[:3] != key:
+            others.append(b)
+            continue
+        afters.append(got[3])
+    if key is None:
+        return None
+    after = afters[0] if len(afters) == 1 else a._run(_K.alt, np.asarray(afters, dtype=np.int32), len(afters))
+    return key[0], key[1], key[2], after, others
+
+
+def family_ref_through_alt(a, t: int, fams, cache: dict):
+    """:func:`family_ref`, where ``t`` starts with an alternation every branch of which starts
+    with the same family rule after the same prefix, ``(x F r1 | x F r2 | ...) rest``, that rule:
+    ``(family, name, x, (r1 | r2 | ...) rest)`` (not a family rule further on)."""
     ti = a.store[_K.S_TI]
     first, rest = _seq_head(ti, t)
-    if ti[first, 0] == _K_REF:
-        if int(ti[first, 1]) != rid:
-            return None
-        afters = None
-    elif ti[first, 0] == _K.K_ALT:
-        off, n = int(ti[first, 1]), int(ti[first, 2])
-        afters = []
-        for b in a.store[_K.S_POOL][off:off + n].tolist():
-            h, r = _seq_head(ti, b)
-            if ti[h, 0] != _K_REF or int(ti[h, 1]) != rid:
-                return None
-            afters.append(r)
-    else:
+    if ti[first, 0] == _K.K_ALT:
+        got = family_branches(a, first, fams, cache)
+        if got is not None and not got[4]:
+            fam, name, prefix, after, _ = got
+            return fam, name, prefix, a._run(_K.seq, after, rest)
+    return family_ref(a, t, fams, cache)
+
+
+def family_at(a, t: int, fams, cache: dict):
+    """``(family, rule name, rest)`` where term ``t`` of automaton ``a`` is ``F rest``, or ``(F r1
+    | F r2 | ...) rest2`` (``rest`` then ``(r1 | r2 | ...) rest2``), ``F`` a rule of one of
+    ``fams``: a state at a family's rule, nothing before it; else ``None``."""
+    got = family_ref_through_alt(a, t, fams, cache)
+    if got is None or got[2] != _K.EPS:
         return None
-    name = a.rules.names[rid]
-    fam = next((f for f in fams if f.owns(name)), None)
-    if fam is None:
-        return None
-    if afters is not None:
-        after = a._run(_K.alt, np.asarray(afters, dtype=np.int32), len(afters))
-        rest = a._run(_K.seq, after, rest)
-    return fam, name, rest
+    return got[0], got[1], got[3]
 
 
 class AutomatonView:
-    """What a rule family's ``token_step`` uses of an automaton that has no masker (an array's
-    item automaton, :class:`dotjson.jsonschema.unique.UniqueValues`): terms and their states."""
+    """What a rule family's ``token_step`` uses of an automaton: terms and their states. Over a
+    bare automaton here (an array's item automaton, which has no masker:
+    :class:`dotjson.jsonschema.unique.UniqueValues`); :class:`dotjson.masks.MaskView` adds an
+    index's masks."""
+
+    EPS, EMPTY = _K.EPS, _K.EMPTY
 
     def __init__(self, auto) -> None:
         self._auto = auto
-        self.EPS, self.EMPTY = _K.EPS, _K.EMPTY
 
     def ref(self, name: str) -> int:
+        """The term of a reference to rule ``name``."""
         return self._auto.ref_term(name)
 
     def seq(self, a: int, b: int) -> int:
+        """The term ``a b``."""
         return self._auto._run(_K.seq, a, b)
 
+    def alt(self, a: int, b: int) -> int:
+        """The term ``a | b``."""
+        return self._auto._run(_K.alt, np.asarray([a, b], dtype=np.int32), 2)
+
+    def is_empty(self, t: int) -> bool:
+        return self._auto.is_empty(t)
+
     def state(self, t: int) -> int:
+        """The state of live term ``t``."""
         return self._auto.state(t)
+
+    def walk(self, state: int, data: bytes) -> int:
+        """The state after ``data`` from ``state``; negative when it dies."""
+        return self._auto.walk_bytes(state, data) if data else state
+
+    def accepting(self, state: int) -> bool:
+        return bool(self._auto.accepting[state])

@@ -34,7 +34,6 @@ import json
 
 import numpy as np
 
-from dotjson.ir.families import not_a_token_walk
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.unique import QUICK_DIVE, _lex
 from dotjson.jsonschema.unique_strings import ArrayMask, _ids, _set_eos, _skip, relaxed_of, spelling, string_content
@@ -457,18 +456,16 @@ class _AnyMask(ArrayMask):
         elif fresh and not fam.may_become(seen, whole):
             return True
         text = whole.decode("latin-1")
-        if fresh and seen == self.seen:
+        if fresh and seen == self.seen and not fam.grows_new(seen, text):
+            # (an object that can take a member of a name no value holds is live without a
+            # search, as ``live`` finds first: a quick search from inside an object with a
+            # required member still to come spends its states on other members' values first)
             q = fam._q(self.k, text)
             if q >= 0:
                 auto = fam._auto
                 danger = set(self.danger)
                 for u in self.witnesses:
-                    r = q
-                    with not_a_token_walk():  # (the item automaton reads: UniqueValues._successors)
-                        for ch in u:
-                            r = auto.step(r, ord(ch))
-                            if r < 0:
-                                break
+                    r = fam.walk(q, u)
                     if r >= 0 and auto.accepting[r] and fam.value_of((text + u).encode("latin-1")) not in danger:
                         return True
                 lex = 0

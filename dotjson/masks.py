@@ -665,8 +665,9 @@ class MaskView(_AutomatonView):
         return self._caches.setdefault(id(family), {})
 
     def walk_items(self, state: int, data: bytes) -> int:
-        """:meth:`walk`, the items of rule families it enters stepped by their families
-        (:meth:`Masker.walk_items`)."""
+        """The state after ``data`` from ``state`` (negative when it dies), the items of rule
+        families it enters stepped by their families (:meth:`Masker.walk_items`): a family's
+        state inside an item names a successor per byte, a body of ~100 rules each."""
         return self._m.walk_items(state, data) if data else state
 
     def set_eos(self, out: np.ndarray) -> None:

@@ -168,9 +168,5 @@ class AutomatonView:
         """The state of live term ``t``."""
         return self._auto.state(t)
 
-    def walk(self, state: int, data: bytes) -> int:
-        """The state after ``data`` from ``state``; negative when it dies."""
-        return self._auto.walk_bytes(state, data) if data else state
-
     def accepting(self, state: int) -> bool:
         return bool(self._auto.accepting[state])

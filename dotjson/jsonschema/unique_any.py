@@ -650,4 +650,4 @@ def _decide(m: _AnyMask, view, tb: bytes, body: bytes, other: int) -> bool:
         return False
     if m.other_state is None:
         m.other_state = -1 if view.is_empty(other) else view.state(other)
-    return m.other_state >= 0 and view.walk(m.other_state, tb) >= 0
+    return m.other_state >= 0 and view.walk_items(m.other_state, tb) >= 0

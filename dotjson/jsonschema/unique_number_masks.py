@@ -212,7 +212,7 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
         if not ok and other != view.EMPTY:
             if other_state is None:
                 other_state = -1 if view.is_empty(other) else view.state(other)
-            ok = other_state >= 0 and view.walk(other_state, view.token_bytes(t)) >= 0
+            ok = other_state >= 0 and view.walk_items(other_state, view.token_bytes(t)) >= 0
         if not ok:
             out[t >> 5] &= ~np.uint32(1 << (t & 31))
     # tokens going past the item (or before it, past whitespace): walked from the exact state
@@ -224,7 +224,7 @@ def token_mask(fam, view, state: int, prefix: int, st, rest: int, other: int):
     for t in _ids(cross):
         if t in eos:
             continue
-        if view.walk(state, view.token_bytes(t)) < 0:
+        if view.walk_items(state, view.token_bytes(t)) < 0:
             out[t >> 5] &= ~np.uint32(1 << (t & 31))
     if extra is not None:
         out |= extra

@@ -146,13 +146,13 @@ class ArrayMask:
             v = self.view
             if self._rest_state is None:
                 self._rest_state = self._state_of(self.rest)
-            end_ok = not r or (self._rest_state >= 0 and v.walk(self._rest_state, r) >= 0)
+            end_ok = not r or (self._rest_state >= 0 and v.walk_items(self._rest_state, r) >= 0)
             if r:
                 sep = self._sep_states.get(k)
                 if sep is None:
                     sep = self._sep_states[k] = self._state_of(
                         v.seq(v.ref(self.fam.name(("+s", k))), self.rest))
-                sep_ok = sep >= 0 and v.walk(sep, r) >= 0
+                sep_ok = sep >= 0 and v.walk_items(sep, r) >= 0
             else:
                 sep_ok = True
             hit = self._r[(r, k)] = (end_ok, sep_ok, r[_skip(r):] or None)
@@ -437,7 +437,7 @@ def _decide(m: _Mask, view, tb: bytes, body: bytes, other: int) -> bool:
         return False
     if m.other_state is None:
         m.other_state = -1 if view.is_empty(other) else view.state(other)
-    return m.other_state >= 0 and view.walk(m.other_state, tb) >= 0
+    return m.other_state >= 0 and view.walk_items(m.other_state, tb) >= 0
 
 
 def _set_eos(view, state: int, out: np.ndarray) -> None:

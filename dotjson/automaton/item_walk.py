@@ -132,6 +132,12 @@ def family_at(a, t: int, fams, cache: dict):
     """``(family, rule name, rest)`` where term ``t`` of automaton ``a`` is ``F rest``, or ``(F r1
     | F r2 | ...) rest2`` (``rest`` then ``(r1 | r2 | ...) rest2``), ``F`` a rule of one of
     ``fams``: a state at a family's rule, nothing before it; else ``None``."""
+    ti = a.store[_K.S_TI]
+    first, _ = _seq_head(ti, t)
+    if ti[first, 0] == _K.K_ALT:  # (a quick no first: every branch must start with the rule)
+        first, _ = _seq_head(ti, int(a.store[_K.S_POOL][int(ti[first, 1])]))
+    if ti[first, 0] != _K_REF:
+        return None
     got = family_ref_through_alt(a, t, fams, cache)
     if got is None or got[2] != _K.EPS:
         return None

@@ -148,10 +148,13 @@ class CompletionSearch:
         from dotjson.automaton.item_walk import family_at
 
         auto = self._auto
-        with not_a_token_walk(), auto.lock:
+        with auto.lock:
             at = family_at(auto, auto.term_of(r), self._item_fams, self._item_rule_fam)
-            texts = at[0].completions(at[1]) if at is not None and hasattr(at[0], "completions") else None
-        got = [(u, r2) for u, r2 in ((u, self.walk(r, u)) for u in texts or ()) if r2 >= 0] or None
+        got = None
+        if at is not None and hasattr(at[0], "completions"):
+            with not_a_token_walk():
+                texts = at[0].completions(at[1])
+            got = [(u, r2) for u, r2 in ((u, self.walk(r, u)) for u in texts or ()) if r2 >= 0] or None
         if len(self._jump) > 100_000:
             self._jump.clear()
         self._jump[r] = got
@@ -277,7 +280,7 @@ class CompletionSearch:
         of the free values beside the members it needs (JsonSchemaStore---tson's items: a
         required array of objects with required members, ~45 bytes past free members)."""
         auto = self._auto
-        fams = self._item_fams
+        fams = () if self.strings else self._item_fams  # (a string holds no array)
         for cap in range(1, MAX_DIVE_DEPTH + 1):
 
             def succ(r, lx, depth):
@@ -295,25 +298,28 @@ class CompletionSearch:
             while stack and budget > 0:
                 t, lx, depth, todo = stack[-1]
                 for b, r in todo:  # (a byte, or a text: a nested family's item completed)
-                    piece = chr(b) if type(b) is int else b
                     if r in seen:
                         if ends and auto.accepting[r]:
                             # (``ends``: every text into an accepting state, not only the first
                             # one: ``[1]`` and ``[1,0]`` end in one state with different values)
                             budget -= 1
-                            yield t + piece
+                            yield t + (chr(b) if type(b) is int else b)
                         continue
                     seen.add(r)
                     budget -= 1
-                    u = t + piece
+                    if type(b) is int:
+                        u = t + chr(b)
+                        d = depth + ((b in b"[{") - (b in b"]}") if lx == 0 else 0)
+                        lx2 = _lex(lx, b)
+                    else:
+                        u, d, lx2 = t + b, depth, lx
+                        for ch in b:
+                            c = ord(ch)
+                            if lx2 == 0:
+                                d += (c in b"[{") - (c in b"]}")
+                            lx2 = _lex(lx2, c)
                     if auto.accepting[r]:
                         yield u
-                    d, lx2 = depth, lx
-                    for ch in piece:
-                        c = ord(ch)
-                        if lx2 == 0:
-                            d += (c in b"[{") - (c in b"]}")
-                        lx2 = _lex(lx2, c)
                     stack.append((u, lx2, d, succ(r, lx2, d)))
                     break
                 else:

@@ -458,7 +458,7 @@ class _AnyMask(ArrayMask):
         text = whole.decode("latin-1")
         if fresh and seen == self.seen and not fam.grows_new(seen, text):
             # (an object that can take a member of a name no value holds is live without a
-            # search, as ``live`` finds first: a quick search from inside an object with a
+            # search, one of ``live``'s proofs: a quick search from inside an object with a
             # required member still to come spends its states on other members' values first)
             q = fam._q(self.k, text)
             if q >= 0:

@@ -188,7 +188,15 @@ class UniqueValues(CompletionSearch, _Family):
         vals: dict = {}
         exhausted = False
         if q >= 0:
-            for u in self._suffixes(q):
+            # first a quick search that yields every text into an accepting state (``ends``):
+            # a value per state with a way out, where the searches of _suffixes expand a state
+            # once and so find one value per accepting state (JsonSchemaStore---vsix-publish's
+            # categories, any string or one of 41 names: 2,355 states for 4 values, ~55 ms)
+            for u in self._dive(q, 0, QUICK_DIVE, True):
+                vals.setdefault(value_key(u), None)
+                if len(vals) >= need:
+                    break
+            for u in self._suffixes(q) if len(vals) < need else ():
                 vals.setdefault(value_key(u), None)
                 if len(vals) >= need:
                     break

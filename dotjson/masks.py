@@ -22,8 +22,8 @@ from ._kernels import walk as _walk
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
 from .automaton import kernels as _K
 from .automaton.item_walk import (
-    AutomatonView as _AutomatonView, _seq_head, family_branches as _family_branches, family_ref as _family_ref,
-    family_ref_through_alt as _family_ref_through_alt, walk_items as _walk_items)
+    AutomatonView as _AutomatonView, _seq_head, family_at as _family_at, family_branches as _family_branches,
+    family_ref as _family_ref, walk_items as _walk_items)
 from .automaton import heads as _heads
 from .errors import LimitExceededError
 from .ir.families import token_walk as _token_walk
@@ -326,10 +326,8 @@ class Masker:
         with self._lock:
             s, i, stepped, loose = state, 0, False, 0
             while i < len(data):
-                got = _family_ref_through_alt(a, a.term_of(s), fams, self._rule_family)
-                took = None
-                if got is not None and got[2] == _K.EPS:
-                    took = got[0].token_step(self._get_view(), got[1], got[3], data[i:])
+                got = _family_at(a, a.term_of(s), fams, self._rule_family)
+                took = None if got is None else got[0].token_step(self._get_view(), got[1], got[2], data[i:])
                 if took is not None:
                     s, n = took
                     if s < 0:

@@ -114,34 +114,25 @@ def family_branches(a, t: int, fams, cache: dict):
     return key[0], key[1], key[2], after, others
 
 
-def family_ref_through_alt(a, t: int, fams, cache: dict):
-    """:func:`family_ref`, where ``t`` starts with an alternation every branch of which starts
-    with the same family rule after the same prefix, ``(x F r1 | x F r2 | ...) rest``, that rule:
-    ``(family, name, x, (r1 | r2 | ...) rest)`` (not a family rule further on)."""
+def family_at(a, t: int, fams, cache: dict):
+    """``(family, rule name, rest)`` where term ``t`` of automaton ``a`` is ``F rest``, or ``(F r1
+    | F r2 | ...) rest2`` (``rest`` then ``(r1 | r2 | ...) rest2``: every branch starts with the
+    same rule), ``F`` a rule of one of ``fams``: a state at a family's rule, nothing before it;
+    else ``None``."""
     ti = a.store[_K.S_TI]
     first, rest = _seq_head(ti, t)
     if ti[first, 0] == _K.K_ALT:
+        h, _ = _seq_head(ti, int(a.store[_K.S_POOL][int(ti[first, 1])]))
+        if ti[h, 0] != _K_REF:  # (a quick no: every branch must start with the rule)
+            return None
         got = family_branches(a, first, fams, cache)
-        if got is not None and not got[4]:
-            fam, name, prefix, after, _ = got
-            return fam, name, prefix, a._run(_K.seq, after, rest)
-    return family_ref(a, t, fams, cache)
-
-
-def family_at(a, t: int, fams, cache: dict):
-    """``(family, rule name, rest)`` where term ``t`` of automaton ``a`` is ``F rest``, or ``(F r1
-    | F r2 | ...) rest2`` (``rest`` then ``(r1 | r2 | ...) rest2``), ``F`` a rule of one of
-    ``fams``: a state at a family's rule, nothing before it; else ``None``."""
-    ti = a.store[_K.S_TI]
-    first, _ = _seq_head(ti, t)
-    if ti[first, 0] == _K.K_ALT:  # (a quick no first: every branch must start with the rule)
-        first, _ = _seq_head(ti, int(a.store[_K.S_POOL][int(ti[first, 1])]))
+        if got is None or got[4] or got[2] != _K.EPS:
+            return None
+        return got[0], got[1], a._run(_K.seq, got[3], rest)
     if ti[first, 0] != _K_REF:
         return None
-    got = family_ref_through_alt(a, t, fams, cache)
-    if got is None or got[2] != _K.EPS:
-        return None
-    return got[0], got[1], got[3]
+    got = family_ref(a, t, fams, cache)
+    return None if got is None or got[2] != _K.EPS else (got[0], got[1], got[3])
 
 
 class AutomatonView:

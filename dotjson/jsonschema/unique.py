@@ -20,8 +20,8 @@ from dotjson.jsonschema.item_rules import ItemRules
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
 from dotjson.jsonschema.statefamily import _Family
 from dotjson.jsonschema.unique_numbers import UniqueNumbers, item_params  # noqa: F401 (re-exported)
-from dotjson.jsonschema.unique_search import (  # noqa: F401 (canonical_text, QUICK_DIVE re-exported)
-    MAX_VALUE_SEARCH, QUICK_DIVE, CompletionSearch, _lex, canonical_text, value_key)
+from dotjson.jsonschema.unique_search import (  # noqa: F401 (canonical_text re-exported)
+    MAX_VALUE_SEARCH, QUICK_DIVE, CompletionSearch, _lex_of, canonical_text, value_key)
 from dotjson.jsonschema.unique_strings import FRESH, string_content, token_mask, value_contents
 
 __all__ = ["UniqueNumbers", "UniqueValues", "canonical_text", "item_params"]
@@ -99,6 +99,7 @@ class UniqueValues(CompletionSearch, _Family):
         self._rank: dict = {}    # ... in the order the depth-first search tries them
         self._jump: dict = {}    # ... inside a nested family's item: completions of it (_jumps)
         self._item_fams = ()     # the item automaton's families that step their own items
+        self._item_view = None   # ... what their token_step uses of it (item_walk.AutomatonView)
         self._item_rule_fam: dict = {}  # its rule ids -> (family, name) or None (item_walk)
         self._walk = (0, 0)      # (token walk id, rules made in it): MAX_MASK_ITEM_TEXTS
         self._node_prod = None   # the automaton's analysis (bind): an item position's emptiness
@@ -314,9 +315,7 @@ class UniqueValues(CompletionSearch, _Family):
 
                 # a first completion depth first (a few, closing what is open: a witness in about
                 # as many states as it has bytes), then the shortest ones
-                lex = 0
-                for ch in text:
-                    lex = _lex(lex, ord(ch))
+                lex = _lex_of(text)
                 ok = any(good(text + u) for u, _ in zip(self._dive(q, lex, QUICK_DIVE, True), range(3))) or \
                     any(good(text + u) for u in self._suffixes(q, text))
                 if not ok:

@@ -35,7 +35,7 @@ import json
 import numpy as np
 
 from dotjson.jsonschema.jsonbase import JSON_WS_BYTES
-from dotjson.jsonschema.unique import QUICK_DIVE, _lex
+from dotjson.jsonschema.unique_search import QUICK_DIVE, _lex_of
 from dotjson.jsonschema.unique_strings import ArrayMask, _ids, _set_eos, _skip, relaxed_of, spelling, string_content
 
 __all__ = ["item_end", "item_scan", "may_become", "parse_canonical", "token_mask"]
@@ -468,9 +468,7 @@ class _AnyMask(ArrayMask):
                     r = fam.walk(q, u)
                     if r >= 0 and auto.accepting[r] and fam.value_of((text + u).encode("latin-1")) not in danger:
                         return True
-                lex = 0
-                for ch in text:
-                    lex = _lex(lex, ord(ch))
+                lex = _lex_of(text)
                 for u, _ in zip(fam._dive(q, lex, QUICK_DIVE, True), range(3)):
                     if fam.value_of((text + u).encode("latin-1")) not in danger:
                         self.witnesses.insert(0, u)

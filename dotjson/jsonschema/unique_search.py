@@ -99,6 +99,15 @@ def _lex(state: int, b: int) -> int:
     return 1
 
 
+def _lex_of(text: str) -> int:
+    """Where ``text`` (bytes as latin-1) leaves a JSON text that starts between tokens
+    (:func:`_lex`)."""
+    lex = 0
+    for ch in text:
+        lex = _lex(lex, ord(ch))
+    return lex
+
+
 class CompletionSearch:
     """The searches over an array's item automaton, a part of
     :class:`~dotjson.jsonschema.unique.UniqueValues` (which holds the automaton ``_auto``, the
@@ -172,9 +181,7 @@ class CompletionSearch:
         q = self._q(self._pos(seen), text)
         if q < 0 or self._auto.accepting[q]:
             return None
-        lex = 0
-        for ch in text:
-            lex = _lex(lex, ord(ch))
+        lex = _lex_of(text)
         out = []
         for u, _ in zip(self._dive(q, lex, QUICK_DIVE, True), range(4 * n)):
             if value_key(text + u) not in seen:
@@ -210,9 +217,7 @@ class CompletionSearch:
         if hit is None:
             if len(self._sufs) > 100_000:
                 self._sufs.clear()
-            lex = 0
-            for ch in text:
-                lex = _lex(lex, ord(ch))
+            lex = _lex_of(text)
             hit = self._sufs[q] = ([], self._search_suffixes(q, lex))
         done, more = hit
         yield from done
@@ -333,9 +338,7 @@ class CompletionSearch:
         auto = self._auto
         if auto.accepting[q]:
             yield text
-        lex = 0
-        for ch in text:
-            lex = _lex(lex, ord(ch))
+        lex = _lex_of(text)
         order = [(q, text, lex)]
         for s, t, lx in order:
             if len(order) > MAX_VALUE_SEARCH:

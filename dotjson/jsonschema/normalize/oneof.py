@@ -25,9 +25,6 @@ def refused_for_size(err) -> bool:
     return err.keyword == "oneOf" and str(err).startswith(_OVERLAP) and _too_many(err)
 
 
-def _same(x):
-    return x
-
 def _extra_witness(a) -> bool:
     """Whether atom ``a`` is a witness of an extra member (a negated ``additionalProperties``)."""
     return type(a) is Some and type(a.spec) is ExtraKeys
@@ -218,7 +215,7 @@ class OneOf:
             return N
         N = [y for y in (self._atoms_beside(x, base) for x in N) if y is not None]
         fact = (frozenset(base), types_of(base), {x.name for x in base if type(x) is Props and x.schema == FALSE})
-        if any(self._implies(fact, x, _same) for x in N):
+        if any(self._implies(fact, x) for x in N):
             return None
         if len(N) < 2:
             return N

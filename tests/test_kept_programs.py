@@ -168,3 +168,31 @@ def test_a_node_the_front_end_drops_is_an_ordinary_node_again():
         numbers._NUMBER_LANGUAGES.update(before)
         for v in before.values():
             ir.share(v)
+
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_separators_and_quote_are_the_base_image_s(llama3_vocab, llama3_tokenizer, order, monkeypatch):
+    """Objects write the quote, ``ws "," ws`` and ``ws ":" ws`` in every state and member: the
+    process's nodes of them (``jsonbase.punctuation``, ``QUOTE``), compiled once in the base
+    image, so no index compiles them in its own store (each was a program and a term per index,
+    the quote one per object), and its masks are those of an index that compiles them itself."""
+    from dotjson.jsonschema import jsonbase, objects_any_order
+
+    ws, sep, colon = jsonbase.punctuation(False)
+    assert jsonbase.punctuation(False)[1] is sep and jsonbase.punctuation(False)[2] is colon
+    ids = llama3_tokenizer.encode(DOCS[0], add_special_tokens=False)
+    ix = Index(SCHEMA, llama3_vocab, close_objects=False, property_order=order)
+    walked = _walk(ix, ids)
+    rules = ix._auto.rules
+    for node in (jsonbase.QUOTE, sep, colon):
+        assert id(node) in rules._base_compiled and id(node) not in rules._compiled
+    # the reference: new nodes for them at every compiler (so none in the base image)
+    monkeypatch.setattr(jsonbase, "punctuation", lambda d, p="": (
+        ws, ir.seq(ws, ir.lit(","), ws), ir.seq(ws, ir.lit(":"), ws)))
+    monkeypatch.setattr(jsonbase, "QUOTE", ir.Lit('"'))
+    monkeypatch.setattr(objects_any_order, "QUOTE", jsonbase.QUOTE)
+    ref = Index(SCHEMA, llama3_vocab, close_objects=False, property_order=order)
+    assert _walk(ref, ids) == walked
+    rules = ref._auto.rules
+    assert id(jsonbase.QUOTE) not in rules._base_compiled

@@ -129,17 +129,32 @@ def _format_nodes(tr) -> tuple:
     return tuple(nodes)
 
 
-def _shared_with_formats(spellings: str, formats: tuple) -> tuple:
-    """:func:`shared_nodes` followed by ``formats``, one tuple per set of formats and process (so
-    the store image is found by the tuple's identity, as for schemas without formats)."""
+def _shared_with_formats(spellings: str, formats: tuple, punct: tuple = ()) -> tuple:
+    """:func:`shared_nodes` followed by ``punct`` (the separators and the quote of the
+    grammar's whitespace setting: :func:`dotjson.jsonschema.jsonbase.punctuation`'s nodes) and
+    ``formats``, one tuple per such set and process (so the store image is found by the tuple's
+    identity, as for schemas without formats)."""
     base = shared_nodes(spellings)
-    if not formats:
+    more = punct + formats
+    if not more:
         return base
-    key = (spellings, *map(id, formats))
+    key = (spellings, *map(id, more))
     hit = _SHARED_NODES.get(key)
-    if hit is None or any(a is not b for a, b in zip(hit[len(base):], formats)):
-        hit = _SHARED_NODES[key] = base + formats
+    if hit is None or any(a is not b for a, b in zip(hit[len(base):], more)):
+        hit = _SHARED_NODES[key] = base + more
     return hit
+
+
+def _punct_nodes(tr, disallow_whitespace: bool) -> tuple:
+    """The compiler's separators and quote where they are the process's own nodes (the base
+    image then holds their terms; a node made for one compiler would make an image of its
+    own)."""
+    from dotjson.jsonschema.jsonbase import QUOTE, punctuation
+
+    ws, sep, colon = punctuation(disallow_whitespace, tr.bp)
+    if tr.sep is not sep or tr.colon is not colon or tr.quote is not QUOTE:
+        return ()
+    return tuple(x for x in (QUOTE, sep, colon) if type(x) is not ir.Ref and x is not ir.EPS)
 
 
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,
@@ -357,7 +372,8 @@ def _assemble(tr, root, disallow_whitespace: bool, spellings: str) -> ir.Grammar
         base = {k: tr.rules[k] for k in tr.base}
     # the families list is shared: property_order="any" objects add theirs as they are built
     grammar = ir.Grammar(rules, "start", families=tr.families,
-                         shared=(base, _shared_with_formats(spellings, _format_nodes(tr)), warm_items(spellings)))
+                         shared=(base, _shared_with_formats(spellings, _format_nodes(tr), _punct_nodes(tr, disallow_whitespace)),
+                                 warm_items(spellings)))
     # (what families reading their items with an automaton of their own need: a weak reference,
     # the grammar owning the compiler through its rules, not the other way round)
     tr.grammar_ref = weakref.ref(grammar)

@@ -114,7 +114,7 @@ class ObjectRules(ObjectWitnesses):
         tr.owned.append(self)  # (its closures and key sets refer to it: let go with the compiler)
         self.o = o
         self.where = where
-        self.quote = lit('"')
+        self.quote = tr.quote
         # made on first use
         self.contents: dict = {}          # extra key class -> its spellings
         self.declared_spellings: list = []  # [the spellings of the declared names]

@@ -31,6 +31,7 @@ import numpy as np
 from dotjson import ir
 from dotjson.ir import EPS, Ref
 from dotjson.ir.families import register_family
+from dotjson.jsonschema.jsonbase import QUOTE
 from dotjson.jsonschema.key_trie import INLINE, KeySet, KeyTrie, known_by_member
 
 __all__ = ["AnyOrderObject", "any_order_object"]
@@ -183,7 +184,7 @@ class AnyOrderObject:
         self._ranks: dict = {}
         self._sets: dict = {}
         self._parsed: dict = {}
-        self._q = ir.lit('"')
+        self._q = QUOTE
         self._wnames: dict = {}  # member -> its name and closing quote, one node (written bodies)
         self._cover: dict = {}   # (seen, witnesses) -> _covers
         self.bind(None)

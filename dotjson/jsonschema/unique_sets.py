@@ -22,6 +22,7 @@ from __future__ import annotations
 from dotjson import ir
 from dotjson.ir import EPS, Ref, seq
 from dotjson.ir.families import register_family
+from dotjson.jsonschema.jsonbase import QUOTE
 
 __all__ = ["UniqueChoices", "assign"]
 
@@ -29,7 +30,6 @@ __all__ = ["UniqueChoices", "assign"]
 #: at most); above, ``index.grammar`` names the family instead (its states are made lazily)
 MAX_RENDERED_VALUES = 12
 
-_QUOTE = ir.lit('"')
 
 
 def _bits(mask: int):
@@ -283,7 +283,7 @@ class UniqueChoices:
             # node once and finds it again by identity in every later body)
             (quoted if self.quoted[k] else plain).append(ir.Seq((values[k], Ref(self.name(used | 1 << k)))))
         if quoted:
-            plain.append(seq(_QUOTE, ir.alt(*quoted)))
+            plain.append(seq(QUOTE, ir.alt(*quoted)))
         node = ir.alt(*([EPS] if i >= self.need else []), seq(self.sep if i else EPS, ir.alt(*plain)))
         if len(self._bodies) > 100_000:
             self._bodies.clear()

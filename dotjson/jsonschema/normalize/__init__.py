@@ -38,7 +38,6 @@ from collections import defaultdict
 
 from dotjson import ir
 from dotjson.errors import UnsupportedSchemaError
-from dotjson.ir import EPS, Ref, lit, seq
 from dotjson.jsonschema.normalize.decide import Decisions
 from dotjson.jsonschema.normalize.documents import Documents
 from dotjson.jsonschema.normalize.forms import _COMPACT_BUDGET, NormalForms
@@ -88,9 +87,9 @@ class Normalizer(Keywords, NormalForms, Negation, OneOf, Decisions):
         self.ns = namespace
         self.bp = base_prefix
         self.base = _grammar.json_base(disallow_whitespace, prefix=base_prefix, spellings=spellings)
-        self.ws = EPS if disallow_whitespace else Ref(base_prefix + "ws")
-        self.sep = seq(self.ws, lit(","), self.ws)
-        self.colon = seq(self.ws, lit(":"), self.ws)
+        # (the process's nodes of them: the base image holds their terms)
+        self.ws, self.sep, self.colon = _grammar.punctuation(disallow_whitespace, base_prefix)
+        self.quote = _grammar.QUOTE
         self.rules: dict[str, ir.Node] = {}
         self.rule_of: dict = {}          # expr -> rule name (or node, for inlined ones)
         self.names_used: set[str] = set(self.base) | {"start"}

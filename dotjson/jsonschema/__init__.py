@@ -129,7 +129,7 @@ def _format_nodes(tr) -> tuple:
     return tuple(nodes)
 
 
-def _shared_with_formats(spellings: str, formats: tuple, punct: tuple = ()) -> tuple:
+def _shared_nodes_for(spellings: str, formats: tuple, punct: tuple = ()) -> tuple:
     """:func:`shared_nodes` followed by ``punct`` (the separators and the quote of the
     grammar's whitespace setting: :func:`dotjson.jsonschema.jsonbase.punctuation`'s nodes) and
     ``formats``, one tuple per such set and process (so the store image is found by the tuple's
@@ -371,9 +371,8 @@ def _assemble(tr, root, disallow_whitespace: bool, spellings: str) -> ir.Grammar
     if any(tr.rules[k] is not v for k, v in base):
         base = {k: tr.rules[k] for k in tr.base}
     # the families list is shared: property_order="any" objects add theirs as they are built
-    grammar = ir.Grammar(rules, "start", families=tr.families,
-                         shared=(base, _shared_with_formats(spellings, _format_nodes(tr), _punct_nodes(tr, disallow_whitespace)),
-                                 warm_items(spellings)))
+    nodes = _shared_nodes_for(spellings, _format_nodes(tr), _punct_nodes(tr, disallow_whitespace))
+    grammar = ir.Grammar(rules, "start", families=tr.families, shared=(base, nodes, warm_items(spellings)))
     # (what families reading their items with an automaton of their own need: a weak reference,
     # the grammar owning the compiler through its rules, not the other way round)
     tr.grammar_ref = weakref.ref(grammar)

@@ -151,6 +151,17 @@ class LazyRules(Mapping):
         nat = getattr(self._src, "native", None)
         return None if nat is None else nat.get(name)
 
+    def texts_of(self, node: Node):
+        """``(texts, chars)`` where ``node`` is an alternation of the source's spellings of
+        ``texts`` (``chars`` is the source's spelling policy: each text a sequence of its
+        characters' nodes, ``chars.enc_char(c)``), registered by the source (its
+        ``text_alts``); ``None`` otherwise. The automaton builds such a node's term from its
+        characters' terms at once, without walking the tree (a wide object's declared names, a
+        few thousand characters), and knows it regular."""
+        ta = getattr(self._src, "text_alts", None)
+        hit = None if ta is None else ta.get(id(node))
+        return hit[1:] if hit is not None and hit[0] is node else None
+
     def __bool__(self) -> bool:
         return bool(self._src.rules) or bool(self._src.pending)
 

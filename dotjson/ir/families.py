@@ -280,6 +280,11 @@ class _FamilyRules(Mapping):
     def __contains__(self, name) -> bool:
         return name in self._rules or self._family(name) is not None
 
+    def texts_of(self, node):
+        """The rules' :meth:`dotjson.ir.LazyRules.texts_of` (``None`` where they have none)."""
+        f = getattr(self._rules, "texts_of", None)
+        return None if f is None else f(node)
+
     def __iter__(self):
         return iter(self._rules)
 

@@ -312,7 +312,7 @@ def _text_of(text: str, char, memo: dict) -> ir.Node:
     hit = memo.get(text)
     if hit is not None:
         return hit
-    node = ir.seq(*(char(ch) for ch in text))
+    node = ir.seq(*map(char, text))
     if len(text) <= 8 and len(memo) < 100_000:
         memo[text] = node
     return node

@@ -79,6 +79,9 @@ class Normalizer(Keywords, NormalForms, Negation, OneOf, Decisions):
         self.bounds = default_bounds(bounds, close_objects=close_objects)
         self.gen_bounds = GENERATION_BOUNDS if self.bounds == "generation" else None
         self.families: list = []         # lazy rule families (property_order="any" objects)
+        # alternations of texts' spellings the automaton builds from their characters at once:
+        # id(node) -> (node, texts, spelling policy) (see dotjson.ir.LazyRules.texts_of)
+        self.text_alts: dict = {}
         self.lenient = lenient
         self.strict = 0
         # Several schemas may share one grammar (``%json`` rules in a Lark grammar, tool calls):

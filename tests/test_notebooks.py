@@ -78,6 +78,7 @@ def outputs(nb):
     return kernel, figures, "\n".join(texts)
 
 
+@pytest.mark.slow  # (26 s: the default run stays under 15 min on a slow day; the coverage notebook runs)
 def test_speed_notebook():
     tiny = f"""
 SAMPLE = 1

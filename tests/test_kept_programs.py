@@ -170,7 +170,6 @@ def test_a_node_the_front_end_drops_is_an_ordinary_node_again():
             ir.share(v)
 
 
-
 @pytest.mark.parametrize("order", ["schema", "any"])
 def test_separators_and_quote_are_the_base_image_s(llama3_vocab, llama3_tokenizer, order, monkeypatch):
     """Objects write the quote, ``ws "," ws`` and ``ws ":" ws`` in every state and member: the

@@ -329,7 +329,7 @@ class Rules:
             if k is not None:
                 prog += [K.OP_LOAD, k]
                 continue
-            if not done and texts_of is not None:
+            if not done and texts_of is not None and type(node) is ir.Alt:
                 got = texts_of(node)
                 if got is not None:
                     # the spellings of texts: the program a walk of its tree writes, from the
@@ -545,6 +545,6 @@ class Rules:
         return got
 
     def _is_reg(self, node: ir.Node) -> bool:
-        if self._texts_of is not None and self._texts_of(node) is not None:
+        if self._texts_of is not None and type(node) is ir.Alt and self._texts_of(node) is not None:
             return True  # (texts' spellings: no rule in them, known without a walk)
         return is_regular(node, self._regular, self._base_regular)

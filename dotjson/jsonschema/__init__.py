@@ -151,10 +151,10 @@ def _punct_nodes(tr, disallow_whitespace: bool) -> tuple:
     own)."""
     from dotjson.jsonschema.jsonbase import QUOTE, punctuation
 
-    ws, sep, colon = punctuation(disallow_whitespace, tr.bp)
+    _, sep, colon = punctuation(disallow_whitespace, tr.bp)
     if tr.sep is not sep or tr.colon is not colon or tr.quote is not QUOTE:
         return ()
-    return tuple(x for x in (QUOTE, sep, colon) if type(x) is not ir.Ref and x is not ir.EPS)
+    return QUOTE, sep, colon
 
 
 def schema_to_grammar(schema, *, disallow_whitespace: bool = False, close_objects: bool = True,

@@ -31,7 +31,6 @@ __all__ = ["UniqueChoices", "assign"]
 MAX_RENDERED_VALUES = 12
 
 
-
 def _bits(mask: int):
     """The indices of the bits set in ``mask``, lowest first."""
     while mask:

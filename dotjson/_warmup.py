@@ -107,6 +107,9 @@ def _warmup(dtypes) -> None:
     for text in ("{", '"', "é", '"', ":", '"'):
         state = obj.next_state(state, tokens.index(text))
     obj.mask(state)
+    # a counted class at a mask walk's root (a pattern's `[0-9a-f]{8}`): its tables' kernel
+    cls = Index({"type": "string", "pattern": "^a{1,3}1$"}, vocab)
+    cls.mask(cls.next_state(cls.initial_state, tokens.index('"')))
     # the store's growth: its rehashing kernels (a wide schema's first requests grow the store)
     auto = obj._auto
     # what the rule families of arrays of distinct values call from Python: one transition, a
@@ -131,5 +134,5 @@ def _warmup(dtypes) -> None:
     # the model, the kernels: ~300,000 objects, ~0.15 s): the collector's first full pass of the
     # process otherwise comes after a few thousand young collections, inside some request. Only
     # the collection is run; no setting of the collector changes.
-    del index, guide, processor, ts, obj, auto
+    del index, guide, processor, ts, obj, cls, auto
     gc.collect()

@@ -746,3 +746,135 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
         return EXIT
     ret[R_PHASE] = PH_DONE
     return DONE
+
+
+
+#: :func:`class_mask`'s answers beside ``DONE`` and ``EXIT``: the state is no counted class, or
+#: the exit edges to walk do not fit the stack beside the walk's own frames (the caller walks
+#: the state whole instead, ``out`` discarded).
+NOT_CLASS, NO_ROOM = 2, 3
+# ``ret`` slots and phases of class_mask (R_SP and R_PHASE as compute_mask's)
+_R_REST = 2
+_CM_START, _CM_SPECIAL, _CM_SEED_PLAIN, _CM_PLAIN = PH_START, PH_SPECIAL, PH_INV, PH_PLAIN
+
+
+@kernel
+def _class_seed(S, trie, ex_ptr, ex_depth, ex_child, rest, lo, hi, room, out, st_node, st_state,
+                st_edge):
+    """The frames starting a counted class's walk of ``trie`` (see :func:`class_mask`): below
+    every exit edge of depth ``lo .. hi`` whose byte ``rest`` takes to a live state, the
+    child's tokens set and a frame for its subtree. Their number; -1 on exit (the edges are
+    gone through again: their bits are set already), -2 past ``room`` frames."""
+    S = K.borrow(S)
+    child_ptr, tok_ptr, tok_ids = K.borrow(trie[0]), K.borrow(trie[3]), K.borrow(trie[4])
+    sp = 0
+    for b in range(256):
+        i = ex_ptr[b]
+        end = ex_ptr[b + 1]
+        if i == end:
+            continue
+        nxt = _fill(S, rest, b, True)  # (the whole row: most bytes are asked)
+        if nxt == K.FAIL:
+            return -1
+        if nxt < 0:
+            continue
+        while i < end and ex_depth[i] < lo:  # (sorted by depth: the range's first)
+            i += 1
+        while i < end and (hi < 0 or ex_depth[i] <= hi):
+            c = ex_child[i]
+            _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
+            if child_ptr[c + 1] > child_ptr[c]:
+                if sp >= room:
+                    return -2
+                st_node[sp] = c
+                st_state[sp] = nxt
+                st_edge[sp] = child_ptr[c]
+                sp += 1
+            i += 1
+    return sp
+
+
+@unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, K._I32_1, K._I32_1, K._I32_1, K._I32_1, K._I32_1,
+      K._I32_1, K._I32_1, _U32_2, K._i64, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3, K._I32_1, K._i64,
+      K._I32_1, K._I32_1, K._I32_1, _U32_2, _U64_1, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
+def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_depth, pl_child,
+               c_row, c_bits, room, big, big_bits, runs, special_mode, pseq, plen, wide, nchars,
+               tchars, len_row, len_bits, below, out, st_node, st_state, st_edge, ret):
+    """The allowed-token bits of a *counted class* ``state`` (EOS aside) OR-ed into ``out``:
+    ``C{lo,hi} rest`` whose rest starts with no byte of the byte class ``C``
+    (:func:`dotjson.automaton.states.class_run`), from the tables of ``C``
+    (:func:`dotjson.trie.class_tables`: ``c_row``/``c_bits``, the tokens all of ``C`` by
+    length; ``sp_*``/``pl_*``, the special and plain tries' exit edges): the tokens of at most
+    ``hi`` bytes all of ``C``, and in each trie, below every exit edge of depth ``lo .. hi``
+    whose byte ``rest`` takes to a live state, the child's tokens and the walk of its subtree
+    from that state (:func:`walk_trie`, with ``special_mode`` and the plain trie's tables as
+    :func:`compute_mask` passes them). The nodes spelt with ``C`` are not visited.
+
+    ``NOT_CLASS`` when ``state`` is no counted class of class ``C``'s tables (the caller read
+    ``C`` off the term), ``NO_ROOM`` when more than ``room`` frames would start a walk;
+    resumable as :func:`compute_mask` (``ret[R_PHASE] = PH_START`` once, call again after
+    ``EXIT``)."""
+    S = K.borrow(S)
+    # (the Python caller keeps these alive: views without reference counts)
+    special, plain = K.borrow(special), K.borrow(plain)
+    sp_ptr, sp_depth, sp_child = K.borrow(sp_ptr), K.borrow(sp_depth), K.borrow(sp_child)
+    pl_ptr, pl_depth, pl_child = K.borrow(pl_ptr), K.borrow(pl_depth), K.borrow(pl_child)
+    c_row, c_bits, big, big_bits, runs = K.borrow(c_row), K.borrow(c_bits), K.borrow(big), K.borrow(big_bits), K.borrow(runs)
+    pseq, plen, nchars, tchars = K.borrow(pseq), K.borrow(plen), K.borrow(nchars), K.borrow(tchars)
+    len_row, len_bits, below = K.borrow(len_row), K.borrow(len_bits), K.borrow(below)
+    out, ret = K.borrow(out), K.borrow(ret)
+    st_node, st_state, st_edge = K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
+    ti = S[K.S_TI]
+    t = S[K.S_TERM_OF][state]
+    h = ti[t, 1] if ti[t, 0] == K.K_SEQ else t
+    lo = ti[h, 2]
+    hi = ti[h, 3]
+    no_chars = K.scratch(np.int32, 1, 0)[:0]  # (the special trie: no plain-trie tables)
+    no_below = K.scratch(np.uint64, 1, 0)[:0]
+    while True:
+        ph = ret[R_PHASE]
+        if ph == _CM_START:
+            v = K.class_run(S, t)
+            if v < 0:
+                return EXIT
+            if v == 0:
+                return NOT_CLASS
+            e = K.state(S, v - 1)
+            if e < 0:
+                return EXIT
+            ret[_R_REST] = e
+            top = c_row.shape[0] - 1
+            or_words(out, c_bits[c_row[top if hi < 0 or hi > top else hi]])
+            n = _class_seed(S, special, sp_ptr, sp_depth, sp_child, e, lo, hi, room, out,
+                            st_node, st_state, st_edge)
+            if n == -1:
+                return EXIT
+            if n == -2:
+                return NO_ROOM
+            ret[R_SP] = n
+            ret[R_PHASE] = _CM_SPECIAL
+        elif ph == _CM_SPECIAL:
+            r = walk_trie(S, special, special_mode, big, big_bits, runs, out, st_node, st_state,
+                          st_edge, ret[R_SP], ret, pseq, plen, wide, no_chars, no_chars, no_chars,
+                          big_bits, no_below)
+            if r == EXIT:
+                return EXIT
+            ret[R_PHASE] = _CM_SEED_PLAIN
+        elif ph == _CM_SEED_PLAIN:
+            n = _class_seed(S, plain, pl_ptr, pl_depth, pl_child, ret[_R_REST], lo, hi, room, out,
+                            st_node, st_state, st_edge)
+            if n == -1:
+                return EXIT
+            if n == -2:
+                return NO_ROOM
+            ret[R_SP] = n
+            ret[R_PHASE] = _CM_PLAIN
+        elif ph == _CM_PLAIN:
+            mode = WALK_PLAIN | (special_mode & BYTE_RUNS)
+            r = walk_trie(S, plain, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
+                          ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row, len_bits, below)
+            if r == EXIT:
+                return EXIT
+            ret[R_PHASE] = PH_DONE
+        else:
+            return DONE

@@ -67,6 +67,6 @@ from .clamp import (  # noqa: F401
     clamp,
 )
 from .states import (  # noqa: F401
-    RUN_BYTES_MAX, byte_run, fill_entry, fill_row, fill_rows, plain_inv, plain_open, plain_run,
+    RUN_BYTES_MAX, byte_run, class_run, fill_entry, fill_row, fill_rows, plain_inv, plain_open, plain_run,
     run_head, run_len, state, walk_bytes, walk_terms,
 )

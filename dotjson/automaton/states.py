@@ -11,7 +11,7 @@ import numpy as np
 from .._kernels.jit import kernel, unit
 from .store import (
     BAND, C_EXPANDED, C_MAX_STATES, C_STATES, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, F_REP, INF,
-    K_ALT, K_BYTES, K_DIFF, K_REF, K_REP, K_SEQ, LIMIT_STATES, NEED_RULE, S_POOL, S_RULE, _T_POPEN, _T_BRUN, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
+    K_ALT, K_BYTES, K_DIFF, K_REF, K_REP, K_SEQ, LIMIT_STATES, NEED_RULE, S_POOL, S_RULE, _T_POPEN, _T_BRUN, _T_CRUN, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
     RUN_INF, STORE, S_ACC, S_BW, S_CTL, S_INV, S_RCT, S_RCW, S_READY, S_TERM_OF, S_TF, S_TI,
     S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _T_PRUN, _U0, _U1, _fail, _i64, _low, _mget,
     _mput, borrow, scratch,
@@ -635,6 +635,65 @@ def byte_run(S, s):
     if _mput(S, key, v) < 0:
         return -1
     return v
+
+
+@kernel
+def class_run(S, t):
+    """Is term ``t`` a *counted class*, ``C{lo,hi} rest`` (or ``C{lo,hi}``) where ``C`` is one
+    byte set, ``1 <= hi``, both counts below ``BAND`` (``hi`` may be ``INF``), ``rest`` live
+    and no byte of ``C`` starting it? Then a text of ``p`` bytes of ``C`` followed by a byte
+    ``b`` outside it leads, for every ``lo <= p <= hi``, to ``rest``'s successor on ``b``, and
+    dies for any other ``p``: the mask of its state is read off the tries' tables of ``C``
+    (:func:`dotjson.trie.class_tables`, :func:`dotjson._kernels.walk.class_walk`) without a
+    state per byte of ``C``. Returns ``rest``'s term + 1 (> 0), 0 when ``t`` is no such term,
+    -1 on exit; memoized per term. ``rest``'s state exists once this answered (> 0)."""
+    S = borrow(S)
+    ti = S[S_TI]
+    h = ti[t, 1] if ti[t, 0] == K_SEQ else t
+    if ti[h, 0] != K_REP:
+        return 0  # (most terms: no memo entry)
+    key = _T_CRUN | t
+    v = _mget(S, key)
+    if v >= 0:
+        return v
+    v = _class_run(S, t)
+    if v < 0:
+        return -1
+    if _mput(S, key, v) < 0:
+        return -1
+    return v
+
+
+@kernel
+def _class_run(S, t):
+    """:func:`class_run` of term ``t``, computed: its rest term + 1, 0, or -1 on exit."""
+    S = borrow(S)
+    ti = S[S_TI]
+    if ti[t, 0] == K_SEQ:
+        h = ti[t, 1]
+        rest = ti[t, 2]
+    else:
+        h = t
+        rest = EPS
+    item = ti[h, 1]
+    lo = ti[h, 2]
+    hi = ti[h, 3]
+    if ti[item, 0] != K_BYTES or lo >= BAND or (hi != INF and (hi < 1 or hi >= BAND or lo > hi)):
+        return 0
+    e = _live_state(S, rest)
+    if e == FAIL:
+        return -1
+    if e == DEAD:
+        return 0
+    words = S[S_BW][ti[item, 1]]
+    for b in range(256):
+        if _has(words, b):
+            r = fill_entry(S, e, b)
+            if r == FAIL:
+                return -1
+            if r != DEAD:
+                return 0  # the rest may start with a byte of the class
+    return rest + 1
 
 
 @kernel

@@ -118,6 +118,7 @@ _T_BRUN = 11 << 58  # byte_run of a term: its run's rest + 1, or 0
 _T_ACLS = 12 << 58  # a state's term: the BYTES term of the ASCII bytes that take it to itself
 _T_CREACH = 13 << 58  # a state's term: how far its counted class goes (subtrees._class_chain)
 _T_CCLS = 14 << 58  # ... and that class, a BYTES term
+_T_CRUN = 15 << 58  # class_run of a term: its rest + 1, or 0
 #: :func:`_far_hi` of a term whose counters a clamp leaves alone.
 NO_FAR = (1 << 31) - 1
 

@@ -34,8 +34,8 @@ import numpy as np
 
 from dotjson.errors import DotjsonTypeError, IndexFormatError, VocabularyError
 from dotjson.trie import (
-    ascii_runs, big_subtree_bits, plain_below_bytes, plain_char_counts, plain_length_bits, PlainClass, TokenTrie,
-    VocabTries,
+    MAX_CLASS_TABLES, ascii_runs, big_subtree_bits, class_tables, plain_below_bytes, plain_char_counts,
+    plain_length_bits, PlainClass, TokenTrie, VocabTries,
     _vocab_tries_from_packed,
 )
 from dotjson.vocabulary.decoders import (
@@ -70,7 +70,7 @@ class Vocabulary:
     """
 
     __slots__ = ("_blob", "_offsets", "_kinds", "_eos", "_tries", "_fingerprint", "_list", "_data", "_n_tokens",
-                 "_walk", "_uid")
+                 "_walk", "_classes", "_uid")
 
     def __init__(self, blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
                  eos_token_ids: tuple[int, ...], tries: VocabTries | None = None,
@@ -90,6 +90,7 @@ class Vocabulary:
         self._data = None  # the packed bytes as one bytes object, made on first use
         self._n_tokens = int(np.count_nonzero(kinds != _ABSENT))
         self._walk: dict[PlainClass, tuple] = {}
+        self._classes: dict[tuple, tuple] = {}  # (plain class, byte class) -> class_tables
         # a vocabulary is made just before kernels run: on a cold Numba cache, start the
         # compile helpers now, beside whatever the caller does next (no-op once linked)
         from dotjson._kernels.jit import prelink
@@ -505,6 +506,24 @@ class Vocabulary:
                     plain_below_bytes(tries.plain))
             walk = self._walk.setdefault(plain, walk)
         return walk
+
+    def _class_tables(self, plain: PlainClass, words: np.ndarray) -> tuple:
+        """The tables of byte class ``words`` (four ``uint64`` words, bit ``b`` of word
+        ``b >> 6`` for byte ``b``) at the root of a mask walk over the tries of class ``plain``
+        (:func:`dotjson.trie.class_tables`), computed on first use and kept with the
+        vocabulary, at most :data:`~dotjson.trie.MAX_CLASS_TABLES` classes (emptied when full;
+        never saved)."""
+        key = (plain, words.tobytes())
+        hit = self._classes.get(key)
+        if hit is None:
+            tries = self.tries_for(plain)
+            b = np.arange(256)
+            cmask = (words[b >> 6] >> (b & 63).astype(np.uint64)) & np.uint64(1)
+            hit = class_tables(tries.special, tries.plain, tries.n_words, cmask.astype(bool))
+            if len(self._classes) >= MAX_CLASS_TABLES:
+                self._classes.clear()
+            hit = self._classes.setdefault(key, hit)
+        return hit
 
     def __repr__(self) -> str:
         return (f"Vocabulary({len(self)} tokens, max_token_id={self.max_token_id()}, "

@@ -1,0 +1,171 @@
+"""Counted classes at a mask walk's root (``Masker._class_mask``): a state ``C{lo,hi} rest`` whose
+rest starts with no byte of the byte class ``C`` (``states.class_run``: a ``pattern``'s
+``[0-9A-Za-z]{8}-``, a hex digest, a date's digits) takes its tokens all of ``C`` from cumulative
+bitsets by length and walks from ``rest`` only below the tries' edges that leave ``C`` after
+``lo .. hi`` bytes (``trie.class_tables``, ``_kernels.walk.class_walk``), instead of visiting
+every node the class spells (~1-2 ms a position of an alphanumeric class on Llama 3).
+
+Checked: the tables against a search of the tries; the masks at every byte of documents with
+such strings, at and around their bounds, against the same index walking such states node by
+node (``_class_roots = False``) and against the reference walk (no shortcut at all), on the three
+shipped vocabularies; a class holding bytes only special tokens hold (a grammar's ``["a]``); the
+fallback when the exits do not fit the walk's stack.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dotjson import Index, masks
+from dotjson._kernels import walk
+from dotjson.jsonschema.jsonstr import PLAIN_CLASS
+from dotjson.trie import class_tables
+
+from naive import assert_same_masks
+
+ALNUM = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _paths(trie):
+    """Every node of ``trie`` with the bytes from the root to it."""
+    out, stack = [], [(0, b"")]
+    while stack:
+        y, p = stack.pop()
+        out.append((y, p))
+        for e in range(trie.child_ptr[y], trie.child_ptr[y + 1]):
+            stack.append((int(trie.child_node[e]), p + bytes([int(trie.child_byte[e])])))
+    return out
+
+
+@pytest.mark.parametrize("vocab_name", ["tiny_bpe_vocab", "smollm2_vocab"])
+@pytest.mark.parametrize("chars", [ALNUM, b"0123456789abcdef", b'a"'])
+def test_class_tables_are_a_search_of_the_tries(request, vocab_name, chars):
+    tries = request.getfixturevalue(vocab_name).tries_for(PLAIN_CLASS)
+    cmask = np.zeros(256, dtype=bool)
+    cmask[list(chars)] = True
+    len_row, len_bits, exits, n_tokens = class_tables(tries.special, tries.plain, tries.n_words, cmask)
+    want_tokens: dict[int, int] = {}  # token -> length, tokens all of the class
+    for k, trie in enumerate((tries.special, tries.plain)):
+        want_exits = set()
+        for y, p in _paths(trie):
+            if not all(cmask[b] for b in p):
+                continue
+            for i in range(trie.tok_ptr[y], trie.tok_ptr[y + 1]):
+                if p:
+                    want_tokens[int(trie.tok_ids[i])] = len(p)
+            for e in range(trie.child_ptr[y], trie.child_ptr[y + 1]):
+                b = int(trie.child_byte[e])
+                if not cmask[b]:
+                    want_exits.add((b, len(p), int(trie.child_node[e])))
+        ptr, depth, child = exits[k]
+        got = set()
+        for b in range(256):
+            ds = depth[ptr[b]:ptr[b + 1]]
+            assert np.all(np.diff(ds) >= 0)  # sorted by depth within a byte
+            got |= {(b, int(d), int(c)) for d, c in zip(ds, child[ptr[b]:ptr[b + 1]])}
+        assert got == want_exits
+    assert n_tokens == len(want_tokens)
+    top = len_row.shape[0] - 1
+    for k in range(0, top + 3):
+        row = len_bits[len_row[min(k, top)]]
+        ids = set(np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")).tolist())
+        assert ids == {t for t, n in want_tokens.items() if n <= k}, k
+
+
+@pytest.fixture
+def every_class(monkeypatch):
+    """Every counted class at a root takes the tables' way, however few its tokens (the masker
+    walks the smaller ones by default: ``masks.CLASS_ROOT_MIN_TOKENS``)."""
+    monkeypatch.setattr(masks, "CLASS_ROOT_MIN_TOKENS", 0)
+
+
+_CASES = [  # (schema, documents): strings whose states count a byte class, at and around bounds
+    ({"type": "string", "pattern": "^[0-9a-zA-Z]{8}-[0-9a-zA-Z]{4}-[0-9a-zA-Z]{12}$"},
+     ["ab12CD34-1a2b-abcdef123456", "ABCDEFGH-zzzz-000000000000"]),
+    ({"type": "string", "pattern": "^[0-9a-f]{2,40}$"}, ["deadbeef", "0" * 40]),
+    ({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"}, ["2024-01"]),
+    ({"type": "string", "pattern": "^[a-z]{3,}[0-9]$"}, ["abcdefgh1", "abc2"]),  # unbounded
+    ({"type": "string", "pattern": "^[a-z]{0,5}[a-c]$"}, ["abca", "a"]),  # rest starts with class bytes: no shortcut
+    ({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[A-Z]{3}[0-9]{3}$"},
+                                       "n": {"type": "integer"}}, "required": ["id", "n"]},
+     {"id": "ABC123", "n": 12345}),
+]
+
+
+@pytest.mark.parametrize("vocab_name", ["llama3_vocab", "qwen_vocab", "smollm2_vocab"])
+@pytest.mark.parametrize("schema,doc", [(s, d) for s, docs in _CASES for d in (docs if isinstance(docs, list) else [docs])])
+def test_class_root_masks_equal_the_node_by_node_walk(request, every_class, vocab_name, schema, doc):
+    vocab = request.getfixturevalue(vocab_name)
+    data = json.dumps(doc, separators=(",", ":")).encode()
+    for bounds in ("schema", "generation"):
+        fast = Index(schema, vocab, bounds=bounds)
+        fast._masker._heads = False  # (every state walked from its own root: heads are shared)
+        slow = Index(schema, vocab, bounds=bounds)
+        slow._masker._class_roots = False
+        slow._masker._heads = False
+        assert_same_masks(fast, slow, data)
+    ref = Index(schema, vocab)
+    ref._masker._plain_runs = False
+    ref._masker._heads = False
+    ref._masker._special_mode = walk.WALK_ALL
+    assert_same_masks(Index(schema, vocab), ref, data)
+
+
+def test_the_shortcut_is_taken_and_its_tables_kept(llama3_vocab):
+    """Inside ``^[0-9A-Za-z]{8}-…`` the state at the value's start is a counted class: its
+    mask comes from the class's tables (kept with the vocabulary), not from a walk of the
+    class's nodes; digits (few tokens on Llama 3) are walked."""
+    schema = {"type": "string", "pattern": "^[0-9A-Za-z]{8}-[0-9A-Za-z]{4}$"}
+    index = Index(schema, llama3_vocab)
+    m = index._masker
+    s = index._auto.walk_bytes(index.initial_state, b'"ab')
+    answers = []
+    real = walk.class_mask
+
+    def spy(*args):
+        answers.append(real(*args))
+        return answers[-1]
+
+    walk.class_mask = spy
+    try:
+        with index._auto.lock:
+            got = m._class_mask(index._auto.key_state(s, m._limit))
+    finally:
+        walk.class_mask = real
+    assert got is not None and answers[-1] == walk.DONE
+    key = np.zeros(4, dtype=np.uint64)
+    for b in ALNUM:
+        key[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    assert any(k[1] == key.tobytes() for k in llama3_vocab._classes)
+    ref = Index(schema, llama3_vocab)
+    ref._masker._class_roots = False
+    ref._masker._heads = False
+    assert np.array_equal(got, ref.mask(ref._auto.walk_bytes(ref.initial_state, b'"ab')))
+    digits = Index({"type": "string", "pattern": "^[0-9]{6}-[a-z]$"}, llama3_vocab)
+    s = digits._auto.walk_bytes(digits.initial_state, b'"1')
+    with digits._auto.lock:
+        assert digits._masker._class_mask(digits._auto.key_state(s, digits._masker._limit)) is None
+
+
+def test_a_class_of_bytes_only_special_tokens_hold(every_class, smollm2_vocab):
+    """A grammar's class may hold a byte no plain token holds (a quote): tokens all of the
+    class are then special tokens, found in the special trie's search."""
+    fast = Index.from_regex('[a"]{2,6}b[a"]{0,3}', smollm2_vocab)
+    slow = Index.from_regex('[a"]{2,6}b[a"]{0,3}', smollm2_vocab)
+    slow._masker._class_roots = False
+    for text in ('a"a"ab"', '""b', 'aaaaaab"a"'):
+        assert_same_masks(fast, slow, text.encode())
+
+
+def test_exits_that_do_not_fit_the_stack_fall_back_to_the_walk(every_class, llama3_vocab):
+    schema = {"type": "string", "pattern": "^[a-z]{0,6}[ ,.-][a-z ]{1,4}$"}
+    fast = Index(schema, llama3_vocab)
+    fast._masker._heads = False
+    fast._masker._class_reserve = 1 << 40  # (no room at all: every class root walked whole)
+    slow = Index(schema, llama3_vocab)
+    slow._masker._class_roots = False
+    slow._masker._heads = False
+    assert_same_masks(fast, slow, b'"abc, de"')

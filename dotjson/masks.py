@@ -97,6 +97,8 @@ class Masker:
         #: :meth:`_class_mask`)
         self._class_roots = True
         self._classes: dict = {}  # the store's byte set (a row of its bw) -> its class tables
+        self._chains: dict = {}  # a chain's class (its words' bytes) -> (its tables, the chain's room)
+        self._chain_words = np.zeros(4, dtype=np.uint64)
         self._class_reserve = 256 * (self._tries.max_len + 3)  # (see _scratch)
         self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's
         self._local_heads_bytes = 0
@@ -618,25 +620,43 @@ class Masker:
         vocabulary's tables of ``C`` (:func:`dotjson.trie.class_tables`): its tokens all of
         ``C`` of at most ``hi`` bytes are one row of bitsets, and the others are walked from
         ``rest``'s state below the tries' edges that leave ``C`` after ``lo .. hi`` bytes
-        (:func:`dotjson._kernels.walk.class_mask`); ``None`` for any other state, and for a
-        class of fewer than :data:`CLASS_ROOT_MIN_TOKENS` such tokens (digits: its nodes are
-        few, walked faster than the tables are read). A state inside a ``pattern`` such as
-        ``^[0-9A-Za-z]{8}-…`` walked node by node visited every node of the plain trie spelt
-        with the class to that depth (~1-2 ms a position on Llama 3). Call with the lock held."""
+        (:func:`dotjson._kernels.walk.class_mask`). A state with an ``AND`` first (a string
+        under a length bound, every character a new count) is read as a *chain* instead: its
+        class is the ASCII bytes it takes to one state (:func:`~dotjson._kernels.walk.root_class`),
+        and the exit edges of each depth are walked from the state after that many bytes of
+        the class. ``None`` for any other state, for a class whose bytes part ways before its
+        longest token, and for a class of fewer than :data:`CLASS_ROOT_MIN_TOKENS` such tokens
+        (digits: its nodes are few, walked faster than the tables are read). A state inside a
+        ``pattern`` such as ``^[0-9A-Za-z]{8}-…`` walked node by node visited every node of the
+        plain trie spelt with the class to that depth (~1-2 ms a position on Llama 3). Call
+        with the lock held."""
         a = self._auto
         S = a.store
         ti = S[_K.S_TI]
         t = S[_K.S_TERM_OF].item(state)
         h = ti.item(t, 1) if ti.item(t, 0) == _K.K_SEQ else t
-        if ti.item(h, 0) != _K.K_REP:
+        kind = ti.item(h, 0)
+        if kind == _K.K_REP:
+            item = ti.item(h, 1)
+            if ti.item(item, 0) != _K.K_BYTES:
+                return None  # (a string body's characters: an alternation of UTF-8 sequences)
+            w = ti.item(item, 1)
+            tables = self._classes.get(w)
+            if tables is None:
+                tables = self._classes[w] = self._vocab._class_tables(self._plain, S[_K.S_BW][w].copy())
+            chain = _NO_CHAIN
+        elif kind == _K.K_AND:  # (a string under a length bound: a chain, if the class is wide)
+            words = self._chain_words
+            if a._run(_walk.root_class, state, words) <= 0:
+                return None
+            key = words.tobytes()
+            got = self._chains.get(key)
+            if got is None:
+                tables = self._vocab._class_tables(self._plain, words.copy())
+                got = self._chains[key] = (tables, np.empty(tables[0].shape[0], dtype=np.int32))
+            tables, chain = got
+        else:
             return None  # (most states: no kernel call)
-        item = ti.item(h, 1)
-        if ti.item(item, 0) != _K.K_BYTES:
-            return None  # (a string body's characters: an alternation of UTF-8 sequences)
-        w = ti.item(item, 1)
-        tables = self._classes.get(w)
-        if tables is None:
-            tables = self._classes[w] = self._vocab._class_tables(self._plain, S[_K.S_BW][w].copy())
         c_row, c_bits, exits, n_tokens = tables
         if n_tokens < CLASS_ROOT_MIN_TOKENS:
             return None
@@ -652,7 +672,8 @@ class Masker:
         ret[_walk.R_PHASE] = _walk.PH_START
         while True:
             v = _walk.class_mask(a.store, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr,
-                                 pl_depth, pl_child, c_row, c_bits, room, big, big_bits, runs,
+                                 pl_depth, pl_child, c_row, c_bits, self._chain_words, chain, room,
+                                 big, big_bits, runs,
                                  self._special_mode, pseq, plen, _WIDE_NODE, nchars, tchars,
                                  len_row, len_bits, below, out, sc.st_node, sc.st_state,
                                  sc.st_edge, ret)
@@ -680,6 +701,8 @@ class Masker:
             if t not in self._eos_set and a.walk_bytes(state, special_marker_bytes(t)) >= 0:
                 out[t >> 5] |= np.uint32(1 << (t & 31))
 
+
+_NO_CHAIN = np.zeros(0, dtype=np.int32)  # (a counted class: no chain of states)
 
 #: ``Masker._class_mask`` takes a counted class of at least this many tokens all of its bytes;
 #: a smaller class's few nodes are walked as fast as its tables are read (Llama 3, a position's

@@ -89,6 +89,12 @@ _CASES = [  # (schema, documents): strings whose states count a byte class, at a
     ({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"}, ["2024-01"]),
     ({"type": "string", "pattern": "^[a-z]{3,}[0-9]$"}, ["abcdefgh1", "abc2"]),  # unbounded
     ({"type": "string", "pattern": "^[a-z]{0,5}[a-c]$"}, ["abca", "a"]),  # rest starts with class bytes: no shortcut
+    # chains: a pattern's class under a length bound (the generation bounds' 128 characters, a
+    # maxLength), every character a new count
+    ({"type": "string", "pattern": "^[a-zA-Z0-9_-]+$"}, ["release_notes-2024", "x" * 128]),
+    ({"type": "string", "pattern": "^[a-z]+$", "maxLength": 10}, ["abcdefghij", "ab"]),
+    ({"type": "string", "pattern": "^[A-Za-z]+( [A-Za-z]+)*$", "maxLength": 40}, ["Hello big World"]),
+    ({"type": "string", "pattern": "^[a-z]{2}[a-z0-9]*$", "minLength": 5, "maxLength": 12}, ["ab1cd2e"]),
     ({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[A-Z]{3}[0-9]{3}$"},
                                        "n": {"type": "integer"}}, "required": ["id", "n"]},
      {"id": "ABC123", "n": 12345}),

@@ -24,8 +24,8 @@ from numba import types
 from .jit import kernel, unit
 from ..automaton import kernels as K
 from .subtrees import (
-    _NO_CLASS, CLASS_MIN_NODES, CLASS_ROW_NODES, _class_whole, _counted_subtree, _fill, _run_subtree,
-    _set_bits, or_words,
+    _NO_CLASS, CLASS_MIN_NODES, CLASS_ROW_NODES, _class_chain, _class_whole, _counted_subtree, _fill,
+    _run_subtree, _set_bits, or_words,
 )
 
 _U32_1, _U32_2 = types.Array(types.uint32, 1, "C"), types.Array(types.uint32, 2, "C")
@@ -754,17 +754,19 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
 #: the state whole instead, ``out`` discarded).
 NOT_CLASS, NO_ROOM = 2, 3
 # ``ret`` slots and phases of class_mask (R_SP and R_PHASE as compute_mask's)
-_R_REST = 2
+_R_REST, _R_HI = 2, 3
 _CM_START, _CM_SPECIAL, _CM_SEED_PLAIN, _CM_PLAIN = PH_START, PH_SPECIAL, PH_INV, PH_PLAIN
 
 
 @kernel
-def _class_seed(S, trie, ex_ptr, ex_depth, ex_child, rest, lo, hi, room, out, st_node, st_state,
-                st_edge):
-    """The frames starting a counted class's walk of ``trie`` (see :func:`class_mask`): below
-    every exit edge of depth ``lo .. hi`` whose byte ``rest`` takes to a live state, the
-    child's tokens set and a frame for its subtree. Their number; -1 on exit (the edges are
-    gone through again: their bits are set already), -2 past ``room`` frames."""
+def _class_seed(S, trie, ex_ptr, ex_depth, ex_child, rest, chain, lo, hi, room, out, st_node,
+                st_state, st_edge):
+    """The frames starting a class's walk of ``trie`` (see :func:`class_mask`): below every exit
+    edge of depth ``p`` in ``lo .. hi`` whose byte the state after ``p`` bytes of the class
+    takes to a live state, the child's tokens set and a frame for its subtree. That state is
+    ``rest``'s (a counted class: the same for every ``p``), or with ``rest`` -1 ``chain[p]``.
+    Their number; -1 on exit (the edges are gone through again: their bits are set already),
+    -2 past ``room`` frames."""
     S = K.borrow(S)
     child_ptr, tok_ptr, tok_ids = K.borrow(trie[0]), K.borrow(trie[3]), K.borrow(trie[4])
     sp = 0
@@ -773,14 +775,23 @@ def _class_seed(S, trie, ex_ptr, ex_depth, ex_child, rest, lo, hi, room, out, st
         end = ex_ptr[b + 1]
         if i == end:
             continue
-        nxt = _fill(S, rest, b, True)  # (the whole row: most bytes are asked)
-        if nxt == K.FAIL:
-            return -1
-        if nxt < 0:
-            continue
+        nxt = -1
+        if rest >= 0:
+            nxt = _fill(S, rest, b, True)  # (the whole row: most bytes are asked)
+            if nxt == K.FAIL:
+                return -1
+            if nxt < 0:
+                continue
         while i < end and ex_depth[i] < lo:  # (sorted by depth: the range's first)
             i += 1
         while i < end and (hi < 0 or ex_depth[i] <= hi):
+            if rest < 0:
+                nxt = _fill(S, chain[ex_depth[i]], b, True)
+                if nxt == K.FAIL:
+                    return -1
+                if nxt < 0:
+                    i += 1
+                    continue
             c = ex_child[i]
             _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
             if child_ptr[c + 1] > child_ptr[c]:
@@ -794,12 +805,41 @@ def _class_seed(S, trie, ex_ptr, ex_depth, ex_child, rest, lo, hi, room, out, st
     return sp
 
 
+@kernel
+def _class_states(S, s, words, n, chain):
+    """The states after ``0 .. n`` bytes of class ``words`` from ``s``, into ``chain``, while
+    every byte of the class takes each to one state: how many follow ``s`` alive (``n``: all of
+    them), -1 on exit, -2 where the class's bytes part (some go on, elsewhere or dying)."""
+    S = K.borrow(S)
+    chain[0] = s
+    u = s
+    for p in range(1, n + 1):
+        v0 = -3
+        for b in range(256):
+            if not K._has(words, b):
+                continue
+            v = _fill(S, u, b, True)
+            if v == K.FAIL:
+                return -1
+            if v0 == -3:
+                v0 = v
+            elif v != v0:
+                return -2
+        if v0 < 0:
+            return p - 1
+        chain[p] = v0
+        u = v0
+    return n
+
+
 @unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, K._I32_1, K._I32_1, K._I32_1, K._I32_1, K._I32_1,
-      K._I32_1, K._I32_1, _U32_2, K._i64, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3, K._I32_1, K._i64,
-      K._I32_1, K._I32_1, K._I32_1, _U32_2, _U64_1, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
+      K._I32_1, K._I32_1, _U32_2, _U64_1, K._I32_1, K._i64, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3,
+      K._I32_1, K._i64, K._I32_1, K._I32_1, K._I32_1, _U32_2, _U64_1, _U32_1, K._I32_1, K._I32_1,
+      K._I32_1, _I64_1)
 def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_depth, pl_child,
-               c_row, c_bits, room, big, big_bits, runs, special_mode, pseq, plen, wide, nchars,
-               tchars, len_row, len_bits, below, out, st_node, st_state, st_edge, ret):
+               c_row, c_bits, c_words, chain, room, big, big_bits, runs, special_mode, pseq, plen,
+               wide, nchars, tchars, len_row, len_bits, below, out, st_node, st_state, st_edge,
+               ret):
     """The allowed-token bits of a *counted class* ``state`` (EOS aside) OR-ed into ``out``:
     ``C{lo,hi} rest`` whose rest starts with no byte of the byte class ``C``
     (:func:`dotjson.automaton.states.class_run`), from the tables of ``C``
@@ -810,10 +850,18 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
     from that state (:func:`walk_trie`, with ``special_mode`` and the plain trie's tables as
     :func:`compute_mask` passes them). The nodes spelt with ``C`` are not visited.
 
+    With ``chain`` non-empty (``int32[n + 1]``, ``n`` the longest token all of ``C``), a
+    *chain* instead: ``C`` the ASCII bytes ``state`` takes to one state (``c_words``, read by
+    :func:`root_class`), the states after ``0, 1, …`` bytes of it, one per length while every
+    byte of ``C`` takes each to one state (a pattern's class under a string's length bound, whose
+    counter every character moves: ``[a-z0-9-]+`` within 128 characters). A token whose first
+    ``p`` bytes are of ``C`` then goes on from the ``p``-th state: the tokens all of ``C`` as
+    long as the chain lives, and the exit edges of each depth from that depth's state.
+
     ``NOT_CLASS`` when ``state`` is no counted class of class ``C``'s tables (the caller read
-    ``C`` off the term), ``NO_ROOM`` when more than ``room`` frames would start a walk;
-    resumable as :func:`compute_mask` (``ret[R_PHASE] = PH_START`` once, call again after
-    ``EXIT``)."""
+    ``C`` off the term) or its chain parts before the longest token, ``NO_ROOM`` when more than
+    ``room`` frames would start a walk; resumable as :func:`compute_mask` (``ret[R_PHASE] =
+    PH_START`` once, call again after ``EXIT``)."""
     S = K.borrow(S)
     # (the Python caller keeps these alive: views without reference counts)
     special, plain = K.borrow(special), K.borrow(plain)
@@ -823,29 +871,43 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
     pseq, plen, nchars, tchars = K.borrow(pseq), K.borrow(plen), K.borrow(nchars), K.borrow(tchars)
     len_row, len_bits, below = K.borrow(len_row), K.borrow(len_bits), K.borrow(below)
     out, ret = K.borrow(out), K.borrow(ret)
+    c_words, chain = K.borrow(c_words), K.borrow(chain)
     st_node, st_state, st_edge = K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
     ti = S[K.S_TI]
     t = S[K.S_TERM_OF][state]
-    h = ti[t, 1] if ti[t, 0] == K.K_SEQ else t
-    lo = ti[h, 2]
-    hi = ti[h, 3]
+    top = c_row.shape[0] - 1
+    lo = 0
+    hi = ret[_R_HI]
+    if chain.shape[0] == 0:
+        h = ti[t, 1] if ti[t, 0] == K.K_SEQ else t
+        lo = ti[h, 2]
+        hi = ti[h, 3]
     no_chars = K.scratch(np.int32, 1, 0)[:0]  # (the special trie: no plain-trie tables)
     no_below = K.scratch(np.uint64, 1, 0)[:0]
     while True:
         ph = ret[R_PHASE]
         if ph == _CM_START:
-            v = K.class_run(S, t)
-            if v < 0:
-                return EXIT
-            if v == 0:
-                return NOT_CLASS
-            e = K.state(S, v - 1)
-            if e < 0:
-                return EXIT
+            if chain.shape[0] == 0:
+                v = K.class_run(S, t)
+                if v < 0:
+                    return EXIT
+                if v == 0:
+                    return NOT_CLASS
+                e = K.state(S, v - 1)
+                if e < 0:
+                    return EXIT
+            else:
+                e = -1
+                k = _class_states(S, state, c_words, chain.shape[0] - 1, chain)
+                if k == -1:
+                    return EXIT
+                if k == -2:
+                    return NOT_CLASS
+                hi = k
+                ret[_R_HI] = k
             ret[_R_REST] = e
-            top = c_row.shape[0] - 1
             or_words(out, c_bits[c_row[top if hi < 0 or hi > top else hi]])
-            n = _class_seed(S, special, sp_ptr, sp_depth, sp_child, e, lo, hi, room, out,
+            n = _class_seed(S, special, sp_ptr, sp_depth, sp_child, e, chain, lo, hi, room, out,
                             st_node, st_state, st_edge)
             if n == -1:
                 return EXIT
@@ -861,8 +923,8 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
                 return EXIT
             ret[R_PHASE] = _CM_SEED_PLAIN
         elif ph == _CM_SEED_PLAIN:
-            n = _class_seed(S, plain, pl_ptr, pl_depth, pl_child, ret[_R_REST], lo, hi, room, out,
-                            st_node, st_state, st_edge)
+            n = _class_seed(S, plain, pl_ptr, pl_depth, pl_child, ret[_R_REST], chain, lo, hi, room,
+                            out, st_node, st_state, st_edge)
             if n == -1:
                 return EXIT
             if n == -2:
@@ -878,3 +940,25 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
             ret[R_PHASE] = PH_DONE
         else:
             return DONE
+
+
+@unit(K._i64, K.STORE, K._i64, _U64_1)
+def root_class(S, s, words):
+    """The ASCII bytes live state ``s`` takes to one state, most of them (the class of
+    :func:`dotjson._kernels.subtrees._class_chain`), into ``words`` (four words); how many, 0
+    for none; -1 on exit."""
+    S = K.borrow(S)
+    words = K.borrow(words)
+    r, cl = _class_chain(S, s, 1)
+    if r < 0:
+        return -1
+    if cl == K.EMPTY:
+        return 0
+    w = S[K.S_BW][S[K.S_TI][cl, 1]]
+    n = 0
+    for i in range(4):
+        words[i] = w[i]
+    for b in range(256):
+        if K._has(w, b):
+            n += 1
+    return n

@@ -2,8 +2,11 @@
 rest starts with no byte of the byte class ``C`` (``states.class_run``: a ``pattern``'s
 ``[0-9A-Za-z]{8}-``, a hex digest, a date's digits) takes its tokens all of ``C`` from cumulative
 bitsets by length and walks from ``rest`` only below the tries' edges that leave ``C`` after
-``lo .. hi`` bytes (``trie.class_tables``, ``_kernels.walk.class_walk``), instead of visiting
-every node the class spells (~1-2 ms a position of an alphanumeric class on Llama 3).
+``lo .. hi`` bytes (``trie.class_tables``, ``_kernels.walk.class_mask``), instead of visiting
+every node the class spells (~1-2 ms a position of an alphanumeric class on Llama 3). A string
+under a length bound (an ``AND`` first: every character moves its counter) is read as a *chain*:
+its class the bytes it takes to one state (``walk.root_class``), the states after each length of
+the class followed while the class keeps together, each exit edge walked from its depth's state.
 
 Checked: the tables against a search of the tries; the masks at every byte of documents with
 such strings, at and around their bounds, against the same index walking such states node by

@@ -594,15 +594,25 @@ def _byte_run(S, t):
         return -1
     if e == DEAD:
         return 0
-    words = S[S_BW][ti[item, 1]]
+    v = _none_starts(S, e, S[S_BW][ti[item, 1]])
+    if v <= 0:
+        return v  # (-1 on exit; 0: the rest may start with a byte of the run)
+    return rest + 1
+
+
+@kernel
+def _none_starts(S, e, words):
+    """1 when live state ``e`` takes no byte of ``words`` to a live state, 0 when it takes some,
+    -1 on exit."""
+    S = borrow(S)
     for b in range(256):
         if _has(words, b):
             r = fill_entry(S, e, b)
             if r == FAIL:
                 return -1
             if r != DEAD:
-                return 0  # the rest may start with a byte of the run
-    return rest + 1
+                return 0
+    return 1
 
 
 @kernel
@@ -644,7 +654,7 @@ def class_run(S, t):
     and no byte of ``C`` starting it? Then a text of ``p`` bytes of ``C`` followed by a byte
     ``b`` outside it leads, for every ``lo <= p <= hi``, to ``rest``'s successor on ``b``, and
     dies for any other ``p``: the mask of its state is read off the tries' tables of ``C``
-    (:func:`dotjson.trie.class_tables`, :func:`dotjson._kernels.walk.class_walk`) without a
+    (:func:`dotjson.trie.class_tables`, :func:`dotjson._kernels.walk.class_mask`) without a
     state per byte of ``C``. Returns ``rest``'s term + 1 (> 0), 0 when ``t`` is no such term,
     -1 on exit; memoized per term. ``rest``'s state exists once this answered (> 0)."""
     S = borrow(S)
@@ -685,14 +695,9 @@ def _class_run(S, t):
         return -1
     if e == DEAD:
         return 0
-    words = S[S_BW][ti[item, 1]]
-    for b in range(256):
-        if _has(words, b):
-            r = fill_entry(S, e, b)
-            if r == FAIL:
-                return -1
-            if r != DEAD:
-                return 0  # the rest may start with a byte of the class
+    v = _none_starts(S, e, S[S_BW][ti[item, 1]])
+    if v <= 0:
+        return v  # (-1 on exit; 0: the rest may start with a byte of the class)
     return rest + 1
 
 

@@ -653,11 +653,11 @@ class Masker:
             got = self._chains.get(key)
             if got is None:
                 tables = self._vocab._class_tables(self._plain, words.copy())
-                got = self._chains[key] = (tables, np.empty(tables[0].shape[0], dtype=np.int32))
+                got = self._chains[key] = (tables, np.empty(tables[4] + 1, dtype=np.int32))
             tables, chain = got
         else:
             return None  # (most states: no kernel call)
-        c_row, c_bits, exits, n_tokens = tables
+        c_row, c_bits, exits, n_tokens, _ = tables
         if n_tokens < CLASS_ROOT_MIN_TOKENS:
             return None
         (sp_ptr, sp_depth, sp_child), (pl_ptr, pl_depth, pl_child) = exits

@@ -300,16 +300,19 @@ def class_tables(special: TokenTrie, plain: TokenTrie, n_words: int,
     Returns
     -------
     tuple
-        ``(len_row, len_bits, exits, n_tokens)``: the tokens (of either trie) all of ``C`` with at most
+        ``(len_row, len_bits, exits, n_tokens, depth)``: the tokens (of either trie) all of ``C`` with at most
         ``k`` bytes are row ``len_row[min(k, len(len_row) - 1)]`` of ``len_bits``
         (``uint32[rows, n_words]``, row 0 empty); ``exits`` holds, for the special trie then
         the plain one, ``(ptr, depth, child)``: the exit edges by byte ``b`` are entries
         ``ptr[b] .. ptr[b + 1] - 1`` (``int32[257]``), sorted by the depth of their parent
         (``depth``), ``child`` the node the byte leads to; ``n_tokens``, how many tokens are all
-        of ``C``.
+        of ``C``; ``depth``, the deepest node whose path is all of ``C`` (an exit edge may leave
+        from deeper than the longest such token: ``abc`` on the way to ``abc-`` with no token
+        ``abc``).
     """
     cm = np.ascontiguousarray(cmask, dtype=np.uint8)
     toks, lens, exits = [], [], []
+    deepest = 0
     for t in (special, plain):
         n = t.n_nodes
         tk = np.empty(t.tok_ids.shape[0], dtype=np.int32)
@@ -317,12 +320,13 @@ def class_tables(special: TokenTrie, plain: TokenTrie, n_words: int,
         eb = np.empty(max(n, 1), dtype=np.int32)
         ed = np.empty(max(n, 1), dtype=np.int32)
         ec = np.empty(max(n, 1), dtype=np.int32)
-        counts = np.zeros(2, dtype=np.int64)
+        counts = np.zeros(3, dtype=np.int64)
         if n > 1:
             _class_exits_kernel(t.child_ptr, t.child_byte, t.child_node, t.tok_ptr, t.tok_ids, cm,
                                 tk, tl, eb, ed, ec, np.empty(n, dtype=np.int32),
                                 np.empty(n, dtype=np.int32), counts)
         nt, ne = int(counts[0]), int(counts[1])
+        deepest = max(deepest, int(counts[2]))
         toks.append(tk[:nt])
         lens.append(tl[:nt])
         eb, ed, ec = eb[:ne], ed[:ne], ec[:ne]
@@ -333,7 +337,7 @@ def class_tables(special: TokenTrie, plain: TokenTrie, n_words: int,
     ids = np.concatenate(toks).astype(np.int64)
     ln = np.concatenate(lens)
     if ids.size == 0:
-        return np.zeros(1, dtype=np.int32), np.zeros((1, n_words), dtype=np.uint32), tuple(exits), 0
+        return np.zeros(1, dtype=np.int32), np.zeros((1, n_words), dtype=np.uint32), tuple(exits), 0, deepest
     counts = np.bincount(ln)
     distinct = np.flatnonzero(counts)
     rank = np.cumsum(counts > 0)[ln]
@@ -341,7 +345,7 @@ def class_tables(special: TokenTrie, plain: TokenTrie, n_words: int,
     _cumulative_rows(ids, rank.astype(np.int64), bits)
     row = np.zeros(int(distinct[-1]) + 1, dtype=np.int32)
     row[distinct] = np.arange(1, distinct.size + 1, dtype=np.int32)
-    return np.maximum.accumulate(row), bits, tuple(exits), int(ids.size)
+    return np.maximum.accumulate(row), bits, tuple(exits), int(ids.size), deepest
 
 
 @kernel
@@ -359,9 +363,11 @@ def _cumulative_rows(ids, rank, bits):
 def _class_exits_kernel(child_ptr, child_byte, child_node, tok_ptr, tok_ids, cmask, toks, lens,
                         ex_byte, ex_depth, ex_child, st_node, st_depth, counts):
     """:func:`class_tables` of one trie: a depth-first search from the root along the class's
-    bytes, listing the tokens met (with their depth) and the edges that leave the class."""
+    bytes, listing the tokens met (with their depth) and the edges that leave the class, and
+    the deepest node met (``counts``: tokens, edges, depth)."""
     nt = 0
     ne = 0
+    deepest = 0
     st_node[0] = 0
     st_depth[0] = 0
     sp = 1
@@ -369,6 +375,7 @@ def _class_exits_kernel(child_ptr, child_byte, child_node, tok_ptr, tok_ids, cma
         sp -= 1
         y = st_node[sp]
         d = st_depth[sp]
+        deepest = max(deepest, d)
         if d > 0:
             for i in range(tok_ptr[y], tok_ptr[y + 1]):
                 toks[nt] = tok_ids[i]
@@ -387,6 +394,7 @@ def _class_exits_kernel(child_ptr, child_byte, child_node, tok_ptr, tok_ids, cma
                 ne += 1
     counts[0] = nt
     counts[1] = ne
+    counts[2] = deepest
 
 
 def plain_char_counts(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:

@@ -49,13 +49,15 @@ def test_class_tables_are_a_search_of_the_tries(request, vocab_name, chars):
     tries = request.getfixturevalue(vocab_name).tries_for(PLAIN_CLASS)
     cmask = np.zeros(256, dtype=bool)
     cmask[list(chars)] = True
-    len_row, len_bits, exits, n_tokens = class_tables(tries.special, tries.plain, tries.n_words, cmask)
+    len_row, len_bits, exits, n_tokens, deepest = class_tables(tries.special, tries.plain, tries.n_words, cmask)
     want_tokens: dict[int, int] = {}  # token -> length, tokens all of the class
+    want_deepest = 0
     for k, trie in enumerate((tries.special, tries.plain)):
         want_exits = set()
         for y, p in _paths(trie):
             if not all(cmask[b] for b in p):
                 continue
+            want_deepest = max(want_deepest, len(p))
             for i in range(trie.tok_ptr[y], trie.tok_ptr[y + 1]):
                 if p:
                     want_tokens[int(trie.tok_ids[i])] = len(p)
@@ -70,7 +72,7 @@ def test_class_tables_are_a_search_of_the_tries(request, vocab_name, chars):
             assert np.all(np.diff(ds) >= 0)  # sorted by depth within a byte
             got |= {(b, int(d), int(c)) for d, c in zip(ds, child[ptr[b]:ptr[b + 1]])}
         assert got == want_exits
-    assert n_tokens == len(want_tokens)
+    assert n_tokens == len(want_tokens) and deepest == want_deepest
     top = len_row.shape[0] - 1
     for k in range(0, top + 3):
         row = len_bits[len_row[min(k, top)]]
@@ -178,3 +180,25 @@ def test_exits_that_do_not_fit_the_stack_fall_back_to_the_walk(every_class, llam
     slow._masker._class_roots = False
     slow._masker._heads = False
     assert_same_masks(fast, slow, b'"abc, de"')
+
+
+def test_an_exit_deeper_than_every_token_of_the_class(every_class):
+    """The chain is followed as deep as the trie's paths of the class go, not only as its
+    tokens: here no token is ``abc`` but ``abc-`` is one (an exit edge three bytes deep while
+    the longest token all of the class is one byte), and a string under ``maxLength`` (a chain)
+    must allow it."""
+    from dotjson import Vocabulary
+
+    words = ['"', "a", "b", "c", "-", "abc-", 'x"', "ab-c", "abcd-e"]
+    vocab = Vocabulary.from_tuples(words + ["<eos>"], list(range(len(words) + 1)), len(words))
+    schema = {"type": "string", "pattern": "^[a-z]+(-[a-z]+)?$", "maxLength": 12}
+    fast = Index(schema, vocab)
+    fast._masker._heads = False
+    slow = Index(schema, vocab)
+    slow._masker._class_roots = False
+    slow._masker._heads = False
+    s = fast._auto.walk_bytes(fast.initial_state, b'"')
+    allowed = set(np.flatnonzero(np.unpackbits(fast.mask(s).view(np.uint8), bitorder="little")).tolist())
+    assert {words.index("abc-"), words.index("ab-c"), words.index("abcd-e")} <= allowed
+    for text in ('"abc-c"', '"ab-c"', '"abcd-e"', '"abcab"'):
+        assert_same_masks(fast, slow, text.encode())

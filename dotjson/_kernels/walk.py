@@ -748,7 +748,6 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
     return DONE
 
 
-
 #: :func:`class_mask`'s answers beside ``DONE`` and ``EXIT``: the state is no counted class, or
 #: the exit edges to walk do not fit the stack beside the walk's own frames (the caller walks
 #: the state whole instead, ``out`` discarded).
@@ -850,7 +849,8 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
     from that state (:func:`walk_trie`, with ``special_mode`` and the plain trie's tables as
     :func:`compute_mask` passes them). The nodes spelt with ``C`` are not visited.
 
-    With ``chain`` non-empty (``int32[n + 1]``, ``n`` the longest token all of ``C``), a
+    With ``chain`` non-empty (``int32[n + 1]``, ``n`` the depth of the deepest trie node whose
+    path is all of ``C``: :func:`dotjson.trie.class_tables`), a
     *chain* instead: ``C`` the ASCII bytes ``state`` takes to one state (``c_words``, read by
     :func:`root_class`), the states after ``0, 1, …`` bytes of it, one per length while every
     byte of ``C`` takes each to one state (a pattern's class under a string's length bound, whose

@@ -624,8 +624,8 @@ class Masker:
         under a length bound, every character a new count) is read as a *chain* instead: its
         class is the ASCII bytes it takes to one state (:func:`~dotjson._kernels.walk.root_class`),
         and the exit edges of each depth are walked from the state after that many bytes of
-        the class. ``None`` for any other state, for a class whose bytes part ways before its
-        longest token, and for a class of fewer than :data:`CLASS_ROOT_MIN_TOKENS` such tokens
+        the class. ``None`` for any other state, for a class whose bytes part ways before the
+        deepest trie node spelt with it, and for a class of fewer than :data:`CLASS_ROOT_MIN_TOKENS` such tokens
         (digits: its nodes are few, walked faster than the tables are read). A state inside a
         ``pattern`` such as ``^[0-9A-Za-z]{8}-…`` walked node by node visited every node of the
         plain trie spelt with the class to that depth (~1-2 ms a position on Llama 3). Call

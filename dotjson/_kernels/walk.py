@@ -859,7 +859,7 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
     long as the chain lives, and the exit edges of each depth from that depth's state.
 
     ``NOT_CLASS`` when ``state`` is no counted class of class ``C``'s tables (the caller read
-    ``C`` off the term) or its chain parts before the longest token, ``NO_ROOM`` when more than
+    ``C`` off the term) or its chain parts before the deepest node, ``NO_ROOM`` when more than
     ``room`` frames would start a walk; resumable as :func:`compute_mask` (``ret[R_PHASE] =
     PH_START`` once, call again after ``EXIT``)."""
     S = K.borrow(S)

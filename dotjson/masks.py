@@ -96,10 +96,9 @@ class Masker:
         #: False: a counted class at a walk's root is walked node by node, for the tests (see
         #: :meth:`_class_mask`)
         self._class_roots = True
-        self._classes: dict = {}  # the store's byte set (a row of its bw) -> its class tables
-        self._chains: dict = {}  # a chain's class (its words' bytes) -> (its tables, the chain's room)
+        # a class's bytes (its four words' bytes) -> (its tables, room for a chain of its states)
+        self._classes: dict = {}
         self._chain_words = np.zeros(4, dtype=np.uint64)
-        self._class_reserve = 256 * (self._tries.max_len + 3)  # (see _scratch)
         self._local_heads: dict = {}  # head term -> (bits, exits), this automaton's
         self._local_heads_bytes = 0
         self._head_gid = np.full(0, _heads.UNKNOWN_GID, dtype=np.int64)  # term -> process id
@@ -107,6 +106,8 @@ class Masker:
         self._head_pairs = np.zeros(2 * _walk.MAX_HEADS, dtype=np.int64)
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
+        # the walk's own frames in the stacks (_scratch): the room a class's exits leave them
+        self._class_reserve = 256 * (self._limit + 2)
         self._eos, self._eos_set = eos_of(vocabulary.eos_token_ids)
         self._max_cache_bytes = int(max_cache_bytes)
         self._rule_gid = _heads.rule_ids(automaton.image)
@@ -640,23 +641,21 @@ class Masker:
             item = ti.item(h, 1)
             if ti.item(item, 0) != _K.K_BYTES:
                 return None  # (a string body's characters: an alternation of UTF-8 sequences)
-            w = ti.item(item, 1)
-            tables = self._classes.get(w)
-            if tables is None:
-                tables = self._classes[w] = self._vocab._class_tables(self._plain, S[_K.S_BW][w].copy())
-            chain = _NO_CHAIN
+            words = S[_K.S_BW][ti.item(item, 1)]
         elif kind == _K.K_AND:  # (a string under a length bound: a chain, if the class is wide)
             words = self._chain_words
             if a._run(_walk.root_class, state, words) <= 0:
                 return None
-            key = words.tobytes()
-            got = self._chains.get(key)
-            if got is None:
-                tables = self._vocab._class_tables(self._plain, words.copy())
-                got = self._chains[key] = (tables, np.empty(tables[4] + 1, dtype=np.int32))
-            tables, chain = got
         else:
             return None  # (most states: no kernel call)
+        key = words.tobytes()
+        got = self._classes.get(key)
+        if got is None:
+            tables = self._vocab._class_tables(self._plain, words.copy())
+            got = self._classes[key] = (tables, np.empty(tables[4] + 1, dtype=np.int32))
+        tables, chain = got
+        if kind == _K.K_REP:
+            chain = _NO_CHAIN
         c_row, c_bits, exits, n_tokens, _ = tables
         if n_tokens < CLASS_ROOT_MIN_TOKENS:
             return None

@@ -255,19 +255,24 @@ def plain_length_bits(trie: TokenTrie, n_words: int,
     if n <= 1:
         return off
     lens = plain_char_counts(trie)[1] if tok_chars is None else tok_chars
-    ids = trie.tok_ids.astype(np.int64)
+    if np.count_nonzero(np.bincount(lens)) > MAX_LENGTH_ROWS:
+        return off
+    return length_rows(trie.tok_ids, lens, n_words)
+
+
+def length_rows(ids: np.ndarray, lens: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens ``ids`` of lengths ``lens`` (at least one token) as cumulative bitsets, a row per
+    distinct length: the tokens of length at most ``k`` are row ``row[min(k, len(row) - 1)]`` of
+    ``bits`` (row 0 empty), ``(row, bits)`` as ``int32[max_len + 1]`` and ``uint32[rows,
+    n_words]`` (:func:`plain_length_bits`, :func:`class_tables`)."""
     counts = np.bincount(lens)
     distinct = np.flatnonzero(counts)
-    if distinct.size > MAX_LENGTH_ROWS:
-        return off
     rank = np.cumsum(counts > 0)[lens]  # 1 for the shortest tokens; row 0: no token
-    delta = np.zeros((distinct.size + 1, n_words), dtype=np.uint32)
-    np.bitwise_or.at(delta, (rank, ids >> 5), np.uint32(1) << (ids & 31).astype(np.uint32))
-    bits = np.bitwise_or.accumulate(delta, axis=0)
+    bits = np.zeros((distinct.size + 1, n_words), dtype=np.uint32)
+    _cumulative_rows(np.asarray(ids, dtype=np.int64), rank.astype(np.int64), bits)
     row = np.zeros(int(distinct[-1]) + 1, dtype=np.int32)
     row[distinct] = np.arange(1, distinct.size + 1, dtype=np.int32)
-    row = np.maximum.accumulate(row)
-    return row, bits
+    return np.maximum.accumulate(row), bits
 
 
 #: At most this many byte classes' tables are kept per vocabulary and plain class
@@ -334,18 +339,11 @@ def class_tables(special: TokenTrie, plain: TokenTrie, n_words: int,
         ptr = np.zeros(257, dtype=np.int32)
         np.cumsum(np.bincount(eb, minlength=256), out=ptr[1:])
         exits.append((ptr, np.ascontiguousarray(ed[order]), np.ascontiguousarray(ec[order])))
-    ids = np.concatenate(toks).astype(np.int64)
-    ln = np.concatenate(lens)
+    ids = np.concatenate(toks)
     if ids.size == 0:
         return np.zeros(1, dtype=np.int32), np.zeros((1, n_words), dtype=np.uint32), tuple(exits), 0, deepest
-    counts = np.bincount(ln)
-    distinct = np.flatnonzero(counts)
-    rank = np.cumsum(counts > 0)[ln]
-    bits = np.zeros((distinct.size + 1, n_words), dtype=np.uint32)
-    _cumulative_rows(ids, rank.astype(np.int64), bits)
-    row = np.zeros(int(distinct[-1]) + 1, dtype=np.int32)
-    row[distinct] = np.arange(1, distinct.size + 1, dtype=np.int32)
-    return np.maximum.accumulate(row), bits, tuple(exits), int(ids.size), deepest
+    row, bits = length_rows(ids, np.concatenate(lens), n_words)
+    return row, bits, tuple(exits), int(ids.size), deepest
 
 
 @kernel

@@ -752,9 +752,10 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
 #: the exit edges to walk do not fit the stack beside the walk's own frames (the caller walks
 #: the state whole instead, ``out`` discarded).
 NOT_CLASS, NO_ROOM = 2, 3
-# ``ret`` slots and phases of class_mask (R_SP and R_PHASE as compute_mask's)
+# ``ret`` slots of class_mask (R_SP and R_PHASE as compute_mask's), and its phases: each trie's
+# exits seeded, then walked (the special trie's first), ``PH_START`` the recognition
 _R_REST, _R_HI = 2, 3
-_CM_START, _CM_SPECIAL, _CM_SEED_PLAIN, _CM_PLAIN = PH_START, PH_SPECIAL, PH_INV, PH_PLAIN
+_CM_SEED_SPECIAL, _CM_WALK_SPECIAL, _CM_SEED_PLAIN, _CM_WALK_PLAIN, _CM_DONE = range(1, 6)
 
 
 @kernel
@@ -886,7 +887,7 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
     no_below = K.scratch(np.uint64, 1, 0)[:0]
     while True:
         ph = ret[R_PHASE]
-        if ph == _CM_START:
+        if ph == PH_START:
             if chain.shape[0] == 0:
                 v = K.class_run(S, t)
                 if v < 0:
@@ -907,37 +908,32 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
                 ret[_R_HI] = k
             ret[_R_REST] = e
             or_words(out, c_bits[c_row[top if hi < 0 or hi > top else hi]])
-            n = _class_seed(S, special, sp_ptr, sp_depth, sp_child, e, chain, lo, hi, room, out,
-                            st_node, st_state, st_edge)
+            ret[R_PHASE] = _CM_SEED_SPECIAL
+        elif ph == _CM_SEED_SPECIAL or ph == _CM_SEED_PLAIN:
+            p = ph == _CM_SEED_PLAIN
+            n = _class_seed(S, plain if p else special, pl_ptr if p else sp_ptr,
+                            pl_depth if p else sp_depth, pl_child if p else sp_child, ret[_R_REST],
+                            chain, lo, hi, room, out, st_node, st_state, st_edge)
             if n == -1:
                 return EXIT
             if n == -2:
                 return NO_ROOM
             ret[R_SP] = n
-            ret[R_PHASE] = _CM_SPECIAL
-        elif ph == _CM_SPECIAL:
+            ret[R_PHASE] = ph + 1  # (its walk)
+        elif ph == _CM_WALK_SPECIAL:
             r = walk_trie(S, special, special_mode, big, big_bits, runs, out, st_node, st_state,
                           st_edge, ret[R_SP], ret, pseq, plen, wide, no_chars, no_chars, no_chars,
                           big_bits, no_below)
             if r == EXIT:
                 return EXIT
             ret[R_PHASE] = _CM_SEED_PLAIN
-        elif ph == _CM_SEED_PLAIN:
-            n = _class_seed(S, plain, pl_ptr, pl_depth, pl_child, ret[_R_REST], chain, lo, hi, room,
-                            out, st_node, st_state, st_edge)
-            if n == -1:
-                return EXIT
-            if n == -2:
-                return NO_ROOM
-            ret[R_SP] = n
-            ret[R_PHASE] = _CM_PLAIN
-        elif ph == _CM_PLAIN:
+        elif ph == _CM_WALK_PLAIN:
             mode = WALK_PLAIN | (special_mode & BYTE_RUNS)
             r = walk_trie(S, plain, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
                           ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row, len_bits, below)
             if r == EXIT:
                 return EXIT
-            ret[R_PHASE] = PH_DONE
+            ret[R_PHASE] = _CM_DONE
         else:
             return DONE
 
@@ -945,8 +941,8 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
 @unit(K._i64, K.STORE, K._i64, _U64_1)
 def root_class(S, s, words):
     """The ASCII bytes live state ``s`` takes to one state, most of them (the class of
-    :func:`dotjson._kernels.subtrees._class_chain`), into ``words`` (four words); how many, 0
-    for none; -1 on exit."""
+    :func:`dotjson._kernels.subtrees._class_chain`), into ``words`` (four words): 1, or 0 where
+    there is none; -1 on exit."""
     S = K.borrow(S)
     words = K.borrow(words)
     r, cl = _class_chain(S, s, 1)
@@ -954,11 +950,5 @@ def root_class(S, s, words):
         return -1
     if cl == K.EMPTY:
         return 0
-    w = S[K.S_BW][S[K.S_TI][cl, 1]]
-    n = 0
-    for i in range(4):
-        words[i] = w[i]
-    for b in range(256):
-        if K._has(w, b):
-            n += 1
-    return n
+    words[:] = S[K.S_BW][S[K.S_TI][cl, 1]]
+    return 1

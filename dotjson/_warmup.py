@@ -101,6 +101,8 @@ def _warmup(dtypes) -> None:
     obj = Index({"type": "object", "properties": {"a": {"type": "integer"}, "é": {}}}, vocab)
     Guide(obj, batch_size=1).get_start_tokensets()
     obj.accepts('{"a":1,"\\u00e9":[1]}')
+    # a key position's mask: the names' joint walk (a key set at the mask's root)
+    obj.mask(obj.next_state(obj.next_state(obj.initial_state, tokens.index("{")), tokens.index('"')))
     # a string value's mask: the head kernels (interning, a head's bits and exits) and the base
     # image's head ids, which every index of the process shares (~10-20 ms on a first mask)
     state = obj.initial_state

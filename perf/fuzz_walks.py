@@ -202,7 +202,7 @@ def suite_rows(draft: str) -> tuple[list, dict]:
 
 def reference_index(*args, **kw):
     """``Index(*args, **kw)`` whose masks are the reference walk's: the plain trie node by node
-    (no plain runs, open keys, class subtrees, counted classes at the root), the special trie
+    (no plain runs, open keys, class subtrees, counted classes or key sets at the root), the special trie
     node by node (``WALK_ALL``: no ASCII runs, no byte runs), no heads shared. Rule families keep their own masks (they are
     compared with their generic walk in their own tests)."""
     from dotjson import Index
@@ -211,7 +211,7 @@ def reference_index(*args, **kw):
     ref = Index(*args, **kw)
     m = ref._masker
     m._plain_runs, m._heads, m._special_mode = False, False, _walk.WALK_ALL
-    m._class_roots = False
+    m._class_roots = m._key_roots = False
     return ref
 
 

@@ -143,6 +143,9 @@ def test_a_budget_hit_while_computing_the_next_sets_leaves_the_guide_unchanged(s
     for budget in range(1, 120):
         try:
             index = Index(SCHEMA, smollm2_vocab, max_states=budget)
+            # (the key position's names walked as states: the mask after '{"' then needs more
+            # states than the step to it; walked by its names, it needs none)
+            index._masker._key_roots = False
             guide = Guide(index)
             guide.get_start_tokensets()
         except LimitExceededError:

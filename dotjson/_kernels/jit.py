@@ -73,6 +73,7 @@ ENGINE_MODULES = (
     "_kernels/mask.py",
     "_kernels/subtrees.py",
     "_kernels/walk.py",
+    "_kernels/keywalk.py",
     "automaton/store.py",
     "automaton/terms.py",
     "automaton/keysets.py",

@@ -100,6 +100,7 @@ class Masker:
         #: per prefix of a name, for the tests (see :meth:`_keys_mask`)
         self._key_roots = True
         self._kst = None  # (the names' frames of a key position's walk, made on first use)
+        self._ask = np.zeros(_keywalk.ASK_ROOM, dtype=np.int64)  # (its members to settle)
         # a class's bytes (its four words' bytes) -> (its tables, room for a chain of its states)
         self._classes: dict = {}
         self._chain_words = np.zeros(4, dtype=np.uint64)
@@ -660,13 +661,19 @@ class Masker:
         ret = sc.ret
         ret[:] = 0
         ret[_walk.R_PHASE] = _walk.PH_START
+        ask = self._ask
         while True:
             v = _keywalk.keys_mask(a.store, state, special, plain, kst, n, room, big, big_bits, runs,
                                    self._special_mode, pseq, plen, _WIDE_NODE, nchars, tchars,
                                    len_row, len_bits, below, out, sc.st_node, sc.st_state,
-                                   sc.st_edge, ret)
+                                   sc.st_edge, ret, ask)
             if v == _walk.DONE:
                 break
+            if v == _keywalk.ASK:  # a node's names wait for these members' completion
+                T = int(ask[0])
+                for m in ask[2: 2 + int(ask[1])].tolist():
+                    a._key_alive(T, m)
+                continue
             if v != _walk.EXIT:
                 return None  # (NOT_KEYS: a rule of another body, ...; NO_ROOM)
             a.handle_exit()

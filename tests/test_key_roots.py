@@ -154,6 +154,20 @@ def test_the_shortcut_is_taken_at_key_positions(llama3_vocab):
     assert fast._auto.n_states < slow._auto.n_states - 20
 
 
+def test_members_completion_is_asked_once_per_node(llama3_vocab):
+    """Where the builder cannot vouch for members (required members: a member's tail completes
+    only if the required ones still fit), the names' walk lists every member a node's edges wait
+    for in one answer (``ASK``), not an exit per member, and the masks stay the walk's."""
+    schema = _object(NAMES, required=["id", "alpha", "caf\u00e9"], maxProperties=6)
+    fast, slow, ref = _indexes(schema, llama3_vocab, property_order="any")
+    got = _answers(fast, b'{"')
+    assert keywalk.ASK in got and got[-1] == walk.DONE
+    assert got.count(keywalk.ASK) < len(NAMES) // 4
+    text = json.dumps(_doc(schema, ["id", "q4", "alpha", "caf\u00e9"]), separators=(",", ":")).encode()
+    assert_same_masks(fast, slow, text)
+    assert_same_masks(fast, ref, text)
+
+
 def test_frames_that_do_not_fit_fall_back_to_the_walk(llama3_vocab):
     schema = _object(NAMES)
     fast, slow, _ = _indexes(schema, llama3_vocab, property_order="any")

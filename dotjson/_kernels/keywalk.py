@@ -26,7 +26,7 @@ from .walk import (
 from .subtrees import _set_bits
 from ..automaton import kernels as K
 from ..automaton.keysets import (
-    KT_BLOB, KT_CP, KT_RAW, KT_START, SY_CLOSE, SY_ESCAPE, SY_LOW, KT_SYN, _k_any,
+    KT_ALIVE, KT_BLOB, KT_CP, KT_MEMBER, KT_RAW, KT_START, SY_CLOSE, SY_ESCAPE, SY_LOW, KT_SYN,
     _k_block_end, _k_bound, _k_cp, _k_decode, _k_term, _klen,
 )
 from ..automaton.states import _live_state
@@ -34,6 +34,10 @@ from ..automaton.store import K_REF, NEED_RULE, S_RULE, _fail
 
 #: :func:`keys_mask`'s answer for a state that is no key position it walks (the caller walks it)
 NOT_KEYS = NOT_CLASS
+#: :func:`keys_mask`'s answer when members' completion is to be settled first (see its ``ask``)
+ASK = 4
+#: room for the members one ``ASK`` lists (a node's children: at most 256)
+ASK_ROOM = 258
 #: ``ret`` slot: the depth of the names' frame stack
 _R_KSP = 2
 # phases: each trie's joint walk (its first frame pushed, then run), then its walk below the
@@ -69,12 +73,36 @@ def _head(S, state):
 
 
 @kernel
+def _first_unknown(pool, T, C, q1, q2):
+    """Whether an offered name of sorted ``[q1, q2)`` can complete, as ``_k_any`` answers it but
+    without asking: 1 yes, 0 no, ``-2 - m`` when member ``m`` (offered, the first such) is not
+    known yet and decides it."""
+    mlo = pool[C + 1]
+    mhi = pool[C + 2]
+    mem = pool[T + KT_MEMBER]
+    al = pool[T + KT_ALIVE]
+    for q in range(q1, q2):
+        m = pool[mem + q]
+        if m < mlo or m >= mhi:
+            continue
+        a = pool[al + m]
+        if a == 1:
+            return 1
+        if a < 0:
+            return -2 - m
+    return 0
+
+
+@kernel
 def _names_walk(S, state, trie, h, rest, kst, out, st_node, st_state, st_edge, ret, room, kroom,
-                ksp):
+                ksp, ask):
     """Run the joint walk of ``trie`` and the names of key set term ``h`` whose stack ``kst``
     holds ``ksp`` frames; the states made where tokens leave the names are pushed as frames of
     :func:`walk_trie` (``ret[R_SP]`` of them). 0 when done, -1 on exit (the frame being read
-    pushed back, the depth in ``ret[_R_KSP]``), -2 past ``room`` or ``kroom`` frames."""
+    pushed back, the depth in ``ret[_R_KSP]``), -2 past ``room`` or ``kroom`` frames, -3 when
+    members' completion must be known first: ``ask[0]`` the table, ``ask[1]`` their count, then
+    the members (every one the frame's edges wait for: one return to Python for a node's
+    names, not one each; the frame pushed back as on an exit)."""
     S = K.borrow(S)
     child_ptr, child_byte, child_node = K.borrow(trie[0]), K.borrow(trie[1]), K.borrow(trie[2])
     tok_ptr, tok_ids = K.borrow(trie[3]), K.borrow(trie[4])
@@ -105,7 +133,9 @@ def _names_walk(S, state, trie, h, rest, kst, out, st_node, st_state, st_edge, r
         end = child_ptr[v + 1]
         s = q1 + 1 if _klen(pool, st, q1) == d else q1  # (a name ending here sorts first)
         boundary = s < q2 and (pool[bl + pool[st + s] + d] & 0xC0) != 0x80
-        stop = 0  # 1: an exit at edge e
+        stop = 0  # 1: an exit at edge e; 3: members to ask (from edge e0 on)
+        e0 = -1
+        nask = 0
         while e < end:
             b = child_byte[e]
             c = child_node[e]
@@ -124,10 +154,16 @@ def _names_walk(S, state, trie, h, rest, kst, out, st_node, st_state, st_edge, r
                     if i < 0 or pool[raw + i] == 0:
                         e += 1
                         continue
-                a = _k_any(S, T, C, r1, r2)
-                if a < 0:
-                    stop = 1
-                    break
+                a = _first_unknown(pool, T, C, r1, r2)
+                if a < 0 or e0 >= 0:  # (collecting: the other edges only say what they wait for)
+                    if a < 0:
+                        if e0 < 0:
+                            e0 = e
+                        if nask < ask.shape[0] - 2:
+                            ask[2 + nask] = -2 - a
+                            nask += 1
+                    e += 1
+                    continue
                 if a == 1:
                     _set_bits(out, tok_ids, tok_ptr[c], tok_ptr[c + 1])
                     if child_ptr[c + 1] > child_ptr[c]:
@@ -144,6 +180,9 @@ def _names_walk(S, state, trie, h, rest, kst, out, st_node, st_state, st_edge, r
                 continue
             if b != esc and not (b == close and s > q1):
                 e += 1  # (a closing quote before a whole name: nothing)
+                continue
+            if e0 >= 0:
+                e += 1
                 continue
             # a token leaves the names (a whole name closed, an escape): the exact successor,
             # one state (the root's transition, else the derivative of this range's term)
@@ -171,7 +210,12 @@ def _names_walk(S, state, trie, h, rest, kst, out, st_node, st_state, st_edge, r
                     st_edge[gsp] = child_ptr[c]
                     gsp += 1
             e += 1
-        if stop == 1:  # pushed back at the edge being read: a resumed walk redoes nothing
+        if stop == 0 and e0 >= 0:  # pushed back at the first edge waiting, the members asked
+            e = e0
+            stop = 3
+            ask[0] = T
+            ask[1] = nask
+        if stop != 0:  # pushed back at the edge being read: a resumed walk redoes nothing
             g = ksp * KF
             kst[g] = v
             kst[g + 1] = q1
@@ -180,7 +224,7 @@ def _names_walk(S, state, trie, h, rest, kst, out, st_node, st_state, st_edge, r
             kst[g + 4] = e
             ret[_R_KSP] = ksp + 1
             ret[R_SP] = gsp
-            return -1
+            return -1 if stop == 1 else -3
     ret[_R_KSP] = 0
     ret[R_SP] = gsp
     return 0
@@ -188,10 +232,10 @@ def _names_walk(S, state, trie, h, rest, kst, out, st_node, st_state, st_edge, r
 
 @unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, K._I32_1, K._i64, K._i64, K._I32_1, _U32_2, _RUNS,
       K._i64, K._I32_3, K._I32_1, K._i64, K._I32_1, K._I32_1, K._I32_1, _U32_2, _U64_1, _U32_1,
-      K._I32_1, K._I32_1, K._I32_1, _I64_1)
+      K._I32_1, K._I32_1, K._I32_1, _I64_1, _I64_1)
 def keys_mask(S, state, special, plain, kst, kroom, room, big, big_bits, runs, special_mode, pseq,
               plen, wide, nchars, tchars, len_row, len_bits, below, out, st_node, st_state,
-              st_edge, ret):
+              st_edge, ret, ask):
     """The allowed-token bits of key position ``state`` (``K_KEYS(C, p, d) rest``, EOS aside)
     OR-ed into ``out``: each trie walked jointly with the names (see the module docstring), then
     below the states made where tokens leave them by :func:`walk_trie` (``special_mode`` and the
@@ -199,7 +243,9 @@ def keys_mask(S, state, special, plain, kst, kroom, room, big, big_bits, runs, s
     ``kroom`` frames of the names' walk; ``room``: frames :func:`walk_trie`'s may start with.
 
     ``NOT_KEYS`` for any other state (escape and end modes too), ``NO_ROOM`` where the frames do
-    not fit (the caller walks the state whole, ``out`` discarded); resumable as
+    not fit (the caller walks the state whole, ``out`` discarded), ``ASK`` where members'
+    completion must be known first (``ask``: the table, their count, the members; the caller
+    settles them, ``Automaton._key_alive``, and calls again); resumable as
     :func:`~dotjson._kernels.walk.compute_mask` (``ret[R_PHASE] = PH_START`` once, call again
     after ``EXIT``)."""
     S = K.borrow(S)
@@ -235,9 +281,11 @@ def keys_mask(S, state, special, plain, kst, kroom, room, big, big_bits, runs, s
         elif ph == _KM_NAMES_SPECIAL or ph == _KM_NAMES_PLAIN:
             p = ph == _KM_NAMES_PLAIN
             r = _names_walk(S, state, plain if p else special, h, rest, kst, out, st_node,
-                            st_state, st_edge, ret, room, kroom, ret[_R_KSP])
+                            st_state, st_edge, ret, room, kroom, ret[_R_KSP], ask)
             if r == -1:
                 return EXIT
+            if r == -3:
+                return ASK
             if r == -2:
                 return NO_ROOM
             ret[R_PHASE] = ph + 1  # (its walk)

@@ -639,6 +639,14 @@ class Masker:
             self._special_bits(state, out)
         return out
 
+    def _root_walk(self):
+        """This thread's walk stacks with their ``ret`` set to start a resumable walk, and the
+        frames a shortcut at a mask's root may seed (the walk's own frames' room kept)."""
+        sc = self._scratch()
+        sc.ret[:] = 0
+        sc.ret[_walk.R_PHASE] = _walk.PH_START
+        return sc, sc.st_node.shape[0] - self._class_reserve
+
     def _keys_mask(self, state: int):
         """The bitset of a key position (``K_KEYS(C, p, d) rest``: an object's key set, read
         from its names), or ``None`` for another state or where its frames do not fit: the
@@ -647,20 +655,17 @@ class Masker:
         quote, an escape). Walked as any state, each trie node spelt with a prefix of a name was
         a state of its own, new at every key position (~90 at a key of a 30-member object in
         any order, ~0.7 ms on Llama 3). Call with the lock held."""
-        sc = self._scratch()
+        sc, room = self._root_walk()
         n = sc.st_node.shape[0]
         kst = self._kst
         if kst is None or kst.shape[0] < _keywalk.KF * n:
             kst = self._kst = np.empty(_keywalk.KF * n, dtype=np.int32)
         a = self._auto
         out = np.zeros(self._n_words, dtype=np.uint32)
-        room = n - self._class_reserve  # (the walk's own frames' room kept)
         big, big_bits, runs, len_row, len_bits, nchars, tchars, below = self._walk_tables
         pseq, plen = self._plain.seqs
         special, plain = self._trie_arrays
         ret = sc.ret
-        ret[:] = 0
-        ret[_walk.R_PHASE] = _walk.PH_START
         ask = self._ask
         while True:
             v = _keywalk.keys_mask(a.store, state, special, plain, kst, n, room, big, big_bits, runs,
@@ -728,14 +733,11 @@ class Masker:
             return None
         (sp_ptr, sp_depth, sp_child), (pl_ptr, pl_depth, pl_child) = exits
         out = np.zeros(self._n_words, dtype=np.uint32)
-        sc = self._scratch()
-        room = sc.st_node.shape[0] - self._class_reserve  # (the walk's own frames' room kept)
+        sc, room = self._root_walk()
         big, big_bits, runs, len_row, len_bits, nchars, tchars, below = self._walk_tables
         pseq, plen = self._plain.seqs
         special, plain = self._trie_arrays
         ret = sc.ret
-        ret[:] = 0
-        ret[_walk.R_PHASE] = _walk.PH_START
         while True:
             v = _walk.class_mask(a.store, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr,
                                  pl_depth, pl_child, c_row, c_bits, self._chain_words, chain, room,

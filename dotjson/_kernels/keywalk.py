@@ -26,7 +26,7 @@ from .walk import (
 from .subtrees import _set_bits
 from ..automaton import kernels as K
 from ..automaton.keysets import (
-    KT_ALIVE, KT_BLOB, KT_CP, KT_MEMBER, KT_RAW, KT_START, SY_CLOSE, SY_ESCAPE, SY_LOW, KT_SYN,
+    KT_BLOB, KT_CP, KT_RAW, KT_START, SY_CLOSE, SY_ESCAPE, SY_LOW, KT_SYN, _k_first,
     _k_block_end, _k_bound, _k_cp, _k_decode, _k_term, _klen,
 )
 from ..automaton.states import _live_state
@@ -70,27 +70,6 @@ def _head(S, state):
     if ti[h, 0] != K.K_KEYS or ti[h, 3] >= K.KD_ESC:
         return -1, 0
     return h, rest
-
-
-@kernel
-def _first_unknown(pool, T, C, q1, q2):
-    """Whether an offered name of sorted ``[q1, q2)`` can complete, as ``_k_any`` answers it but
-    without asking: 1 yes, 0 no, ``-2 - m`` when member ``m`` (offered, the first such) is not
-    known yet and decides it."""
-    mlo = pool[C + 1]
-    mhi = pool[C + 2]
-    mem = pool[T + KT_MEMBER]
-    al = pool[T + KT_ALIVE]
-    for q in range(q1, q2):
-        m = pool[mem + q]
-        if m < mlo or m >= mhi:
-            continue
-        a = pool[al + m]
-        if a == 1:
-            return 1
-        if a < 0:
-            return -2 - m
-    return 0
 
 
 @kernel
@@ -154,7 +133,7 @@ def _names_walk(S, state, trie, h, rest, kst, out, st_node, st_state, st_edge, r
                     if i < 0 or pool[raw + i] == 0:
                         e += 1
                         continue
-                a = _first_unknown(pool, T, C, r1, r2)
+                a = _k_first(pool, T, C, r1, r2)
                 if a < 0 or e0 >= 0:  # (collecting: the other edges only say what they wait for)
                     if a < 0:
                         if e0 < 0:

@@ -151,11 +151,10 @@ def _k_char(pool, T, st, bl, q, d):
 
 
 @kernel
-def _k_any(S, T, C, q1, q2):
-    """1 when a name of sorted ``[q1, q2)`` is offered by context ``C`` and can complete, 0 when
-    none, -1 on exit (whether an offered member can complete is not known yet)."""
-    S = borrow(S)
-    pool = S[S_POOL]
+def _k_first(pool, T, C, q1, q2):
+    """Whether a name of sorted ``[q1, q2)`` is offered by context ``C`` and can complete, as
+    far as the table knows: 1 yes, 0 none, ``-2 - m`` when member ``m`` (offered, the first
+    such) is not known yet and decides it."""
     mlo = pool[C + 1]
     mhi = pool[C + 2]
     mem = pool[T + KT_MEMBER]
@@ -168,8 +167,19 @@ def _k_any(S, T, C, q1, q2):
         if a == 1:
             return 1
         if a < 0:
-            return _k_ask_alive(S, T, m)
+            return -2 - m
     return 0
+
+
+@kernel
+def _k_any(S, T, C, q1, q2):
+    """1 when a name of sorted ``[q1, q2)`` is offered by context ``C`` and can complete, 0 when
+    none, -1 on exit (whether an offered member can complete is not known yet)."""
+    S = borrow(S)
+    r = _k_first(S[S_POOL], T, C, q1, q2)
+    if r >= 0:
+        return r
+    return _k_ask_alive(S, T, -2 - r)
 
 
 #: a key set of more members than this keeps its contexts as made (not interned in the memo,

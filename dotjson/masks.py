@@ -43,8 +43,9 @@ _SCRATCH = threading.local()
 
 
 def _thread_scratch(depth: int):
-    """The calling thread's trie-walk stacks, shared by every index (~0.5 MB at 128k tokens):
-    a thread computes one mask at a time, and a walk's exits to Python never start another."""
+    """The calling thread's trie-walk stacks, shared by every index (~0.5 MB at 128k tokens; the
+    names' frames of a key position's walk, ``kst``, ~0.9 MB more once one is masked): a thread
+    computes one mask at a time, and a walk's exits to Python never start another."""
     sc = _SCRATCH
     if getattr(sc, "st_node", None) is None or sc.st_node.shape[0] < depth:
         sc.st_node = np.zeros(depth, dtype=np.int32)
@@ -99,7 +100,6 @@ class Masker:
         #: False: a key position (a key set at the walk's root) is walked as any state, a state
         #: per prefix of a name, for the tests (see :meth:`_keys_mask`)
         self._key_roots = True
-        self._kst = None  # (the names' frames of a key position's walk, made on first use)
         self._ask = np.zeros(_keywalk.ASK_ROOM, dtype=np.int64)  # (its members to settle)
         # a class's bytes (its four words' bytes) -> (its tables, room for a chain of its states)
         self._classes: dict = {}
@@ -657,9 +657,9 @@ class Masker:
         any order, ~0.7 ms on Llama 3). Call with the lock held."""
         sc, room = self._root_walk()
         n = sc.st_node.shape[0]
-        kst = self._kst
+        kst = getattr(sc, "kst", None)  # (the thread's, as its other stacks: every index's)
         if kst is None or kst.shape[0] < _keywalk.KF * n:
-            kst = self._kst = np.empty(_keywalk.KF * n, dtype=np.int32)
+            kst = sc.kst = np.empty(_keywalk.KF * n, dtype=np.int32)
         a = self._auto
         out = np.zeros(self._n_words, dtype=np.uint32)
         big, big_bits, runs, len_row, len_bits, nchars, tchars, below = self._walk_tables

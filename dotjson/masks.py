@@ -111,7 +111,8 @@ class Masker:
         self._head_pairs = np.zeros(2 * _walk.MAX_HEADS, dtype=np.int64)
         self._n_words = self._tries.n_words
         self._limit = self._tries.max_len + 1
-        # the walk's own frames in the stacks (_scratch): the room a class's exits leave them
+        # the walk's own frames in the stacks (_scratch): the room a shortcut at a mask's root
+        # (a class's exits, a key position's ways out of its names) leaves them
         self._class_reserve = 256 * (self._limit + 2)
         self._eos, self._eos_set = eos_of(vocabulary.eos_token_ids)
         self._max_cache_bytes = int(max_cache_bytes)

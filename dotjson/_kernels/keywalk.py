@@ -20,8 +20,8 @@ import numpy as np
 
 from .jit import kernel, unit
 from .walk import (
-    _I64_1, _RUNS, _TRIE, _U32_1, _U32_2, _U64_1, BYTE_RUNS, DONE, EXIT, NO_ROOM, NOT_CLASS, R_PHASE,
-    R_SP, WALK_PLAIN, walk_trie,
+    _I64_1, _RUNS, _TRIE, _U32_1, _U32_2, _U64_1, DONE, EXIT, NO_ROOM, NOT_CLASS, PH_START, R_PHASE,
+    R_SP, walk_seeded,
 )
 from .subtrees import _set_bits
 from ..automaton import kernels as K
@@ -30,7 +30,7 @@ from ..automaton.keysets import (
     _k_block_end, _k_bound, _k_cp, _k_decode, _k_term, _klen,
 )
 from ..automaton.states import _live_state
-from ..automaton.store import K_REF, NEED_RULE, S_RULE, _fail
+from ..automaton.store import K_REF, S_RULE
 
 #: :func:`keys_mask`'s answer for a state that is no key position it walks (the caller walks it)
 NOT_KEYS = NOT_CLASS
@@ -43,7 +43,8 @@ _R_KSP = 2
 # phases: each trie's joint walk (its first frame pushed, then run), then its walk below the
 # states made where tokens leave the names; the special trie first
 _KM_INIT_SPECIAL, _KM_NAMES_SPECIAL, _KM_WALK_SPECIAL, _KM_INIT_PLAIN, _KM_NAMES_PLAIN, \
-    _KM_WALK_PLAIN, _KM_DONE = range(1, 8)
+    _KM_WALK_PLAIN, _KM_DONE = range(7)
+assert _KM_INIT_SPECIAL == PH_START
 #: ints per frame of the names' stack: trie node, names ``[q1, q2)``, bytes read ``d``, next edge
 KF = 5
 
@@ -51,9 +52,9 @@ KF = 5
 @kernel
 def _head(S, state):
     """The key set term at the head of ``state``'s term (read through a reference to a rule
-    whose body is one: a key position's rule) and what follows it (``EPS`` for a bare key set);
-    ``(-1, 0)`` where the state is no key position walked here (escape and end modes are left to
-    the walk); ``(-2, rule)`` where the head is a rule whose body is not compiled yet."""
+    whose body is one: a key position's rule, compiled by the masker before it asks) and what
+    follows it (``EPS`` for a bare key set); ``(-1, 0)`` where the state is no key position
+    walked here (escape and end modes, like a rule not compiled yet, are left to the walk)."""
     S = K.borrow(S)
     ti = S[K.S_TI]
     t = S[K.S_TERM_OF][state]
@@ -63,10 +64,9 @@ def _head(S, state):
         h = ti[t, 1]
         rest = ti[t, 2]
     if ti[h, 0] == K_REF:
-        body = S[S_RULE][ti[h, 1]]
-        if body < 0:
-            return -2, ti[h, 1]
-        h = body
+        h = S[S_RULE][ti[h, 1]]
+        if h < 0:
+            return -1, 0
     if ti[h, 0] != K.K_KEYS or ti[h, 3] >= K.KD_ESC:
         return -1, 0
     return h, rest
@@ -235,17 +235,12 @@ def keys_mask(S, state, special, plain, kst, kroom, room, big, big_bits, runs, s
     out, ret = K.borrow(out), K.borrow(ret)
     st_node, st_state, st_edge = K.borrow(st_node), K.borrow(st_state), K.borrow(st_edge)
     h, rest = _head(S, state)
-    if h == -2:  # a key position's rule, met first here: Python compiles it, calls again
-        _fail(S, NEED_RULE, rest)
-        return EXIT
     if h < 0:
         return NOT_KEYS
-    no_chars = K.scratch(np.int32, 1, 0)[:0]  # (the special trie: no plain-trie tables)
-    no_below = K.scratch(np.uint64, 1, 0)[:0]
     while True:
         ph = ret[R_PHASE]
-        if ph == _KM_INIT_SPECIAL - 1 or ph == _KM_INIT_SPECIAL or ph == _KM_INIT_PLAIN:
-            # the first frame: the root, over the term's names (PH_START is 0: the special trie's)
+        if ph == _KM_INIT_SPECIAL or ph == _KM_INIT_PLAIN:
+            # the first frame: the root, over the term's names
             pool = S[K.S_POOL]
             ti = S[K.S_TI]
             T = pool[ti[h, 1]]
@@ -268,19 +263,12 @@ def keys_mask(S, state, special, plain, kst, kroom, room, big, big_bits, runs, s
             if r == -2:
                 return NO_ROOM
             ret[R_PHASE] = ph + 1  # (its walk)
-        elif ph == _KM_WALK_SPECIAL:
-            r = walk_trie(S, special, special_mode, big, big_bits, runs, out, st_node, st_state,
-                          st_edge, ret[R_SP], ret, pseq, plen, wide, no_chars, no_chars, no_chars,
-                          big_bits, no_below)
+        elif ph == _KM_WALK_SPECIAL or ph == _KM_WALK_PLAIN:
+            r = walk_seeded(S, ph == _KM_WALK_PLAIN, special, plain, special_mode, big, big_bits,
+                            runs, pseq, plen, wide, nchars, tchars, len_row, len_bits, below, out,
+                            st_node, st_state, st_edge, ret)
             if r == EXIT:
                 return EXIT
-            ret[R_PHASE] = _KM_INIT_PLAIN
-        elif ph == _KM_WALK_PLAIN:
-            mode = WALK_PLAIN | (special_mode & BYTE_RUNS)
-            r = walk_trie(S, plain, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
-                          ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row, len_bits, below)
-            if r == EXIT:
-                return EXIT
-            ret[R_PHASE] = _KM_DONE
+            ret[R_PHASE] = ph + 1  # (the plain trie's names, or done)
         else:
             return DONE

@@ -347,6 +347,21 @@ def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edg
     return DONE
 
 
+@kernel
+def walk_seeded(S, in_plain, special, plain, special_mode, big, big_bits, runs, pseq, plen, wide,
+                nchars, tchars, len_row, len_bits, below, out, st_node, st_state, st_edge, ret):
+    """Resume a mask's walk of the ``ret[R_SP]`` frames seeded in the special trie (``in_plain``
+    false: by ``special_mode``) or in the plain one (by ``WALK_PLAIN`` and ``special_mode``'s byte
+    runs, with the plain trie's tables: the special trie's modes never read them); ``DONE``, or
+    ``EXIT`` (see :func:`walk_trie`). The one walk :func:`compute_mask`, :func:`class_mask` and
+    :func:`dotjson._kernels.keywalk.keys_mask` run below the frames they seed."""
+    S = K.borrow(S)
+    trie = plain if in_plain else special
+    mode = (WALK_PLAIN | (special_mode & BYTE_RUNS)) if in_plain else special_mode
+    return walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge, ret[R_SP],
+                     ret, pseq, plen, wide, nchars, tchars, len_row, len_bits, below)
+
+
 @unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, _U32_1, K._I32_1, _U32_2, _RUNS, K._I32_1, _U32_2, K._i64, _I32_3, K._I32_1, K._i64, K._I32_1, K._I32_1, _U64_1, _U32_1, K._I32_1, K._I32_1, K._I32_1, _I64_1)
 def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_row, len_bits,
                  special_mode, pseq, plen, wide, nchars, tchars, below, out, st_node, st_state,
@@ -420,10 +435,9 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
             ret[R_PHASE] = PH_SPECIAL if ph == PH_START else PH_PLAIN
             continue
         if ph == PH_SPECIAL or ph == PH_PLAIN:
-            trie = special if ph == PH_SPECIAL else plain
-            mode = (WALK_PLAIN | (special_mode & BYTE_RUNS)) if ph == PH_PLAIN else special_mode
-            r = walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
-                          ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row, len_bits, below)
+            r = walk_seeded(S, ph == PH_PLAIN, special, plain, special_mode, big, big_bits, runs,
+                            pseq, plen, wide, nchars, tchars, len_row, len_bits, below, out,
+                            st_node, st_state, st_edge, ret)
             if r == EXIT:
                 return EXIT
             if ph == PH_PLAIN:
@@ -883,8 +897,6 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
         h = ti[t, 1] if ti[t, 0] == K.K_SEQ else t
         lo = ti[h, 2]
         hi = ti[h, 3]
-    no_chars = K.scratch(np.int32, 1, 0)[:0]  # (the special trie: no plain-trie tables)
-    no_below = K.scratch(np.uint64, 1, 0)[:0]
     while True:
         ph = ret[R_PHASE]
         if ph == PH_START:
@@ -920,20 +932,13 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
                 return NO_ROOM
             ret[R_SP] = n
             ret[R_PHASE] = ph + 1  # (its walk)
-        elif ph == _CM_WALK_SPECIAL:
-            r = walk_trie(S, special, special_mode, big, big_bits, runs, out, st_node, st_state,
-                          st_edge, ret[R_SP], ret, pseq, plen, wide, no_chars, no_chars, no_chars,
-                          big_bits, no_below)
+        elif ph == _CM_WALK_SPECIAL or ph == _CM_WALK_PLAIN:
+            r = walk_seeded(S, ph == _CM_WALK_PLAIN, special, plain, special_mode, big, big_bits,
+                            runs, pseq, plen, wide, nchars, tchars, len_row, len_bits, below, out,
+                            st_node, st_state, st_edge, ret)
             if r == EXIT:
                 return EXIT
-            ret[R_PHASE] = _CM_SEED_PLAIN
-        elif ph == _CM_WALK_PLAIN:
-            mode = WALK_PLAIN | (special_mode & BYTE_RUNS)
-            r = walk_trie(S, plain, mode, big, big_bits, runs, out, st_node, st_state, st_edge,
-                          ret[R_SP], ret, pseq, plen, wide, nchars, tchars, len_row, len_bits, below)
-            if r == EXIT:
-                return EXIT
-            ret[R_PHASE] = _CM_DONE
+            ret[R_PHASE] = ph + 1  # (the plain trie's seeding, or done)
         else:
             return DONE
 

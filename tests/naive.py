@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 
 def allowed_tokens(index, vocab, prefix: bytes) -> set[int]:
     """The tokens allowed after ``prefix``, by trying every token's bytes on the index from scratch."""
@@ -90,3 +92,21 @@ def generic_walk_index(*args, **kw):
     ref = Index(*args, **kw)
     ref._masker._family_masks = False
     return ref
+
+
+@contextlib.contextmanager
+def answers_of(module, name: str):
+    """While the block runs, every answer of ``module.name`` (a kernel its caller reads off
+    the module at each call), in order, in the list the block is given."""
+    got = []
+    real = getattr(module, name)
+
+    def spy(*args):
+        got.append(real(*args))
+        return got[-1]
+
+    setattr(module, name, spy)
+    try:
+        yield got
+    finally:
+        setattr(module, name, real)

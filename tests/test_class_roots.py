@@ -27,7 +27,7 @@ from dotjson._kernels import walk
 from dotjson.jsonschema.jsonstr import PLAIN_CLASS
 from dotjson.trie import class_tables
 
-from naive import assert_same_masks
+from naive import answers_of, assert_same_masks
 
 ALNUM = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -133,19 +133,8 @@ def test_the_shortcut_is_taken_and_its_tables_kept(llama3_vocab):
     index = Index(schema, llama3_vocab)
     m = index._masker
     s = index._auto.walk_bytes(index.initial_state, b'"ab')
-    answers = []
-    real = walk.class_mask
-
-    def spy(*args):
-        answers.append(real(*args))
-        return answers[-1]
-
-    walk.class_mask = spy
-    try:
-        with index._auto.lock:
-            got = m._class_mask(index._auto.key_state(s, m._limit))
-    finally:
-        walk.class_mask = real
+    with answers_of(walk, "class_mask") as answers, index._auto.lock:
+        got = m._class_mask(index._auto.key_state(s, m._limit))
     assert got is not None and answers[-1] == walk.DONE
     key = np.zeros(4, dtype=np.uint64)
     for b in ALNUM:

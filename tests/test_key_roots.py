@@ -24,7 +24,7 @@ import pytest
 from dotjson import Index
 from dotjson._kernels import keywalk, walk
 
-from naive import assert_same_masks
+from naive import answers_of, assert_same_masks
 
 NAMES = ["alpha", "alphabet", "alp", "beta", "id", "name", "type", "value", "values", "x_y",
          "caf\u00e9", "\u65e5\u672c", 'quote"d', "back\\slash", "tab\tx", "", "enabled",
@@ -116,21 +116,11 @@ def test_key_position_masks_equal_the_walk(request, vocab_name, case, order, spe
 
 def _answers(index, text: bytes):
     """``keys_mask``'s answers for the masks at every byte of ``text`` on a fresh index."""
-    got = []
-    real = keywalk.keys_mask
-
-    def spy(*args):
-        got.append(real(*args))
-        return got[-1]
-
-    keywalk.keys_mask = spy
-    try:
+    with answers_of(keywalk, "keys_mask") as got:
         for i in range(len(text) + 1):
             s = index._auto.walk_bytes(index.initial_state, text[:i])
             if s >= 0:
                 index.mask(s)
-    finally:
-        keywalk.keys_mask = real
     return got
 
 

@@ -262,3 +262,68 @@ def test_written_state_bodies_keep_every_mask(case, llama3_vocab, llama3_tokeniz
         assert (nw > 0) == (case == "witness"), nw
         for k, (x, y) in enumerate(zip(a, b)):
             assert (x == y).all(), (case, kw, k)
+
+
+@pytest.mark.parametrize("extra", [
+    {"required": ["k07", "k02"]},                               # required, all with values
+    {"required": ["k07"], "minProperties": 3},                  # and a count to reach
+    {"required": ["k07", "k02"], "maxProperties": 6},           # a maximum: never vouched
+    {"required": ["k07", "tree"]},                              # a recursive required value
+    {"required": ["k07"], "propertyNames": {"not": {"const": "k03"}}},
+])
+def test_key_sets_vouch_for_members_only_when_they_complete(extra, llama3_vocab):
+    """A wide family's key set is told, when its table is written, which members certainly
+    complete the object (``AnyOrderObject._alive_many``): with required members it vouches for a
+    member whose value has an instance while every required member not seen has one too (no
+    maximum, the count reached). Checked against the exact answer (the member's tail rule's
+    productivity) for every member of every key set a document's masks made, and the key sets of
+    the case with required members asked nothing at all."""
+    import numpy as np
+
+    from dotjson import Index
+    from dotjson.automaton import Automaton
+    from dotjson.jsonschema.objects_any_order import AnyOrderObject
+
+    props = {f"k{j:02d}": ({"type": "integer"} if j % 2 else {"type": "string"}) for j in range(12)}
+    props["dead"] = {"type": "string", "minLength": 3, "maxLength": 2}  # (never completes)
+    props["tree"] = {"$ref": "#/$defs/t"}
+    schema = {"type": "object", "properties": props, **extra,
+              "$defs": {"t": {"type": "array", "items": {"$ref": "#/$defs/t"}}}}
+    asked = []
+    real = Automaton._key_alive
+
+    def spy(self, T, m):
+        asked.append(m)
+        return real(self, T, m)
+
+    try:
+        Automaton._key_alive = spy
+        ix = Index(schema, llama3_vocab, property_order="any", close_objects=False)
+    except Exception:
+        Automaton._key_alive = real
+        raise
+    try:
+        doc = b'{"k05": 1, "k07": 2, "k00": "x", "k02": "y", "k09": 3, "tree": [[]]}'
+        for i in range(len(doc) + 1):
+            s = ix._auto.walk_bytes(ix.initial_state, doc[:i])
+            assert s >= 0, doc[:i]
+            ix.mask(s)
+    finally:
+        Automaton._key_alive = real
+    fams = [f for f in ix._auto.grammar.families if isinstance(f, AnyOrderObject)]
+    assert len(fams) == 1 and fams[0]._keysets
+    fam = fams[0]
+    vouched = 0
+    for (seen, c2), ks in fam._keysets.items():
+        js = np.array([j for j in range(fam.n) if j not in seen], dtype=np.int64)
+        sure = ks.alive_many(js)
+        for j, v in zip(js.tolist(), sure.tolist()):
+            exact = fam.productive(fam._tail_name(j, c2, seen))
+            assert exact or not v, (seen, c2, fam.names[j])
+            vouched += v
+    if "maxProperties" in extra:
+        assert vouched == 0
+    else:
+        assert vouched > 0
+    if extra == {"required": ["k07", "k02"]}:
+        assert asked == [fam.names.index("dead")] * len(asked), asked  # (only the dead member)

@@ -156,6 +156,9 @@ class EmptyLanguageError(GrammarError):
 
 # the byte sets of a builder program without any (never written: the kernel only reads them)
 _NO_WORDS = np.zeros((0, 4), dtype=np.uint64)
+#: The states' tables (a row per state), grown together
+_STATE_ARRAYS = ("term_of", "trans", "accepting", "plain_inv", "row_ready")
+
 
 class Automaton:
     """Byte automaton of an IR grammar, expanded on demand.
@@ -275,7 +278,19 @@ class Automaton:
         return base_image(shared, nodes, self.INITIAL_TERMS, self.INITIAL_STATES, rest[0] if rest else ())
 
     def _from_image(self, image: "_Image") -> None:
-        self._a = a = {k: v.copy() for k, v in image.arrays.items()}
+        arrays = image.arrays
+        self._a = a = {k: v.copy() for k, v in arrays.items() if k not in _STATE_ARRAYS}
+        # The states' tables start at their grown size, in address space reserved for
+        # max_states (rows written only when a state is made: untouched pages cost nothing).
+        # Grown from 64 rows inside a mask, they cost an exit to Python and a copy of the
+        # transition table (~145 us): most first masks of a real schema, and a document's walk,
+        # pass 64 states (48 growths over the serving benchmark's 32 schemas).
+        n = int(arrays["ctl"][K.C_STATES])
+        cap = max(arrays["trans"].shape[0], self.GROWN_STATES)
+        for name in _STATE_ARRAYS:
+            x = arrays[name]
+            a[name] = y = np.empty((cap,) + x.shape[1:], dtype=x.dtype)
+            y[:n] = x[:n]
         a["ctl"][K.C_MAX_STATES] = self.max_states
         a["ctl"][K.C_FUEL] = self.fuel
         self._publish()
@@ -362,10 +377,10 @@ class Automaton:
             a["mk"], a["mv"] = mk, mv
         elif status == K.NEED_GROW_STATES:
             cap = max(2 * a["trans"].shape[0], self.GROWN_STATES)
-            self._budget({k: cap for k in ("term_of", "trans", "accepting", "plain_inv", "row_ready")})
+            self._budget({k: cap for k in _STATE_ARRAYS})
             # (rows past the states are written by kernels.state when it makes a state)
             n = int(a["ctl"][K.C_STATES])
-            for name in ("term_of", "trans", "accepting", "plain_inv", "row_ready"):
+            for name in _STATE_ARRAYS:
                 a[name] = self._grown(a[name], cap, None, n, self.max_states + 1)
         else:  # pragma: no cover - a kernel bug
             raise AssertionError(f"unknown kernel exit {status}")

@@ -280,11 +280,12 @@ class Automaton:
     def _from_image(self, image: "_Image") -> None:
         arrays = image.arrays
         self._a = a = {k: v.copy() for k, v in arrays.items() if k not in _STATE_ARRAYS}
-        # The states' tables start at their grown size, in address space reserved for
-        # max_states (rows written only when a state is made: untouched pages cost nothing).
-        # Grown from 64 rows inside a mask, they cost an exit to Python and a copy of the
-        # transition table (~145 us): most first masks of a real schema, and a document's walk,
-        # pass 64 states (48 growths over the serving benchmark's 32 schemas).
+        # The states' tables start at their grown size (GROWN_STATES rows of NumPy's memory,
+        # a row written only when its state is made, kernels.state). Grown from the image's 64
+        # rows inside a mask, they cost an exit to Python and a copy into a fresh reservation
+        # (~145 us): most first masks of a real schema, and every document, pass 64 states (48
+        # growths over the serving benchmark's 32 schemas). Past these rows they move into
+        # reserved address space as before (_grow).
         n = int(arrays["ctl"][K.C_STATES])
         cap = max(arrays["trans"].shape[0], self.GROWN_STATES)
         for name in _STATE_ARRAYS:

@@ -408,7 +408,7 @@ class AnyOrderObject:
                 excluded=seen, spelling=self._spell.lit_char)
         return ks
 
-    def _alive_many(self, js, c2, seen=()) -> np.ndarray:
+    def _alive_many(self, js, c2, seen) -> np.ndarray:
         """For a key set of this family (members ``js``, none of them in ``seen``): True where
         the member certainly completes the object, known without building anything (its value
         has an instance by its normal form, and so has every required member not seen yet, which

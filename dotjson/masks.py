@@ -544,10 +544,8 @@ class Masker:
     def _walk_exits(self, exits: np.ndarray, sc: int, out: np.ndarray) -> None:
         """OR into ``out`` the special tokens below ``exits`` allowed from state ``sc``."""
         a = self._auto
-        sc_ = self._scratch()
+        sc_ = self._walk_start()
         ret = sc_.ret
-        ret[:] = 0
-        ret[_walk.R_PHASE] = _walk.PH_START
         big, big_bits, runs = self._walk_tables[:3]
         pseq, plen = self._plain.seqs
         while _walk.walk_from(
@@ -623,9 +621,7 @@ class Masker:
         out = np.zeros(self._n_words, dtype=np.uint32)
         if a.accepting[state]:
             self.set_eos(out)
-        sc = self._scratch()
-        sc.ret[:] = 0
-        sc.ret[_walk.R_PHASE] = _walk.PH_START
+        sc = self._walk_start()
         pseq, plen = self._plain.seqs
         big, big_bits, runs, len_row, len_bits, nchars, tchars, below = self._walk_tables
         if not self._plain_runs:
@@ -640,12 +636,18 @@ class Masker:
             self._special_bits(state, out)
         return out
 
-    def _root_walk(self):
-        """This thread's walk stacks with their ``ret`` set to start a resumable walk, and the
-        frames a shortcut at a mask's root may seed (the walk's own frames' room kept)."""
+    def _walk_start(self):
+        """This thread's walk stacks (:meth:`_scratch`) with their ``ret`` set to start a
+        resumable walk (every walk kernel's first phase)."""
         sc = self._scratch()
         sc.ret[:] = 0
         sc.ret[_walk.R_PHASE] = _walk.PH_START
+        return sc
+
+    def _root_walk(self):
+        """:meth:`_walk_start`'s stacks, and the frames a shortcut at a mask's root may seed (the
+        walk's own frames' room kept)."""
+        sc = self._walk_start()
         return sc, sc.st_node.shape[0] - self._class_reserve
 
     def _keys_mask(self, state: int):

@@ -44,12 +44,22 @@ def _paths(trie):
 
 
 @pytest.mark.parametrize("vocab_name", ["tiny_bpe_vocab", "smollm2_vocab"])
-@pytest.mark.parametrize("chars", [ALNUM, b"0123456789abcdef", b'a"'])
-def test_class_tables_are_a_search_of_the_tries(request, vocab_name, chars):
-    tries = request.getfixturevalue(vocab_name).tries_for(PLAIN_CLASS)
+@pytest.mark.parametrize("chars", [ALNUM, b"0123456789abcdef", b'a"', b"ab", b"\x00a"])
+@pytest.mark.parametrize("whole", [False, True], ids=["node by node", "subtrees whole"])
+def test_class_tables_are_a_search_of_the_tries(request, vocab_name, chars, whole):
+    """The tables against a search of every node; with the plain trie's bytes below each node
+    and characters per token (what the vocabulary hands it), a subtree all of the class is
+    taken whole: the same tables."""
+    vocab = request.getfixturevalue(vocab_name)
+    tries = vocab.tries_for(PLAIN_CLASS)
     cmask = np.zeros(256, dtype=bool)
     cmask[list(chars)] = True
-    len_row, len_bits, exits, n_tokens, deepest = class_tables(tries.special, tries.plain, tries.n_words, cmask)
+    extra = {}
+    if whole:
+        tables = vocab._walk_tables(PLAIN_CLASS)
+        extra = {"plain_below": tables[7], "plain_tchars": tables[6]}
+    len_row, len_bits, exits, n_tokens, deepest = class_tables(tries.special, tries.plain,
+                                                               tries.n_words, cmask, **extra)
     want_tokens: dict[int, int] = {}  # token -> length, tokens all of the class
     want_deepest = 0
     for k, trie in enumerate((tries.special, tries.plain)):
@@ -78,6 +88,15 @@ def test_class_tables_are_a_search_of_the_tries(request, vocab_name, chars):
         row = len_bits[len_row[min(k, top)]]
         ids = set(np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")).tolist())
         assert ids == {t for t, n in want_tokens.items() if n <= k}, k
+    if whole and chars == ALNUM:  # (the shortcut is exercised: subtrees all of the class exist)
+        below = extra["plain_below"]
+        cw = [0, 0]
+        for b in chars:
+            cw[b >> 6] |= 1 << (b & 63)
+        pure = [y for y, p in _paths(tries.plain) if p and all(cmask[b] for b in p)
+                and int(below[2 * y]) & ~cw[0] == 0 and int(below[2 * y + 1]) & ~cw[1] == 0
+                and tries.plain.tok_ptr[tries.plain.subtree_end[y]] > tries.plain.tok_ptr[y]]
+        assert len(pure) > 100
 
 
 @pytest.fixture

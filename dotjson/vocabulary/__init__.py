@@ -519,7 +519,9 @@ class Vocabulary:
             tries = self.tries_for(plain)
             b = np.arange(256)
             cmask = (words[b >> 6] >> (b & 63).astype(np.uint64)) & np.uint64(1)
-            hit = class_tables(tries.special, tries.plain, tries.n_words, cmask.astype(bool))
+            *_, tok_chars, below = self._walk_tables(plain)
+            hit = class_tables(tries.special, tries.plain, tries.n_words, cmask.astype(bool),
+                               plain_below=below, plain_tchars=tok_chars)
             if len(self._classes) >= MAX_CLASS_TABLES:
                 self._classes.clear()
             hit = self._classes.setdefault(key, hit)

@@ -52,7 +52,24 @@ def _thread_scratch(depth: int):
         sc.st_state = np.zeros(depth, dtype=np.int32)
         sc.st_edge = np.zeros(depth, dtype=np.int32)
         sc.ret = np.zeros(4, dtype=np.int64)
+        sc.packed = _packed(_walk.pack_stacks, (sc.st_node, sc.st_state, sc.st_edge, sc.ret))
     return sc
+
+
+def _packed(packer, arrays: tuple) -> np.ndarray:
+    """``arrays`` packed by the unit ``packer`` (:func:`dotjson.automaton.store.pack`): the
+    form the kernels' twins take, valid while ``arrays`` are alive."""
+    P = np.empty(_K.packed_size(arrays), dtype=np.int64)
+    packer(arrays, P)
+    return P
+
+
+#: The packed walk tables of a vocabulary's tries (:data:`dotjson._kernels.walk.WALK_TABLES`),
+#: by the id of its tries object (an entry dropped when the tries go): ``[without the plain runs'
+#: tables (Masker._plain_runs off, for the tests), with every table]``, each ``(the tables,
+#: packed)`` or ``None``
+_WALK_PACKED: dict = {}
+_WALK_PACKED_LOCK = threading.Lock()
 
 
 class Masker:
@@ -545,14 +562,9 @@ class Masker:
         """OR into ``out`` the special tokens below ``exits`` allowed from state ``sc``."""
         a = self._auto
         sc_ = self._walk_start()
-        ret = sc_.ret
-        big, big_bits, runs = self._walk_tables[:3]
-        pseq, plen = self._plain.seqs
-        while _walk.walk_from(
-            a.store, self._trie_arrays[0], big, big_bits, runs, self._special_mode, pseq, plen,
-            _WIDE_NODE, exits, exits.shape[0], sc, out, sc_.st_node, sc_.st_state, sc_.st_edge,
-            ret,
-        ) != _walk.DONE:
+        PW = self._walk_packed()
+        while _walk.walk_from_packed(a.packed_store, PW, sc_.packed, self._special_mode, _WIDE_NODE,
+                                     exits, exits.shape[0], sc, out) != _walk.DONE:
             a.handle_exit()
 
     def _head_gid_of(self, t: int) -> int:
@@ -622,19 +634,37 @@ class Masker:
         if a.accepting[state]:
             self.set_eos(out)
         sc = self._walk_start()
-        pseq, plen = self._plain.seqs
-        big, big_bits, runs, len_row, len_bits, nchars, tchars, below = self._walk_tables
-        if not self._plain_runs:
-            len_row, nchars, below = len_row[:0], nchars[:0], below[:0]
-        while _walk.compute_mask(
-            a.store, state, self._trie_arrays[0], self._trie_arrays[1], self._tries.plain_bits,
-            big, big_bits, runs, len_row, len_bits, self._special_mode, pseq, plen, _WIDE_NODE,
-            nchars, tchars, below, out, sc.st_node, sc.st_state, sc.st_edge, sc.ret,
-        ) != _walk.DONE:
+        PW = self._walk_packed()
+        # (the store, the tables and the stacks packed: a, the vocabulary and sc hold them)
+        while _walk.compute_mask_packed(a.packed_store, state, PW, sc.packed, self._special_mode,
+                                        _WIDE_NODE, out) != _walk.DONE:
             a.handle_exit()
         if self._options.get("specials"):
             self._special_bits(state, out)
         return out
+
+    def _walk_packed(self) -> np.ndarray:
+        """This vocabulary's walk tables packed (:data:`~dotjson._kernels.walk.WALK_TABLES`, as
+        :meth:`_compute_mask` passes them), built once per vocabulary and class; with the plain
+        runs off (:attr:`_plain_runs`, the tests), without the tables of their shortcuts."""
+        full = int(self._plain_runs)
+        got = _WALK_PACKED.get(id(self._tries))
+        if got is None or got[full] is None:
+            big, big_bits, runs, len_row, len_bits, nchars, tchars, below = self._walk_tables
+            if not full:
+                len_row, nchars, below = len_row[:0], nchars[:0], below[:0]
+            special, plain = self._trie_arrays
+            tables = (*special, *plain, self._tries.plain_bits, big, big_bits, *runs, len_row, len_bits,
+                      *self._plain.seqs, nchars, tchars, below)
+            entry = (tables, _packed(_walk.pack_walk, tables))
+            with _WALK_PACKED_LOCK:
+                got = _WALK_PACKED.get(id(self._tries))
+                if got is None:
+                    got = _WALK_PACKED[id(self._tries)] = [None, None]
+                    weakref.finalize(self._tries, _WALK_PACKED.pop, id(self._tries), None)
+                if got[full] is None:
+                    got[full] = entry
+        return got[full][1]
 
     def _walk_start(self):
         """This thread's walk stacks (:meth:`_scratch`) with their ``ret`` set to start a
@@ -665,16 +695,11 @@ class Masker:
             kst = sc.kst = np.empty(_keywalk.KF * n, dtype=np.int32)
         a = self._auto
         out = np.zeros(self._n_words, dtype=np.uint32)
-        big, big_bits, runs, len_row, len_bits, nchars, tchars, below = self._walk_tables
-        pseq, plen = self._plain.seqs
-        special, plain = self._trie_arrays
-        ret = sc.ret
+        PW = self._walk_packed()
         ask = self._ask
         while True:
-            v = _keywalk.keys_mask(a.store, state, special, plain, kst, n, room, big, big_bits, runs,
-                                   self._special_mode, pseq, plen, _WIDE_NODE, nchars, tchars,
-                                   len_row, len_bits, below, out, sc.st_node, sc.st_state,
-                                   sc.st_edge, ret, ask)
+            v = _keywalk.keys_mask_packed(a.packed_store, state, PW, sc.packed, kst, n, room,
+                                          self._special_mode, _WIDE_NODE, out, ask)
             if v == _walk.DONE:
                 break
             if v == _keywalk.ASK:  # a node's names wait for these members' completion

@@ -210,6 +210,9 @@ class Unit:
         #: unboxes its arguments for the one declared signature, without the dispatcher's type
         #: resolution (a fingerprint of every argument, ~1.1 us for the store's 17 arrays)
         self._entry = None
+        #: a twin unit taking the store packed in place of ``S``, the other arguments the same
+        #: (:func:`dotjson.automaton.store.pack`), which ``Automaton._run`` calls instead
+        self.packed = None
         llb.add_symbol(self.symbol, ctypes.addressof(self._cell))
         unit = self
 

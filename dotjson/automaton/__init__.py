@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import ir
 from .._weak import weak_method
+from .._kernels.jit import Unit as _Unit
 from .._config import BUDGETS, MAX_STORE_BYTES
 from ..errors import GrammarError, LimitExceededError
 from . import counters as _ctr
@@ -312,6 +313,11 @@ class Automaton:
         self._S = (a["ti"], a["tf"], a["tm"], a["bw"], a["pool"], a["ht"], a["mk"], a["mv"],
                    a["rcw"], a["rct"], a["rule_body"], a["term_of"], a["trans"], a["accepting"],
                    a["plain_inv"], a["row_ready"], a["ctl"])
+        # the same, packed (K.pack: the twin units' form, one array to unbox, not 17); it holds
+        # no reference: a caller passes it while holding the store (self._a keeps it)
+        P = np.empty(K.packed_size(self._S), dtype=np.int64)
+        K.pack_store(self._S, P)
+        self._P = P
 
     #: An array that grows moves once into address space reserved for this many times its
     #: rows (the states' tables: for :attr:`max_states`, which they can never pass), and grows
@@ -416,9 +422,12 @@ class Automaton:
             self._grow(status, arg)
 
     def _run(self, kernel, *args) -> int:
+        """``kernel(store, *args)`` under the lock, repeated after each exit to Python until it
+        answers; through the kernel's packed twin where it has one (:func:`K.pack`)."""
+        twin = kernel.packed if type(kernel) is _Unit else None
         with self.lock:
             while True:
-                r = kernel(self._S, *args)
+                r = kernel(self._S, *args) if twin is None else twin(self._P, *args)
                 if r != K.FAIL:
                     return int(r)
                 self.handle_exit()
@@ -427,6 +436,12 @@ class Automaton:
     def store(self) -> tuple:
         """The store's arrays, in the order the kernels take them (current until next growth)."""
         return self._S
+
+    @property
+    def packed_store(self) -> np.ndarray:
+        """:attr:`store` packed (:func:`K.pack`), for the kernels' twins: valid while the store
+        is (until the next growth), and only while the automaton is alive."""
+        return self._P
 
     def _build(self, prog, words, n_slots):
         p = np.asarray(prog, dtype=np.int64)
@@ -833,10 +848,10 @@ class Automaton:
         s, i = self._follow(s, data)
         if s < 0 or i == len(data):
             return s
-        buf = np.frombuffer(bytes(data[i:]), dtype=np.uint8)
+        buf = np.frombuffer(bytearray(data[i:]), dtype=np.uint8)  # (writable: the unit's declared type)
         with self.lock:
             while True:
-                r = int(K.walk_bytes(self._S, s, buf, self._ret))
+                r = int(K.walk_bytes_packed(self._P, s, buf, self._ret))
                 if r != K.FAIL:
                     return r
                 s = int(self._ret[1])
@@ -863,11 +878,11 @@ class Automaton:
         (~1 KB) and a 1 MB property name would exhaust ``max_states``."""
         if not data:
             return s
-        buf = np.frombuffer(bytes(data), dtype=np.uint8)
+        buf = np.frombuffer(bytearray(data), dtype=np.uint8)  # (writable: the unit's declared type)
         t = self.term_of(s)
         with self.lock:
             while True:
-                r = int(K.walk_terms(self._S, t, buf, self._ret))
+                r = int(K.walk_terms_packed(self._P, t, buf, self._ret))
                 if r != K.FAIL:
                     return r
                 t = int(self._ret[1])

@@ -38,10 +38,10 @@ def walk_items(a, fams, view, state: int, data: bytes, cache: dict | None = None
         return a.walk_bytes(s, data[i:])
     if cache is None:
         cache = {}
-    buf = np.frombuffer(bytes(data), dtype=np.uint8)
+    buf = np.frombuffer(bytearray(data), dtype=np.uint8)  # (writable: the unit's declared type)
     ret = a._ret
     while True:
-        r = int(_K.walk_bytes(a.store, s, buf[i:], ret))
+        r = int(_K.walk_bytes_packed(a.packed_store, s, buf[i:], ret))
         if r != _K.FAIL:
             return r
         s, i = int(ret[1]), i + int(ret[0])

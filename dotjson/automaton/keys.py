@@ -132,3 +132,12 @@ def key_state(S, s, limit):
     if t < 0:
         return -1
     return K.state(S, t)
+
+
+@unit(K._i64, K.PACKED, K._i64, K._i64)
+def key_state_packed(P, s, limit):
+    """:func:`key_state` with the store packed (:func:`~dotjson.automaton.store.pack`)."""
+    return key_state(K.unpack_store(P), s, limit)
+
+
+key_state.packed = key_state_packed

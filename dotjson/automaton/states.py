@@ -14,8 +14,11 @@ from .store import (
     K_ALT, K_BYTES, K_DIFF, K_REF, K_REP, K_SEQ, LIMIT_STATES, NEED_RULE, S_POOL, S_RULE, _T_POPEN, _T_BRUN, _T_CRUN, M_ROW_LEN, M_ROW_OFF, M_STATE, NEED_GROW_STATES,
     RUN_INF, STORE, S_ACC, S_BW, S_CTL, S_INV, S_RCT, S_RCW, S_READY, S_TERM_OF, S_TF, S_TI,
     S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _T_PRUN, _U0, _U1, _fail, _i64, _low, _mget,
-    _mput, borrow, scratch,
+    _mput, borrow, scratch, PACKED, _I64_1, unpack_store,
 )
+from numba import types as _types
+
+_U8_1 = _types.Array(_types.uint8, 1, "C")
 from .derive import _has, deriv
 from .rows import row
 from .emptiness import is_empty
@@ -712,3 +715,15 @@ def run_head(S, t):
         h = ti[x, 1] if ti[x, 0] == K_SEQ else x
     return h
 
+
+@unit(_i64, PACKED, _i64, _U8_1, _I64_1)
+def walk_terms_packed(P, t, data, ret):
+    """:func:`walk_terms` from Python with the store packed (:func:`~dotjson.automaton.store.pack`):
+    a document's token steps call it, through a unit's entry rather than the dispatcher."""
+    return walk_terms(unpack_store(P), t, data, ret)
+
+
+@unit(_i64, PACKED, _i64, _U8_1, _I64_1)
+def walk_bytes_packed(P, s, data, ret):
+    """:func:`walk_bytes` with the store packed."""
+    return walk_bytes(unpack_store(P), s, data, ret)

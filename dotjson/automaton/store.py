@@ -168,6 +168,103 @@ def borrow(typingctx, S):
     return sig, codegen
 
 
+#: The Numba type of a *packed* tuple of arrays (:func:`pack`): one ``int64`` array.
+PACKED = _I64_1
+
+
+def packed_size(arrays) -> int:
+    """Items of the packed form of the tuple ``arrays`` (:func:`pack`): an address and the shape
+    of each array."""
+    return sum(1 + a.ndim for a in arrays)
+
+
+@intrinsic
+def pack(typingctx, T, P):
+    """Write the tuple of C-contiguous arrays ``T`` into ``P`` (``int64``, at least
+    :func:`packed_size` items): for each array, the address of its data, then its shape.
+
+    A Python call of a kernel unboxes each array it is handed (~65 ns an array: a memory-owner
+    record made and freed); the store alone is 17, and a mask walk's tables ~30 more. Packed,
+    the tables a caller passes at every call are one array each, packed once (the store when it
+    is published, a vocabulary's tables when they are built), and a *twin* unit that takes the
+    packed forms turns them back into the tuples with :func:`unpacker`'s intrinsic (a few loads
+    in registers) and calls the kernel. The packed form holds no reference: whoever passes it
+    keeps the arrays alive for the call (as :func:`borrow`'s views)."""
+    if not isinstance(T, types.BaseTuple) or not all(
+            isinstance(t, types.Array) and t.layout == "C" for t in T.types) or P != PACKED:
+        return None
+
+    def codegen(context, builder, signature, args):
+        tup, parr = args
+        base = context.make_array(PACKED)(context, builder, parr).data
+        i64 = context.get_value_type(types.int64)
+        k = 0
+        for i, aty in enumerate(signature.args[0].types):
+            ary = context.make_array(aty)(context, builder, builder.extract_value(tup, i))
+            builder.store(builder.ptrtoint(ary.data, i64), builder.gep(base, [context.get_constant(types.intp, k)]))
+            k += 1
+            for d in cgutils.unpack_tuple(builder, ary.shape, aty.ndim):
+                builder.store(d, builder.gep(base, [context.get_constant(types.intp, k)]))
+                k += 1
+        return context.get_dummy_value()
+
+    return types.none(T, P), codegen
+
+
+def unpacker(T):
+    """The intrinsic that turns the packed form of a tuple of type ``T`` (C-contiguous arrays,
+    :func:`pack`) back into that tuple, as views without reference counts (:func:`borrow`'s).
+    Made once per tuple type, at import, by the module that declares the type."""
+    if not isinstance(T, types.BaseTuple) or not all(
+            isinstance(t, types.Array) and t.layout == "C" for t in T.types):
+        raise TypeError(f"unpacker: not a tuple of C-contiguous arrays: {T}")
+
+    @intrinsic
+    def unpack(typingctx, P):
+        if P != PACKED:
+            return None
+
+        def codegen(context, builder, signature, args):
+            base = context.make_array(PACKED)(context, builder, args[0]).data
+            intp = types.intp
+            tup = cgutils.get_null_value(context.get_value_type(T))
+            k = 0
+            for i, aty in enumerate(T.types):
+                lty = context.get_data_type(aty.dtype)
+                data = builder.inttoptr(
+                    builder.load(builder.gep(base, [context.get_constant(intp, k)])), lty.as_pointer())
+                k += 1
+                shape = []
+                for _ in range(aty.ndim):
+                    shape.append(builder.load(builder.gep(base, [context.get_constant(intp, k)])))
+                    k += 1
+                size = context.get_abi_sizeof(lty)
+                strides = [context.get_constant(intp, size)]
+                for d in range(aty.ndim - 1, 0, -1):  # (C order: the last axis' items adjacent)
+                    strides.insert(0, builder.mul(strides[0], shape[d]))
+                ary = context.make_array(aty)(context, builder)
+                context.populate_array(ary, data=data, shape=shape, strides=strides,
+                                       itemsize=context.get_constant(intp, size), meminfo=None)
+                tup = builder.insert_value(tup, ary._getvalue(), i)
+            return tup
+
+        return T(P), codegen
+
+    return unpack
+
+
+#: The store from its packed form (:func:`pack`, :func:`pack_store`).
+unpack_store = unpacker(STORE)
+
+
+@unit(_i64, STORE, PACKED)
+def pack_store(S, P):
+    """Pack the store ``S`` into ``P`` (:func:`pack`); ``P``'s size."""
+    S = borrow(S)
+    pack(S, P)
+    return P.shape[0]
+
+
 # No kernel is inlined by Numba (``inline="always"``): that copies the callee's IR into every
 # call site before type inference, at a compile-time cost on every first run. The kernels take
 # the store as borrowed views (no reference counts to move at a call), and LLVM inlines the small

@@ -17,7 +17,7 @@ from .store import (
     NEED_GROW_BSETS,
     NEED_GROW_POOL, NEED_GROW_TERMS, STORE, S_BW, S_CTL, S_HT, S_POOL, S_TF, S_TI, S_TM,
     TERM_ID_BITS, _I32_1, _I64_1, _T_SEQ, _U0, _U64_2, _fail, _grow_i32, _hash_list,
-    _hash_simple, _hash_words, _i64, _mget, _mput, borrow, scratch,
+    _hash_simple, _hash_words, _i64, _mget, _mput, borrow, scratch, PACKED, unpack_store,
 )
 
 
@@ -447,3 +447,12 @@ def build(S, prog, words, slots):
         st[sp] = r
         sp += 1
     return st[0]
+
+
+@unit(_i64, PACKED, _I64_1, _U64_2, _I32_1)
+def build_packed(P, prog, words, slots):
+    """:func:`build` with the store packed (:func:`~dotjson.automaton.store.pack`)."""
+    return build(unpack_store(P), prog, words, slots)
+
+
+build.packed = build_packed

@@ -77,6 +77,27 @@ def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
     assert f"B - A over {n} paired steps: +0.0 ms" in proc.stdout, proc.stdout
 
 
+def test_kernel_calls_prices_both_ways_and_counts_the_packed_calls():
+    """``perf/kernel_calls.py``: a call's price with tuples and packed; and the units a fresh
+    mask calls, all the hot ones the twins (no call handing the store's 17 arrays there)."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "kernel_calls.py"), "--calls", "200", "--repeat", "2"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    prices = dict(re.findall(r"^(.+?)\s+([\d.]+) µs a call$", proc.stdout, re.M))
+    assert len(prices) == 4 and all(float(v) > 0 for v in prices.values()), proc.stdout
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "kernel_calls.py"), "--count", "--limit", "1"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    m = re.search(r"^(\d+) fresh masks; units called from Python:", proc.stdout, re.M)
+    assert m and int(m[1]) > 50, proc.stdout
+    rows = {k: float(v) for k, v in re.findall(r"^  (\w+)\s+\d+ calls\s+([\d.]+) arrays a call", proc.stdout, re.M)}
+    for twin in ("compute_mask_packed", "key_state_packed", "head_pairs_packed", "build_packed"):
+        assert twin in rows and rows[twin] <= 6, proc.stdout
+    assert "compute_mask" not in rows and "key_state" not in rows, proc.stdout
+
+
 def test_profile_fresh_parts_names_the_json_layers_rule_families():
     body_family = perf_module("profile_fresh_parts").body_family
     assert body_family("obj12_s_3_1_0") == "object state (written)"

@@ -13,12 +13,11 @@ of the vocabulary's tries from the state (:func:`dotjson._kernels.walk.compute_m
 
 from __future__ import annotations
 
-import threading
 import weakref
 
 import numpy as np
 
-from ._kernels import keywalk as _keywalk, walk as _walk
+from ._kernels import entries as _entries, keywalk as _keywalk, walk as _walk
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
 from .automaton import kernels as _K
 from .automaton.item_walk import (
@@ -39,37 +38,8 @@ _WIDE_NODE = 2
 _BLOCK_SHIFT = 5
 _BLOCK = 1 << _BLOCK_SHIFT
 
-_SCRATCH = threading.local()
-
-
-def _thread_scratch(depth: int):
-    """The calling thread's trie-walk stacks, shared by every index (~0.5 MB at 128k tokens; the
-    names' frames of a key position's walk, ``kst``, ~0.9 MB more once one is masked): a thread
-    computes one mask at a time, and a walk's exits to Python never start another."""
-    sc = _SCRATCH
-    if getattr(sc, "st_node", None) is None or sc.st_node.shape[0] < depth:
-        sc.st_node = np.zeros(depth, dtype=np.int32)
-        sc.st_state = np.zeros(depth, dtype=np.int32)
-        sc.st_edge = np.zeros(depth, dtype=np.int32)
-        sc.ret = np.zeros(4, dtype=np.int64)
-        sc.packed = _packed(_walk.pack_stacks, (sc.st_node, sc.st_state, sc.st_edge, sc.ret))
-    return sc
-
-
-def _packed(packer, arrays: tuple) -> np.ndarray:
-    """``arrays`` packed by the unit ``packer`` (:func:`dotjson.automaton.store.pack`): the
-    form the kernels' twins take, valid while ``arrays`` are alive."""
-    P = np.empty(_K.packed_size(arrays), dtype=np.int64)
-    packer(arrays, P)
-    return P
-
-
-#: The packed walk tables of a vocabulary's tries (:data:`dotjson._kernels.walk.WALK_TABLES`),
-#: by the id of its tries object (an entry dropped when the tries go): ``[without the plain runs'
-#: tables (Masker._plain_runs off, for the tests), with every table]``, each ``(the tables,
-#: packed)`` or ``None``
-_WALK_PACKED: dict = {}
-_WALK_PACKED_LOCK = threading.Lock()
+#: the calling thread's walk stacks (:func:`dotjson._kernels.entries.thread_stacks`)
+_thread_scratch = _entries.thread_stacks
 
 
 class Masker:
@@ -563,7 +533,7 @@ class Masker:
         a = self._auto
         sc_ = self._walk_start()
         PW = self._walk_packed()
-        while _walk.walk_from_packed(a.packed_store, PW, sc_.packed, self._special_mode, _WIDE_NODE,
+        while _entries.walk_from_packed(a.packed_store, PW, sc_.packed, self._special_mode, _WIDE_NODE,
                                      exits, exits.shape[0], sc, out) != _walk.DONE:
             a.handle_exit()
 
@@ -636,7 +606,7 @@ class Masker:
         sc = self._walk_start()
         PW = self._walk_packed()
         # (the store, the tables and the stacks packed: a, the vocabulary and sc hold them)
-        while _walk.compute_mask_packed(a.packed_store, state, PW, sc.packed, self._special_mode,
+        while _entries.compute_mask_packed(a.packed_store, state, PW, sc.packed, self._special_mode,
                                         _WIDE_NODE, out) != _walk.DONE:
             a.handle_exit()
         if self._options.get("specials"):
@@ -644,27 +614,11 @@ class Masker:
         return out
 
     def _walk_packed(self) -> np.ndarray:
-        """This vocabulary's walk tables packed (:data:`~dotjson._kernels.walk.WALK_TABLES`, as
-        :meth:`_compute_mask` passes them), built once per vocabulary and class; with the plain
-        runs off (:attr:`_plain_runs`, the tests), without the tables of their shortcuts."""
-        full = int(self._plain_runs)
-        got = _WALK_PACKED.get(id(self._tries))
-        if got is None or got[full] is None:
-            big, big_bits, runs, len_row, len_bits, nchars, tchars, below = self._walk_tables
-            if not full:
-                len_row, nchars, below = len_row[:0], nchars[:0], below[:0]
-            special, plain = self._trie_arrays
-            tables = (*special, *plain, self._tries.plain_bits, big, big_bits, *runs, len_row, len_bits,
-                      *self._plain.seqs, nchars, tchars, below)
-            entry = (tables, _packed(_walk.pack_walk, tables))
-            with _WALK_PACKED_LOCK:
-                got = _WALK_PACKED.get(id(self._tries))
-                if got is None:
-                    got = _WALK_PACKED[id(self._tries)] = [None, None]
-                    weakref.finalize(self._tries, _WALK_PACKED.pop, id(self._tries), None)
-                if got[full] is None:
-                    got[full] = entry
-        return got[full][1]
+        """This vocabulary's walk tables packed (:func:`dotjson._kernels.entries.walk_packed`, as
+        :meth:`_compute_mask` passes them): without the plain runs' tables when
+        :attr:`_plain_runs` is off (the tests)."""
+        return _entries.walk_packed(self._tries, self._trie_arrays, self._walk_tables, self._plain.seqs,
+                                    self._plain_runs)
 
     def _walk_start(self):
         """This thread's walk stacks (:meth:`_scratch`) with their ``ret`` set to start a
@@ -698,7 +652,7 @@ class Masker:
         PW = self._walk_packed()
         ask = self._ask
         while True:
-            v = _keywalk.keys_mask_packed(a.packed_store, state, PW, sc.packed, kst, n, room,
+            v = _entries.keys_mask_packed(a.packed_store, state, PW, sc.packed, kst, n, room,
                                           self._special_mode, _WIDE_NODE, out, ask)
             if v == _walk.DONE:
                 break

@@ -78,7 +78,7 @@ def count(limit: int) -> None:
 def cost(calls: int, repeat: int) -> None:
     """The price of a call of ``compute_mask`` and ``key_state``, tuples against packed."""
     import peers
-    from dotjson._kernels import walk as W
+    from dotjson._kernels import entries as E, walk as W
     from dotjson.automaton import keys
     from dotjson.masks import _WIDE_NODE
 
@@ -104,7 +104,7 @@ def cost(calls: int, repeat: int) -> None:
 
     def packed():
         sc.ret[W.R_PHASE] = W.PH_DONE
-        return W.compute_mask_packed(a.packed_store, s, PW, sc.packed, m._special_mode, _WIDE_NODE, out)
+        return E.compute_mask_packed(a.packed_store, s, PW, sc.packed, m._special_mode, _WIDE_NODE, out)
 
     limit = m._limit
     rows = (("compute_mask, tuples (49 arrays)", tuples),

@@ -16,15 +16,14 @@ import pytest
 from numba import literal_unroll
 
 from dotjson import Index
-from dotjson._kernels import walk
+from dotjson._kernels import entries, walk
 from dotjson._kernels.jit import kernel
 from dotjson.automaton import Automaton
 from dotjson.automaton import kernels as K
-from dotjson.masks import _thread_scratch
 from naive import assert_same_masks
 
-_unpack_walk = walk._unpack_walk
-_unpack_stacks = walk._unpack_stacks
+_unpack_walk = entries._unpack_walk
+_unpack_stacks = entries._unpack_stacks
 
 
 @kernel
@@ -85,18 +84,12 @@ def test_the_three_tuples_unpack_to_the_arrays_packed(llama3_vocab):
     a, m = ix._auto, ix._masker
     assert K.packed_size(a.store) == a.packed_store.shape[0] == 17 + sum(x.ndim for x in a.store)
     assert _read_back(_describe_store, a.packed_store, a.store) == _numpy_description(a.store)
-    tables = next(e for e in _packed_entries(m) if e is not None)[0]
-    assert len(tables) == len(walk.WALK_TABLES.types)
+    tables = entries._WALK_PACKED[id(m._tries)][1][0]  # (every shortcut on: the masker's default)
+    assert len(tables) == len(entries.WALK_TABLES.types)
     assert _read_back(_describe_walk, m._walk_packed(), tables) == _numpy_description(tables)
-    sc = _thread_scratch(16)
+    sc = entries.thread_stacks(16)
     stacks = (sc.st_node, sc.st_state, sc.st_edge, sc.ret)
     assert _read_back(_describe_stacks, sc.packed, stacks) == _numpy_description(stacks)
-
-
-def _packed_entries(masker):
-    from dotjson import masks
-
-    return masks._WALK_PACKED[id(masker._tries)]
 
 
 def test_the_packed_store_follows_the_store_when_it_grows(tiny_bpe_vocab, monkeypatch):

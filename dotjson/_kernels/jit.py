@@ -74,6 +74,7 @@ ENGINE_MODULES = (
     "_kernels/subtrees.py",
     "_kernels/walk.py",
     "_kernels/keywalk.py",
+    "_kernels/entries.py",
     "automaton/store.py",
     "automaton/terms.py",
     "automaton/keysets.py",

@@ -21,7 +21,7 @@ import numpy as np
 from .jit import kernel, unit
 from .walk import (
     _I64_1, _RUNS, _TRIE, _U32_1, _U32_2, _U64_1, DONE, EXIT, NO_ROOM, NOT_CLASS, PH_START, R_PHASE,
-    R_SP, _plain_of, _runs_of, _special_of, _unpack_stacks, _unpack_walk, walk_seeded,
+    R_SP, walk_seeded,
 )
 from .subtrees import _set_bits
 from ..automaton import kernels as K
@@ -272,15 +272,3 @@ def keys_mask(S, state, special, plain, kst, kroom, room, big, big_bits, runs, s
             ret[R_PHASE] = ph + 1  # (the plain trie's names, or done)
         else:
             return DONE
-
-
-@unit(K._i64, K.PACKED, K._i64, K.PACKED, K.PACKED, K._I32_1, K._i64, K._i64, K._i64, K._i64,
-      _U32_1, _I64_1)
-def keys_mask_packed(P, state, PW, PT, kst, kroom, room, special_mode, wide, out, ask):
-    """:func:`keys_mask` from Python with the store, the walk tables and the stacks packed (as
-    :func:`~dotjson._kernels.walk.compute_mask_packed`)."""
-    W = _unpack_walk(PW)
-    T = _unpack_stacks(PT)
-    return keys_mask(K.unpack_store(P), state, _special_of(W), _plain_of(W), kst, kroom, room,
-                     W[13], W[14], _runs_of(W), special_mode, W[22], W[23], wide, W[24], W[25],
-                     W[20], W[21], W[26], out, T[0], T[1], T[2], T[3], ask)

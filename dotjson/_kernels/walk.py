@@ -448,60 +448,6 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
         return DONE
 
 
-#: Every table of a vocabulary a mask walk reads, in one tuple (packed once per vocabulary,
-#: :func:`pack_walk`): the special trie (0-5), the plain trie (6-11), ``plain_bits`` (12), ``big``
-#: and ``big_bits`` (13, 14), ``runs`` (15-19), ``len_row`` and ``len_bits`` (20, 21), the plain
-#: class's ``pseq`` and ``plen`` (22, 23), ``nchars``, ``tchars`` and ``below`` (24-26): the
-#: arguments :func:`compute_mask` takes, in its order.
-WALK_TABLES = types.Tuple((*_TRIE.types, *_TRIE.types, _U32_1, K._I32_1, _U32_2, *_RUNS.types,
-                           K._I32_1, _U32_2, _I32_3, K._I32_1, K._I32_1, K._I32_1, _U64_1))
-#: A thread's walk stacks (``st_node``, ``st_state``, ``st_edge``, ``ret``), one tuple.
-STACKS = types.Tuple((K._I32_1, K._I32_1, K._I32_1, _I64_1))
-_unpack_walk = K.unpacker(WALK_TABLES)
-_unpack_stacks = K.unpacker(STACKS)
-
-
-@unit(K._i64, WALK_TABLES, K.PACKED)
-def pack_walk(W, P):
-    """Pack a vocabulary's walk tables (:data:`WALK_TABLES`) into ``P`` (:func:`~dotjson.automaton.store.pack`); ``P``'s size."""
-    K.pack(W, P)
-    return P.shape[0]
-
-
-@unit(K._i64, STACKS, K.PACKED)
-def pack_stacks(T, P):
-    """Pack a thread's walk stacks (:data:`STACKS`) into ``P``; ``P``'s size."""
-    K.pack(T, P)
-    return P.shape[0]
-
-
-@kernel
-def _special_of(W):
-    return (W[0], W[1], W[2], W[3], W[4], W[5])
-
-
-@kernel
-def _plain_of(W):
-    return (W[6], W[7], W[8], W[9], W[10], W[11])
-
-
-@kernel
-def _runs_of(W):
-    return (W[15], W[16], W[17], W[18], W[19])
-
-
-@unit(K._i64, K.PACKED, K._i64, K.PACKED, K.PACKED, K._i64, K._i64, _U32_1)
-def compute_mask_packed(P, state, PW, PT, special_mode, wide, out):
-    """:func:`compute_mask` from Python with the store, the walk tables and the stacks packed
-    (:func:`~dotjson.automaton.store.pack`: three arrays unboxed, not 47); the caller keeps the
-    packed arrays' arrays alive."""
-    W = _unpack_walk(PW)
-    T = _unpack_stacks(PT)
-    return compute_mask(K.unpack_store(P), state, _special_of(W), _plain_of(W), W[12], W[13], W[14],
-                        _runs_of(W), W[20], W[21], special_mode, W[22], W[23], wide, W[24], W[25],
-                        W[26], out, T[0], T[1], T[2], T[3])
-
-
 #: :func:`run_share`'s answer when a state has no shared state.
 NO_SHARE = -2
 
@@ -742,15 +688,6 @@ def head_pairs(S, s, delim, out):
     return m if m > 0 else NO_SHARE
 
 
-@unit(K._i64, K.PACKED, K._i64, _U64_1, _I64_1)
-def head_pairs_packed(P, s, delim, out):
-    """:func:`head_pairs` with the store packed (:func:`~dotjson.automaton.store.pack`)."""
-    return head_pairs(K.unpack_store(P), s, delim, out)
-
-
-head_pairs.packed = head_pairs_packed
-
-
 @unit(K._i64, K.STORE, K._i64, _TRIE, K._I32_1)
 def head_exits(S, sa, special, out):
     """The nodes of the ``special`` trie, with children, at which state ``sa`` (a head) has
@@ -823,16 +760,6 @@ def walk_from(S, special, big, big_bits, runs, mode, pseq, plen, wide, seeds, n_
         return EXIT
     ret[R_PHASE] = PH_DONE
     return DONE
-
-
-@unit(K._i64, K.PACKED, K.PACKED, K.PACKED, K._i64, K._i64, K._I32_1, K._i64, K._i64, _U32_1)
-def walk_from_packed(P, PW, PT, mode, wide, seeds, n_seeds, sc, out):
-    """:func:`walk_from` with the store, the walk tables and the stacks packed (as
-    :func:`compute_mask_packed`)."""
-    W = _unpack_walk(PW)
-    T = _unpack_stacks(PT)
-    return walk_from(K.unpack_store(P), _special_of(W), W[13], W[14], _runs_of(W), mode, W[22], W[23],
-                     wide, seeds, n_seeds, sc, out, T[0], T[1], T[2], T[3])
 
 
 #: :func:`class_mask`'s answers beside ``DONE`` and ``EXIT``: the state is no counted class, or

@@ -141,7 +141,8 @@ def _run_exits(S, trie, runs, out, st_node, st_state, st_edge, sp, node, state, 
     return sp
 
 
-@kernel
+@unit(K._i64, K.STORE, _TRIE, K._i64, K._I32_1, _U32_2, _RUNS, _U32_1, K._I32_1, K._I32_1, K._I32_1,
+      K._i64, _I64_1, _I32_3, K._I32_1, K._i64, K._I32_1, K._I32_1, K._I32_1, _U32_2, _U64_1)
 def walk_trie(S, trie, mode, big, big_bits, runs, out, st_node, st_state, st_edge, sp, ret, pseq,
               plen, wide, nchars, tchars, len_row, len_bits, below):
     """Resume a walk of ``trie`` whose stack holds ``sp`` frames; ``DONE``, or ``EXIT`` with the

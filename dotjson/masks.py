@@ -38,9 +38,6 @@ _WIDE_NODE = 2
 _BLOCK_SHIFT = 5
 _BLOCK = 1 << _BLOCK_SHIFT
 
-#: the calling thread's walk stacks (:func:`dotjson._kernels.entries.thread_stacks`)
-_thread_scratch = _entries.thread_stacks
-
 
 class Masker:
     """The masks of one index's states (see the module docstring).
@@ -570,7 +567,7 @@ class Masker:
     def _scratch(self):
         """This thread's walk stacks, at least as deep as this index's walk needs: the fan-outs
         along one path, or every node of the special trie."""
-        return _thread_scratch(256 * (self._limit + 2) + self._tries.special.n_nodes)
+        return _entries.thread_stacks(256 * (self._limit + 2) + self._tries.special.n_nodes)
 
     def _compute_mask(self, state: int) -> np.ndarray:
         """The bitset of ``state``: one kernel call (the trie walks expanding the automaton

@@ -116,14 +116,6 @@ head_pairs.packed = head_pairs_packed
 _SCRATCH = threading.local()
 
 
-def packed(packer, arrays: tuple) -> np.ndarray:
-    """``arrays`` packed by the unit ``packer`` (:func:`dotjson.automaton.store.pack`): the
-    form the twins take, valid while ``arrays`` are alive."""
-    P = np.empty(K.packed_size(arrays), dtype=np.int64)
-    packer(arrays, P)
-    return P
-
-
 def thread_stacks(depth: int):
     """The calling thread's trie-walk stacks (``st_node``, ``st_state``, ``st_edge``, ``ret`` and
     ``packed``, the four packed), at least ``depth`` frames, shared by every index (~0.5 MB at
@@ -135,7 +127,7 @@ def thread_stacks(depth: int):
         sc.st_state = np.zeros(depth, dtype=np.int32)
         sc.st_edge = np.zeros(depth, dtype=np.int32)
         sc.ret = np.zeros(4, dtype=np.int64)
-        sc.packed = packed(pack_stacks, (sc.st_node, sc.st_state, sc.st_edge, sc.ret))
+        sc.packed = K.packed(pack_stacks, (sc.st_node, sc.st_state, sc.st_edge, sc.ret))
     return sc
 
 
@@ -162,7 +154,7 @@ def walk_packed(tries, trie_arrays: tuple, walk_tables: tuple, seqs: tuple, full
     special, plain = trie_arrays
     tables = (*special, *plain, tries.plain_bits, big, big_bits, *runs, len_row, len_bits, *seqs,
               nchars, tchars, below)
-    entry = (tables, packed(pack_walk, tables))
+    entry = (tables, K.packed(pack_walk, tables))
     with _WALK_PACKED_LOCK:
         got = _WALK_PACKED.get(id(tries))
         if got is None:

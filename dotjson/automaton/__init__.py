@@ -315,9 +315,7 @@ class Automaton:
                    a["plain_inv"], a["row_ready"], a["ctl"])
         # the same, packed (K.pack: the twin units' form, one array to unbox, not 17); it holds
         # no reference: a caller passes it while holding the store (self._a keeps it)
-        P = np.empty(K.packed_size(self._S), dtype=np.int64)
-        K.pack_store(self._S, P)
-        self._P = P
+        self._P = K.packed(K.pack_store, self._S)
 
     #: An array that grows moves once into address space reserved for this many times its
     #: rows (the states' tables: for :attr:`max_states`, which they can never pass), and grows

@@ -43,7 +43,7 @@ from .store import (  # noqa: F401
     NEED_GROW_TERMS, NEED_KEY_ALIVE, NEED_KEY_TAIL, NEED_RULE, N_CTL, N_TM, RUN_INF, STORE, S_RULE,
     S_INV, S_POOL, S_READY, S_TERM_OF, S_TF, S_TI, S_TRANS, TERM_ID_BITS, UNKNOWN, _I32_1, _I32_3,
     _I64_1, _grow_i32, _i64, _mget, _mput, _mslot, borrow, scratch, rehash_memo, rehash_stored, rehash_terms,
-    term_hash, PACKED, pack, pack_store, packed_size, unpack_store, unpacker,
+    term_hash, PACKED, pack, pack_store, packed, packed_size, unpack_store, unpacker,
 )
 from .terms import (  # noqa: F401
     OP_ALT, OP_AND, OP_BYTES, OP_DIFF, OP_EMPTY, OP_EPS, OP_LOAD, OP_REF, OP_REP, OP_SAVE, OP_SEQ,
@@ -68,5 +68,5 @@ from .clamp import (  # noqa: F401
 )
 from .states import (  # noqa: F401
     RUN_BYTES_MAX, byte_run, class_run, fill_entry, fill_row, fill_rows, plain_inv, plain_open, plain_run,
-    run_head, run_len, state, walk_bytes, walk_bytes_packed, walk_terms, walk_terms_packed,
+    run_head, run_len, state, walk_bytes_packed, walk_terms_packed,
 )

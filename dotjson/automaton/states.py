@@ -8,6 +8,8 @@ A state is a live term with an id; its transitions ``trans[s, byte]`` (``UNKNOWN
 from __future__ import annotations
 
 import numpy as np
+from numba import types
+
 from .._kernels.jit import kernel, unit
 from .store import (
     BAND, C_EXPANDED, C_MAX_STATES, C_STATES, DEAD, EMPTY, EPS, FAIL, F_BOOL, F_NULL, F_REP, INF,
@@ -16,15 +18,14 @@ from .store import (
     S_TM, S_TRANS, UNKNOWN, _I32_1, _I32_3, _T_PLAINC, _T_PRUN, _U0, _U1, _fail, _i64, _low, _mget,
     _mput, borrow, scratch, PACKED, _I64_1, unpack_store,
 )
-from numba import types as _types
-
-_U8_1 = _types.Array(_types.uint8, 1, "C")
 from .derive import _has, deriv
 from .rows import row
 from .emptiness import is_empty
 from .clamp import clamp
 from .terms import alt, seq
 
+#: A byte buffer (the text :func:`walk_terms` and :func:`walk_bytes` read), as their twins declare it.
+_U8_1 = types.Array(types.uint8, 1, "C")
 
 
 @kernel

@@ -178,6 +178,15 @@ def packed_size(arrays) -> int:
     return sum(1 + a.ndim for a in arrays)
 
 
+def packed(packer, arrays: tuple) -> np.ndarray:
+    """``arrays`` packed by the unit ``packer`` (one that calls :func:`pack` on its tuple type:
+    :func:`pack_store`, ``entries.pack_walk``, ``entries.pack_stacks``): the form the twins
+    take, valid while ``arrays`` are alive."""
+    P = np.empty(packed_size(arrays), dtype=np.int64)
+    packer(arrays, P)
+    return P
+
+
 @intrinsic
 def pack(typingctx, T, P):
     """Write the tuple of C-contiguous arrays ``T`` into ``P`` (``int64``, at least

@@ -72,6 +72,11 @@ def _warmup(dtypes) -> None:
     # its schema is refused at Index())
     tokens = ["[", "]", "1", ",", "[1", '"', "a", "é", "\\", "{", "}", ":"]
     vocab = Vocabulary.from_tuples(tokens, list(range(len(tokens))), eos_token_ids=len(tokens))
+    # every unit compiled or loaded, not only those the calls below reach (a kernel's first run
+    # links what its code calls): no request of a server loads one
+    from ._kernels import jit
+
+    jit.link()
     grammar = ir.Grammar(
         {
             "start": ir.alt(

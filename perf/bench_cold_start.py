@@ -63,6 +63,10 @@ _CHILD = textwrap.dedent(
         g = Guide(Index(schema, v), batch_size=1)
         ts = g.get_start_tokensets()
         marks["first mask"] = time.perf_counter() - t0
+    from dotjson._kernels import jit as _jit
+    if getattr(_jit, "wait_helpers", None) is not None:  # (helpers still compiling the rest)
+        _jit.wait_helpers()
+        marks["helpers done"] = time.perf_counter() - t0
     ru = resource.getrusage(resource.RUSAGE_SELF)
     ch = resource.getrusage(resource.RUSAGE_CHILDREN)  # the compile helpers, waited for
     from dotjson._kernels import jit

@@ -217,6 +217,85 @@ def test_a_unit_checks_the_types_it_is_called_with():
         _twice(a, 1, 2)
 
 
+_LINKED_PROBE = (
+    "import importlib, json, dotjson\n"
+    "from dotjson._kernels import jit\n"
+    "from dotjson import Guide, Index, Vocabulary\n"
+    "def linked():\n"
+    "    return sum(1 for u in jit.UNITS if u._entry is not None)\n"
+    "def unlinked_calls():\n"
+    "    # every compiled kernel's code: the units it calls have their cells filled\n"
+    "    bad = []\n"
+    "    for rel in jit.ENGINE_MODULES:\n"
+    "        m = importlib.import_module('dotjson.' + rel[:-3].replace('/', '.'))\n"
+    "        for name, d in vars(m).items():\n"
+    "            disp = d.dispatcher if isinstance(d, jit.Unit) else d\n"
+    "            if not isinstance(disp, jit.KernelDispatcher):\n"
+    "                continue\n"
+    "            for sig in list(disp.overloads):\n"
+    "                bad += [(name, u.__name__) for u in jit._overload_units(disp, sig)\n"
+    "                        if not u.address or u._entry is None]\n"
+    "    return sorted(set(bad))\n"
+    "toks = [chr(c) for c in range(32, 127)] + ['\"a\"', 'ab', '12']\n"
+    "v = Vocabulary.from_tuples(toks, list(range(len(toks))), eos_token_ids=len(toks))\n"
+    "out = {'all': len(jit.UNITS), 'vocabulary': linked()}\n"
+    "s = {'type': 'object', 'properties': {'a': {'type': 'string'}}}\n"
+    "ts = Guide(Index(s, v), batch_size=1).get_start_tokensets()\n"
+    "out['first mask'] = linked()\n"
+    "out['first mask unlinked'] = unlinked_calls()\n"
+    "if WARMUP:\n"
+    "    dotjson.warmup()\n"
+    "    out['warmup'] = linked()\n"
+    "    out['warmup unlinked'] = unlinked_calls()\n"
+    "print('@@' + json.dumps(out))\n"
+)
+
+
+def _linked_counts(env=None, warmup=True, timeout=900) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", f"WARMUP = {warmup}\n" + _LINKED_PROBE], env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads([ln for ln in p.stdout.splitlines() if ln.startswith("@@")][-1][2:])
+
+
+def test_a_process_links_the_units_its_kernels_reach():
+    """A unit's cell is filled before any code naming it runs, and only then: a new process
+    building a vocabulary links no unit, its first mask the units that mask's kernels reach (not
+    the counters', the key walk's, ...), every compiled kernel calling only filled cells;
+    ``warmup()`` links every unit."""
+    got = _linked_counts()
+    assert got["vocabulary"] == 0
+    assert 10 <= got["first mask"] < got["all"], got
+    assert got["first mask unlinked"] == []
+    assert got["warmup"] == got["all"] and got["warmup unlinked"] == []
+
+
+@pytest.mark.slow
+def test_a_cold_first_mask_waits_only_for_the_units_it_reaches(tmp_path):
+    """An empty Numba cache, no ``warmup()``: the first mask runs once the units it reaches are
+    compiled (by this process and a helper), not all of them; the helper finishes the rest
+    before the process exits, and a new process then compiles nothing."""
+    import os
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), DOTJSON_COMPILE_WORKERS="2")
+    got = _linked_counts(env, warmup=False, timeout=1800)
+    assert 10 <= got["first mask"] < got["all"] and got["first mask unlinked"] == []
+    probe = ("import dotjson\nfrom dotjson._kernels import jit\nimport importlib\n"
+             "for rel in jit.ENGINE_MODULES:\n"
+             "    importlib.import_module('dotjson.' + rel[:-3].replace('/', '.'))\n"
+             "print(sum(1 for u in jit.UNITS if not u._cached()))\n")
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0 and p.stdout.split()[-1] == "0", (p.stdout, p.stderr[-2000:])
+
+
 @pytest.mark.slow
 def test_a_cold_cache_compiles_the_units_in_helper_processes(tmp_path):
     """An empty Numba cache: the units are compiled by two processes (one a helper writing the

@@ -30,26 +30,34 @@ with :func:`unit` is compiled on its own, once, for one declared signature, and 
 call it through a function pointer read from a cell of the engine's symbol table: the caller's
 code holds an ``external global`` named after the unit, which LLVM resolves to that cell when it
 loads the code (``llvmlite.binding.add_symbol``, registered at import), so cached callers stay
-valid across processes. The cells are filled by :func:`link` (every unit compiled or loaded from
-the cache, its native entry point's address written into its cell), which runs before any kernel
-first runs in a process (:meth:`KernelDispatcher.compile` and a unit's Python call see to it).
+valid across processes. A cell is filled before any code naming it first runs: when a kernel is
+compiled (or loaded from the cache), the cells its LLVM module names — its own calls and those of
+every plain kernel linked into it — are filled, each unit compiled or loaded in turn and the cells
+*its* module names with it (:func:`_ensure`); a unit called from Python does the same first.
+So a process links the units its kernels reach and no others (building a vocabulary links none;
+a first mask 27 of the 40), and :func:`link` (what :func:`dotjson.warmup` calls) links them all.
 Small helpers stay plain kernels, linked and inlined by LLVM where they are called; a memoized
 unit sits behind a plain kernel that answers memo hits inline, so only a miss pays the call
 (~130 machine words of arguments for the store tuple, and no inlining).
 
 Units compile independently, so a cold cache compiles them in several processes at once:
 :func:`prelink` (called when a :class:`dotjson.Vocabulary` is made) starts helper processes
-(``python -m dotjson._kernels.compile_worker``) on their share of the units the cache lacks,
-writing the same Numba cache; :func:`link` compiles this process's share, waits for them and
-loads the rest. ``DOTJSON_COMPILE_WORKERS`` sets how many processes (:func:`compile_workers`).
+(``python -m dotjson._kernels.compile_worker``) writing the same Numba cache: the units a first
+mask reaches (declared ``early``) are shared by every process, this one included, the rest go to
+the helpers after them. A link needing a unit loads it once a helper has cached it, compiles it
+here if it is this process's or its helper has not reached it (the helper skips it then), and
+waits only for one a helper is compiling. The helpers finish before the process exits.
+``DOTJSON_COMPILE_WORKERS`` sets how many processes (:func:`compile_workers`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 import llvmlite.binding as llb
@@ -136,13 +144,30 @@ class KernelDispatcher(CPUDispatcher):
             canon = tuple(_canonical(a) for a in args)
             if canon != tuple(args):
                 sig = canon if return_type is None else return_type(*canon)
-        # Compiled (or loaded) code may call units: their cells are filled before it can run.
-        # Linked first, outside Numba's compiler lock: a compile nested in another (a callee
-        # typed for its caller) leaves it to the outermost, which linked already; linking while
-        # holding that lock would deadlock with another thread linking (it needs the lock).
-        if not _linked and not global_compiler_lock.is_locked():
-            link()
-        return super().compile(sig)
+        if _WORKER:  # a compile helper: compiles into the cache, links nothing, runs nothing
+            return super().compile(sig)
+        # Compiled (or loaded) code may call units: before it can run, the cells its code names
+        # are filled (read off the compiled module: every unit it reaches, and no other). Done
+        # once the outermost compile of this thread is over (a callee compiled for its caller
+        # is linked into it, so the caller's module names the callee's units too), also when
+        # it failed; inside a link (:func:`_ensure` compiling a unit) the link's loop does it.
+        depth = getattr(_tls, "depth", 0)
+        if depth == 0:
+            _tls.compiled = []
+        _tls.depth = depth + 1
+        try:
+            entry = super().compile(sig)
+            _tls.compiled.append((self, sig))
+            return entry
+        finally:
+            _tls.depth = depth
+            if depth == 0 and not getattr(_tls, "linking", False):
+                units = set()
+                for disp, s in _tls.compiled:
+                    units.update(_overload_units(disp, s))
+                _tls.compiled = []
+                if units:
+                    _ensure(units)
 
 
 def kernel(func=None, *, parallel: bool = False, canonical: bool = True):
@@ -180,22 +205,27 @@ def kernel(func=None, *, parallel: bool = False, canonical: bool = True):
 
 # ----------------------------------------------------------------------------- units
 
-#: Every unit of the engine, in definition order (:func:`link` fills their cells).
+_log = logging.getLogger("dotjson")
+#: Every unit of the engine, in definition order.
 UNITS: list = []
-_link_lock = threading.RLock()
-_linked = False
+#: unit by its cell's symbol (what a compiled module names)
+_BY_SYMBOL: dict = {}
 #: Check the types of every Python call of a unit against its declared signature (see
 #: :meth:`Unit.__call__`): off in production (it costs what the direct call saves), on in the
 #: tests (``tests/conftest.py``) and with ``DOTJSON_CHECK_UNIT_ARGS=1``.
 CHECK_ARGS = os.environ.get("DOTJSON_CHECK_UNIT_ARGS", "") not in ("", "0")
-_linking = False
+#: this process is a compile helper (:func:`_worker`): compile, never link
+_WORKER = False
+#: per thread: the depth of nested compiles, the overloads compiled in the outermost, whether
+#: a link is running (:meth:`KernelDispatcher.compile`, :func:`_ensure`)
+_tls = threading.local()
 
 
 class Unit:
     """A kernel compiled once for one declared signature and called by other kernels through
     the cell named :attr:`symbol` (see the module docstring). Callable from Python too."""
 
-    def __init__(self, func, returns, args):
+    def __init__(self, func, returns, args, early=0):
         self.__name__ = func.__name__
         self.__qualname__ = func.__qualname__
         self.__module__ = func.__module__
@@ -214,6 +244,9 @@ class Unit:
         #: a twin unit taking the store packed in place of ``S``, the other arguments the same
         #: (:func:`dotjson.automaton.store.pack`), which ``Automaton._run`` calls instead
         self.packed = None
+        #: compiled first on a cold cache (:func:`prelink`): 1 on the way to a first mask, 2 to a
+        #: document's first steps, 0 neither
+        self.early = early
         llb.add_symbol(self.symbol, ctypes.addressof(self._cell))
         unit = self
 
@@ -232,10 +265,9 @@ class Unit:
 
         infer_global(self, types.Function(_Template))
         lower_builtin(self, types.VarArg(types.Any))(self._lower_call)
-        global _linked
-        with _link_lock:
+        with global_compiler_lock:
             UNITS.append(self)
-            _linked = False  # a unit defined after a link (a module imported later) links next
+            _BY_SYMBOL[self.symbol] = self
 
     def _cached(self) -> bool:
         """Whether Numba's cache holds this unit's code (without loading it)."""
@@ -270,7 +302,11 @@ class Unit:
             context.call_conv.return_status_propagate(builder, status)
         return res
 
-    def _link(self) -> None:
+    def _load(self) -> None:
+        """Compile this unit (or load it from Numba's cache) and fill its cell. Its Python entry
+        point is set by :func:`_ensure` once every unit its code reaches is filled too."""
+        if self._cell.value:
+            return
         disp = self.dispatcher
         disp.compile(self.args)
         cres = disp.overloads[self.args]
@@ -278,7 +314,11 @@ class Unit:
         if not addr:  # pragma: no cover - Numba always defines the native entry point
             raise RuntimeError(f"unit {self.__name__}: no native entry point after compiling")
         self._cell.value = addr
-        self._entry = cres.entry_point
+
+    def units(self) -> tuple:
+        """The units this unit's compiled code calls (its own module's cells; loaded first)."""
+        self._load()
+        return _overload_units(self.dispatcher, self.args)
 
     def __call__(self, *args):
         """Run the unit from Python. The call goes straight to the code compiled for the
@@ -288,7 +328,7 @@ class Unit:
         one, not converted."""
         e = self._entry
         if e is None:
-            link()
+            _ensure((self,))
             e = self._entry
         if CHECK_ARGS:
             self.check_args(args)
@@ -310,59 +350,101 @@ class Unit:
         return f"<unit {self.__module__}.{self.__qualname__}{self.args} -> {self.returns}>"
 
 
-def unit(returns, *args):
+def unit(returns, *args, early: int = 0):
     """Declare a kernel a *unit* (see the module docstring): compiled once, for the signature
     ``returns(*args)`` (integers ``int64`` as every kernel's), called by other kernels through
     its cell in the engine's symbol table rather than linked into them.
 
     For kernels with large bodies (or large closures of callees) that many kernels call; small
     helpers stay plain :func:`kernel` s, which LLVM can inline. Units may call units, themselves
-    included: compiling a unit needs only the other units' declared signatures, and their cells
-    are filled before any kernel runs. Python calls go to the unit's own dispatcher; arguments
-    of other types than declared would compile a second copy (a test checks none does).
+    included: compiling a unit needs only the other units' declared signatures, and the cells a
+    kernel's code names are filled before it first runs (:func:`_ensure`). ``early``: 1 for a
+    unit Python calls on the way to a first mask, 2 on the way to a document's first steps; on a
+    cold cache those and the units they reach are compiled first (:func:`prelink`).
     """
 
     def wrap(f):
         if config.DISABLE_JIT:
             return f
-        return Unit(f, returns, args)
+        return Unit(f, returns, args, early=early)
 
     return wrap
 
 
-def link() -> None:
-    """Compile (or load from Numba's cache) every unit and fill its cell; once per process.
+def _overload_units(disp, sig) -> tuple:
+    """The units the compiled code of ``disp`` for ``sig`` calls: the cells its module names.
 
-    Called before any kernel runs (by :meth:`KernelDispatcher.compile` and by a unit's Python
-    call); compiling a unit compiles its plain callees but never another unit, so units compile
-    independently, each once. On a cold cache the units not cached yet are compiled by up to
-    :func:`compile_workers` processes at once (this one and helper processes writing the same
-    Numba cache; started early by :func:`prelink`, or here), then loaded from the cache.
+    Read once per overload from its LLVM module (the module a caller would link: a compiled
+    library's final module, a cached one's module for linking), which holds the code of every
+    plain kernel linked into it. Where Numba keeps neither (another version), every unit.
     """
-    global _linked, _linking, _started
-    if _linked:
+    args, _ = sigutils.normalize_signature(sig)
+    cres = disp.overloads.get(tuple(args))
+    if cres is None:
+        return ()
+    lib = cres.library
+    got = getattr(lib, "_dotjson_units", None)
+    if got is not None:
+        return got
+    mod = getattr(lib, "_shared_module", None)
+    if mod is None:
+        mod = getattr(lib, "_final_module", None)
+    if mod is None:  # pragma: no cover - a Numba without these: link everything
+        got = tuple(UNITS)
+    else:
+        got = tuple(_BY_SYMBOL[g.name] for g in mod.global_variables if g.name in _BY_SYMBOL)
+    try:
+        lib._dotjson_units = got
+    except AttributeError:  # pragma: no cover - a library with slots
+        pass
+    return got
+
+
+def _ensure(units) -> None:
+    """Link ``units`` and every unit their code reaches, transitively: each compiled (or loaded
+    from the cache) and its cell filled, then their Python entry points set. Nothing else runs
+    meanwhile in this thread, and other threads' compiles wait (Numba's compiler lock, held
+    throughout, is the link's lock too: a compile inside a link is reentrant, and no second
+    lock can be taken in the other order). On a cold cache a unit a helper process is
+    compiling is waited for, one it has not reached yet is compiled here (the helper skips it
+    when it gets there)."""
+    if all(u._entry is not None for u in units):
         return
-    with _link_lock:
-        if _linked or _linking:
+    with global_compiler_lock:
+        if getattr(_tls, "linking", False):  # (a compile inside this thread's link: its loop does it)
             return
-        _linking = True
+        _tls.linking = True
         try:
-            started, _started = _started, None
-            if started is None:
-                started = _start_workers(_cold_units())
-            mine, procs = started
-            try:
-                for u in mine:
-                    if not u.address:
-                        u._link()
-            finally:
-                _wait(procs)
-            for u in list(UNITS):
-                if not u.address:
-                    u._link()
-            _linked = True
+            global _started
+            if _started is None:
+                _started = _start_workers(_cold_units())
+            pending = [u for u in units if u._entry is None]
+            seen, done = set(pending), []
+            while pending:
+                u = _next_unit(pending)
+                if u is None:  # every one left is being compiled by a helper
+                    time.sleep(_POLL_S)
+                    continue
+                pending.remove(u)
+                done.append(u)
+                t0 = time.perf_counter()
+                for v in u.units():
+                    if v._entry is None and v not in seen:
+                        seen.add(v)
+                        pending.append(v)
+                if _log.isEnabledFor(10):  # DEBUG: what a link waits for, on a cold cache above all
+                    _log.debug("linked unit %s in %.2f s", u.__name__, time.perf_counter() - t0)
+            for u in done:
+                u._entry = u.dispatcher.overloads[u.args].entry_point
         finally:
-            _linking = False
+            _tls.linking = False
+
+
+def link() -> None:
+    """Link every unit (compile it, or load it from Numba's cache, and fill its cell): what
+    :func:`dotjson.warmup` does, so that no request loads one. A kernel's first run links the
+    units its code reaches and no others (:func:`_ensure`)."""
+    _ensure(tuple(UNITS))
 
 
 def prelink() -> None:
@@ -370,14 +452,15 @@ def prelink() -> None:
 
     Called when a :class:`dotjson.Vocabulary` is made: on the first run after install the
     helpers compile their share of the units while this process goes on (building the
-    vocabulary's tries, compiling a schema, loading a model); :func:`link` then compiles this
-    process's share and waits for them. Does nothing when the cache is warm or on later calls.
+    vocabulary's tries, compiling a schema, loading a model); the units a first mask reaches
+    (``early``) are compiled first, by this process and the helpers alike, the others by the
+    helpers after them. Does nothing when the cache is warm or on later calls.
     """
     global _started
-    if _linked or _started is not None:
+    if _started is not None:
         return
-    with _link_lock:
-        if _linked or _linking or _started is not None:
+    with global_compiler_lock:
+        if _started is not None:
             return
         import importlib
 
@@ -397,8 +480,6 @@ def compile_workers() -> int:
     ``DOTJSON_COMPILE_WORKERS`` if set (``1``: this process alone), else the CPUs this process
     may run on, at most 4; 1 when Numba's cache is off (helpers could not hand their code over).
     """
-    import os
-
     if not NJIT_OPTS.get("cache") or config.DISABLE_JIT:
         return 1
     env = os.environ.get("DOTJSON_COMPILE_WORKERS", "").strip()
@@ -414,6 +495,26 @@ def compile_workers() -> int:
     return max(1, min(cpus, 4))
 
 
+def _callees(f) -> list:
+    """The kernels and units ``f``'s bytecode names (globals, and attributes of the modules it
+    names: ``K.seq``), nested code included: an estimate for scheduling, not for linking."""
+    import types as pytypes
+
+    out, codes = [], [f.__code__]
+    g = f.__globals__
+    while codes:
+        c = codes.pop()
+        codes.extend(k for k in c.co_consts if isinstance(k, pytypes.CodeType))
+        for name in c.co_names:
+            v = g.get(name)
+            if isinstance(v, (KernelDispatcher, Unit)):
+                out.append(v)
+            elif isinstance(v, pytypes.ModuleType):
+                out.extend(a for a in (getattr(v, n, None) for n in c.co_names)
+                           if isinstance(a, (KernelDispatcher, Unit)))
+    return out
+
+
 def _weight(u) -> int:
     """A unit's compile cost, estimated from the bytecode of its body and its plain callees."""
     seen, todo, size = set(), [u.__wrapped__], 0
@@ -423,45 +524,79 @@ def _weight(u) -> int:
             continue
         seen.add(id(f))
         size += len(f.__code__.co_code)
-        for name in f.__code__.co_names:
-            g = f.__globals__.get(name)
-            if isinstance(g, KernelDispatcher):
-                todo.append(g.py_func)
+        todo.extend(k.py_func for k in _callees(f) if isinstance(k, KernelDispatcher))
     return size
+
+
+def _early_units(rank: int) -> list:
+    """The units declared ``early`` up to ``rank`` and the units their code may reach
+    (estimated from the bytecode), in the order they are met: each early unit's (by rank, then
+    in definition order) before the next one's."""
+    order, seen = [], set()
+    for root in sorted((u for u in UNITS if 0 < u.early <= rank), key=lambda u: u.early):
+        todo, fseen = [root], set()
+        while todo:
+            k = todo.pop()
+            if id(k) in fseen:
+                continue
+            fseen.add(id(k))
+            if isinstance(k, Unit) and k not in seen:
+                seen.add(k)
+                order.append(k)
+            todo.extend(_callees(k.__wrapped__ if isinstance(k, Unit) else k.py_func))
+    return order
 
 
 #: Seconds a compile helper may take before it is stopped (what it did not cache is compiled here).
 _WORKER_TIMEOUT = 1800
-#: The plain kernels this process compiles after :func:`link`, as a share of the units' work.
-_ENTRY_SHARE = 0.1
-#: Helpers started by :func:`prelink` and this process's share: ``(units, processes)``.
+#: The plain kernels this process compiles beside its share of the early units (the
+#: vocabulary's, an index's, the entries'), as a share of the early units' work: on 2 CPUs a
+#: cold first mask took 37-41 s at 0.2, 48-50 s at 0.1 (this process still compiling when the
+#: helper was done), 40 s at 0.3, 47 s at 0.5 (perf/bench_cold_start.py --job first-mask).
+_ENTRY_SHARE = 0.2
+#: How often a link waiting for a helper looks at the cache (seconds).
+_POLL_S = 0.02
+#: Helpers started on a cold cache: ``(process id that started them, {helper: its units in
+#: order}, {unit: its helper})``; ``None`` before :func:`prelink` or the first link.
 _started = None
 
 
 def _start_workers(cold):
     """Split the units ``cold`` over :func:`compile_workers` processes and start the helpers
     (``python -m dotjson._kernels.compile_worker MODULE:UNIT ...``, each writing Numba's cache);
-    returns ``(this process's units, helper processes)``. A helper that fails costs nothing but
-    time: whatever is not in the cache afterwards is compiled here."""
-    import logging
-    import os
+    returns :data:`_started`'s value. The units a first mask reaches (:func:`_early_units`)
+    are shared by every process, this one included (its share is compiled when a link needs
+    it), in the order a first mask meets them; those of a document's first steps, then the
+    others (heaviest first), go to the helpers after them. A
+    helper that fails costs only time: whatever is not cached when a link needs it is
+    compiled here."""
+    import atexit
     import subprocess
     import sys
 
     n = compile_workers()
     exe = sys.executable or ""
     if len(cold) < 2 or n < 2 or not os.path.basename(exe).lower().startswith("python"):
-        return list(cold), []  # one unit, one CPU, or an embedded interpreter: all here
-    weight = {u: _weight(u) for u in cold}
+        return (os.getpid(), {}, {})  # one unit, one CPU, or an embedded interpreter: all here
+    cold_set = set(cold)
+    early = [u for u in _early_units(1) if u in cold_set]
+    taken = set(early)
+    late = [u for u in _early_units(2) if u in cold_set and u not in taken]
+    taken.update(late)
+    late += sorted((u for u in cold if u not in taken), key=_weight, reverse=True)
     groups = [[] for _ in range(n)]
     loads = [0] * n
-    # this process also compiles the plain entry kernels after linking (perf/bench_cold_start.py):
-    # it starts with that handicap
-    loads[0] = int(_ENTRY_SHARE * sum(weight.values()))
-    for u in sorted(cold, key=weight.__getitem__, reverse=True):  # greedy: heaviest first
+    # this process also compiles the plain entry kernels (perf/bench_cold_start.py): it starts
+    # with that handicap
+    loads[0] = int(_ENTRY_SHARE * sum(_weight(u) for u in early))
+    for u in early:  # in the order they are met, each to the least loaded process
         k = loads.index(min(loads))
         groups[k].append(u)
-        loads[k] += weight[u]
+        loads[k] += _weight(u)
+    for u in late:  # to the helpers only, after their share of the early ones
+        k = 1 + loads[1:].index(min(loads[1:]))
+        groups[k].append(u)
+        loads[k] += _weight(u)
     logging.getLogger("dotjson").info(
         "compiling dotjson's kernels into Numba's cache (first run after install): %d units in "
         "%d processes", len(cold), sum(1 for g in groups if g))
@@ -469,18 +604,53 @@ def _start_workers(cold):
     if config.CACHE_DIR:
         env["NUMBA_CACHE_DIR"] = config.CACHE_DIR
     env["DOTJSON_COMPILE_WORKERS"] = "1"
-    procs, mine = [], list(groups[0])
+    lists, owner = {}, {}
     for group in groups[1:]:
         if not group:
             continue
         names = [f"{u.__module__}:{u.__qualname__}" for u in group]
         try:
-            procs.append(subprocess.Popen([exe, "-m", "dotjson._kernels.compile_worker", *names],
-                                          env=env, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        except OSError:  # no process to spare: compile here
-            mine.extend(group)
-    return mine, procs
+            p = subprocess.Popen([exe, "-m", "dotjson._kernels.compile_worker", *names], env=env,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        except OSError:  # no process to spare: compiled here when needed
+            continue
+        lists[p] = group
+        owner.update((u, p) for u in group)
+    if lists:
+        # the helpers finish the cache before this process exits (no compile left running)
+        atexit.register(_wait, list(lists))
+    return (os.getpid(), lists, owner)
+
+
+def _next_unit(pending):
+    """A unit of ``pending`` this process can link now, or ``None`` if each is what its helper
+    compiles now: first one in the cache (a load), then one no running helper holds, then the
+    one a helper would reach last (compiled here, from the far end of its list while it works
+    from the near end: the helper skips what is cached by the time it gets there)."""
+    pid, lists, owner = _started
+    mine = stolen = None
+    far = 0
+    for u in pending:
+        p = owner.get(u) if pid == os.getpid() else None  # (a forked child has no helpers)
+        if p is None or p.poll() is not None:
+            if mine is None:
+                mine = u
+            continue
+        if u._cached():
+            return u
+        todo = [v for v in lists[p] if not v._cached()]
+        k = todo.index(u) if u in todo else 0
+        if k > far:  # (k == 0: the helper's current unit)
+            stolen, far = u, k
+    return mine if mine is not None else stolen
+
+
+def wait_helpers() -> None:
+    """Wait for the compile helpers of a cold cache to finish (this process exits only after
+    them anyway: the cache is whole for the next run)."""
+    if _started is not None and _started[0] == os.getpid():
+        _wait(list(_started[1]))
 
 
 def _wait(procs) -> None:
@@ -495,14 +665,15 @@ def _wait(procs) -> None:
 
 
 def _worker(names) -> int:
-    """A compile helper's job: compile the named units into Numba's cache, nothing else."""
-    global _linking
+    """A compile helper's job: compile the named units into Numba's cache in order, skipping
+    those the cache holds by the time it reaches them (the parent compiled them); nothing else."""
+    global _WORKER
     import importlib
 
-    _linking = True  # compiling a unit must not link (compile) all the others here
+    _WORKER = True  # compiling a unit must not link (compile) the units it calls
     for name in names:
         mod, _, qual = name.partition(":")
         u = getattr(importlib.import_module(mod), qual)
-        u.dispatcher.compile(u.args)
+        if not u._cached():
+            u.dispatcher.compile(u.args)
     return 0
-

@@ -499,7 +499,7 @@ def _reach(S, u0, fterm, special):
     return best
 
 
-@unit(K._i64, K.STORE, K._i64, _TRIE, K._i64, _I64_1, _I32_3, K._I32_1)
+@unit(K._i64, K.STORE, K._i64, _TRIE, K._i64, _I64_1, _I32_3, K._I32_1, early=2)
 def run_share(S, s, special, known, out, pseq, plen):
     """The state whose mask ``s``, a bounded plain run of ``k`` characters
     (:func:`~dotjson.automaton.states.plain_run`, written to ``out[1]``), shares for its special
@@ -689,7 +689,7 @@ def head_pairs(S, s, delim, out):
     return m if m > 0 else NO_SHARE
 
 
-@unit(K._i64, K.STORE, K._i64, _TRIE, K._I32_1)
+@unit(K._i64, K.STORE, K._i64, _TRIE, K._I32_1, early=2)
 def head_exits(S, sa, special, out):
     """The nodes of the ``special`` trie, with children, at which state ``sa`` (a head) has
     accepted (the head's word is complete: a token going on takes what follows it), written to

@@ -717,14 +717,14 @@ def run_head(S, t):
     return h
 
 
-@unit(_i64, PACKED, _i64, _U8_1, _I64_1)
+@unit(_i64, PACKED, _i64, _U8_1, _I64_1, early=2)
 def walk_terms_packed(P, t, data, ret):
     """:func:`walk_terms` from Python with the store packed (:func:`~dotjson.automaton.store.pack`):
     a document's token steps call it, through a unit's entry rather than the dispatcher."""
     return walk_terms(unpack_store(P), t, data, ret)
 
 
-@unit(_i64, PACKED, _i64, _U8_1, _I64_1)
+@unit(_i64, PACKED, _i64, _U8_1, _I64_1, early=2)
 def walk_bytes_packed(P, s, data, ret):
     """:func:`walk_bytes` with the store packed."""
     return walk_bytes(unpack_store(P), s, data, ret)

@@ -449,7 +449,7 @@ def build(S, prog, words, slots):
     return st[0]
 
 
-@unit(_i64, PACKED, _I64_1, _U64_2, _I32_1)
+@unit(_i64, PACKED, _I64_1, _U64_2, _I32_1, early=1)
 def build_packed(P, prog, words, slots):
     """:func:`build` with the store packed (:func:`~dotjson.automaton.store.pack`)."""
     return build(unpack_store(P), prog, words, slots)

@@ -631,19 +631,36 @@ def _next_unit(pending):
     pid, lists, owner = _started
     mine = stolen = None
     far = 0
+    at = {}  # a helper's position: its first unit not cached (what it compiles now)
     for u in pending:
         p = owner.get(u) if pid == os.getpid() else None  # (a forked child has no helpers)
         if p is None or p.poll() is not None:
             if mine is None:
                 mine = u
             continue
-        if u._cached():
+        if _in_cache(u):
             return u
-        todo = [v for v in lists[p] if not v._cached()]
-        k = todo.index(u) if u in todo else 0
+        units = lists[p]
+        if p not in at:
+            at[p] = next((i for i, v in enumerate(units) if not _in_cache(v)), len(units))
+        k = units.index(u) - at[p]
         if k > far:  # (k == 0: the helper's current unit)
             stolen, far = u, k
     return mine if mine is not None else stolen
+
+
+#: units seen in Numba's cache by :func:`_in_cache` (a cached unit stays cached)
+_IN_CACHE: set = set()
+
+
+def _in_cache(u) -> bool:
+    """``u._cached()``, remembered once true (a link waiting for helpers asks again and again)."""
+    if u in _IN_CACHE:
+        return True
+    if u._cached():
+        _IN_CACHE.add(u)
+        return True
+    return False
 
 
 def wait_helpers() -> None:

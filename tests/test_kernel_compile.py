@@ -274,6 +274,46 @@ def test_a_process_links_the_units_its_kernels_reach():
     assert got["warmup"] == got["all"] and got["warmup unlinked"] == []
 
 
+def test_threads_link_what_their_kernels_reach_at_once():
+    """Four threads of a new process build indexes and step documents at the same moment, each
+    linking what its kernels reach (a link is under Numba's compiler lock; a unit's entry point
+    is set once every cell its code reaches is filled): no error, no crash, equal masks."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import threading, numpy as np\n"
+        "from dotjson import Index, Vocabulary\n"
+        "toks = [chr(c) for c in range(32, 127)] + ['\"a\"', 'ab', '12']\n"
+        "v = Vocabulary.from_tuples(toks, list(range(len(toks))), eos_token_ids=len(toks))\n"
+        "schemas = [{'type': 'object', 'properties': {'a': {'type': 'string'}, 'b': {'type': 'integer'}}},\n"
+        "           {'type': 'array', 'items': {'type': 'string', 'pattern': '^[a-z]{2,5}$'}},\n"
+        "           {'type': 'object', 'properties': {'x': {'type': 'number', 'minimum': 3}}},\n"
+        "           {'type': 'array', 'items': {'type': 'string', 'format': 'date-time'}}]\n"
+        "out, barrier = {}, threading.Barrier(4)\n"
+        "def run(k, s):\n"
+        "    barrier.wait()\n"
+        "    ix = Index(s, v, close_objects=False)\n"
+        "    st, masks = ix.initial_state, []\n"
+        "    for ch in ('{\"a\":\"x\",\"b\":1}' if s['type'] == 'object' else '[\"ab\",\"cd\"]'):\n"
+        "        masks.append(np.flatnonzero(ix.mask(st)).tolist())\n"
+        "        nxt = ix.next_state(st, toks.index(ch))\n"
+        "        if nxt < 0:\n"
+        "            break\n"
+        "        st = nxt\n"
+        "    out[k] = masks\n"
+        "ts = [threading.Thread(target=run, args=(k, s)) for k, s in enumerate(schemas)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "again = {}\n"
+        "for k, s in enumerate(schemas):\n"
+        "    barrier = threading.Barrier(1); out2 = out; out = again; run(k, s); out = out2\n"
+        "print('OK' if len(out) == 4 and out == again else 'DIFF')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split()[-1] == "OK", p.stdout[-2000:]
+
+
 @pytest.mark.slow
 def test_a_cold_first_mask_waits_only_for_the_units_it_reaches(tmp_path):
     """An empty Numba cache, no ``warmup()``: the first mask runs once the units it reaches are

@@ -251,15 +251,22 @@ _LINKED_PROBE = (
 )
 
 
-def _linked_counts(env=None, warmup=True, timeout=900) -> dict:
-    import json
+def _python(code: str, env=None, timeout=900) -> str:
+    """Run ``code`` in a new Python process (a fresh link of the units); its stdout."""
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, "-c", f"WARMUP = {warmup}\n" + _LINKED_PROBE], env=env,
-                       capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=timeout)
     assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads([ln for ln in p.stdout.splitlines() if ln.startswith("@@")][-1][2:])
+    return p.stdout
+
+
+def _linked_counts(env=None, warmup=True, timeout=900) -> dict:
+    import json
+
+    out = _python(f"WARMUP = {warmup}\n" + _LINKED_PROBE, env, timeout)
+    return json.loads([ln for ln in out.splitlines() if ln.startswith("@@")][-1][2:])
 
 
 def test_a_process_links_the_units_its_kernels_reach():
@@ -278,9 +285,6 @@ def test_threads_link_what_their_kernels_reach_at_once():
     """Four threads of a new process build indexes and step documents at the same moment, each
     linking what its kernels reach (a link is under Numba's compiler lock; a unit's entry point
     is set once every cell its code reaches is filled): no error, no crash, equal masks."""
-    import subprocess
-    import sys
-
     probe = (
         "import threading, numpy as np\n"
         "from dotjson import Index, Vocabulary\n"
@@ -309,9 +313,8 @@ def test_threads_link_what_their_kernels_reach_at_once():
         "    barrier = threading.Barrier(1); out2 = out; out = again; run(k, s); out = out2\n"
         "print('OK' if len(out) == 4 and out == again else 'DIFF')\n"
     )
-    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert p.stdout.split()[-1] == "OK", p.stdout[-2000:]
+    out = _python(probe)
+    assert out.split()[-1] == "OK", out[-2000:]
 
 
 @pytest.mark.slow
@@ -328,12 +331,8 @@ def test_a_cold_first_mask_waits_only_for_the_units_it_reaches(tmp_path):
              "for rel in jit.ENGINE_MODULES:\n"
              "    importlib.import_module('dotjson.' + rel[:-3].replace('/', '.'))\n"
              "print(sum(1 for u in jit.UNITS if not u._cached()))\n")
-    import subprocess
-    import sys
-
-    p = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert p.returncode == 0 and p.stdout.split()[-1] == "0", (p.stdout, p.stderr[-2000:])
+    out = _python(probe, env, 600)
+    assert out.split()[-1] == "0", out[-2000:]
 
 
 @pytest.mark.slow
@@ -374,9 +373,6 @@ def test_no_kernel_is_loaded_in_a_request_after_warmup(tmp_path):
     the first masks of schemas that reach the rarer paths (an array of distinct objects, whose
     rule family walks a member's key byte by byte; a process's head interner growing) load no
     kernel (each would be ~7 ms of loading inside a request)."""
-    import subprocess
-    import sys
-
     probe = (
         "import numpy as np, dotjson\n"
         "import numba.core.dispatcher as D\n"
@@ -400,9 +396,8 @@ def test_no_kernel_is_loaded_in_a_request_after_warmup(tmp_path):
         "it = heads.interner(); it._rehash(2 * it.ght.shape[0])\n"
         "print('LOADED', sorted(set(loaded)))\n"
     )
-    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert p.stdout.strip().splitlines()[-1] == "LOADED []", p.stdout[-2000:]
+    out = _python(probe)
+    assert out.strip().splitlines()[-1] == "LOADED []", out[-2000:]
 
 def _kernels_taking_the_store():
     import ast

@@ -217,6 +217,35 @@ def test_a_unit_checks_the_types_it_is_called_with():
         _twice(a, 1, 2)
 
 
+def test_a_link_stops_a_helper_stuck_on_the_unit_it_needs(monkeypatch):
+    """A link waits for the unit a helper is compiling, not for ever: past the helper timeout
+    the helpers are stopped and the unit is compiled here."""
+    import os
+
+    @jit.unit(types.int64, types.int64)
+    def _plus_one(i):
+        return i + 1
+
+    class Stuck:  # a helper process that never finishes its first unit
+        killed = False
+
+        def poll(self):
+            return 0 if self.killed else None
+
+        def kill(self):
+            self.killed = True
+
+        def wait(self, timeout=None):
+            return 0
+
+    h = Stuck()
+    monkeypatch.setattr(_plus_one, "_cached", lambda: False)
+    monkeypatch.setattr(jit, "_started", (os.getpid(), {h: [_plus_one]}, {_plus_one: h}))
+    monkeypatch.setattr(jit, "_WORKER_TIMEOUT", 0.1)
+    assert _plus_one(41) == 42
+    assert h.killed
+
+
 _LINKED_PROBE = (
     "import importlib, json, dotjson\n"
     "from dotjson._kernels import jit\n"

@@ -420,11 +420,17 @@ def _ensure(units) -> None:
                 _started = _start_workers(_cold_units())
             pending = [u for u in units if u._entry is None]
             seen, done = set(pending), []
+            waited = 0.0
             while pending:
                 u = _next_unit(pending)
                 if u is None:  # every one left is being compiled by a helper
+                    if waited > _WORKER_TIMEOUT:  # a helper stuck on one unit: stopped, done here
+                        _stop_helpers()
+                        continue
                     time.sleep(_POLL_S)
+                    waited += _POLL_S
                     continue
+                waited = 0.0
                 pending.remove(u)
                 done.append(u)
                 t0 = time.perf_counter()
@@ -547,7 +553,8 @@ def _early_units(rank: int) -> list:
     return order
 
 
-#: Seconds a compile helper may take before it is stopped (what it did not cache is compiled here).
+#: Seconds a compile helper may take at exit, or a link wait for the unit a helper compiles,
+#: before it is stopped (what it did not cache is compiled here).
 _WORKER_TIMEOUT = 1800
 #: The plain kernels this process compiles beside its share of the early units (the
 #: vocabulary's, an index's, the entries'), as a share of the early units' work: on 2 CPUs a
@@ -668,6 +675,14 @@ def wait_helpers() -> None:
     them anyway: the cache is whole for the next run)."""
     if _started is not None and _started[0] == os.getpid():
         _wait(list(_started[1]))
+
+
+def _stop_helpers() -> None:
+    """Stop the compile helpers (what they did not cache is compiled here when needed)."""
+    for p in _started[1]:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def _wait(procs) -> None:

@@ -438,7 +438,7 @@ def _ensure(units) -> None:
                     if v._entry is None and v not in seen:
                         seen.add(v)
                         pending.append(v)
-                if _log.isEnabledFor(10):  # DEBUG: what a link waits for, on a cold cache above all
+                if _log.isEnabledFor(logging.DEBUG):  # what a link waits for, on a cold cache above all
                     _log.debug("linked unit %s in %.2f s", u.__name__, time.perf_counter() - t0)
             for u in done:
                 u._entry = u.dispatcher.overloads[u.args].entry_point

@@ -574,9 +574,8 @@ def _start_workers(cold):
     returns :data:`_started`'s value. The units a first mask reaches (:func:`_early_units`)
     are shared by every process, this one included (its share is compiled when a link needs
     it), in the order a first mask meets them; those of a document's first steps, then the
-    others (heaviest first), go to the helpers after them. A
-    helper that fails costs only time: whatever is not cached when a link needs it is
-    compiled here."""
+    others (heaviest first), go to the helpers after them. A helper that fails costs only time:
+    whatever is not cached when a link needs it is compiled here."""
     import atexit
     import subprocess
     import sys

@@ -77,6 +77,7 @@ def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
     assert f"B - A over {n} paired steps: +0.0 ms" in proc.stdout, proc.stdout
 
 
+@pytest.mark.slow  # (17 s: the default run stays within its 15 minutes on a slow day)
 def test_kernel_calls_prices_both_ways_and_counts_the_packed_calls():
     """``perf/kernel_calls.py``: a call's price with tuples and packed; and the units a fresh
     mask calls, all the hot ones the twins (no call handing the store's 17 arrays there)."""
@@ -365,6 +366,7 @@ def _perf_usable() -> bool:
         return False
 
 
+@pytest.mark.slow  # (12 s: as above)
 @pytest.mark.skipif(not _perf_usable(), reason="needs Linux perf with perf_event_paranoid <= 2, and nm")
 def test_profile_kernels_runs_and_finds_the_trie_walk():
     proc = subprocess.run(

@@ -415,9 +415,7 @@ def _ensure(units) -> None:
             return
         _tls.linking = True
         try:
-            global _started
-            if _started is None:
-                _started = _start_workers(_cold_units())
+            prelink()  # (the helpers of a cold cache, if no vocabulary started them)
             pending = [u for u in units if u._entry is None]
             seen, done = set(pending), []
             waited = 0.0
@@ -456,9 +454,10 @@ def link() -> None:
 def prelink() -> None:
     """Start the compile helpers of a cold cache now, without waiting for them.
 
-    Called when a :class:`dotjson.Vocabulary` is made: on the first run after install the
-    helpers compile their share of the units while this process goes on (building the
-    vocabulary's tries, compiling a schema, loading a model); the units a first mask reaches
+    Called when a :class:`dotjson.Vocabulary` is made (or by the first link, if none was): on
+    the first run after install the helpers compile their share of the units while this
+    process goes on (building the vocabulary's tries, compiling a schema, loading a model); the
+    units a first mask reaches
     (``early``) are compiled first, by this process and the helpers alike, the others by the
     helpers after them. Does nothing when the cache is warm or on later calls.
     """
@@ -589,20 +588,21 @@ def _start_workers(cold):
     taken = set(early)
     late = [u for u in _early_units(2) if u in cold_set and u not in taken]
     taken.update(late)
-    late += sorted((u for u in cold if u not in taken), key=_weight, reverse=True)
+    weight = {u: _weight(u) for u in cold}
+    late += sorted((u for u in cold if u not in taken), key=weight.__getitem__, reverse=True)
     groups = [[] for _ in range(n)]
     loads = [0] * n
     # this process also compiles the plain entry kernels (perf/bench_cold_start.py): it starts
     # with that handicap
-    loads[0] = int(_ENTRY_SHARE * sum(_weight(u) for u in early))
+    loads[0] = int(_ENTRY_SHARE * sum(weight[u] for u in early))
     for u in early:  # in the order they are met, each to the least loaded process
         k = loads.index(min(loads))
         groups[k].append(u)
-        loads[k] += _weight(u)
+        loads[k] += weight[u]
     for u in late:  # to the helpers only, after their share of the early ones
         k = 1 + loads[1:].index(min(loads[1:]))
         groups[k].append(u)
-        loads[k] += _weight(u)
+        loads[k] += weight[u]
     logging.getLogger("dotjson").info(
         "compiling dotjson's kernels into Numba's cache (first run after install): %d units in "
         "%d processes", len(cold), sum(1 for g in groups if g))

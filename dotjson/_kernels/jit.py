@@ -448,6 +448,7 @@ def link() -> None:
     """Link every unit (compile it, or load it from Numba's cache, and fill its cell): what
     :func:`dotjson.warmup` does, so that no request loads one. A kernel's first run links the
     units its code reaches and no others (:func:`_ensure`)."""
+    prelink()  # (every engine module imported first: all their units, not those seen so far)
     _ensure(tuple(UNITS))
 
 

@@ -246,6 +246,57 @@ def test_a_link_stops_a_helper_stuck_on_the_unit_it_needs(monkeypatch):
     assert h.killed
 
 
+def test_a_waiting_link_compiles_this_process_s_share_and_links_it(monkeypatch):
+    """While a link waits for the unit a helper is compiling, this process compiles the next
+    unit of its own share instead of sleeping; that unit is linked with the rest, so the plain
+    kernels compiled for it, which Python can call from then on, find every cell they name
+    filled."""
+    import os
+
+    @jit.unit(types.int64, types.int64)
+    def _waited(i):
+        return i + 1
+
+    @jit.unit(types.int64, types.int64)
+    def _deep(i):
+        return i * 3
+
+    @jit.kernel
+    def _plain(i):
+        return _deep(i) + 1
+
+    @jit.unit(types.int64, types.int64)
+    def _spare(i):
+        return _plain(i) * 2
+
+    class Busy:  # a helper compiling _waited until it is stopped
+        killed = False
+
+        def poll(self):
+            return 0 if self.killed else None
+
+        def kill(self):
+            self.killed = True
+
+        def wait(self, timeout=None):
+            return 0
+
+    h = Busy()
+    for u in (_waited, _spare, _deep):
+        monkeypatch.setattr(u, "_cached", lambda: False)
+    monkeypatch.setattr(jit, "_started", (os.getpid(), {h: [_waited]}, {_waited: h}))
+    monkeypatch.setattr(jit, "_MINE", [_spare])
+    monkeypatch.setattr(jit, "_EARLY", {_waited, _spare})
+    monkeypatch.setattr(jit, "_WORKER_TIMEOUT", 0.05)
+    assert jit._spare_unit() is _spare
+    assert _waited(1) == 2  # (the helper stopped past the timeout, the unit compiled here)
+    assert h.killed
+    assert _spare.args in _spare.dispatcher.overloads  # compiled while the link waited
+    assert _spare._entry is not None and _deep.address and _deep._entry is not None
+    assert _plain(4) == 13 and _spare(4) == 26
+    assert jit._spare_unit() is None  # nothing of this process's share left
+
+
 _LINKED_PROBE = (
     "import importlib, json, dotjson\n"
     "from dotjson._kernels import jit\n"

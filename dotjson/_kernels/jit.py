@@ -46,7 +46,9 @@ Units compile independently, so a cold cache compiles them in several processes 
 mask reaches (declared ``early``) are shared by every process, this one included, the rest go to
 the helpers after them. A link needing a unit loads it once a helper has cached it, compiles it
 here if it is this process's or its helper has not reached it (the helper skips it then), and
-waits only for one a helper is compiling. The helpers finish before the process exits.
+waits only for one a helper is compiling — meanwhile compiling the next early unit of its own
+share (or the one a helper would reach last) and linking it with the rest, instead of sleeping.
+The helpers finish before the process exits.
 ``DOTJSON_COMPILE_WORKERS`` sets how many processes (:func:`compile_workers`).
 """
 
@@ -407,7 +409,9 @@ def _ensure(units) -> None:
     throughout, is the link's lock too: a compile inside a link is reentrant, and no second
     lock can be taken in the other order). On a cold cache a unit a helper process is
     compiling is waited for, one it has not reached yet is compiled here (the helper skips it
-    when it gets there)."""
+    when it gets there); while waiting, this process compiles an early unit no one compiles now
+    (:func:`_spare_unit`) and adds it to the link: the plain kernels compiled for it become
+    callable from Python, so the cells their code names (all among the unit's) are filled too."""
     if all(u._entry is not None for u in units):
         return
     with global_compiler_lock:
@@ -424,6 +428,19 @@ def _ensure(units) -> None:
                 if u is None:  # every one left is being compiled by a helper
                     if waited > _WORKER_TIMEOUT:  # a helper stuck on one unit: stopped, done here
                         _stop_helpers()
+                        continue
+                    t0 = time.perf_counter()
+                    spare = _spare_unit()
+                    if spare is not None:  # a unit a first mask reaches, compiled meanwhile
+                        spare.dispatcher.compile(spare.args)
+                        # and linked with the rest: the plain kernels compiled for it can be
+                        # called now, and the cells their code names are among the unit's
+                        seen.add(spare)
+                        pending.append(spare)
+                        waited += time.perf_counter() - t0
+                        if _log.isEnabledFor(logging.DEBUG):
+                            _log.debug("compiled unit %s while waiting, in %.2f s", spare.__name__,
+                                       time.perf_counter() - t0)
                         continue
                     time.sleep(_POLL_S)
                     waited += _POLL_S
@@ -566,6 +583,10 @@ _POLL_S = 0.02
 #: Helpers started on a cold cache: ``(process id that started them, {helper: its units in
 #: order}, {unit: its helper})``; ``None`` before :func:`prelink` or the first link.
 _started = None
+#: This process's own share of the early units on a cold cache, in order, and the early units
+#: (:func:`_start_workers`)
+_MINE: list = []
+_EARLY: set = set()
 
 
 def _start_workers(cold):
@@ -600,6 +621,8 @@ def _start_workers(cold):
         k = loads.index(min(loads))
         groups[k].append(u)
         loads[k] += weight[u]
+    _MINE[:] = groups[0]
+    _EARLY.update(early)
     for u in late:  # to the helpers only, after their share of the early ones
         k = 1 + loads[1:].index(min(loads[1:]))
         groups[k].append(u)
@@ -654,6 +677,31 @@ def _next_unit(pending):
         if k > far:  # (k == 0: the helper's current unit)
             stolen, far = u, k
     return mine if mine is not None else stolen
+
+
+def _spare_unit():
+    """A unit for this process to compile while a link waits for a helper: the next of its own
+    share of the early units (:data:`_MINE`, compiled otherwise only when a link reaches it),
+    else the one of the early units a helper would reach last; ``None`` when none is left (each
+    is compiled, cached, or a helper's current one)."""
+    pid, lists, _ = _started
+    if pid != os.getpid():
+        return None
+    for u in _MINE:
+        if not u._cell.value and u.args not in u.dispatcher.overloads and not _in_cache(u):
+            return u
+    best, far = None, 0
+    for p, units in lists.items():
+        if p.poll() is not None:
+            continue
+        at = next((i for i, v in enumerate(units) if not _in_cache(v)), len(units))
+        for k in range(len(units) - 1, at, -1):
+            v = units[k]
+            if v in _EARLY and not v._cell.value and v.args not in v.dispatcher.overloads and not _in_cache(v):
+                if k - at > far:
+                    best, far = v, k - at
+                break
+    return best
 
 
 #: units seen in Numba's cache by :func:`_in_cache` (a cached unit stays cached)

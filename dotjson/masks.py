@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from ._kernels import entries as _entries, keywalk as _keywalk, walk as _walk
+from ._kernels import entries as _entries, jit as _jit, keywalk as _keywalk, walk as _walk
 from .automaton.ids import LOW31 as _LOW31, VIRT as _VIRT
 from .automaton import kernels as _K
 from .automaton.item_walk import (
@@ -573,6 +573,8 @@ class Masker:
         """The bitset of ``state``: one kernel call (the trie walks expanding the automaton
         inline), repeated only after an exit to Python (store growth, a rule body to compile).
         Call with the lock held."""
+        if _jit._OPT_WAITING:  # (a first run after install: shortcuts a helper has compiled since)
+            _jit.upgrade()
         if self._plain_runs and not self._options.get("specials"):
             S = self._auto.store
             ti = S[_K.S_TI]

@@ -297,6 +297,117 @@ def test_a_waiting_link_compiles_this_process_s_share_and_links_it(monkeypatch):
     assert jit._spare_unit() is None  # nothing of this process's share left
 
 
+def test_an_optional_unit_declines_until_its_helper_has_it(monkeypatch):
+    """A kernel calling an optional unit runs before the unit is linked: while a running helper
+    is to compile it (and neither the cache nor this process has it), its cell stays empty and
+    the call answers the declared value; :func:`jit.upgrade` links it once the helper is done,
+    and the same kernel then gets the unit's answer. Called from Python, it is linked at once."""
+    import os
+
+    @jit.unit(types.int64, types.int64, declined=-1)
+    def _opt_square(i):
+        return i * i
+
+    @jit.kernel
+    def _calls_square(i):
+        return _opt_square(i) + 0
+
+    class Helper:
+        done = False
+
+        def poll(self):
+            return 0 if self.done else None
+
+        def kill(self):
+            self.done = True
+
+        def wait(self, timeout=None):
+            return 0
+
+    h = Helper()
+    monkeypatch.setattr(_opt_square, "_cached", lambda: False)
+    monkeypatch.setattr(jit, "_started", (os.getpid(), {h: [_opt_square]}, {_opt_square: h}))
+    monkeypatch.setattr(jit, "_OPT_WAITING", set())
+    monkeypatch.setattr(jit, "_next_upgrade", 0.0)
+    assert _calls_square(3) == -1  # declined: the helper has not cached it
+    assert _opt_square in jit._OPT_WAITING and not _opt_square.address
+    jit.upgrade()  # the helper still at it: nothing to link
+    assert _opt_square in jit._OPT_WAITING and _calls_square(3) == -1
+    h.done = True
+    monkeypatch.setattr(jit, "_next_upgrade", 0.0)
+    jit.upgrade()
+    assert not jit._OPT_WAITING and _opt_square.address
+    assert _calls_square(3) == 9 and _opt_square(5) == 25
+
+    @jit.unit(types.int64, types.int64, declined=-1)
+    def _opt_cube(i):
+        return i * i * i
+
+    h.done = False
+    monkeypatch.setattr(_opt_cube, "_cached", lambda: False)
+    monkeypatch.setattr(jit, "_started", (os.getpid(), {h: [_opt_cube]}, {_opt_cube: h}))
+    monkeypatch.setattr(jit, "_WORKER_TIMEOUT", 0.05)
+    assert _opt_cube(2) == 8  # from Python: linked now (waited for, as a required unit)
+    assert _opt_cube.address and _opt_cube not in jit._OPT_WAITING
+
+
+_OPTIONAL_CASES = [  # states the engine's optional units (the walk's subtree shortcuts) read
+    ({"type": "object", "properties": {"slug": {"type": "string", "pattern": "^[a-z0-9-]+$"},
+                                       "mail": {"type": "string", "format": "email"}}},
+     {"slug": "release-notes-2024", "mail": "alice.smith@mail.example.org", "other": "x y"}),
+    ({"type": "object", "properties": {"host": {"type": "string", "format": "hostname"}},
+      "additionalProperties": {"type": "string", "maxLength": 40}},
+     {"host": "api.internal.example.net", "free key": "some words here"}),
+]
+
+
+@pytest.mark.parametrize("schema,doc", _OPTIONAL_CASES)
+def test_masks_are_the_same_while_the_optional_units_decline(llama3_vocab, schema, doc):
+    """The engine's optional units are exact shortcuts: with their cells empty (a first run's
+    first masks, before the helper has them) every mask is the one they give, also for an index
+    whose first states were walked without them and its later ones with them."""
+    import json
+
+    from naive import assert_same_masks
+
+    from dotjson import Index
+
+    optional = [u for u in jit.UNITS if u.declined is not None]
+    assert {u.__name__ for u in optional} >= {"_ascii_class_miss", "_class_chain_packed", "_plain_open_miss"}
+    jit.link()
+    data = json.dumps(doc, separators=(",", ":")).encode()
+    ref = Index(schema, llama3_vocab, close_objects=False)
+    for i in range(len(data) + 1):  # (its masks computed with the units, memoized)
+        s = ref._auto.walk_bytes(ref.initial_state, data[:i])
+        if s >= 0:
+            ref.mask(s)
+    assert _memo_count(ref, "_T_POPEN") > 0
+    cells = {u: u._cell.value for u in optional}
+    mixed = Index(schema, llama3_vocab, close_objects=False)
+    try:
+        for u in optional:
+            u._cell.value = 0
+        declined = Index(schema, llama3_vocab, close_objects=False)
+        assert_same_masks(declined, ref, data)
+        # (their misses never ran: no memo entry of theirs; the reference made some)
+        assert _memo_count(declined, "_T_POPEN") == _memo_count(declined, "_T_ACLS") == 0
+        half = len(data) // 2
+        for i in range(half):
+            mixed.mask(mixed._auto.walk_bytes(mixed.initial_state, data[:i]))
+    finally:
+        for u, v in cells.items():
+            u._cell.value = v
+    assert_same_masks(mixed, ref, data)
+
+
+def _memo_count(index, tag: str) -> int:
+    """How many entries of the store memo's tag ``tag`` (``automaton.store._T_*``) ``index`` holds."""
+    from dotjson.automaton import store
+
+    mk = index._auto._a["mk"]
+    return int(((mk >= 0) & ((mk >> 58) == (getattr(store, tag) >> 58))).sum())
+
+
 _LINKED_PROBE = (
     "import importlib, json, dotjson\n"
     "from dotjson._kernels import jit\n"

@@ -40,6 +40,17 @@ Small helpers stay plain kernels, linked and inlined by LLVM where they are call
 unit sits behind a plain kernel that answers memo hits inline, so only a miss pays the call
 (~130 machine words of arguments for the store tuple, and no inlining).
 
+**Optional units.** A unit declared with ``declined=v`` is an exact shortcut its callers may
+skip: its call reads the cell and answers ``v`` ("take the long way") while the cell is empty, so
+the kernels naming it run before it is linked. On a cold cache a link leaves such a unit to the
+helper it was given to (after the units a document's first steps reach) and notes it in
+:data:`_OPT_WAITING`; :func:`upgrade`, which the masker calls before a fresh mask, links it once
+the helper has cached it. Its cell is filled last, when every unit its code reaches is: kernels
+running in other threads may call it the moment it is. The walk's subtree shortcuts are such
+units (the counted class's chain, a state's invariant bytes, an open state's test): ~8 s of the
+walk's 14 s compile on 2 CPUs that a first mask no longer waits for. Everywhere else (a warm
+cache, one process, :func:`link`, a call from Python) it is linked like any unit.
+
 Units compile independently, so a cold cache compiles them in several processes at once:
 :func:`prelink` (called when a :class:`dotjson.Vocabulary` is made) starts helper processes
 (``python -m dotjson._kernels.compile_worker``) writing the same Numba cache: the units a first
@@ -167,6 +178,7 @@ class KernelDispatcher(CPUDispatcher):
                 units = set()
                 for disp, s in _tls.compiled:
                     units.update(_overload_units(disp, s))
+                    units.update(_overload_units(disp, s, True))
                 _tls.compiled = []
                 if units:
                     _ensure(units)
@@ -210,8 +222,14 @@ def kernel(func=None, *, parallel: bool = False, canonical: bool = True):
 _log = logging.getLogger("dotjson")
 #: Every unit of the engine, in definition order.
 UNITS: list = []
-#: unit by its cell's symbol (what a compiled module names)
+#: unit by its cell's symbol (what a compiled module names); optional units apart
 _BY_SYMBOL: dict = {}
+_OPT_BY_SYMBOL: dict = {}
+#: optional units a kernel's code names whose helper has not cached them yet: linked by
+#: :func:`upgrade` once it has (their cells answer ``declined`` meanwhile)
+_OPT_WAITING: set = set()
+#: when :func:`upgrade` looks at the cache again (``time.monotonic()``)
+_next_upgrade = 0.0
 #: Check the types of every Python call of a unit against its declared signature (see
 #: :meth:`Unit.__call__`): off in production (it costs what the direct call saves), on in the
 #: tests (``tests/conftest.py``) and with ``DOTJSON_CHECK_UNIT_ARGS=1``.
@@ -227,7 +245,7 @@ class Unit:
     """A kernel compiled once for one declared signature and called by other kernels through
     the cell named :attr:`symbol` (see the module docstring). Callable from Python too."""
 
-    def __init__(self, func, returns, args, early=0):
+    def __init__(self, func, returns, args, early=0, declined=None):
         self.__name__ = func.__name__
         self.__qualname__ = func.__qualname__
         self.__module__ = func.__module__
@@ -249,6 +267,13 @@ class Unit:
         #: compiled first on a cold cache (:func:`prelink`): 1 on the way to a first mask, 2 to a
         #: document's first steps, 0 neither
         self.early = early
+        #: an optional unit's answer while its cell is empty (``None``: a required unit)
+        self.declined = declined
+        #: an optional unit's native entry point, loaded but its cell not filled yet (the cell is
+        #: filled once every unit its code reaches is: running kernels may call it at once)
+        self._addr = 0
+        if declined is not None:
+            self.symbol = self.symbol.replace("_dotjson_unit_", "_dotjson_opt_", 1)
         llb.add_symbol(self.symbol, ctypes.addressof(self._cell))
         unit = self
 
@@ -269,7 +294,7 @@ class Unit:
         lower_builtin(self, types.VarArg(types.Any))(self._lower_call)
         with global_compiler_lock:
             UNITS.append(self)
-            _BY_SYMBOL[self.symbol] = self
+            (_BY_SYMBOL if declined is None else _OPT_BY_SYMBOL)[self.symbol] = self
 
     def _cached(self) -> bool:
         """Whether Numba's cache holds this unit's code (without loading it)."""
@@ -298,16 +323,28 @@ class Unit:
             cell = llir.GlobalVariable(module, llir.IntType(64), self.symbol)
             cell.linkage = "external"
         fnty = context.call_conv.get_function_type(sig.return_type, sig.args)
-        fn = builder.inttoptr(builder.load(cell), fnty.as_pointer())
-        status, res = context.call_conv.call_function(builder, fn, sig.return_type, sig.args, args)
-        with cgutils.if_unlikely(builder, status.is_error):
-            context.call_conv.return_status_propagate(builder, status)
-        return res
+        addr = builder.load(cell)
+        if self.declined is None:
+            fn = builder.inttoptr(addr, fnty.as_pointer())
+            status, res = context.call_conv.call_function(builder, fn, sig.return_type, sig.args, args)
+            with cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
+            return res
+        # an optional unit: its declared answer while the cell is empty
+        slot = cgutils.alloca_once_value(builder, context.get_constant(sig.return_type, self.declined))
+        with builder.if_then(builder.icmp_unsigned("!=", addr, addr.type(0)), likely=True):
+            fn = builder.inttoptr(addr, fnty.as_pointer())
+            status, res = context.call_conv.call_function(builder, fn, sig.return_type, sig.args, args)
+            with cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
+            builder.store(res, slot)
+        return builder.load(slot)
 
     def _load(self) -> None:
-        """Compile this unit (or load it from Numba's cache) and fill its cell. Its Python entry
-        point is set by :func:`_ensure` once every unit its code reaches is filled too."""
-        if self._cell.value:
+        """Compile this unit (or load it from Numba's cache) and fill its cell (an optional
+        unit's: by :func:`_ensure`, last). Its Python entry point is set by :func:`_ensure` once
+        every unit its code reaches is filled too."""
+        if self._cell.value or self._addr:
             return
         disp = self.dispatcher
         disp.compile(self.args)
@@ -315,12 +352,16 @@ class Unit:
         addr = cres.library.get_pointer_to_function(cres.fndesc.mangled_name)
         if not addr:  # pragma: no cover - Numba always defines the native entry point
             raise RuntimeError(f"unit {self.__name__}: no native entry point after compiling")
-        self._cell.value = addr
+        if self.declined is None:
+            self._cell.value = addr
+        else:
+            self._addr = addr
 
     def units(self) -> tuple:
-        """The units this unit's compiled code calls (its own module's cells; loaded first)."""
+        """The units this unit's compiled code calls, optional ones included (its own module's
+        cells; loaded first)."""
         self._load()
-        return _overload_units(self.dispatcher, self.args)
+        return _overload_units(self.dispatcher, self.args) + _overload_units(self.dispatcher, self.args, True)
 
     def __call__(self, *args):
         """Run the unit from Python. The call goes straight to the code compiled for the
@@ -330,7 +371,7 @@ class Unit:
         one, not converted."""
         e = self._entry
         if e is None:
-            _ensure((self,))
+            _ensure((self,), take=True)
             e = self._entry
         if CHECK_ARGS:
             self.check_args(args)
@@ -352,7 +393,7 @@ class Unit:
         return f"<unit {self.__module__}.{self.__qualname__}{self.args} -> {self.returns}>"
 
 
-def unit(returns, *args, early: int = 0):
+def unit(returns, *args, early: int = 0, declined=None):
     """Declare a kernel a *unit* (see the module docstring): compiled once, for the signature
     ``returns(*args)`` (integers ``int64`` as every kernel's), called by other kernels through
     its cell in the engine's symbol table rather than linked into them.
@@ -363,18 +404,26 @@ def unit(returns, *args, early: int = 0):
     kernel's code names are filled before it first runs (:func:`_ensure`). ``early``: 1 for a
     unit Python calls on the way to a first mask, 2 on the way to a document's first steps; on a
     cold cache those and the units they reach are compiled first (:func:`prelink`).
+
+    ``declined``: an *optional* unit, whose callers read this value (of type ``returns``) as
+    "not done, go the long way" — an exact shortcut, which code may skip. A call of it reads its
+    cell and answers ``declined`` while the cell is empty, so a kernel naming it runs before it
+    is linked: on a cold cache its compile is left to a helper, and :func:`upgrade` links it
+    once the helper has cached it (a first mask does not wait for it). Elsewhere it is linked as
+    any unit is.
     """
 
     def wrap(f):
         if config.DISABLE_JIT:
             return f
-        return Unit(f, returns, args, early=early)
+        return Unit(f, returns, args, early=early, declined=declined)
 
     return wrap
 
 
-def _overload_units(disp, sig) -> tuple:
-    """The units the compiled code of ``disp`` for ``sig`` calls: the cells its module names.
+def _overload_units(disp, sig, optional=False) -> tuple:
+    """The units the compiled code of ``disp`` for ``sig`` calls: the cells its module names
+    (``optional``: its optional units' cells, else the others').
 
     Read once per overload from its LLVM module (the module a caller would link: a compiled
     library's final module, a cached one's module for linking), which holds the code of every
@@ -386,23 +435,25 @@ def _overload_units(disp, sig) -> tuple:
         return ()
     lib = cres.library
     got = getattr(lib, "_dotjson_units", None)
-    if got is not None:
-        return got
-    mod = getattr(lib, "_shared_module", None)
-    if mod is None:
-        mod = getattr(lib, "_final_module", None)
-    if mod is None:  # pragma: no cover - a Numba without these: link everything
-        got = tuple(UNITS)
-    else:
-        got = tuple(_BY_SYMBOL[g.name] for g in mod.global_variables if g.name in _BY_SYMBOL)
-    try:
-        lib._dotjson_units = got
-    except AttributeError:  # pragma: no cover - a library with slots
-        pass
-    return got
+    if got is None:
+        mod = getattr(lib, "_shared_module", None)
+        if mod is None:
+            mod = getattr(lib, "_final_module", None)
+        if mod is None:  # pragma: no cover - a Numba without these: link everything
+            got = (tuple(u for u in UNITS if u.declined is None),
+                   tuple(u for u in UNITS if u.declined is not None))
+        else:
+            names = [g.name for g in mod.global_variables]
+            got = (tuple(_BY_SYMBOL[n] for n in names if n in _BY_SYMBOL),
+                   tuple(_OPT_BY_SYMBOL[n] for n in names if n in _OPT_BY_SYMBOL))
+        try:
+            lib._dotjson_units = got
+        except AttributeError:  # pragma: no cover - a library with slots
+            pass
+    return got[1] if optional else got[0]
 
 
-def _ensure(units) -> None:
+def _ensure(units, take=False, everything=False) -> None:
     """Link ``units`` and every unit their code reaches, transitively: each compiled (or loaded
     from the cache) and its cell filled, then their Python entry points set. Nothing else runs
     meanwhile in this thread, and other threads' compiles wait (Numba's compiler lock, held
@@ -411,7 +462,12 @@ def _ensure(units) -> None:
     compiling is waited for, one it has not reached yet is compiled here (the helper skips it
     when it gets there); while waiting, this process compiles an early unit no one compiles now
     (:func:`_spare_unit`) and adds it to the link: the plain kernels compiled for it become
-    callable from Python, so the cells their code names (all among the unit's) are filled too."""
+    callable from Python, so the cells their code names (all among the unit's) are filled too.
+
+    An optional unit a running helper is to compile and has not cached yet is not waited for
+    (unless it is one of ``units`` and ``take``, or ``everything``): it joins
+    :data:`_OPT_WAITING`, its cell empty (its callers take the long way), for :func:`upgrade`. An optional unit's cell is filled last, once every unit
+    its code reaches is linked: kernels already running in other threads may call it at once."""
     if all(u._entry is not None for u in units):
         return
     with global_compiler_lock:
@@ -420,8 +476,18 @@ def _ensure(units) -> None:
         _tls.linking = True
         try:
             prelink()  # (the helpers of a cold cache, if no vocabulary started them)
-            pending = [u for u in units if u._entry is None]
-            seen, done = set(pending), []
+            pending, seen, done = [], set(), []
+
+            def want(v, force):
+                if v._entry is None and v not in seen:
+                    seen.add(v)
+                    if force or _opt_ready(v):
+                        pending.append(v)
+                    else:
+                        _OPT_WAITING.add(v)
+
+            for u in units:
+                want(u, take or everything)
             waited = 0.0
             while pending:
                 u = _next_unit(pending)
@@ -450,12 +516,14 @@ def _ensure(units) -> None:
                 done.append(u)
                 t0 = time.perf_counter()
                 for v in u.units():
-                    if v._entry is None and v not in seen:
-                        seen.add(v)
-                        pending.append(v)
+                    want(v, everything)
                 if _log.isEnabledFor(logging.DEBUG):  # what a link waits for, on a cold cache above all
                     _log.debug("linked unit %s in %.2f s", u.__name__, time.perf_counter() - t0)
-            for u in done:
+            for u in done:  # (every required cell is filled by now: the optional ones last)
+                if u._addr:
+                    u._cell.value = u._addr
+                    u._addr = 0
+                    _OPT_WAITING.discard(u)
                 u._entry = u.dispatcher.overloads[u.args].entry_point
         finally:
             _tls.linking = False
@@ -466,7 +534,40 @@ def link() -> None:
     :func:`dotjson.warmup` does, so that no request loads one. A kernel's first run links the
     units its code reaches and no others (:func:`_ensure`)."""
     prelink()  # (every engine module imported first: all their units, not those seen so far)
-    _ensure(tuple(UNITS))
+    _ensure(tuple(UNITS), everything=True)
+
+
+def _opt_ready(u) -> bool:
+    """Whether a link takes unit ``u`` now: a required unit always; an optional one unless a
+    running helper of this process is to compile it and neither this process nor the cache
+    has it yet."""
+    if u.declined is None or _started is None:
+        return True
+    pid, _, owner = _started
+    p = owner.get(u) if pid == os.getpid() else None
+    return p is None or p.poll() is not None or u.args in u.dispatcher.overloads or _in_cache(u)
+
+
+#: How often :func:`upgrade` looks at the cache for the optional units waiting (seconds).
+_UPGRADE_S = 0.25
+
+
+def upgrade() -> None:
+    """Link the optional units waiting for a helper (:data:`_OPT_WAITING`) that it has cached
+    by now (or that no running helper will: compiled here). A set test when none waits; else
+    at most every :data:`_UPGRADE_S` seconds. The masker calls it before a fresh mask: after a
+    first run's first masks, the shortcuts come in as the helpers finish them."""
+    global _next_upgrade
+    if not _OPT_WAITING:
+        return
+    now = time.monotonic()
+    if now < _next_upgrade:
+        return
+    _next_upgrade = now + _UPGRADE_S
+    with global_compiler_lock:
+        ready = tuple(u for u in _OPT_WAITING if _opt_ready(u))
+    if ready:
+        _ensure(ready)
 
 
 def prelink() -> None:
@@ -607,9 +708,12 @@ def _start_workers(cold):
         return (os.getpid(), {}, {})  # one unit, one CPU, or an embedded interpreter: all here
     cold_set = set(cold)
     early = [u for u in _early_units(1) if u in cold_set]
-    taken = set(early)
+    optional = [u for u in early if u.declined is not None]  # (a first mask declines them)
+    early = [u for u in early if u.declined is None]
+    taken = set(early) | set(optional)
     late = [u for u in _early_units(2) if u in cold_set and u not in taken]
     taken.update(late)
+    late += optional
     weight = {u: _weight(u) for u in cold}
     late += sorted((u for u in cold if u not in taken), key=weight.__getitem__, reverse=True)
     groups = [[] for _ in range(n)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import kernel
+from .jit import kernel, unit
 from ..automaton import kernels as K
 
 #: the plain trie's class-chain shortcut (:func:`_class_chain`) is tried below nodes this large
@@ -54,16 +54,28 @@ def _fill(S, s, b, wide):
     return r
 
 
+# Optional units (jit.unit's ``declined``): the class shortcuts' computations are exact to skip,
+# so on a cold cache a first mask walks those subtrees node by node rather than wait for their
+# compile (with plain_open's, ~8 s of the walk's 14 s), until a helper has them.
+
+
 @kernel
 def _ascii_class(S, s):
     """The BYTES term of the ASCII bytes (1..127) each of which takes state ``s`` back to ``s``
-    (``EMPTY``: none), from its whole row, memoized per term; -1 on exit."""
+    (``EMPTY``: none), from its whole row, memoized per term; -1 on exit. A memo hit here, a
+    miss :func:`_ascii_class_miss` (``EMPTY`` until that optional unit is linked)."""
     S = K.borrow(S)
-    t = S[K.S_TERM_OF][s]
-    key = K._T_ACLS | np.int64(t)
-    r = K._mget(S, key)
+    r = K._mget(S, K._T_ACLS | np.int64(S[K.S_TERM_OF][s]))
     if r >= 0:
         return r
+    return _ascii_class_miss(S, s)
+
+
+@unit(K._i64, K.STORE, K._i64, declined=K.EMPTY)
+def _ascii_class_miss(S, s):
+    """:func:`_ascii_class` computed and memoized; an optional unit."""
+    S = K.borrow(S)
+    key = K._T_ACLS | np.int64(S[K.S_TERM_OF][s])
     if K.fill_row(S, s) == K.FAIL:
         return K.FAIL
     trans = S[K.S_TRANS]
@@ -203,6 +215,17 @@ def _class_chain(S, s, need):
     return r, cl
 
 
+@unit(K._i64, K.STORE, K._i64, K._i64, declined=0)
+def _class_chain_packed(S, s, need):
+    """:func:`_class_chain` as one word, ``cls << 24 | r`` (-1 on exit; ``r`` takes 24 bits:
+    its depth is at most :data:`_CHAIN_CAP`); an optional unit, 0 (no class) until linked."""
+    S = K.borrow(S)
+    r, cl = _class_chain(S, s, need)
+    if r < 0:
+        return -1
+    return (np.int64(cl) << 24) | r
+
+
 @kernel
 def _by_length(out, c, lim, big, big_bits, len_row, len_bits, tok_ptr, tok_ids, subtree_end, tchars):
     """Set the tokens of plain-trie node ``c``'s subtree (``c``'s own included) of at most
@@ -240,7 +263,8 @@ def _run_subtree(S, nxt, c, pseq, plen, out, big, big_bits, len_row, len_bits, t
             return -1
         if u == 1:
             return 1
-        S[K.S_INV][nxt] = K.INV_NO_RUN
+        if u == 0:  # (2: not answered yet, an optional unit not linked: asked again later)
+            S[K.S_INV][nxt] = K.INV_NO_RUN
         return 0
     _by_length(out, c, nchars[c] + k, big, big_bits, len_row, len_bits, tok_ptr, tok_ids,
                subtree_end, tchars)
@@ -257,9 +281,11 @@ def _counted_subtree(S, nxt, c, below, chain, chain_w, out, big, big_bits, len_r
     and its class's words, so that siblings reached in one state read it once."""
     S = K.borrow(S)
     if nxt != chain[0]:
-        r, cl = _class_chain(S, nxt, _CHAIN_FIRST)
-        if r < 0:
+        v = _class_chain_packed(S, nxt, _CHAIN_FIRST)
+        if v < 0:
             return -1
+        r = v & 0xFFFFFF
+        cl = v >> 24
         chain[0] = nxt
         chain[1] = r
         row = S[K.S_TI][cl, 1]
@@ -274,9 +300,10 @@ def _counted_subtree(S, nxt, c, below, chain, chain_w, out, big, big_bits, len_r
         deep = max(deep, tchars[i])
     deep -= nchars[c]
     if deep > (r >> 16):  # (read further)
-        r, cl = _class_chain(S, nxt, deep)
-        if r < 0:
+        v = _class_chain_packed(S, nxt, deep)
+        if v < 0:
             return -1
+        r = v & 0xFFFFFF
         chain[1] = r
     ka = r & 255
     if ka >= deep:

@@ -496,15 +496,25 @@ def plain_open(S, s, pseq, plen):
     item: the state's own rest (the state is live), or a branch's rest holding no ``AND``/``DIFF``
     (a term without them is empty only as ∅ itself: a reference to an unproductive rule
     compiles to ∅).
+
+    A memo hit here; a miss :func:`_plain_open_miss`, an optional unit: 2 (not known, take the
+    long way) until it is linked.
     """
+    S = borrow(S)
+    v = _mget(S, _T_POPEN | S[S_TERM_OF][s])
+    if v >= 0:
+        return v
+    return _plain_open_miss(S, s, pseq, plen)
+
+
+@unit(_i64, STORE, _i64, _I32_3, _I32_1, declined=2)
+def _plain_open_miss(S, s, pseq, plen):
+    """:func:`plain_open` computed and memoized; an optional unit."""
     S = borrow(S)
     pseq = borrow(pseq)
     plen = borrow(plen)
     t = S[S_TERM_OF][s]
     key = _T_POPEN | t
-    v = _mget(S, key)
-    if v >= 0:
-        return v
     ti = S[S_TI]
     h = ti[t, 1] if ti[t, 0] == K_SEQ else t
     if ti[h, 0] == K_ALT:

@@ -466,8 +466,9 @@ def _ensure(units, take=False, everything=False) -> None:
 
     An optional unit a running helper is to compile and has not cached yet is not waited for
     (unless it is one of ``units`` and ``take``, or ``everything``): it joins
-    :data:`_OPT_WAITING`, its cell empty (its callers take the long way), for :func:`upgrade`. An optional unit's cell is filled last, once every unit
-    its code reaches is linked: kernels already running in other threads may call it at once."""
+    :data:`_OPT_WAITING`, its cell empty (its callers take the long way), for :func:`upgrade`.
+    An optional unit's cell is filled last, once every unit its code reaches is linked: kernels
+    already running in other threads may call it at once."""
     if all(u._entry is not None for u in units):
         return
     with global_compiler_lock:
@@ -801,7 +802,8 @@ def _spare_unit():
         at = next((i for i, v in enumerate(units) if not _in_cache(v)), len(units))
         for k in range(len(units) - 1, at, -1):
             v = units[k]
-            if v in _EARLY and not v._cell.value and v.args not in v.dispatcher.overloads and not _in_cache(v):
+            if (v in _EARLY and not v._cell.value and v.args not in v.dispatcher.overloads
+                    and not _in_cache(v)):
                 if k - at > far:
                     best, far = v, k - at
                 break

@@ -325,6 +325,7 @@ def test_an_optional_unit_declines_until_its_helper_has_it(monkeypatch):
             return 0
 
     h = Helper()
+    monkeypatch.setattr(jit, "WAIT_OPTIONAL", False)
     monkeypatch.setattr(_opt_square, "_cached", lambda: False)
     monkeypatch.setattr(jit, "_started", (os.getpid(), {h: [_opt_square]}, {_opt_square: h}))
     monkeypatch.setattr(jit, "_OPT_WAITING", set())

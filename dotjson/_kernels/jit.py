@@ -46,10 +46,9 @@ the kernels naming it run before it is linked. On a cold cache a link leaves suc
 helper it was given to (after the units a document's first steps reach) and notes it in
 :data:`_OPT_WAITING`; :func:`upgrade`, which the masker calls before a fresh mask, links it once
 the helper has cached it. Its cell is filled last, when every unit its code reaches is: kernels
-running in other threads may call it the moment it is. The walk's shortcuts are such units
-(the counted class's chain, a state's invariant bytes, an open state's test, the plain and byte
-runs): ~8 s of the walk's 14 s compile on 2 CPUs, and ~3.5 s more, that a first mask no longer
-waits for. Everywhere else (a warm
+running in other threads may call it the moment it is. The walk's subtree shortcuts are such
+units (the counted class's chain, a state's invariant bytes, an open state's test): ~8 s of the
+walk's 14 s compile on 2 CPUs that a first mask no longer waits for. Everywhere else (a warm
 cache, one process, :func:`link`, a call from Python) it is linked like any unit.
 
 Units compile independently, so a cold cache compiles them in several processes at once:

@@ -255,8 +255,6 @@ def _run_subtree(S, nxt, c, pseq, plen, out, big, big_bits, len_row, len_bits, t
     asked again); -1 on exit."""
     S = K.borrow(S)
     k = K.run_len(S, nxt, pseq, plen)
-    if k == -2:  # (not known yet, an optional unit not linked: walked, asked again later)
-        return 0
     if k < 0:
         return -1
     if k == 0:

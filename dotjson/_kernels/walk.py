@@ -407,8 +407,6 @@ def compute_mask(S, state, special, plain, plain_bits, big, big_bits, runs, len_
                     return DONE
                 if len_row.shape[0] > 0:
                     k = K.plain_run(S, state, pseq, plen)
-                    if k == -2:  # (not known yet: an optional unit not linked)
-                        k = 0
                     if k < 0:
                         return EXIT
                     if k > 0:
@@ -521,9 +519,6 @@ def run_share(S, s, special, known, out, pseq, plen):
     # (the Python caller keeps these alive: views without reference counts)
     special, out, pseq, plen = K.borrow(special), K.borrow(out), K.borrow(pseq), K.borrow(plen)
     k = K.plain_run(S, s, pseq, plen)
-    if k == -2:  # (not known yet, an optional unit not linked: no shared state for now)
-        out[1] = 0
-        return NO_SHARE
     if k < 0:
         return -1
     out[1] = k

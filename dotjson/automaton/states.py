@@ -381,7 +381,7 @@ def _plain_item(S, item, pseq, plen):
     return v
 
 
-@unit(_i64, STORE, _i64, _I32_3, _I32_1, declined=-2)
+@unit(_i64, STORE, _i64, _I32_3, _I32_1)
 def plain_run(S, s, pseq, plen):
     """How many plain string characters state ``s`` takes in a row, each to the same successor
     whatever the character: ``k`` (``1 <= k``, :data:`RUN_INF` when unbounded), 0 when ``s`` is
@@ -394,9 +394,8 @@ def plain_run(S, s, pseq, plen):
     characters, and the next one to ∅: a plain token is allowed exactly when it has at most
     ``hi`` characters (a JSON string body under ``maxLength``/``minLength``, the generation
     bounds' 128 characters). A plain-invariant state is the unbounded case; this is the bounded
-    one, without a state per count (:func:`plain_inv` would need one per character). An
-    optional unit (the shortcuts built on it are exact to skip): -2 until it is linked, which
-    its callers read as "not known yet" (walked, not memoized, asked again later).
+    one, without a state per count (:func:`plain_inv` would need one per character). A unit:
+    the mask walk and Python both call it, once per fresh mask.
     """
     S = borrow(S)
     pseq = borrow(pseq)
@@ -437,8 +436,7 @@ def plain_run(S, s, pseq, plen):
 def run_len(S, s, pseq, plen):
     """:func:`plain_run` of state ``s``, memoized per term in the store's memo (the walk asks it
     of the states it meets below a trie node, where a unit call per node would cost more than
-    the nodes it saves); ``k >= 0``, -1 on exit, or -2 while :func:`plain_run` is not linked
-    (an optional unit: not memoized then)."""
+    the nodes it saves); ``k >= 0``, or -1 on exit."""
     S = borrow(S)
     pseq = borrow(pseq)
     plen = borrow(plen)
@@ -448,7 +446,7 @@ def run_len(S, s, pseq, plen):
         return v
     k = plain_run(S, s, pseq, plen)
     if k < 0:
-        return k  # (-1 on exit; -2: not known yet, not memoized)
+        return -1
     if _mput(S, key, k) < 0:
         return -1
     return k
@@ -557,10 +555,9 @@ def _plain_open_miss(S, s, pseq, plen):
 RUN_BYTES_MAX = 62
 
 
-@unit(_i64, STORE, _i64, declined=-2)
+@unit(_i64, STORE, _i64)
 def _byte_run(S, t):
-    """:func:`byte_run` of term ``t``, computed: its rest term + 1, 0, or -1 on exit. An optional
-    unit: -2 until it is linked (:func:`byte_run` then answers 0, not memoized)."""
+    """:func:`byte_run` of term ``t``, computed: its rest term + 1, 0, or -1 on exit."""
     S = borrow(S)
     ti = S[S_TI]
     if ti[t, 0] == K_SEQ:
@@ -657,8 +654,6 @@ def byte_run(S, s):
     if v >= 0:
         return v
     v = _byte_run(S, t)
-    if v == -2:  # (not known yet: walked as no run, asked again later)
-        return 0
     if v < 0:
         return -1
     if _mput(S, key, v) < 0:

@@ -226,24 +226,28 @@ def test_a_link_stops_a_helper_stuck_on_the_unit_it_needs(monkeypatch):
     def _plus_one(i):
         return i + 1
 
-    class Stuck:  # a helper process that never finishes its first unit
-        killed = False
-
-        def poll(self):
-            return 0 if self.killed else None
-
-        def kill(self):
-            self.killed = True
-
-        def wait(self, timeout=None):
-            return 0
-
-    h = Stuck()
+    h = _FakeHelper()  # (never finishes its first unit)
     monkeypatch.setattr(_plus_one, "_cached", lambda: False)
     monkeypatch.setattr(jit, "_started", (os.getpid(), {h: [_plus_one]}, {_plus_one: h}))
     monkeypatch.setattr(jit, "_WORKER_TIMEOUT", 0.1)
     assert _plus_one(41) == 42
-    assert h.killed
+    assert h.done  # (killed)
+
+
+class _FakeHelper:
+    """A compile helper as :func:`jit._next_unit` sees one: running (compiling the first unit of
+    its list not cached) until ``done``, which a kill sets."""
+
+    done = False
+
+    def poll(self):
+        return 0 if self.done else None
+
+    def kill(self):
+        self.done = True
+
+    def wait(self, timeout=None):
+        return 0
 
 
 def test_a_waiting_link_compiles_this_process_s_share_and_links_it(monkeypatch):
@@ -269,19 +273,7 @@ def test_a_waiting_link_compiles_this_process_s_share_and_links_it(monkeypatch):
     def _spare(i):
         return _plain(i) * 2
 
-    class Busy:  # a helper compiling _waited until it is stopped
-        killed = False
-
-        def poll(self):
-            return 0 if self.killed else None
-
-        def kill(self):
-            self.killed = True
-
-        def wait(self, timeout=None):
-            return 0
-
-    h = Busy()
+    h = _FakeHelper()  # (compiling _waited until it is stopped)
     for u in (_waited, _spare, _deep):
         monkeypatch.setattr(u, "_cached", lambda: False)
     monkeypatch.setattr(jit, "_started", (os.getpid(), {h: [_waited]}, {_waited: h}))
@@ -290,7 +282,7 @@ def test_a_waiting_link_compiles_this_process_s_share_and_links_it(monkeypatch):
     monkeypatch.setattr(jit, "_WORKER_TIMEOUT", 0.05)
     assert jit._spare_unit() is _spare
     assert _waited(1) == 2  # (the helper stopped past the timeout, the unit compiled here)
-    assert h.killed
+    assert h.done
     assert _spare.args in _spare.dispatcher.overloads  # compiled while the link waited
     assert _spare._entry is not None and _deep.address and _deep._entry is not None
     assert _plain(4) == 13 and _spare(4) == 26
@@ -312,19 +304,7 @@ def test_an_optional_unit_declines_until_its_helper_has_it(monkeypatch):
     def _calls_square(i):
         return _opt_square(i) + 0
 
-    class Helper:
-        done = False
-
-        def poll(self):
-            return 0 if self.done else None
-
-        def kill(self):
-            self.done = True
-
-        def wait(self, timeout=None):
-            return 0
-
-    h = Helper()
+    h = _FakeHelper()
     monkeypatch.setattr(jit, "WAIT_OPTIONAL", False)
     monkeypatch.setattr(_opt_square, "_cached", lambda: False)
     monkeypatch.setattr(jit, "_started", (os.getpid(), {h: [_opt_square]}, {_opt_square: h}))

@@ -550,7 +550,7 @@ def _opt_ready(u) -> bool:
         return True
     pid, _, owner = _started
     p = owner.get(u) if pid == os.getpid() else None
-    return p is None or p.poll() is not None or u.args in u.dispatcher.overloads or _in_cache(u)
+    return p is None or p.poll() is not None or _have(u)
 
 
 #: How often :func:`upgrade` looks at the cache for the optional units waiting (seconds).
@@ -781,7 +781,7 @@ def _next_unit(pending):
             return u
         units = lists[p]
         if p not in at:
-            at[p] = next((i for i, v in enumerate(units) if not _in_cache(v)), len(units))
+            at[p] = _position(units)
         k = units.index(u) - at[p]
         if k > far:  # (k == 0: the helper's current unit)
             stolen, far = u, k
@@ -797,21 +797,32 @@ def _spare_unit():
     if pid != os.getpid():
         return None
     for u in _MINE:
-        if not u._cell.value and u.args not in u.dispatcher.overloads and not _in_cache(u):
+        if not _have(u):
             return u
     best, far = None, 0
     for p, units in lists.items():
         if p.poll() is not None:
             continue
-        at = next((i for i, v in enumerate(units) if not _in_cache(v)), len(units))
+        at = _position(units)
         for k in range(len(units) - 1, at, -1):
             v = units[k]
-            if (v in _EARLY and not v._cell.value and v.args not in v.dispatcher.overloads
-                    and not _in_cache(v)):
+            if v in _EARLY and not _have(v):
                 if k - at > far:
                     best, far = v, k - at
                 break
     return best
+
+
+def _position(units) -> int:
+    """A helper's position in its list ``units``: its first unit not cached (what it compiles
+    now; it skips what the cache holds by the time it gets there)."""
+    return next((i for i, v in enumerate(units) if not _in_cache(v)), len(units))
+
+
+def _have(u) -> bool:
+    """Whether this process or the cache has unit ``u``'s code (a linked unit was compiled or
+    loaded here)."""
+    return u.args in u.dispatcher.overloads or _in_cache(u)
 
 
 #: units seen in Numba's cache by :func:`_in_cache` (a cached unit stays cached)

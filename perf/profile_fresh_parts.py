@@ -15,7 +15,10 @@ alone are profiled. The profiler wraps three methods of the engine (nothing else
   once, at the outermost exit;
 * the states those masks made, by the **kind of their leading item** (whitespace, a UTF-8
   continuation byte, an escape's rest, a key set, ...): how many a step, which is what a mask of
-  a new position builds beyond the document's own path;
+  a new position builds beyond the document's own path, and of them how many the document never
+  reaches (no token boundary of it, no byte inside one of its tokens, is that state: made for
+  the mask's walk alone) and how many the walk never went below (their row of transitions never
+  filled: made only as a successor in another state's row, or to tell a token's end alive);
 * ``Rules.body`` (a rule's body compiled, wherever the walk or the token step asked for it):
   its time by the **family of the rule** (:func:`body_family`: the object automaton's states,
   members and key positions, sub-schemas, undeclared members, ...), the Python a native object
@@ -129,6 +132,43 @@ def body_family(name: str) -> str:
     return "rule " + re.sub(r"\d+", "#", name)
 
 
+def _tally_made(compiled, ids, made, kinds, unreached, unexpanded) -> None:
+    """Count the states the fresh masks of one forced document made (``made``, by automaton), by
+    kind, and those the document never reaches or no walk went below. The document's states: its
+    token boundaries (stepped again: every transition is known by now) and the bytes inside its
+    tokens where the transitions are known (a token step may walk terms, not states)."""
+    index = compiled.index
+    a = index._auto
+    got = made.pop(id(a), None)
+    if got is None:
+        return
+    reached = set()
+    s = index.initial_state
+    vocab = index.vocabulary
+    trans = a.trans
+    for t in ids:
+        u = s
+        for b in vocab.token_bytes(int(t)):
+            u = int(trans[u, b]) if 0 <= u < trans.shape[0] else -1
+            if u < 0:
+                break
+            reached.add(u)
+        s = index.next_state(s, int(t))
+        if s < 0:
+            break
+        reached.add(s)
+        trans = a.trans  # (grown by a step that made a state)
+    ready = a.row_ready
+    for lo, hi in got[1]:
+        for q in range(lo, hi):
+            kind = lead_kind(a, a.term_of(q))
+            kinds[kind] += 1
+            if q not in reached:
+                unreached[kind] += 1
+            if not ready[q]:
+                unexpanded[kind] += 1
+
+
 def write_perf_map() -> str:
     """Write ``/tmp/perf-<pid>.map`` naming every compiled kernel function this process has
     loaded since :func:`profile_kernels.keep_objects` (called before the engine starts: each
@@ -185,6 +225,9 @@ def main(argv=None):
     shape_n: Counter = Counter()
     shape_exit: dict = defaultdict(lambda: defaultdict(float))
     new_kinds: Counter = Counter()
+    unreached: Counter = Counter()  # (never a state of the document)
+    unexpanded: Counter = Counter()  # (its row never filled)
+    made: dict = {}  # id(automaton) -> (automaton, [(first, past) state ids a fresh mask made])
     exit_t: dict = defaultdict(float)
     cur = {"shape": None, "in_exit": False}
     clock = time.thread_time
@@ -217,8 +260,7 @@ def main(argv=None):
             shape_t[shape] += t1 - t0
             shape_n[shape] += 1
             cur["shape"] = None
-            for q in range(n0, a.n_states):
-                new_kinds[lead_kind(a, a.term_of(q))] += 1
+            made.setdefault(id(a), (a, []))[1].append((n0, a.n_states))
             own[0] += clock() - t1
 
     def handle_exit(self):
@@ -284,6 +326,8 @@ def main(argv=None):
             times = _force(c, ids)[2]  # (µs a step, the wrappers' own time inside)
             total += sum(times) / 1e6 - (own[0] - own0)
             steps += len(times)
+            if not args.plain:
+                _tally_made(c, ids, made, new_kinds, unreached, unexpanded)
     finally:
         gc_on[0] = False
         Masker.row, Automaton.handle_exit, Rules.body = row0, exit0, body0
@@ -321,9 +365,13 @@ def main(argv=None):
           + (", ".join(f"generation {g}: {gc_n[g]} ({gc_t[g] * 1e3:.2f} ms, {gc_t[g] * per:.1f} µs a step)"
                        for g in sorted(gc_n)) or "none"))
     n_new = sum(new_kinds.values())
-    print(f"\nstates the fresh masks made, by their leading item: {n_new / steps:.2f} a step")
+    print(f"\nstates the fresh masks made, by their leading item: {n_new / steps:.2f} a step; "
+          f"{sum(unreached.values()) / max(n_new, 1) * 100:.0f}% of them never a state of the document "
+          f"(made for the masks' walks alone), {sum(unexpanded.values()) / max(n_new, 1) * 100:.0f}% "
+          "never walked below (their row never filled)")
     for kind, n in new_kinds.most_common(args.top):
-        print(f"  {n / steps:6.2f} a step {n / n_new * 100:5.1f}%  {kind}")
+        print(f"  {n / steps:6.2f} a step {n / n_new * 100:5.1f}%  unreached {unreached[kind] / n * 100:3.0f}%  "
+              f"not expanded {unexpanded[kind] / n * 100:3.0f}%  {kind}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,12 @@ Engines and the modes they run in (each engine's defaults, except where said):
     Schema rule, as the peers run; ``close_objects=True`` is the library's generation default).
     Driven through the index's low-level path, ``Index.next_state`` + ``Index.fill_mask`` into
     a bitmask: the same work as the peers' adapters (consume a token, fill a bitmask).
+``dotjson-json``
+    ``Index(schema, vocabulary, close_objects=False, whitespace="json")``: any whitespace JSON
+    allows between tokens, as llguidance and XGrammar run (the "every valid document"
+    configuration); otherwise as ``dotjson``: the same masks where a document has no whitespace,
+    a fair check that the bounded whitespace's line break and blank count cost the fresh path
+    nothing measurable (``docs/performance.md``, "Fresh masks").
 ``dotjson-compact``
     ``Index(schema, vocabulary, disallow_whitespace=True)`` through the low-level path: no
     whitespace between JSON tokens (what a small model needs to stay within a token budget).
@@ -95,7 +101,7 @@ import numpy as np  # noqa: E402
 ENGINES = ("dotjson", "llguidance", "xgrammar", "outlines")
 #: Extra engine configurations that can be asked for by name.
 EXTRA_ENGINES = ("dotjson-guide", "dotjson-compact", "xgrammar-strict", "dotjson-schema-bounds",
-                 "dotjson-generation", "dotjson-any")
+                 "dotjson-generation", "dotjson-any", "dotjson-json")
 
 def set_single_thread_env() -> None:
     """Pin every engine's thread pools to one thread (call before importing any engine)."""
@@ -455,7 +461,8 @@ def _outlines(hf_tokenizer, eos_ids) -> Engine:
 
 
 def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation: bool = False,
-             bounds: str | None = None, label: str | None = None, order: str = "schema") -> Engine:
+             bounds: str | None = None, label: str | None = None, order: str = "schema",
+             whitespace: str = "bounded") -> Engine:
     import time
 
     import dotjson
@@ -540,7 +547,7 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation:
                 index = Index(schema, vocab, disallow_whitespace=compact, bounds=bounds)
             else:  # the JSON Schema rule (open objects), like the peers
                 index = Index(schema, vocab, disallow_whitespace=compact, close_objects=False,
-                              property_order=order)
+                              property_order=order, whitespace=whitespace)
         except dotjson.errors.DotjsonError as e:
             raise CompileFailed(f"{type(e).__name__}: {e}") from e
         return C(index)
@@ -552,7 +559,9 @@ def _dotjson(hf_tokenizer, eos_ids, api: str, compact: bool = False, generation:
         name = "dotjson-schema-bounds"
     if label:
         name = label
-    ws = "no whitespace (disallow_whitespace=True)" if compact else "bounded whitespace"
+    ws = ("no whitespace (disallow_whitespace=True)" if compact else
+          "any whitespace JSON allows (whitespace='json', as the peers)" if whitespace == "json"
+          else "bounded whitespace")
     mode = (f"Index(schema, vocabulary): the generation defaults ({ws}, close_objects=True, "
             f"canonical spellings, " + ("no generation bounds: bounds='schema')" if bounds == "schema"
                                         else "generation bounds)") if generation else
@@ -592,6 +601,8 @@ def make_engine(name: str, hf_tokenizer, generation: bool = False) -> Engine:
         return _dotjson(hf_tokenizer, eos_ids, "low", generation=True, bounds="schema")
     if name == "dotjson-any":  # the serving step's configuration: open objects in any order
         return _dotjson(hf_tokenizer, eos_ids, "low", order="any", label=name)
+    if name == "dotjson-json":  # "every valid document": the peers' whitespace (any JSON allows)
+        return _dotjson(hf_tokenizer, eos_ids, "low", whitespace="json", label=name)
     raise ValueError(f"Invalid engine: expected one of {ENGINES + EXTRA_ENGINES}, got {name!r}")
 
 

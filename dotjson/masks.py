@@ -460,7 +460,10 @@ class Masker:
             return None
         a = self._auto
         pairs = self._head_pairs
-        n = a._run(_walk.head_pairs, state, self._plain.non_plain_words, pairs)
+        # (a head naming a rule past the image's, or a key set, is this index's own: with
+        # UNSHARED_HEADS off the kernel answers NO_SHARE for it before making any state)
+        n = a._run(_walk.head_pairs, state, self._plain.non_plain_words, pairs,
+                   len(self._rule_gid) if not UNSHARED_HEADS else 1 << 30)
         if n < 0:
             return None
         heads = pairs[: 2 * n].tolist()

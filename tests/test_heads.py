@@ -93,7 +93,8 @@ def test_interned_ids_follow_structure(llama3_vocab):
         index = Index(schema, llama3_vocab)
         s = index._auto.walk_bytes(index.initial_state, prefix)
         from dotjson._kernels import walk
-        n = index._auto._run(walk.head_pairs, s, index._plain.non_plain_words, index._masker._head_pairs)
+        n = index._auto._run(walk.head_pairs, s, index._plain.non_plain_words, index._masker._head_pairs,
+                             len(index._masker._rule_gid))
         assert n == 1
         return index._masker._head_gid_of(int(index._masker._head_pairs[0]))
 
@@ -104,6 +105,30 @@ def test_interned_ids_follow_structure(llama3_vocab):
     assert g1 == g2 >= 0
     assert g3 >= 0 and g3 != g1
     assert head_of({"type": "string", "format": "time"}, b'"12:') not in (g1, g3)
+
+
+def test_a_head_of_the_index_s_own_is_refused_before_any_state_is_made(llama3_vocab):
+    """A state split into heads of which one names a key set or the schema's own rule (an open
+    object's key position after a member) gets ``NO_SHARE`` from the kernel, and no state is made
+    for a continuation: the masker would compute no such head (``UNSHARED_HEADS`` off) and walks
+    the state whole. The masks are the whole walk's at every byte of a document of such objects,
+    with a format's head inside them still shared."""
+    from dotjson._kernels import walk
+
+    schema = {"type": "object", "properties": {
+        "alpha": {"type": "integer"}, "when": {"type": "string", "format": "date"},
+        "inner": {"type": "object", "properties": {"x": {"type": "boolean"}}}}}
+    index = Index(schema, llama3_vocab, close_objects=False)
+    a, m = index._auto, index._masker
+    s = a.walk_bytes(index.initial_state, b'{"alpha":1,"')
+    n0 = a.n_states
+    n = a._run(walk.head_pairs, s, index._plain.non_plain_words, m._head_pairs, len(m._rule_gid))
+    assert n == walk.NO_SHARE and a.n_states == n0
+    doc = {"alpha": 1, "zz": [1, "x"], "when": "2024-02-29", "inner": {"x": True, "y": {}}}
+    fast = Index(schema, llama3_vocab, close_objects=False)
+    slow = Index(schema, llama3_vocab, close_objects=False)
+    slow._masker._heads = False
+    assert_same_masks(fast, slow, json.dumps(doc).encode())
 
 
 def _byte_terms(n_terms: int, n_bytes: int):

@@ -102,10 +102,10 @@ def keys_mask_packed(P, state, PW, PT, kst, kroom, room, special_mode, wide, out
                      W[20], W[21], W[26], out, T[0], T[1], T[2], T[3], ask)
 
 
-@unit(K._i64, K.PACKED, K._i64, _U64_1, _I64_1, early=1)
-def head_pairs_packed(P, s, delim, out):
+@unit(K._i64, K.PACKED, K._i64, _U64_1, _I64_1, K._i64, early=1)
+def head_pairs_packed(P, s, delim, out, n_shared):
     """:func:`~dotjson._kernels.walk.head_pairs` with the store packed (:func:`~dotjson.automaton.store.pack`)."""
-    return head_pairs(K.unpack_store(P), s, delim, out)
+    return head_pairs(K.unpack_store(P), s, delim, out, n_shared)
 
 
 head_pairs.packed = head_pairs_packed

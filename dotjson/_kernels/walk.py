@@ -579,15 +579,21 @@ MAX_HEADS = 16
 assert 4 * MAX_HEADS == 64  # (head_pairs' work lists, on the stack)
 
 
-@unit(K._i64, K.STORE, K._i64, _U64_1, _I64_1)
-def head_pairs(S, s, delim, out):
+@unit(K._i64, K.STORE, K._i64, _U64_1, _I64_1, K._i64)
+def head_pairs(S, s, delim, out, n_shared):
     """Split state ``s``'s term into pairs ``A c`` whose union it is, each head ``A`` a chain
     ``e1 ... ek q`` ending at its first item ``q`` that is a byte set inside ``delim`` (the 256-bit
     set of bytes no plain token holds): an alternation first in a chain is distributed over what
     follows it (``(x | y) z`` is ``x z | y z``). Pair ``i`` is written to ``out[2i]`` (``A``, a
     term) and ``out[2i + 1]`` (the state of ``c``, -1 when nothing follows); returns the count,
     :data:`NO_SHARE` when some branch has no such item in its first 64 or there would be more than
-    :data:`MAX_HEADS` pairs, -1 on exit. See :mod:`dotjson.automaton.heads`."""
+    :data:`MAX_HEADS` pairs, -1 on exit. See :mod:`dotjson.automaton.heads`.
+
+    :data:`NO_SHARE` too where a head is surely no other index's (an item of its chain is a key
+    set, or a reference to a rule numbered ``n_shared`` or above: the schema's own, not the base
+    image's) and is no bounded run (whose special tokens a run's shared state may still answer):
+    the masker computes no such head, so the state is walked whole, and here before a state is
+    made for any continuation (a key position's, at every one of an open object)."""
     S = K.borrow(S)
     # (the Python caller keeps these alive: views without reference counts)
     delim, out = K.borrow(delim), K.borrow(out)
@@ -613,6 +619,7 @@ def head_pairs(S, s, delim, out):
         n = 0
         cur = x
         rest = -1
+        own = False  # (an item of the chain that no other index shares)
         while n < 64:
             if ti[cur, 0] == K.K_SEQ:
                 e = ti[cur, 1]
@@ -622,7 +629,10 @@ def head_pairs(S, s, delim, out):
                 nxt = K.EPS
             items[n] = e
             n += 1
-            if ti[e, 0] == K.K_BYTES:
+            ke = ti[e, 0]
+            if ke == K.K_KEYS or (ke == K.K_REF and ti[e, 1] >= n_shared):
+                own = True
+            if ke == K.K_BYTES:
                 j = ti[e, 1]
                 inside = True
                 for w in range(4):
@@ -660,6 +670,8 @@ def head_pairs(S, s, delim, out):
             continue
         if rest < 0 or m >= MAX_HEADS:
             return NO_SHARE
+        if own and not (ti[items[0], 0] == K.K_REP and 0 < ti[items[0], 3] < K.BAND):
+            return NO_SHARE  # (a head of this index's own, no bounded run: walked whole)
         a = K.seq_list(S, items, n)
         if a < 0:
             return -1

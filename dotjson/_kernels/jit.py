@@ -328,20 +328,20 @@ class Unit:
             cell.linkage = "external"
         fnty = context.call_conv.get_function_type(sig.return_type, sig.args)
         addr = builder.load(cell)
-        if self.declined is None:
+
+        def call():
             fn = builder.inttoptr(addr, fnty.as_pointer())
             status, res = context.call_conv.call_function(builder, fn, sig.return_type, sig.args, args)
             with cgutils.if_unlikely(builder, status.is_error):
                 context.call_conv.return_status_propagate(builder, status)
             return res
+
+        if self.declined is None:
+            return call()
         # an optional unit: its declared answer while the cell is empty
         slot = cgutils.alloca_once_value(builder, context.get_constant(sig.return_type, self.declined))
         with builder.if_then(builder.icmp_unsigned("!=", addr, addr.type(0)), likely=True):
-            fn = builder.inttoptr(addr, fnty.as_pointer())
-            status, res = context.call_conv.call_function(builder, fn, sig.return_type, sig.args, args)
-            with cgutils.if_unlikely(builder, status.is_error):
-                context.call_conv.return_status_propagate(builder, status)
-            builder.store(res, slot)
+            builder.store(call(), slot)
         return builder.load(slot)
 
     def _load(self) -> None:

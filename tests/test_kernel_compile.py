@@ -83,6 +83,43 @@ def test_uint64_arguments_keep_their_type():
     assert [tuple(map(str, sig)) for sig in shr.signatures] == [("uint64", "int64")]
 
 
+def test_a_kernel_only_kernels_call_gets_no_python_entry_point_until_python_calls_it():
+    """Compiled for a kernel caller, a kernel has no Python wrapper and stays out of the
+    dispatcher's call table; a Python call compiles it again with its entry point (the first
+    code kept: the caller holds it), and a kernel declared ``python=True`` has one from the
+    start."""
+    from numba.core.registry import cpu_target
+
+    @jit.kernel
+    def inner(a, i):
+        return a[i] * 3
+
+    @jit.kernel(python=True)
+    def inner_py(a, i):
+        return a[i] * 5
+
+    @jit.kernel
+    def outer(a):
+        return inner(a, 1) + inner_py(a, 0)
+
+    a = np.arange(4, dtype=np.int64)
+    assert outer(a) == 3 + 0 and outer.has_entry(outer.signatures[0])
+    sig = inner.signatures[0]
+    assert not inner.has_entry(sig)  # compiled for `outer` alone
+    assert inner_py.has_entry(inner_py.signatures[0])
+    first = inner.overloads[sig]
+    retired = len(jit._RETIRED)
+    assert inner(a, 2) == 6  # a Python call: compiled again, with its entry point
+    assert inner.has_entry(sig) and inner.overloads[sig] is not first
+    assert jit._RETIRED[retired:] == [first]
+    assert outer(a) == 3 and inner_py(a, 3) == 15  # the caller's code still runs
+    assert inner.signatures == [sig]
+    # the cache keeps the two apart
+    codegen = cpu_target.target_context.codegen()
+    cache = jit._EngineCache(inner.py_func)
+    assert cache.key_for(sig, codegen, True) != cache.key_for(sig, codegen, False)
+
+
 def _engine_dispatchers():
     from dotjson._kernels import group, walk
     from dotjson.automaton import clamp, counters, derive, emptiness, keys, keysets, rows, states, store, terms
@@ -284,7 +321,7 @@ def test_a_waiting_link_compiles_this_process_s_share_and_links_it(monkeypatch):
     assert _waited(1) == 2  # (the helper stopped past the timeout, the unit compiled here)
     assert h.done
     assert _spare.args in _spare.dispatcher.overloads  # compiled while the link waited
-    assert _spare._entry is not None and _deep.address and _deep._entry is not None
+    assert _spare._linked and _deep.address and _deep._linked
     assert _plain(4) == 13 and _spare(4) == 26
     assert jit._spare_unit() is None  # nothing of this process's share left
 
@@ -395,7 +432,7 @@ _LINKED_PROBE = (
     "from dotjson._kernels import jit\n"
     "from dotjson import Guide, Index, Vocabulary\n"
     "def linked():\n"
-    "    return sum(1 for u in jit.UNITS if u._entry is not None)\n"
+    "    return sum(1 for u in jit.UNITS if u._linked)\n"
     "def unlinked_calls():\n"
     "    # every compiled kernel's code: the units it calls have their cells filled\n"
     "    bad = []\n"
@@ -407,7 +444,7 @@ _LINKED_PROBE = (
     "                continue\n"
     "            for sig in list(disp.overloads):\n"
     "                bad += [(name, u.__name__) for u in jit._overload_units(disp, sig)\n"
-    "                        if not u.address or u._entry is None]\n"
+    "                        if not u.address or not u._linked]\n"
     "    return sorted(set(bad))\n"
     "toks = [chr(c) for c in range(32, 127)] + ['\"a\"', 'ab', '12']\n"
     "v = Vocabulary.from_tuples(toks, list(range(len(toks))), eos_token_ids=len(toks))\n"

@@ -39,14 +39,14 @@ _unpack_walk = K.unpacker(WALK_TABLES)
 _unpack_stacks = K.unpacker(STACKS)
 
 
-@unit(K._i64, WALK_TABLES, K.PACKED, early=1)
+@unit(K._i64, WALK_TABLES, K.PACKED, early=1, python=True)
 def pack_walk(W, P):
     """Pack a vocabulary's walk tables (:data:`WALK_TABLES`) into ``P`` (:func:`~dotjson.automaton.store.pack`); ``P``'s size."""
     K.pack(W, P)
     return P.shape[0]
 
 
-@unit(K._i64, STACKS, K.PACKED, early=1)
+@unit(K._i64, STACKS, K.PACKED, early=1, python=True)
 def pack_stacks(T, P):
     """Pack a thread's walk stacks (:data:`STACKS`) into ``P``; ``P``'s size."""
     K.pack(T, P)
@@ -68,7 +68,7 @@ def _runs_of(W):
     return (W[15], W[16], W[17], W[18], W[19])
 
 
-@unit(K._i64, K.PACKED, K._i64, K.PACKED, K.PACKED, K._i64, K._i64, _U32_1, early=1)
+@unit(K._i64, K.PACKED, K._i64, K.PACKED, K.PACKED, K._i64, K._i64, _U32_1, early=1, python=True)
 def compute_mask_packed(P, state, PW, PT, special_mode, wide, out):
     """:func:`~dotjson._kernels.walk.compute_mask` from Python with the store, the walk tables and the stacks packed
     (:func:`~dotjson.automaton.store.pack`: four arrays unboxed, not 49); the caller keeps the
@@ -80,7 +80,7 @@ def compute_mask_packed(P, state, PW, PT, special_mode, wide, out):
                         W[26], out, T[0], T[1], T[2], T[3])
 
 
-@unit(K._i64, K.PACKED, K.PACKED, K.PACKED, K._i64, K._i64, K._I32_1, K._i64, K._i64, _U32_1, early=2)
+@unit(K._i64, K.PACKED, K.PACKED, K.PACKED, K._i64, K._i64, K._I32_1, K._i64, K._i64, _U32_1, early=2, python=True)
 def walk_from_packed(P, PW, PT, mode, wide, seeds, n_seeds, sc, out):
     """:func:`~dotjson._kernels.walk.walk_from` with the store, the walk tables and the stacks packed (as
     :func:`compute_mask_packed`)."""
@@ -91,7 +91,7 @@ def walk_from_packed(P, PW, PT, mode, wide, seeds, n_seeds, sc, out):
 
 
 @unit(K._i64, K.PACKED, K._i64, K.PACKED, K.PACKED, K._I32_1, K._i64, K._i64, K._i64, K._i64,
-      _U32_1, _I64_1, early=2)
+      _U32_1, _I64_1, early=2, python=True)
 def keys_mask_packed(P, state, PW, PT, kst, kroom, room, special_mode, wide, out, ask):
     """:func:`~dotjson._kernels.keywalk.keys_mask` from Python with the store, the walk tables and the stacks packed (as
     :func:`compute_mask_packed`)."""
@@ -102,7 +102,7 @@ def keys_mask_packed(P, state, PW, PT, kst, kroom, room, special_mode, wide, out
                      W[20], W[21], W[26], out, T[0], T[1], T[2], T[3], ask)
 
 
-@unit(K._i64, K.PACKED, K._i64, _U64_1, _I64_1, K._i64, early=1)
+@unit(K._i64, K.PACKED, K._i64, _U64_1, _I64_1, K._i64, early=1, python=True)
 def head_pairs_packed(P, s, delim, out, n_shared):
     """:func:`~dotjson._kernels.walk.head_pairs` with the store packed (:func:`~dotjson.automaton.store.pack`)."""
     return head_pairs(K.unpack_store(P), s, delim, out, n_shared)

@@ -125,10 +125,19 @@ ENGINE_STAMP = _engine_stamp()
 
 
 class _EngineCache(FunctionCache):
-    """Numba's function cache with :data:`ENGINE_STAMP` in every index key."""
+    """Numba's function cache with :data:`ENGINE_STAMP` in every index key, and whether the
+    entry has Numba's Python entry point (:attr:`KernelDispatcher.python`): code compiled for
+    kernel callers alone is another entry than the same code with its Python wrapper."""
+
+    #: the key of the compile under way: with the Python entry point (set by the dispatcher)
+    python = False
 
     def _index_key(self, sig, codegen):
-        return super()._index_key(sig, codegen) + (ENGINE_STAMP,)
+        return self.key_for(sig, codegen, self.python)
+
+    def key_for(self, sig, codegen, python: bool):
+        """The index key of ``sig``'s entry, with the Python entry point or without."""
+        return super()._index_key(sig, codegen) + (ENGINE_STAMP, "py" if python else "native")
 
 
 def _canonical(t):
@@ -143,13 +152,81 @@ def _canonical(t):
 
 class KernelDispatcher(CPUDispatcher):
     """A :class:`numba.core.registry.CPUDispatcher` that compiles canonical signatures only,
-    cached under the engine's stamp."""
+    cached under the engine's stamp, with Numba's Python entry point only where Python calls.
+
+    Numba gives every compiled function a CPython wrapper (unboxing each argument from a Python
+    object, boxing the result) and a C wrapper, though a kernel called only by other kernels
+    never runs either. For a kernel taking the store tuple the wrapper unboxes 17 arrays: more
+    code than most kernels' bodies, typed, lowered, optimised and emitted at each of the
+    engine's ~250 compiles (a synthetic chain of 40 such kernels: 9.0 s compiled with
+    wrappers, 3.7 s without). So a kernel is compiled without them when another kernel's
+    compile asks for it, and with the Python entry point when Python calls it (the dispatcher's
+    own call, or :meth:`Unit.__call__`), or from the start where declared ``python=True``; an
+    overload compiled without it never enters the dispatcher's call table, and a Python call of
+    it compiles it again with it (the first code kept alive: compiled callers and unit cells
+    may hold it)."""
 
     #: widen integer argument types (``kernel(canonical=False)`` sets it off per kernel)
     canonical = True
+    #: compile with the Python entry point from the start: a kernel Python calls (``kernel(python=True)``)
+    python = False
 
     def enable_caching(self):
         self._cache = _EngineCache(self.py_func)
+
+    def _compile_for_args(self, *args, **kws):
+        # Python calls this dispatcher: the overload it compiles needs its Python entry point
+        prev = getattr(_tls, "entry_for", None)
+        _tls.entry_for = self
+        try:
+            return super()._compile_for_args(*args, **kws)
+        finally:
+            _tls.entry_for = prev
+
+    def add_overload(self, cres):
+        if getattr(self, "_with_entry", True):
+            super().add_overload(cres)
+            self._entries = getattr(self, "_entries", set())
+            self._entries.add(tuple(cres.signature.args))
+        else:  # no Python entry point: for compiled callers only, never in the call table
+            self.overloads[tuple(cres.signature.args)] = cres
+
+    def has_entry(self, sig) -> bool:
+        """Whether the overload for ``sig`` (compiled) has its Python entry point."""
+        args, _ = sigutils.normalize_signature(sig)
+        return tuple(args) in getattr(self, "_entries", ())
+
+    def _compile_as(self, sig, entry: bool):
+        """Numba's compile of ``sig`` (canonical), with the Python entry point or without; an
+        overload without it compiled again with it where ``entry``."""
+        args, _ = sigutils.normalize_signature(sig)
+        key = tuple(args)
+        with global_compiler_lock:
+            have = self.overloads.get(key)
+            if have is not None and entry and not self.has_entry(key):
+                _log.debug("kernel %s compiled again with its Python entry point (a Python call; "
+                           "not declared python=True)", self.py_func.__qualname__)
+                _RETIRED.append(have)  # (its code stays: callers and cells may hold it)
+                del self.overloads[key]
+            opts = self.targetoptions
+            saved = (opts.get("no_cpython_wrapper"), opts.get("no_cfunc_wrapper"),
+                     getattr(self, "_with_entry", True))
+            opts["no_cpython_wrapper"] = not entry
+            opts["no_cfunc_wrapper"] = True
+            self._with_entry = entry
+            cache = getattr(self, "_cache", None)
+            was = getattr(cache, "python", False)
+            if isinstance(cache, _EngineCache):
+                cache.python = entry
+            try:
+                return super().compile(sig)
+            finally:
+                opts["no_cpython_wrapper"], opts["no_cfunc_wrapper"], self._with_entry = saved
+                for k in ("no_cpython_wrapper", "no_cfunc_wrapper"):
+                    if opts[k] is None:
+                        del opts[k]
+                if isinstance(cache, _EngineCache):
+                    cache.python = was
 
     def compile(self, sig):
         if self.canonical:
@@ -157,8 +234,9 @@ class KernelDispatcher(CPUDispatcher):
             canon = tuple(_canonical(a) for a in args)
             if canon != tuple(args):
                 sig = canon if return_type is None else return_type(*canon)
+        entry = self.python or getattr(_tls, "entry_for", None) is self
         if _WORKER:  # a compile helper: compiles into the cache, links nothing, runs nothing
-            return super().compile(sig)
+            return self._compile_as(sig, entry)
         # Compiled (or loaded) code may call units: before it can run, the cells its code names
         # are filled (read off the compiled module: every unit it reaches, and no other). Done
         # once the outermost compile of this thread is over (a callee compiled for its caller
@@ -169,9 +247,9 @@ class KernelDispatcher(CPUDispatcher):
             _tls.compiled = []
         _tls.depth = depth + 1
         try:
-            entry = super().compile(sig)
+            got = self._compile_as(sig, entry)
             _tls.compiled.append((self, sig))
-            return entry
+            return got
         finally:
             _tls.depth = depth
             if depth == 0 and not getattr(_tls, "linking", False):
@@ -184,7 +262,7 @@ class KernelDispatcher(CPUDispatcher):
                     _ensure(units)
 
 
-def kernel(func=None, *, parallel: bool = False, canonical: bool = True):
+def kernel(func=None, *, parallel: bool = False, canonical: bool = True, python: bool = False):
     """Decorate ``func`` as an engine kernel (see the module docstring).
 
     Parameters
@@ -200,6 +278,10 @@ def kernel(func=None, *, parallel: bool = False, canonical: bool = True):
         Widen integer argument types to ``int64`` (the default). ``False`` for kernels whose
         integer arguments must keep their type (the masking kernels' mask values, one
         specialization per logits width).
+    python : bool
+        Compiled with Numba's Python entry point from the start: a kernel Python calls, which
+        kernels call too (otherwise a Python call compiles such a kernel a second time, see
+        :class:`KernelDispatcher`). A kernel only Python calls needs no mark.
     """
 
     def wrap(f):
@@ -210,6 +292,7 @@ def kernel(func=None, *, parallel: bool = False, canonical: bool = True):
         opts["nopython"] = True
         disp = KernelDispatcher(py_func=f, locals={}, targetoptions=opts)
         disp.canonical = canonical
+        disp.python = python
         if base.get("cache"):
             disp.enable_caching()
         return disp
@@ -243,13 +326,16 @@ WAIT_OPTIONAL = os.environ.get("DOTJSON_WAIT_OPTIONAL_UNITS", "") not in ("", "0
 #: per thread: the depth of nested compiles, the overloads compiled in the outermost, whether
 #: a link is running (:meth:`KernelDispatcher.compile`, :func:`_ensure`)
 _tls = threading.local()
+#: overloads compiled again with their Python entry point: the first code stays alive (compiled
+#: callers linked it, a unit's cell points into it)
+_RETIRED: list = []
 
 
 class Unit:
     """A kernel compiled once for one declared signature and called by other kernels through
     the cell named :attr:`symbol` (see the module docstring). Callable from Python too."""
 
-    def __init__(self, func, returns, args, early=0, declined=None):
+    def __init__(self, func, returns, args, early=0, declined=None, python=False):
         self.__name__ = func.__name__
         self.__qualname__ = func.__qualname__
         self.__module__ = func.__module__
@@ -257,14 +343,16 @@ class Unit:
         self.__wrapped__ = func
         self.returns = returns
         self.args = tuple(args)
-        self.dispatcher = kernel(func)
+        self.dispatcher = kernel(func, python=python)
         # one cell per unit and engine build; named so no two units (or engines) share one
         self.symbol = f"_dotjson_unit_{func.__module__}.{func.__qualname__}_{ENGINE_STAMP[:12]}"
         self._cell = ctypes.c_int64(0)
-        #: the compiled code's own Python entry point (set by :meth:`_link`): a Python call
-        #: unboxes its arguments for the one declared signature, without the dispatcher's type
-        #: resolution (a fingerprint of every argument, ~1.1 us for the store's 17 arrays)
+        #: the compiled code's own Python entry point (set at the first Python call): a Python
+        #: call unboxes its arguments for the one declared signature, without the dispatcher's
+        #: type resolution (a fingerprint of every argument, ~1.1 us for the store's 17 arrays)
         self._entry = None
+        #: linked: compiled (or loaded), its cell filled, and every unit its code reaches
+        self._linked = False
         #: a twin unit taking the store packed in place of ``S``, the other arguments the same
         #: (:func:`dotjson.automaton.store.pack`), which ``Automaton._run`` calls instead
         self.packed = None
@@ -308,7 +396,7 @@ class Unit:
         try:
             from numba.core.registry import cpu_target
 
-            key = cache._index_key(self.args, cpu_target.target_context.codegen())
+            key = cache.key_for(self.args, cpu_target.target_context.codegen(), self.dispatcher.python)
             return key in cache._cache_file._load_index()
         except Exception:  # a cache Numba cannot read is a cold one
             return False
@@ -375,11 +463,23 @@ class Unit:
         one, not converted."""
         e = self._entry
         if e is None:
-            _ensure((self,), take=True)
-            e = self._entry
+            e = self._python_entry()
         if CHECK_ARGS:
             self.check_args(args)
         return e(*args)
+
+    def _python_entry(self):
+        """Link this unit, and give it its Python entry point (compiled again with it where
+        it was compiled for kernel callers alone: a unit Python calls is declared
+        ``python=True``, so that a cold cache's helpers compile it so)."""
+        _ensure((self,), take=True)
+        with global_compiler_lock:
+            if self._entry is None:
+                disp = self.dispatcher
+                if not disp.has_entry(self.args):
+                    disp._compile_as(self.args, True)
+                self._entry = disp.overloads[self.args].entry_point
+            return self._entry
 
     def check_args(self, args) -> None:
         """Raise ``TypeError`` unless ``args`` have the declared types (integers and booleans
@@ -397,7 +497,7 @@ class Unit:
         return f"<unit {self.__module__}.{self.__qualname__}{self.args} -> {self.returns}>"
 
 
-def unit(returns, *args, early: int = 0, declined=None):
+def unit(returns, *args, early: int = 0, declined=None, python: bool = False):
     """Declare a kernel a *unit* (see the module docstring): compiled once, for the signature
     ``returns(*args)`` (integers ``int64`` as every kernel's), called by other kernels through
     its cell in the engine's symbol table rather than linked into them.
@@ -415,12 +515,16 @@ def unit(returns, *args, early: int = 0, declined=None):
     is linked: on a cold cache its compile is left to a helper, and :func:`upgrade` links it
     once the helper has cached it (a first mask does not wait for it). Elsewhere it is linked as
     any unit is.
+
+    ``python``: Python calls the unit (its packed twin, a scratch packer), so it is compiled
+    with Numba's Python entry point from the start, by a cold cache's helper too; any other
+    unit gets one at its first Python call, compiled again (:class:`KernelDispatcher`).
     """
 
     def wrap(f):
         if config.DISABLE_JIT:
             return f
-        return Unit(f, returns, args, early=early, declined=declined)
+        return Unit(f, returns, args, early=early, declined=declined, python=python)
 
     return wrap
 
@@ -473,7 +577,7 @@ def _ensure(units, take=False, everything=False) -> None:
     :data:`_OPT_WAITING`, its cell empty (its callers take the long way), for :func:`upgrade`.
     An optional unit's cell is filled last, once every unit its code reaches is linked: kernels
     already running in other threads may call it at once."""
-    if all(u._entry is not None for u in units):
+    if all(u._linked for u in units):
         return
     with global_compiler_lock:
         if getattr(_tls, "linking", False):  # (a compile inside this thread's link: its loop does it)
@@ -484,7 +588,7 @@ def _ensure(units, take=False, everything=False) -> None:
             pending, seen, done = [], set(), []
 
             def want(v, force):
-                if v._entry is None and v not in seen:
+                if not v._linked and v not in seen:
                     seen.add(v)
                     if force or _opt_ready(v):
                         pending.append(v)
@@ -529,7 +633,7 @@ def _ensure(units, take=False, everything=False) -> None:
                     u._cell.value = u._addr
                     u._addr = 0
                     _OPT_WAITING.discard(u)
-                u._entry = u.dispatcher.overloads[u.args].entry_point
+                u._linked = True
         finally:
             _tls.linking = False
 

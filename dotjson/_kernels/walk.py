@@ -499,7 +499,7 @@ def _reach(S, u0, fterm, special):
     return best
 
 
-@unit(K._i64, K.STORE, K._i64, _TRIE, K._i64, _I64_1, _I32_3, K._I32_1, early=2)
+@unit(K._i64, K.STORE, K._i64, _TRIE, K._i64, _I64_1, _I32_3, K._I32_1, early=2, python=True)
 def run_share(S, s, special, known, out, pseq, plen):
     """The state whose mask ``s``, a bounded plain run of ``k`` characters
     (:func:`~dotjson.automaton.states.plain_run`, written to ``out[1]``), shares for its special
@@ -701,7 +701,7 @@ def head_pairs(S, s, delim, out, n_shared):
     return m if m > 0 else NO_SHARE
 
 
-@unit(K._i64, K.STORE, K._i64, _TRIE, K._I32_1, early=2)
+@unit(K._i64, K.STORE, K._i64, _TRIE, K._I32_1, early=2, python=True)
 def head_exits(S, sa, special, out):
     """The nodes of the ``special`` trie, with children, at which state ``sa`` (a head) has
     accepted (the head's word is complete: a token going on takes what follows it), written to
@@ -862,7 +862,7 @@ def _class_states(S, s, words, n, chain):
 @unit(K._i64, K.STORE, K._i64, _TRIE, _TRIE, K._I32_1, K._I32_1, K._I32_1, K._I32_1, K._I32_1,
       K._I32_1, K._I32_1, _U32_2, _U64_1, K._I32_1, K._i64, K._I32_1, _U32_2, _RUNS, K._i64, _I32_3,
       K._I32_1, K._i64, K._I32_1, K._I32_1, K._I32_1, _U32_2, _U64_1, _U32_1, K._I32_1, K._I32_1,
-      K._I32_1, _I64_1)
+      K._I32_1, _I64_1, python=True)
 def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_depth, pl_child,
                c_row, c_bits, c_words, chain, room, big, big_bits, runs, special_mode, pseq, plen,
                wide, nchars, tchars, len_row, len_bits, below, out, st_node, st_state, st_edge,
@@ -956,7 +956,7 @@ def class_mask(S, state, special, plain, sp_ptr, sp_depth, sp_child, pl_ptr, pl_
             return DONE
 
 
-@unit(K._i64, K.STORE, K._i64, _U64_1)
+@unit(K._i64, K.STORE, K._i64, _U64_1, python=True)
 def root_class(S, s, words):
     """The ASCII bytes live state ``s`` takes to one state, most of them (the class of
     :func:`dotjson._kernels.subtrees._class_chain`), into ``words`` (four words): 1, or 0 where

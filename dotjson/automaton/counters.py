@@ -139,7 +139,7 @@ def _mmin_get(S, t):
     return K._mget(S, _T_MMIN | t)
 
 
-@unit(K._i64, K.STORE, K._i64)
+@unit(K._i64, K.STORE, K._i64, python=True)
 def marker_min(S, t0):
     """The smallest nearest bound over the marker repetitions of ``t0``, :data:`NONE` if none;
     -1 (FAIL) on exit. Memoized per term: a new cell on a deep stack costs O(1).
@@ -185,7 +185,7 @@ def marker_min(S, t0):
     return _mmin_get(S, t0)
 
 
-@unit(K._i64, K.STORE, K._i64, K._i64)
+@unit(K._i64, K.STORE, K._i64, K._i64, python=True)
 def shift_markers(S, t0, d):
     """``t0`` with ``d`` added to the bounds of every marker repetition that lie in the band
     (0 and unbounded stay): the shape at another offset, or, with the state's offset, the exact
@@ -270,7 +270,7 @@ def _shapeable(lo, hi, far):
     return (lo == 0 or lo == v) and (hi == K.INF or hi == v)
 
 
-@unit(K._i64, K.STORE, K._i64, K._i64, K._I64_1)
+@unit(K._i64, K.STORE, K._i64, K._i64, K._I64_1, python=True)
 def make_shape(S, t, far, out):
     """Move the first far counter of ``t``'s sequence into the marker band (or half).
 

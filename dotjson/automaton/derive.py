@@ -190,7 +190,7 @@ def _deriv(S, t0, byte):
     return _dget(S, t0, byte)
 
 
-@kernel
+@kernel(python=True)
 def deriv(S, t0, byte):
     """The derivative of ``t0`` by one byte (memoized; ∅ when it cannot consume it): the memo
     inline, :func:`_deriv` (a unit) on a miss."""

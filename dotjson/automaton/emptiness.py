@@ -228,7 +228,7 @@ def _is_empty(S, t0):
     return tm[t0, M_EMPTY]
 
 
-@kernel
+@kernel(python=True)
 def is_empty(S, t0):
     """1 when ``t0`` denotes ∅, 0 when not, -1 on exit: what is known inline, the search
     (:func:`_is_empty`, a unit) otherwise."""

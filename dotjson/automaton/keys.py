@@ -134,7 +134,7 @@ def key_state(S, s, limit):
     return K.state(S, t)
 
 
-@unit(K._i64, K.PACKED, K._i64, K._i64, early=1)
+@unit(K._i64, K.PACKED, K._i64, K._i64, early=1, python=True)
 def key_state_packed(P, s, limit):
     """:func:`key_state` with the store packed (:func:`~dotjson.automaton.store.pack`)."""
     return key_state(K.unpack_store(P), s, limit)

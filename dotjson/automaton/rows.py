@@ -450,7 +450,7 @@ def _row(S, t0):
     return 0
 
 
-@kernel
+@kernel(python=True)
 def row(S, t0):
     """Memoize the derivative classes of ``t0`` (:func:`_row`, a unit, unless known); 0, or -1
     on exit."""

@@ -28,7 +28,7 @@ from .terms import alt, seq
 _U8_1 = types.Array(types.uint8, 1, "C")
 
 
-@kernel
+@kernel(python=True)
 def state(S, t):
     """The state id of live term ``t`` (interned), or -1 on exit."""
     S = borrow(S)
@@ -106,7 +106,7 @@ def _fill_row(S, s):
     return 0
 
 
-@kernel
+@kernel(python=True)
 def fill_row(S, s):
     """Compute every byte transition of state ``s`` (:func:`_fill_row`, a unit, unless done);
     0, or -1 on exit."""
@@ -135,7 +135,7 @@ def _fill_entry(S, s, byte):
     return r
 
 
-@kernel
+@kernel(python=True)
 def fill_entry(S, s, byte):
     """The transition of state ``s`` on ``byte`` (computed by :func:`_fill_entry`, a unit, when
     not known); the successor (or DEAD), -1 on exit."""
@@ -727,14 +727,14 @@ def run_head(S, t):
     return h
 
 
-@unit(_i64, PACKED, _i64, _U8_1, _I64_1, early=2)
+@unit(_i64, PACKED, _i64, _U8_1, _I64_1, early=2, python=True)
 def walk_terms_packed(P, t, data, ret):
     """:func:`walk_terms` from Python with the store packed (:func:`~dotjson.automaton.store.pack`):
     a document's token steps call it, through a unit's entry rather than the dispatcher."""
     return walk_terms(unpack_store(P), t, data, ret)
 
 
-@unit(_i64, PACKED, _i64, _U8_1, _I64_1, early=2)
+@unit(_i64, PACKED, _i64, _U8_1, _I64_1, early=2, python=True)
 def walk_bytes_packed(P, s, data, ret):
     """:func:`walk_bytes` with the store packed."""
     return walk_bytes(unpack_store(P), s, data, ret)

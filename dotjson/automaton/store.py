@@ -266,7 +266,7 @@ def unpacker(T):
 unpack_store = unpacker(STORE)
 
 
-@unit(_i64, STORE, PACKED, early=1)
+@unit(_i64, STORE, PACKED, early=1, python=True)
 def pack_store(S, P):
     """Pack the store ``S`` into ``P`` (:func:`pack`); ``P``'s size."""
     S = borrow(S)

@@ -53,7 +53,7 @@ def _room(S):
     return n < S[S_TI].shape[0] and 2 * (n + 1) <= S[S_HT].shape[0] and n < (1 << TERM_ID_BITS)
 
 
-@kernel
+@kernel(python=True)
 def mk_simple(S, kind, a, b, c, flags):
     """Intern a SEQ/REP/REF/DIFF (or ∅/ε) node."""
     S = borrow(S)
@@ -154,7 +154,7 @@ def _cons(S, a, b):
     return mk_simple(S, K_SEQ, a, b, 0, flags)
 
 
-@kernel
+@kernel(python=True)
 def seq(S, a, b):
     """Concatenation, kept right-nested (the items of a chain are never sequences)."""
     S = borrow(S)
@@ -257,7 +257,7 @@ def _flatten(S, kind, buf, n, out):
     return k, out
 
 
-@kernel
+@kernel(python=True)
 def alt(S, buf, n):
     """Alternation of ``buf[:n]`` (flattened, deduplicated, single-byte sets merged)."""
     S = borrow(S)
@@ -449,7 +449,7 @@ def build(S, prog, words, slots):
     return st[0]
 
 
-@unit(_i64, PACKED, _I64_1, _U64_2, _I32_1, early=1)
+@unit(_i64, PACKED, _I64_1, _U64_2, _I32_1, early=1, python=True)
 def build_packed(P, prog, words, slots):
     """:func:`build` with the store packed (:func:`~dotjson.automaton.store.pack`)."""
     return build(unpack_store(P), prog, words, slots)

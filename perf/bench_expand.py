@@ -37,7 +37,7 @@ from bench_maskbench import CATEGORIES, DATA, load_sample  # noqa: E402
 
 def _bfs_native(Automaton, g, cap):
     a = Automaton(g)
-    a.compile_rules()  # rule bodies first: the expansion alone is timed
+    a.compile_rules(known_only=True)  # rule bodies first: the expansion alone is timed
     t = time.thread_time()
     frontier, done = [a.start], 0
     while frontier and a.n_states < cap:

@@ -697,12 +697,17 @@ class Automaton:
                     seen.add(u)
                     todo.append(u)
 
-    def compile_rules(self) -> None:
+    def compile_rules(self, known_only: bool = False) -> None:
         """Compile the body of every rule reached so far now (otherwise each is compiled on first
-        use; rules met while compiling are compiled too)."""
+        use; rules met while compiling are compiled too, unless ``known_only``).
+
+        ``known_only``: only the rules named when called. A schema's grammar may name rules
+        without end, one made when a walk first needs it (``uniqueItems`` over strings: a rule
+        per prefix of the items so far), which compiling "every rule met" would chase until the
+        store's budget runs out (``LimitExceededError``); the profilers pass it."""
         with self.lock:
-            i = 0
-            while i < len(self.rules.names):
+            i, n = 0, len(self.rules.names)
+            while i < (n if known_only else len(self.rules.names)):
                 if self._a["rule_body"][i] < 0:
                     self.rules.body(i)
                 i += 1

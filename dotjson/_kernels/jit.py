@@ -171,6 +171,14 @@ class KernelDispatcher(CPUDispatcher):
     #: compile with the Python entry point from the start: a kernel Python calls (``kernel(python=True)``)
     python = False
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        #: the signatures compiled with the Python entry point (in the dispatcher's call table)
+        self._entries: set = set()
+        #: whether the compile under way makes the Python entry point (:meth:`_compile_as`)
+        self._with_entry = True
+        self.targetoptions["no_cfunc_wrapper"] = True  # (nothing here takes a C callback)
+
     def enable_caching(self):
         self._cache = _EngineCache(self.py_func)
 
@@ -184,9 +192,8 @@ class KernelDispatcher(CPUDispatcher):
             _tls.entry_for = prev
 
     def add_overload(self, cres):
-        if getattr(self, "_with_entry", True):
+        if self._with_entry:
             super().add_overload(cres)
-            self._entries = getattr(self, "_entries", set())
             self._entries.add(tuple(cres.signature.args))
         else:  # no Python entry point: for compiled callers only, never in the call table
             self.overloads[tuple(cres.signature.args)] = cres
@@ -194,7 +201,7 @@ class KernelDispatcher(CPUDispatcher):
     def has_entry(self, sig) -> bool:
         """Whether the overload for ``sig`` (compiled) has its Python entry point."""
         args, _ = sigutils.normalize_signature(sig)
-        return tuple(args) in getattr(self, "_entries", ())
+        return tuple(args) in self._entries
 
     def _compile_as(self, sig, entry: bool):
         """Numba's compile of ``sig`` (canonical), with the Python entry point or without; an
@@ -208,25 +215,21 @@ class KernelDispatcher(CPUDispatcher):
                            "not declared python=True)", self.py_func.__qualname__)
                 _RETIRED.append(have)  # (its code stays: callers and cells may hold it)
                 del self.overloads[key]
-            opts = self.targetoptions
-            saved = (opts.get("no_cpython_wrapper"), opts.get("no_cfunc_wrapper"),
-                     getattr(self, "_with_entry", True))
-            opts["no_cpython_wrapper"] = not entry
-            opts["no_cfunc_wrapper"] = True
+            # (read by Numba when it compiles, by the cache when it keys, by add_overload; a
+            # nested compile of this kernel for itself puts them back as they were)
+            saved = self._with_entry
+            cache = self._cache if isinstance(self._cache, _EngineCache) else None
+            self.targetoptions["no_cpython_wrapper"] = not entry
             self._with_entry = entry
-            cache = getattr(self, "_cache", None)
-            was = getattr(cache, "python", False)
-            if isinstance(cache, _EngineCache):
+            if cache is not None:
                 cache.python = entry
             try:
                 return super().compile(sig)
             finally:
-                opts["no_cpython_wrapper"], opts["no_cfunc_wrapper"], self._with_entry = saved
-                for k in ("no_cpython_wrapper", "no_cfunc_wrapper"):
-                    if opts[k] is None:
-                        del opts[k]
-                if isinstance(cache, _EngineCache):
-                    cache.python = was
+                self.targetoptions["no_cpython_wrapper"] = not saved
+                self._with_entry = saved
+                if cache is not None:
+                    cache.python = saved
 
     def compile(self, sig):
         if self.canonical:

@@ -165,6 +165,13 @@ def test_a_run_compiles_each_kernel_once(smollm2_vocab, smollm2_tokenizer):
         if len(set(shapes)) != len(shapes):
             twice[name] = d.signatures
     assert twice == {}
+    # nor compiled twice for a Python call: every kernel the engine calls from Python that
+    # kernels call too is declared python=True (jit.KernelDispatcher); only the tests call
+    # plain_run from Python. (Seen on a cold cache, as CI's: a warm process loads a callee's
+    # code inside its caller's and the Python entry's from the cache, compiling neither.)
+    again = sorted({c.fndesc.qualname for c in jit._RETIRED
+                    if c.fndesc.modname.startswith("dotjson.")} - {"plain_run"})
+    assert again == []
 
 
 def test_warmup_in_the_background_returns_a_future_that_completes():

@@ -11,8 +11,10 @@ compiled three times, ``seq`` four, ``_k_deriv`` four, ~40% of a cold start's co
 bit words, whose unsigned arithmetic matters) to ``int64`` before compiling, so a kernel has
 one signature for every caller: callers' ``int32``/``uint8``/literal arguments are converted at
 the call (a sign or zero extension). Arrays, tuples of arrays and other types are left as
-they are. Everything else is Numba's own ``njit``: the same options (``cache=True``,
-``nogil=True``), the same lazy compilation on first call, the same on-disk cache.
+they are. A kernel only kernels call is compiled without Numba's CPython and C wrappers
+(:class:`KernelDispatcher`: a Python call, or ``python=True``, gives it its Python entry point).
+Everything else is Numba's own ``njit``: the same options (``cache=True``, ``nogil=True``), the
+same lazy compilation on first call, the same on-disk cache.
 
 The on-disk cache is keyed by the engine, not only by the kernel's own file. Numba's cache
 entry for a function is checked against that function's file alone, yet a compiled kernel holds

@@ -281,3 +281,21 @@ def test_state_budget():
     a = Automaton(_brackets(), max_states=20)
     with pytest.raises(LimitExceededError, match="20 states"):
         a.is_prefix(b"[" * 40)
+
+
+def test_compile_rules_known_only_stops_at_the_rules_named_when_called(tiny_bpe_vocab):
+    """A schema's grammar may name rules without end (``uniqueItems`` over strings: a rule per
+    prefix of the items so far, made when a walk first needs it); ``compile_rules(known_only=
+    True)`` compiles the rules named when called and stops, where chasing every rule met would
+    run until the store's budget."""
+    from dotjson import Index
+
+    index = Index({"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                  tiny_bpe_vocab, max_store_bytes=12 << 20)
+    a = index._auto
+    n = len(a.rules.names)
+    a.compile_rules(known_only=True)
+    assert all(a._a["rule_body"][i] >= 0 for i in range(n))
+    assert len(a.rules.names) > n  # compiling them named more, left to their first use
+    with pytest.raises(LimitExceededError):  # (every rule met: the family has no end)
+        a.compile_rules()

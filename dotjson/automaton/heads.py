@@ -75,7 +75,7 @@ def _find(gk, ght, gpool, kind, f1, f2, f3, f4, lst, n):
         i = (i + 1) & mask
 
 
-@kernel
+@kernel(python=True)
 def intern(ti, bw, pool, gid_of, rule_gid, gk, ght, gpool, gctl, stack, buf, t):
     """The process-wide id of term ``t`` (see the module docstring); :data:`UNSHARED`, or
     ``GROW_*`` when a table or scratch array is full (grow it and call again: the terms

@@ -128,14 +128,15 @@ ENGINE_STAMP = _engine_stamp()
 
 class _EngineCache(FunctionCache):
     """Numba's function cache with :data:`ENGINE_STAMP` in every index key, and whether the
-    entry has Numba's Python entry point (:attr:`KernelDispatcher.python`): code compiled for
-    kernel callers alone is another entry than the same code with its Python wrapper."""
+    entry has Numba's Python entry point (:class:`KernelDispatcher`): code compiled for kernel
+    callers alone is another entry than the same code with its Python wrapper."""
 
-    #: the key of the compile under way: with the Python entry point (set by the dispatcher)
-    python = False
+    #: the dispatcher whose code this cache holds (:meth:`KernelDispatcher.enable_caching`): its
+    #: compile under way says which entry is keyed
+    owner = None
 
     def _index_key(self, sig, codegen):
-        return self.key_for(sig, codegen, self.python)
+        return self.key_for(sig, codegen, self.owner is not None and self.owner._with_entry)
 
     def key_for(self, sig, codegen, python: bool):
         """The index key of ``sig``'s entry, with the Python entry point or without."""
@@ -183,6 +184,7 @@ class KernelDispatcher(CPUDispatcher):
 
     def enable_caching(self):
         self._cache = _EngineCache(self.py_func)
+        self._cache.owner = self
 
     def _compile_for_args(self, *args, **kws):
         # Python calls this dispatcher: the overload it compiles needs its Python entry point
@@ -220,18 +222,13 @@ class KernelDispatcher(CPUDispatcher):
             # (read by Numba when it compiles, by the cache when it keys, by add_overload; a
             # nested compile of this kernel for itself puts them back as they were)
             saved = self._with_entry
-            cache = self._cache if isinstance(self._cache, _EngineCache) else None
             self.targetoptions["no_cpython_wrapper"] = not entry
             self._with_entry = entry
-            if cache is not None:
-                cache.python = entry
             try:
                 return super().compile(sig)
             finally:
                 self.targetoptions["no_cpython_wrapper"] = not saved
                 self._with_entry = saved
-                if cache is not None:
-                    cache.python = saved
 
     def compile(self, sig):
         if self.canonical:

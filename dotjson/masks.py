@@ -26,6 +26,7 @@ from .automaton.item_walk import (
 from .automaton import heads as _heads
 from .errors import LimitExceededError
 from .ir.families import token_walk as _token_walk
+from .open_keys import OpenKeyMasks
 from .trie import PlainClass
 
 #: State of a row after EOS was sampled.
@@ -39,7 +40,7 @@ _BLOCK_SHIFT = 5
 _BLOCK = 1 << _BLOCK_SHIFT
 
 
-class Masker:
+class Masker(OpenKeyMasks):
     """The masks of one index's states (see the module docstring).
 
     Parameters
@@ -85,6 +86,10 @@ class Masker:
         #: per prefix of a name, for the tests (see :meth:`_keys_mask`)
         self._key_roots = True
         self._ask = np.zeros(_keywalk.ASK_ROOM, dtype=np.int64)  # (its members to settle)
+        #: False: an open object's key position is walked as any state (see
+        #: :meth:`_open_key_mask`; off with the heads or the plain runs too), for the tests
+        self._open_keys = True
+        self._init_open_keys()
         # a class's bytes (its four words' bytes) -> (its tables, room for a chain of its states)
         self._classes: dict = {}
         self._chain_words = np.zeros(4, dtype=np.uint64)
@@ -259,6 +264,8 @@ class Masker:
                     bits = self._run_mask(state, key_state)
                 if bits is None:
                     bits = self._head_mask(key_state)
+                if bits is None and self._open_keys and self._heads and self._plain_runs:
+                    bits = self._open_key_mask(key_state)
                 if bits is None:
                     bits = self._compute_mask(key_state)
             if (self._n_masks + 1) * self._n_words * 4 > self._max_cache_bytes:

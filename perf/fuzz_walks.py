@@ -203,7 +203,8 @@ def suite_rows(draft: str) -> tuple[list, dict]:
 def reference_index(*args, **kw):
     """``Index(*args, **kw)`` whose masks are the reference walk's: the plain trie node by node
     (no plain runs, open keys, class subtrees, counted classes or key sets at the root), the special trie
-    node by node (``WALK_ALL``: no ASCII runs, no byte runs), no heads shared. Rule families keep their own masks (they are
+    node by node (``WALK_ALL``: no ASCII runs, no byte runs), no heads shared (and so no open
+    object's key read through heads, ``Masker._open_key_mask``). Rule families keep their own masks (they are
     compared with their generic walk in their own tests)."""
     from dotjson import Index
     from dotjson._kernels import walk as _walk

@@ -192,6 +192,8 @@ def test_separators_and_quote_are_the_base_image_s(llama3_vocab, llama3_tokenize
     monkeypatch.setattr(jsonbase, "QUOTE", ir.Lit('"'))
     monkeypatch.setattr(objects_any_order, "QUOTE", jsonbase.QUOTE)
     ref = Index(SCHEMA, llama3_vocab, close_objects=False, property_order=order)
-    assert _walk(ref, ids) == walked
+    # (the masks; the states' ids may differ: which states a mask makes besides the document's
+    # depends on what the process's head cache holds already, e.g. after other tests)
+    assert [m for _, m in _walk(ref, ids)] == [m for _, m in walked]
     rules = ref._auto.rules
     assert id(jsonbase.QUOTE) not in rules._base_compiled

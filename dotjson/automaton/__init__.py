@@ -84,6 +84,10 @@ class _Image:
             for node in nodes[len(parent.nodes) if parent is not None else 0:]:
                 a.rules.compile_node(node)
                 a.rules._is_reg(node)  # operands of And/Diff (a key other than the declared ones)
+            free = {}
+            for entry in warm:
+                if type(entry) is ir.FreeText:  # (compiled in every image: a parent's term is this one's)
+                    free[a.rules.compile_node(entry[0])] = (entry[1], entry[2])
             for entry in warm if parent is None else ():
                 if type(entry) is ir.KeyChars:
                     spelling, syntax, chars = entry
@@ -100,6 +104,8 @@ class _Image:
         #: key sets' string syntax blocks and name characters read ahead (``ir.KeyChars``): pool
         #: offsets and terms of the image, the same in every automaton started from it
         self.ksyn, self.kchar = dict(a._ksyn), dict(a._kchar)
+        #: ``ir.FreeText`` facts: the term of each free content -> the bytes that close and escape it
+        self.free_terms = free
         #: terms below this id are the image's, the same in every automaton started from it
         self.n_terms = int(self.arrays["ctl"][K.C_TERMS])
         #: facts about the image's terms that every such automaton can reuse (keyed by whoever

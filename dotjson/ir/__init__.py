@@ -189,6 +189,33 @@ class LazyRules(Mapping):
         return len(self._src.rules)
 
 
+class FreeText(tuple):
+    """A ``warm`` entry of :attr:`Grammar.shared`: ``(content, close, escape)``, a front end's
+    fact about the text between two delimiters, handed to the engine as data: ``content`` (an
+    IR node) is ``X*`` for an item ``X`` of many words, every text a key set's names may be
+    spelt with belongs to it, ``close`` (a byte) is the delimiter that ends it, which no word
+    of ``content`` holds but after the byte ``escape`` (JSON's string content, its closing
+    quote and its backslash). The masker reads an open
+    object's key position through it (:meth:`dotjson.masks.Masker._open_key_mask`): a key
+    that is this content less finitely many names takes the same tokens as the content
+    alone, except those that complete one of the names."""
+
+    __slots__ = ()
+
+    def __new__(cls, content, close: int, escape: int):
+        return tuple.__new__(cls, (content, int(close), int(escape)))
+
+    # by identity (an image's key holds it): a structural hash walks the whole content node
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def __ne__(self, other) -> bool:
+        return self is not other
+
+
 class KeyChars(tuple):
     """A ``warm`` entry of :attr:`Grammar.shared`: ``(spelling, syntax, chars)``, the characters
     ``chars`` of key-set names as ``spelling`` (a character's spellings, an IR node) writes them

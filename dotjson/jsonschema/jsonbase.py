@@ -70,7 +70,10 @@ def warm_items(spellings: str = "any") -> tuple:
 
     sp = _spellings(spellings)
     spell = dict.fromkeys((sp.lit_char, sp.enc_char))
-    return WARM_ROWS + tuple(ir.KeyChars(f, STRING_SYNTAX, KEY_CHARS) for f in spell)
+    # the content of an undeclared key, spelt as the policy spells a key's characters: every
+    # declared name's spellings belong to it, and no word of it holds the closing quote raw
+    free = (ir.FreeText(sp.json_string_content(), STRING_SYNTAX.close, STRING_SYNTAX.escape),)
+    return WARM_ROWS + tuple(ir.KeyChars(f, STRING_SYNTAX, KEY_CHARS) for f in spell) + free
 
 
 def _json_lark_text() -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import masks as _masks
 from .automaton import kernels as _K
 from .automaton.store import K_DIFF as _K_DIFF
 
@@ -208,7 +207,9 @@ class OpenKeyMasks:
                     np.bitwise_or.at(cl, below >> 5, np.left_shift(np.uint32(1), (below & 31).astype(np.uint32)))
             if whole:
                 cl &= ~starting
-            ids = _masks.bit_ids(cl).tolist()
+            from .masks import bit_ids  # (masks imports this module)
+
+            ids = bit_ids(cl).tolist()
         got = (ids, whole)
         if len(self._close_memo) >= 4096:
             self._close_memo.clear()
@@ -339,11 +340,13 @@ class OpenKeyMasks:
         key = (self._vocab._uid, "close", close, escape)
         got = _CLOSE_TABLES.get(key)
         if got is None:
-            holding = np.ascontiguousarray(_masks.tokens_holding(self._vocab, frozenset((close,)))[: self._n_words])
+            from .masks import bit_ids, tokens_holding  # (masks imports this module)
+
+            holding = np.ascontiguousarray(tokens_holding(self._vocab, frozenset((close,)))[: self._n_words])
             starting = np.zeros(self._n_words, dtype=np.uint32)
             vocab = self._vocab
             index: dict = {}
-            for i in _masks.bit_ids(holding).tolist():
+            for i in bit_ids(holding).tolist():
                 tb = vocab.token_bytes(i)
                 j, esc = 0, False
                 for j, c in enumerate(tb):

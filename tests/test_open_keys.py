@@ -221,3 +221,14 @@ def test_the_vocabulary_table_reads_escapes(llama3_vocab):
     for i in some:
         assert all(i not in ids for ids in index.values())
     assert all((starting[i >> 5] >> (i & 31)) & 1 for i in index.get(b"", []))
+
+
+def test_the_module_imports_first():
+    """``dotjson.open_keys`` is a part of ``dotjson.masks`` (which imports it): imported on its
+    own, first in a process, it must not meet the masker half made."""
+    import subprocess
+    import sys
+
+    got = subprocess.run([sys.executable, "-c", "import dotjson.open_keys, dotjson.masks"],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr

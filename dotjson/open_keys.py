@@ -113,18 +113,8 @@ class OpenKeyMasks:
             return None
         close, escape = fact
         # what follows the key: its closing byte first, then up to _OPEN_KEY_ITEMS items in all
-        items = []
-        y = Y
-        while len(items) < self._OPEN_KEY_ITEMS:
-            if ti.item(y, 0) == _K.K_SEQ:
-                items.append(ti.item(y, 1))
-                y = ti.item(y, 2)
-            else:
-                if y != _K.EPS:
-                    items.append(y)
-                    y = _K.EPS
-                break
-        if not items or not self._is_byte(items[0], close):
+        items, y = self._items(Y, self._OPEN_KEY_ITEMS)
+        if not self._is_byte(items[0], close):
             return None
         q = items[0]
         got = self._close_of(NR, q, close, escape)
@@ -133,17 +123,7 @@ class OpenKeyMasks:
         walk, whole = got
         if len(walk) > self._OPEN_KEY_WALKS:
             return None
-        items[-1] = self._body_of(items[-1])
-        hk = (Lx, tuple(items))
-        xh = self._free_heads.get(hk)
-        if xh is None:
-            xh = items[-1]
-            for it in reversed([Lx] + items[:-1]):
-                xh = a._run(_K.seq, it, xh)
-            if len(self._free_heads) >= 4096:
-                self._free_heads.clear()
-            self._free_heads[hk] = xh
-        bits, exits = self._head_entry(xh)
+        bits, exits = self._head_entry(self._head_of(Lx, items))
         out = bits.copy()
         if exits.shape[0]:
             cx = y
@@ -272,20 +252,25 @@ class OpenKeyMasks:
                 Rq = y if Rq == _K.EPS else a._run(_K.seq, y, Rq)
         else:
             items, Rq = self._items(dq, self._OPEN_KEY_ITEMS - 1)
-        items[-1] = self._body_of(items[-1])
-        hk = (q, tuple(items))
-        yh = self._free_heads.get(hk)
-        if yh is None:
-            yh = items[-1]
-            for it in reversed([q] + items[:-1]):
-                yh = a._run(_K.seq, it, yh)
-            if len(self._free_heads) >= 4096:
-                self._free_heads.clear()
-            self._free_heads[hk] = yh
-        bits, exits = self._head_entry(yh)
+        bits, exits = self._head_entry(self._head_of(q, items))
         out |= bits
         if exits.shape[0] and Rq != _K.EPS:
             self._walk_exits(exits, a.state(Rq), out)
+
+    def _head_of(self, first: int, items: list) -> int:
+        """The term ``first items...``, its last item read through its rule's body
+        (:meth:`_body_of`), memoized by the items."""
+        items[-1] = self._body_of(items[-1])
+        hk = (first, tuple(items))
+        h = self._free_heads.get(hk)
+        if h is None:
+            h = items[-1]
+            for it in reversed([first] + items[:-1]):
+                h = self._auto._run(_K.seq, it, h)
+            if len(self._free_heads) >= 4096:
+                self._free_heads.clear()
+            self._free_heads[hk] = h
+        return h
 
     def _items(self, t: int, k: int) -> tuple:
         """The first (at most) ``k`` items of sequence term ``t`` (a list, at least one) and the

@@ -593,12 +593,9 @@ class Masker(OpenKeyMasks):
             kind = ti.item(h, 0)
             out = None
             if kind == _K.K_REF and self._key_roots:  # (a key position's rule: its body)
-                i = ti.item(h, 1)
-                if S[_K.S_RULE].item(i) < 0:
-                    self._auto.rules.body_closure(i)  # (the walk's first question anyway)
-                    S = self._auto.store
-                    ti = S[_K.S_TI]
-                body = S[_K.S_RULE].item(i)
+                body = self._rule_body(ti.item(h, 1))
+                S = self._auto.store
+                ti = S[_K.S_TI]
                 if body >= 0 and ti.item(body, 0) == _K.K_KEYS:
                     kind = _K.K_KEYS
             if kind == _K.K_KEYS:
@@ -621,6 +618,15 @@ class Masker(OpenKeyMasks):
         if self._options.get("specials"):
             self._special_bits(state, out)
         return out
+
+    def _rule_body(self, i: int) -> int:
+        """The body term of rule ``i``, compiled first where it is not yet (the walk's first
+        question anyway; the store may grow: re-read its arrays); negative where it has none."""
+        S = self._auto.store
+        if S[_K.S_RULE].item(i) < 0:
+            self._auto.rules.body_closure(i)
+            S = self._auto.store
+        return S[_K.S_RULE].item(i)
 
     def _walk_packed(self) -> np.ndarray:
         """This vocabulary's walk tables packed (:func:`dotjson._kernels.entries.walk_packed`, as

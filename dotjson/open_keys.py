@@ -83,15 +83,12 @@ class OpenKeyMasks:
             else:
                 lead, tail = b, _K.EPS
             rest = _K.EPS  # (after ``tail``: the branch's rest where ``lead`` is a rule's body's)
-            if ti.item(lead, 0) == _K.K_REF:  # a rule: its body (the walk's first question anyway)
-                i = ti.item(lead, 1)
-                if S[_K.S_RULE].item(i) < 0:
-                    a.rules.body_closure(i)
-                    S = a.store
-                    ti, pool = S[_K.S_TI], S[_K.S_POOL]
-                body = S[_K.S_RULE].item(i)
+            if ti.item(lead, 0) == _K.K_REF:  # a rule: its body
+                body = self._rule_body(ti.item(lead, 1))
                 if body < 0:
                     return None
+                S = a.store
+                ti, pool = S[_K.S_TI], S[_K.S_POOL]
                 rest = tail
                 if ti.item(body, 0) == _K.K_SEQ:
                     lead, tail = ti.item(body, 1), ti.item(body, 2)
@@ -126,10 +123,7 @@ class OpenKeyMasks:
         bits, exits = self._head_entry(self._head_of(Lx, items))
         out = bits.copy()
         if exits.shape[0]:
-            cx = y
-            for z in (rest, R):
-                if z != _K.EPS:
-                    cx = z if cx == _K.EPS else a._run(_K.seq, cx, z)
+            cx = self._cat(y, rest, R)
             if cx != _K.EPS:
                 self._walk_exits(exits, a.state(cx), out)
         if whole:
@@ -248,8 +242,7 @@ class OpenKeyMasks:
             if tail == _K.EMPTY:
                 return
             items, y = self._items(tail, self._OPEN_KEY_ITEMS - 1)
-            if y != _K.EPS:
-                Rq = y if Rq == _K.EPS else a._run(_K.seq, y, Rq)
+            Rq = self._cat(y, Rq)
         else:
             items, Rq = self._items(dq, self._OPEN_KEY_ITEMS - 1)
         bits, exits = self._head_entry(self._head_of(q, items))
@@ -272,6 +265,14 @@ class OpenKeyMasks:
             self._free_heads[hk] = h
         return h
 
+    def _cat(self, *terms: int) -> int:
+        """The sequence of ``terms`` (``EPS`` ones skipped without a kernel call)."""
+        out = _K.EPS
+        for z in reversed(terms):
+            if z != _K.EPS:
+                out = z if out == _K.EPS else self._auto._run(_K.seq, z, out)
+        return out
+
     def _items(self, t: int, k: int) -> tuple:
         """The first (at most) ``k`` items of sequence term ``t`` (a list, at least one) and the
         term of the rest (``EPS`` when none)."""
@@ -291,17 +292,13 @@ class OpenKeyMasks:
         base image's), the rule's body: a head ending with a member's value then names no rule
         of its own when the value's body does not (a ``{"type": "string"}`` member's is the
         JSON string's), so every index of the process shares it (:meth:`_head_entry`)."""
-        a = self._auto
-        S = a.store
+        S = self._auto.store
         if S[_K.S_TI].item(t, 0) != _K.K_REF:
             return t
         i = S[_K.S_TI].item(t, 1)
         if i < len(self._rule_gid):  # (a base image's rule: shared already)
             return t
-        if S[_K.S_RULE].item(i) < 0:
-            a.rules.body_closure(i)  # (the walk's first question anyway)
-            S = a.store
-        body = S[_K.S_RULE].item(i)
+        body = self._rule_body(i)
         return body if body >= 0 else t
 
     def _is_byte(self, t: int, b: int) -> bool:

@@ -259,13 +259,17 @@ class Masker(OpenKeyMasks):
                 self._state_row[state] = r
                 return r
             with _token_walk():  # (rule families may budget what one mask builds)
-                bits = self._family_mask(key_state)
+                # (an open object's key position first: the commonest fresh mask of an object,
+                # which none of the others answers; its shape test costs less than theirs)
+                bits = None
+                if self._open_keys and self._heads and self._plain_runs:
+                    bits = self._open_key_mask(key_state)
+                if bits is None:
+                    bits = self._family_mask(key_state)
                 if bits is None:
                     bits = self._run_mask(state, key_state)
                 if bits is None:
                     bits = self._head_mask(key_state)
-                if bits is None and self._open_keys and self._heads and self._plain_runs:
-                    bits = self._open_key_mask(key_state)
                 if bits is None:
                     bits = self._compute_mask(key_state)
             if (self._n_masks + 1) * self._n_words * 4 > self._max_cache_bytes:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .automaton import kernels as _K
+from .automaton.rules import _BYTE_WORDS
 from .automaton.store import K_DIFF as _K_DIFF
 
 #: (vocabulary uid, close byte, escape byte) -> :meth:`OpenKeyMasks._close_sets`, per process
@@ -306,10 +307,7 @@ class OpenKeyMasks:
         S = self._auto.store
         if S[_K.S_TI].item(t, 0) != _K.K_BYTES:
             return False
-        w = S[_K.S_BW][S[_K.S_TI].item(t, 1)]
-        want = [0, 0, 0, 0]
-        want[b >> 6] = 1 << (b & 63)
-        return [int(x) for x in w] == want
+        return tuple(S[_K.S_BW][S[_K.S_TI].item(t, 1)].tolist()) == _BYTE_WORDS[b]
 
     def _close_sets(self, close: int, escape: int) -> tuple:
         """``(holding, starting, index)`` for the delimiter byte ``close`` (escaped by byte

@@ -199,7 +199,7 @@ class OpenKeyMasks:
         memo = self._word_memo
         got = memo.get(t, 0)
         if got != 0:
-            return got if type(got) is list else None
+            return got if type(got) is tuple else None
         S = self._auto.store
         if len(memo) >= 16384:
             memo.clear()
@@ -207,7 +207,7 @@ class OpenKeyMasks:
             got = _term_words(t, S[_K.S_TI], S[_K.S_POOL], S[_K.S_BW], memo, self._OPEN_KEY_WORDS)
         except RecursionError:  # (a deep chain: the state is walked whole)
             return None
-        return got if type(got) is list else None
+        return got if type(got) is tuple else None
 
     def _member_after(self, t: int, close: int, q: int, out: np.ndarray) -> None:
         """OR into ``out`` the tokens starting with byte ``close`` (``q`` its term) that term
@@ -351,22 +351,23 @@ class OpenKeyMasks:
 
 
 #: :meth:`OpenKeyMasks._words` of a term with too many words to list
-_TOO_MANY = ("too many",)
+_TOO_MANY = "too many"
 
 
 def _term_words(x: int, ti, pool, bw, memo: dict, cap: int):
-    """The words of term ``x`` (see :meth:`OpenKeyMasks._words`): a list, ``None`` (a term of
+    """The words of term ``x`` (see :meth:`OpenKeyMasks._words`): a tuple, ``None`` (a term of
     another kind than bytes, sequences and alternations) or :data:`_TOO_MANY` (more than
     ``cap``); memoized in ``memo``. (A module function: a nested one calling itself would be a
-    reference cycle left at every call.)"""
+    reference cycle left at every call. Tuples of bytes, not lists: the collector untracks
+    them, and a schema's names would otherwise be ~20% of the objects an index leaves to it.)"""
     hit = memo.get(x, 0)
     if hit != 0:
         return hit
     k = ti.item(x, 0)
     if x == _K.EPS:
-        out = [b""]
+        out = (b"",)
     elif x == _K.EMPTY:
-        out = []
+        out = ()
     elif k == _K.K_BYTES:
         out = []
         j = ti.item(x, 1)
@@ -376,29 +377,32 @@ def _term_words(x: int, ti, pool, bw, memo: dict, cap: int):
                 low = v & -v
                 out.append(bytes((64 * w + low.bit_length() - 1,)))
                 v ^= low
-        if len(out) > 4:
-            out = None
+        out = tuple(out) if len(out) <= 4 else None
     elif k == _K.K_SEQ:
         head = _term_words(ti.item(x, 1), ti, pool, bw, memo, cap)
-        rest = _term_words(ti.item(x, 2), ti, pool, bw, memo, cap) if type(head) is list else head
-        if type(head) is not list or type(rest) is not list:
-            out = head if type(head) is not list else rest
+        rest = _term_words(ti.item(x, 2), ti, pool, bw, memo, cap) if type(head) is tuple else head
+        if type(head) is not tuple or type(rest) is not tuple:
+            out = head if type(head) is not tuple else rest
         elif len(head) * len(rest) > cap:
             out = _TOO_MANY
         else:
-            out = [u + v for u in head for v in rest]
+            out = tuple([u + v for u in head for v in rest])
     elif k == _K.K_ALT:
         o, n = ti.item(x, 1), ti.item(x, 2)
-        out = [] if n <= cap else _TOO_MANY
+        got: list = []
+        out = None if n <= cap else _TOO_MANY
         for j in range(n if n <= cap else 0):
             sub = _term_words(pool.item(o + j), ti, pool, bw, memo, cap)
-            if type(sub) is not list:
+            if type(sub) is not tuple:
                 out = sub
                 break
-            if len(out) + len(sub) > cap:
+            if len(got) + len(sub) > cap:
                 out = _TOO_MANY
                 break
-            out.extend(sub)
+            got.extend(sub)
+        else:
+            if n <= cap:
+                out = tuple(got)
     else:
         out = None
     memo[x] = out

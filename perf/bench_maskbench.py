@@ -632,7 +632,7 @@ def main(argv=None):
                     help="time compiles and masks by the worker thread's CPU time, not wall time "
                          "(a loaded machine: the figures then leave out waiting for a core)")
     ap.add_argument("--tokenizer", default="llama3",
-                    help="'llama3' (default) or a Hugging Face tokenizer directory")
+                    help="'llama3' (default), 'smollm2', 'qwen' or a Hugging Face tokenizer directory")
     ap.add_argument("--data", default=str(DATA), help="MaskBench folder (one .jsonl per category)")
     ap.add_argument("--json", default=None, help="write the summary and per-schema results here")
     ap.add_argument("--quiet", action="store_true", help="no per-schema progress lines")

@@ -34,7 +34,7 @@ Usage::
 
     python perf/fuzz_walks.py --limit 20 --walks 3          # 20 schemas a category, 3 walks each
     python perf/fuzz_walks.py --ids Github_easy---o1234 --seed 7 -v
-    python perf/fuzz_walks.py --limit 2 --walks 1 --budget 60 --reference --tokenizer DIR
+    python perf/fuzz_walks.py --limit 2 --walks 1 --budget 60 --reference --tokenizer smollm2   # or qwen, or a directory
     python perf/fuzz_walks.py --suite draft2020-12 --limit 0 --walks 1 --reference   # every group
 """
 
@@ -297,7 +297,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=int, default=200, help="tokens per walk")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=str(DATA))
-    ap.add_argument("--tokenizer", default="llama3")
+    ap.add_argument("--tokenizer", default="llama3",
+                    help="'llama3' (default), 'smollm2', 'qwen' or a Hugging Face tokenizer directory")
     ap.add_argument("--configs", default="default,every-valid",
                     help=f"comma-separated, of {', '.join(CONFIGS)}")
     ap.add_argument("--ids", default="", help="only these schema ids (comma-separated)")

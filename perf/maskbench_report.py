@@ -485,7 +485,7 @@ def main(argv=None) -> int:
     ap.add_argument("--masks", action="store_true",
                     help="with --every-valid: build each Index and walk the instances through its token masks; "
                          "count (a) masks work, (b) masks refused, (c) refused at Index(), (d) correctly empty")
-    ap.add_argument("--tokenizer", default="llama3", help="for --masks: 'llama3' or a tokenizer directory")
+    ap.add_argument("--tokenizer", default="llama3", help="for --masks: 'llama3', 'smollm2', 'qwen' or a tokenizer directory")
     ap.add_argument("--ids", type=lambda v: set(v.split(",")), help="only these schema ids (comma-separated)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("-v", "--verbose", action="store_true")

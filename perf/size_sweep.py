@@ -93,7 +93,7 @@ def run(engines=peers.ENGINES, sizes=None, tokenizer: str = "llama3", time_limit
     sizes : dict, optional
         family -> sizes; default :data:`SIZES`.
     tokenizer : str
-        ``"llama3"`` or a tokenizer directory (``peers.load_tokenizer``).
+        ``"llama3"``, ``"smollm2"``, ``"qwen"`` or a tokenizer directory (``peers.load_tokenizer``).
     time_limit, mem_limit_gb : float
         Per (case, engine) job, and per worker process.
     log : callable or None

@@ -14,6 +14,7 @@ import numpy as np
 from .automaton import kernels as _K
 from .automaton.rules import _BYTE_WORDS
 from .automaton.store import K_DIFF as _K_DIFF
+from .trie import set_token_bits
 
 #: (vocabulary uid, close byte, escape byte) -> :meth:`OpenKeyMasks._close_sets`, per process
 _CLOSE_TABLES: dict = {}
@@ -179,7 +180,7 @@ class OpenKeyMasks:
                 sp = self._tries.special
                 for node in ex.tolist():  # (every token below a word of N and its closing byte)
                     below = sp.tok_ids[sp.tok_ptr[node]: sp.tok_ptr[sp.subtree_end[node]]].astype(np.int64)
-                    np.bitwise_or.at(cl, below >> 5, np.left_shift(np.uint32(1), (below & 31).astype(np.uint32)))
+                    set_token_bits(cl, below)
             if whole:
                 cl &= ~starting
             from .masks import bit_ids  # (masks imports this module)

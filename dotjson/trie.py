@@ -130,6 +130,14 @@ def _plain_bytes(ranges) -> np.ndarray:
     return out
 
 
+def set_token_bits(bits: np.ndarray, ids) -> None:
+    """Set the bits of token ids ``ids`` (an integer array, repeats allowed) in the ``uint32``
+    bitset ``bits``: bit ``t & 31`` of word ``t >> 5``, the layout of every mask here."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.size:
+        np.bitwise_or.at(bits, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
+
+
 @dataclass(frozen=True)
 class TokenTrie:
     child_ptr: np.ndarray  # int32[n_nodes + 1]
@@ -220,7 +228,7 @@ def big_subtree_bits(trie: TokenTrie, n_words: int,
     bits = np.zeros((nodes.shape[0], n_words), dtype=np.uint32)
     for k, c in enumerate(nodes):
         ids = trie.tok_ids[trie.tok_ptr[c]: trie.tok_ptr[trie.subtree_end[c]]].astype(np.int64)
-        np.bitwise_or.at(bits[k], ids >> 5, np.uint32(1) << (ids & 31).astype(np.uint32))
+        set_token_bits(bits[k], ids)
     return index, bits
 
 
@@ -954,8 +962,7 @@ def _vocab_tries_from_packed(blob, starts, lens, ids, max_token_id: int, plain_c
     n_words = (max_token_id + 31) // 32
     plain_bits = np.zeros(n_words, dtype=np.uint32)
     pids = ids[plain].astype(np.int64)
-    if pids.size:
-        np.bitwise_or.at(plain_bits, pids >> 5, (np.uint32(1) << (pids & 31).astype(np.uint32)))
+    set_token_bits(plain_bits, pids)
     sp = ~plain
     return VocabTries(
         plain=_trie_from_packed(blob, starts[plain], lens[plain], ids[plain]),

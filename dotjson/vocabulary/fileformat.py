@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from dotjson.errors import DotjsonOSError, DotjsonTypeError, DotjsonValueError, IndexFormatError, VocabularyError
-from dotjson.trie import VocabTries, check_trie, plain_split
+from dotjson.trie import VocabTries, check_trie, plain_split, set_token_bits
 from dotjson.vocabulary.tokens import _ABSENT, _TEXT, MAX_TOKEN_BYTES, MAX_VOCAB_SIZE
 
 
@@ -205,8 +205,7 @@ def _validate(path, n, eos, blob, offsets, kinds, tries: VocabTries) -> None:
             plain_ids.shape[0] + special_ids.shape[0] != want.shape[0]:
         bad("the tries do not hold exactly the emittable tokens")
     bits = np.zeros(tries.n_words, dtype=np.uint32)
-    if plain_ids.size:
-        np.bitwise_or.at(bits, plain_ids >> 5, (np.uint32(1) << (plain_ids & 31).astype(np.uint32)))
+    set_token_bits(bits, plain_ids)
     if not np.array_equal(bits, tries.plain_bits):
         bad("plain bitset disagrees with the plain trie")
     blob_k = blob if blob.shape[0] else np.zeros(1, dtype=np.uint8)

@@ -13,6 +13,13 @@ prints the two runs' figures and the steps whose time moved most, with the text 
 
 ``--tree`` runs another checkout's ``dotjson`` (and its ``perf/``), so that two trees are
 measured alternately by the same command.
+
+``--spikes`` also says what else ran inside each step (a collection of Python's collector, a growth
+of the automaton's store) and, for the steps past ``--spike-us`` in a single round but not in
+their least over the rounds, which of the two they held: the benchmark's max is one mask of one
+run, and this tells a slow walk from a mask hit by something else.
+
+    python3 perf/fresh_steps.py --rounds 3 --spikes
 """
 
 from __future__ import annotations
@@ -54,8 +61,11 @@ def run(args) -> dict:
     jobs = valid_instances(tok, args.limit, args.seed, data=args.data or DATA)
     _force(eng.compile(WARMUP_SCHEMA), tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
     gc.freeze()  # (as the benchmark's --gc-freeze: a server after its set-up)
+    tracer = _Tracer() if args.spikes else None
+    if tracer is not None:
+        force = tracer.force
     best: dict = {}
-    for _ in range(args.rounds):
+    for rnd in range(args.rounds):
         compiled = []
         for rid, schema, ids in jobs:  # (compiled first: the steps alone are timed)
             try:
@@ -64,11 +74,106 @@ def run(args) -> dict:
                 continue
         got: dict = {}
         for rid, c, ids in compiled:
-            got.setdefault(rid, []).append(_force(c, ids)[2])
+            if tracer is None:
+                got.setdefault(rid, []).append(_force(c, ids)[2])
+            else:
+                k = len(got.setdefault(rid, []))
+                got[rid].append(force(c, ids, (rid, k, rnd)))
         for rid, runs in got.items():
             old = best.get(rid)
             best[rid] = runs if old is None else [[min(a, b) for a, b in zip(x, y)] for x, y in zip(old, runs)]
+    if tracer is not None:
+        tracer.close()
+        tracer.report(best, args.spike_us)
     return best
+
+
+class _Tracer:
+    """Each step's thread CPU time with what else ran inside it: the collector's runs (by
+    generation, with their time) and the store's growths (``Automaton._grow``, by kind, with
+    their time). The steps as :func:`bench_maskbench._force` takes them (the first mask, then
+    ``advance`` + ``mask`` per token)."""
+
+    def __init__(self):
+        import dotjson.automaton as A
+        from dotjson.automaton import store
+
+        self._auto_cls = A.Automaton
+        self.grow_names = {v: k[len("NEED_GROW_"):].lower() for k, v in vars(store).items()
+                           if k.startswith("NEED_GROW_")}
+        self._grow0 = A.Automaton._grow
+        self.gc_runs: list = []  # (generation, seconds)
+        self.grows: list = []  # (status, seconds)
+        self.events: dict = {}  # (rid, k, round, step) -> (µs, collections, growths)
+        self._t = 0.0
+        tracer = self
+
+        def grow(auto, status, arg):
+            t = time.thread_time()
+            try:
+                return tracer._grow0(auto, status, arg)
+            finally:
+                tracer.grows.append((status, time.thread_time() - t))
+
+        A.Automaton._grow = grow
+        gc.callbacks.append(self._gc)
+
+    def _gc(self, phase, info):
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            self.gc_runs.append((info["generation"], time.perf_counter() - self._t))
+
+    def close(self):
+        self._auto_cls._grow = self._grow0
+        gc.callbacks.remove(self._gc)
+
+    def force(self, compiled, ids, key):
+        m = compiled.matcher()
+        times = []
+
+        def step(s, f):
+            g0, w0 = len(self.gc_runs), len(self.grows)
+            t = time.thread_time()
+            r = f()
+            dt = (time.thread_time() - t) * 1e6
+            times.append(dt)
+            self.events[key + (s,)] = (dt, len(self.gc_runs) - g0, len(self.grows) - w0)
+            return r
+
+        def advance(tok):
+            ok = m.advance(tok)
+            m.mask()
+            return ok
+
+        step(0, m.first_mask)
+        for s, tok in enumerate(ids, 1):
+            if not m.allows(tok) or not step(s, lambda: advance(tok)):
+                break
+        return times
+
+    def report(self, best: dict, spike_us: float) -> None:
+        least = {(rid, k, s): t for rid, runs in best.items() for k, one in enumerate(runs) for s, t in enumerate(one)}
+        (rid, k, s), top = max(least.items(), key=lambda kv: kv[1])
+        print(f"slowest step, the least of the rounds: {top:.0f} µs ({rid} #{k} step {s})")
+        # (a step whose least is past the bar too is slow by its own walk, not a spike)
+        over = [(dt, least[(r, kk, ss)], g, w) for (r, kk, rnd, ss), (dt, g, w) in self.events.items()
+                if dt > spike_us and least[(r, kk, ss)] <= spike_us]
+        kinds: dict = {}
+        for dt, lo, g, w in over:
+            what = "a collection and a growth" if g and w else "a collection" if g else "a growth" if w else "neither"
+            kinds[what] = kinds.get(what, 0) + 1
+        print(f"steps past {spike_us:.0f} µs in a single round, not in their least: {len(over)}"
+              + (f" ({', '.join(f'{n} {w}' for w, n in sorted(kinds.items()))}); their least at most "
+                 f"{max(lo for _, lo, _, _ in over):.0f} µs" if over else ""))
+        for label, rows, name in (("collections", self.gc_runs, lambda g: f"generation {g}"),
+                                  ("store growths", self.grows, lambda k: self.grow_names.get(k, str(k)))):
+            by: dict = {}
+            for kind, sec in rows:
+                by.setdefault(kind, []).append(sec * 1e6)
+            print(f"{label} inside the steps: " + ("; ".join(
+                f"{name(kind)}: {len(v)}, mean {sum(v) / len(v):.0f} µs, max {max(v):.0f}"
+                for kind, v in sorted(by.items())) or "none"))
 
 
 def compare(a_path, b_path, top: int) -> None:
@@ -100,6 +205,10 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="save the steps here (JSON)")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two saved runs")
     ap.add_argument("--top", type=int, default=10, help="steps listed by --compare")
+    ap.add_argument("--spikes", action="store_true",
+                    help="also report what ran inside the slow steps (the collector, store growths)")
+    ap.add_argument("--spike-us", type=float, default=1000.0,
+                    help="--spikes: a single round's step past this many µs is reported (default 1000)")
     args = ap.parse_args(argv)
     if args.compare:
         compare(*args.compare, args.top)

@@ -77,6 +77,25 @@ def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
     assert f"B - A over {n} paired steps: +0.0 ms" in proc.stdout, proc.stdout
 
 
+def test_fresh_steps_spikes_reads_what_ran_inside_the_steps():
+    """``--spikes``: the same steps taken through its own loop, with the collector's runs and the
+    store's growths counted inside them (a new index's store grows in its first document)."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "fresh_steps.py"), "--limit", "1", "--rounds", "1", "--spikes",
+         "--spike-us", "0"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    m = re.search(r"slowest step, the least of the rounds: (\d+) µs \((\S+) #\d+ step \d+\)", out)
+    assert m and int(m[1]) > 0, out
+    # (one round: every step is its own least, so none is past the bar without it)
+    assert "steps past 0 µs in a single round, not in their least: 0" in out, out
+    assert re.search(r"collections inside the steps: (none|generation \d: \d+, mean \d+ µs)", out), out
+    assert re.search(r"store growths inside the steps: (\w+: \d+, mean \d+ µs, max \d+)", out), out
+    n = int(re.search(r"(\d+) steps: mean", out)[1])
+    assert n > 100, out
+
+
 @pytest.mark.slow  # (17 s: the default run stays within its 15 minutes on a slow day)
 def test_kernel_calls_prices_both_ways_and_counts_the_packed_calls():
     """``perf/kernel_calls.py``: a call's price with tuples and packed; and the units a fresh

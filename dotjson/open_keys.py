@@ -360,7 +360,8 @@ def _term_words(x: int, ti, pool, bw, memo: dict, cap: int):
     another kind than bytes, sequences and alternations) or :data:`_TOO_MANY` (more than
     ``cap``); memoized in ``memo``. (A module function: a nested one calling itself would be a
     reference cycle left at every call. Tuples of bytes, not lists: the collector untracks
-    them, and a schema's names would otherwise be ~20% of the objects an index leaves to it.)"""
+    them; as lists, ``Github_ultra---o34345``'s names were 22% of the objects its index left
+    to the collector.)"""
     hit = memo.get(x, 0)
     if hit != 0:
         return hit

@@ -391,19 +391,20 @@ def _term_words(x: int, ti, pool, bw, memo: dict, cap: int):
             out = tuple([u + v for u in head for v in rest])
     elif k == _K.K_ALT:
         o, n = ti.item(x, 1), ti.item(x, 2)
-        got: list = []
-        out = None if n <= cap else _TOO_MANY
-        for j in range(n if n <= cap else 0):
-            sub = _term_words(pool.item(o + j), ti, pool, bw, memo, cap)
-            if type(sub) is not tuple:
-                out = sub
-                break
-            if len(got) + len(sub) > cap:
-                out = _TOO_MANY
-                break
-            got.extend(sub)
+        if n > cap:
+            out = _TOO_MANY
         else:
-            if n <= cap:
+            got: list = []
+            for j in range(n):
+                sub = _term_words(pool.item(o + j), ti, pool, bw, memo, cap)
+                if type(sub) is not tuple:
+                    out = sub
+                    break
+                if len(got) + len(sub) > cap:
+                    out = _TOO_MANY
+                    break
+                got.extend(sub)
+            else:
                 out = tuple(got)
     else:
         out = None

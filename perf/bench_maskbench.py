@@ -81,20 +81,29 @@ def _clock():
     return time.thread_time if os.environ.get("BENCH_CPU_CLOCK") == "1" else time.perf_counter
 
 
-def _force(compiled, ids, first=None):
-    """Teacher-force ``ids``; returns (status, tokens consumed, step times in µs, error)."""
+def _force(compiled, ids, first=None, watch=None):
+    """Teacher-force ``ids``; returns (status, tokens consumed, step times in µs, error).
+
+    ``watch`` (``fresh_steps.py --spikes``): ``watch.before()`` is called before each timed step
+    and ``watch.after(i, us)`` after step ``i`` of the times returned, both outside the timing."""
     pc = _clock()
     if first is None:
         m = compiled.matcher()
+        if watch is not None:
+            watch.before()
         t = pc()
         m.first_mask()
         times = [(pc() - t) * 1e6]
+        if watch is not None:
+            watch.after(0, times[0])
     else:
         m, first_us = first
         times = [first_us]
     for k, tok in enumerate(ids):
         if not m.allows(tok):
             return _refused(m), k, times
+        if watch is not None:
+            watch.before()
         t = pc()
         ok = m.advance(tok)
         m.mask()
@@ -102,6 +111,8 @@ def _force(compiled, ids, first=None):
         if not ok:
             return _refused(m), k, times
         times.append(dt * 1e6)
+        if watch is not None:
+            watch.after(len(times) - 1, times[-1])
     return ("ok" if m.eos_allowed() else "no_eos"), len(ids), times
 
 

@@ -62,8 +62,6 @@ def run(args) -> dict:
     _force(eng.compile(WARMUP_SCHEMA), tok.encode(peers.compact(WARMUP_DOC), add_special_tokens=False))
     gc.freeze()  # (as the benchmark's --gc-freeze: a server after its set-up)
     tracer = _Tracer() if args.spikes else None
-    if tracer is not None:
-        force = tracer.force
     best: dict = {}
     for rnd in range(args.rounds):
         compiled = []
@@ -74,11 +72,11 @@ def run(args) -> dict:
                 continue
         got: dict = {}
         for rid, c, ids in compiled:
-            if tracer is None:
-                got.setdefault(rid, []).append(_force(c, ids)[2])
-            else:
-                k = len(got.setdefault(rid, []))
-                got[rid].append(force(c, ids, (rid, k, rnd)))
+            runs = got.setdefault(rid, [])
+            if tracer is not None:
+                tracer.key = (rid, len(runs), rnd)
+            # (watch only with --spikes: a --tree checkout's _force may not take it)
+            runs.append((_force(c, ids) if tracer is None else _force(c, ids, watch=tracer))[2])
         for rid, runs in got.items():
             old = best.get(rid)
             best[rid] = runs if old is None else [[min(a, b) for a, b in zip(x, y)] for x, y in zip(old, runs)]
@@ -89,10 +87,9 @@ def run(args) -> dict:
 
 
 class _Tracer:
-    """Each step's thread CPU time with what else ran inside it: the collector's runs (by
-    generation, with their time) and the store's growths (``Automaton._grow``, by kind, with
-    their time). The steps as :func:`bench_maskbench._force` takes them (the first mask, then
-    ``advance`` + ``mask`` per token)."""
+    """What else ran inside each step :func:`bench_maskbench._force` times (its ``watch``): the
+    collector's runs (by generation, with their time) and the store's growths
+    (``Automaton._grow``, by kind, with their time), for the steps of instance :attr:`key`."""
 
     def __init__(self):
         import dotjson.automaton as A
@@ -105,7 +102,9 @@ class _Tracer:
         self.gc_runs: list = []  # (generation, seconds)
         self.grows: list = []  # (status, seconds)
         self.events: dict = {}  # (rid, k, round, step) -> (µs, collections, growths)
+        self.key = None  # (rid, k, round) of the instance being forced
         self._t = 0.0
+        self._at = (0, 0)
         tracer = self
 
         def grow(auto, status, arg):
@@ -128,29 +127,12 @@ class _Tracer:
         self._auto_cls._grow = self._grow0
         gc.callbacks.remove(self._gc)
 
-    def force(self, compiled, ids, key):
-        m = compiled.matcher()
-        times = []
+    def before(self):
+        self._at = (len(self.gc_runs), len(self.grows))
 
-        def step(s, f):
-            g0, w0 = len(self.gc_runs), len(self.grows)
-            t = time.thread_time()
-            r = f()
-            dt = (time.thread_time() - t) * 1e6
-            times.append(dt)
-            self.events[key + (s,)] = (dt, len(self.gc_runs) - g0, len(self.grows) - w0)
-            return r
-
-        def advance(tok):
-            ok = m.advance(tok)
-            m.mask()
-            return ok
-
-        step(0, m.first_mask)
-        for s, tok in enumerate(ids, 1):
-            if not m.allows(tok) or not step(s, lambda: advance(tok)):
-                break
-        return times
+    def after(self, step: int, us: float):
+        g0, w0 = self._at
+        self.events[self.key + (step,)] = (us, len(self.gc_runs) - g0, len(self.grows) - w0)
 
     def report(self, best: dict, spike_us: float) -> None:
         least = {(rid, k, s): t for rid, runs in best.items() for k, one in enumerate(runs) for s, t in enumerate(one)}

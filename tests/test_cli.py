@@ -484,10 +484,12 @@ def test_main_job_with_the_real_model():
 TOOLS = Path(__file__).resolve().parents[1] / "examples" / "tools" / "weather_and_calculator.json"
 
 
-def test_generate_tool_calls_with_a_tiny_random_model(tiny_model_dir):
+def test_generate_tool_calls_with_a_tiny_random_model(tiny_model_dir, capsys):
     import jsonschema
 
-    proc = run_cli("generate", "--tools", str(TOOLS), "--tool-choice", "required", "--max-calls", "2",
+    # (in this process: a subprocess is ~5 s of imports each; the CLI's own process is tested by
+    # test_generate_with_a_tiny_random_model)
+    proc = run_main(capsys, "generate", "--tools", str(TOOLS), "--tool-choice", "required", "--max-calls", "2",
                    "--prompt", "Weather in Paris?", "--model", str(tiny_model_dir),
                    "--max-new-tokens", "400", "-q")
     assert proc.returncode == 0, proc.stderr
@@ -496,16 +498,16 @@ def test_generate_tool_calls_with_a_tiny_random_model(tiny_model_dir):
     assert 1 <= len(calls) <= 2
     for call in calls:
         jsonschema.validate(call["arguments"], tools[call["name"]])
-    raw = run_cli("generate", "--tools", str(TOOLS), "--tool-choice", "required", "--max-calls", "1",
+    raw = run_main(capsys, "generate", "--tools", str(TOOLS), "--tool-choice", "required", "--max-calls", "1",
                   "--prompt", "Weather in Paris?", "--model", str(tiny_model_dir), "--raw",
                   "--max-new-tokens", "400", "-q")
     assert raw.returncode == 0, raw.stderr
     assert raw.stdout.startswith('<tool_call>\n{"name": "') and raw.stdout.rstrip().endswith("</tool_call>")
 
 
-def test_generate_reasoning_then_json_with_a_tiny_random_model(tiny_model_dir):
+def test_generate_reasoning_then_json_with_a_tiny_random_model(tiny_model_dir, capsys):
     schema = SCHEMAS / "person.json"
-    proc = run_cli("generate", "--schema", str(schema), "--reasoning", "</think>", "--reasoning-begin",
+    proc = run_main(capsys, "generate", "--schema", str(schema), "--reasoning", "</think>", "--reasoning-begin",
                    "<think>", "--max-reasoning-chars", "40", "--prompt", "Invent a person.",
                    "--model", str(tiny_model_dir), "--max-new-tokens", "400")
     assert proc.returncode == 0, proc.stderr

@@ -166,6 +166,7 @@ class OpenKeyMasks:
                     hit = index.get(w)
                     if hit is not None:
                         ids.extend(hit)
+            ids = tuple(ids)
         elif self._word_memo.get(NR, 0) is not _TOO_MANY:
             return None
         else:  # many names (an object's first key): a walk of them and the closing byte
@@ -186,7 +187,7 @@ class OpenKeyMasks:
             from .masks import bit_ids  # (masks imports this module)
 
             ids = bit_ids(cl).tolist()
-        got = (ids, whole)
+        got = (tuple(ids), whole)  # (a tuple of ints: untracked by the collector, as the memo keeps it)
         if len(self._close_memo) >= 4096:
             self._close_memo.clear()
         self._close_memo[NR] = got
@@ -353,6 +354,20 @@ class OpenKeyMasks:
 
 #: :meth:`OpenKeyMasks._words` of a term with too many words to list
 _TOO_MANY = "too many"
+_BYTE1 = [bytes((b,)) for b in range(256)]
+
+
+def _one_byte(h: int, ti, bw) -> int:
+    """The byte of ``K_BYTES`` term ``h`` where its set holds exactly one, else -1."""
+    j = ti.item(h, 1)
+    got = -1
+    for w in range(4):
+        v = bw.item(j, w)
+        if v:
+            if got >= 0 or v & (v - 1):
+                return -1
+            got = 64 * w + v.bit_length() - 1
+    return got
 
 
 def _term_words(x: int, ti, pool, bw, memo: dict, cap: int):
@@ -366,6 +381,31 @@ def _term_words(x: int, ti, pool, bw, memo: dict, cap: int):
     if hit != 0:
         return hit
     k = ti.item(x, 0)
+    if k == _K.K_SEQ:
+        # a name's spelling is a chain of one-byte sequences, SEQ(b1, SEQ(b2, ... rest)): walked
+        # in a loop (a recursive call per byte was most of this function's time), its words
+        # those of the chain's end with the bytes before them, every link memoized on the way
+        # back (a later key position's names are the chains' tails)
+        chain = []
+        y = x
+        while True:
+            h = ti.item(y, 1)
+            b = _one_byte(h, ti, bw) if ti.item(h, 0) == _K.K_BYTES else -1
+            if b < 0:
+                break
+            chain.append((y, _BYTE1[b]))
+            y = ti.item(y, 2)
+            if memo.get(y, 0) != 0 or ti.item(y, 0) != _K.K_SEQ:
+                break
+        if chain:
+            out = _term_words(y, ti, pool, bw, memo, cap)
+            if type(out) is tuple and len(out) > cap:  # (a set of bytes holds up to 4 words)
+                out = _TOO_MANY
+            for z, b in reversed(chain):
+                if type(out) is tuple:
+                    out = tuple([b + v for v in out])  # (as many words: within the cap)
+                memo[z] = out
+            return out
     if x == _K.EPS:
         out = (b"",)
     elif x == _K.EMPTY:

@@ -232,3 +232,69 @@ def test_the_module_imports_first():
     got = subprocess.run([sys.executable, "-c", "import dotjson.open_keys, dotjson.masks"],
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 0, got.stderr
+
+
+def _reference_term_words(x, ti, pool, bw, memo, cap):
+    """The words of a term as ``open_keys._term_words`` first computed them (a recursive call per
+    byte of a name): the reference its chain loop is checked against."""
+    from dotjson.automaton import kernels as K
+
+    hit = memo.get(x, 0)
+    if hit != 0:
+        return hit
+    k = ti.item(x, 0)
+    if x == K.EPS:
+        out = (b"",)
+    elif x == K.EMPTY:
+        out = ()
+    elif k == K.K_BYTES:
+        out = [bytes((b,)) for b in range(256) if (bw.item(ti.item(x, 1), b >> 6) >> (b & 63)) & 1]
+        out = tuple(out) if len(out) <= 4 else None
+    elif k == K.K_SEQ:
+        head = _reference_term_words(ti.item(x, 1), ti, pool, bw, memo, cap)
+        rest = _reference_term_words(ti.item(x, 2), ti, pool, bw, memo, cap) if type(head) is tuple else head
+        if type(head) is not tuple or type(rest) is not tuple:
+            out = head if type(head) is not tuple else rest
+        elif len(head) * len(rest) > cap:
+            out = "too many"
+        else:
+            out = tuple(u + v for u in head for v in rest)
+    elif k == K.K_ALT:
+        o, n = ti.item(x, 1), ti.item(x, 2)
+        got, out = [], None
+        for j in range(n):
+            sub = _reference_term_words(pool.item(o + j), ti, pool, bw, memo, cap)
+            if type(sub) is not tuple:
+                out = sub
+                break
+            got.extend(sub)
+        else:
+            out = tuple(got) if len(got) <= cap and n <= cap else "too many"
+    else:
+        out = None
+    memo[x] = out
+    return out
+
+
+@pytest.mark.parametrize("case", ["open", "many names", "nested"])
+def test_the_names_words_equal_the_reference(llama3_vocab, case):
+    """Every term whose words the key positions of a document asked for (the names' rests, their
+    alternations, the chains' tails memoized on the way) has the words the recursive reference
+    finds, in the same order, with the same verdicts past the cap (several caps)."""
+    from dotjson import open_keys
+    from dotjson.automaton import kernels as K
+
+    idx = Index(_SCHEMAS[case], llama3_vocab, close_objects=False)
+    doc = _TEXTS[case][0].encode()
+    for i in range(len(doc) + 1):
+        s = idx._auto.walk_bytes(idx.initial_state, doc[:i])
+        if s >= 0:
+            idx.mask(s)
+    memo = idx._masker._word_memo
+    assert len(memo) > 15
+    S = idx._auto.store
+    ti, pool, bw = S[K.S_TI], S[K.S_POOL], S[K.S_BW]
+    for t, got in list(memo.items()):
+        assert got == _reference_term_words(t, ti, pool, bw, {}, idx._masker._OPEN_KEY_WORDS), t
+        for cap in (1, 2, 5, 64):
+            assert open_keys._term_words(t, ti, pool, bw, {}, cap) == _reference_term_words(t, ti, pool, bw, {}, cap)

@@ -14,6 +14,9 @@ prints the two runs' figures and the steps whose time moved most, with the text 
 ``--tree`` runs another checkout's ``dotjson`` (and its ``perf/``), so that two trees are
 measured alternately by the same command.
 
+``--slowest N`` lists the N slowest steps with the text before each and the token it took (what
+kind of position the tail of the distribution is).
+
 ``--spikes`` also says what else ran inside each step (a collection of Python's collector, a growth
 of the automaton's store) and, for the steps past ``--spike-us`` in a single round but not in
 their least over the rounds, which of the two they held: the benchmark's max is one mask of one
@@ -83,7 +86,28 @@ def run(args) -> dict:
     if tracer is not None:
         tracer.close()
         tracer.report(best, args.spike_us)
+    if args.slowest:
+        ids_of: dict = {}
+        for rid, _, ids in jobs:
+            ids_of.setdefault(rid, []).append(ids)  # (each valid instance's, in the runs' order)
+        _slowest(best, ids_of, tok, args.slowest)
     return best
+
+
+def _slowest(best: dict, ids_of: dict, tok, n: int) -> None:
+    """The ``n`` slowest steps (the least of the rounds), each with the text before it and the
+    token it took: what kind of position the tail of the distribution is (step 0 is the first
+    mask; step ``i`` takes token ``i - 1`` and fills the next mask)."""
+    rows = sorted(((t, rid, k, s) for rid, runs in best.items() for k, one in enumerate(runs)
+                   for s, t in enumerate(one)), reverse=True)[:n]
+    total = sum(t for runs in best.values() for one in runs for t in one)
+    print(f"the {len(rows)} slowest steps ({sum(r[0] for r in rows) / total:.1%} of the steps' time; "
+          "µs, instance #, step, the text before it + the token it took):")
+    for t, rid, k, s in rows:
+        ids = ids_of[rid][k]
+        before = tok.decode(ids[: max(s - 1, 0)])[-36:] if s else ""
+        took = tok.decode([ids[s - 1]]) if s else "(first mask)"
+        print(f"  {t:8.0f}  {rid[:34]} #{k} step {s}: {before!r} + {took!r}")
 
 
 class _Tracer:
@@ -189,6 +213,8 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=10, help="steps listed by --compare")
     ap.add_argument("--spikes", action="store_true",
                     help="also report what ran inside the slow steps (the collector, store growths)")
+    ap.add_argument("--slowest", type=int, default=0, metavar="N",
+                    help="list the N slowest steps with the text before each and its token")
     ap.add_argument("--spike-us", type=float, default=1000.0,
                     help="--spikes: a single round's step past this many µs is reported (default 1000)")
     args = ap.parse_args(argv)

@@ -60,11 +60,12 @@ def test_profile_fresh_parts_profiles_the_serving_steps_workload():
 def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
     """Every step timed, the least of two rounds kept and compared; with ``--spikes`` (the same
     run: one process less in the default suite) what ran inside the steps is counted too — the
-    collector's runs and the store's growths (a new index's store grows in its first document)."""
+    collector's runs and the store's growths (a new index's store grows in its first document) —
+    and ``--slowest`` lists the slowest steps with their text."""
     out = tmp_path / "steps.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "perf" / "fresh_steps.py"), "--limit", "1", "--rounds", "2", "--out", str(out),
-         "--spikes"],
+         "--spikes", "--slowest", "3"],
         capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     m = re.search(r"(\d+) steps: mean ([\d.]+) µs, p50 ([\d.]+), p90 ([\d.]+), p99 ([\d.]+), max ([\d.]+)", proc.stdout)
@@ -77,6 +78,10 @@ def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
     assert re.search(r"steps past 1000 µs in a single round, not in their least: \d+", proc.stdout), proc.stdout
     assert re.search(r"collections inside the steps: (none|generation \d: \d+, mean \d+ µs)", proc.stdout), proc.stdout
     assert re.search(r"store growths inside the steps: \w+: \d+, mean \d+ µs, max \d+", proc.stdout), proc.stdout
+    # --slowest: the three slowest steps, the first of them the max, each with its text and token
+    listed = re.findall(r"^ +(\d+)  (\S+) #\d+ step (\d+): '.*' \+ '.+'$", proc.stdout, re.M)
+    assert len(listed) == 3 and abs(int(listed[0][0]) - top) <= 1, proc.stdout
+    assert int(listed[0][0]) >= int(listed[1][0]) >= int(listed[2][0]), proc.stdout
     steps = json.loads(out.read_text(encoding="utf-8"))
     assert sum(len(one) for runs in steps.values() for one in runs) == n
     assert all(t > 0 for runs in steps.values() for one in runs for t in one)

@@ -354,20 +354,6 @@ class OpenKeyMasks:
 
 #: :meth:`OpenKeyMasks._words` of a term with too many words to list
 _TOO_MANY = "too many"
-_BYTE1 = [bytes((b,)) for b in range(256)]
-
-
-def _one_byte(h: int, ti, bw) -> int:
-    """The byte of ``K_BYTES`` term ``h`` where its set holds exactly one, else -1."""
-    j = ti.item(h, 1)
-    got = -1
-    for w in range(4):
-        v = bw.item(j, w)
-        if v:
-            if got >= 0 or v & (v - 1):
-                return -1
-            got = 64 * w + v.bit_length() - 1
-    return got
 
 
 def _term_words(x: int, ti, pool, bw, memo: dict, cap: int):
@@ -382,18 +368,21 @@ def _term_words(x: int, ti, pool, bw, memo: dict, cap: int):
         return hit
     k = ti.item(x, 0)
     if k == _K.K_SEQ:
-        # a name's spelling is a chain of one-byte sequences, SEQ(b1, SEQ(b2, ... rest)): walked
-        # in a loop (a recursive call per byte was most of this function's time), its words
-        # those of the chain's end with the bytes before them, every link memoized on the way
-        # back (a later key position's names are the chains' tails)
+        # a name's spelling is a chain of sequences whose heads spell one word each (a byte),
+        # SEQ(b1, SEQ(b2, ... rest)): walked in a loop (a recursive call per byte was most of
+        # this function's time), its words those of the chain's end with the heads' before
+        # them, every link memoized on the way back (a later key position's names are the
+        # chains' tails); a byte's words are memoized per term, shared by every name
         chain = []
         y = x
         while True:
             h = ti.item(y, 1)
-            b = _one_byte(h, ti, bw) if ti.item(h, 0) == _K.K_BYTES else -1
-            if b < 0:
+            hw = memo.get(h, 0)
+            if hw == 0:
+                hw = _term_words(h, ti, pool, bw, memo, cap)
+            if type(hw) is not tuple or len(hw) != 1:
                 break
-            chain.append((y, _BYTE1[b]))
+            chain.append((y, hw[0]))
             y = ti.item(y, 2)
             if memo.get(y, 0) != 0 or ti.item(y, 0) != _K.K_SEQ:
                 break
@@ -401,9 +390,9 @@ def _term_words(x: int, ti, pool, bw, memo: dict, cap: int):
             out = _term_words(y, ti, pool, bw, memo, cap)
             if type(out) is tuple and len(out) > cap:  # (a set of bytes holds up to 4 words)
                 out = _TOO_MANY
-            for z, b in reversed(chain):
+            for z, w in reversed(chain):
                 if type(out) is tuple:
-                    out = tuple([b + v for v in out])  # (as many words: within the cap)
+                    out = tuple([w + v for v in out])  # (as many words: within the cap)
                 memo[z] = out
             return out
     if x == _K.EPS:

@@ -15,7 +15,10 @@ prints the two runs' figures and the steps whose time moved most, with the text 
 measured alternately by the same command.
 
 ``--slowest N`` lists the N slowest steps with the text before each and the token it took (what
-kind of position the tail of the distribution is).
+kind of position the tail of the distribution is); ``--layers US`` runs one more round timing each
+layer's own part of every step (the JSON Schema layer building a rule's IR, rule bodies compiled
+into terms, key sets, store growth, the kernels; the rest is the masker and its glue), over every
+step and over the steps whose least passed ``US`` µs.
 
 ``--spikes`` also says what else ran inside each step (a collection of Python's collector, a growth
 of the automaton's store) and, for the steps past ``--spike-us`` in a single round but not in
@@ -86,12 +89,133 @@ def run(args) -> dict:
     if tracer is not None:
         tracer.close()
         tracer.report(best, args.spike_us)
+    if args.layers is not None:
+        _layers(eng, jobs, best, args.layers, _force)
     if args.slowest:
         ids_of: dict = {}
         for rid, _, ids in jobs:
             ids_of.setdefault(rid, []).append(ids)  # (each valid instance's, in the runs' order)
         _slowest(best, ids_of, tok, args.slowest)
     return best
+
+
+class _Layers:
+    """Exclusive time (``perf_counter``) of each layer a fresh step passes through, per step
+    (``bench_maskbench._force``'s ``watch``): wrappers around each layer's entry points, a stack
+    taking a nested layer's time out of the one that called it, and the collector's runs out of
+    the layer they landed in; the rest of a step is the masker and its glue."""
+
+    def __init__(self):
+        import dotjson.automaton as A
+        import dotjson.jsonschema.compiler as C
+        from dotjson._kernels import entries, jit
+        from dotjson.automaton import rules as R
+
+        self.acc = dict.fromkeys(self.NAMES, 0)
+        self._stack: list = []
+        self._undo: list = []
+        for owner, names, layer in ((C.Compiler, ("body",), 0), (R.Rules, ("compile_node", "written_term"), 1),
+                                    (R.Rules, ("rule_id",), 2), (A.Automaton, ("_key_table", "_key_tail", "_keys_body"), 3),
+                                    (A.Automaton, ("_grow",), 4), (jit.Unit, ("__call__",), 5)):
+            for name in names:
+                self._wrap(owner, name, layer)
+        for name in dir(entries):  # (the kernels Python calls straight, without a Unit)
+            if name.endswith("_packed") and callable(getattr(entries, name)):
+                self._wrap(entries, name, 5)
+        self.t0 = 0
+        self.snap = None
+        self._gc_t = 0
+        gc.callbacks.append(self._collected)
+
+    def _collected(self, phase, info):
+        # (a collection's time is the collector's, not the layer it landed in)
+        if phase == "start":
+            self._gc_t = time.perf_counter_ns()
+            return
+        dt = time.perf_counter_ns() - self._gc_t
+        self.acc[self.NAMES[6]] += dt
+        if self._stack:
+            self._stack[-1] += dt
+
+    NAMES = ("the JSON Schema layer: a rule's IR (Compiler.body)",
+             "rule bodies: IR to terms (Rules.compile_node, written bodies)",
+             "rule ids and their analyses (Rules.rule_id)",
+             "key sets: tables, member tails, bodies",
+             "store growth (Automaton._grow)",
+             "kernels (every compiled unit Python calls)",
+             "Python's collector (wherever a collection landed)")
+
+    def _wrap(self, owner, name, layer):
+        real = getattr(owner, name)
+        stack, acc, key, clock = self._stack, self.acc, self.NAMES[layer], time.perf_counter_ns
+
+        def timed(*a, **k):
+            t = clock()
+            stack.append(0)
+            try:
+                return real(*a, **k)
+            finally:
+                dt = clock() - t
+                acc[key] += dt - stack.pop()
+                if stack:
+                    stack[-1] += dt
+
+        setattr(owner, name, timed)
+        self._undo.append((owner, name, real))
+
+    def close(self):
+        for owner, name, real in reversed(self._undo):
+            setattr(owner, name, real)
+        gc.callbacks.remove(self._collected)
+
+    def before(self):
+        self.snap = tuple(self.acc.values())  # (nothing kept per step: no work for the collector)
+        self.t0 = time.perf_counter_ns()
+
+    def after(self, step: int, us: float):
+        total = time.perf_counter_ns() - self.t0
+        rid, k = self.key
+        for g in (self.every, self.tail) if self.best[rid][k][step] > self.tail_us else (self.every,):
+            g[0] += 1
+            g[1] += total
+            for i, v in enumerate(self.acc.values()):
+                g[2][i] += v - self.snap[i]
+
+
+def _layers(eng, jobs, best: dict, tail_us: float, force) -> None:
+    """One more round on new indexes, each layer's exclusive time in each step (:class:`_Layers`),
+    over every step and over the steps whose least in the timed rounds passed ``tail_us``."""
+    import peers
+
+    compiled = []
+    for rid, schema, ids in jobs:
+        try:
+            compiled.append((rid, eng.compile(schema), ids))
+        except peers.CompileFailed:
+            continue
+    lay = _Layers()
+    lay.best, lay.tail_us = best, tail_us
+    lay.every, lay.tail = [0, 0, [0] * len(_Layers.NAMES)], [0, 0, [0] * len(_Layers.NAMES)]
+    try:
+        seen: dict = {}
+        for rid, c, ids in compiled:
+            lay.key = (rid, seen.get(rid, 0))
+            seen[rid] = lay.key[1] + 1
+            force(c, ids, watch=lay)
+    finally:
+        lay.close()
+    print("each layer's own time in a step (one more round, wrappers around the layers' entry points, "
+          "their cost inside; µs a step and share):")
+    for title, (n, total, parts) in (("every step", lay.every),
+                                     (f"the steps past {tail_us:.0f} µs (their least)", lay.tail)):
+        if not n:
+            print(f"  {title}: none")
+            continue
+        print(f"  {title}: {n} steps, {total / n / 1e3:.1f} µs each")
+        for name, v in zip(_Layers.NAMES, parts):
+            print(f"    {v / n / 1e3:8.1f}  {v / total:6.1%}  {name}")
+        rest = total - sum(parts)
+        print(f"    {rest / n / 1e3:8.1f}  {rest / total:6.1%}  the masker, its shortcuts and the glue (the rest)")
 
 
 def _slowest(best: dict, ids_of: dict, tok, n: int) -> None:
@@ -213,6 +337,9 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=10, help="steps listed by --compare")
     ap.add_argument("--spikes", action="store_true",
                     help="also report what ran inside the slow steps (the collector, store growths)")
+    ap.add_argument("--layers", type=float, default=None, metavar="US",
+                    help="one more round timing each layer's own part of a step (the JSON Schema layer, "
+                         "rule bodies, key sets, kernels, ...), over every step and over those past US µs")
     ap.add_argument("--slowest", type=int, default=0, metavar="N",
                     help="list the N slowest steps with the text before each and its token")
     ap.add_argument("--spike-us", type=float, default=1000.0,

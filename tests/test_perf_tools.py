@@ -60,12 +60,12 @@ def test_profile_fresh_parts_profiles_the_serving_steps_workload():
 def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
     """Every step timed, the least of two rounds kept and compared; with ``--spikes`` (the same
     run: one process less in the default suite) what ran inside the steps is counted too — the
-    collector's runs and the store's growths (a new index's store grows in its first document) —
-    and ``--slowest`` lists the slowest steps with their text."""
+    collector's runs and the store's growths (a new index's store grows in its first document);
+    ``--slowest`` lists the slowest steps with their text and ``--layers`` times each layer's part."""
     out = tmp_path / "steps.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "perf" / "fresh_steps.py"), "--limit", "1", "--rounds", "2", "--out", str(out),
-         "--spikes", "--slowest", "3"],
+         "--spikes", "--slowest", "3", "--layers", "300"],
         capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     m = re.search(r"(\d+) steps: mean ([\d.]+) µs, p50 ([\d.]+), p90 ([\d.]+), p99 ([\d.]+), max ([\d.]+)", proc.stdout)
@@ -82,6 +82,13 @@ def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
     listed = re.findall(r"^ +(\d+)  (\S+) #\d+ step (\d+): '.*' \+ '.+'$", proc.stdout, re.M)
     assert len(listed) == 3 and abs(int(listed[0][0]) - top) <= 1, proc.stdout
     assert int(listed[0][0]) >= int(listed[1][0]) >= int(listed[2][0]), proc.stdout
+    # --layers: every step of one more round, each layer's own share, the rest the masker's; the
+    # same for the steps past 300 µs (the slowest listed is one of them)
+    every = re.search(r"every step: (\d+) steps, ([\d.]+) µs each\n((?:    .*\n)+)", proc.stdout)
+    assert every and int(every[1]) == n, proc.stdout
+    shares = [float(x) for x in re.findall(r"^ +[\d.]+ +([\d.]+)%  ", every[3], re.M)]
+    assert len(shares) == 8 and abs(sum(shares) - 100) < 0.5 and shares[5] > 0, every[3]  # (the kernels: some)
+    assert re.search(r"the steps past 300 µs \(their least\): \d+ steps, [\d.]+ µs each", proc.stdout), proc.stdout
     steps = json.loads(out.read_text(encoding="utf-8"))
     assert sum(len(one) for runs in steps.values() for one in runs) == n
     assert all(t > 0 for runs in steps.values() for one in runs for t in one)

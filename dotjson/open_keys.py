@@ -166,7 +166,6 @@ class OpenKeyMasks:
                     hit = index.get(w)
                     if hit is not None:
                         ids.extend(hit)
-            ids = tuple(ids)
         elif self._word_memo.get(NR, 0) is not _TOO_MANY:
             return None
         else:  # many names (an object's first key): a walk of them and the closing byte

@@ -18,7 +18,7 @@ measured alternately by the same command.
 kind of position the tail of the distribution is); ``--layers US`` runs one more round timing each
 layer's own part of every step (the JSON Schema layer building a rule's IR, rule bodies compiled
 into terms, key sets, store growth, the kernels; the rest is the masker and its glue), over every
-step and over the steps whose least passed ``US`` µs.
+step, over the steps whose least passed ``US`` µs and over those at or below the median.
 
 ``--spikes`` also says what else ran inside each step (a collection of Python's collector, a growth
 of the automaton's store) and, for the steps past ``--spike-us`` in a single round but not in
@@ -175,7 +175,10 @@ class _Layers:
     def after(self, step: int, us: float):
         total = time.perf_counter_ns() - self.t0
         rid, k = self.key
-        for g in (self.every, self.tail) if self.best[rid][k][step] > self.tail_us else (self.every,):
+        least = self.best[rid][k][step]
+        for g in (self.every, self.tail if least > self.tail_us else self.low if least <= self.median else None):
+            if g is None:
+                continue
             g[0] += 1
             g[1] += total
             for i, v in enumerate(self.acc.values()):
@@ -184,7 +187,8 @@ class _Layers:
 
 def _layers(eng, jobs, best: dict, tail_us: float, force) -> None:
     """One more round on new indexes, each layer's exclusive time in each step (:class:`_Layers`),
-    over every step and over the steps whose least in the timed rounds passed ``tail_us``."""
+    over every step, over the steps whose least in the timed rounds passed ``tail_us`` and over
+    those at or below the median (the common step)."""
     import peers
 
     compiled = []
@@ -195,7 +199,9 @@ def _layers(eng, jobs, best: dict, tail_us: float, force) -> None:
             continue
     lay = _Layers()
     lay.best, lay.tail_us = best, tail_us
-    lay.every, lay.tail = [0, 0, [0] * len(_Layers.NAMES)], [0, 0, [0] * len(_Layers.NAMES)]
+    least = sorted(t for runs in best.values() for one in runs for t in one)
+    lay.median = least[len(least) // 2] if least else 0.0
+    lay.every, lay.tail, lay.low = ([0, 0, [0] * len(_Layers.NAMES)] for _ in range(3))
     try:
         seen: dict = {}
         for rid, c, ids in compiled:
@@ -207,7 +213,8 @@ def _layers(eng, jobs, best: dict, tail_us: float, force) -> None:
     print("each layer's own time in a step (one more round, wrappers around the layers' entry points, "
           "their cost inside; µs a step and share):")
     for title, (n, total, parts) in (("every step", lay.every),
-                                     (f"the steps past {tail_us:.0f} µs (their least)", lay.tail)):
+                                     (f"the steps past {tail_us:.0f} µs (their least)", lay.tail),
+                                     (f"the steps at or below the median (their least ≤ {lay.median:.0f} µs)", lay.low)):
         if not n:
             print(f"  {title}: none")
             continue

@@ -89,6 +89,8 @@ def test_fresh_steps_times_every_step_and_compares_two_runs(tmp_path):
     shares = [float(x) for x in re.findall(r"^ +[\d.]+ +([\d.]+)%  ", every[3], re.M)]
     assert len(shares) == 8 and abs(sum(shares) - 100) < 0.5 and shares[5] > 0, every[3]  # (the kernels: some)
     assert re.search(r"the steps past 300 µs \(their least\): \d+ steps, [\d.]+ µs each", proc.stdout), proc.stdout
+    low = re.search(r"the steps at or below the median \(their least ≤ ([\d.]+) µs\): (\d+) steps", proc.stdout)
+    assert low and abs(float(low[1]) - p50) <= 1 and n // 2 <= int(low[2]) < n, proc.stdout
     steps = json.loads(out.read_text(encoding="utf-8"))
     assert sum(len(one) for runs in steps.values() for one in runs) == n
     assert all(t > 0 for runs in steps.values() for one in runs for t in one)

@@ -84,7 +84,7 @@ def _clock():
 def _force(compiled, ids, first=None, watch=None):
     """Teacher-force ``ids``; returns (status, tokens consumed, step times in µs, error).
 
-    ``watch`` (``fresh_steps.py --spikes``): ``watch.before()`` is called before each timed step
+    ``watch`` (``fresh_steps.py --spikes`` and ``--layers``): ``watch.before()`` is called before each timed step
     and ``watch.after(i, us)`` after step ``i`` of the times returned, both outside the timing."""
     pc = _clock()
     if first is None:

@@ -103,9 +103,11 @@ class _Layers:
     """Exclusive time (``perf_counter``) of each layer a fresh step passes through, per step
     (``bench_maskbench._force``'s ``watch``): wrappers around each layer's entry points, a stack
     taking a nested layer's time out of the one that called it, and the collector's runs out of
-    the layer they landed in; the rest of a step is the masker and its glue."""
+    the layer they landed in; the rest of a step is the masker and its glue. Each step is added
+    to :attr:`every` and, by its least in the timed rounds ``best``, to :attr:`tail` (past
+    ``tail_us``) or :attr:`low` (at or below the median): ``[steps, ns, ns by layer]``."""
 
-    def __init__(self):
+    def __init__(self, best: dict, tail_us: float):
         import dotjson.automaton as A
         import dotjson.jsonschema.compiler as C
         from dotjson._kernels import entries, jit
@@ -122,6 +124,11 @@ class _Layers:
         for name in dir(entries):  # (the kernels Python calls straight, without a Unit)
             if name.endswith("_packed") and callable(getattr(entries, name)):
                 self._wrap(entries, name, 5)
+        self.best, self.tail_us = best, tail_us
+        least = sorted(t for runs in best.values() for one in runs for t in one)
+        self.median = least[len(least) // 2] if least else 0.0
+        self.every, self.tail, self.low = ([0, 0, [0] * len(self.NAMES)] for _ in range(3))
+        self.key = None  # (instance id, its valid instance #) being forced
         self.t0 = 0
         self.snap = None
         self._gc_t = 0
@@ -197,11 +204,7 @@ def _layers(eng, jobs, best: dict, tail_us: float, force) -> None:
             compiled.append((rid, eng.compile(schema), ids))
         except peers.CompileFailed:
             continue
-    lay = _Layers()
-    lay.best, lay.tail_us = best, tail_us
-    least = sorted(t for runs in best.values() for one in runs for t in one)
-    lay.median = least[len(least) // 2] if least else 0.0
-    lay.every, lay.tail, lay.low = ([0, 0, [0] * len(_Layers.NAMES)] for _ in range(3))
+    lay = _Layers(best, tail_us)
     try:
         seen: dict = {}
         for rid, c, ids in compiled:
@@ -346,7 +349,8 @@ def main(argv=None):
                     help="also report what ran inside the slow steps (the collector, store growths)")
     ap.add_argument("--layers", type=float, default=None, metavar="US",
                     help="one more round timing each layer's own part of a step (the JSON Schema layer, "
-                         "rule bodies, key sets, kernels, ...), over every step and over those past US µs")
+                         "rule bodies, key sets, kernels, ...), over every step, over those past US µs "
+                         "and over those at or below the median")
     ap.add_argument("--slowest", type=int, default=0, metavar="N",
                     help="list the N slowest steps with the text before each and its token")
     ap.add_argument("--spike-us", type=float, default=1000.0,

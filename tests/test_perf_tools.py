@@ -266,6 +266,22 @@ def test_fuzz_walks_disputes_a_float_rounding_only_where_the_exact_number_is_val
     assert not fw._exactly_valid(schema, None, b"0.685343962618261644659893280879759056542127e42")
 
 
+
+def test_fuzz_walks_reads_an_integer_in_any_notation_exactly():
+    """``3.40345473908E0789`` is an integer (no fractional part; JSON Schema's ``integer``), which
+    ``jsonschema`` reads as the float ``inf`` and refuses: read exactly it is valid (disputed),
+    and a number with a fractional part stays invalid however written (seed 92 on SmolLM2 met
+    it: ``Github_trivial---o82286``'s port)."""
+    import jsonschema
+
+    fw = perf_module("fuzz_walks")
+    schema = {"type": "object", "properties": {"port": {"type": "integer", "minimum": 0}}}
+    text = b' {"port":3.40345473908E0789 \n        }'
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(json.loads(text)))
+    assert fw._exactly_valid(schema, None, text)
+    for bad in (b'{"port":3.403454739085E1}', b'{"port":-3E789}', b'{"port":2.5}'):
+        assert not fw._exactly_valid(schema, None, bad), bad
+
 @pytest.mark.slow
 def test_fuzz_walks_over_maskbench_schemas_finds_nothing():
     """Random walks over two MaskBench schemas a category (the development split where it is,

@@ -59,6 +59,13 @@ class OpenKeyMasks:
         closing byte are that member's (:meth:`_member_after`). The walk of the whole state
         made a state per prefix of an undeclared key a token spells (``Diff(L, N')`` each,
         with the rest of the document), new at every position of every key.
+
+        ``K`` may also be written out (an object in any order writes a trie of the names not
+        seen yet, a name alone in its branch inline): up to eight branches beside the
+        undeclared key, each a key set or a chain of single bytes spelling a name's rest to
+        the closing byte, then its member (``name" ws : ws V next``, :meth:`_chain_word`). The
+        argument holds where every such rest is a word of ``N`` (checked: ``N``'s words
+        listed), as a key set's names are by construction.
         """
         a = self._auto
         img = a.image
@@ -74,11 +81,14 @@ class OpenKeyMasks:
             first, R = t, _K.EPS
         else:
             return None
-        if ti.item(first, 2) != 2:
+        n = ti.item(first, 2)
+        if n < 2 or n > 8:
             return None
         off = ti.item(first, 1)
-        branches = (pool.item(off), pool.item(off + 1))
-        kb = xb = None
+        branches = [pool.item(off + j) for j in range(n)]
+        keys = 0
+        xb = None
+        chains = []  # (branches spelling one declared name's rest to its closing byte, then its member)
         for b in branches:
             if ti.item(b, 0) == _K.K_SEQ:
                 lead, tail = ti.item(b, 1), ti.item(b, 2)
@@ -98,12 +108,14 @@ class OpenKeyMasks:
                     lead, tail = body, _K.EPS
             k = ti.item(lead, 0)
             if k == _K.K_KEYS and ti.item(lead, 3) < _K.KD_ESC:
-                kb = lead
-            elif k == _K_DIFF:
+                keys += 1
+            elif k == _K_DIFF and xb is None:
                 xb = (lead, tail, rest)
+            elif k == _K.K_BYTES and rest == _K.EPS:
+                chains.append(b)
             else:
                 return None
-        if kb is None or xb is None:
+        if xb is None or not (keys or chains):
             return None
         D, Y, rest = xb
         Lx, NR = ti.item(D, 1), ti.item(D, 2)
@@ -116,6 +128,14 @@ class OpenKeyMasks:
         if not self._is_byte(items[0], close):
             return None
         q = items[0]
+        if chains:  # (each must spell a word of ``N``: a declared name's rest, then its closing byte)
+            words = self._words(NR)
+            if words is None:
+                return None
+            for b in chains:
+                w = self._chain_word(b, close, escape)
+                if w is None or w not in words:
+                    return None
         got = self._close_of(NR, q, close, escape)
         if got is None:
             return None
@@ -141,6 +161,29 @@ class OpenKeyMasks:
         if a.accepting[state]:
             self.set_eos(out)
         return out
+
+    def _chain_word(self, b: int, close: int, escape: int):
+        """The bytes term ``b`` spells before its byte ``close`` where it is a chain of single
+        bytes, ``SEQ(b1, SEQ(b2, ... SEQ(close, Z)))`` (a rule family writing a declared name's
+        rest inline, then its member ``Z``), none of them ``escape``; ``None`` otherwise."""
+        S = self._auto.store
+        ti = S[_K.S_TI]
+        word = bytearray()
+        while ti.item(b, 0) == _K.K_SEQ and len(word) < 1024:
+            h = ti.item(b, 1)
+            if ti.item(h, 0) != _K.K_BYTES:
+                return None
+            hw = self._words(h)
+            if hw is None or len(hw) != 1:
+                return None
+            c = hw[0][0]
+            if c == close:
+                return bytes(word)
+            if c == escape:
+                return None
+            word.append(c)
+            b = ti.item(b, 2)
+        return None
 
     def _close_of(self, NR: int, q: int, close: int, escape: int):
         """``(ids, whole)``: the tokens (a list) whose text before their first ``close`` byte

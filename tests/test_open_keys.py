@@ -206,6 +206,62 @@ def test_the_shortcut_is_taken_at_every_key_position(llama3_vocab):
     assert '{"alphabet":"x' not in answered and '{"alphabet":"x","ze' not in answered
 
 
+@pytest.mark.parametrize("vocab_name", ["llama3_vocab", "qwen_vocab", "smollm2_vocab"])
+@pytest.mark.parametrize("case", ["open", "required", "typed extras", "nested"])
+def test_any_order_key_positions_equal_the_walk(request, vocab_name, case):
+    """In any order the names not seen yet are a trie written out, a name alone in its branch
+    inline (``b'a' b'm' b'e' b'"' ws : ws V next``, or at a whole name ``b'"' ws : ...``):
+    those branches read as chains (``_chain_word``), each a word of the undeclared key's
+    ``N``, and the masks still equal the walk and the reference, across seen names (a seen
+    name is in ``N`` but spelt by no branch)."""
+    vocab = request.getfixturevalue(vocab_name)
+    fast, slow, ref = _indexes(_SCHEMAS[case], vocab, property_order="any")
+    texts = _TEXTS[case] + [json.dumps(dict(reversed(list(d.items()))), ensure_ascii=False, separators=(",", ":"))
+                            for d in _DOCS[case][:1]]
+    with _Count() as c:
+        for text in texts:
+            data = text.encode()
+            assert fast._auto.matches(data), text
+            assert_same_masks(fast, slow, data)
+            assert_same_masks(fast, ref, data)
+    assert c.n > 0
+
+
+def test_any_order_chains_are_answered(llama3_vocab, monkeypatch):
+    """Where one name is left under the key's prefix (``"ty`` once ``type`` is the only name
+    starting so), at a whole name with no longer one (``"type``), and at one whose longer one
+    was seen already (``"alpha``), the shortcut answers (a chain beside the undeclared key),
+    equal to the walk; where a chain's word is not one of ``N``'s it refuses."""
+    schema = _object(["type", "alpha", "alphabet", "id"])  # (integer, string, boolean, object)
+    text = '{"alphabet":true,"type":1,"alpha":"s","id":{},"zz":2}'
+    idx = Index(schema, llama3_vocab, close_objects=False, property_order="any")
+    slow = Index(schema, llama3_vocab, close_objects=False, property_order="any")
+    slow._masker._open_keys = False
+    assert idx._auto.matches(text.encode())
+    m = idx._masker
+    answered = []
+    for i in range(len(text) + 1):
+        s = idx._auto.walk_bytes(idx.initial_state, text[:i].encode())
+        with idx._auto.lock:
+            ks = idx._auto.key_state(s, m._limit)
+            got = m._open_key_mask(ks)
+        if got is not None:
+            answered.append(text[:i])
+            s2 = slow._auto.walk_bytes(slow.initial_state, text[:i].encode())
+            assert np.array_equal(got, slow.mask(s2)), text[:i]
+    for prefix in ('{"alphabet":true,"ty', '{"alphabet":true,"type', '{"alphabet":true,"type":1,"alp',
+                   '{"alphabet":true,"type":1,"alpha', '{"alphabet":true,"type":1,"alpha":"s","i'):
+        assert prefix in answered, prefix
+    # the check is what keeps it exact: N's words without the chain's, and it refuses
+    fresh = Index(schema, llama3_vocab, close_objects=False, property_order="any")
+    s = fresh._auto.walk_bytes(fresh.initial_state, b'{"alphabet":true,"ty')
+    fm = fresh._masker
+    real = type(fm)._words
+    monkeypatch.setattr(type(fm), "_words", lambda self, t: tuple(w for w in (real(self, t) or ()) if w != b"pe"))
+    with fresh._auto.lock:
+        assert fm._open_key_mask(fresh._auto.key_state(s, fm._limit)) is None
+
+
 def test_the_vocabulary_table_reads_escapes(llama3_vocab):
     """The table of tokens by their text before an unescaped closing quote: an escaped quote is
     text, and a token holding only escaped quotes is in no entry."""

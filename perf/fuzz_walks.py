@@ -140,38 +140,32 @@ def _exactly_valid(schema, resources, text: bytes) -> bool:
     try:
         with localcontext() as ctx:
             ctx.prec = 100_000  # (a remainder of a long number by a short one: its whole quotient)
-            exact = _validator(json.loads(json.dumps(schema), parse_float=Decimal), resources)
-            # (an integer is a number of no fractional part however written: `3.40345473908E789`
-            # is one; jsonschema's type checker knows ints and integral floats, not Decimals)
-            exact = _integral_decimals(exact)
+            exact = _validator(json.loads(json.dumps(schema), parse_float=Decimal), resources, exact_integers=True)
             doc = json.loads(text.decode("utf-8"), parse_float=Decimal)
             return next(iter(exact.iter_errors(doc)), None) is None
     except Exception:  # noqa: BLE001  (no exact reading: the float one stands)
         return False
 
 
-def _integral_decimals(validator):
-    """``validator`` with JSON Schema's ``integer`` read on exact numbers too: a ``Decimal`` of no
-    fractional part is one (``jsonschema`` checks ``int`` and integral ``float`` only)."""
-    from decimal import Decimal
-
-    import jsonschema
-
-    cls = type(validator)
-
-    def is_integer(checker, x):
-        if isinstance(x, Decimal):
-            return x.is_finite() and x == x.to_integral_value()
-        return cls.TYPE_CHECKER.is_type(x, "integer")
-
-    exact = jsonschema.validators.extend(cls, type_checker=cls.TYPE_CHECKER.redefine("integer", is_integer))
-    return exact(validator.schema, format_checker=validator.format_checker, registry=validator._registry)
-
-
-def _validator(schema, resources=None):
+def _validator(schema, resources=None, exact_integers=False):
+    """A validator of ``schema`` (its dialect's, with ``resources`` as remotes); with
+    ``exact_integers`` it also reads a ``Decimal`` of no fractional part as JSON Schema's
+    ``integer``, however written (``3.40345473908E789`` is one: ``jsonschema``'s type checker
+    knows ints and integral floats only)."""
     import jsonschema
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    if exact_integers:
+        from decimal import Decimal
+
+        plain = cls.TYPE_CHECKER
+
+        def is_integer(checker, x):
+            if isinstance(x, Decimal):
+                return x.is_finite() and x == x.to_integral_value()
+            return plain.is_type(x, "integer")
+
+        cls = jsonschema.validators.extend(cls, type_checker=plain.redefine("integer", is_integer))
     if not resources:
         return cls(schema, format_checker=cls.FORMAT_CHECKER)
     from referencing import Registry, Resource
